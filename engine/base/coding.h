@@ -1,0 +1,106 @@
+// Explicit little- and big-endian integer coding with bounds checks.
+//
+// Every on-disk integer is little-endian and goes through these helpers
+// (LevelDB util/coding.h). Keys that must sort numerically in memcmp order
+// (tree ids, bytenrs inside item keys) use the big-endian helpers. Nothing in
+// the engine casts a struct onto a buffer.
+#ifndef COWKV_ENGINE_BASE_CODING_H_
+#define COWKV_ENGINE_BASE_CODING_H_
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "engine/base/check.h"
+
+namespace cowkv {
+
+inline void EncodeLE16(char* p, uint16_t v) {
+  p[0] = static_cast<char>(v);
+  p[1] = static_cast<char>(v >> 8);
+}
+inline void EncodeLE32(char* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<char>(v >> (8 * i));
+}
+inline void EncodeLE64(char* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<char>(v >> (8 * i));
+}
+inline uint16_t DecodeLE16(const char* p) {
+  return static_cast<uint16_t>(static_cast<uint8_t>(p[0]) |
+                               (static_cast<uint16_t>(static_cast<uint8_t>(p[1])) << 8));
+}
+inline uint32_t DecodeLE32(const char* p) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
+  return v;
+}
+inline uint64_t DecodeLE64(const char* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
+  return v;
+}
+inline void EncodeBE64(char* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<char>(v >> (56 - 8 * i));
+}
+inline uint64_t DecodeBE64(const char* p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = (v << 8) | static_cast<uint8_t>(p[i]);
+  return v;
+}
+
+inline void PutLE32(std::string* dst, uint32_t v) {
+  char b[4];
+  EncodeLE32(b, v);
+  dst->append(b, 4);
+}
+inline void PutLE64(std::string* dst, uint64_t v) {
+  char b[8];
+  EncodeLE64(b, v);
+  dst->append(b, 8);
+}
+inline void PutBE64(std::string* dst, uint64_t v) {
+  char b[8];
+  EncodeBE64(b, v);
+  dst->append(b, 8);
+}
+
+// Reads fixed-width fields from a byte string, refusing to run past its end.
+// After any failed read ok() stays false and further reads return 0, so a
+// decoder may read a whole record and test ok() once.
+class Reader {
+ public:
+  explicit Reader(absl::string_view data) : data_(data) {}
+
+  uint8_t U8() { return Take(1) ? static_cast<uint8_t>(last_[0]) : 0; }
+  uint16_t LE16() { return Take(2) ? DecodeLE16(last_) : 0; }
+  uint32_t LE32() { return Take(4) ? DecodeLE32(last_) : 0; }
+  uint64_t LE64() { return Take(8) ? DecodeLE64(last_) : 0; }
+  uint64_t BE64() { return Take(8) ? DecodeBE64(last_) : 0; }
+  absl::string_view Bytes(size_t n) {
+    return Take(n) ? absl::string_view(last_, n) : absl::string_view();
+  }
+
+  bool ok() const { return ok_; }
+  size_t remaining() const { return ok_ ? data_.size() - pos_ : 0; }
+
+ private:
+  bool Take(size_t n) {
+    if (!ok_ || data_.size() - pos_ < n) {
+      ok_ = false;
+      return false;
+    }
+    last_ = data_.data() + pos_;
+    pos_ += n;
+    return true;
+  }
+
+  absl::string_view data_;
+  size_t pos_ = 0;
+  const char* last_ = nullptr;
+  bool ok_ = true;
+};
+
+}  // namespace cowkv
+
+#endif  // COWKV_ENGINE_BASE_CODING_H_

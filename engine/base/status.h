@@ -1,0 +1,74 @@
+// Status helpers shared by every engine layer.
+//
+// The engine's one error type is absl::Status / absl::StatusOr. Debian's Abseil
+// 20220623 has no status macros, so cowkv defines the two it needs here, plus
+// CorruptionError(), the single constructor for "a byte read from the device
+// is wrong" (code DATA_LOSS), so every corruption message has one shape:
+//   corrupt node: bytenr=… owner=… level=… slot=…, <reason>, have=… want=…
+#ifndef COWKV_ENGINE_BASE_STATUS_H_
+#define COWKV_ENGINE_BASE_STATUS_H_
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+
+#define COWKV_STATUS_CONCAT_INNER_(a, b) a##b
+#define COWKV_STATUS_CONCAT_(a, b) COWKV_STATUS_CONCAT_INNER_(a, b)
+
+// Evaluates `expr` (an absl::Status); returns it from the enclosing function
+// when it is not OK.
+#define RETURN_IF_ERROR(expr)                          \
+  do {                                                 \
+    ::absl::Status cowkv_status_ = (expr);             \
+    if (!cowkv_status_.ok()) return cowkv_status_;     \
+  } while (0)
+
+// `ASSIGN_OR_RETURN(auto x, StatusOrExpr())`: declares/assigns the value or
+// returns the error from the enclosing function.
+#define ASSIGN_OR_RETURN(lhs, rexpr)                                     \
+  COWKV_ASSIGN_OR_RETURN_IMPL_(                                          \
+      COWKV_STATUS_CONCAT_(cowkv_statusor_, __LINE__), lhs, rexpr)
+
+#define COWKV_ASSIGN_OR_RETURN_IMPL_(statusor, lhs, rexpr) \
+  auto statusor = (rexpr);                                 \
+  if (!statusor.ok()) return std::move(statusor).status(); \
+  lhs = std::move(statusor).value()
+
+namespace cowkv {
+
+// Where a corrupt byte was found. Fields that do not apply stay at their
+// "unknown" values and are left out of the message.
+struct CorruptionSite {
+  absl::string_view what = "node";  // "node", "superblock", "item", ...
+  uint64_t bytenr = UINT64_MAX;
+  uint64_t owner = UINT64_MAX;
+  int level = -1;
+  int slot = -1;
+};
+
+// Builds the DATA_LOSS status for corrupt on-device data and counts it in
+// CorruptionsDetected(). `file`/`line` record where it was first detected
+// (SQLite's SQLITE_CORRUPT_BKPT); use the COWKV_CORRUPTION macro.
+absl::Status CorruptionError(const CorruptionSite& site, absl::string_view reason,
+                             absl::string_view have, absl::string_view want,
+                             const char* file, int line);
+
+#define COWKV_CORRUPTION(site, reason, have, want) \
+  ::cowkv::CorruptionError((site), (reason), (have), (want), __FILE__, __LINE__)
+
+// Process-wide count of CorruptionError() calls (a metric for `stats`).
+uint64_t CorruptionsDetected();
+
+// Convenience constructors with errno-like meaning used across layers.
+inline absl::Status NoSpaceError(absl::string_view msg) {
+  return absl::ResourceExhaustedError(absl::StrCat("no space left on device: ", msg));
+}
+
+}  // namespace cowkv
+
+#endif  // COWKV_ENGINE_BASE_STATUS_H_
