@@ -1,0 +1,64 @@
+// FreeSpace: which byte ranges of the device may be allocated now.
+//
+// cowkv keeps free space in memory only and rebuilds it at mount from the
+// extent tree (every EXTENT_ITEM is allocated; everything else outside the
+// reserved ranges is free) — docs/design.md "Free space" says why. Ranges
+// freed in the running engine transaction are *pinned*: the committed tree may
+// still point at them, so they become allocatable only after the commit that
+// stops referencing them is durable (UnpinAll after the superblock flush).
+//
+// Allocation is next-fit from a cursor so consecutive allocations are
+// adjacent and a commit writes long sequential runs.
+//
+// Not thread-safe; the transaction layer serialises access.
+#ifndef COWKV_ENGINE_ALLOC_FREE_SPACE_H_
+#define COWKV_ENGINE_ALLOC_FREE_SPACE_H_
+
+#include <cstdint>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace cowkv {
+
+class FreeSpace {
+ public:
+  FreeSpace() = default;
+  FreeSpace(const FreeSpace&) = delete;
+  FreeSpace& operator=(const FreeSpace&) = delete;
+
+  // Adds [start, start+len) as free. It must not overlap a free range.
+  void AddFree(uint64_t start, uint64_t len);
+  // Removes [start, start+len), which must be entirely free (used while
+  // rebuilding at mount).
+  bool RemoveFree(uint64_t start, uint64_t len);
+
+  // Allocates `len` bytes aligned to `align`. RESOURCE_EXHAUSTED when no free
+  // range fits.
+  absl::StatusOr<uint64_t> Allocate(uint64_t len, uint64_t align);
+
+  // Freed in the running engine transaction: free after the next commit.
+  void Pin(uint64_t start, uint64_t len);
+  // Never-written space of the running transaction: free at once.
+  void FreeNow(uint64_t start, uint64_t len) { AddFree(start, len); }
+  // The commit is durable: pinned ranges become free.
+  void UnpinAll();
+
+  bool IsFree(uint64_t start, uint64_t len) const;
+  uint64_t free_bytes() const { return free_bytes_; }
+  uint64_t pinned_bytes() const { return pinned_bytes_; }
+  size_t fragments() const { return ranges_.size(); }
+
+ private:
+  std::map<uint64_t, uint64_t> ranges_;  // start -> len, disjoint, coalesced
+  std::vector<std::pair<uint64_t, uint64_t>> pinned_;
+  uint64_t free_bytes_ = 0;
+  uint64_t pinned_bytes_ = 0;
+  uint64_t cursor_ = 0;
+};
+
+}  // namespace cowkv
+
+#endif  // COWKV_ENGINE_ALLOC_FREE_SPACE_H_

@@ -1,0 +1,101 @@
+#include "engine/format/items.h"
+
+#include "absl/strings/str_cat.h"
+#include "engine/base/coding.h"
+#include "engine/base/status.h"
+#include "engine/format/layout.h"
+
+namespace cowkv {
+namespace format {
+
+std::string EncodeKey17(const Key17& k) {
+  std::string s(kKeySize17, '\0');
+  EncodeBE64(s.data(), k.objectid);
+  s[8] = static_cast<char>(k.type);
+  EncodeBE64(s.data() + 9, k.offset);
+  return s;
+}
+
+bool DecodeKey17(absl::string_view s, Key17* k) {
+  if (s.size() != kKeySize17) return false;
+  k->objectid = DecodeBE64(s.data());
+  k->type = static_cast<uint8_t>(s[8]);
+  k->offset = DecodeBE64(s.data() + 9);
+  return true;
+}
+
+std::string EncodeExtentItem(const ExtentItem& e) {
+  std::string s(kExtentItemSize, '\0');
+  EncodeLE64(s.data(), e.refs);
+  EncodeLE64(s.data() + 8, e.generation);
+  EncodeLE64(s.data() + 16, e.flags);
+  s[24] = static_cast<char>(e.level);
+  return s;
+}
+
+absl::StatusOr<ExtentItem> DecodeExtentItem(absl::string_view v, uint64_t bytenr) {
+  CorruptionSite site;
+  site.what = "extent item";
+  site.bytenr = bytenr;
+  if (v.size() != kExtentItemSize) {
+    return COWKV_CORRUPTION(site, "bad size", absl::StrCat(v.size()),
+                            absl::StrCat(kExtentItemSize));
+  }
+  Reader r(v);
+  ExtentItem e;
+  e.refs = r.LE64();
+  e.generation = r.LE64();
+  e.flags = r.LE64();
+  e.level = r.U8();
+  if (e.refs == 0) return COWKV_CORRUPTION(site, "zero refcount", "0", ">0");
+  if (e.flags != kExtentFlagTreeBlock && e.flags != kExtentFlagData) {
+    return COWKV_CORRUPTION(site, "bad flags", absl::StrCat(e.flags), "1 or 2");
+  }
+  if (e.level >= kMaxLevel) {
+    return COWKV_CORRUPTION(site, "bad level", absl::StrCat(e.level), "");
+  }
+  return e;
+}
+
+std::string EncodeRootItem(const RootItem& r) {
+  std::string s(kRootItemSize, '\0');
+  EncodeLE64(s.data(), r.bytenr);
+  EncodeLE64(s.data() + 8, r.generation);
+  s[16] = static_cast<char>(r.level);
+  EncodeLE64(s.data() + 24, r.flags);
+  EncodeLE64(s.data() + 32, r.last_snapshot);
+  s[40] = static_cast<char>(r.drop_level);
+  s += r.drop_progress;
+  return s;
+}
+
+absl::StatusOr<RootItem> DecodeRootItem(absl::string_view v, uint64_t tree_id) {
+  CorruptionSite site;
+  site.what = "root item";
+  site.owner = tree_id;
+  if (v.size() < kRootItemSize || v.size() > kRootItemSize + kMaxKeySize) {
+    return COWKV_CORRUPTION(site, "bad size", absl::StrCat(v.size()),
+                            absl::StrCat(kRootItemSize));
+  }
+  Reader rd(v);
+  RootItem r;
+  r.bytenr = rd.LE64();
+  r.generation = rd.LE64();
+  r.level = rd.U8();
+  rd.Bytes(7);
+  r.flags = rd.LE64();
+  r.last_snapshot = rd.LE64();
+  r.drop_level = rd.U8();
+  rd.Bytes(7);
+  r.drop_progress = std::string(rd.Bytes(rd.remaining()));
+  if (r.level >= kMaxLevel || r.drop_level >= kMaxLevel) {
+    return COWKV_CORRUPTION(site, "bad level", absl::StrCat(r.level), "");
+  }
+  if (r.bytenr < kReservedHead) {
+    return COWKV_CORRUPTION(site, "bad root bytenr", absl::StrCat(r.bytenr), "");
+  }
+  return r;
+}
+
+}  // namespace format
+}  // namespace cowkv

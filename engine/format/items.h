@@ -1,0 +1,80 @@
+// Item keys and values of the engine's own trees (root tree, extent tree).
+//
+// Engine trees use btrfs-shaped 17-byte keys: objectid (u64 big-endian, so
+// memcmp order is numeric order), type (u8), offset (u64 big-endian).
+//
+//   root tree:   (tree_id, ROOT_ITEM, 0)              -> RootItem
+//   extent tree: (bytenr, EXTENT_ITEM, num_bytes)     -> ExtentItem
+//                (bytenr, TREE_BLOCK_REF, root_id)    -> "" (one ref)
+//                (bytenr, SHARED_BLOCK_REF, parent)   -> "" (one ref)
+//
+// The backref items of an extent sort right after its EXTENT_ITEM because
+// they share the bytenr prefix. ExtentItem.refs equals the number of backref
+// items (check verifies it).
+#ifndef COWKV_ENGINE_FORMAT_ITEMS_H_
+#define COWKV_ENGINE_FORMAT_ITEMS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace cowkv {
+namespace format {
+
+inline constexpr size_t kKeySize17 = 17;
+
+enum ItemType : uint8_t {
+  kRootItem = 132,
+  kExtentItem = 168,
+  kTreeBlockRef = 176,
+  kSharedBlockRef = 182,
+};
+
+struct Key17 {
+  uint64_t objectid = 0;
+  uint8_t type = 0;
+  uint64_t offset = 0;
+};
+
+std::string EncodeKey17(const Key17& k);
+// False when `s` is not exactly 17 bytes.
+bool DecodeKey17(absl::string_view s, Key17* k);
+
+// Extent flags.
+inline constexpr uint64_t kExtentFlagTreeBlock = 1;
+inline constexpr uint64_t kExtentFlagData = 2;
+
+// EXTENT_ITEM value: refs u64, generation u64, flags u64, level u8, pad 7.
+inline constexpr size_t kExtentItemSize = 32;
+struct ExtentItem {
+  uint64_t refs = 0;
+  uint64_t generation = 0;  // generation that allocated the extent
+  uint64_t flags = 0;
+  uint8_t level = 0;  // tree blocks: the node's level
+};
+std::string EncodeExtentItem(const ExtentItem& e);
+absl::StatusOr<ExtentItem> DecodeExtentItem(absl::string_view v, uint64_t bytenr);
+
+// ROOT_ITEM value: bytenr u64, generation u64, level u8 + pad 7, flags u64,
+// last_snapshot u64, drop_level u8 + pad 7; then, only while a deletion is in
+// progress, the drop-progress key bytes (0..1024).
+inline constexpr size_t kRootItemSize = 48;
+inline constexpr uint64_t kRootFlagReadOnly = 1;
+struct RootItem {
+  uint64_t bytenr = 0;
+  uint64_t generation = 0;
+  uint8_t level = 0;
+  uint64_t flags = 0;
+  uint64_t last_snapshot = 0;
+  uint8_t drop_level = 0;
+  std::string drop_progress;
+};
+std::string EncodeRootItem(const RootItem& r);
+absl::StatusOr<RootItem> DecodeRootItem(absl::string_view v, uint64_t tree_id);
+
+}  // namespace format
+}  // namespace cowkv
+
+#endif  // COWKV_ENGINE_FORMAT_ITEMS_H_

@@ -1,0 +1,75 @@
+// Node codec: a tree node's bytes <-> its header and item list.
+//
+// Layout (docs/format.md, "Node"): a 64-byte header, then nritems 8-byte slots
+// growing up, item data (key bytes then value bytes) packed downward from the
+// end of the node in slot order: item 0 ends at nodesize, item i ends where
+// item i-1 starts. Internal nodes (level > 0) store a 16-byte child pointer
+// {bytenr, generation} as each item's value.
+//
+// DecodeNode is the tree-checker: it verifies every field so no other code
+// has to — checksum, fsid, bytenr, generation, owner and level against what
+// the parent pointer expects, nritems and slot bounds, exact packing, key
+// length and strict key order, value sizes, child pointer alignment. Every
+// failure is DATA_LOSS built by COWKV_CORRUPTION.
+#ifndef COWKV_ENGINE_FORMAT_NODE_CODEC_H_
+#define COWKV_ENGINE_FORMAT_NODE_CODEC_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+
+namespace cowkv {
+namespace format {
+
+struct Item {
+  std::string key;
+  std::string value;
+};
+
+struct NodeHeader {
+  uint64_t bytenr = 0;
+  uint64_t generation = 0;
+  uint64_t owner = 0;
+  uint8_t level = 0;
+};
+
+// What the reader expects of a node, from the parent pointer or superblock.
+// Zero/negative fields are not checked.
+struct NodeExpect {
+  uint64_t bytenr = 0;
+  uint64_t generation = 0;
+  uint64_t owner = 0;
+  int level = -1;
+};
+
+struct ChildPtr {
+  uint64_t bytenr = 0;
+  uint64_t generation = 0;
+};
+
+inline size_t ItemSize(size_t key_len, size_t value_len) {
+  return 8 + key_len + value_len;  // kSlotSize + data
+}
+
+std::string EncodeChildPtr(const ChildPtr& c);
+// `value` must be exactly kChildPtrSize bytes (DecodeNode guarantees it).
+ChildPtr DecodeChildPtr(absl::string_view value);
+
+// Encodes `items` into `out` (exactly `nodesize` bytes) and stamps the
+// checksum. The items must fit (sum of ItemSize <= NodeCapacity).
+void EncodeNode(const NodeHeader& header, const std::vector<Item>& items,
+                absl::string_view fsid, uint32_t nodesize, char* out);
+
+// Decodes and verifies; on success fills `header` and `items`.
+absl::Status DecodeNode(absl::string_view data, absl::string_view fsid,
+                        uint32_t nodesize, uint32_t sectorsize,
+                        const NodeExpect& expect, NodeHeader* header,
+                        std::vector<Item>* items);
+
+}  // namespace format
+}  // namespace cowkv
+
+#endif  // COWKV_ENGINE_FORMAT_NODE_CODEC_H_

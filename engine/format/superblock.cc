@@ -1,0 +1,122 @@
+#include "engine/format/superblock.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "engine/base/coding.h"
+#include "engine/base/crc32c.h"
+#include "engine/base/status.h"
+#include "engine/format/layout.h"
+
+namespace cowkv {
+namespace format {
+
+std::string EncodeSuperblock(const Superblock& sb) {
+  COWKV_CHECK(sb.fsid.size() == kFsidSize);
+  std::string out(kSuperblockSize, '\0');
+  char* p = out.data();
+  EncodeLE32(p + kSbCsumTypeOff, kCsumTypeCrc32c);
+  EncodeLE64(p + kSbMagicOff, kSuperMagic);
+  std::memcpy(p + kSbFsidOff, sb.fsid.data(), kFsidSize);
+  EncodeLE64(p + kSbBytenrOff, sb.bytenr);
+  EncodeLE64(p + kSbFlagsOff, sb.flags);
+  EncodeLE64(p + kSbGenerationOff, sb.generation);
+  EncodeLE64(p + kSbRootOff, sb.root);
+  EncodeLE64(p + kSbRootGenerationOff, sb.root_generation);
+  p[kSbRootLevelOff] = static_cast<char>(sb.root_level);
+  EncodeLE64(p + kSbTotalBytesOff, sb.total_bytes);
+  EncodeLE64(p + kSbBytesUsedOff, sb.bytes_used);
+  EncodeLE32(p + kSbNodesizeOff, sb.nodesize);
+  EncodeLE32(p + kSbSectorsizeOff, sb.sectorsize);
+  EncodeLE64(p + kSbLogRootOff, sb.log_root);
+  EncodeLE64(p + kSbLogRootTransidOff, sb.log_root_transid);
+  p[kSbLogRootLevelOff] = static_cast<char>(sb.log_root_level);
+  EncodeLE64(p + kSbNextTreeIdOff, sb.next_tree_id);
+  EncodeLE64(p + kSbFormatVersionOff, kFormatVersion);
+  EncodeLE32(p + kSbCsumOff, Crc32c(p + 4, kSuperblockSize - 4));
+  return out;
+}
+
+absl::StatusOr<Superblock> DecodeSuperblock(absl::string_view data,
+                                            uint64_t expected_bytenr) {
+  CorruptionSite site;
+  site.what = "superblock";
+  site.bytenr = expected_bytenr;
+  if (data.size() != kSuperblockSize) {
+    return COWKV_CORRUPTION(site, "short superblock", absl::StrCat(data.size()),
+                            absl::StrCat(kSuperblockSize));
+  }
+  const char* p = data.data();
+  if (DecodeLE64(p + kSbMagicOff) != kSuperMagic) {
+    return COWKV_CORRUPTION(site, "bad magic", "", "");
+  }
+  uint32_t want = Crc32c(p + 4, kSuperblockSize - 4);
+  uint32_t have = DecodeLE32(p + kSbCsumOff);
+  if (have != want) {
+    return COWKV_CORRUPTION(site, "checksum mismatch", absl::StrCat(have),
+                            absl::StrCat(want));
+  }
+  if (DecodeLE32(p + kSbCsumTypeOff) != kCsumTypeCrc32c) {
+    return COWKV_CORRUPTION(site, "unknown csum type",
+                            absl::StrCat(DecodeLE32(p + kSbCsumTypeOff)), "1");
+  }
+  if (DecodeLE64(p + kSbFormatVersionOff) != kFormatVersion) {
+    return COWKV_CORRUPTION(site, "unsupported format version",
+                            absl::StrCat(DecodeLE64(p + kSbFormatVersionOff)),
+                            absl::StrCat(kFormatVersion));
+  }
+  Superblock sb;
+  sb.fsid.assign(p + kSbFsidOff, kFsidSize);
+  sb.bytenr = DecodeLE64(p + kSbBytenrOff);
+  sb.flags = DecodeLE64(p + kSbFlagsOff);
+  sb.generation = DecodeLE64(p + kSbGenerationOff);
+  sb.root = DecodeLE64(p + kSbRootOff);
+  sb.root_generation = DecodeLE64(p + kSbRootGenerationOff);
+  sb.root_level = static_cast<uint8_t>(p[kSbRootLevelOff]);
+  sb.total_bytes = DecodeLE64(p + kSbTotalBytesOff);
+  sb.bytes_used = DecodeLE64(p + kSbBytesUsedOff);
+  sb.nodesize = DecodeLE32(p + kSbNodesizeOff);
+  sb.sectorsize = DecodeLE32(p + kSbSectorsizeOff);
+  sb.log_root = DecodeLE64(p + kSbLogRootOff);
+  sb.log_root_transid = DecodeLE64(p + kSbLogRootTransidOff);
+  sb.log_root_level = static_cast<uint8_t>(p[kSbLogRootLevelOff]);
+  sb.next_tree_id = DecodeLE64(p + kSbNextTreeIdOff);
+
+  if (sb.bytenr != expected_bytenr) {
+    return COWKV_CORRUPTION(site, "superblock bytenr mismatch", absl::StrCat(sb.bytenr),
+                            absl::StrCat(expected_bytenr));
+  }
+  if (!ValidNodesize(sb.nodesize)) {
+    return COWKV_CORRUPTION(site, "invalid nodesize", absl::StrCat(sb.nodesize), "");
+  }
+  if (sb.sectorsize < 512 || sb.sectorsize > sb.nodesize ||
+      (sb.sectorsize & (sb.sectorsize - 1)) != 0) {
+    return COWKV_CORRUPTION(site, "invalid sectorsize", absl::StrCat(sb.sectorsize), "");
+  }
+  if (sb.root_level >= kMaxLevel || sb.log_root_level >= kMaxLevel) {
+    return COWKV_CORRUPTION(site, "root level out of range",
+                            absl::StrCat(sb.root_level), absl::StrCat("<", kMaxLevel));
+  }
+  if (sb.root % sb.sectorsize != 0 || sb.root < kReservedHead ||
+      sb.root > sb.total_bytes - sb.nodesize || sb.total_bytes < kMinDeviceSize) {
+    return COWKV_CORRUPTION(site, "root bytenr out of range", absl::StrCat(sb.root),
+                            absl::StrCat("[", kReservedHead, ", ", sb.total_bytes, ")"));
+  }
+  if (sb.root_generation > sb.generation || sb.bytes_used > sb.total_bytes) {
+    return COWKV_CORRUPTION(site, "inconsistent generation or usage",
+                            absl::StrCat(sb.root_generation, "/", sb.bytes_used),
+                            absl::StrCat(sb.generation, "/", sb.total_bytes));
+  }
+  return sb;
+}
+
+int MirrorCount(uint64_t device_size) {
+  int n = 0;
+  for (uint64_t off : kSuperblockOffsets) {
+    if (off + kMirrorReserve <= device_size) ++n;
+  }
+  return n;
+}
+
+}  // namespace format
+}  // namespace cowkv

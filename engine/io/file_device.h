@@ -1,0 +1,98 @@
+// FileDevice: a BlockDevice over a regular file or a block device.
+//
+// Uses pread/pwrite/fdatasync (the only place in cowkv that calls them). For a
+// block device (e.g. a loop device) Size() comes from BLKGETSIZE64; for a
+// regular file from its length. With `direct_io` the file is opened O_DIRECT
+// and unaligned requests are bounced through an aligned buffer (4096-byte
+// alignment), so callers need not align.
+//
+// Errors, beyond BlockDevice's:
+//  - Open: a missing path is NOT_FOUND when create_size is 0 or read_only is
+//    set (a read-only open never creates); an existing file keeps its size
+//    whatever create_size says; anything but a regular file or block device
+//    is INVALID_ARGUMENT; with direct_io, a filesystem that refuses O_DIRECT
+//    (EINVAL) or a size that is not a multiple of 4096 is INVALID_ARGUMENT
+//    (the last partial block could only be written by growing the file).
+//  - WriteAt on a read_only device is FAILED_PRECONDITION; a write past
+//    Size() is OUT_OF_RANGE and never grows the file.
+//  - Once fdatasync fails, every later Flush() returns that first error: the
+//    kernel may have dropped the dirty pages, so a retry proving OK would lie.
+//    Reopen to recover.
+//
+// Thread safety: safe for concurrent calls. Concurrent writes to disjoint
+// bytes never undo each other, even when O_DIRECT bounces them through a
+// read-modify-write of a shared block.
+#ifndef COWKV_ENGINE_IO_FILE_DEVICE_H_
+#define COWKV_ENGINE_IO_FILE_DEVICE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "engine/io/block_device.h"
+
+namespace cowkv {
+
+struct FileDeviceOptions {
+  bool read_only = false;
+  bool direct_io = false;
+  // When the path does not exist: create a sparse regular file of this many
+  // bytes (0 = refuse with NOT_FOUND).
+  uint64_t create_size = 0;
+};
+
+class FileDevice : public BlockDevice {
+ public:
+  static absl::StatusOr<std::unique_ptr<FileDevice>> Open(
+      const std::string& path, const FileDeviceOptions& options = {});
+  ~FileDevice() override;
+  FileDevice(const FileDevice&) = delete;
+  FileDevice& operator=(const FileDevice&) = delete;
+
+  absl::Status ReadAt(uint64_t offset, void* buf, size_t n) override;
+  absl::Status WriteAt(uint64_t offset, const void* buf, size_t n) override;
+  absl::Status Flush() override;
+  uint64_t Size() const override { return size_; }
+
+  const std::string& path() const { return path_; }
+  bool is_block_device() const { return is_block_device_; }
+
+ private:
+  FileDevice(std::string path, int fd, uint64_t size, bool is_block_device,
+             bool direct_io, bool read_only);
+
+  // OUT_OF_RANGE unless [offset, offset + n) lies inside the device.
+  absl::Status CheckRange(const char* op, uint64_t offset, size_t n) const;
+  // O_DIRECT paths for requests that are not 4096-aligned in offset, length
+  // or buffer address: whole aligned blocks go through a bounce buffer.
+  absl::Status BounceRead(uint64_t offset, char* buf, size_t n);
+  absl::Status BounceWrite(uint64_t offset, const char* buf, size_t n)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(rmw_mu_);
+
+  // Constant after construction.
+  const std::string path_;
+  const int fd_;
+  const uint64_t size_;
+  const bool is_block_device_;
+  const bool direct_io_;
+  const bool read_only_;
+
+  // With direct_io an unaligned write is a read-modify-write of whole blocks,
+  // which would undo a concurrent write to other bytes of the same block.
+  // Aligned writes hold rmw_mu_ shared, read-modify-writes hold it exclusive.
+  absl::Mutex rmw_mu_;
+
+  // Guarded by flush_mu_. Once fdatasync fails the kernel may have dropped
+  // the dirty pages and marked them clean, so a retried fdatasync can succeed
+  // without the data being durable; every later Flush repeats the first error.
+  absl::Mutex flush_mu_;
+  absl::Status flush_error_ ABSL_GUARDED_BY(flush_mu_);
+};
+
+}  // namespace cowkv
+
+#endif  // COWKV_ENGINE_IO_FILE_DEVICE_H_
