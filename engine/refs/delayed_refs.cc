@@ -1,0 +1,55 @@
+#include "engine/refs/delayed_refs.h"
+
+#include "engine/base/check.h"
+
+namespace cowkv {
+
+const DelayedRefHead& DelayedRefs::Add(uint64_t bytenr, uint64_t num_bytes, uint8_t level,
+                                       BackrefKey ref, int64_t delta, bool new_alloc,
+                                       uint64_t generation) {
+  auto [it, inserted] = heads_.try_emplace(bytenr);
+  DelayedRefHead& h = it->second;
+  if (inserted) {
+    h.bytenr = bytenr;
+    h.num_bytes = num_bytes;
+    h.level = level;
+    h.generation = generation;
+  }
+  COWKV_CHECK(h.num_bytes == num_bytes);
+  if (new_alloc) {
+    COWKV_CHECK_MSG(inserted, "fresh allocation of an extent with pending refs");
+    h.must_insert = true;
+  }
+  int64_t& d = h.refs[ref];
+  d += delta;
+  if (d == 0) h.refs.erase(ref);
+  h.ref_mod += delta;
+  ++pending_updates_;
+  return h;
+}
+
+bool DelayedRefs::DropIfCancelled(uint64_t bytenr) {
+  auto it = heads_.find(bytenr);
+  if (it == heads_.end()) return false;
+  const DelayedRefHead& h = it->second;
+  if (!h.must_insert || h.ref_mod != 0 || !h.refs.empty()) return false;
+  heads_.erase(it);
+  return true;
+}
+
+std::vector<DelayedRefHead> DelayedRefs::TakeAll() {
+  std::vector<DelayedRefHead> out;
+  out.reserve(heads_.size());
+  for (auto& [bytenr, h] : heads_) out.push_back(std::move(h));
+  heads_.clear();
+  pending_updates_ = 0;
+  ++runs_;
+  heads_run_ += out.size();
+  return out;
+}
+
+DelayedRefStats DelayedRefs::Stats() const {
+  return DelayedRefStats{heads_.size(), pending_updates_, runs_, heads_run_};
+}
+
+}  // namespace cowkv

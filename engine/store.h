@@ -1,0 +1,216 @@
+// cowkv engine facade: the only header server/, tools and benchmarks include.
+//
+//   Store::Mkfs(device, {})            formats a device
+//   Store::Open(device or path, opts)  mounts it (newest valid superblock)
+//   store->Put/Get/Delete/NewIterator  operate on the default tree
+//   store->Begin()                     a handle that joins the running engine
+//                                      transaction; a commit waits for it
+//   store->Commit()                    commits the engine transaction durably
+//   Check(device)                      the library form of `cowkv check`
+//   DumpTree(device, ...)              the library form of `cowkv dump-tree`
+//
+// Every method is thread-safe. Errors are absl::Status with these codes:
+//   INVALID_ARGUMENT  bad key/value size or option;
+//   NOT_FOUND         key absent;
+//   RESOURCE_EXHAUSTED no space left on the device (nothing was changed);
+//   DATA_LOSS         a checksum or structure check failed on a read;
+//   FAILED_PRECONDITION the store is read-only (opened so, or after an I/O
+//                     error during commit: reopen to recover);
+//   INTERNAL / UNAVAILABLE  I/O errors from the device.
+#ifndef COWKV_ENGINE_STORE_H_
+#define COWKV_ENGINE_STORE_H_
+
+#include <cstdint>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "engine/io/block_device.h"
+
+namespace cowkv {
+
+class StoreImpl;
+class TreeIterator;
+
+// Limits every caller can rely on.
+inline constexpr size_t kMaxKeySize = 1024;
+inline constexpr uint32_t kMinNodesize = 4096;
+inline constexpr uint32_t kMaxNodesize = 65536;
+inline constexpr uint32_t kDefaultNodesize = 16384;
+
+struct MkfsOptions {
+  uint32_t nodesize = kDefaultNodesize;  // power of two in [4 KiB, 64 KiB]
+  uint32_t sectorsize = 4096;
+  // 16 bytes; empty = random.
+  std::string fsid;
+};
+
+struct Options {
+  bool read_only = false;
+  // Bound on the node cache's clean nodes, in bytes. Dirty nodes are pinned
+  // until the engine transaction that wrote them commits and are not counted
+  // against this bound.
+  uint64_t node_cache_bytes = 256ull << 20;
+  // Commit triggers. 0 disables a trigger. The interval trigger runs on a
+  // background thread; the dirty-bytes trigger runs in the writer that
+  // crosses it (when no Begin() handle is open).
+  uint64_t commit_interval_ms = 30000;
+  uint64_t dirty_bytes_max = 256ull << 20;
+  // Run the full consistency check after every commit (tests).
+  bool paranoid_checks = false;
+};
+
+struct StoreStats {
+  uint64_t generation = 0;
+  uint32_t nodesize = 0;
+  uint64_t total_bytes = 0;       // usable bytes (device minus reserved)
+  uint64_t used_bytes = 0;        // allocated extents, committed + this txn
+  uint64_t free_bytes = 0;        // allocatable now
+  uint64_t pinned_bytes = 0;      // freed in this txn, free after commit
+  uint64_t commits = 0;
+  uint64_t commits_by_explicit = 0;
+  uint64_t commits_by_interval = 0;
+  uint64_t commits_by_dirty_bytes = 0;
+  uint64_t commits_by_space = 0;
+  uint64_t device_flushes = 0;
+  uint64_t dirty_nodes = 0;
+  uint64_t dirty_bytes = 0;
+  uint64_t delayed_ref_heads = 0;    // pending heads (one per extent)
+  uint64_t delayed_ref_updates = 0;  // pending +1/-1 updates, before merging
+  uint64_t delayed_ref_runs = 0;     // batches run
+  uint64_t delayed_refs_run_total = 0;  // heads applied to the extent tree
+  uint64_t cache_hits = 0;
+  uint64_t cache_misses = 0;
+  uint64_t cache_bytes = 0;
+  uint64_t cache_evictions = 0;
+  uint64_t corruptions_detected = 0;
+  uint64_t enospc_errors = 0;
+};
+
+// An iterator over the default tree at the latest state. Stable across
+// concurrent writes: after a write it re-seeks to the key it was on. The
+// key()/value() views are valid until the next call on this iterator.
+class Iterator {
+ public:
+  explicit Iterator(std::unique_ptr<TreeIterator> impl);
+  ~Iterator();
+  Iterator(const Iterator&) = delete;
+  Iterator& operator=(const Iterator&) = delete;
+
+  bool Valid() const;
+  void SeekToFirst();
+  void SeekToLast();
+  void Seek(absl::string_view key);         // first key >= key
+  void SeekForPrev(absl::string_view key);  // last key <= key
+  void Next();
+  void Prev();
+  absl::string_view key() const;
+  absl::string_view value() const;
+  // Not OK after a read error; Valid() is then false.
+  absl::Status status() const;
+
+ private:
+  std::unique_ptr<TreeIterator> impl_;
+};
+
+// A handle joined to the running engine transaction (btrfs's
+// start_transaction/end_transaction). Everything written through one handle
+// lands in the same engine transaction, so it is atomic across a crash. The
+// engine transaction cannot commit while a handle is open; End() (or the
+// destructor) releases it.
+class Transaction {
+ public:
+  ~Transaction();
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+
+  absl::Status Put(absl::string_view key, absl::string_view value);
+  absl::Status Delete(absl::string_view key);
+  absl::StatusOr<std::string> Get(absl::string_view key);
+  uint64_t generation() const { return generation_; }
+  void End();
+
+ private:
+  friend class StoreImpl;
+  Transaction(StoreImpl* store, uint64_t generation)
+      : store_(store), generation_(generation) {}
+  StoreImpl* store_;
+  uint64_t generation_;
+  bool ended_ = false;
+};
+
+class Store {
+ public:
+  // Formats `device` (borrowed). Overwrites whatever is there: callers that
+  // must not (the CLI) check for an existing filesystem first.
+  static absl::Status Mkfs(BlockDevice* device, const MkfsOptions& options);
+
+  // Mounts `device` (borrowed; must outlive the Store).
+  static absl::StatusOr<std::unique_ptr<Store>> Open(BlockDevice* device,
+                                                     const Options& options);
+  // Opens the file or block device at `path` and mounts it; the Store owns it.
+  static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path,
+                                                     const Options& options);
+
+  ~Store();  // Close() if still open; errors are lost, call Close() to see them.
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  // Commits pending changes and stops background work. Idempotent.
+  absl::Status Close();
+
+  // Default-tree operations; each joins the running engine transaction.
+  absl::Status Put(absl::string_view key, absl::string_view value);
+  absl::StatusOr<std::string> Get(absl::string_view key);
+  absl::Status Delete(absl::string_view key);  // NOT_FOUND if absent
+  std::unique_ptr<Iterator> NewIterator();
+
+  absl::StatusOr<std::unique_ptr<Transaction>> Begin();
+  // Commits the running engine transaction; on OK everything written before
+  // the call is durable. Waits for open handles to End().
+  absl::Status Commit();
+
+  StoreStats Stats();
+  uint32_t nodesize() const;
+  // Largest value stored inline for this nodesize.
+  size_t max_value_size() const;
+
+ private:
+  explicit Store(std::unique_ptr<StoreImpl> impl);
+  std::unique_ptr<StoreImpl> impl_;
+};
+
+// ---- Offline tools (library form of the CLI) -------------------------------
+
+struct CheckReport {
+  std::vector<std::string> problems;  // empty = clean
+  uint64_t generation = 0;
+  uint64_t trees = 0;
+  uint64_t nodes = 0;
+  uint64_t items = 0;
+  uint64_t extents = 0;
+  uint64_t used_bytes = 0;
+  bool ok() const { return problems.empty(); }
+};
+
+// Verifies the committed state on `device`: every checksum and header, key
+// order and parent/child fences, every extent's refcount equals its
+// back-references, no leaked, overlapping or out-of-range extent, superblock
+// used bytes. Returns an error only when the device cannot be read at all;
+// findings go into the report.
+absl::StatusOr<CheckReport> Check(BlockDevice* device);
+
+// Writes human-readable nodes and items of the tree `tree_id` (0 = every
+// tree) of the committed state, plus the superblock.
+absl::Status DumpTree(BlockDevice* device, uint64_t tree_id, std::ostream& out);
+
+// True when `device` holds a cowkv superblock (any copy with our magic).
+bool HasCowkvSignature(BlockDevice* device);
+
+}  // namespace cowkv
+
+#endif  // COWKV_ENGINE_STORE_H_

@@ -1,0 +1,180 @@
+#include "engine/tree/node_cache.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "engine/base/status.h"
+
+namespace cowkv {
+
+NodeCache::NodeCache(BlockDevice* device, std::string fsid, uint32_t nodesize,
+                     uint32_t sectorsize, uint64_t limit_bytes)
+    : device_(device),
+      fsid_(std::move(fsid)),
+      nodesize_(nodesize),
+      sectorsize_(sectorsize),
+      limit_bytes_(limit_bytes) {}
+
+absl::Status NodeCache::CheckExpect(const Node& n, const format::NodeExpect& e) {
+  if ((e.generation != 0 && n.generation != e.generation) ||
+      (e.owner != 0 && n.owner != e.owner) || (e.level >= 0 && n.level != e.level)) {
+    CorruptionSite site;
+    site.bytenr = n.bytenr;
+    site.owner = n.owner;
+    site.level = n.level;
+    return COWKV_CORRUPTION(site, "pointer does not match cached node",
+                            absl::StrCat("gen ", n.generation, " owner ", n.owner),
+                            absl::StrCat("gen ", e.generation, " owner ", e.owner,
+                                         " level ", e.level));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<NodeRef> NodeCache::Read(const format::NodeExpect& expect) {
+  {
+    absl::MutexLock l(&mu_);
+    auto it = map_.find(expect.bytenr);
+    if (it != map_.end()) {
+      ++hits_;
+      NodeRef n = it->second;
+      n->referenced.store(true, std::memory_order_relaxed);
+      RETURN_IF_ERROR(CheckExpect(*n, expect));
+      return n;
+    }
+    ++misses_;
+  }
+  if (expect.bytenr + nodesize_ > device_->Size()) {
+    CorruptionSite site;
+    site.bytenr = expect.bytenr;
+    return COWKV_CORRUPTION(site, "node beyond end of device", "",
+                            absl::StrCat(device_->Size()));
+  }
+  std::string buf(nodesize_, '\0');
+  RETURN_IF_ERROR(device_->ReadAt(expect.bytenr, buf.data(), nodesize_));
+  format::NodeHeader header;
+  std::vector<format::Item> items;
+  RETURN_IF_ERROR(format::DecodeNode(buf, fsid_, nodesize_, sectorsize_, expect,
+                                     &header, &items));
+  auto node = std::make_shared<Node>(header, std::move(items));
+  absl::MutexLock l(&mu_);
+  auto it = map_.find(expect.bytenr);
+  if (it != map_.end()) return it->second;  // a concurrent reader won
+  InsertLocked(node);
+  return node;
+}
+
+void NodeCache::InsertLocked(NodeRef node) {
+  if (node->dirty) {
+    ++dirty_count_;
+  } else {
+    clean_bytes_ += node->MemoryBytes();
+    clock_.push_back(node->bytenr);
+  }
+  map_[node->bytenr] = std::move(node);
+  EvictLocked();
+}
+
+NodeRef NodeCache::NewDirty(const format::NodeHeader& header) {
+  auto node = std::make_shared<Node>(header, std::vector<format::Item>{});
+  node->dirty = true;
+  absl::MutexLock l(&mu_);
+  auto it = map_.find(header.bytenr);
+  if (it != map_.end()) {
+    // A stale clean copy of a freed and reallocated extent.
+    COWKV_CHECK(!it->second->dirty);
+    clean_bytes_ -= it->second->MemoryBytes();
+    map_.erase(it);
+  }
+  InsertLocked(node);
+  return node;
+}
+
+NodeRef NodeCache::CopyDirty(const format::NodeHeader& header, const Node& src) {
+  NodeRef node = NewDirty(header);
+  node->items = src.items;
+  node->used = src.used;
+  return node;
+}
+
+void NodeCache::Discard(uint64_t bytenr) {
+  absl::MutexLock l(&mu_);
+  auto it = map_.find(bytenr);
+  if (it == map_.end()) return;
+  if (it->second->dirty) {
+    --dirty_count_;
+  } else {
+    clean_bytes_ -= it->second->MemoryBytes();
+  }
+  map_.erase(it);
+}
+
+std::vector<NodeRef> NodeCache::DirtyNodes() {
+  std::vector<NodeRef> out;
+  absl::MutexLock l(&mu_);
+  out.reserve(dirty_count_);
+  for (auto& [bytenr, node] : map_) {
+    if (node->dirty) out.push_back(node);
+  }
+  std::sort(out.begin(), out.end(),
+            [](const NodeRef& a, const NodeRef& b) { return a->bytenr < b->bytenr; });
+  return out;
+}
+
+void NodeCache::MarkAllClean() {
+  absl::MutexLock l(&mu_);
+  for (auto& [bytenr, node] : map_) {
+    if (!node->dirty) continue;
+    node->dirty = false;
+    node->items.shrink_to_fit();
+    clean_bytes_ += node->MemoryBytes();
+    clock_.push_back(bytenr);
+  }
+  dirty_count_ = 0;
+  EvictLocked();
+}
+
+void NodeCache::EvictLocked() {
+  size_t scanned = 0;
+  while (clean_bytes_ > limit_bytes_ && !clock_.empty()) {
+    uint64_t bytenr = clock_.front();
+    clock_.pop_front();
+    auto it = map_.find(bytenr);
+    if (it == map_.end() || it->second->dirty) continue;  // stale entry
+    Node& n = *it->second;
+    if (n.referenced.load(std::memory_order_relaxed) && scanned++ < 2 * clock_.size() + 2) {
+      n.referenced.store(false, std::memory_order_relaxed);
+      clock_.push_back(bytenr);
+      continue;
+    }
+    clean_bytes_ -= n.MemoryBytes();
+    map_.erase(it);
+    ++evictions_;
+  }
+  // Drop stale ring entries so the ring stays proportional to the map.
+  if (clock_.size() > 2 * map_.size() + 64) {
+    clock_.clear();
+    for (auto& [bytenr, node] : map_) {
+      if (!node->dirty) clock_.push_back(bytenr);
+    }
+  }
+}
+
+NodeCacheStats NodeCache::Stats() {
+  absl::MutexLock l(&mu_);
+  NodeCacheStats s;
+  s.hits = hits_;
+  s.misses = misses_;
+  s.evictions = evictions_;
+  s.clean_bytes = clean_bytes_;
+  s.dirty_nodes = dirty_count_;
+  s.dirty_bytes = dirty_count_ * nodesize_;
+  return s;
+}
+
+void NodeCache::SetLimit(uint64_t limit_bytes) {
+  absl::MutexLock l(&mu_);
+  limit_bytes_ = limit_bytes;
+  EvictLocked();
+}
+
+}  // namespace cowkv

@@ -1,0 +1,390 @@
+#include "engine/tree/tree.h"
+
+#include <cstdlib>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "engine/base/check.h"
+#include "engine/base/status.h"
+
+namespace cowkv {
+
+using format::ChildPtr;
+using format::EncodeChildPtr;
+using format::ItemSize;
+
+Tree::Tree(uint64_t id, RootRef root, NodeCache* cache, TreeHooks* hooks)
+    : id_(id), cache_(cache), hooks_(hooks), root_(root) {}
+
+absl::StatusOr<std::unique_ptr<Tree>> Tree::CreateEmpty(uint64_t id, NodeCache* cache,
+                                                        TreeHooks* hooks) {
+  auto tree = std::make_unique<Tree>(id, RootRef{}, cache, hooks);
+  ASSIGN_OR_RETURN(NodeRef root, tree->NewNode(0));
+  tree->SetRoot(*root);
+  return tree;
+}
+
+size_t Tree::capacity() const { return format::NodeCapacity(cache_->nodesize()); }
+
+size_t Tree::max_value_size() const { return format::MaxInlineValue(cache_->nodesize()); }
+
+absl::Status Tree::ValidatePut(absl::string_view key, absl::string_view value) const {
+  if (key.empty() || key.size() > format::kMaxKeySize) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("key size ", key.size(), " outside [1, ", format::kMaxKeySize, "]"));
+  }
+  if (value.size() > max_value_size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "value size ", value.size(), " exceeds the inline limit ", max_value_size(),
+        " for nodesize ", cache_->nodesize()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<NodeRef> Tree::ReadRoot() {
+  return cache_->Read({root_.bytenr, root_.generation, id_, root_.level});
+}
+
+absl::StatusOr<NodeRef> Tree::ReadChild(const Node& parent, int slot) {
+  ChildPtr c = parent.Child(slot);
+  return cache_->Read({c.bytenr, c.generation, id_, parent.level - 1});
+}
+
+absl::StatusOr<std::string> Tree::Get(absl::string_view key) {
+  ASSIGN_OR_RETURN(NodeRef node, ReadRoot());
+  while (!node->leaf()) {
+    ASSIGN_OR_RETURN(node, ReadChild(*node, node->ChildSlot(key)));
+  }
+  int slot = node->LowerBound(key);
+  if (slot < node->nritems() && node->items[slot].key == key) {
+    return node->items[slot].value;
+  }
+  return absl::NotFoundError("key not found");
+}
+
+absl::StatusOr<NodeRef> Tree::NewNode(uint8_t level) {
+  COWKV_CHECK(hooks_ != nullptr);
+  ASSIGN_OR_RETURN(uint64_t bytenr, hooks_->AllocTreeBlock(id_, level));
+  return cache_->NewDirty({bytenr, hooks_->generation(), id_, level});
+}
+
+void Tree::SetRoot(const Node& node) {
+  root_ = RootRef{node.bytenr, node.generation, node.level};
+  root_changed_ = true;
+}
+
+absl::StatusOr<NodeRef> Tree::CowIfNeeded(NodeRef node, Node* parent, int parent_slot) {
+  COWKV_CHECK(hooks_ != nullptr);
+  const uint64_t gen = hooks_->generation();
+  if (node->dirty) {
+    COWKV_DCHECK(node->generation == gen);
+    return node;
+  }
+  ASSIGN_OR_RETURN(uint64_t bytenr, hooks_->AllocTreeBlock(id_, node->level));
+  NodeRef copy = cache_->CopyDirty({bytenr, gen, id_, node->level}, *node);
+  RETURN_IF_ERROR(hooks_->FreeTreeBlock(*node));
+  if (parent != nullptr) {
+    parent->SetValue(parent_slot, EncodeChildPtr({bytenr, gen}));
+  } else {
+    SetRoot(*copy);
+  }
+  return copy;
+}
+
+absl::Status Tree::SearchForWrite(absl::string_view key, Path& path) {
+  ASSIGN_OR_RETURN(NodeRef node, ReadRoot());
+  ASSIGN_OR_RETURN(node, CowIfNeeded(std::move(node), nullptr, 0));
+  const int top = node->level;
+  path[top].node = std::move(node);
+  for (int level = top; level > 0; --level) {
+    Node* n = path[level].node.get();
+    const int slot = n->ChildSlot(key);
+    path[level].slot = slot;
+    ASSIGN_OR_RETURN(NodeRef child, ReadChild(*n, slot));
+    ASSIGN_OR_RETURN(path[level - 1].node, CowIfNeeded(std::move(child), n, slot));
+  }
+  path[0].slot = path[0].node->LowerBound(key);
+  return absl::OkStatus();
+}
+
+absl::Status Tree::Put(absl::string_view key, absl::string_view value) {
+  RETURN_IF_ERROR(ValidatePut(key, value));
+  Path path;
+  RETURN_IF_ERROR(SearchForWrite(key, path));
+  Node* leaf = path[0].node.get();
+  const int slot = path[0].slot;
+  if (slot < leaf->nritems() && leaf->items[slot].key == key) {
+    leaf->SetValue(slot, std::string(value));
+  } else {
+    leaf->InsertItem(slot, std::string(key), std::string(value));
+  }
+  ++version_;
+  return Repair(path, 0);
+}
+
+absl::Status Tree::Delete(absl::string_view key) {
+  // Probe first so a miss CoWs nothing.
+  absl::StatusOr<std::string> probe = Get(key);
+  if (!probe.ok()) return probe.status();
+  Path path;
+  RETURN_IF_ERROR(SearchForWrite(key, path));
+  Node* leaf = path[0].node.get();
+  COWKV_CHECK(path[0].slot < leaf->nritems() && leaf->items[path[0].slot].key == key);
+  leaf->EraseItem(path[0].slot);
+  ++version_;
+  return Repair(path, 0);
+}
+
+// Walks up from `level`, fixing each node the previous step changed: split
+// on overflow, merge or borrow on underflow, collapse a one-child root.
+absl::Status Tree::Repair(Path& path, int level) {
+  for (int lv = level; lv < format::kMaxLevel; ++lv) {
+    Node* n = path[lv].node.get();
+    const bool is_root = n->bytenr == root_.bytenr;
+    if (n->used > capacity()) {
+      RETURN_IF_ERROR(SplitNode(path, lv));
+      continue;
+    }
+    if (is_root) return CollapseRoot();
+    if (n->used < capacity() / 4) {
+      bool changed_parent = false;
+      RETURN_IF_ERROR(FixUnderflow(path, lv, &changed_parent));
+      if (changed_parent) continue;
+    }
+    return absl::OkStatus();
+  }
+  COWKV_CHECK_MSG(false, "repair ran past kMaxLevel");
+}
+
+absl::Status Tree::SplitNode(Path& path, int lv) {
+  NodeRef left = path[lv].node;
+  const int n = left->nritems();
+  COWKV_CHECK(n >= 2);
+  const size_t total = left->used, cap = capacity();
+  int best = -1;
+  size_t best_score = SIZE_MAX, prefix = 0;
+  for (int k = 1; k < n; ++k) {
+    prefix += ItemSize(left->items[k - 1].key.size(), left->items[k - 1].value.size());
+    if (prefix > cap) break;
+    if (total - prefix > cap) continue;
+    size_t score = prefix > total / 2 ? prefix - total / 2 : total / 2 - prefix;
+    if (score < best_score) {
+      best_score = score;
+      best = k;
+    }
+  }
+  // Items are at most half the capacity, so some split point always fits.
+  COWKV_CHECK_MSG(best > 0, "no split point fits");
+  if (left->level + 1 >= format::kMaxLevel && left->bytenr == root_.bytenr) {
+    return absl::ResourceExhaustedError("tree height limit reached");
+  }
+  ASSIGN_OR_RETURN(NodeRef right, NewNode(left->level));
+  right->items.assign(std::make_move_iterator(left->items.begin() + best),
+                      std::make_move_iterator(left->items.end()));
+  left->items.erase(left->items.begin() + best, left->items.end());
+  right->used = 0;
+  for (const auto& it : right->items) right->used += ItemSize(it.key.size(), it.value.size());
+  left->used = total - right->used;
+  std::string sep = right->items[0].key;
+  if (left->bytenr == root_.bytenr) {
+    RETURN_IF_ERROR(GrowRoot(left, std::move(sep), right));
+    ASSIGN_OR_RETURN(path[lv + 1].node, ReadRoot());
+    path[lv + 1].slot = 0;
+    return absl::OkStatus();
+  }
+  Node* parent = path[lv + 1].node.get();
+  parent->InsertItem(path[lv + 1].slot + 1, std::move(sep),
+                     EncodeChildPtr({right->bytenr, right->generation}));
+  return absl::OkStatus();
+}
+
+absl::Status Tree::GrowRoot(NodeRef left, std::string sep, NodeRef right) {
+  ASSIGN_OR_RETURN(NodeRef root, NewNode(left->level + 1));
+  root->InsertItem(0, "", EncodeChildPtr({left->bytenr, left->generation}));
+  root->InsertItem(1, std::move(sep), EncodeChildPtr({right->bytenr, right->generation}));
+  SetRoot(*root);
+  return absl::OkStatus();
+}
+
+absl::Status Tree::CollapseRoot() {
+  for (;;) {
+    ASSIGN_OR_RETURN(NodeRef root, ReadRoot());
+    if (root->leaf() || root->nritems() != 1) return absl::OkStatus();
+    ASSIGN_OR_RETURN(NodeRef child, ReadChild(*root, 0));
+    SetRoot(*child);
+    RETURN_IF_ERROR(hooks_->FreeTreeBlock(*root));
+  }
+}
+
+absl::Status Tree::FixUnderflow(Path& path, int lv, bool* changed_parent) {
+  *changed_parent = false;
+  Node* parent = path[lv + 1].node.get();
+  const int pslot = path[lv + 1].slot;
+  if (parent->nritems() < 2) return absl::OkStatus();
+  const int lslot = pslot > 0 ? pslot - 1 : 0;
+  const int rslot = lslot + 1;
+  const int sib_slot = pslot == lslot ? rslot : lslot;
+  ASSIGN_OR_RETURN(NodeRef sib, ReadChild(*parent, sib_slot));
+  ASSIGN_OR_RETURN(sib, CowIfNeeded(std::move(sib), parent, sib_slot));
+  NodeRef left = pslot == lslot ? path[lv].node : sib;
+  NodeRef right = pslot == lslot ? sib : path[lv].node;
+  const size_t cap = capacity();
+  if (left->used + right->used <= cap) {
+    for (auto& it : right->items) left->items.push_back(std::move(it));
+    left->used += right->used;
+    right->items.clear();
+    right->used = 0;
+    parent->EraseItem(rslot);
+    path[lv].node = left;
+    path[lv + 1].slot = lslot;
+    RETURN_IF_ERROR(hooks_->FreeTreeBlock(*right));
+    *changed_parent = true;
+    return absl::OkStatus();
+  }
+  // Borrow: move items one at a time while that narrows the imbalance.
+  bool moved = false;
+  while (left->used < right->used && right->nritems() > 1) {
+    const auto& it = right->items.front();
+    size_t s = ItemSize(it.key.size(), it.value.size());
+    if (s >= right->used - left->used || left->used + s > cap) break;
+    left->InsertItem(left->nritems(), std::move(right->items.front().key),
+                     std::move(right->items.front().value));
+    right->used -= s;
+    right->items.erase(right->items.begin());
+    moved = true;
+  }
+  while (right->used < left->used && left->nritems() > 1) {
+    const auto& it = left->items.back();
+    size_t s = ItemSize(it.key.size(), it.value.size());
+    if (s >= left->used - right->used || right->used + s > cap) break;
+    right->InsertItem(0, std::move(left->items.back().key),
+                      std::move(left->items.back().value));
+    left->used -= s;
+    left->items.pop_back();
+    moved = true;
+  }
+  if (moved) {
+    parent->SetKey(rslot, right->items[0].key);
+    *changed_parent = true;
+  }
+  return absl::OkStatus();
+}
+
+// ---- TreeIterator -------------------------------------------------------------
+
+TreeIterator::TreeIterator(Tree* tree) : tree_(tree) {}
+
+void TreeIterator::Fail(absl::Status s) {
+  status_ = std::move(s);
+  valid_ = false;
+}
+
+void TreeIterator::Load() {
+  const Node& leaf = *nodes_[0];
+  key_ = leaf.items[slots_[0]].key;
+  value_ = leaf.items[slots_[0]].value;
+  valid_ = true;
+}
+
+void TreeIterator::SeekToFirst() { SeekImpl("", false); }
+
+void TreeIterator::SeekToLast() {
+  status_ = absl::OkStatus();
+  valid_ = false;
+  version_ = tree_->version();
+  auto root = tree_->ReadRoot();
+  if (!root.ok()) return Fail(root.status());
+  levels_ = (*root)->level + 1;
+  nodes_[levels_ - 1] = *root;
+  slots_[levels_ - 1] = (*root)->nritems() - 1;
+  DescendEdge(levels_ - 1, Edge::kLast);
+}
+
+void TreeIterator::Seek(absl::string_view key) { SeekImpl(key, false); }
+void TreeIterator::SeekForPrev(absl::string_view key) { SeekImpl(key, true); }
+
+void TreeIterator::SeekImpl(absl::string_view key, bool for_prev) {
+  status_ = absl::OkStatus();
+  valid_ = false;
+  version_ = tree_->version();
+  auto root = tree_->ReadRoot();
+  if (!root.ok()) return Fail(root.status());
+  levels_ = (*root)->level + 1;
+  nodes_[levels_ - 1] = *root;
+  for (int lv = levels_ - 1; lv > 0; --lv) {
+    slots_[lv] = nodes_[lv]->ChildSlot(key);
+    auto child = tree_->ReadChild(*nodes_[lv], slots_[lv]);
+    if (!child.ok()) return Fail(child.status());
+    nodes_[lv - 1] = *child;
+  }
+  const Node& leaf = *nodes_[0];
+  int slot = leaf.LowerBound(key);
+  if (!for_prev) {
+    slots_[0] = slot;
+    if (slot < leaf.nritems()) return Load();
+    slots_[0] = leaf.nritems() - 1;
+    return Step(true);
+  }
+  if (slot < leaf.nritems() && leaf.items[slot].key == key) {
+    slots_[0] = slot;
+    return Load();
+  }
+  slots_[0] = slot;  // Step(false) moves to slot - 1 or the previous leaf
+  return Step(false);
+}
+
+// Moves one item forward or back from the current path position.
+void TreeIterator::Step(bool forward) {
+  const Node& leaf = *nodes_[0];
+  int next = slots_[0] + (forward ? 1 : -1);
+  if (next >= 0 && next < leaf.nritems()) {
+    slots_[0] = next;
+    return Load();
+  }
+  for (int lv = 1; lv < levels_; ++lv) {
+    int s = slots_[lv] + (forward ? 1 : -1);
+    if (s >= 0 && s < nodes_[lv]->nritems()) {
+      slots_[lv] = s;
+      return DescendEdge(lv, forward ? Edge::kFirst : Edge::kLast);
+    }
+  }
+  valid_ = false;
+}
+
+void TreeIterator::DescendEdge(int from_level, Edge edge) {
+  for (int lv = from_level; lv > 0; --lv) {
+    auto child = tree_->ReadChild(*nodes_[lv], slots_[lv]);
+    if (!child.ok()) return Fail(child.status());
+    nodes_[lv - 1] = *child;
+    slots_[lv - 1] = edge == Edge::kFirst ? 0 : (*child)->nritems() - 1;
+  }
+  if (nodes_[0]->nritems() == 0) {  // only an empty root leaf
+    valid_ = false;
+    return;
+  }
+  Load();
+}
+
+void TreeIterator::Next() {
+  if (!valid_) return;
+  if (Stale()) {
+    std::string cur = key_;
+    SeekImpl(cur, false);
+    if (valid_ && key_ == cur) Step(true);
+    return;
+  }
+  Step(true);
+}
+
+void TreeIterator::Prev() {
+  if (!valid_) return;
+  if (Stale()) {
+    std::string cur = key_;
+    SeekImpl(cur, true);
+    if (valid_ && key_ == cur) Step(false);
+    return;
+  }
+  Step(false);
+}
+
+}  // namespace cowkv

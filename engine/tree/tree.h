@@ -1,0 +1,162 @@
+// Tree: a copy-on-write B+tree over byte-string keys in memcmp order.
+//
+// Keys are 1..kMaxKeySize bytes; leaf values are stored inline up to
+// format::MaxInlineValue(nodesize). Every write CoWs the path from the root
+// to the leaf it changes (a node already dirty in the running engine
+// transaction is changed in place), then repairs the path bottom-up: an
+// overflowing node splits, an underfull one (< 1/4 of capacity) merges with
+// or borrows from a sibling, a root with one child collapses. The path is an
+// explicit array bounded by kMaxLevel; nothing recurses.
+//
+// The tree never decides when to commit and never allocates space itself: it
+// asks TreeHooks for new node bytenrs and reports nodes it stops using, so the
+// transaction layer can queue the delayed refs and account for space.
+//
+// Thread safety: none. The owner serialises writers against each other and
+// against readers (StoreImpl holds its lock around every call). Readers may
+// share the tree with each other.
+#ifndef COWKV_ENGINE_TREE_TREE_H_
+#define COWKV_ENGINE_TREE_TREE_H_
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "engine/format/layout.h"
+#include "engine/tree/node.h"
+#include "engine/tree/node_cache.h"
+
+namespace cowkv {
+
+// Where a tree's root is.
+struct RootRef {
+  uint64_t bytenr = 0;
+  uint64_t generation = 0;
+  uint8_t level = 0;
+};
+
+// What a tree needs from the transaction layer to change itself.
+class TreeHooks {
+ public:
+  virtual ~TreeHooks() = default;
+  // Generation of the running engine transaction.
+  virtual uint64_t generation() const = 0;
+  // Allocates space for a new node of tree `owner` at `level` and queues its
+  // +1 ref. Only fails if the caller did not reserve enough space first.
+  virtual absl::StatusOr<uint64_t> AllocTreeBlock(uint64_t owner, uint8_t level) = 0;
+  // `node` is no longer referenced by its tree: queue its -1 ref.
+  virtual absl::Status FreeTreeBlock(const Node& node) = 0;
+};
+
+class Tree {
+ public:
+  // `cache` and `hooks` are borrowed and outlive the tree. `hooks` may be
+  // null for a read-only tree.
+  Tree(uint64_t id, RootRef root, NodeCache* cache, TreeHooks* hooks);
+  Tree(const Tree&) = delete;
+  Tree& operator=(const Tree&) = delete;
+
+  // Creates an empty tree: one empty dirty leaf as its root.
+  static absl::StatusOr<std::unique_ptr<Tree>> CreateEmpty(uint64_t id, NodeCache* cache,
+                                                           TreeHooks* hooks);
+
+  // NOT_FOUND when absent.
+  absl::StatusOr<std::string> Get(absl::string_view key);
+  // Inserts or overwrites.
+  absl::Status Put(absl::string_view key, absl::string_view value);
+  // NOT_FOUND when absent (and nothing is CoWed).
+  absl::Status Delete(absl::string_view key);
+
+  // Validates sizes without touching the tree.
+  absl::Status ValidatePut(absl::string_view key, absl::string_view value) const;
+
+  uint64_t id() const { return id_; }
+  const RootRef& root() const { return root_; }
+  int height() const { return root_.level + 1; }
+  // Bumped by every change; iterators re-seek when it moved.
+  uint64_t version() const { return version_; }
+  // True when the root moved since the last ClearRootChanged().
+  bool root_changed() const { return root_changed_; }
+  void ClearRootChanged() { root_changed_ = false; }
+  NodeCache* cache() const { return cache_; }
+  size_t max_value_size() const;
+
+  // Worst-case nodes one Put or Delete can allocate at the current height.
+  int WorstCaseNodesPerOp() const { return 3 * (height() + 2); }
+
+  // Read access for iterators and tools.
+  absl::StatusOr<NodeRef> ReadRoot();
+  absl::StatusOr<NodeRef> ReadChild(const Node& parent, int slot);
+
+ private:
+  struct PathEntry {
+    NodeRef node;
+    int slot = 0;
+  };
+  using Path = std::array<PathEntry, format::kMaxLevel>;
+
+  absl::Status SearchForWrite(absl::string_view key, Path& path);
+  absl::StatusOr<NodeRef> CowIfNeeded(NodeRef node, Node* parent, int parent_slot);
+  absl::Status Repair(Path& path, int level);
+  absl::Status SplitNode(Path& path, int level);
+  absl::Status FixUnderflow(Path& path, int level, bool* changed_parent);
+  absl::Status GrowRoot(NodeRef left, std::string sep, NodeRef right);
+  absl::Status CollapseRoot();
+  absl::StatusOr<NodeRef> NewNode(uint8_t level);
+  void SetRoot(const Node& node);
+  size_t capacity() const;
+
+  const uint64_t id_;
+  NodeCache* const cache_;
+  TreeHooks* const hooks_;
+  RootRef root_;
+  uint64_t version_ = 0;
+  bool root_changed_ = false;
+};
+
+// Iterates a tree at its latest state. Holds NodeRefs along its path; when the
+// tree's version moved since it positioned itself, it re-seeks by key, so it
+// is safe (and sees newer data) across writes. Not thread-safe; the caller
+// holds the same lock it would hold for Tree::Get.
+class TreeIterator {
+ public:
+  explicit TreeIterator(Tree* tree);
+
+  bool Valid() const { return valid_; }
+  void SeekToFirst();
+  void SeekToLast();
+  void Seek(absl::string_view key);         // first key >= key
+  void SeekForPrev(absl::string_view key);  // last key <= key
+  void Next();
+  void Prev();
+  absl::string_view key() const { return key_; }
+  absl::string_view value() const { return value_; }
+  const absl::Status& status() const { return status_; }
+
+ private:
+  enum class Edge { kFirst, kLast };
+  void SeekImpl(absl::string_view key, bool for_prev);
+  void DescendEdge(int from_level, Edge edge);
+  void Step(bool forward);
+  bool Stale() const { return tree_->version() != version_; }
+  void Load();
+  void Fail(absl::Status s);
+
+  Tree* const tree_;
+  std::array<NodeRef, format::kMaxLevel> nodes_;
+  std::array<int, format::kMaxLevel> slots_{};
+  int levels_ = 0;
+  uint64_t version_ = 0;
+  bool valid_ = false;
+  std::string key_;
+  std::string value_;
+  absl::Status status_;
+};
+
+}  // namespace cowkv
+
+#endif  // COWKV_ENGINE_TREE_TREE_H_

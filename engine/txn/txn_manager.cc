@@ -1,0 +1,404 @@
+#include "engine/txn/txn_manager.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "engine/base/check.h"
+#include "engine/base/status.h"
+#include "engine/format/items.h"
+#include "engine/format/layout.h"
+#include "engine/refs/extent_tree.h"
+
+namespace cowkv {
+
+using format::Key17;
+using format::Superblock;
+
+namespace {
+
+// Candidates newest first: checksum-valid copies whose root node verifies.
+std::vector<Superblock> SuperblockCandidates(BlockDevice* device, std::string* notes) {
+  std::vector<Superblock> out;
+  for (uint64_t off : format::kSuperblockOffsets) {
+    if (off + format::kSuperblockSize > device->Size()) continue;
+    std::string buf(format::kSuperblockSize, '\0');
+    absl::Status s = device->ReadAt(off, buf.data(), buf.size());
+    absl::StatusOr<Superblock> sb =
+        s.ok() ? format::DecodeSuperblock(buf, off) : absl::StatusOr<Superblock>(s);
+    if (!sb.ok()) {
+      if (notes) absl::StrAppend(notes, "superblock at ", off, ": ", sb.status().message(), "\n");
+      continue;
+    }
+    if (sb->total_bytes > device->Size()) {
+      if (notes) absl::StrAppend(notes, "superblock at ", off, ": device smaller than recorded size\n");
+      continue;
+    }
+    std::string node(sb->nodesize, '\0');
+    format::NodeHeader h;
+    std::vector<format::Item> items;
+    s = device->ReadAt(sb->root, node.data(), node.size());
+    if (s.ok()) {
+      s = format::DecodeNode(node, sb->fsid, sb->nodesize, sb->sectorsize,
+                             {sb->root, sb->root_generation, format::kRootTreeId, sb->root_level},
+                             &h, &items);
+    }
+    if (!s.ok()) {
+      if (notes) absl::StrAppend(notes, "superblock at ", off, " (generation ", sb->generation,
+                                 "): root node: ", s.message(), "\n");
+      continue;
+    }
+    out.push_back(*sb);
+  }
+  std::stable_sort(out.begin(), out.end(), [](const Superblock& a, const Superblock& b) {
+    return a.generation > b.generation;
+  });
+  return out;
+}
+
+std::string RootItemKey(uint64_t tree_id) {
+  return format::EncodeKey17(Key17{tree_id, format::kRootItem, 0});
+}
+
+}  // namespace
+
+absl::StatusOr<Superblock> ReadBestSuperblock(BlockDevice* device, std::string* notes) {
+  std::vector<Superblock> c = SuperblockCandidates(device, notes);
+  if (c.empty()) {
+    return absl::DataLossError(absl::StrCat("no valid cowkv superblock found",
+                                            notes && !notes->empty() ? ":\n" : "",
+                                            notes ? *notes : ""));
+  }
+  return c.front();
+}
+
+TxnManager::TxnManager(BlockDevice* device, const Superblock& sb, uint64_t cache_bytes)
+    : device_(device),
+      sb_(sb),
+      cache_(std::make_unique<NodeCache>(device, sb.fsid, sb.nodesize, sb.sectorsize,
+                                         cache_bytes)) {}
+
+TxnManager::~TxnManager() = default;
+
+absl::Status TxnManager::Mkfs(BlockDevice* device, uint32_t nodesize, uint32_t sectorsize,
+                              const std::string& fsid) {
+  if (!format::ValidNodesize(nodesize)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("nodesize ", nodesize, " is not a power of two in [4096, 65536]"));
+  }
+  if (sectorsize < 512 || sectorsize > nodesize || (sectorsize & (sectorsize - 1)) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("bad sectorsize ", sectorsize));
+  }
+  if (device->Size() < format::kMinDeviceSize) {
+    return absl::InvalidArgumentError(absl::StrCat("device of ", device->Size(),
+                                                   " bytes is below the minimum of ",
+                                                   format::kMinDeviceSize));
+  }
+  if (fsid.size() != format::kFsidSize) return absl::InvalidArgumentError("fsid must be 16 bytes");
+  // Stale copies of an older filesystem must never win the mount.
+  std::string zero(format::kSuperblockSize, '\0');
+  for (uint64_t off : format::kSuperblockOffsets) {
+    if (off + zero.size() <= device->Size()) RETURN_IF_ERROR(device->WriteAt(off, zero.data(), zero.size()));
+  }
+  RETURN_IF_ERROR(device->Flush());
+  Superblock sb;
+  sb.fsid = fsid;
+  sb.nodesize = nodesize;
+  sb.sectorsize = sectorsize;
+  sb.total_bytes = device->Size();
+  sb.next_tree_id = format::kFirstFreeTreeId;
+  std::unique_ptr<TxnManager> m(new TxnManager(device, sb, 64ull << 20));
+  m->generation_ = 1;
+  m->AddDeviceFreeSpace();
+  ASSIGN_OR_RETURN(m->root_tree_, Tree::CreateEmpty(format::kRootTreeId, m->cache(), m.get()));
+  ASSIGN_OR_RETURN(m->extent_tree_, Tree::CreateEmpty(format::kExtentTreeId, m->cache(), m.get()));
+  ASSIGN_OR_RETURN(m->fs_trees_[format::kDefaultTreeId],
+                   Tree::CreateEmpty(format::kDefaultTreeId, m->cache(), m.get()));
+  return m->Commit();
+}
+
+absl::StatusOr<std::unique_ptr<TxnManager>> TxnManager::Mount(BlockDevice* device,
+                                                              uint64_t cache_bytes) {
+  std::string notes;
+  std::vector<Superblock> candidates = SuperblockCandidates(device, &notes);
+  for (const Superblock& sb : candidates) {
+    std::unique_ptr<TxnManager> m(new TxnManager(device, sb, cache_bytes));
+    absl::Status s = m->LoadTrees();
+    if (s.ok()) s = m->RebuildFreeSpace();
+    if (s.ok()) {
+      m->generation_ = sb.generation + 1;
+      return m;
+    }
+    if (!absl::IsDataLoss(s)) return s;
+    absl::StrAppend(&notes, "generation ", sb.generation, ": ", s.message(), "\n");
+  }
+  return absl::DataLossError(absl::StrCat("cannot mount: no superblock with a valid tree:\n", notes));
+}
+
+absl::Status TxnManager::LoadTrees() {
+  root_tree_ = std::make_unique<Tree>(
+      format::kRootTreeId, RootRef{sb_.root, sb_.root_generation, sb_.root_level}, cache_.get(),
+      this);
+  TreeIterator it(root_tree_.get());
+  for (it.SeekToFirst(); it.Valid(); it.Next()) {
+    Key17 k;
+    if (!format::DecodeKey17(it.key(), &k) || k.type != format::kRootItem) continue;
+    ASSIGN_OR_RETURN(format::RootItem ri, format::DecodeRootItem(it.value(), k.objectid));
+    auto tree = std::make_unique<Tree>(k.objectid, RootRef{ri.bytenr, ri.generation, ri.level},
+                                       cache_.get(), this);
+    RETURN_IF_ERROR(tree->ReadRoot().status());
+    if (k.objectid == format::kExtentTreeId) {
+      extent_tree_ = std::move(tree);
+    } else {
+      fs_trees_[k.objectid] = std::move(tree);
+    }
+  }
+  RETURN_IF_ERROR(it.status());
+  if (extent_tree_ == nullptr || fs_trees_.count(format::kDefaultTreeId) == 0) {
+    return absl::DataLossError("root tree lacks the extent tree or default tree root item");
+  }
+  return absl::OkStatus();
+}
+
+void TxnManager::AddDeviceFreeSpace() {
+  const uint64_t size = device_->Size();
+  uint64_t start = format::kReservedHead;
+  for (int i = 1; i < format::kNumSuperblockMirrors; ++i) {
+    uint64_t off = format::kSuperblockOffsets[i];
+    if (off >= size) break;
+    if (off > start) free_.AddFree(start, off - start);
+    start = std::min(size, off + format::kMirrorReserve);
+  }
+  if (size > start) free_.AddFree(start, size - start);
+}
+
+absl::Status TxnManager::RebuildFreeSpace() {
+  AddDeviceFreeSpace();
+  bytes_used_ = 0;
+  nodes_per_tree_.clear();
+  TreeIterator it(extent_tree_.get());
+  for (it.SeekToFirst(); it.Valid(); it.Next()) {
+    Key17 k;
+    if (!format::DecodeKey17(it.key(), &k)) {
+      return absl::DataLossError("extent tree holds a key that is not 17 bytes");
+    }
+    if (k.type == format::kExtentItem) {
+      if (!free_.RemoveFree(k.objectid, k.offset)) {
+        return absl::DataLossError(absl::StrCat("extent [", k.objectid, ", +", k.offset,
+                                                ") overlaps another extent or reserved space"));
+      }
+      bytes_used_ += k.offset;
+    } else if (k.type == format::kTreeBlockRef) {
+      ++nodes_per_tree_[k.offset];
+    }
+  }
+  return it.status();
+}
+
+Tree* TxnManager::fs_tree(uint64_t id) {
+  auto it = fs_trees_.find(id);
+  return it == fs_trees_.end() ? nullptr : it->second.get();
+}
+
+absl::StatusOr<uint64_t> TxnManager::AllocTreeBlock(uint64_t owner, uint8_t level) {
+  absl::StatusOr<uint64_t> bytenr = free_.Allocate(sb_.nodesize, sb_.nodesize);
+  if (!bytenr.ok()) {
+    ++enospc_errors_;
+    return bytenr.status();
+  }
+  refs_.Add(*bytenr, sb_.nodesize, level, {format::kTreeBlockRef, owner}, +1, true,
+            generation_);
+  bytes_used_ += sb_.nodesize;
+  ++nodes_per_tree_[owner];
+  return bytenr;
+}
+
+absl::Status TxnManager::FreeTreeBlock(const Node& node) {
+  refs_.Add(node.bytenr, sb_.nodesize, node.level, {format::kTreeBlockRef, node.owner}, -1,
+            false, generation_);
+  --nodes_per_tree_[node.owner];
+  if (refs_.DropIfCancelled(node.bytenr)) {
+    // Allocated and freed in this transaction, never written: free at once.
+    free_.FreeNow(node.bytenr, sb_.nodesize);
+    bytes_used_ -= sb_.nodesize;
+    cache_->Discard(node.bytenr);
+  }
+  return absl::OkStatus();
+}
+
+void TxnManager::OnExtentFreed(uint64_t bytenr, uint64_t num_bytes) {
+  // The committed tree may still point here until this commit is durable.
+  free_.Pin(bytenr, num_bytes);
+  bytes_used_ -= num_bytes;
+  cache_->Discard(bytenr);
+}
+
+uint64_t TxnManager::CommitReserveNodes(uint64_t extra_heads) const {
+  const uint64_t heads = refs_.num_heads() + extra_heads;
+  const uint64_t per_head = 2 * (extent_tree_->height() + 2);
+  const uint64_t roots = (fs_trees_.size() + 2) * 2 * (root_tree_->height() + 2);
+  auto it = nodes_per_tree_.find(format::kExtentTreeId);
+  const uint64_t ext_nodes = it == nodes_per_tree_.end() ? 0 : std::max<int64_t>(0, it->second);
+  // Bound (a): every head CoWs and splits its own extent-tree path.
+  const uint64_t a = (heads + roots) * per_head;
+  // Bound (b): the whole final extent tree, at >= 1/4 fill, dirty twice over.
+  const uint64_t grow = (heads + roots) * kExtentTreeBytesPerHead * 8 /
+                        format::NodeCapacity(sb_.nodesize);
+  const uint64_t b = 2 * (ext_nodes + grow + 2) + per_head;
+  return std::min(a, b) + roots + 2 * format::kMaxLevel;
+}
+
+absl::Status TxnManager::ReserveForWrite(Tree* tree, WriteKind kind) {
+  if (!fatal_.ok()) return fatal_;
+  // Inserts leave room for deletes, so a full store can always shrink.
+  constexpr uint64_t kDeleteMarginNodes = 64;
+  const uint64_t op = tree->WorstCaseNodesPerOp();
+  uint64_t need = op + CommitReserveNodes(2 * op);
+  if (kind == WriteKind::kInsert) need += kDeleteMarginNodes;
+  const uint64_t need_bytes = need * sb_.nodesize;
+  if (free_.free_bytes() < need_bytes) {
+    ++enospc_errors_;
+    return NoSpaceError(absl::StrCat("a write needs up to ", need_bytes,
+                                     " bytes of metadata space (commit included); ",
+                                     free_.free_bytes(), " bytes free, ", free_.pinned_bytes(),
+                                     " bytes pinned until the next commit"));
+  }
+  return absl::OkStatus();
+}
+
+bool TxnManager::HasChanges() const {
+  if (!refs_.empty() || root_tree_->root_changed() || extent_tree_->root_changed()) return true;
+  for (const auto& [id, t] : fs_trees_) {
+    if (t->root_changed()) return true;
+  }
+  return false;
+}
+
+absl::Status TxnManager::Commit() {
+  if (!fatal_.ok()) return fatal_;
+  if (!HasChanges()) return absl::OkStatus();
+  absl::Status s = CommitSteps();
+  if (!s.ok()) {
+    fatal_ = absl::FailedPreconditionError(
+        absl::StrCat("store is read-only after a failed commit of generation ", generation_,
+                     " (", s.ToString(), "); reopen to recover"));
+  }
+  return s;
+}
+
+absl::Status TxnManager::CommitSteps() {
+  RETURN_IF_ERROR(UpdateRootItems());
+  RETURN_IF_ERROR(RunAllDelayedRefs());
+  RETURN_IF_ERROR(WriteDirtyNodes());
+  RETURN_IF_ERROR(WriteSuperblocks());
+  cache_->MarkAllClean();
+  free_.UnpinAll();
+  root_tree_->ClearRootChanged();
+  ++commits_;
+  ++generation_;
+  return absl::OkStatus();
+}
+
+namespace {
+absl::Status PutRootItem(Tree* root_tree, Tree* tree) {
+  std::string key = RootItemKey(tree->id());
+  format::RootItem ri;
+  absl::StatusOr<std::string> cur = root_tree->Get(key);
+  if (cur.ok()) {
+    ASSIGN_OR_RETURN(ri, format::DecodeRootItem(*cur, tree->id()));
+  } else if (!absl::IsNotFound(cur.status())) {
+    return cur.status();
+  }
+  ri.bytenr = tree->root().bytenr;
+  ri.generation = tree->root().generation;
+  ri.level = tree->root().level;
+  tree->ClearRootChanged();
+  return root_tree->Put(key, format::EncodeRootItem(ri));
+}
+}  // namespace
+
+absl::Status TxnManager::UpdateRootItems() {
+  for (auto& [id, tree] : fs_trees_) {
+    if (tree->root_changed()) RETURN_IF_ERROR(PutRootItem(root_tree_.get(), tree.get()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TxnManager::RunAllDelayedRefs() {
+  for (int round = 0;; ++round) {
+    COWKV_CHECK_MSG(round < 64, "delayed refs did not converge");
+    if (extent_tree_->root_changed()) {
+      RETURN_IF_ERROR(PutRootItem(root_tree_.get(), extent_tree_.get()));
+    }
+    if (refs_.empty()) return absl::OkStatus();
+    std::vector<DelayedRefHead> heads = refs_.TakeAll();
+    RETURN_IF_ERROR(RunDelayedRefs(extent_tree_.get(), heads,
+                                   [this](uint64_t b, uint64_t n) { OnExtentFreed(b, n); }));
+  }
+}
+
+absl::Status TxnManager::WriteDirtyNodes() {
+  constexpr size_t kMaxRun = 1 << 20;
+  const uint32_t ns = sb_.nodesize;
+  std::vector<NodeRef> nodes = cache_->DirtyNodes();
+  std::string buf;
+  buf.reserve(kMaxRun);
+  uint64_t run_start = 0;
+  auto write_run = [&]() -> absl::Status {
+    if (buf.empty()) return absl::OkStatus();
+    absl::Status s = device_->WriteAt(run_start, buf.data(), buf.size());
+    buf.clear();
+    return s;
+  };
+  for (const NodeRef& n : nodes) {
+    COWKV_CHECK(n->generation == generation_);
+    COWKV_CHECK(n->used <= format::NodeCapacity(ns));
+    if (buf.empty() || n->bytenr != run_start + buf.size() || buf.size() + ns > kMaxRun) {
+      RETURN_IF_ERROR(write_run());
+      run_start = n->bytenr;
+    }
+    size_t off = buf.size();
+    buf.resize(off + ns);
+    format::EncodeNode(n->header(), n->items, sb_.fsid, ns, buf.data() + off);
+  }
+  RETURN_IF_ERROR(write_run());
+  ++flushes_;
+  return device_->Flush();
+}
+
+absl::Status TxnManager::WriteSuperblocks() {
+  Superblock sb = sb_;
+  sb.generation = generation_;
+  sb.root = root_tree_->root().bytenr;
+  sb.root_generation = root_tree_->root().generation;
+  sb.root_level = root_tree_->root().level;
+  sb.bytes_used = bytes_used_;
+  sb.total_bytes = device_->Size();
+  for (int i = 0; i < format::MirrorCount(device_->Size()); ++i) {
+    sb.bytenr = format::kSuperblockOffsets[i];
+    std::string enc = format::EncodeSuperblock(sb);
+    RETURN_IF_ERROR(device_->WriteAt(sb.bytenr, enc.data(), enc.size()));
+  }
+  ++flushes_;
+  RETURN_IF_ERROR(device_->Flush());
+  sb.bytenr = format::kSuperblockOffsets[0];
+  sb_ = sb;
+  return absl::OkStatus();
+}
+
+TxnStats TxnManager::Stats() {
+  TxnStats s;
+  s.generation = generation_;
+  s.commits = commits_;
+  s.device_flushes = flushes_;
+  s.total_bytes = device_->Size() - format::kReservedHead;
+  s.used_bytes = bytes_used_;
+  s.free_bytes = free_.free_bytes();
+  s.pinned_bytes = free_.pinned_bytes();
+  s.enospc_errors = enospc_errors_;
+  s.refs = refs_.Stats();
+  s.cache = cache_->Stats();
+  return s;
+}
+
+}  // namespace cowkv

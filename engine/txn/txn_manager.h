@@ -1,0 +1,134 @@
+// TxnManager: the running engine transaction and its commit.
+//
+// One engine transaction is running at any time; every write joins it. The
+// manager owns what a transaction changes: the node cache (dirty nodes), the
+// free space, the delayed refs and the trees themselves (root tree, extent
+// tree, fs trees). It implements TreeHooks, so every CoW allocates through it
+// and queues its refs here.
+//
+// Engine transaction states (the caller, StoreImpl, holds its exclusive lock
+// across Commit, so "committing" is never observed by writers):
+//
+//   running --Commit()--> committing --WriteDirtyNodes+Flush--> nodes durable
+//      ^                                                             |
+//      |                                      WriteSuperblocks+Flush |
+//      +------------------- done (generation+1, UnpinAll) <----------+
+//
+//   - running: dirty nodes and pinned extents belong to `generation_`; the
+//     device still holds generation_-1 intact (pinned space is not reused).
+//   - nodes durable: the new tree is on the device but unreachable.
+//   - done: the superblocks name the new root; pinned space is free.
+//   Any error after the first device write makes the manager read-only
+//   (fatal_), and the last committed state stays mountable.
+//
+// Space: ReserveForWrite() refuses a write (RESOURCE_EXHAUSTED, nothing
+// changed) unless the worst case of that write plus everything the commit may
+// still allocate fits in free space; see docs/design.md "Space reservation".
+//
+// Not thread-safe: StoreImpl serialises calls.
+#ifndef COWKV_ENGINE_TXN_TXN_MANAGER_H_
+#define COWKV_ENGINE_TXN_TXN_MANAGER_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "engine/alloc/free_space.h"
+#include "engine/format/superblock.h"
+#include "engine/io/block_device.h"
+#include "engine/refs/delayed_refs.h"
+#include "engine/tree/node_cache.h"
+#include "engine/tree/tree.h"
+
+namespace cowkv {
+
+struct TxnStats {
+  uint64_t generation = 0;
+  uint64_t commits = 0;
+  uint64_t device_flushes = 0;
+  uint64_t total_bytes = 0;
+  uint64_t used_bytes = 0;
+  uint64_t free_bytes = 0;
+  uint64_t pinned_bytes = 0;
+  uint64_t enospc_errors = 0;
+  DelayedRefStats refs;
+  NodeCacheStats cache;
+};
+
+// Reads every superblock copy and returns the newest one whose checksum and
+// root node verify. `notes` (optional) receives one line per rejected copy.
+absl::StatusOr<format::Superblock> ReadBestSuperblock(BlockDevice* device,
+                                                      std::string* notes);
+
+class TxnManager : public TreeHooks {
+ public:
+  enum class WriteKind { kInsert, kDelete };
+
+  // Formats `device`: zeroes every superblock location, creates the root,
+  // extent and default trees in generation 1 and commits them.
+  static absl::Status Mkfs(BlockDevice* device, uint32_t nodesize, uint32_t sectorsize,
+                           const std::string& fsid);
+  static absl::StatusOr<std::unique_ptr<TxnManager>> Mount(BlockDevice* device,
+                                                           uint64_t cache_bytes);
+  ~TxnManager() override;
+
+  // TreeHooks.
+  uint64_t generation() const override { return generation_; }
+  absl::StatusOr<uint64_t> AllocTreeBlock(uint64_t owner, uint8_t level) override;
+  absl::Status FreeTreeBlock(const Node& node) override;
+
+  // The fs tree `id` (only kDefaultTreeId exists before subvolumes).
+  Tree* fs_tree(uint64_t id);
+
+  // Checks that one write to `tree` fits (see the header comment).
+  absl::Status ReserveForWrite(Tree* tree, WriteKind kind);
+
+  // Commits the running engine transaction. No-op when nothing changed.
+  absl::Status Commit();
+  bool HasChanges() const;
+
+  // Non-OK once a commit failed after touching the device.
+  const absl::Status& fatal() const { return fatal_; }
+
+  TxnStats Stats();
+  uint32_t nodesize() const { return sb_.nodesize; }
+  uint64_t dirty_bytes() { return cache_->Stats().dirty_bytes; }
+  NodeCache* cache() { return cache_.get(); }
+  BlockDevice* device() { return device_; }
+
+ private:
+  TxnManager(BlockDevice* device, const format::Superblock& sb, uint64_t cache_bytes);
+  absl::Status LoadTrees();
+  absl::Status RebuildFreeSpace();
+  void AddDeviceFreeSpace();
+  absl::Status UpdateRootItems();
+  absl::Status RunAllDelayedRefs();
+  absl::Status WriteDirtyNodes();
+  absl::Status WriteSuperblocks();
+  absl::Status CommitSteps();
+  uint64_t CommitReserveNodes(uint64_t extra_heads) const;
+  void OnExtentFreed(uint64_t bytenr, uint64_t num_bytes);
+
+  BlockDevice* const device_;
+  format::Superblock sb_;  // the last committed superblock
+  std::unique_ptr<NodeCache> cache_;
+  FreeSpace free_;
+  DelayedRefs refs_;
+  std::unique_ptr<Tree> root_tree_;
+  std::unique_ptr<Tree> extent_tree_;
+  std::map<uint64_t, std::unique_ptr<Tree>> fs_trees_;
+  std::map<uint64_t, int64_t> nodes_per_tree_;  // live tree blocks by owner
+  uint64_t generation_ = 0;  // the running engine transaction
+  uint64_t bytes_used_ = 0;
+  uint64_t commits_ = 0;
+  uint64_t flushes_ = 0;
+  uint64_t enospc_errors_ = 0;
+  absl::Status fatal_;
+};
+
+}  // namespace cowkv
+
+#endif  // COWKV_ENGINE_TXN_TXN_MANAGER_H_
