@@ -34,7 +34,6 @@
 namespace cowkv {
 
 class StoreImpl;
-class TreeIterator;
 
 // Limits every caller can rely on.
 inline constexpr size_t kMaxKeySize = 1024;
@@ -96,7 +95,8 @@ struct StoreStats {
 // key()/value() views are valid until the next call on this iterator.
 class Iterator {
  public:
-  explicit Iterator(std::unique_ptr<TreeIterator> impl);
+  class Impl;
+  explicit Iterator(std::unique_ptr<Impl> impl);
   ~Iterator();
   Iterator(const Iterator&) = delete;
   Iterator& operator=(const Iterator&) = delete;
@@ -114,7 +114,7 @@ class Iterator {
   absl::Status status() const;
 
  private:
-  std::unique_ptr<TreeIterator> impl_;
+  std::unique_ptr<Impl> impl_;
 };
 
 // A handle joined to the running engine transaction (btrfs's

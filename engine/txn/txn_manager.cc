@@ -127,6 +127,9 @@ absl::StatusOr<std::unique_ptr<TxnManager>> TxnManager::Mount(BlockDevice* devic
     if (s.ok()) s = m->RebuildFreeSpace();
     if (s.ok()) {
       m->generation_ = sb.generation + 1;
+      int fresh = 0;
+      for (const Superblock& c : candidates) fresh += c.generation == sb.generation;
+      m->superblocks_need_rewrite_ = fresh < format::MirrorCount(device->Size());
       return m;
     }
     if (!absl::IsDataLoss(s)) return s;
@@ -267,6 +270,7 @@ absl::Status TxnManager::ReserveForWrite(Tree* tree, WriteKind kind) {
 }
 
 bool TxnManager::HasChanges() const {
+  if (superblocks_need_rewrite_) return true;
   if (!refs_.empty() || root_tree_->root_changed() || extent_tree_->root_changed()) return true;
   for (const auto& [id, t] : fs_trees_) {
     if (t->root_changed()) return true;
@@ -294,6 +298,7 @@ absl::Status TxnManager::CommitSteps() {
   cache_->MarkAllClean();
   free_.UnpinAll();
   root_tree_->ClearRootChanged();
+  superblocks_need_rewrite_ = false;
   ++commits_;
   ++generation_;
   return absl::OkStatus();

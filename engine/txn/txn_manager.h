@@ -127,6 +127,9 @@ class TxnManager : public TreeHooks {
   uint64_t flushes_ = 0;
   uint64_t enospc_errors_ = 0;
   absl::Status fatal_;
+  // Some superblock copy is missing, corrupt or older than the one mounted:
+  // the next commit (Close() forces one) rewrites every copy.
+  bool superblocks_need_rewrite_ = false;
 };
 
 }  // namespace cowkv

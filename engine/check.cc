@@ -1,0 +1,265 @@
+// Check(): the library form of `cowkv check`.
+//
+// Reads the committed state straight from the device (never from a running
+// store's memory) and reports every finding instead of stopping at the first:
+//   1. superblock copies: each valid, all at the mounted generation;
+//   2. every tree reachable from the root tree: node headers and checksums
+//      (DecodeNode), key order, parent/child fences, levels, no empty
+//      non-root node;
+//   3. the extent tree against what the trees reference: each extent's refs
+//      equals its back-references and the references actually seen, no
+//      leaked extent, no overlap, nothing in reserved space or past the end;
+//   4. the superblock's bytes_used equals the sum of extent lengths.
+#include <map>
+#include <set>
+#include <vector>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "engine/base/status.h"
+#include "engine/format/items.h"
+#include "engine/format/layout.h"
+#include "engine/store.h"
+#include "engine/tree/node_cache.h"
+#include "engine/txn/txn_manager.h"
+
+namespace cowkv {
+namespace {
+
+using format::Key17;
+
+std::string Hex(absl::string_view s) {
+  return absl::BytesToHexString(s.substr(0, 24)) + (s.size() > 24 ? ".." : "");
+}
+
+struct ExtentRecord {
+  uint64_t len = 0;
+  format::ExtentItem item;
+  bool has_item = false;
+  std::multiset<std::pair<uint8_t, uint64_t>> backrefs;
+};
+
+struct Visit {
+  format::NodeExpect expect;
+  std::string lo;   // lower fence (inclusive)
+  std::string hi;   // upper fence (exclusive); empty = none
+  bool root = false;
+};
+
+class Checker {
+ public:
+  Checker(BlockDevice* dev, const format::Superblock& sb, CheckReport* r)
+      : dev_(dev), sb_(sb), r_(r),
+        cache_(dev, sb.fsid, sb.nodesize, sb.sectorsize, 64ull << 20) {}
+
+  void Run() {
+    WalkTree(format::kRootTreeId, {sb_.root, sb_.root_generation, format::kRootTreeId,
+                                   sb_.root_level});
+    for (const auto& [id, ri] : roots_) {
+      WalkTree(id, {ri.bytenr, ri.generation, id, ri.level});
+    }
+    if (roots_.count(format::kExtentTreeId) == 0) Problem("no extent tree root item");
+    if (roots_.count(format::kDefaultTreeId) == 0) Problem("no default tree root item");
+    CheckExtents();
+  }
+
+ private:
+  template <typename... Args>
+  void Problem(const Args&... args) {
+    r_->problems.push_back(absl::StrCat(args...));
+  }
+
+  void WalkTree(uint64_t id, format::NodeExpect root) {
+    ++r_->trees;
+    std::vector<Visit> stack;
+    stack.push_back(Visit{root, "", "", true});
+    while (!stack.empty()) {
+      Visit v = std::move(stack.back());
+      stack.pop_back();
+      absl::StatusOr<NodeRef> n = cache_.Read(v.expect);
+      if (!n.ok()) {
+        Problem("tree ", id, ": ", n.status().message());
+        continue;
+      }
+      seen_[(*n)->bytenr].insert({format::kTreeBlockRef, id});
+      levels_[(*n)->bytenr] = (*n)->level;
+      ++r_->nodes;
+      CheckNode(id, **n, v, &stack);
+      cache_.Discard((*n)->bytenr);
+    }
+  }
+
+  void CheckNode(uint64_t id, const Node& n, const Visit& v, std::vector<Visit>* stack) {
+    const std::string where = absl::StrCat("tree ", id, " node ", n.bytenr, " level ", int{n.level});
+    if (n.nritems() == 0 && (!v.root || !n.leaf())) Problem(where, ": empty non-root node");
+    if (n.nritems() == 0) return;
+    if (!n.leaf() && n.items[0].key != v.lo) {
+      Problem(where, ": first key ", Hex(n.items[0].key), " differs from its fence ", Hex(v.lo));
+    }
+    if (n.items[0].key < v.lo) Problem(where, ": key ", Hex(n.items[0].key), " below fence ", Hex(v.lo));
+    if (!v.hi.empty() && !(n.items.back().key < v.hi)) {
+      Problem(where, ": key ", Hex(n.items.back().key), " not below fence ", Hex(v.hi));
+    }
+    if (n.used > format::NodeCapacity(sb_.nodesize)) Problem(where, ": overfull");
+    for (int i = 0; i < n.nritems(); ++i) {
+      if (i > 0 && !(n.items[i - 1].key < n.items[i].key)) {
+        Problem(where, ": keys out of order at slot ", i);
+      }
+      if (n.leaf()) {
+        CheckLeafItem(id, n.items[i]);
+        continue;
+      }
+      format::ChildPtr c = n.Child(i);
+      Visit child{{c.bytenr, c.generation, id, n.level - 1},
+                  i == 0 ? v.lo : n.items[i].key,
+                  i + 1 < n.nritems() ? n.items[i + 1].key : v.hi,
+                  false};
+      stack->push_back(std::move(child));
+    }
+    r_->items += n.leaf() ? n.nritems() : 0;
+  }
+
+  void CheckLeafItem(uint64_t id, const format::Item& it) {
+    if (id != format::kRootTreeId && id != format::kExtentTreeId) return;
+    Key17 k;
+    if (!format::DecodeKey17(it.key, &k)) {
+      Problem("tree ", id, ": key ", Hex(it.key), " is not 17 bytes");
+      return;
+    }
+    if (id == format::kRootTreeId) {
+      if (k.type != format::kRootItem) return;
+      absl::StatusOr<format::RootItem> ri = format::DecodeRootItem(it.value, k.objectid);
+      if (!ri.ok()) return Problem(ri.status().message());
+      if (k.objectid == format::kRootTreeId || roots_.count(k.objectid)) {
+        return Problem("root tree: bad or duplicate root item for tree ", k.objectid);
+      }
+      roots_[k.objectid] = *ri;
+      return;
+    }
+    ExtentRecord& e = extents_[k.objectid];
+    if (k.type == format::kExtentItem) {
+      absl::StatusOr<format::ExtentItem> ei = format::DecodeExtentItem(it.value, k.objectid);
+      if (!ei.ok()) return Problem(ei.status().message());
+      e.has_item = true;
+      e.len = k.offset;
+      e.item = *ei;
+    } else if (k.type == format::kTreeBlockRef || k.type == format::kSharedBlockRef) {
+      if (!it.value.empty()) Problem("extent ", k.objectid, ": backref with a value");
+      e.backrefs.insert({k.type, k.offset});
+    } else {
+      Problem("extent tree: unknown item type ", int{k.type}, " at ", k.objectid);
+    }
+  }
+
+  bool InReserved(uint64_t start, uint64_t len) const {
+    if (start < format::kReservedHead) return true;
+    for (int i = 1; i < format::kNumSuperblockMirrors; ++i) {
+      uint64_t off = format::kSuperblockOffsets[i];
+      if (start < off + format::kMirrorReserve && off < start + len) return true;
+    }
+    return false;
+  }
+
+  void CheckExtents() {
+    uint64_t prev_end = 0, used = 0;
+    for (const auto& [bytenr, e] : extents_) {
+      const std::string where = absl::StrCat("extent ", bytenr);
+      if (!e.has_item) {
+        Problem(where, ": back-references without an extent item");
+        continue;
+      }
+      ++r_->extents;
+      used += e.len;
+      if (bytenr < prev_end) Problem(where, ": overlaps the previous extent (ends at ", prev_end, ")");
+      prev_end = std::max(prev_end, bytenr + e.len);
+      if (InReserved(bytenr, e.len)) Problem(where, ": inside reserved space");
+      if (bytenr + e.len > dev_->Size()) Problem(where, ": past the end of the device");
+      if (e.item.refs != e.backrefs.size()) {
+        Problem(where, ": refcount ", e.item.refs, " but ", e.backrefs.size(), " back-references");
+      }
+      auto s = seen_.find(bytenr);
+      if (s == seen_.end()) {
+        Problem(where, ": leaked (allocated, refs ", e.item.refs, ", but no tree references it)");
+        continue;
+      }
+      if (e.item.flags != format::kExtentFlagTreeBlock || e.len != sb_.nodesize) {
+        Problem(where, ": referenced as a tree block but flags ", e.item.flags, " len ", e.len);
+      }
+      if (e.item.level != levels_[bytenr]) {
+        Problem(where, ": extent item level ", int{e.item.level}, " but node level ",
+                int{levels_[bytenr]});
+      }
+      std::multiset<std::pair<uint8_t, uint64_t>> want(s->second.begin(), s->second.end());
+      if (want != e.backrefs) {
+        Problem(where, ": back-references do not match the ", s->second.size(),
+                " tree references seen");
+      }
+    }
+    for (const auto& [bytenr, refs] : seen_) {
+      auto e = extents_.find(bytenr);
+      if (e == extents_.end() || !e->second.has_item) {
+        Problem("tree block ", bytenr, " is referenced but has no extent item");
+      }
+    }
+    r_->used_bytes = used;
+    if (used != sb_.bytes_used) {
+      Problem("superblock bytes_used ", sb_.bytes_used, " but extents add up to ", used);
+    }
+  }
+
+  BlockDevice* dev_;
+  const format::Superblock& sb_;
+  CheckReport* r_;
+  NodeCache cache_;
+  std::map<uint64_t, format::RootItem> roots_;
+  std::map<uint64_t, ExtentRecord> extents_;
+  std::map<uint64_t, std::multiset<std::pair<uint8_t, uint64_t>>> seen_;
+  std::map<uint64_t, uint8_t> levels_;
+};
+
+void CheckSuperblockCopies(BlockDevice* dev, const format::Superblock& best, CheckReport* r) {
+  for (int i = 0; i < format::MirrorCount(dev->Size()); ++i) {
+    uint64_t off = format::kSuperblockOffsets[i];
+    std::string buf(format::kSuperblockSize, '\0');
+    absl::Status s = dev->ReadAt(off, buf.data(), buf.size());
+    absl::StatusOr<format::Superblock> sb =
+        s.ok() ? format::DecodeSuperblock(buf, off) : absl::StatusOr<format::Superblock>(s);
+    if (!sb.ok()) {
+      r->problems.push_back(absl::StrCat("superblock copy at ", off, ": ", sb.status().message()));
+    } else if (sb->generation != best.generation || sb->fsid != best.fsid) {
+      r->problems.push_back(absl::StrCat("superblock copy at ", off, " has generation ",
+                                         sb->generation, ", the newest is ", best.generation));
+    }
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<CheckReport> Check(BlockDevice* device) {
+  CheckReport r;
+  std::string notes;
+  absl::StatusOr<format::Superblock> sb = ReadBestSuperblock(device, &notes);
+  if (!sb.ok()) {
+    if (!absl::IsDataLoss(sb.status())) return sb.status();
+    r.problems.push_back(std::string(sb.status().message()));
+    return r;
+  }
+  r.generation = sb->generation;
+  CheckSuperblockCopies(device, *sb, &r);
+  Checker(device, *sb, &r).Run();
+  return r;
+}
+
+bool HasCowkvSignature(BlockDevice* device) {
+  for (uint64_t off : format::kSuperblockOffsets) {
+    if (off + 16 > device->Size()) continue;
+    char buf[16];
+    if (!device->ReadAt(off, buf, sizeof(buf)).ok()) continue;
+    uint64_t magic = 0;
+    for (int i = 7; i >= 0; --i) magic = (magic << 8) | static_cast<uint8_t>(buf[8 + i]);
+    if (magic == format::kSuperMagic) return true;
+  }
+  return false;
+}
+
+}  // namespace cowkv

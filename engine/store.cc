@@ -1,0 +1,335 @@
+#include "engine/store.h"
+
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "engine/base/check.h"
+#include "engine/base/status.h"
+#include "engine/format/layout.h"
+#include "engine/io/file_device.h"
+#include "engine/store_impl.h"
+
+namespace cowkv {
+
+// ---- Iterator -------------------------------------------------------------------
+
+class Iterator::Impl {
+ public:
+  Impl(absl::Mutex* mu, Tree* tree) : mu_(mu), it_(tree) {}
+  absl::Mutex* mu_;
+  TreeIterator it_;
+};
+
+Iterator::Iterator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Iterator::~Iterator() = default;
+bool Iterator::Valid() const { return impl_->it_.Valid(); }
+void Iterator::SeekToFirst() {
+  absl::ReaderMutexLock l(impl_->mu_);
+  impl_->it_.SeekToFirst();
+}
+void Iterator::SeekToLast() {
+  absl::ReaderMutexLock l(impl_->mu_);
+  impl_->it_.SeekToLast();
+}
+void Iterator::Seek(absl::string_view key) {
+  absl::ReaderMutexLock l(impl_->mu_);
+  impl_->it_.Seek(key);
+}
+void Iterator::SeekForPrev(absl::string_view key) {
+  absl::ReaderMutexLock l(impl_->mu_);
+  impl_->it_.SeekForPrev(key);
+}
+void Iterator::Next() {
+  absl::ReaderMutexLock l(impl_->mu_);
+  impl_->it_.Next();
+}
+void Iterator::Prev() {
+  absl::ReaderMutexLock l(impl_->mu_);
+  impl_->it_.Prev();
+}
+absl::string_view Iterator::key() const { return impl_->it_.key(); }
+absl::string_view Iterator::value() const { return impl_->it_.value(); }
+absl::Status Iterator::status() const { return impl_->it_.status(); }
+
+// ---- Transaction ----------------------------------------------------------------
+
+Transaction::~Transaction() { End(); }
+
+absl::Status Transaction::Put(absl::string_view key, absl::string_view value) {
+  if (ended_) return absl::FailedPreconditionError("transaction handle already ended");
+  return store_->HandlePut(key, value);
+}
+
+absl::Status Transaction::Delete(absl::string_view key) {
+  if (ended_) return absl::FailedPreconditionError("transaction handle already ended");
+  return store_->HandleDelete(key);
+}
+
+absl::StatusOr<std::string> Transaction::Get(absl::string_view key) {
+  return store_->Get(key);
+}
+
+void Transaction::End() {
+  if (ended_) return;
+  ended_ = true;
+  store_->EndHandle();
+}
+
+// ---- StoreImpl ------------------------------------------------------------------
+
+StoreImpl::StoreImpl(BlockDevice* device, std::unique_ptr<BlockDevice> owned,
+                     const Options& options, std::unique_ptr<TxnManager> txn)
+    : device_(device),
+      owned_device_(std::move(owned)),
+      options_(options),
+      nodesize_(txn->nodesize()),
+      txn_(std::move(txn)) {
+  default_tree_ = txn_->fs_tree(format::kDefaultTreeId);
+  COWKV_CHECK(default_tree_ != nullptr);
+  if (options_.commit_interval_ms > 0 && !options_.read_only) {
+    committer_ = std::thread([this] { CommitterLoop(); });
+  }
+}
+
+StoreImpl::~StoreImpl() { Close().IgnoreError(); }
+
+absl::Status StoreImpl::CheckOpen() const {
+  if (closed_.load(std::memory_order_acquire)) {
+    return absl::FailedPreconditionError("store is closed");
+  }
+  return absl::OkStatus();
+}
+
+void StoreImpl::CommitterLoop() {
+  absl::MutexLock l(&handles_mu_);
+  for (;;) {
+    handles_mu_.AwaitWithTimeout(absl::Condition(&stop_),
+                                 absl::Milliseconds(options_.commit_interval_ms));
+    if (stop_) return;
+    handles_mu_.Unlock();
+    Commit(CommitTrigger::kInterval).IgnoreError();
+    handles_mu_.Lock();
+  }
+}
+
+absl::Status StoreImpl::Close() {
+  if (closed_.load(std::memory_order_acquire)) return absl::OkStatus();
+  {
+    absl::MutexLock l(&handles_mu_);
+    stop_ = true;
+  }
+  if (committer_.joinable()) committer_.join();
+  absl::Status s;
+  if (!options_.read_only) s = Commit(CommitTrigger::kClose);
+  closed_.store(true, std::memory_order_release);
+  return s;
+}
+
+absl::StatusOr<std::unique_ptr<Transaction>> StoreImpl::Begin() {
+  RETURN_IF_ERROR(CheckOpen());
+  if (options_.read_only) return absl::FailedPreconditionError("store is opened read-only");
+  absl::MutexLock l(&handles_mu_);
+  handles_mu_.Await(absl::Condition(
+      +[](bool* wanted) { return !*wanted; }, &commit_wanted_));
+  ++open_handles_;
+  uint64_t gen;
+  {
+    absl::ReaderMutexLock tl(&mu_);
+    gen = txn_->generation();
+  }
+  return std::unique_ptr<Transaction>(new Transaction(this, gen));
+}
+
+void StoreImpl::EndHandle() {
+  absl::MutexLock l(&handles_mu_);
+  COWKV_CHECK(open_handles_ > 0);
+  --open_handles_;
+}
+
+absl::Status StoreImpl::WriteOnce(absl::string_view key, const absl::string_view* value) {
+  absl::WriterMutexLock l(&mu_);
+  auto kind = value ? TxnManager::WriteKind::kInsert : TxnManager::WriteKind::kDelete;
+  if (value) {
+    RETURN_IF_ERROR(default_tree_->ValidatePut(key, *value));
+  } else {
+    // A missing key is NOT_FOUND even on a full device.
+    absl::StatusOr<std::string> probe = default_tree_->Get(key);
+    if (!probe.ok()) return probe.status();
+  }
+  RETURN_IF_ERROR(txn_->ReserveForWrite(default_tree_, kind));
+  return value ? default_tree_->Put(key, *value) : default_tree_->Delete(key);
+}
+
+absl::Status StoreImpl::HandlePut(absl::string_view key, absl::string_view value) {
+  RETURN_IF_ERROR(CheckOpen());
+  return WriteOnce(key, &value);
+}
+
+absl::Status StoreImpl::HandleDelete(absl::string_view key) {
+  RETURN_IF_ERROR(CheckOpen());
+  return WriteOnce(key, nullptr);
+}
+
+// A write outside any handle: joins the running transaction for one
+// operation. On ENOSPC it commits once — space freed in this transaction is
+// pinned until then — and retries.
+absl::Status StoreImpl::ImplicitWrite(absl::string_view key, const absl::string_view* value) {
+  RETURN_IF_ERROR(CheckOpen());
+  if (options_.read_only) return absl::FailedPreconditionError("store is opened read-only");
+  for (int attempt = 0;; ++attempt) {
+    ASSIGN_OR_RETURN(std::unique_ptr<Transaction> h, Begin());
+    absl::Status s = WriteOnce(key, value);
+    h->End();
+    if (absl::IsResourceExhausted(s) && attempt == 0) {
+      RETURN_IF_ERROR(Commit(CommitTrigger::kSpace));
+      continue;
+    }
+    if (s.ok()) MaybeCommitForDirtyBytes();
+    return s;
+  }
+}
+
+absl::Status StoreImpl::Put(absl::string_view key, absl::string_view value) {
+  return ImplicitWrite(key, &value);
+}
+
+absl::Status StoreImpl::Delete(absl::string_view key) { return ImplicitWrite(key, nullptr); }
+
+absl::StatusOr<std::string> StoreImpl::Get(absl::string_view key) {
+  RETURN_IF_ERROR(CheckOpen());
+  absl::ReaderMutexLock l(&mu_);
+  return default_tree_->Get(key);
+}
+
+std::unique_ptr<Iterator> StoreImpl::NewIterator() {
+  return std::make_unique<Iterator>(std::make_unique<Iterator::Impl>(&mu_, default_tree_));
+}
+
+void StoreImpl::MaybeCommitForDirtyBytes() {
+  if (options_.dirty_bytes_max == 0) return;
+  {
+    absl::MutexLock hl(&handles_mu_);
+    if (open_handles_ > 0 || commit_wanted_) return;  // never stall a writer on handles
+  }
+  uint64_t dirty;
+  {
+    absl::ReaderMutexLock l(&mu_);
+    dirty = txn_->dirty_bytes();
+  }
+  if (dirty >= options_.dirty_bytes_max) Commit(CommitTrigger::kDirtyBytes).IgnoreError();
+}
+
+absl::Status StoreImpl::Commit(CommitTrigger trigger) {
+  if (trigger != CommitTrigger::kClose) RETURN_IF_ERROR(CheckOpen());
+  if (options_.read_only) return absl::OkStatus();
+  absl::MutexLock hl(&handles_mu_);
+  // Keep new handles out, then wait for the open ones to end.
+  handles_mu_.Await(absl::Condition(
+      +[](bool* wanted) { return !*wanted; }, &commit_wanted_));
+  commit_wanted_ = true;
+  handles_mu_.Await(absl::Condition(
+      +[](int* n) { return *n == 0; }, &open_handles_));
+  absl::Status s;
+  {
+    absl::WriterMutexLock l(&mu_);
+    s = CommitLocked(trigger);
+  }
+  commit_wanted_ = false;
+  return s;
+}
+
+absl::Status StoreImpl::CommitLocked(CommitTrigger trigger) {
+  if (!txn_->HasChanges()) return txn_->fatal();
+  RETURN_IF_ERROR(txn_->Commit());
+  ++commits_by_[static_cast<int>(trigger)];
+  if (options_.paranoid_checks) {
+    ASSIGN_OR_RETURN(CheckReport r, Check(device_));
+    if (!r.ok()) {
+      return absl::InternalError(absl::StrCat("paranoid check after commit of generation ",
+                                              r.generation, ": ", r.problems.front()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+StoreStats StoreImpl::Stats() {
+  absl::ReaderMutexLock l(&mu_);
+  TxnStats t = txn_->Stats();
+  StoreStats s;
+  s.generation = t.generation;
+  s.nodesize = nodesize_;
+  s.total_bytes = t.total_bytes;
+  s.used_bytes = t.used_bytes;
+  s.free_bytes = t.free_bytes;
+  s.pinned_bytes = t.pinned_bytes;
+  s.commits = t.commits;
+  s.commits_by_explicit = commits_by_[static_cast<int>(CommitTrigger::kExplicit)] +
+                          commits_by_[static_cast<int>(CommitTrigger::kClose)];
+  s.commits_by_interval = commits_by_[static_cast<int>(CommitTrigger::kInterval)];
+  s.commits_by_dirty_bytes = commits_by_[static_cast<int>(CommitTrigger::kDirtyBytes)];
+  s.commits_by_space = commits_by_[static_cast<int>(CommitTrigger::kSpace)];
+  s.device_flushes = t.device_flushes;
+  s.dirty_nodes = t.cache.dirty_nodes;
+  s.dirty_bytes = t.cache.dirty_bytes;
+  s.delayed_ref_heads = t.refs.heads;
+  s.delayed_ref_updates = t.refs.updates;
+  s.delayed_ref_runs = t.refs.runs;
+  s.delayed_refs_run_total = t.refs.heads_run;
+  s.cache_hits = t.cache.hits;
+  s.cache_misses = t.cache.misses;
+  s.cache_bytes = t.cache.clean_bytes;
+  s.cache_evictions = t.cache.evictions;
+  s.corruptions_detected = CorruptionsDetected();
+  s.enospc_errors = t.enospc_errors;
+  return s;
+}
+
+// ---- Store ------------------------------------------------------------------------
+
+Store::Store(std::unique_ptr<StoreImpl> impl) : impl_(std::move(impl)) {}
+Store::~Store() = default;
+
+absl::Status Store::Mkfs(BlockDevice* device, const MkfsOptions& options) {
+  std::string fsid = options.fsid;
+  if (fsid.empty()) {
+    std::random_device rd;
+    std::mt19937_64 rng((static_cast<uint64_t>(rd()) << 32) ^ rd());
+    fsid.resize(format::kFsidSize);
+    for (char& c : fsid) c = static_cast<char>(rng());
+  }
+  return TxnManager::Mkfs(device, options.nodesize, options.sectorsize, fsid);
+}
+
+absl::StatusOr<std::unique_ptr<Store>> Store::Open(BlockDevice* device, const Options& options) {
+  ASSIGN_OR_RETURN(std::unique_ptr<TxnManager> txn,
+                   TxnManager::Mount(device, options.node_cache_bytes));
+  return std::unique_ptr<Store>(
+      new Store(std::make_unique<StoreImpl>(device, nullptr, options, std::move(txn))));
+}
+
+absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path, const Options& options) {
+  FileDeviceOptions fo;
+  fo.read_only = options.read_only;
+  ASSIGN_OR_RETURN(std::unique_ptr<FileDevice> dev, FileDevice::Open(path, fo));
+  ASSIGN_OR_RETURN(std::unique_ptr<TxnManager> txn,
+                   TxnManager::Mount(dev.get(), options.node_cache_bytes));
+  BlockDevice* raw = dev.get();
+  return std::unique_ptr<Store>(
+      new Store(std::make_unique<StoreImpl>(raw, std::move(dev), options, std::move(txn))));
+}
+
+absl::Status Store::Close() { return impl_->Close(); }
+absl::Status Store::Put(absl::string_view key, absl::string_view value) {
+  return impl_->Put(key, value);
+}
+absl::StatusOr<std::string> Store::Get(absl::string_view key) { return impl_->Get(key); }
+absl::Status Store::Delete(absl::string_view key) { return impl_->Delete(key); }
+std::unique_ptr<Iterator> Store::NewIterator() { return impl_->NewIterator(); }
+absl::StatusOr<std::unique_ptr<Transaction>> Store::Begin() { return impl_->Begin(); }
+absl::Status Store::Commit() { return impl_->Commit(CommitTrigger::kExplicit); }
+StoreStats Store::Stats() { return impl_->Stats(); }
+uint32_t Store::nodesize() const { return impl_->nodesize(); }
+size_t Store::max_value_size() const { return format::MaxInlineValue(impl_->nodesize()); }
+
+}  // namespace cowkv

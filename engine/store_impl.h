@@ -1,0 +1,86 @@
+// StoreImpl: the engine behind the Store facade (private to //engine).
+//
+// Locking (the lock order, outermost first): handles_mu_ → mu_ → NodeCache.
+//   - mu_ is the tree lock: writers and the commit hold it exclusively,
+//     readers (Get, iterator steps) share it.
+//   - handles_mu_ guards the count of open Transaction handles and the
+//     "commit wanted" flag; a commit waits on it until no handle is open and
+//     keeps new handles out meanwhile.
+//
+// Store states:  open --fatal I/O error in Commit--> read-only-after-error
+//                 |                                  (writes: FAILED_PRECONDITION)
+//                 +--Close()--> closed (every call: FAILED_PRECONDITION)
+#ifndef COWKV_ENGINE_STORE_IMPL_H_
+#define COWKV_ENGINE_STORE_IMPL_H_
+
+#include <atomic>
+#include <memory>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "engine/store.h"
+#include "engine/tree/tree.h"
+#include "engine/txn/txn_manager.h"
+
+namespace cowkv {
+
+enum class CommitTrigger { kExplicit, kInterval, kDirtyBytes, kSpace, kClose };
+
+class StoreImpl {
+ public:
+  StoreImpl(BlockDevice* device, std::unique_ptr<BlockDevice> owned, const Options& options,
+            std::unique_ptr<TxnManager> txn);
+  ~StoreImpl();
+
+  absl::Status Close();
+  absl::Status Put(absl::string_view key, absl::string_view value);
+  absl::Status Delete(absl::string_view key);
+  absl::StatusOr<std::string> Get(absl::string_view key);
+  std::unique_ptr<Iterator> NewIterator();
+  absl::StatusOr<std::unique_ptr<Transaction>> Begin();
+  absl::Status Commit(CommitTrigger trigger);
+  StoreStats Stats();
+  uint32_t nodesize() const { return nodesize_; }
+
+  // Called by Transaction.
+  absl::Status HandlePut(absl::string_view key, absl::string_view value);
+  absl::Status HandleDelete(absl::string_view key);
+  void EndHandle();
+
+  absl::Mutex* tree_mu() { return &mu_; }
+  Tree* default_tree() { return default_tree_; }
+
+ private:
+  absl::Status WriteOnce(absl::string_view key, const absl::string_view* value);
+  absl::Status ImplicitWrite(absl::string_view key, const absl::string_view* value);
+  absl::Status CommitLocked(CommitTrigger trigger) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void MaybeCommitForDirtyBytes();
+  void CommitterLoop();
+  absl::Status CheckOpen() const;
+
+  // Constant after construction.
+  BlockDevice* const device_;
+  const std::unique_ptr<BlockDevice> owned_device_;
+  const Options options_;
+  const uint32_t nodesize_;
+
+  absl::Mutex handles_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  int open_handles_ ABSL_GUARDED_BY(handles_mu_) = 0;
+  bool commit_wanted_ ABSL_GUARDED_BY(handles_mu_) = false;
+  bool stop_ ABSL_GUARDED_BY(handles_mu_) = false;
+
+  absl::Mutex mu_;
+  std::unique_ptr<TxnManager> txn_ ABSL_PT_GUARDED_BY(mu_);
+  Tree* default_tree_;  // owned by txn_; guarded by mu_ like the trees
+  uint64_t commits_by_[5] ABSL_GUARDED_BY(mu_) = {};
+
+  // Read without locks by CheckOpen(); set once by Close(). Acquire/release
+  // so a caller that sees it set also sees the closed state.
+  std::atomic<bool> closed_{false};
+  std::thread committer_;
+};
+
+}  // namespace cowkv
+
+#endif  // COWKV_ENGINE_STORE_IMPL_H_

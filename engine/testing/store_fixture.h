@@ -1,0 +1,45 @@
+// Test helpers shared by engine tests: a formatted MemDevice, options for
+// deterministic tests (no background commits), and ExpectCheckClean(), the
+// `cowkv check` every test that writes ends with (bbolt's MustCheck).
+#ifndef COWKV_ENGINE_TESTING_STORE_FIXTURE_H_
+#define COWKV_ENGINE_TESTING_STORE_FIXTURE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_join.h"
+#include "engine/io/mem_device.h"
+#include "engine/store.h"
+#include "gtest/gtest.h"
+
+namespace cowkv {
+namespace testing {
+
+// Commits happen only when a test asks for them.
+inline Options TestOptions() {
+  Options o;
+  o.commit_interval_ms = 0;
+  o.dirty_bytes_max = 0;
+  return o;
+}
+
+inline MkfsOptions TestMkfs(uint32_t nodesize = 4096) {
+  MkfsOptions m;
+  m.nodesize = nodesize;
+  m.fsid = std::string(16, 'T');
+  return m;
+}
+
+// Runs the full check on `dev` and fails the test with every finding.
+inline void ExpectCheckClean(BlockDevice* dev) {
+  absl::StatusOr<CheckReport> r = Check(dev);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->ok()) << "check found " << r->problems.size() << " problem(s):\n"
+                       << absl::StrJoin(r->problems, "\n");
+}
+
+}  // namespace testing
+}  // namespace cowkv
+
+#endif  // COWKV_ENGINE_TESTING_STORE_FIXTURE_H_
