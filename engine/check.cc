@@ -245,10 +245,18 @@ absl::StatusOr<CheckReport> Check(BlockDevice* device) {
     return r;
   }
   r.generation = sb->generation;
+  r.fsid_hex = absl::BytesToHexString(sb->fsid);
+  r.nodesize = sb->nodesize;
+  r.total_bytes = sb->total_bytes;
   CheckSuperblockCopies(device, *sb, &r);
   Checker(device, *sb, &r).Run();
   return r;
 }
+
+static_assert(kMinDeviceBytes == format::kMinDeviceSize);
+static_assert(kRootTreeId == format::kRootTreeId && kExtentTreeId == format::kExtentTreeId &&
+              kDefaultTreeId == format::kDefaultTreeId);
+static_assert(kMaxKeySize == format::kMaxKeySize);
 
 bool HasCowkvSignature(BlockDevice* device) {
   for (uint64_t off : format::kSuperblockOffsets) {

@@ -60,8 +60,10 @@ std::string DescribeItem(uint64_t tree, const format::Item& it) {
                       Escaped(it.value, 32), "\"");
 }
 
+// Prints what it can; returns the first read error after printing the rest.
 absl::Status DumpOne(NodeCache* cache, uint64_t tree, format::NodeExpect root, std::ostream& out) {
   out << "tree " << tree << "\n";
+  absl::Status first_error;
   std::vector<format::NodeExpect> stack{root};
   while (!stack.empty()) {
     format::NodeExpect e = stack.back();
@@ -69,6 +71,7 @@ absl::Status DumpOne(NodeCache* cache, uint64_t tree, format::NodeExpect root, s
     absl::StatusOr<NodeRef> n = cache->Read(e);
     if (!n.ok()) {
       out << "  node " << e.bytenr << ": " << n.status().message() << "\n";
+      if (first_error.ok()) first_error = n.status();
       continue;
     }
     const Node& node = **n;
@@ -89,7 +92,7 @@ absl::Status DumpOne(NodeCache* cache, uint64_t tree, format::NodeExpect root, s
       stack.push_back({c.bytenr, c.generation, tree, node.level - 1});
     }
   }
-  return absl::OkStatus();
+  return first_error;
 }
 
 }  // namespace
@@ -117,15 +120,16 @@ absl::Status DumpTree(BlockDevice* device, uint64_t tree_id, std::ostream& out) 
   if (tree_id != 0 && tree_id != format::kRootTreeId && roots.count(tree_id) == 0) {
     return absl::NotFoundError(absl::StrCat("no tree with id ", tree_id));
   }
+  absl::Status status;
   if (tree_id == 0 || tree_id == format::kRootTreeId) {
-    RETURN_IF_ERROR(DumpOne(&cache, format::kRootTreeId,
-                            {sb.root, sb.root_generation, format::kRootTreeId, sb.root_level}, out));
+    status.Update(DumpOne(&cache, format::kRootTreeId,
+                          {sb.root, sb.root_generation, format::kRootTreeId, sb.root_level}, out));
   }
   for (const auto& [id, ri] : roots) {
     if (tree_id != 0 && tree_id != id) continue;
-    RETURN_IF_ERROR(DumpOne(&cache, id, {ri.bytenr, ri.generation, id, ri.level}, out));
+    status.Update(DumpOne(&cache, id, {ri.bytenr, ri.generation, id, ri.level}, out));
   }
-  return absl::OkStatus();
+  return status;
 }
 
 }  // namespace cowkv

@@ -40,6 +40,12 @@ inline constexpr size_t kMaxKeySize = 1024;
 inline constexpr uint32_t kMinNodesize = 4096;
 inline constexpr uint32_t kMaxNodesize = 65536;
 inline constexpr uint32_t kDefaultNodesize = 16384;
+// Smallest device Mkfs accepts.
+inline constexpr uint64_t kMinDeviceBytes = 16ull << 20;
+// Engine tree ids (for DumpTree and tools).
+inline constexpr uint64_t kRootTreeId = 1;
+inline constexpr uint64_t kExtentTreeId = 2;
+inline constexpr uint64_t kDefaultTreeId = 5;
 
 struct MkfsOptions {
   uint32_t nodesize = kDefaultNodesize;  // power of two in [4 KiB, 64 KiB]
@@ -187,8 +193,11 @@ class Store {
 // ---- Offline tools (library form of the CLI) -------------------------------
 
 struct CheckReport {
-  std::vector<std::string> problems;  // empty = clean
+  std::vector<std::string> problems;  // empty = clean, one line each
   uint64_t generation = 0;
+  std::string fsid_hex;     // of the superblock checked (empty if none)
+  uint32_t nodesize = 0;
+  uint64_t total_bytes = 0;
   uint64_t trees = 0;
   uint64_t nodes = 0;
   uint64_t items = 0;

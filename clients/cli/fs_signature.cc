@@ -1,7 +1,7 @@
 // DetectFsSignature(): table-driven magic probes. See fs_signature.h.
 #include "clients/cli/fs_signature.h"
 
-#include <cstring>
+#include <string_view>
 
 #include "absl/strings/string_view.h"
 #include "engine/store.h"
@@ -14,7 +14,7 @@ namespace {
 struct MagicProbe {
   const char* type;
   uint64_t offset;
-  absl::string_view magic;
+  std::string_view magic;
 };
 
 using namespace std::string_view_literals;  // NOLINT: embedded NULs/0xBA
@@ -103,7 +103,8 @@ absl::StatusOr<std::optional<FsSignature>> ProbeBootSector(BlockDevice* dev) {
 
 absl::StatusOr<std::optional<FsSignature>> DetectFsSignature(
     BlockDevice* device) {
-  if (HasCowkvSignature(device)) return FsSignature{"cowkv", 65536};
+  // store.h does not say which superblock copy matched.
+  if (HasCowkvSignature(device)) return FsSignature{"cowkv", std::nullopt};
   absl::StatusOr<std::optional<FsSignature>> ext = ProbeExt(device);
   if (!ext.ok() || ext->has_value()) return ext;
   std::string buf;
@@ -111,7 +112,9 @@ absl::StatusOr<std::optional<FsSignature>> DetectFsSignature(
     absl::StatusOr<bool> inside =
         ReadIfInside(device, p.offset, p.magic.size(), &buf);
     if (!inside.ok()) return inside.status();
-    if (*inside && buf == p.magic) return FsSignature{p.type, p.offset};
+    if (*inside && std::string_view(buf) == p.magic) {
+      return FsSignature{p.type, p.offset};
+    }
   }
   // Last: NTFS and exFAT boot sectors also end in 0x55AA.
   return ProbeBootSector(device);

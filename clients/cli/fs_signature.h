@@ -27,7 +27,9 @@ namespace cli {
 
 struct FsSignature {
   std::string type;     // "cowkv", "ext4", "btrfs", "xfs", "swap", ...
-  uint64_t offset = 0;  // byte offset of the magic that matched
+  // Byte offset of the magic that matched; unknown for cowkv, whose
+  // superblock copies the facade checks without saying which matched.
+  std::optional<uint64_t> offset;
 };
 
 // The first signature found on `device`, or nullopt when none is. An error

@@ -27,11 +27,11 @@ std::vector<Superblock> SuperblockCandidates(BlockDevice* device, std::string* n
     absl::StatusOr<Superblock> sb =
         s.ok() ? format::DecodeSuperblock(buf, off) : absl::StatusOr<Superblock>(s);
     if (!sb.ok()) {
-      if (notes) absl::StrAppend(notes, "superblock at ", off, ": ", sb.status().message(), "\n");
+      if (notes) absl::StrAppend(notes, "; superblock at ", off, ": ", sb.status().message());
       continue;
     }
     if (sb->total_bytes > device->Size()) {
-      if (notes) absl::StrAppend(notes, "superblock at ", off, ": device smaller than recorded size\n");
+      if (notes) absl::StrAppend(notes, "; superblock at ", off, ": device smaller than recorded size");
       continue;
     }
     std::string node(sb->nodesize, '\0');
@@ -44,8 +44,8 @@ std::vector<Superblock> SuperblockCandidates(BlockDevice* device, std::string* n
                              &h, &items);
     }
     if (!s.ok()) {
-      if (notes) absl::StrAppend(notes, "superblock at ", off, " (generation ", sb->generation,
-                                 "): root node: ", s.message(), "\n");
+      if (notes) absl::StrAppend(notes, "; superblock at ", off, " (generation ", sb->generation,
+                                 "): root node: ", s.message());
       continue;
     }
     out.push_back(*sb);
@@ -66,7 +66,6 @@ absl::StatusOr<Superblock> ReadBestSuperblock(BlockDevice* device, std::string* 
   std::vector<Superblock> c = SuperblockCandidates(device, notes);
   if (c.empty()) {
     return absl::DataLossError(absl::StrCat("no valid cowkv superblock found",
-                                            notes && !notes->empty() ? ":\n" : "",
                                             notes ? *notes : ""));
   }
   return c.front();
@@ -133,9 +132,9 @@ absl::StatusOr<std::unique_ptr<TxnManager>> TxnManager::Mount(BlockDevice* devic
       return m;
     }
     if (!absl::IsDataLoss(s)) return s;
-    absl::StrAppend(&notes, "generation ", sb.generation, ": ", s.message(), "\n");
+    absl::StrAppend(&notes, "; generation ", sb.generation, ": ", s.message());
   }
-  return absl::DataLossError(absl::StrCat("cannot mount: no superblock with a valid tree:\n", notes));
+  return absl::DataLossError(absl::StrCat("cannot mount: no superblock with a valid tree", notes));
 }
 
 absl::Status TxnManager::LoadTrees() {

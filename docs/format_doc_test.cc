@@ -1,0 +1,164 @@
+// Goal: docs/format.md cannot drift from the code.
+// Method: parse every OFFSET | SIZE | FIELD table in format.md, section by
+// section, and compare each row with the constants engine/format exports;
+// a row the code does not know, or a field the doc lacks, fails the test.
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "engine/format/items.h"
+#include "engine/format/layout.h"
+#include "gtest/gtest.h"
+
+namespace cowkv {
+namespace {
+
+using namespace format;  // NOLINT: constants only
+
+struct Row {
+  uint64_t offset;
+  uint64_t size;
+  std::string field;
+};
+using Table = std::vector<Row>;
+
+// section heading -> tables in order
+std::map<std::string, std::vector<Table>> ParseDoc() {
+  std::string path = std::string(std::getenv("TEST_SRCDIR")) + "/cowkv/docs/format.md";
+  std::ifstream in(path);
+  EXPECT_TRUE(in.good()) << path;
+  std::map<std::string, std::vector<Table>> out;
+  std::string line, section;
+  bool in_table = false;
+  while (std::getline(in, line)) {
+    if (absl::StartsWith(line, "#")) {
+      section = std::string(absl::StripLeadingAsciiWhitespace(absl::StripPrefix(
+          absl::StripPrefix(absl::StripPrefix(line, "#"), "#"), "#")));
+      in_table = false;
+      continue;
+    }
+    if (absl::StartsWith(line, "| offset | size | field")) {
+      out[section].emplace_back();
+      in_table = true;
+      continue;
+    }
+    if (!absl::StartsWith(line, "|")) {
+      in_table = false;
+      continue;
+    }
+    if (!in_table || absl::StartsWith(line, "|---")) continue;
+    std::vector<std::string> cells = absl::StrSplit(line, '|');
+    if (cells.size() < 5) continue;
+    Row r;
+    r.offset = std::strtoull(std::string(absl::StripAsciiWhitespace(cells[1])).c_str(), nullptr, 10);
+    r.size = std::strtoull(std::string(absl::StripAsciiWhitespace(cells[2])).c_str(), nullptr, 10);
+    r.field = std::string(absl::StripAsciiWhitespace(cells[3]));
+    out[section].back().push_back(r);
+  }
+  return out;
+}
+
+void ExpectTable(const Table& doc, const std::vector<Row>& code, const std::string& what) {
+  ASSERT_EQ(doc.size(), code.size()) << what << ": the doc and the code list different fields";
+  for (size_t i = 0; i < code.size(); ++i) {
+    EXPECT_EQ(doc[i].field, code[i].field) << what << " row " << i;
+    EXPECT_EQ(doc[i].offset, code[i].offset) << what << " " << code[i].field << " offset";
+    EXPECT_EQ(doc[i].size, code[i].size) << what << " " << code[i].field << " size";
+    if (i > 0) {
+      EXPECT_GE(doc[i].offset, doc[i - 1].offset + doc[i - 1].size) << what << " overlap";
+    }
+  }
+}
+
+TEST(FormatDoc, Superblock) {
+  auto doc = ParseDoc();
+  ASSERT_EQ(doc["Superblock"].size(), 1u);
+  ExpectTable(doc["Superblock"][0],
+              {{kSbCsumOff, 4, "csum"},
+               {kSbCsumTypeOff, 4, "csum_type"},
+               {kSbMagicOff, 8, "magic"},
+               {kSbFsidOff, kFsidSize, "fsid"},
+               {kSbBytenrOff, 8, "bytenr"},
+               {kSbFlagsOff, 8, "flags"},
+               {kSbGenerationOff, 8, "generation"},
+               {kSbRootOff, 8, "root"},
+               {kSbRootGenerationOff, 8, "root_generation"},
+               {kSbRootLevelOff, 1, "root_level"},
+               {kSbTotalBytesOff, 8, "total_bytes"},
+               {kSbBytesUsedOff, 8, "bytes_used"},
+               {kSbNodesizeOff, 4, "nodesize"},
+               {kSbSectorsizeOff, 4, "sectorsize"},
+               {kSbLogRootOff, 8, "log_root"},
+               {kSbLogRootTransidOff, 8, "log_root_transid"},
+               {kSbLogRootLevelOff, 1, "log_root_level"},
+               {kSbNextTreeIdOff, 8, "next_tree_id"},
+               {kSbFormatVersionOff, 8, "format_version"}},
+              "superblock");
+  EXPECT_EQ(kSbFormatVersionOff + 8, kSbUsedSize);
+}
+
+TEST(FormatDoc, Node) {
+  auto doc = ParseDoc();
+  ASSERT_EQ(doc["Node"].size(), 3u);
+  ExpectTable(doc["Node"][0],
+              {{kNodeCsumOff, 4, "csum"},
+               {kNodeFlagsOff, 4, "flags"},
+               {kNodeFsidOff, kFsidSize, "fsid"},
+               {kNodeBytenrOff, 8, "bytenr"},
+               {kNodeGenerationOff, 8, "generation"},
+               {kNodeOwnerOff, 8, "owner"},
+               {kNodeNritemsOff, 4, "nritems"},
+               {kNodeLevelOff, 1, "level"}},
+              "node header");
+  ExpectTable(doc["Node"][1],
+              {{0, 2, "data_offset"}, {2, 2, "key_len"}, {4, 2, "value_len"}, {6, 2, "reserved"}},
+              "slot");
+  EXPECT_EQ(6u + 2u, kSlotSize);
+  ExpectTable(doc["Node"][2], {{0, 8, "child_bytenr"}, {8, 8, "child_generation"}},
+              "child pointer");
+  EXPECT_EQ(16u, kChildPtrSize);
+  EXPECT_EQ(64u, kNodeHeaderSize);
+}
+
+TEST(FormatDoc, Items) {
+  auto doc = ParseDoc();
+  ASSERT_EQ(doc["Root item (48 bytes, then an optional drop-progress key)"].size(), 1u);
+  ExpectTable(doc["Root item (48 bytes, then an optional drop-progress key)"][0],
+              {{0, 8, "bytenr"},
+               {8, 8, "generation"},
+               {16, 1, "level"},
+               {24, 8, "flags"},
+               {32, 8, "last_snapshot"},
+               {40, 1, "drop_level"}},
+              "root item");
+  EXPECT_EQ(48u, kRootItemSize);
+  ASSERT_EQ(doc["Extent item (32 bytes)"].size(), 1u);
+  ExpectTable(doc["Extent item (32 bytes)"][0],
+              {{0, 8, "refs"}, {8, 8, "generation"}, {16, 8, "flags"}, {24, 1, "level"}},
+              "extent item");
+  EXPECT_EQ(32u, kExtentItemSize);
+  EXPECT_EQ(kRootItem, 132);
+  EXPECT_EQ(kExtentItem, 168);
+  EXPECT_EQ(kTreeBlockRef, 176);
+  EXPECT_EQ(kSharedBlockRef, 182);
+}
+
+TEST(FormatDoc, DerivedLimits) {
+  EXPECT_EQ(MaxInlineValue(4096), 984u);
+  EXPECT_EQ(MaxInlineValue(16384), 7128u);
+  EXPECT_EQ(MaxInlineValue(65536), 31704u);
+  EXPECT_EQ(kSuperblockOffsets[0], 64u << 10);
+  EXPECT_EQ(kSuperblockOffsets[1], 64u << 20);
+  EXPECT_EQ(kSuperblockOffsets[2], 256ull << 30);
+  EXPECT_EQ(kSuperMagic, 0x4d5f564b574f435full);
+  EXPECT_EQ(kMaxLevel, 16);
+  EXPECT_EQ(kMinDeviceSize, 16u << 20);
+}
+
+}  // namespace
+}  // namespace cowkv
