@@ -41,10 +41,12 @@ void Iterator::SeekForPrev(absl::string_view key) {
   impl_->it_.SeekForPrev(key);
 }
 void Iterator::Next() {
+  if (impl_->it_.TryFastNext()) return;
   absl::ReaderMutexLock l(impl_->mu_);
   impl_->it_.Next();
 }
 void Iterator::Prev() {
+  if (impl_->it_.TryFastPrev()) return;
   absl::ReaderMutexLock l(impl_->mu_);
   impl_->it_.Prev();
 }

@@ -97,9 +97,11 @@ class Node {
 
   std::vector<format::Item> items;
   size_t used = 0;
-  // Written only by the single writer or the committer, both under the
-  // store's exclusive lock.
-  bool dirty = false;
+  // Set by the writer that creates the node (CoW), cleared by the commit
+  // that wrote it, both under the store's exclusive lock. Iterators read it
+  // without that lock: once a release-store makes it false the node is
+  // immutable, so an acquire-load of false lets them read items lock-free.
+  std::atomic<bool> dirty{false};
   // CLOCK "recently used" bit; relaxed: a hint for eviction, nothing more.
   std::atomic<bool> referenced{true};
 };

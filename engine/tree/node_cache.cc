@@ -32,17 +32,17 @@ absl::Status NodeCache::CheckExpect(const Node& n, const format::NodeExpect& e) 
 
 absl::StatusOr<NodeRef> NodeCache::Read(const format::NodeExpect& expect) {
   {
-    absl::MutexLock l(&mu_);
+    absl::ReaderMutexLock l(&mu_);
     auto it = map_.find(expect.bytenr);
     if (it != map_.end()) {
-      ++hits_;
+      hits_.fetch_add(1, std::memory_order_relaxed);
       NodeRef n = it->second;
       n->referenced.store(true, std::memory_order_relaxed);
       RETURN_IF_ERROR(CheckExpect(*n, expect));
       return n;
     }
-    ++misses_;
   }
+  misses_.fetch_add(1, std::memory_order_relaxed);
   if (expect.bytenr + nodesize_ > device_->Size()) {
     CorruptionSite site;
     site.bytenr = expect.bytenr;
@@ -124,8 +124,8 @@ void NodeCache::MarkAllClean() {
   absl::MutexLock l(&mu_);
   for (auto& [bytenr, node] : map_) {
     if (!node->dirty) continue;
-    node->dirty = false;
-    node->items.shrink_to_fit();
+    node->items.shrink_to_fit();  // before the release below: then immutable
+    node->dirty.store(false, std::memory_order_release);
     clean_bytes_ += node->MemoryBytes();
     clock_.push_back(bytenr);
   }
@@ -162,8 +162,8 @@ void NodeCache::EvictLocked() {
 NodeCacheStats NodeCache::Stats() {
   absl::MutexLock l(&mu_);
   NodeCacheStats s;
-  s.hits = hits_;
-  s.misses = misses_;
+  s.hits = hits_.load(std::memory_order_relaxed);
+  s.misses = misses_.load(std::memory_order_relaxed);
   s.evictions = evictions_;
   s.clean_bytes = clean_bytes_;
   s.dirty_nodes = dirty_count_;

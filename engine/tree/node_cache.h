@@ -12,6 +12,7 @@
 #ifndef COWKV_ENGINE_TREE_NODE_CACHE_H_
 #define COWKV_ENGINE_TREE_NODE_CACHE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <string>
@@ -87,8 +88,9 @@ class NodeCache {
   std::deque<uint64_t> clock_ ABSL_GUARDED_BY(mu_);
   uint64_t clean_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t dirty_count_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t hits_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t misses_ ABSL_GUARDED_BY(mu_) = 0;
+  // Statistics bumped under a shared lock; relaxed, no ordering implied.
+  std::atomic<uint64_t> hits_{0};
+  std::atomic<uint64_t> misses_{0};
   uint64_t evictions_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

@@ -281,9 +281,38 @@ void TreeIterator::Fail(absl::Status s) {
 
 void TreeIterator::Load() {
   const Node& leaf = *nodes_[0];
-  key_ = leaf.items[slots_[0]].key;
-  value_ = leaf.items[slots_[0]].value;
+  const format::Item& it = leaf.items[slots_[0]];
+  if (leaf.dirty.load(std::memory_order_acquire)) {
+    // A writer may change a dirty leaf in place between our calls.
+    key_ = it.key;
+    value_ = it.value;
+    key_view_ = key_;
+    value_view_ = value_;
+  } else {
+    key_view_ = it.key;
+    value_view_ = it.value;
+  }
   valid_ = true;
+}
+
+bool TreeIterator::TryFastNext() {
+  if (!valid_ || Stale()) return false;
+  const Node& leaf = *nodes_[0];
+  if (leaf.dirty.load(std::memory_order_acquire) || slots_[0] + 1 >= leaf.nritems()) {
+    return false;
+  }
+  ++slots_[0];
+  Load();
+  return true;
+}
+
+bool TreeIterator::TryFastPrev() {
+  if (!valid_ || Stale()) return false;
+  const Node& leaf = *nodes_[0];
+  if (leaf.dirty.load(std::memory_order_acquire) || slots_[0] == 0) return false;
+  --slots_[0];
+  Load();
+  return true;
 }
 
 void TreeIterator::SeekToFirst() { SeekImpl("", false); }
@@ -368,9 +397,9 @@ void TreeIterator::DescendEdge(int from_level, Edge edge) {
 void TreeIterator::Next() {
   if (!valid_) return;
   if (Stale()) {
-    std::string cur = key_;
+    std::string cur(key_view_);
     SeekImpl(cur, false);
-    if (valid_ && key_ == cur) Step(true);
+    if (valid_ && key_view_ == cur) Step(true);
     return;
   }
   Step(true);
@@ -379,9 +408,9 @@ void TreeIterator::Next() {
 void TreeIterator::Prev() {
   if (!valid_) return;
   if (Stale()) {
-    std::string cur = key_;
+    std::string cur(key_view_);
     SeekImpl(cur, true);
-    if (valid_ && key_ == cur) Step(false);
+    if (valid_ && key_view_ == cur) Step(false);
     return;
   }
   Step(false);

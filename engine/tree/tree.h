@@ -19,6 +19,7 @@
 #define COWKV_ENGINE_TREE_TREE_H_
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -78,7 +79,7 @@ class Tree {
   const RootRef& root() const { return root_; }
   int height() const { return root_.level + 1; }
   // Bumped by every change; iterators re-seek when it moved.
-  uint64_t version() const { return version_; }
+  uint64_t version() const { return version_.load(std::memory_order_acquire); }
   // True when the root moved since the last ClearRootChanged().
   bool root_changed() const { return root_changed_; }
   void ClearRootChanged() { root_changed_ = false; }
@@ -114,7 +115,9 @@ class Tree {
   NodeCache* const cache_;
   TreeHooks* const hooks_;
   RootRef root_;
-  uint64_t version_ = 0;
+  // Bumped by the writer under the store's exclusive lock; read lock-free by
+  // iterators' fast path (acquire pairs with the writer's release).
+  std::atomic<uint64_t> version_{0};
   bool root_changed_ = false;
 };
 
@@ -133,8 +136,13 @@ class TreeIterator {
   void SeekForPrev(absl::string_view key);  // last key <= key
   void Next();
   void Prev();
-  absl::string_view key() const { return key_; }
-  absl::string_view value() const { return value_; }
+  // Steps within the current leaf without any lock when that leaf is clean
+  // (immutable) and the tree has not changed; false = take the lock and
+  // call Next()/Prev().
+  bool TryFastNext();
+  bool TryFastPrev();
+  absl::string_view key() const { return key_view_; }
+  absl::string_view value() const { return value_view_; }
   const absl::Status& status() const { return status_; }
 
  private:
@@ -152,6 +160,9 @@ class TreeIterator {
   int levels_ = 0;
   uint64_t version_ = 0;
   bool valid_ = false;
+  // Views into the leaf when it is clean, else into the copies below.
+  absl::string_view key_view_;
+  absl::string_view value_view_;
   std::string key_;
   std::string value_;
   absl::Status status_;
