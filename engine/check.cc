@@ -93,33 +93,35 @@ class Checker {
     const std::string where = absl::StrCat("tree ", id, " node ", n.bytenr, " level ", int{n.level});
     if (n.nritems() == 0 && (!v.root || !n.leaf())) Problem(where, ": empty non-root node");
     if (n.nritems() == 0) return;
-    if (!n.leaf() && n.items[0].key != v.lo) {
-      Problem(where, ": first key ", Hex(n.items[0].key), " differs from its fence ", Hex(v.lo));
+    const int last = n.nritems() - 1;
+    if (!n.leaf() && n.key(0) != v.lo) {
+      Problem(where, ": first key ", Hex(n.key(0)), " differs from its fence ", Hex(v.lo));
     }
-    if (n.items[0].key < v.lo) Problem(where, ": key ", Hex(n.items[0].key), " below fence ", Hex(v.lo));
-    if (!v.hi.empty() && !(n.items.back().key < v.hi)) {
-      Problem(where, ": key ", Hex(n.items.back().key), " not below fence ", Hex(v.hi));
+    if (n.key(0) < v.lo) Problem(where, ": key ", Hex(n.key(0)), " below fence ", Hex(v.lo));
+    if (!v.hi.empty() && !(n.key(last) < v.hi)) {
+      Problem(where, ": key ", Hex(n.key(last)), " not below fence ", Hex(v.hi));
     }
-    if (n.used > format::NodeCapacity(sb_.nodesize)) Problem(where, ": overfull");
+    if (n.used() > format::NodeCapacity(sb_.nodesize)) Problem(where, ": overfull");
     for (int i = 0; i < n.nritems(); ++i) {
-      if (i > 0 && !(n.items[i - 1].key < n.items[i].key)) {
+      if (i > 0 && !(n.key(i - 1) < n.key(i))) {
         Problem(where, ": keys out of order at slot ", i);
       }
       if (n.leaf()) {
-        CheckLeafItem(id, n.items[i]);
+        CheckLeafItem(id, n.key(i), n.value(i));
         continue;
       }
       format::ChildPtr c = n.Child(i);
       Visit child{{c.bytenr, c.generation, id, n.level - 1},
-                  i == 0 ? v.lo : n.items[i].key,
-                  i + 1 < n.nritems() ? n.items[i + 1].key : v.hi,
+                  i == 0 ? v.lo : std::string(n.key(i)),
+                  i + 1 < n.nritems() ? std::string(n.key(i + 1)) : v.hi,
                   false};
       stack->push_back(std::move(child));
     }
     r_->items += n.leaf() ? n.nritems() : 0;
   }
 
-  void CheckLeafItem(uint64_t id, const format::Item& it) {
+  void CheckLeafItem(uint64_t id, absl::string_view key, absl::string_view value) {
+    const format::ItemView it{key, value};
     if (id != format::kRootTreeId && id != format::kExtentTreeId) return;
     Key17 k;
     if (!format::DecodeKey17(it.key, &k)) {

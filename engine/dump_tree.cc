@@ -35,7 +35,7 @@ std::string Escaped(absl::string_view s, size_t max) {
   return out;
 }
 
-std::string DescribeItem(uint64_t tree, const format::Item& it) {
+std::string DescribeItem(uint64_t tree, const format::ItemView& it) {
   Key17 k;
   if ((tree == format::kRootTreeId || tree == format::kExtentTreeId) &&
       format::DecodeKey17(it.key, &k)) {
@@ -76,14 +76,14 @@ absl::Status DumpOne(NodeCache* cache, uint64_t tree, format::NodeExpect root, s
     }
     const Node& node = **n;
     out << (node.leaf() ? "  leaf " : "  node ") << node.bytenr << " level " << int{node.level}
-        << " items " << node.nritems() << " free " << format::NodeCapacity(cache->nodesize()) - node.used
+        << " items " << node.nritems() << " free " << format::NodeCapacity(cache->nodesize()) - node.used()
         << " generation " << node.generation << " owner " << node.owner << "\n";
     for (int i = 0; i < node.nritems(); ++i) {
       if (node.leaf()) {
-        out << "    item " << i << " " << DescribeItem(tree, node.items[i]) << "\n";
+        out << "    item " << i << " " << DescribeItem(tree, {node.key(i), node.value(i)}) << "\n";
       } else {
         format::ChildPtr c = node.Child(i);
-        out << "    key \"" << Escaped(node.items[i].key, 64) << "\" block " << c.bytenr
+        out << "    key \"" << Escaped(node.key(i), 64) << "\" block " << c.bytenr
             << " gen " << c.generation << "\n";
       }
     }

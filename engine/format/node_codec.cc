@@ -25,35 +25,43 @@ ChildPtr DecodeChildPtr(absl::string_view value) {
   return ChildPtr{DecodeLE64(value.data()), DecodeLE64(value.data() + 8)};
 }
 
+NodeEncoder::NodeEncoder(char* out, uint32_t nodesize)
+    : out_(out), nodesize_(nodesize), slot_(kNodeHeaderSize), data_end_(nodesize) {}
+
+void NodeEncoder::Add(absl::string_view key, absl::string_view value) {
+  size_t len = key.size() + value.size();
+  COWKV_CHECK(data_end_ >= slot_ + kSlotSize + len);
+  size_t off = data_end_ - len;
+  EncodeLE16(out_ + slot_, static_cast<uint16_t>(off));
+  EncodeLE16(out_ + slot_ + 2, static_cast<uint16_t>(key.size()));
+  EncodeLE16(out_ + slot_ + 4, static_cast<uint16_t>(value.size()));
+  EncodeLE16(out_ + slot_ + 6, 0);
+  std::memcpy(out_ + off, key.data(), key.size());
+  std::memcpy(out_ + off + key.size(), value.data(), value.size());
+  slot_ += kSlotSize;
+  data_end_ = off;
+  ++nritems_;
+}
+
+void NodeEncoder::Finish(const NodeHeader& header, absl::string_view fsid) {
+  COWKV_CHECK(fsid.size() == kFsidSize);
+  std::memset(out_, 0, kNodeHeaderSize);
+  std::memcpy(out_ + kNodeFsidOff, fsid.data(), kFsidSize);
+  EncodeLE64(out_ + kNodeBytenrOff, header.bytenr);
+  EncodeLE64(out_ + kNodeGenerationOff, header.generation);
+  EncodeLE64(out_ + kNodeOwnerOff, header.owner);
+  EncodeLE32(out_ + kNodeNritemsOff, nritems_);
+  out_[kNodeLevelOff] = static_cast<char>(header.level);
+  // Free space is zeroed so images compress and dumps are deterministic.
+  std::memset(out_ + slot_, 0, data_end_ - slot_);
+  EncodeLE32(out_ + kNodeCsumOff, Crc32c(out_ + 4, nodesize_ - 4));
+}
+
 void EncodeNode(const NodeHeader& header, const std::vector<Item>& items,
                 absl::string_view fsid, uint32_t nodesize, char* out) {
-  COWKV_CHECK(fsid.size() == kFsidSize);
-  std::memset(out, 0, kNodeHeaderSize);
-  EncodeLE32(out + kNodeFlagsOff, 0);
-  std::memcpy(out + kNodeFsidOff, fsid.data(), kFsidSize);
-  EncodeLE64(out + kNodeBytenrOff, header.bytenr);
-  EncodeLE64(out + kNodeGenerationOff, header.generation);
-  EncodeLE64(out + kNodeOwnerOff, header.owner);
-  EncodeLE32(out + kNodeNritemsOff, static_cast<uint32_t>(items.size()));
-  out[kNodeLevelOff] = static_cast<char>(header.level);
-  size_t slot = kNodeHeaderSize;
-  size_t data_end = nodesize;
-  for (const Item& it : items) {
-    size_t len = it.key.size() + it.value.size();
-    COWKV_CHECK(data_end >= slot + kSlotSize + len);
-    size_t off = data_end - len;
-    EncodeLE16(out + slot, static_cast<uint16_t>(off));
-    EncodeLE16(out + slot + 2, static_cast<uint16_t>(it.key.size()));
-    EncodeLE16(out + slot + 4, static_cast<uint16_t>(it.value.size()));
-    EncodeLE16(out + slot + 6, 0);
-    std::memcpy(out + off, it.key.data(), it.key.size());
-    std::memcpy(out + off + it.key.size(), it.value.data(), it.value.size());
-    slot += kSlotSize;
-    data_end = off;
-  }
-  // Free space is zeroed so images compress and dumps are deterministic.
-  std::memset(out + slot, 0, data_end - slot);
-  EncodeLE32(out + kNodeCsumOff, Crc32c(out + 4, nodesize - 4));
+  NodeEncoder enc(out, nodesize);
+  for (const Item& it : items) enc.Add(it.key, it.value);
+  enc.Finish(header, fsid);
 }
 
 namespace {
@@ -114,6 +122,18 @@ absl::Status DecodeNode(absl::string_view data, absl::string_view fsid,
                         uint32_t nodesize, uint32_t sectorsize,
                         const NodeExpect& expect, NodeHeader* header,
                         std::vector<Item>* items) {
+  std::vector<ItemView> views;
+  RETURN_IF_ERROR(DecodeNodeViews(data, fsid, nodesize, sectorsize, expect, header, &views));
+  items->clear();
+  items->reserve(views.size());
+  for (const ItemView& v : views) items->push_back(Item{std::string(v.key), std::string(v.value)});
+  return absl::OkStatus();
+}
+
+absl::Status DecodeNodeViews(absl::string_view data, absl::string_view fsid,
+                             uint32_t nodesize, uint32_t sectorsize,
+                             const NodeExpect& expect, NodeHeader* header,
+                             std::vector<ItemView>* items) {
   CorruptionSite site;
   site.bytenr = expect.bytenr;
   if (data.size() != nodesize) {
@@ -149,11 +169,11 @@ absl::Status DecodeNode(absl::string_view data, absl::string_view fsid,
       return COWKV_CORRUPTION(site, "bad value length", absl::StrCat(vlen), "");
     }
     absl::string_view key(p + off, klen);
-    if (i > 0 && !(absl::string_view(items->back().key) < key)) {
+    if (i > 0 && !(items->back().key < key)) {
       return COWKV_CORRUPTION(site, "keys out of order", Hex(key),
                               absl::StrCat("> ", Hex(items->back().key)));
     }
-    items->push_back(Item{std::string(key), std::string(p + off + klen, vlen)});
+    items->push_back(ItemView{key, absl::string_view(p + off + klen, vlen)});
     if (!leaf) {
       ChildPtr c = DecodeChildPtr(items->back().value);
       if (c.bytenr % sectorsize != 0 || c.bytenr < kReservedHead ||

@@ -29,6 +29,12 @@ struct Item {
   std::string value;
 };
 
+// An item decoded in place: views into the buffer given to DecodeNodeViews.
+struct ItemView {
+  absl::string_view key;
+  absl::string_view value;
+};
+
 struct NodeHeader {
   uint64_t bytenr = 0;
   uint64_t generation = 0;
@@ -58,12 +64,35 @@ std::string EncodeChildPtr(const ChildPtr& c);
 // `value` must be exactly kChildPtrSize bytes (DecodeNode guarantees it).
 ChildPtr DecodeChildPtr(absl::string_view value);
 
-// Encodes `items` into `out` (exactly `nodesize` bytes) and stamps the
-// checksum. The items must fit (sum of ItemSize <= NodeCapacity).
+// Builds a node image item by item into `out` (exactly `nodesize` bytes):
+// Add() in key order, then Finish() writes the header and the checksum. The
+// items must fit (sum of ItemSize <= NodeCapacity).
+class NodeEncoder {
+ public:
+  NodeEncoder(char* out, uint32_t nodesize);
+  void Add(absl::string_view key, absl::string_view value);
+  void Finish(const NodeHeader& header, absl::string_view fsid);
+
+ private:
+  char* const out_;
+  const uint32_t nodesize_;
+  size_t slot_;
+  size_t data_end_;
+  uint32_t nritems_ = 0;
+};
+
+// Encodes `items` into `out` (exactly `nodesize` bytes) with NodeEncoder.
 void EncodeNode(const NodeHeader& header, const std::vector<Item>& items,
                 absl::string_view fsid, uint32_t nodesize, char* out);
 
-// Decodes and verifies; on success fills `header` and `items`.
+// Decodes and verifies; on success fills `header` and `items`, whose views
+// point into `data` and live as long as it does.
+absl::Status DecodeNodeViews(absl::string_view data, absl::string_view fsid,
+                             uint32_t nodesize, uint32_t sectorsize,
+                             const NodeExpect& expect, NodeHeader* header,
+                             std::vector<ItemView>* items);
+
+// Same, copying the items out.
 absl::Status DecodeNode(absl::string_view data, absl::string_view fsid,
                         uint32_t nodesize, uint32_t sectorsize,
                         const NodeExpect& expect, NodeHeader* header,

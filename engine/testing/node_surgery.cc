@@ -27,8 +27,8 @@ absl::StatusOr<std::vector<NodeInfo>> ListNodes(BlockDevice* dev) {
         stack.push_back({tree, {c.bytenr, c.generation, tree, n->level - 1}});
       } else if (tree == format::kRootTreeId) {
         format::Key17 k;
-        if (!format::DecodeKey17(n->items[i].key, &k) || k.type != format::kRootItem) continue;
-        ASSIGN_OR_RETURN(format::RootItem ri, format::DecodeRootItem(n->items[i].value, k.objectid));
+        if (!format::DecodeKey17(n->key(i), &k) || k.type != format::kRootItem) continue;
+        ASSIGN_OR_RETURN(format::RootItem ri, format::DecodeRootItem(n->value(i), k.objectid));
         stack.push_back({k.objectid, {ri.bytenr, ri.generation, k.objectid, ri.level}});
       }
     }

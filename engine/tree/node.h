@@ -1,18 +1,26 @@
-// Node: one tree node in memory, decoded into its item list.
+// Node: one tree node in memory.
 //
-// A node is either clean (its bytes on the device equal EncodeNode(*this);
+// A node is either clean (its bytes on the device equal its encoding;
 // immutable, shared by readers, evictable from the cache) or dirty (created by
-// CoW in the running engine transaction, modified in place by the single
-// writer, pinned in the cache until the commit writes it). `used` is the sum
-// of ItemSize over items and is what split/merge decisions look at.
+// CoW in the running engine transaction, changed in place by the single
+// writer, pinned in the cache until the commit writes it).
 //
-// Internal nodes: items[i].value is an encoded ChildPtr; items[0].key is the
-// node's lower fence ("" on the leftmost spine), items[i].key for i > 0 is a
-// separator: every key in child i is >= items[i].key and < items[i+1].key.
+// Representation, chosen for search speed (see docs/design.md "Decoded nodes
+// in memory"): key and value bytes live in one arena; a slot array holds, per
+// item, its arena offset, lengths and a 64-bit search word — the 8 key bytes
+// that follow the prefix every indexed key shares, big-endian. Binary search
+// compares words (contiguous, no pointer chasing, no memcmp call) and falls
+// back to full key comparison only among items with equal words. Internal
+// nodes leave slot 0 (the lower fence) out of the index.
+//
+// key(i)/value(i) views are valid until the next change to this node.
+//
+// Internal nodes: value(i) is an encoded ChildPtr; key(0) is the node's lower
+// fence ("" on the leftmost spine); key(i) for i > 0 is a separator: every key
+// in child i is >= key(i) and < key(i+1).
 #ifndef COWKV_ENGINE_TREE_NODE_H_
 #define COWKV_ENGINE_TREE_NODE_H_
 
-#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -27,76 +35,61 @@ namespace cowkv {
 
 class Node {
  public:
-  Node(const format::NodeHeader& header, std::vector<format::Item> items)
-      : bytenr(header.bytenr),
-        generation(header.generation),
-        owner(header.owner),
-        level(header.level),
-        items(std::move(items)) {
-    for (const auto& it : this->items) used += format::ItemSize(it.key.size(), it.value.size());
-  }
+  Node(const format::NodeHeader& header, const std::vector<format::ItemView>& items);
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
 
   bool leaf() const { return level == 0; }
-  int nritems() const { return static_cast<int>(items.size()); }
+  int nritems() const { return static_cast<int>(slots_.size()); }
   format::NodeHeader header() const { return {bytenr, generation, owner, level}; }
 
+  absl::string_view key(int i) const {
+    const Slot& s = slots_[i];
+    return absl::string_view(arena_.data() + s.off, s.klen);
+  }
+  absl::string_view value(int i) const {
+    const Slot& s = slots_[i];
+    return absl::string_view(arena_.data() + s.off + s.klen, s.vlen);
+  }
+  size_t item_size(int i) const { return format::ItemSize(slots_[i].klen, slots_[i].vlen); }
+
   // First slot whose key is >= `key` (nritems() if none).
-  int LowerBound(absl::string_view key) const {
-    auto it = std::lower_bound(items.begin(), items.end(), key,
-                               [](const format::Item& a, absl::string_view k) {
-                                 return absl::string_view(a.key) < k;
-                               });
-    return static_cast<int>(it - items.begin());
-  }
+  int LowerBound(absl::string_view key) const;
   // Internal nodes: the slot of the child whose range holds `key`.
-  int ChildSlot(absl::string_view key) const {
-    auto it = std::upper_bound(items.begin(), items.end(), key,
-                               [](absl::string_view k, const format::Item& a) {
-                                 return k < absl::string_view(a.key);
-                               });
-    int slot = static_cast<int>(it - items.begin()) - 1;
-    return slot < 0 ? 0 : slot;
-  }
+  int ChildSlot(absl::string_view key) const;
   format::ChildPtr Child(int slot) const {
     COWKV_DCHECK(!leaf() && slot >= 0 && slot < nritems());
-    return format::DecodeChildPtr(items[slot].value);
+    return format::DecodeChildPtr(value(slot));
   }
 
-  void InsertItem(int slot, std::string key, std::string value) {
-    used += format::ItemSize(key.size(), value.size());
-    items.insert(items.begin() + slot, format::Item{std::move(key), std::move(value)});
-  }
-  void EraseItem(int slot) {
-    used -= format::ItemSize(items[slot].key.size(), items[slot].value.size());
-    items.erase(items.begin() + slot);
-  }
-  void SetValue(int slot, std::string value) {
-    used -= items[slot].value.size();
-    used += value.size();
-    items[slot].value = std::move(value);
-  }
-  void SetKey(int slot, std::string key) {
-    used -= items[slot].key.size();
-    used += key.size();
-    items[slot].key = std::move(key);
-  }
+  // Changes (the writer only, on a dirty node). `key`/`value` must not view
+  // this node's own arena.
+  void InsertItem(int slot, absl::string_view key, absl::string_view value);
+  void EraseItem(int slot);
+  void SetValue(int slot, absl::string_view value);
+  void SetKey(int slot, absl::string_view key);
+  // Moves items [from, nritems()) to the end of `dst`.
+  void MoveTailTo(int from, Node* dst);
+  // Replaces this node's items with a copy of `src`'s.
+  void CopyItemsFrom(const Node& src);
+  // Drops arena garbage and spare capacity (the commit, before a node
+  // becomes clean and immutable).
+  void Compact();
 
   // Approximate heap footprint, for the cache's byte bound.
   size_t MemoryBytes() const {
-    return sizeof(Node) + items.capacity() * sizeof(format::Item) + used;
+    return sizeof(Node) + slots_.capacity() * (sizeof(Slot) + sizeof(uint64_t)) +
+           arena_.capacity();
   }
+  // Sum of ItemSize over items: the encoded size split/merge decisions use.
+  size_t used() const { return used_; }
 
-  // Header fields. bytenr/generation/owner/level never change after a node
-  // is created (CoW makes a new Node).
+  // Header fields; fixed for the node's life (CoW makes a new Node).
   const uint64_t bytenr;
   const uint64_t generation;
   const uint64_t owner;
   const uint8_t level;
 
-  std::vector<format::Item> items;
-  size_t used = 0;
   // Set by the writer that creates the node (CoW), cleared by the commit
   // that wrote it, both under the store's exclusive lock. Iterators read it
   // without that lock: once a release-store makes it false the node is
@@ -104,6 +97,33 @@ class Node {
   std::atomic<bool> dirty{false};
   // CLOCK "recently used" bit; relaxed: a hint for eviction, nothing more.
   std::atomic<bool> referenced{true};
+
+ private:
+  struct Slot {
+    uint32_t off;
+    uint32_t vlen;
+    uint16_t klen;
+  };
+  int first_indexed() const { return leaf() ? 0 : 1; }
+  uint64_t WordOf(absl::string_view key) const;
+  // Where `key` falls relative to the shared prefix: -1 below every indexed
+  // key, +1 above, 0 shares it (then WordOf applies).
+  int ComparePrefix(absl::string_view key) const;
+  void RebuildIndex();
+  void NoteKey(int slot);
+  uint32_t Append(absl::string_view key, absl::string_view value);
+  void MaybeCompact();
+  template <bool kUpper>
+  int Bound(absl::string_view key) const;
+
+  std::vector<Slot> slots_;
+  // words_[i] is slot i's search word; kept apart from slots_ so a binary
+  // search touches as few cache lines as possible.
+  std::vector<uint64_t> words_;
+  std::string arena_;
+  size_t garbage_ = 0;
+  size_t used_ = 0;
+  std::string prefix_;  // shared by every indexed key
 };
 
 using NodeRef = std::shared_ptr<Node>;

@@ -52,10 +52,10 @@ absl::StatusOr<NodeRef> NodeCache::Read(const format::NodeExpect& expect) {
   std::string buf(nodesize_, '\0');
   RETURN_IF_ERROR(device_->ReadAt(expect.bytenr, buf.data(), nodesize_));
   format::NodeHeader header;
-  std::vector<format::Item> items;
-  RETURN_IF_ERROR(format::DecodeNode(buf, fsid_, nodesize_, sectorsize_, expect,
-                                     &header, &items));
-  auto node = std::make_shared<Node>(header, std::move(items));
+  std::vector<format::ItemView> items;
+  RETURN_IF_ERROR(format::DecodeNodeViews(buf, fsid_, nodesize_, sectorsize_, expect,
+                                          &header, &items));
+  auto node = std::make_shared<Node>(header, items);
   absl::MutexLock l(&mu_);
   auto it = map_.find(expect.bytenr);
   if (it != map_.end()) return it->second;  // a concurrent reader won
@@ -65,7 +65,7 @@ absl::StatusOr<NodeRef> NodeCache::Read(const format::NodeExpect& expect) {
 
 void NodeCache::InsertLocked(NodeRef node) {
   if (node->dirty) {
-    ++dirty_count_;
+    dirty_[node->bytenr] = node;
   } else {
     clean_bytes_ += node->MemoryBytes();
     clock_.push_back(node->bytenr);
@@ -75,7 +75,7 @@ void NodeCache::InsertLocked(NodeRef node) {
 }
 
 NodeRef NodeCache::NewDirty(const format::NodeHeader& header) {
-  auto node = std::make_shared<Node>(header, std::vector<format::Item>{});
+  auto node = std::make_shared<Node>(header, std::vector<format::ItemView>{});
   node->dirty = true;
   absl::MutexLock l(&mu_);
   auto it = map_.find(header.bytenr);
@@ -91,8 +91,7 @@ NodeRef NodeCache::NewDirty(const format::NodeHeader& header) {
 
 NodeRef NodeCache::CopyDirty(const format::NodeHeader& header, const Node& src) {
   NodeRef node = NewDirty(header);
-  node->items = src.items;
-  node->used = src.used;
+  node->CopyItemsFrom(src);
   return node;
 }
 
@@ -101,7 +100,7 @@ void NodeCache::Discard(uint64_t bytenr) {
   auto it = map_.find(bytenr);
   if (it == map_.end()) return;
   if (it->second->dirty) {
-    --dirty_count_;
+    dirty_.erase(bytenr);
   } else {
     clean_bytes_ -= it->second->MemoryBytes();
   }
@@ -111,10 +110,8 @@ void NodeCache::Discard(uint64_t bytenr) {
 std::vector<NodeRef> NodeCache::DirtyNodes() {
   std::vector<NodeRef> out;
   absl::MutexLock l(&mu_);
-  out.reserve(dirty_count_);
-  for (auto& [bytenr, node] : map_) {
-    if (node->dirty) out.push_back(node);
-  }
+  out.reserve(dirty_.size());
+  for (auto& [bytenr, node] : dirty_) out.push_back(node);
   std::sort(out.begin(), out.end(),
             [](const NodeRef& a, const NodeRef& b) { return a->bytenr < b->bytenr; });
   return out;
@@ -122,14 +119,13 @@ std::vector<NodeRef> NodeCache::DirtyNodes() {
 
 void NodeCache::MarkAllClean() {
   absl::MutexLock l(&mu_);
-  for (auto& [bytenr, node] : map_) {
-    if (!node->dirty) continue;
-    node->items.shrink_to_fit();  // before the release below: then immutable
+  for (auto& [bytenr, node] : dirty_) {
+    node->Compact();  // before the release below: then immutable
     node->dirty.store(false, std::memory_order_release);
     clean_bytes_ += node->MemoryBytes();
     clock_.push_back(bytenr);
   }
-  dirty_count_ = 0;
+  dirty_.clear();
   EvictLocked();
 }
 
@@ -166,8 +162,8 @@ NodeCacheStats NodeCache::Stats() {
   s.misses = misses_.load(std::memory_order_relaxed);
   s.evictions = evictions_;
   s.clean_bytes = clean_bytes_;
-  s.dirty_nodes = dirty_count_;
-  s.dirty_bytes = dirty_count_ * nodesize_;
+  s.dirty_nodes = dirty_.size();
+  s.dirty_bytes = dirty_.size() * nodesize_;
   return s;
 }
 

@@ -87,7 +87,8 @@ class NodeCache {
   // (skipped lazily).
   std::deque<uint64_t> clock_ ABSL_GUARDED_BY(mu_);
   uint64_t clean_bytes_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t dirty_count_ ABSL_GUARDED_BY(mu_) = 0;
+  // The dirty subset of map_, so a commit touches only what it writes.
+  absl::flat_hash_map<uint64_t, NodeRef> dirty_ ABSL_GUARDED_BY(mu_);
   // Statistics bumped under a shared lock; relaxed, no ordering implied.
   std::atomic<uint64_t> hits_{0};
   std::atomic<uint64_t> misses_{0};

@@ -56,8 +56,8 @@ absl::StatusOr<std::string> Tree::Get(absl::string_view key) {
     ASSIGN_OR_RETURN(node, ReadChild(*node, node->ChildSlot(key)));
   }
   int slot = node->LowerBound(key);
-  if (slot < node->nritems() && node->items[slot].key == key) {
-    return node->items[slot].value;
+  if (slot < node->nritems() && node->key(slot) == key) {
+    return std::string(node->value(slot));
   }
   return absl::NotFoundError("key not found");
 }
@@ -113,10 +113,10 @@ absl::Status Tree::Put(absl::string_view key, absl::string_view value) {
   RETURN_IF_ERROR(SearchForWrite(key, path));
   Node* leaf = path[0].node.get();
   const int slot = path[0].slot;
-  if (slot < leaf->nritems() && leaf->items[slot].key == key) {
-    leaf->SetValue(slot, std::string(value));
+  if (slot < leaf->nritems() && leaf->key(slot) == key) {
+    leaf->SetValue(slot, value);
   } else {
-    leaf->InsertItem(slot, std::string(key), std::string(value));
+    leaf->InsertItem(slot, key, value);
   }
   ++version_;
   return Repair(path, 0);
@@ -129,7 +129,7 @@ absl::Status Tree::Delete(absl::string_view key) {
   Path path;
   RETURN_IF_ERROR(SearchForWrite(key, path));
   Node* leaf = path[0].node.get();
-  COWKV_CHECK(path[0].slot < leaf->nritems() && leaf->items[path[0].slot].key == key);
+  COWKV_CHECK(path[0].slot < leaf->nritems() && leaf->key(path[0].slot) == key);
   leaf->EraseItem(path[0].slot);
   ++version_;
   return Repair(path, 0);
@@ -141,12 +141,12 @@ absl::Status Tree::Repair(Path& path, int level) {
   for (int lv = level; lv < format::kMaxLevel; ++lv) {
     Node* n = path[lv].node.get();
     const bool is_root = n->bytenr == root_.bytenr;
-    if (n->used > capacity()) {
+    if (n->used() > capacity()) {
       RETURN_IF_ERROR(SplitNode(path, lv));
       continue;
     }
     if (is_root) return CollapseRoot();
-    if (n->used < capacity() / 4) {
+    if (n->used() < capacity() / 4) {
       bool changed_parent = false;
       RETURN_IF_ERROR(FixUnderflow(path, lv, &changed_parent));
       if (changed_parent) continue;
@@ -160,11 +160,11 @@ absl::Status Tree::SplitNode(Path& path, int lv) {
   NodeRef left = path[lv].node;
   const int n = left->nritems();
   COWKV_CHECK(n >= 2);
-  const size_t total = left->used, cap = capacity();
+  const size_t total = left->used(), cap = capacity();
   int best = -1;
   size_t best_score = SIZE_MAX, prefix = 0;
   for (int k = 1; k < n; ++k) {
-    prefix += ItemSize(left->items[k - 1].key.size(), left->items[k - 1].value.size());
+    prefix += left->item_size(k - 1);
     if (prefix > cap) break;
     if (total - prefix > cap) continue;
     size_t score = prefix > total / 2 ? prefix - total / 2 : total / 2 - prefix;
@@ -179,13 +179,8 @@ absl::Status Tree::SplitNode(Path& path, int lv) {
     return absl::ResourceExhaustedError("tree height limit reached");
   }
   ASSIGN_OR_RETURN(NodeRef right, NewNode(left->level));
-  right->items.assign(std::make_move_iterator(left->items.begin() + best),
-                      std::make_move_iterator(left->items.end()));
-  left->items.erase(left->items.begin() + best, left->items.end());
-  right->used = 0;
-  for (const auto& it : right->items) right->used += ItemSize(it.key.size(), it.value.size());
-  left->used = total - right->used;
-  std::string sep = right->items[0].key;
+  left->MoveTailTo(best, right.get());
+  std::string sep(right->key(0));
   if (left->bytenr == root_.bytenr) {
     RETURN_IF_ERROR(GrowRoot(left, std::move(sep), right));
     ASSIGN_OR_RETURN(path[lv + 1].node, ReadRoot());
@@ -229,11 +224,8 @@ absl::Status Tree::FixUnderflow(Path& path, int lv, bool* changed_parent) {
   NodeRef left = pslot == lslot ? path[lv].node : sib;
   NodeRef right = pslot == lslot ? sib : path[lv].node;
   const size_t cap = capacity();
-  if (left->used + right->used <= cap) {
-    for (auto& it : right->items) left->items.push_back(std::move(it));
-    left->used += right->used;
-    right->items.clear();
-    right->used = 0;
+  if (left->used() + right->used() <= cap) {
+    right->MoveTailTo(0, left.get());
     parent->EraseItem(rslot);
     path[lv].node = left;
     path[lv + 1].slot = lslot;
@@ -243,28 +235,23 @@ absl::Status Tree::FixUnderflow(Path& path, int lv, bool* changed_parent) {
   }
   // Borrow: move items one at a time while that narrows the imbalance.
   bool moved = false;
-  while (left->used < right->used && right->nritems() > 1) {
-    const auto& it = right->items.front();
-    size_t s = ItemSize(it.key.size(), it.value.size());
-    if (s >= right->used - left->used || left->used + s > cap) break;
-    left->InsertItem(left->nritems(), std::move(right->items.front().key),
-                     std::move(right->items.front().value));
-    right->used -= s;
-    right->items.erase(right->items.begin());
+  while (left->used() < right->used() && right->nritems() > 1) {
+    size_t s = right->item_size(0);
+    if (s >= right->used() - left->used() || left->used() + s > cap) break;
+    left->InsertItem(left->nritems(), right->key(0), right->value(0));
+    right->EraseItem(0);
     moved = true;
   }
-  while (right->used < left->used && left->nritems() > 1) {
-    const auto& it = left->items.back();
-    size_t s = ItemSize(it.key.size(), it.value.size());
-    if (s >= left->used - right->used || right->used + s > cap) break;
-    right->InsertItem(0, std::move(left->items.back().key),
-                      std::move(left->items.back().value));
-    left->used -= s;
-    left->items.pop_back();
+  while (right->used() < left->used() && left->nritems() > 1) {
+    const int last = left->nritems() - 1;
+    size_t s = left->item_size(last);
+    if (s >= left->used() - right->used() || right->used() + s > cap) break;
+    right->InsertItem(0, left->key(last), left->value(last));
+    left->EraseItem(last);
     moved = true;
   }
   if (moved) {
-    parent->SetKey(rslot, right->items[0].key);
+    parent->SetKey(rslot, right->key(0));
     *changed_parent = true;
   }
   return absl::OkStatus();
@@ -281,16 +268,16 @@ void TreeIterator::Fail(absl::Status s) {
 
 void TreeIterator::Load() {
   const Node& leaf = *nodes_[0];
-  const format::Item& it = leaf.items[slots_[0]];
+  const int slot = slots_[0];
   if (leaf.dirty.load(std::memory_order_acquire)) {
     // A writer may change a dirty leaf in place between our calls.
-    key_ = it.key;
-    value_ = it.value;
+    key_.assign(leaf.key(slot).data(), leaf.key(slot).size());
+    value_.assign(leaf.value(slot).data(), leaf.value(slot).size());
     key_view_ = key_;
     value_view_ = value_;
   } else {
-    key_view_ = it.key;
-    value_view_ = it.value;
+    key_view_ = leaf.key(slot);
+    value_view_ = leaf.value(slot);
   }
   valid_ = true;
 }
@@ -354,7 +341,7 @@ void TreeIterator::SeekImpl(absl::string_view key, bool for_prev) {
     slots_[0] = leaf.nritems() - 1;
     return Step(true);
   }
-  if (slot < leaf.nritems() && leaf.items[slot].key == key) {
+  if (slot < leaf.nritems() && leaf.key(slot) == key) {
     slots_[0] = slot;
     return Load();
   }

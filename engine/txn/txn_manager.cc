@@ -356,14 +356,16 @@ absl::Status TxnManager::WriteDirtyNodes() {
   };
   for (const NodeRef& n : nodes) {
     COWKV_CHECK(n->generation == generation_);
-    COWKV_CHECK(n->used <= format::NodeCapacity(ns));
+    COWKV_CHECK(n->used() <= format::NodeCapacity(ns));
     if (buf.empty() || n->bytenr != run_start + buf.size() || buf.size() + ns > kMaxRun) {
       RETURN_IF_ERROR(write_run());
       run_start = n->bytenr;
     }
     size_t off = buf.size();
     buf.resize(off + ns);
-    format::EncodeNode(n->header(), n->items, sb_.fsid, ns, buf.data() + off);
+    format::NodeEncoder enc(buf.data() + off, ns);
+    for (int i = 0; i < n->nritems(); ++i) enc.Add(n->key(i), n->value(i));
+    enc.Finish(n->header(), sb_.fsid);
   }
   RETURN_IF_ERROR(write_run());
   ++flushes_;

@@ -1,0 +1,204 @@
+#include "engine/tree/node.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace cowkv {
+
+Node::Node(const format::NodeHeader& header, const std::vector<format::ItemView>& items)
+    : bytenr(header.bytenr),
+      generation(header.generation),
+      owner(header.owner),
+      level(header.level) {
+  size_t bytes = 0;
+  for (const auto& it : items) bytes += it.key.size() + it.value.size();
+  arena_.reserve(bytes);
+  slots_.reserve(items.size());
+  for (const auto& it : items) {
+    uint32_t off = Append(it.key, it.value);
+    slots_.push_back(Slot{off, static_cast<uint32_t>(it.value.size()),
+                          static_cast<uint16_t>(it.key.size())});
+    used_ += format::ItemSize(it.key.size(), it.value.size());
+  }
+  RebuildIndex();
+}
+
+uint32_t Node::Append(absl::string_view key, absl::string_view value) {
+  uint32_t off = static_cast<uint32_t>(arena_.size());
+  arena_.append(key.data(), key.size());
+  arena_.append(value.data(), value.size());
+  return off;
+}
+
+uint64_t Node::WordOf(absl::string_view key) const {
+  unsigned char b[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  size_t p = prefix_.size();
+  if (key.size() > p) std::memcpy(b, key.data() + p, std::min<size_t>(8, key.size() - p));
+  uint64_t w = 0;
+  for (unsigned char c : b) w = (w << 8) | c;
+  return w;
+}
+
+int Node::ComparePrefix(absl::string_view key) const {
+  size_t n = std::min(key.size(), prefix_.size());
+  int c = std::memcmp(key.data(), prefix_.data(), n);
+  if (c != 0) return c < 0 ? -1 : 1;
+  return key.size() < prefix_.size() ? -1 : 0;
+}
+
+void Node::RebuildIndex() {
+  const int first = first_indexed();
+  prefix_.clear();
+  if (nritems() > first) {
+    // Keys are sorted, so the prefix all share is that of the first and last.
+    absl::string_view a = key(first), b = key(nritems() - 1);
+    size_t n = 0;
+    while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
+    prefix_.assign(a.data(), n);
+  }
+  words_.resize(slots_.size());
+  for (int i = first; i < nritems(); ++i) words_[i] = WordOf(key(i));
+}
+
+// Keeps the index true after key(slot) was set.
+void Node::NoteKey(int slot) {
+  if (slot < first_indexed()) return;
+  if (nritems() - first_indexed() == 1 || ComparePrefix(key(slot)) != 0) {
+    RebuildIndex();
+    return;
+  }
+  words_[slot] = WordOf(key(slot));
+}
+
+template <bool kUpper>
+int Node::Bound(absl::string_view k) const {
+  const int first = first_indexed();
+  const int n = nritems();
+  if (n == first) return n;
+  int c = ComparePrefix(k);
+  if (c < 0) return first;
+  if (c > 0) return n;
+  const uint64_t w = WordOf(k);
+  auto begin = words_.begin() + first, end = words_.end();
+  auto lo = std::lower_bound(begin, end, w);
+  auto hi = lo;
+  while (hi != end && *hi == w) ++hi;  // ties are rare: the word follows the shared prefix
+  // Equal words: compare whole keys, by binary search inside the tie range.
+  int l = static_cast<int>(lo - words_.begin()), h = static_cast<int>(hi - words_.begin());
+  while (l < h) {
+    int mid = l + (h - l) / 2;
+    bool go_right = kUpper ? !(k < key(mid)) : key(mid) < k;
+    if (go_right) {
+      l = mid + 1;
+    } else {
+      h = mid;
+    }
+  }
+  return l;
+}
+
+int Node::LowerBound(absl::string_view k) const {
+  COWKV_DCHECK(leaf());
+  return Bound<false>(k);
+}
+
+int Node::ChildSlot(absl::string_view k) const {
+  int slot = Bound<true>(k) - 1;  // last slot with key <= k
+  return slot < 0 ? 0 : slot;
+}
+
+void Node::InsertItem(int slot, absl::string_view k, absl::string_view v) {
+  uint32_t off = Append(k, v);
+  slots_.insert(slots_.begin() + slot,
+                Slot{off, static_cast<uint32_t>(v.size()), static_cast<uint16_t>(k.size())});
+  words_.insert(words_.begin() + slot, 0);
+  used_ += format::ItemSize(k.size(), v.size());
+  if (!leaf() && slot == 0) {
+    RebuildIndex();  // the old fence became an indexed separator
+  } else {
+    NoteKey(slot);
+  }
+}
+
+void Node::EraseItem(int slot) {
+  const Slot& s = slots_[slot];
+  used_ -= format::ItemSize(s.klen, s.vlen);
+  garbage_ += s.klen + s.vlen;
+  slots_.erase(slots_.begin() + slot);
+  words_.erase(words_.begin() + slot);
+  // The prefix stays shared by the remaining keys; slot 0 of an internal node
+  // may now be a former separator, which the index leaves out.
+  if (!leaf() && slot == 0) RebuildIndex();
+  MaybeCompact();
+}
+
+void Node::SetValue(int slot, absl::string_view v) {
+  Slot& s = slots_[slot];
+  used_ = used_ - s.vlen + v.size();
+  if (v.size() <= s.vlen) {  // fits in place
+    std::memcpy(arena_.data() + s.off + s.klen, v.data(), v.size());
+    garbage_ += s.vlen - v.size();
+    s.vlen = static_cast<uint32_t>(v.size());
+    return;
+  }
+  std::string k(key(slot));
+  garbage_ += s.klen + s.vlen;
+  s.off = Append(k, v);
+  s.vlen = static_cast<uint32_t>(v.size());
+  MaybeCompact();
+}
+
+void Node::SetKey(int slot, absl::string_view k) {
+  std::string v(value(slot));
+  Slot& s = slots_[slot];
+  used_ = used_ - s.klen + k.size();
+  garbage_ += s.klen + s.vlen;
+  s.off = Append(k, v);
+  s.klen = static_cast<uint16_t>(k.size());
+  NoteKey(slot);
+  MaybeCompact();
+}
+
+void Node::MoveTailTo(int from, Node* dst) {
+  for (int i = from; i < nritems(); ++i) {
+    uint32_t off = dst->Append(key(i), value(i));
+    dst->slots_.push_back(Slot{off, slots_[i].vlen, slots_[i].klen});
+    dst->used_ += item_size(i);
+    used_ -= item_size(i);
+    garbage_ += slots_[i].klen + slots_[i].vlen;
+  }
+  slots_.resize(from);
+  words_.resize(from);
+  dst->RebuildIndex();
+  RebuildIndex();
+  MaybeCompact();
+}
+
+void Node::CopyItemsFrom(const Node& src) {
+  slots_ = src.slots_;
+  words_ = src.words_;
+  arena_ = src.arena_;
+  garbage_ = src.garbage_;
+  used_ = src.used_;
+  prefix_ = src.prefix_;
+}
+
+void Node::MaybeCompact() {
+  if (garbage_ > 4096 && garbage_ * 2 > arena_.size()) Compact();
+}
+
+void Node::Compact() {
+  std::string fresh;
+  fresh.reserve(arena_.size() - garbage_);
+  for (Slot& s : slots_) {
+    uint32_t off = static_cast<uint32_t>(fresh.size());
+    fresh.append(arena_.data() + s.off, s.klen + s.vlen);
+    s.off = off;
+  }
+  arena_.swap(fresh);
+  garbage_ = 0;
+  slots_.shrink_to_fit();
+  words_.shrink_to_fit();
+}
+
+}  // namespace cowkv
