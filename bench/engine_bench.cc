@@ -36,6 +36,7 @@
 //                           like cowkv's Store::Get) or one for the whole batch
 // Files go under $TEST_TMPDIR if set, else /tmp, in a mkdtemp directory that
 // is removed at exit.
+#include "absl/synchronization/mutex.h"
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -485,6 +486,10 @@ int Main(int argc, char** argv) {
   benchmark::AddCustomContext("lmdb_read_txn", g_config.lmdb_txn_per_read ? "per_read" : "batch");
   benchmark::AddCustomContext("files_dir", g_dir);
 
+  // Debian builds Abseil without NDEBUG, which turns on Mutex deadlock
+  // detection (a graph update on every lock); production binaries turn it
+  // off the same way.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   benchmark::Initialize(&argc, argv);
   int rc = 0;
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) {

@@ -5,6 +5,10 @@
 
 namespace cowkv {
 
+namespace {
+constexpr size_t kPrefixSlack = 3;
+}  // namespace
+
 Node::Node(const format::NodeHeader& header, const std::vector<format::ItemView>& items)
     : bytenr(header.bytenr),
       generation(header.generation),
@@ -54,6 +58,10 @@ void Node::RebuildIndex() {
     absl::string_view a = key(first), b = key(nritems() - 1);
     size_t n = 0;
     while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
+    // Keep a few shared bytes out of the prefix: ascending inserts then
+    // rarely break it (each break costs a rebuild), and the 8-byte word
+    // still covers the bytes that differ.
+    n = n > kPrefixSlack ? n - kPrefixSlack : 0;
     prefix_.assign(a.data(), n);
   }
   words_.resize(slots_.size());
@@ -107,7 +115,23 @@ int Node::ChildSlot(absl::string_view k) const {
   return slot < 0 ? 0 : slot;
 }
 
+namespace {
+const std::shared_ptr<Node> kNoKid;
+}  // namespace
+
+const std::shared_ptr<Node>& Node::kid(int slot) const {
+  return kids_.empty() ? kNoKid : kids_[slot];
+}
+
+void Node::SetChild(int slot, const std::shared_ptr<Node>& child) {
+  COWKV_DCHECK(!leaf() && dirty.load(std::memory_order_relaxed));
+  SetValue(slot, format::EncodeChildPtr({child->bytenr, child->generation}));
+  if (kids_.empty()) kids_.resize(slots_.size());
+  kids_[slot] = child;
+}
+
 void Node::InsertItem(int slot, absl::string_view k, absl::string_view v) {
+  if (!kids_.empty()) kids_.insert(kids_.begin() + slot, nullptr);
   uint32_t off = Append(k, v);
   slots_.insert(slots_.begin() + slot,
                 Slot{off, static_cast<uint32_t>(v.size()), static_cast<uint16_t>(k.size())});
@@ -126,6 +150,7 @@ void Node::EraseItem(int slot) {
   garbage_ += s.klen + s.vlen;
   slots_.erase(slots_.begin() + slot);
   words_.erase(words_.begin() + slot);
+  if (!kids_.empty()) kids_.erase(kids_.begin() + slot);
   // The prefix stays shared by the remaining keys; slot 0 of an internal node
   // may now be a former separator, which the index leaves out.
   if (!leaf() && slot == 0) RebuildIndex();
@@ -133,6 +158,7 @@ void Node::EraseItem(int slot) {
 }
 
 void Node::SetValue(int slot, absl::string_view v) {
+  if (!kids_.empty()) kids_[slot] = nullptr;
   Slot& s = slots_[slot];
   used_ = used_ - s.vlen + v.size();
   if (v.size() <= s.vlen) {  // fits in place
@@ -160,6 +186,13 @@ void Node::SetKey(int slot, absl::string_view k) {
 }
 
 void Node::MoveTailTo(int from, Node* dst) {
+  if (!kids_.empty() || !dst->kids_.empty()) {
+    if (dst->kids_.empty()) dst->kids_.resize(dst->slots_.size());
+    for (int i = from; i < nritems(); ++i) {
+      dst->kids_.push_back(kids_.empty() ? nullptr : std::move(kids_[i]));
+    }
+    if (!kids_.empty()) kids_.resize(from);
+  }
   for (int i = from; i < nritems(); ++i) {
     uint32_t off = dst->Append(key(i), value(i));
     dst->slots_.push_back(Slot{off, slots_[i].vlen, slots_[i].klen});
@@ -177,6 +210,7 @@ void Node::MoveTailTo(int from, Node* dst) {
 void Node::CopyItemsFrom(const Node& src) {
   slots_ = src.slots_;
   words_ = src.words_;
+  kids_.clear();
   arena_ = src.arena_;
   garbage_ = src.garbage_;
   used_ = src.used_;

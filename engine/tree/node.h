@@ -72,9 +72,16 @@ class Node {
   void MoveTailTo(int from, Node* dst);
   // Replaces this node's items with a copy of `src`'s.
   void CopyItemsFrom(const Node& src);
-  // Drops arena garbage and spare capacity (the commit, before a node
-  // becomes clean and immutable).
+  // Drops arena garbage and spare capacity.
   void Compact();
+
+  // Dirty internal nodes remember the dirty children they point to, so the
+  // writer's descent skips the cache lookup. A pure cache: null = unknown;
+  // a non-null kid(i) is always the node at Child(i). Set only by the writer;
+  // released by the commit before the node becomes clean.
+  const std::shared_ptr<Node>& kid(int slot) const;
+  void SetChild(int slot, const std::shared_ptr<Node>& child);
+  void ReleaseKids() { kids_.clear(); kids_.shrink_to_fit(); }
 
   // Approximate heap footprint, for the cache's byte bound.
   size_t MemoryBytes() const {
@@ -124,6 +131,7 @@ class Node {
   size_t garbage_ = 0;
   size_t used_ = 0;
   std::string prefix_;  // shared by every indexed key
+  std::vector<std::shared_ptr<Node>> kids_;  // empty or parallel to slots_
 };
 
 using NodeRef = std::shared_ptr<Node>;

@@ -120,6 +120,7 @@ std::vector<NodeRef> NodeCache::DirtyNodes() {
 void NodeCache::MarkAllClean() {
   absl::MutexLock l(&mu_);
   for (auto& [bytenr, node] : dirty_) {
+    node->ReleaseKids();
     node->Compact();  // before the release below: then immutable
     node->dirty.store(false, std::memory_order_release);
     clean_bytes_ += node->MemoryBytes();

@@ -46,6 +46,13 @@ absl::StatusOr<NodeRef> Tree::ReadRoot() {
 }
 
 absl::StatusOr<NodeRef> Tree::ReadChild(const Node& parent, int slot) {
+  if (parent.dirty.load(std::memory_order_relaxed)) {
+    const NodeRef& kid = parent.kid(slot);
+    if (kid != nullptr) {
+      COWKV_DCHECK(kid->bytenr == parent.Child(slot).bytenr);
+      return kid;
+    }
+  }
   ChildPtr c = parent.Child(slot);
   return cache_->Read({c.bytenr, c.generation, id_, parent.level - 1});
 }
@@ -84,7 +91,7 @@ absl::StatusOr<NodeRef> Tree::CowIfNeeded(NodeRef node, Node* parent, int parent
   NodeRef copy = cache_->CopyDirty({bytenr, gen, id_, node->level}, *node);
   RETURN_IF_ERROR(hooks_->FreeTreeBlock(*node));
   if (parent != nullptr) {
-    parent->SetValue(parent_slot, EncodeChildPtr({bytenr, gen}));
+    parent->SetChild(parent_slot, copy);
   } else {
     SetRoot(*copy);
   }
@@ -113,13 +120,15 @@ absl::Status Tree::Put(absl::string_view key, absl::string_view value) {
   RETURN_IF_ERROR(SearchForWrite(key, path));
   Node* leaf = path[0].node.get();
   const int slot = path[0].slot;
+  int inserted = -1;
   if (slot < leaf->nritems() && leaf->key(slot) == key) {
     leaf->SetValue(slot, value);
   } else {
     leaf->InsertItem(slot, key, value);
+    inserted = slot;
   }
   ++version_;
-  return Repair(path, 0);
+  return Repair(path, 0, inserted);
 }
 
 absl::Status Tree::Delete(absl::string_view key) {
@@ -132,41 +141,68 @@ absl::Status Tree::Delete(absl::string_view key) {
   COWKV_CHECK(path[0].slot < leaf->nritems() && leaf->key(path[0].slot) == key);
   leaf->EraseItem(path[0].slot);
   ++version_;
-  return Repair(path, 0);
+  return Repair(path, 0, -1);
 }
 
 // Walks up from `level`, fixing each node the previous step changed: split
 // on overflow, merge or borrow on underflow, collapse a one-child root.
-absl::Status Tree::Repair(Path& path, int level) {
+// `inserted_slot` is the slot an insert just filled at `level` (-1: none).
+absl::Status Tree::Repair(Path& path, int level, int inserted_slot) {
+  // Only a node that lost bytes can have become underfull; checking grown
+  // nodes would undo the sparse right edge that appending leaves behind.
+  bool shrank = inserted_slot < 0;
   for (int lv = level; lv < format::kMaxLevel; ++lv) {
     Node* n = path[lv].node.get();
     const bool is_root = n->bytenr == root_.bytenr;
     if (n->used() > capacity()) {
-      RETURN_IF_ERROR(SplitNode(path, lv));
+      RETURN_IF_ERROR(SplitNode(path, lv, &inserted_slot));
+      shrank = false;  // the parent gained a separator
       continue;
     }
+    inserted_slot = -1;
     if (is_root) return CollapseRoot();
-    if (n->used() < capacity() / 4) {
+    if (shrank && n->used() < capacity() / 4) {
       bool changed_parent = false;
       RETURN_IF_ERROR(FixUnderflow(path, lv, &changed_parent));
-      if (changed_parent) continue;
+      if (changed_parent) continue;  // shrank stays true: the parent changed
     }
     return absl::OkStatus();
   }
   COWKV_CHECK_MSG(false, "repair ran past kMaxLevel");
 }
 
-absl::Status Tree::SplitNode(Path& path, int lv) {
+// Splits path[lv] in two. `*inserted_slot` is the slot just filled there;
+// on return, the slot this split filled in the parent.
+absl::Status Tree::SplitNode(Path& path, int lv, int* inserted_slot) {
   NodeRef left = path[lv].node;
   const int n = left->nritems();
   COWKV_CHECK(n >= 2);
   const size_t total = left->used(), cap = capacity();
   int best = -1;
+  // Appending at the right edge of the tree (ascending inserts): leave the
+  // left node full and start the right one with the new item alone (an
+  // internal node keeps two, so no node has a single child), so sequential
+  // loads pack nodes full instead of half, as LMDB and btrfs do. Only the
+  // rightmost spine is ever left sparse, which keeps the fill bound the
+  // space reservation relies on (docs/design.md).
+  bool rightmost = true;
+  for (int j = lv + 1; j <= root_.level; ++j) {
+    rightmost = rightmost && path[j].slot == path[j].node->nritems() - 1;
+  }
+  const int keep_right = left->leaf() ? 1 : 2;
+  if (rightmost && *inserted_slot == n - 1 && n - keep_right >= 1) {
+    size_t right_bytes = 0;
+    for (int i = n - keep_right; i < n; ++i) right_bytes += left->item_size(i);
+    if (total - right_bytes <= cap) best = n - keep_right;
+  }
   size_t best_score = SIZE_MAX, prefix = 0;
-  for (int k = 1; k < n; ++k) {
+  const bool appending = best > 0;
+  // An internal node keeps at least two children on each side.
+  const int min_side = left->leaf() ? 1 : 2;
+  for (int k = 1; k < n && !appending; ++k) {
     prefix += left->item_size(k - 1);
     if (prefix > cap) break;
-    if (total - prefix > cap) continue;
+    if (total - prefix > cap || k < min_side || n - k < min_side) continue;
     size_t score = prefix > total / 2 ? prefix - total / 2 : total / 2 - prefix;
     if (score < best_score) {
       best_score = score;
@@ -185,18 +221,23 @@ absl::Status Tree::SplitNode(Path& path, int lv) {
     RETURN_IF_ERROR(GrowRoot(left, std::move(sep), right));
     ASSIGN_OR_RETURN(path[lv + 1].node, ReadRoot());
     path[lv + 1].slot = 0;
+    *inserted_slot = 1;
     return absl::OkStatus();
   }
   Node* parent = path[lv + 1].node.get();
-  parent->InsertItem(path[lv + 1].slot + 1, std::move(sep),
-                     EncodeChildPtr({right->bytenr, right->generation}));
+  const int slot = path[lv + 1].slot + 1;
+  parent->InsertItem(slot, sep, EncodeChildPtr({right->bytenr, right->generation}));
+  parent->SetChild(slot, right);
+  *inserted_slot = slot;
   return absl::OkStatus();
 }
 
 absl::Status Tree::GrowRoot(NodeRef left, std::string sep, NodeRef right) {
   ASSIGN_OR_RETURN(NodeRef root, NewNode(left->level + 1));
   root->InsertItem(0, "", EncodeChildPtr({left->bytenr, left->generation}));
-  root->InsertItem(1, std::move(sep), EncodeChildPtr({right->bytenr, right->generation}));
+  root->InsertItem(1, sep, EncodeChildPtr({right->bytenr, right->generation}));
+  root->SetChild(0, left);
+  root->SetChild(1, right);
   SetRoot(*root);
   return absl::OkStatus();
 }
@@ -215,7 +256,8 @@ absl::Status Tree::FixUnderflow(Path& path, int lv, bool* changed_parent) {
   *changed_parent = false;
   Node* parent = path[lv + 1].node.get();
   const int pslot = path[lv + 1].slot;
-  if (parent->nritems() < 2) return absl::OkStatus();
+  // Only a root can have a single child, and Repair collapses it at once.
+  COWKV_CHECK(parent->nritems() >= 2);
   const int lslot = pslot > 0 ? pslot - 1 : 0;
   const int rslot = lslot + 1;
   const int sib_slot = pslot == lslot ? rslot : lslot;

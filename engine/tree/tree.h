@@ -102,8 +102,8 @@ class Tree {
 
   absl::Status SearchForWrite(absl::string_view key, Path& path);
   absl::StatusOr<NodeRef> CowIfNeeded(NodeRef node, Node* parent, int parent_slot);
-  absl::Status Repair(Path& path, int level);
-  absl::Status SplitNode(Path& path, int level);
+  absl::Status Repair(Path& path, int level, int inserted_slot);
+  absl::Status SplitNode(Path& path, int level, int* inserted_slot);
   absl::Status FixUnderflow(Path& path, int level, bool* changed_parent);
   absl::Status GrowRoot(NodeRef left, std::string sep, NodeRef right);
   absl::Status CollapseRoot();
