@@ -7,6 +7,7 @@ bash tools/setup.sh || exit 1
 
 log=$(mktemp)
 status=0
+python3 tools/tidy.py || status=1
 bazel test //... 2>&1 | tee -a "$log" || status=1
 bazel test --config=asan //engine/... 2>&1 | tee -a "$log" || status=1
 

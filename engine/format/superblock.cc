@@ -37,6 +37,11 @@ std::string EncodeSuperblock(const Superblock& sb) {
   return out;
 }
 
+namespace {
+absl::Status ValidateFields(const Superblock& sb, uint64_t expected_bytenr,
+                            const CorruptionSite& site);
+}  // namespace
+
 absl::StatusOr<Superblock> DecodeSuperblock(absl::string_view data,
                                             uint64_t expected_bytenr) {
   CorruptionSite site;
@@ -81,7 +86,14 @@ absl::StatusOr<Superblock> DecodeSuperblock(absl::string_view data,
   sb.log_root_transid = DecodeLE64(p + kSbLogRootTransidOff);
   sb.log_root_level = static_cast<uint8_t>(p[kSbLogRootLevelOff]);
   sb.next_tree_id = DecodeLE64(p + kSbNextTreeIdOff);
+  RETURN_IF_ERROR(ValidateFields(sb, expected_bytenr, site));
+  return sb;
+}
 
+namespace {
+
+absl::Status ValidateFields(const Superblock& sb, uint64_t expected_bytenr,
+                            const CorruptionSite& site) {
   if (sb.bytenr != expected_bytenr) {
     return COWKV_CORRUPTION(site, "superblock bytenr mismatch", absl::StrCat(sb.bytenr),
                             absl::StrCat(expected_bytenr));
@@ -107,8 +119,10 @@ absl::StatusOr<Superblock> DecodeSuperblock(absl::string_view data,
                             absl::StrCat(sb.root_generation, "/", sb.bytes_used),
                             absl::StrCat(sb.generation, "/", sb.total_bytes));
   }
-  return sb;
+  return absl::OkStatus();
 }
+
+}  // namespace
 
 int MirrorCount(uint64_t device_size) {
   int n = 0;
