@@ -65,8 +65,13 @@ struct Options {
   // crosses it (when no Begin() handle is open).
   uint64_t commit_interval_ms = 30000;
   uint64_t dirty_bytes_max = 256ull << 20;
-  // Run the full consistency check after every commit (tests).
+  // Run the full consistency check after every commit and fail the commit
+  // on any finding (tests). On by default under --config=paranoid.
+#ifdef COWKV_PARANOID
+  bool paranoid_checks = true;
+#else
   bool paranoid_checks = false;
+#endif
 };
 
 struct StoreStats {
