@@ -44,6 +44,15 @@ struct Visit {
   std::string lo;   // lower fence (inclusive)
   std::string hi;   // upper fence (exclusive); empty = none
   bool root = false;
+  uint64_t parent = 0;        // bytenr of the parent node; 0 = a root item
+  uint64_t parent_owner = 0;  // its owner (or the tree, for a root item)
+};
+
+// One pointer to a tree block, and what its back-reference must be.
+struct Pointer {
+  uint64_t child;
+  uint64_t parent;        // 0 = from the root item of tree `parent_owner`
+  uint64_t parent_owner;
 };
 
 class Checker {
@@ -69,19 +78,23 @@ class Checker {
     r_->problems.push_back(absl::StrCat(args...));
   }
 
+  // Walks one tree; a node shared with a tree walked before is recorded as
+  // pointed at again but not descended into twice.
   void WalkTree(uint64_t id, format::NodeExpect root) {
     ++r_->trees;
+    if (id >= format::kDefaultTreeId) root.owner = 0;  // shared nodes keep their owner
     std::vector<Visit> stack;
-    stack.push_back(Visit{root, "", "", true});
+    stack.push_back(Visit{root, "", "", true, 0, id});
     while (!stack.empty()) {
       Visit v = std::move(stack.back());
       stack.pop_back();
+      pointers_.push_back({v.expect.bytenr, v.parent, v.parent_owner});
+      if (!visited_.insert(v.expect.bytenr).second) continue;
       absl::StatusOr<NodeRef> n = cache_.Read(v.expect);
       if (!n.ok()) {
         Problem("tree ", id, ": ", n.status().message());
         continue;
       }
-      seen_[(*n)->bytenr].insert({format::kTreeBlockRef, id});
       levels_[(*n)->bytenr] = (*n)->level;
       ++r_->nodes;
       CheckNode(id, **n, v, &stack);
@@ -111,10 +124,12 @@ class Checker {
         continue;
       }
       format::ChildPtr c = n.Child(i);
-      Visit child{{c.bytenr, c.generation, id, n.level - 1},
+      Visit child{{c.bytenr, c.generation, v.expect.owner, n.level - 1},
                   i == 0 ? v.lo : std::string(n.key(i)),
                   i + 1 < n.nritems() ? std::string(n.key(i + 1)) : v.hi,
-                  false};
+                  false,
+                  n.bytenr,
+                  n.owner};
       stack->push_back(std::move(child));
     }
     r_->items += n.leaf() ? n.nritems() : 0;
@@ -129,6 +144,11 @@ class Checker {
       return;
     }
     if (id == format::kRootTreeId) {
+      if (k.type == format::kSubvolInfo) {
+        absl::StatusOr<format::SubvolInfoItem> si = format::DecodeSubvolInfo(it.value, k.objectid);
+        if (!si.ok()) Problem(si.status().message());
+        return;
+      }
       if (k.type != format::kRootItem) return;
       absl::StatusOr<format::RootItem> ri = format::DecodeRootItem(it.value, k.objectid);
       if (!ri.ok()) return Problem(ri.status().message());
@@ -162,7 +182,23 @@ class Checker {
     return false;
   }
 
+  // The back-reference each pointer needs: TREE(tree) from a root item;
+  // from a node, SHARED(node) if it carries FULL_BACKREF, else TREE(owner).
+  void ResolvePointers() {
+    for (const Pointer& p : pointers_) {
+      if (p.parent == 0) {
+        seen_[p.child].insert({format::kTreeBlockRef, p.parent_owner});
+        continue;
+      }
+      auto pe = extents_.find(p.parent);
+      bool full = pe != extents_.end() && (pe->second.item.flags & format::kExtentFlagFullBackref);
+      seen_[p.child].insert(full ? std::make_pair(uint8_t{format::kSharedBlockRef}, p.parent)
+                                 : std::make_pair(uint8_t{format::kTreeBlockRef}, p.parent_owner));
+    }
+  }
+
   void CheckExtents() {
+    ResolvePointers();
     uint64_t prev_end = 0, used = 0;
     for (const auto& [bytenr, e] : extents_) {
       const std::string where = absl::StrCat("extent ", bytenr);
@@ -184,17 +220,16 @@ class Checker {
         Problem(where, ": leaked (allocated, refs ", e.item.refs, ", but no tree references it)");
         continue;
       }
-      if (e.item.flags != format::kExtentFlagTreeBlock || e.len != sb_.nodesize) {
+      if (!(e.item.flags & format::kExtentFlagTreeBlock) || e.len != sb_.nodesize) {
         Problem(where, ": referenced as a tree block but flags ", e.item.flags, " len ", e.len);
       }
       if (e.item.level != levels_[bytenr]) {
         Problem(where, ": extent item level ", int{e.item.level}, " but node level ",
                 int{levels_[bytenr]});
       }
-      std::multiset<std::pair<uint8_t, uint64_t>> want(s->second.begin(), s->second.end());
-      if (want != e.backrefs) {
+      if (s->second != e.backrefs) {
         Problem(where, ": back-references do not match the ", s->second.size(),
-                " tree references seen");
+                " pointers to it");
       }
     }
     for (const auto& [bytenr, refs] : seen_) {
@@ -217,6 +252,8 @@ class Checker {
   std::map<uint64_t, ExtentRecord> extents_;
   std::map<uint64_t, std::multiset<std::pair<uint8_t, uint64_t>>> seen_;
   std::map<uint64_t, uint8_t> levels_;
+  std::vector<Pointer> pointers_;
+  std::set<uint64_t> visited_;
 };
 
 void CheckSuperblockCopies(BlockDevice* dev, const format::Superblock& best, CheckReport* r) {

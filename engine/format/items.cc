@@ -48,8 +48,9 @@ absl::StatusOr<ExtentItem> DecodeExtentItem(absl::string_view v, uint64_t bytenr
   e.flags = r.LE64();
   e.level = r.U8();
   if (e.refs == 0) return COWKV_CORRUPTION(site, "zero refcount", "0", ">0");
-  if (e.flags != kExtentFlagTreeBlock && e.flags != kExtentFlagData) {
-    return COWKV_CORRUPTION(site, "bad flags", absl::StrCat(e.flags), "1 or 2");
+  if (e.flags != kExtentFlagTreeBlock && e.flags != kExtentFlagData &&
+      e.flags != (kExtentFlagTreeBlock | kExtentFlagFullBackref)) {
+    return COWKV_CORRUPTION(site, "bad flags", absl::StrCat(e.flags), "1, 2 or 257");
   }
   if (e.level >= kMaxLevel) {
     return COWKV_CORRUPTION(site, "bad level", absl::StrCat(e.level), "");
@@ -95,6 +96,32 @@ absl::StatusOr<RootItem> DecodeRootItem(absl::string_view v, uint64_t tree_id) {
     return COWKV_CORRUPTION(site, "bad root bytenr", absl::StrCat(r.bytenr), "");
   }
   return r;
+}
+
+std::string EncodeSubvolInfo(const SubvolInfoItem& s) {
+  std::string out;
+  PutLE64(&out, s.parent_id);
+  PutLE64(&out, s.ctime_ms);
+  out += s.name;
+  return out;
+}
+
+absl::StatusOr<SubvolInfoItem> DecodeSubvolInfo(absl::string_view v, uint64_t tree_id) {
+  CorruptionSite site;
+  site.what = "subvolume info";
+  site.owner = tree_id;
+  if (v.size() <= kSubvolInfoFixedSize || v.size() > kSubvolInfoFixedSize + kMaxSubvolNameSize) {
+    return COWKV_CORRUPTION(site, "bad size", absl::StrCat(v.size()), "17..271");
+  }
+  Reader r(v);
+  SubvolInfoItem s;
+  s.parent_id = r.LE64();
+  s.ctime_ms = r.LE64();
+  s.name = std::string(r.Bytes(r.remaining()));
+  if (s.name.find('/') != std::string::npos || s.name.find('\0') != std::string::npos) {
+    return COWKV_CORRUPTION(site, "bad name", "", "no '/' or NUL");
+  }
+  return s;
 }
 
 }  // namespace format

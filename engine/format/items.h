@@ -27,6 +27,7 @@ inline constexpr size_t kKeySize17 = 17;
 
 enum ItemType : uint8_t {
   kRootItem = 132,
+  kSubvolInfo = 140,
   kExtentItem = 168,
   kTreeBlockRef = 176,
   kSharedBlockRef = 182,
@@ -45,6 +46,10 @@ bool DecodeKey17(absl::string_view s, Key17* k);
 // Extent flags.
 inline constexpr uint64_t kExtentFlagTreeBlock = 1;
 inline constexpr uint64_t kExtentFlagData = 2;
+// Tree blocks: this node's pointers to its children are recorded as
+// SHARED_BLOCK_REF(this node) rather than TREE_BLOCK_REF(owner) (btrfs's
+// BTRFS_BLOCK_FLAG_FULL_BACKREF; docs/design.md "Snapshots and shared blocks").
+inline constexpr uint64_t kExtentFlagFullBackref = 256;
 
 // EXTENT_ITEM value: refs u64, generation u64, flags u64, level u8, pad 7.
 inline constexpr size_t kExtentItemSize = 32;
@@ -73,6 +78,18 @@ struct RootItem {
 };
 std::string EncodeRootItem(const RootItem& r);
 absl::StatusOr<RootItem> DecodeRootItem(absl::string_view v, uint64_t tree_id);
+
+// SUBVOL_INFO value (root tree, key (tree_id, SUBVOL_INFO, 0)): parent id
+// u64, creation time in Unix ms u64, then the name (1..255 bytes).
+inline constexpr size_t kSubvolInfoFixedSize = 16;
+inline constexpr size_t kMaxSubvolNameSize = 255;
+struct SubvolInfoItem {
+  uint64_t parent_id = 0;
+  uint64_t ctime_ms = 0;
+  std::string name;
+};
+std::string EncodeSubvolInfo(const SubvolInfoItem& s);
+absl::StatusOr<SubvolInfoItem> DecodeSubvolInfo(absl::string_view v, uint64_t tree_id);
 
 }  // namespace format
 }  // namespace cowkv

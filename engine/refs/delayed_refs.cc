@@ -28,11 +28,28 @@ const DelayedRefHead& DelayedRefs::Add(uint64_t bytenr, uint64_t num_bytes, uint
   return h;
 }
 
+void DelayedRefs::SetFullBackref(uint64_t bytenr, uint64_t num_bytes, uint8_t level) {
+  auto [it, inserted] = heads_.try_emplace(bytenr);
+  DelayedRefHead& h = it->second;
+  if (inserted) {
+    h.bytenr = bytenr;
+    h.num_bytes = num_bytes;
+    h.level = level;
+  }
+  h.set_full_backref = true;
+  ++pending_updates_;
+}
+
+const DelayedRefHead* DelayedRefs::Find(uint64_t bytenr) const {
+  auto it = heads_.find(bytenr);
+  return it == heads_.end() ? nullptr : &it->second;
+}
+
 bool DelayedRefs::DropIfCancelled(uint64_t bytenr) {
   auto it = heads_.find(bytenr);
   if (it == heads_.end()) return false;
   const DelayedRefHead& h = it->second;
-  if (!h.must_insert || h.ref_mod != 0 || !h.refs.empty()) return false;
+  if (!h.must_insert || h.ref_mod != 0 || !h.refs.empty() || h.set_full_backref) return false;
   heads_.erase(it);
   return true;
 }

@@ -44,6 +44,8 @@ struct DelayedRefHead {
   uint64_t generation = 0;  // allocating generation (for must_insert)
   int64_t ref_mod = 0;      // sum of the deltas below
   std::map<BackrefKey, int64_t> refs;
+  // Set the FULL_BACKREF flag on the extent item when the head runs.
+  bool set_full_backref = false;
 };
 
 struct DelayedRefStats {
@@ -60,6 +62,12 @@ class DelayedRefs {
   const DelayedRefHead& Add(uint64_t bytenr, uint64_t num_bytes, uint8_t level,
                             BackrefKey ref, int64_t delta, bool new_alloc,
                             uint64_t generation);
+
+  // Queues setting FULL_BACKREF on the extent (btrfs's delayed extent op).
+  void SetFullBackref(uint64_t bytenr, uint64_t num_bytes, uint8_t level);
+
+  // The pending head of `bytenr`, or null.
+  const DelayedRefHead* Find(uint64_t bytenr) const;
 
   // Drops the head of `bytenr` when it is a fresh allocation whose refs all
   // cancelled out (allocated and freed in the same transaction): nothing

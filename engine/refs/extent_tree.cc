@@ -48,6 +48,7 @@ absl::Status RunHead(Tree* tree, const DelayedRefHead& h, const ExtentFreeFn& on
     e.refs = static_cast<uint64_t>(h.ref_mod);
     e.generation = h.generation;
     e.flags = h.is_tree_block ? format::kExtentFlagTreeBlock : format::kExtentFlagData;
+    if (h.set_full_backref) e.flags |= format::kExtentFlagFullBackref;
     e.level = h.level;
     RETURN_IF_ERROR(tree->Put(key, format::EncodeExtentItem(e)));
     return ApplyBackrefs(tree, h);
@@ -64,8 +65,10 @@ absl::Status RunHead(Tree* tree, const DelayedRefHead& h, const ExtentFreeFn& on
     on_free(h.bytenr, h.num_bytes);
     return absl::OkStatus();
   }
-  if (h.ref_mod != 0) {
+  const bool set_flag = h.set_full_backref && !(e.flags & format::kExtentFlagFullBackref);
+  if (h.ref_mod != 0 || set_flag) {
     e.refs = static_cast<uint64_t>(refs);
+    if (set_flag) e.flags |= format::kExtentFlagFullBackref;
     RETURN_IF_ERROR(tree->Put(key, format::EncodeExtentItem(e)));
   }
   return absl::OkStatus();

@@ -14,7 +14,11 @@ using format::EncodeChildPtr;
 using format::ItemSize;
 
 Tree::Tree(uint64_t id, RootRef root, NodeCache* cache, TreeHooks* hooks)
-    : id_(id), cache_(cache), hooks_(hooks), root_(root) {}
+    : id_(id),
+      expect_owner_(id < format::kDefaultTreeId ? id : 0),
+      cache_(cache),
+      hooks_(hooks),
+      root_(root) {}
 
 absl::StatusOr<std::unique_ptr<Tree>> Tree::CreateEmpty(uint64_t id, NodeCache* cache,
                                                         TreeHooks* hooks) {
@@ -42,7 +46,7 @@ absl::Status Tree::ValidatePut(absl::string_view key, absl::string_view value) c
 }
 
 absl::StatusOr<NodeRef> Tree::ReadRoot() {
-  return cache_->Read({root_.bytenr, root_.generation, id_, root_.level});
+  return cache_->Read({root_.bytenr, root_.generation, expect_owner_, root_.level});
 }
 
 absl::StatusOr<NodeRef> Tree::ReadChild(const Node& parent, int slot) {
@@ -54,7 +58,7 @@ absl::StatusOr<NodeRef> Tree::ReadChild(const Node& parent, int slot) {
     }
   }
   ChildPtr c = parent.Child(slot);
-  return cache_->Read({c.bytenr, c.generation, id_, parent.level - 1});
+  return cache_->Read({c.bytenr, c.generation, expect_owner_, parent.level - 1});
 }
 
 absl::StatusOr<std::string> Tree::Get(absl::string_view key) {
@@ -89,7 +93,7 @@ absl::StatusOr<NodeRef> Tree::CowIfNeeded(NodeRef node, Node* parent, int parent
   }
   ASSIGN_OR_RETURN(uint64_t bytenr, hooks_->AllocTreeBlock(id_, node->level));
   NodeRef copy = cache_->CopyDirty({bytenr, gen, id_, node->level}, *node);
-  RETURN_IF_ERROR(hooks_->FreeTreeBlock(*node));
+  RETURN_IF_ERROR(hooks_->CowTreeBlock(id_, *node, parent == nullptr));
   if (parent != nullptr) {
     parent->SetChild(parent_slot, copy);
   } else {
@@ -247,8 +251,11 @@ absl::Status Tree::CollapseRoot() {
     ASSIGN_OR_RETURN(NodeRef root, ReadRoot());
     if (root->leaf() || root->nritems() != 1) return absl::OkStatus();
     ASSIGN_OR_RETURN(NodeRef child, ReadChild(*root, 0));
+    // The child may be shared with a snapshot; a root never is (the
+    // reference from a root item is always the tree's own), so CoW it first.
+    ASSIGN_OR_RETURN(child, CowIfNeeded(std::move(child), root.get(), 0));
     SetRoot(*child);
-    RETURN_IF_ERROR(hooks_->FreeTreeBlock(*root));
+    RETURN_IF_ERROR(hooks_->FreeTreeBlock(id_, *root));
   }
 }
 
@@ -271,7 +278,7 @@ absl::Status Tree::FixUnderflow(Path& path, int lv, bool* changed_parent) {
     parent->EraseItem(rslot);
     path[lv].node = left;
     path[lv + 1].slot = lslot;
-    RETURN_IF_ERROR(hooks_->FreeTreeBlock(*right));
+    RETURN_IF_ERROR(hooks_->FreeTreeBlock(id_, *right));
     *changed_parent = true;
     return absl::OkStatus();
   }

@@ -4,6 +4,8 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "engine/base/check.h"
 #include "engine/base/status.h"
 #include "engine/format/items.h"
@@ -60,6 +62,10 @@ std::string RootItemKey(uint64_t tree_id) {
   return format::EncodeKey17(Key17{tree_id, format::kRootItem, 0});
 }
 
+uint64_t NowMs() {
+  return static_cast<uint64_t>(absl::ToUnixMillis(absl::Now()));
+}
+
 }  // namespace
 
 absl::StatusOr<Superblock> ReadBestSuperblock(BlockDevice* device, std::string* notes) {
@@ -108,11 +114,16 @@ absl::Status TxnManager::Mkfs(BlockDevice* device, uint32_t nodesize, uint32_t s
   sb.next_tree_id = format::kFirstFreeTreeId;
   std::unique_ptr<TxnManager> m(new TxnManager(device, sb, 64ull << 20));
   m->generation_ = 1;
+  m->next_tree_id_ = format::kFirstFreeTreeId;
   m->AddDeviceFreeSpace();
   ASSIGN_OR_RETURN(m->root_tree_, Tree::CreateEmpty(format::kRootTreeId, m->cache(), m.get()));
   ASSIGN_OR_RETURN(m->extent_tree_, Tree::CreateEmpty(format::kExtentTreeId, m->cache(), m.get()));
-  ASSIGN_OR_RETURN(m->fs_trees_[format::kDefaultTreeId],
-                   Tree::CreateEmpty(format::kDefaultTreeId, m->cache(), m.get()));
+  Subvol& def = m->subvols_[format::kDefaultTreeId];
+  ASSIGN_OR_RETURN(def.tree, Tree::CreateEmpty(format::kDefaultTreeId, m->cache(), m.get()));
+  def.info.id = format::kDefaultTreeId;
+  def.info.name = "default";
+  def.info.ctime_ms = NowMs();
+  def.dirty = true;
   return m->Commit();
 }
 
@@ -126,6 +137,7 @@ absl::StatusOr<std::unique_ptr<TxnManager>> TxnManager::Mount(BlockDevice* devic
     if (s.ok()) s = m->RebuildFreeSpace();
     if (s.ok()) {
       m->generation_ = sb.generation + 1;
+      m->next_tree_id_ = std::max<uint64_t>(sb.next_tree_id, format::kFirstFreeTreeId);
       int fresh = 0;
       for (const Superblock& c : candidates) fresh += c.generation == sb.generation;
       m->superblocks_need_rewrite_ = fresh < format::MirrorCount(device->Size());
@@ -144,7 +156,12 @@ absl::Status TxnManager::LoadTrees() {
   TreeIterator it(root_tree_.get());
   for (it.SeekToFirst(); it.Valid(); it.Next()) {
     Key17 k;
-    if (!format::DecodeKey17(it.key(), &k) || k.type != format::kRootItem) continue;
+    if (!format::DecodeKey17(it.key(), &k)) continue;
+    if (k.type == format::kSubvolInfo) {
+      RETURN_IF_ERROR(LoadSubvolInfo(k.objectid, it.value()));
+      continue;
+    }
+    if (k.type != format::kRootItem) continue;
     ASSIGN_OR_RETURN(format::RootItem ri, format::DecodeRootItem(it.value(), k.objectid));
     auto tree = std::make_unique<Tree>(k.objectid, RootRef{ri.bytenr, ri.generation, ri.level},
                                        cache_.get(), this);
@@ -152,12 +169,21 @@ absl::Status TxnManager::LoadTrees() {
     if (k.objectid == format::kExtentTreeId) {
       extent_tree_ = std::move(tree);
     } else {
-      fs_trees_[k.objectid] = std::move(tree);
+      Subvol& sv = subvols_[k.objectid];
+      sv.tree = std::move(tree);
+      sv.item = ri;
+      sv.info.id = k.objectid;
     }
   }
   RETURN_IF_ERROR(it.status());
-  if (extent_tree_ == nullptr || fs_trees_.count(format::kDefaultTreeId) == 0) {
+  if (extent_tree_ == nullptr || subvols_.count(format::kDefaultTreeId) == 0) {
     return absl::DataLossError("root tree lacks the extent tree or default tree root item");
+  }
+  for (auto& [id, sv] : subvols_) {
+    if (sv.tree == nullptr) {
+      return absl::DataLossError(absl::StrCat("subvolume ", id, " has info but no root item"));
+    }
+    if (sv.info.name.empty()) sv.info.name = absl::StrCat("subvol-", id);
   }
   return absl::OkStatus();
 }
@@ -198,8 +224,8 @@ absl::Status TxnManager::RebuildFreeSpace() {
 }
 
 Tree* TxnManager::fs_tree(uint64_t id) {
-  auto it = fs_trees_.find(id);
-  return it == fs_trees_.end() ? nullptr : it->second.get();
+  auto it = subvols_.find(id);
+  return it == subvols_.end() ? nullptr : it->second.tree.get();
 }
 
 absl::StatusOr<uint64_t> TxnManager::AllocTreeBlock(uint64_t owner, uint8_t level) {
@@ -215,10 +241,14 @@ absl::StatusOr<uint64_t> TxnManager::AllocTreeBlock(uint64_t owner, uint8_t leve
   return bytenr;
 }
 
-absl::Status TxnManager::FreeTreeBlock(const Node& node) {
-  refs_.Add(node.bytenr, sb_.nodesize, node.level, {format::kTreeBlockRef, node.owner}, -1,
-            false, generation_);
-  --nodes_per_tree_[node.owner];
+void TxnManager::DropTreeRef(uint64_t tree_id, const Node& node) {
+  refs_.Add(node.bytenr, sb_.nodesize, node.level, {format::kTreeBlockRef, tree_id}, -1, false,
+            generation_);
+  --nodes_per_tree_[tree_id];
+}
+
+absl::Status TxnManager::FreeTreeBlock(uint64_t tree_id, const Node& node) {
+  DropTreeRef(tree_id, node);
   if (refs_.DropIfCancelled(node.bytenr)) {
     // Allocated and freed in this transaction, never written: free at once.
     free_.FreeNow(node.bytenr, sb_.nodesize);
@@ -238,7 +268,7 @@ void TxnManager::OnExtentFreed(uint64_t bytenr, uint64_t num_bytes) {
 uint64_t TxnManager::CommitReserveNodes(uint64_t extra_heads) const {
   const uint64_t heads = refs_.num_heads() + extra_heads;
   const uint64_t per_head = 2 * (extent_tree_->height() + 2);
-  const uint64_t roots = (fs_trees_.size() + 2) * 2 * (root_tree_->height() + 2);
+  const uint64_t roots = (subvols_.size() + 2) * 2 * (root_tree_->height() + 2);
   auto it = nodes_per_tree_.find(format::kExtentTreeId);
   const uint64_t ext_nodes = it == nodes_per_tree_.end() ? 0 : std::max<int64_t>(0, it->second);
   // Bound (a): every head CoWs and splits its own extent-tree path.
@@ -271,8 +301,8 @@ absl::Status TxnManager::ReserveForWrite(Tree* tree, WriteKind kind) {
 bool TxnManager::HasChanges() const {
   if (superblocks_need_rewrite_) return true;
   if (!refs_.empty() || root_tree_->root_changed() || extent_tree_->root_changed()) return true;
-  for (const auto& [id, t] : fs_trees_) {
-    if (t->root_changed()) return true;
+  for (const auto& [id, sv] : subvols_) {
+    if (sv.tree->root_changed() || sv.dirty) return true;
   }
   return false;
 }
@@ -304,15 +334,8 @@ absl::Status TxnManager::CommitSteps() {
 }
 
 namespace {
-absl::Status PutRootItem(Tree* root_tree, Tree* tree) {
+absl::Status PutRootItem(Tree* root_tree, Tree* tree, format::RootItem ri) {
   std::string key = RootItemKey(tree->id());
-  format::RootItem ri;
-  absl::StatusOr<std::string> cur = root_tree->Get(key);
-  if (cur.ok()) {
-    ASSIGN_OR_RETURN(ri, format::DecodeRootItem(*cur, tree->id()));
-  } else if (!absl::IsNotFound(cur.status())) {
-    return cur.status();
-  }
   ri.bytenr = tree->root().bytenr;
   ri.generation = tree->root().generation;
   ri.level = tree->root().level;
@@ -322,8 +345,14 @@ absl::Status PutRootItem(Tree* root_tree, Tree* tree) {
 }  // namespace
 
 absl::Status TxnManager::UpdateRootItems() {
-  for (auto& [id, tree] : fs_trees_) {
-    if (tree->root_changed()) RETURN_IF_ERROR(PutRootItem(root_tree_.get(), tree.get()));
+  for (auto& [id, sv] : subvols_) {
+    if (!sv.tree->root_changed() && !sv.dirty) continue;
+    sv.item.bytenr = sv.tree->root().bytenr;
+    sv.item.generation = sv.tree->root().generation;
+    sv.item.level = sv.tree->root().level;
+    RETURN_IF_ERROR(PutRootItem(root_tree_.get(), sv.tree.get(), sv.item));
+    if (sv.dirty) RETURN_IF_ERROR(PutSubvolInfo(sv));
+    sv.dirty = false;
   }
   return absl::OkStatus();
 }
@@ -332,7 +361,7 @@ absl::Status TxnManager::RunAllDelayedRefs() {
   for (int round = 0;; ++round) {
     COWKV_CHECK_MSG(round < 64, "delayed refs did not converge");
     if (extent_tree_->root_changed()) {
-      RETURN_IF_ERROR(PutRootItem(root_tree_.get(), extent_tree_.get()));
+      RETURN_IF_ERROR(PutRootItem(root_tree_.get(), extent_tree_.get(), format::RootItem{}));
     }
     if (refs_.empty()) return absl::OkStatus();
     std::vector<DelayedRefHead> heads = refs_.TakeAll();
@@ -380,6 +409,7 @@ absl::Status TxnManager::WriteSuperblocks() {
   sb.root_level = root_tree_->root().level;
   sb.bytes_used = bytes_used_;
   sb.total_bytes = device_->Size();
+  sb.next_tree_id = next_tree_id_;
   for (int i = 0; i < format::MirrorCount(device_->Size()); ++i) {
     sb.bytenr = format::kSuperblockOffsets[i];
     std::string enc = format::EncodeSuperblock(sb);

@@ -37,6 +37,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "engine/alloc/free_space.h"
+#include "engine/format/items.h"
 #include "engine/format/superblock.h"
 #include "engine/io/block_device.h"
 #include "engine/refs/delayed_refs.h"
@@ -58,6 +59,20 @@ struct TxnStats {
   NodeCacheStats cache;
 };
 
+// A subvolume as the root tree records it.
+struct SubvolInfo {
+  uint64_t id = 0;
+  std::string name;
+  uint64_t parent_id = 0;  // the source of a snapshot; 0 for a plain subvolume
+  uint64_t ctime_ms = 0;   // creation time, Unix milliseconds
+  uint64_t flags = 0;      // format::kRootFlagReadOnly
+  uint64_t last_snapshot = 0;
+  uint64_t generation = 0;  // generation of its root node
+};
+
+// Subvolume names: 1..255 bytes, no '/' and no NUL.
+absl::Status ValidateSubvolName(absl::string_view name);
+
 // Reads every superblock copy and returns the newest one whose checksum and
 // root node verify. `notes` (optional) receives one line per rejected copy.
 absl::StatusOr<format::Superblock> ReadBestSuperblock(BlockDevice* device,
@@ -78,10 +93,25 @@ class TxnManager : public TreeHooks {
   // TreeHooks.
   uint64_t generation() const override { return generation_; }
   absl::StatusOr<uint64_t> AllocTreeBlock(uint64_t owner, uint8_t level) override;
-  absl::Status FreeTreeBlock(const Node& node) override;
+  absl::Status CowTreeBlock(uint64_t tree_id, const Node& old, bool is_root) override;
+  absl::Status FreeTreeBlock(uint64_t tree_id, const Node& node) override;
 
-  // The fs tree `id` (only kDefaultTreeId exists before subvolumes).
+  // The fs tree of subvolume `id`, or null.
   Tree* fs_tree(uint64_t id);
+
+  // Subvolumes (txn/subvolumes.cc). Ids are never reused.
+  absl::StatusOr<uint64_t> CreateSubvolume(absl::string_view name);
+  // Makes `name` a snapshot of `source_id`: a new root node copied from the
+  // source's, sharing every other node (O(fanout), whatever the size). The
+  // source must have no dirty nodes: call right after a commit.
+  absl::StatusOr<uint64_t> Snapshot(uint64_t source_id, absl::string_view name,
+                                    bool read_only);
+  absl::Status RenameSubvolume(uint64_t id, absl::string_view new_name);
+  absl::StatusOr<uint64_t> LookupSubvolume(absl::string_view name) const;
+  absl::StatusOr<SubvolInfo> GetSubvolume(uint64_t id) const;
+  std::vector<SubvolInfo> ListSubvolumes() const;
+  bool IsReadOnly(uint64_t id) const;
+  bool HasDirtyNodes() { return cache_->Stats().dirty_nodes > 0; }
 
   // Checks that one write to `tree` fits (see the header comment).
   absl::Status ReserveForWrite(Tree* tree, WriteKind kind);
@@ -101,7 +131,19 @@ class TxnManager : public TreeHooks {
 
  private:
   TxnManager(BlockDevice* device, const format::Superblock& sb, uint64_t cache_bytes);
+  struct Subvol {
+    std::unique_ptr<Tree> tree;
+    format::RootItem item;
+    SubvolInfo info;
+    bool dirty = false;  // item or info changed beyond the root pointer
+  };
   absl::Status LoadTrees();
+  absl::Status LoadSubvolInfo(uint64_t id, absl::string_view value);
+  absl::Status PutSubvolInfo(const Subvol& sv);
+  absl::StatusOr<std::pair<uint64_t, uint64_t>> LookupExtentInfo(uint64_t bytenr);
+  void AddChildRefs(const Node& node, bool full_backref, uint64_t tree_id, int64_t delta);
+  void DropTreeRef(uint64_t tree_id, const Node& node);
+  absl::Status CheckNewName(absl::string_view name) const;
   absl::Status RebuildFreeSpace();
   void AddDeviceFreeSpace();
   absl::Status UpdateRootItems();
@@ -119,9 +161,10 @@ class TxnManager : public TreeHooks {
   DelayedRefs refs_;
   std::unique_ptr<Tree> root_tree_;
   std::unique_ptr<Tree> extent_tree_;
-  std::map<uint64_t, std::unique_ptr<Tree>> fs_trees_;
+  std::map<uint64_t, Subvol> subvols_;
   std::map<uint64_t, int64_t> nodes_per_tree_;  // live tree blocks by owner
   uint64_t generation_ = 0;  // the running engine transaction
+  uint64_t next_tree_id_ = 0;
   uint64_t bytes_used_ = 0;
   uint64_t commits_ = 0;
   uint64_t flushes_ = 0;
