@@ -69,7 +69,7 @@ absl::Status Transaction::Delete(absl::string_view key) {
 }
 
 absl::StatusOr<std::string> Transaction::Get(absl::string_view key) {
-  return store_->Get(key);
+  return store_->Get(format::kDefaultTreeId, key);
 }
 
 void Transaction::End() {
@@ -87,8 +87,6 @@ StoreImpl::StoreImpl(BlockDevice* device, std::unique_ptr<BlockDevice> owned,
       options_(options),
       nodesize_(txn->nodesize()),
       txn_(std::move(txn)) {
-  default_tree_ = txn_->fs_tree(format::kDefaultTreeId);
-  COWKV_CHECK(default_tree_ != nullptr);
   if (options_.commit_interval_ms > 0 && !options_.read_only) {
     committer_ = std::thread([this] { CommitterLoop(); });
   }
@@ -149,39 +147,52 @@ void StoreImpl::EndHandle() {
   --open_handles_;
 }
 
-absl::Status StoreImpl::WriteOnce(absl::string_view key, const absl::string_view* value) {
+absl::StatusOr<Tree*> StoreImpl::TreeFor(uint64_t tree_id) {
+  Tree* tree = txn_->fs_tree(tree_id);
+  if (tree == nullptr) return absl::NotFoundError(absl::StrCat("no subvolume with id ", tree_id));
+  return tree;
+}
+
+absl::Status StoreImpl::WriteOnce(uint64_t tree_id, absl::string_view key,
+                                  const absl::string_view* value) {
   absl::WriterMutexLock l(&mu_);
+  ASSIGN_OR_RETURN(Tree * tree, TreeFor(tree_id));
+  if (txn_->IsReadOnly(tree_id)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "subvolume '", txn_->GetSubvolume(tree_id)->name, "' is a read-only snapshot"));
+  }
   auto kind = value ? TxnManager::WriteKind::kInsert : TxnManager::WriteKind::kDelete;
   if (value) {
-    RETURN_IF_ERROR(default_tree_->ValidatePut(key, *value));
+    RETURN_IF_ERROR(tree->ValidatePut(key, *value));
   } else {
     // A missing key is NOT_FOUND even on a full device.
-    absl::StatusOr<std::string> probe = default_tree_->Get(key);
+    absl::StatusOr<std::string> probe = tree->Get(key);
     if (!probe.ok()) return probe.status();
   }
-  RETURN_IF_ERROR(txn_->ReserveForWrite(default_tree_, kind));
-  return value ? default_tree_->Put(key, *value) : default_tree_->Delete(key);
+  RETURN_IF_ERROR(txn_->ReserveForWrite(tree, kind));
+  return value ? tree->Put(key, *value) : tree->Delete(key);
 }
 
 absl::Status StoreImpl::HandlePut(absl::string_view key, absl::string_view value) {
   RETURN_IF_ERROR(CheckOpen());
-  return WriteOnce(key, &value);
+  return WriteOnce(format::kDefaultTreeId, key, &value);
 }
 
 absl::Status StoreImpl::HandleDelete(absl::string_view key) {
   RETURN_IF_ERROR(CheckOpen());
-  return WriteOnce(key, nullptr);
+  return WriteOnce(format::kDefaultTreeId, key, nullptr);
 }
 
 // A write outside any handle: joins the running transaction for one
 // operation. On ENOSPC it commits once — space freed in this transaction is
 // pinned until then — and retries.
-absl::Status StoreImpl::ImplicitWrite(absl::string_view key, const absl::string_view* value) {
+absl::Status StoreImpl::ImplicitWrite(uint64_t tree_id, absl::string_view key,
+                                      const absl::string_view* value) {
   RETURN_IF_ERROR(CheckOpen());
   if (options_.read_only) return absl::FailedPreconditionError("store is opened read-only");
   for (int attempt = 0;; ++attempt) {
     ASSIGN_OR_RETURN(std::unique_ptr<Transaction> h, Begin());
-    absl::Status s = WriteOnce(key, value);
+    absl::Status s = WriteOnce(tree_id, key, value);
     h->End();
     if (absl::IsResourceExhausted(s) && attempt == 0) {
       RETURN_IF_ERROR(Commit(CommitTrigger::kSpace));
@@ -192,20 +203,119 @@ absl::Status StoreImpl::ImplicitWrite(absl::string_view key, const absl::string_
   }
 }
 
-absl::Status StoreImpl::Put(absl::string_view key, absl::string_view value) {
-  return ImplicitWrite(key, &value);
+absl::Status StoreImpl::Put(uint64_t tree_id, absl::string_view key, absl::string_view value) {
+  return ImplicitWrite(tree_id, key, &value);
 }
 
-absl::Status StoreImpl::Delete(absl::string_view key) { return ImplicitWrite(key, nullptr); }
+absl::Status StoreImpl::Delete(uint64_t tree_id, absl::string_view key) {
+  return ImplicitWrite(tree_id, key, nullptr);
+}
 
-absl::StatusOr<std::string> StoreImpl::Get(absl::string_view key) {
+absl::StatusOr<std::string> StoreImpl::Get(uint64_t tree_id, absl::string_view key) {
   RETURN_IF_ERROR(CheckOpen());
   absl::ReaderMutexLock l(&mu_);
-  return default_tree_->Get(key);
+  ASSIGN_OR_RETURN(Tree * tree, TreeFor(tree_id));
+  return tree->Get(key);
 }
 
-std::unique_ptr<Iterator> StoreImpl::NewIterator() {
-  return std::make_unique<Iterator>(std::make_unique<Iterator::Impl>(&mu_, default_tree_));
+std::unique_ptr<Iterator> StoreImpl::NewIterator(uint64_t tree_id) {
+  Tree* tree;
+  {
+    absl::ReaderMutexLock l(&mu_);
+    tree = txn_->fs_tree(tree_id);  // subvolume trees live as long as the store
+  }
+  COWKV_CHECK(tree != nullptr);
+  return std::make_unique<Iterator>(std::make_unique<Iterator::Impl>(&mu_, tree));
+}
+
+absl::StatusOr<uint64_t> StoreImpl::ManageSubvolumes(
+    const std::function<absl::StatusOr<uint64_t>(TxnManager*)>& op, bool commit_first) {
+  RETURN_IF_ERROR(CheckOpen());
+  if (options_.read_only) return absl::FailedPreconditionError("store is opened read-only");
+  absl::MutexLock hl(&handles_mu_);
+  handles_mu_.Await(absl::Condition(+[](bool* wanted) { return !*wanted; }, &commit_wanted_));
+  commit_wanted_ = true;
+  handles_mu_.Await(absl::Condition(+[](int* n) { return *n == 0; }, &open_handles_));
+  absl::StatusOr<uint64_t> id;
+  {
+    absl::WriterMutexLock l(&mu_);
+    absl::Status s = commit_first ? CommitLocked(CommitTrigger::kExplicit) : absl::OkStatus();
+    if (s.ok()) s = txn_->ReserveForWrite(txn_->fs_tree(format::kDefaultTreeId),
+                                          TxnManager::WriteKind::kInsert);
+    id = s.ok() ? op(txn_.get()) : absl::StatusOr<uint64_t>(s);
+    if (id.ok()) s = CommitLocked(CommitTrigger::kExplicit);
+    if (!s.ok()) id = s;
+  }
+  commit_wanted_ = false;
+  return id;
+}
+
+absl::StatusOr<SubvolumeInfo> StoreImpl::ShowSubvolume(absl::string_view name) {
+  RETURN_IF_ERROR(CheckOpen());
+  absl::ReaderMutexLock l(&mu_);
+  ASSIGN_OR_RETURN(uint64_t id, txn_->LookupSubvolume(name));
+  ASSIGN_OR_RETURN(SubvolInfo s, txn_->GetSubvolume(id));
+  SubvolumeInfo out;
+  out.id = s.id;
+  out.name = s.name;
+  out.parent_id = s.parent_id;
+  out.generation = s.generation;
+  out.last_snapshot = s.last_snapshot;
+  out.created_unix_ms = s.ctime_ms;
+  out.read_only = s.flags & format::kRootFlagReadOnly;
+  return out;
+}
+
+std::vector<SubvolumeInfo> StoreImpl::ListSubvolumes() {
+  std::vector<std::string> names;
+  {
+    absl::ReaderMutexLock l(&mu_);
+    for (const SubvolInfo& s : txn_->ListSubvolumes()) names.push_back(s.name);
+  }
+  std::vector<SubvolumeInfo> out;
+  for (const std::string& n : names) {
+    absl::StatusOr<SubvolumeInfo> s = ShowSubvolume(n);
+    if (s.ok()) out.push_back(*s);
+  }
+  return out;
+}
+
+absl::StatusOr<SubvolumeInfo> StoreImpl::CreateSubvolume(absl::string_view name) {
+  ASSIGN_OR_RETURN(uint64_t id, ManageSubvolumes(
+      [&](TxnManager* t) { return t->CreateSubvolume(name); }, false));
+  (void)id;
+  return ShowSubvolume(name);
+}
+
+absl::StatusOr<SubvolumeInfo> StoreImpl::CreateSnapshot(absl::string_view source,
+                                                        absl::string_view name, bool read_only) {
+  RETURN_IF_ERROR(ValidateSubvolName(name));
+  ASSIGN_OR_RETURN(uint64_t id, ManageSubvolumes(
+      [&](TxnManager* t) -> absl::StatusOr<uint64_t> {
+        ASSIGN_OR_RETURN(uint64_t src, t->LookupSubvolume(source));
+        return t->Snapshot(src, name, read_only);
+      },
+      true));
+  (void)id;
+  return ShowSubvolume(name);
+}
+
+absl::Status StoreImpl::RenameSubvolume(absl::string_view name, absl::string_view new_name) {
+  return ManageSubvolumes(
+             [&](TxnManager* t) -> absl::StatusOr<uint64_t> {
+               ASSIGN_OR_RETURN(uint64_t id, t->LookupSubvolume(name));
+               RETURN_IF_ERROR(t->RenameSubvolume(id, new_name));
+               return id;
+             },
+             false)
+      .status();
+}
+
+absl::StatusOr<std::unique_ptr<Subvolume>> StoreImpl::OpenSubvolume(absl::string_view name) {
+  RETURN_IF_ERROR(CheckOpen());
+  absl::ReaderMutexLock l(&mu_);
+  ASSIGN_OR_RETURN(uint64_t id, txn_->LookupSubvolume(name));
+  return std::unique_ptr<Subvolume>(new Subvolume(this, id));
 }
 
 void StoreImpl::MaybeCommitForDirtyBytes() {
@@ -323,11 +433,41 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path, cons
 
 absl::Status Store::Close() { return impl_->Close(); }
 absl::Status Store::Put(absl::string_view key, absl::string_view value) {
-  return impl_->Put(key, value);
+  return impl_->Put(format::kDefaultTreeId, key, value);
 }
-absl::StatusOr<std::string> Store::Get(absl::string_view key) { return impl_->Get(key); }
-absl::Status Store::Delete(absl::string_view key) { return impl_->Delete(key); }
-std::unique_ptr<Iterator> Store::NewIterator() { return impl_->NewIterator(); }
+absl::StatusOr<std::string> Store::Get(absl::string_view key) {
+  return impl_->Get(format::kDefaultTreeId, key);
+}
+absl::Status Store::Delete(absl::string_view key) {
+  return impl_->Delete(format::kDefaultTreeId, key);
+}
+std::unique_ptr<Iterator> Store::NewIterator() { return impl_->NewIterator(format::kDefaultTreeId); }
+absl::StatusOr<SubvolumeInfo> Store::CreateSubvolume(absl::string_view name) {
+  return impl_->CreateSubvolume(name);
+}
+absl::StatusOr<SubvolumeInfo> Store::CreateSnapshot(absl::string_view source,
+                                                    absl::string_view name, bool read_only) {
+  return impl_->CreateSnapshot(source, name, read_only);
+}
+absl::Status Store::RenameSubvolume(absl::string_view name, absl::string_view new_name) {
+  return impl_->RenameSubvolume(name, new_name);
+}
+absl::StatusOr<SubvolumeInfo> Store::ShowSubvolume(absl::string_view name) {
+  return impl_->ShowSubvolume(name);
+}
+std::vector<SubvolumeInfo> Store::ListSubvolumes() { return impl_->ListSubvolumes(); }
+absl::StatusOr<std::unique_ptr<Subvolume>> Store::OpenSubvolume(absl::string_view name) {
+  return impl_->OpenSubvolume(name);
+}
+
+absl::Status Subvolume::Put(absl::string_view key, absl::string_view value) {
+  return store_->Put(id_, key, value);
+}
+absl::StatusOr<std::string> Subvolume::Get(absl::string_view key) {
+  return store_->Get(id_, key);
+}
+absl::Status Subvolume::Delete(absl::string_view key) { return store_->Delete(id_, key); }
+std::unique_ptr<Iterator> Subvolume::NewIterator() { return store_->NewIterator(id_); }
 absl::StatusOr<std::unique_ptr<Transaction>> Store::Begin() { return impl_->Begin(); }
 absl::Status Store::Commit() { return impl_->Commit(CommitTrigger::kExplicit); }
 StoreStats Store::Stats() { return impl_->Stats(); }

@@ -128,6 +128,35 @@ class Iterator {
   std::unique_ptr<Impl> impl_;
 };
 
+// A subvolume: a namespace with its own tree (btrfs). Snapshots are
+// subvolumes created from another's root, sharing every node until written.
+struct SubvolumeInfo {
+  uint64_t id = 0;             // never reused
+  std::string name;            // 1..255 bytes, no '/' or NUL
+  uint64_t parent_id = 0;      // snapshot source; 0 for a plain subvolume
+  uint64_t generation = 0;     // generation of its root node
+  uint64_t last_snapshot = 0;  // generation of the last snapshot taken of it
+  uint64_t created_unix_ms = 0;
+  bool read_only = false;
+};
+
+// A handle on one subvolume's key space; cheap, valid while the Store is
+// open. Writes to a read-only snapshot are FAILED_PRECONDITION.
+class Subvolume {
+ public:
+  uint64_t id() const { return id_; }
+  absl::Status Put(absl::string_view key, absl::string_view value);
+  absl::StatusOr<std::string> Get(absl::string_view key);
+  absl::Status Delete(absl::string_view key);
+  std::unique_ptr<Iterator> NewIterator();
+
+ private:
+  friend class StoreImpl;
+  Subvolume(StoreImpl* store, uint64_t id) : store_(store), id_(id) {}
+  StoreImpl* store_;
+  uint64_t id_;
+};
+
 // A handle joined to the running engine transaction (btrfs's
 // start_transaction/end_transaction). Everything written through one handle
 // lands in the same engine transaction, so it is atomic across a crash. The
@@ -181,6 +210,17 @@ class Store {
   std::unique_ptr<Iterator> NewIterator();
 
   absl::StatusOr<std::unique_ptr<Transaction>> Begin();
+
+  // Subvolumes. Create, snapshot and rename commit before they return, as
+  // btrfs's do; a snapshot sees everything written before the call. The
+  // default tree is the subvolume "default" (id 5).
+  absl::StatusOr<SubvolumeInfo> CreateSubvolume(absl::string_view name);
+  absl::StatusOr<SubvolumeInfo> CreateSnapshot(absl::string_view source,
+                                               absl::string_view name, bool read_only);
+  absl::Status RenameSubvolume(absl::string_view name, absl::string_view new_name);
+  absl::StatusOr<SubvolumeInfo> ShowSubvolume(absl::string_view name);
+  std::vector<SubvolumeInfo> ListSubvolumes();
+  absl::StatusOr<std::unique_ptr<Subvolume>> OpenSubvolume(absl::string_view name);
   // Commits the running engine transaction; on OK everything written before
   // the call is durable. Waits for open handles to End().
   absl::Status Commit();

@@ -14,6 +14,7 @@
 #define COWKV_ENGINE_STORE_IMPL_H_
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <thread>
 
@@ -34,10 +35,18 @@ class StoreImpl {
   ~StoreImpl();
 
   absl::Status Close();
-  absl::Status Put(absl::string_view key, absl::string_view value);
-  absl::Status Delete(absl::string_view key);
-  absl::StatusOr<std::string> Get(absl::string_view key);
-  std::unique_ptr<Iterator> NewIterator();
+  absl::Status Put(uint64_t tree_id, absl::string_view key, absl::string_view value);
+  absl::Status Delete(uint64_t tree_id, absl::string_view key);
+  absl::StatusOr<std::string> Get(uint64_t tree_id, absl::string_view key);
+  std::unique_ptr<Iterator> NewIterator(uint64_t tree_id);
+
+  absl::StatusOr<SubvolumeInfo> CreateSubvolume(absl::string_view name);
+  absl::StatusOr<SubvolumeInfo> CreateSnapshot(absl::string_view source, absl::string_view name,
+                                               bool read_only);
+  absl::Status RenameSubvolume(absl::string_view name, absl::string_view new_name);
+  absl::StatusOr<SubvolumeInfo> ShowSubvolume(absl::string_view name);
+  std::vector<SubvolumeInfo> ListSubvolumes();
+  absl::StatusOr<std::unique_ptr<Subvolume>> OpenSubvolume(absl::string_view name);
   absl::StatusOr<std::unique_ptr<Transaction>> Begin();
   absl::Status Commit(CommitTrigger trigger);
   StoreStats Stats();
@@ -48,12 +57,15 @@ class StoreImpl {
   absl::Status HandleDelete(absl::string_view key);
   void EndHandle();
 
-  absl::Mutex* tree_mu() { return &mu_; }
-  Tree* default_tree() { return default_tree_; }
 
  private:
-  absl::Status WriteOnce(absl::string_view key, const absl::string_view* value);
-  absl::Status ImplicitWrite(absl::string_view key, const absl::string_view* value);
+  absl::Status WriteOnce(uint64_t tree_id, absl::string_view key, const absl::string_view* value);
+  absl::Status ImplicitWrite(uint64_t tree_id, absl::string_view key,
+                             const absl::string_view* value);
+  // Runs `op` under the exclusive lock with no handle open, then commits.
+  absl::StatusOr<uint64_t> ManageSubvolumes(
+      const std::function<absl::StatusOr<uint64_t>(TxnManager*)>& op, bool commit_first);
+  absl::StatusOr<Tree*> TreeFor(uint64_t tree_id) ABSL_SHARED_LOCKS_REQUIRED(mu_);
   absl::Status CommitLocked(CommitTrigger trigger) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void MaybeCommitForDirtyBytes();
   void CommitterLoop();
@@ -72,7 +84,7 @@ class StoreImpl {
 
   absl::Mutex mu_;
   std::unique_ptr<TxnManager> txn_ ABSL_PT_GUARDED_BY(mu_);
-  Tree* default_tree_;  // owned by txn_; guarded by mu_ like the trees
+
   uint64_t commits_by_[5] ABSL_GUARDED_BY(mu_) = {};
 
   // Read without locks by CheckOpen(); set once by Close(). Acquire/release
