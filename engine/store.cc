@@ -90,6 +90,10 @@ StoreImpl::StoreImpl(BlockDevice* device, std::unique_ptr<BlockDevice> owned,
   if (options_.commit_interval_ms > 0 && !options_.read_only) {
     committer_ = std::thread([this] { CommitterLoop(); });
   }
+  if (options_.background_cleaner && !options_.read_only) {
+    cleaner_work_ = txn_->HasDeadRoots();  // resume a deletion a crash interrupted
+    cleaner_ = std::thread([this] { CleanerLoop(); });
+  }
 }
 
 StoreImpl::~StoreImpl() { Close().IgnoreError(); }
@@ -120,6 +124,7 @@ absl::Status StoreImpl::Close() {
     stop_ = true;
   }
   if (committer_.joinable()) committer_.join();
+  if (cleaner_.joinable()) cleaner_.join();
   absl::Status s;
   if (!options_.read_only) s = Commit(CommitTrigger::kClose);
   closed_.store(true, std::memory_order_release);
@@ -248,6 +253,82 @@ absl::StatusOr<uint64_t> StoreImpl::ManageSubvolumes(
   }
   commit_wanted_ = false;
   return id;
+}
+
+absl::Status StoreImpl::DeleteSubvolume(absl::string_view name) {
+  RETURN_IF_ERROR(ManageSubvolumes(
+                      [&](TxnManager* t) -> absl::StatusOr<uint64_t> {
+                        ASSIGN_OR_RETURN(uint64_t id, t->LookupSubvolume(name));
+                        RETURN_IF_ERROR(t->DeleteSubvolume(id));
+                        return id;
+                      },
+                      false)
+                      .status());
+  absl::MutexLock hl(&handles_mu_);
+  cleaner_work_ = true;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> StoreImpl::CleanerBatch(int max_steps) {
+  ASSIGN_OR_RETURN(std::unique_ptr<Transaction> h, Begin());
+  absl::StatusOr<int> steps;
+  {
+    absl::WriterMutexLock l(&mu_);
+    steps = txn_->CleanDeadRoots(max_steps);
+    if (steps.ok()) cleaner_steps_ += *steps;
+  }
+  h->End();
+  if (absl::IsResourceExhausted(steps.status())) {
+    // The drop needs a little space for CoW; what it freed is pinned.
+    RETURN_IF_ERROR(Commit(CommitTrigger::kSpace));
+    return 0;
+  }
+  if (steps.ok()) MaybeCommitForDirtyBytes();
+  return steps;
+}
+
+void StoreImpl::CleanerLoop() {
+  constexpr int kBatch = 256;  // child pointers per lock hold
+  for (;;) {
+    {
+      absl::MutexLock hl(&handles_mu_);
+      handles_mu_.Await(absl::Condition(
+          +[](StoreImpl* s) ABSL_NO_THREAD_SAFETY_ANALYSIS { return s->stop_ || s->cleaner_work_; },
+          this));
+      if (stop_) return;
+    }
+    absl::StatusOr<int> steps = CleanerBatch(kBatch);
+    bool more;
+    {
+      absl::ReaderMutexLock l(&mu_);
+      more = txn_->HasDeadRoots();
+    }
+    if (!steps.ok() || !more) {
+      absl::MutexLock hl(&handles_mu_);
+      cleaner_work_ = more && steps.ok();
+      if (!steps.ok()) {
+        // Retry later (e.g. after other deletions free space); not busily.
+        handles_mu_.AwaitWithTimeout(absl::Condition(&stop_), absl::Seconds(1));
+        cleaner_work_ = true;
+      }
+    }
+  }
+}
+
+absl::Status StoreImpl::DropDeletedSubvolumes(uint64_t max_steps) {
+  RETURN_IF_ERROR(CheckOpen());
+  uint64_t done = 0;
+  for (;;) {
+    {
+      absl::ReaderMutexLock l(&mu_);
+      if (!txn_->HasDeadRoots()) break;
+    }
+    if (max_steps != 0 && done >= max_steps) break;
+    int batch = max_steps == 0 ? 256 : static_cast<int>(std::min<uint64_t>(256, max_steps - done));
+    ASSIGN_OR_RETURN(int steps, CleanerBatch(batch));
+    done += steps;
+  }
+  return Commit(CommitTrigger::kExplicit);
 }
 
 absl::StatusOr<SubvolumeInfo> StoreImpl::ShowSubvolume(absl::string_view name) {
@@ -394,6 +475,9 @@ StoreStats StoreImpl::Stats() {
   s.cache_evictions = t.cache.evictions;
   s.corruptions_detected = CorruptionsDetected();
   s.enospc_errors = t.enospc_errors;
+  s.subvolumes = txn_->ListSubvolumes().size();
+  s.deleted_subvolumes_pending = txn_->dead_roots();
+  s.cleaner_steps = cleaner_steps_;
   return s;
 }
 
@@ -451,6 +535,12 @@ absl::StatusOr<SubvolumeInfo> Store::CreateSnapshot(absl::string_view source,
 }
 absl::Status Store::RenameSubvolume(absl::string_view name, absl::string_view new_name) {
   return impl_->RenameSubvolume(name, new_name);
+}
+absl::Status Store::DeleteSubvolume(absl::string_view name) {
+  return impl_->DeleteSubvolume(name);
+}
+absl::Status Store::DropDeletedSubvolumes(uint64_t max_steps) {
+  return impl_->DropDeletedSubvolumes(max_steps);
 }
 absl::StatusOr<SubvolumeInfo> Store::ShowSubvolume(absl::string_view name) {
   return impl_->ShowSubvolume(name);

@@ -65,6 +65,9 @@ struct Options {
   // crosses it (when no Begin() handle is open).
   uint64_t commit_interval_ms = 30000;
   uint64_t dirty_bytes_max = 256ull << 20;
+  // Drop deleted subvolumes on a background thread. Off: only
+  // Store::DropDeletedSubvolumes() does it (tests that step it by hand).
+  bool background_cleaner = true;
   // Run the full consistency check after every commit and fail the commit
   // on any finding (tests). On by default under --config=paranoid.
 #ifdef COWKV_PARANOID
@@ -99,6 +102,9 @@ struct StoreStats {
   uint64_t cache_evictions = 0;
   uint64_t corruptions_detected = 0;
   uint64_t enospc_errors = 0;
+  uint64_t subvolumes = 0;
+  uint64_t deleted_subvolumes_pending = 0;  // still being dropped
+  uint64_t cleaner_steps = 0;
 };
 
 // An iterator over the default tree at the latest state. Stable across
@@ -218,6 +224,12 @@ class Store {
   absl::StatusOr<SubvolumeInfo> CreateSnapshot(absl::string_view source,
                                                absl::string_view name, bool read_only);
   absl::Status RenameSubvolume(absl::string_view name, absl::string_view new_name);
+  // Deletes a subvolume: its name is gone when this returns (committed); the
+  // cleaner frees its nodes in the background, resuming after a crash.
+  absl::Status DeleteSubvolume(absl::string_view name);
+  // Runs the cleaner here, up to `max_steps` child pointers (0 = until every
+  // deleted subvolume is gone), committing as it goes.
+  absl::Status DropDeletedSubvolumes(uint64_t max_steps = 0);
   absl::StatusOr<SubvolumeInfo> ShowSubvolume(absl::string_view name);
   std::vector<SubvolumeInfo> ListSubvolumes();
   absl::StatusOr<std::unique_ptr<Subvolume>> OpenSubvolume(absl::string_view name);

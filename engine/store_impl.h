@@ -44,6 +44,8 @@ class StoreImpl {
   absl::StatusOr<SubvolumeInfo> CreateSnapshot(absl::string_view source, absl::string_view name,
                                                bool read_only);
   absl::Status RenameSubvolume(absl::string_view name, absl::string_view new_name);
+  absl::Status DeleteSubvolume(absl::string_view name);
+  absl::Status DropDeletedSubvolumes(uint64_t max_steps);
   absl::StatusOr<SubvolumeInfo> ShowSubvolume(absl::string_view name);
   std::vector<SubvolumeInfo> ListSubvolumes();
   absl::StatusOr<std::unique_ptr<Subvolume>> OpenSubvolume(absl::string_view name);
@@ -69,6 +71,9 @@ class StoreImpl {
   absl::Status CommitLocked(CommitTrigger trigger) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void MaybeCommitForDirtyBytes();
   void CommitterLoop();
+  void CleanerLoop();
+  // One batch of cleaner steps under the locks; returns steps done.
+  absl::StatusOr<int> CleanerBatch(int max_steps);
   absl::Status CheckOpen() const;
 
   // Constant after construction.
@@ -86,11 +91,14 @@ class StoreImpl {
   std::unique_ptr<TxnManager> txn_ ABSL_PT_GUARDED_BY(mu_);
 
   uint64_t commits_by_[5] ABSL_GUARDED_BY(mu_) = {};
+  uint64_t cleaner_steps_ ABSL_GUARDED_BY(mu_) = 0;
 
   // Read without locks by CheckOpen(); set once by Close(). Acquire/release
   // so a caller that sees it set also sees the closed state.
   std::atomic<bool> closed_{false};
   std::thread committer_;
+  std::thread cleaner_;
+  bool cleaner_work_ ABSL_GUARDED_BY(handles_mu_) = false;  // wake the cleaner
 };
 
 }  // namespace cowkv

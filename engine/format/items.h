@@ -67,6 +67,8 @@ absl::StatusOr<ExtentItem> DecodeExtentItem(absl::string_view v, uint64_t bytenr
 // progress, the drop-progress key bytes (0..1024).
 inline constexpr size_t kRootItemSize = 48;
 inline constexpr uint64_t kRootFlagReadOnly = 1;
+// The subvolume was deleted; the cleaner is dropping its tree.
+inline constexpr uint64_t kRootFlagDropping = 2;
 struct RootItem {
   uint64_t bytenr = 0;
   uint64_t generation = 0;

@@ -21,6 +21,7 @@ inline Options TestOptions() {
   Options o;
   o.commit_interval_ms = 0;
   o.dirty_bytes_max = 0;
+  o.background_cleaner = false;
   return o;
 }
 

@@ -259,6 +259,46 @@ absl::Status Tree::CollapseRoot() {
   }
 }
 
+namespace {
+// Removes slot 0 of an internal node and keeps its first key the lower fence.
+void RemoveFirstChild(Node* n) {
+  std::string fence(n->key(0));
+  n->EraseItem(0);
+  if (n->nritems() > 0) n->SetKey(0, fence);
+}
+}  // namespace
+
+absl::StatusOr<bool> Tree::DropLeftmost() {
+  ASSIGN_OR_RETURN(NodeRef root, ReadRoot());
+  if (root->leaf()) {
+    RETURN_IF_ERROR(hooks_->FreeTreeBlock(id_, *root));
+    ++version_;
+    return false;
+  }
+  ASSIGN_OR_RETURN(root, CowIfNeeded(std::move(root), nullptr, 0));
+  Path path;
+  const int top = root->level;
+  path[top].node = root;
+  int level = top;
+  for (;; --level) {
+    Node* n = path[level].node.get();
+    ASSIGN_OR_RETURN(bool descend, hooks_->ShouldDescendForDrop(id_, n->Child(0), level - 1));
+    if (!descend) break;
+    ASSIGN_OR_RETURN(NodeRef child, ReadChild(*n, 0));
+    ASSIGN_OR_RETURN(path[level - 1].node, CowIfNeeded(std::move(child), n, 0));
+  }
+  RETURN_IF_ERROR(hooks_->DropChild(id_, *path[level].node, 0));
+  RemoveFirstChild(path[level].node.get());
+  ++version_;
+  // Remove nodes the removal left empty, bottom-up.
+  for (; path[level].node->nritems() == 0; ++level) {
+    RETURN_IF_ERROR(hooks_->FreeTreeBlock(id_, *path[level].node));
+    if (level == top) return false;
+    RemoveFirstChild(path[level + 1].node.get());
+  }
+  return true;
+}
+
 absl::Status Tree::FixUnderflow(Path& path, int lv, bool* changed_parent) {
   *changed_parent = false;
   Node* parent = path[lv + 1].node.get();

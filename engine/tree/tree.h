@@ -57,6 +57,19 @@ class TreeHooks {
   // Tree `tree_id` stops referencing `node`, a node it owns exclusively
   // (merged away, or a collapsed root): queue the -1.
   virtual absl::Status FreeTreeBlock(uint64_t tree_id, const Node& node) = 0;
+  // Dropping a deleted tree: should the walk descend into child `c` (at
+  // `level`) of a node of tree `tree_id`? Only into internal nodes the tree
+  // owns exclusively; anything else is dropped whole by DropChild.
+  virtual absl::StatusOr<bool> ShouldDescendForDrop(uint64_t tree_id, format::ChildPtr c,
+                                                    int level) {
+    return false;
+  }
+  // Tree `tree_id` drops its pointer to child `slot` of `parent` (a dirty
+  // node it owns) and with it the whole subtree below, as far as it is not
+  // shared.
+  virtual absl::Status DropChild(uint64_t tree_id, const Node& parent, int slot) {
+    return absl::UnimplementedError("this tree cannot be dropped");
+  }
 };
 
 class Tree {
@@ -91,6 +104,14 @@ class Tree {
   void ClearRootChanged() { root_changed_ = false; }
   NodeCache* cache() const { return cache_; }
   size_t max_value_size() const;
+
+  // Dropping a deleted tree, one child pointer at a time: descends the
+  // leftmost path while nodes are exclusively owned (CoWing them), drops the
+  // first child it may not descend into, removes the pointer and any node
+  // left empty. Every step leaves a valid, smaller tree, so a crash between
+  // commits resumes where the last commit left it. Returns false once the
+  // whole tree, root included, is gone.
+  absl::StatusOr<bool> DropLeftmost();
 
   // Worst-case nodes one Put or Delete can allocate at the current height.
   int WorstCaseNodesPerOp() const { return 3 * (height() + 2); }

@@ -31,6 +31,7 @@
 // and free it while T still points at it. Test: SubvolModel.* (check after
 // every commit verifies refs == back-references == pointers).
 #include <algorithm>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -94,7 +95,9 @@ absl::StatusOr<uint64_t> TxnManager::Snapshot(uint64_t source_id, absl::string_v
                                               bool read_only) {
   RETURN_IF_ERROR(CheckNewName(name));
   auto src = subvols_.find(source_id);
-  if (src == subvols_.end()) return absl::NotFoundError(absl::StrCat("no subvolume ", source_id));
+  if (src == subvols_.end() || src->second.dying()) {
+    return absl::NotFoundError(absl::StrCat("no subvolume ", source_id));
+  }
   COWKV_CHECK_MSG(!HasDirtyNodes(), "snapshot of a subvolume with dirty nodes");
   ASSIGN_OR_RETURN(NodeRef root, src->second.tree->ReadRoot());
   const uint64_t id = next_tree_id_++;
@@ -120,7 +123,9 @@ absl::StatusOr<uint64_t> TxnManager::Snapshot(uint64_t source_id, absl::string_v
 
 absl::Status TxnManager::RenameSubvolume(uint64_t id, absl::string_view new_name) {
   auto it = subvols_.find(id);
-  if (it == subvols_.end()) return absl::NotFoundError(absl::StrCat("no subvolume ", id));
+  if (it == subvols_.end() || it->second.dying()) {
+    return absl::NotFoundError(absl::StrCat("no subvolume ", id));
+  }
   if (it->second.info.name == new_name) return absl::OkStatus();
   RETURN_IF_ERROR(CheckNewName(new_name));
   it->second.info.name = std::string(new_name);
@@ -130,14 +135,16 @@ absl::Status TxnManager::RenameSubvolume(uint64_t id, absl::string_view new_name
 
 absl::StatusOr<uint64_t> TxnManager::LookupSubvolume(absl::string_view name) const {
   for (const auto& [id, sv] : subvols_) {
-    if (sv.info.name == name) return id;
+    if (!sv.dying() && sv.info.name == name) return id;
   }
   return absl::NotFoundError(absl::StrCat("no subvolume named '", name, "'"));
 }
 
 absl::StatusOr<SubvolInfo> TxnManager::GetSubvolume(uint64_t id) const {
   auto it = subvols_.find(id);
-  if (it == subvols_.end()) return absl::NotFoundError(absl::StrCat("no subvolume ", id));
+  if (it == subvols_.end() || it->second.dying()) {
+    return absl::NotFoundError(absl::StrCat("no subvolume ", id));
+  }
   SubvolInfo info = it->second.info;
   info.flags = it->second.item.flags;
   info.last_snapshot = it->second.item.last_snapshot;
@@ -147,7 +154,9 @@ absl::StatusOr<SubvolInfo> TxnManager::GetSubvolume(uint64_t id) const {
 
 std::vector<SubvolInfo> TxnManager::ListSubvolumes() const {
   std::vector<SubvolInfo> out;
-  for (const auto& [id, sv] : subvols_) out.push_back(*GetSubvolume(id));
+  for (const auto& [id, sv] : subvols_) {
+    if (!sv.dying()) out.push_back(*GetSubvolume(id));
+  }
   return out;
 }
 
@@ -222,6 +231,101 @@ absl::Status TxnManager::CowTreeBlock(uint64_t tree_id, const Node& old, bool is
   }
   DropTreeRef(tree_id, old);
   return absl::OkStatus();
+}
+
+// ---- Deletion ----------------------------------------------------------------
+//
+// Subvolume states (root item flags; every transition commits with the rest
+// of its engine transaction):
+//
+//   live --DeleteSubvolume--> dying --CleanDeadRoots (steps, many commits)--> gone
+//
+//   - live: listed, has a SUBVOL_INFO item and a name.
+//   - dying: ROOT_ITEM carries kRootFlagDropping; no name, not listed; the
+//     tree shrinks by one child pointer per step (Tree::DropLeftmost), so the
+//     root item's root pointer is the persisted progress: after a crash or
+//     remount the cleaner continues from the tree as the last commit left it.
+//   - gone: the root node is freed and the ROOT_ITEM deleted; the id is not
+//     reused (next_tree_id only grows).
+//
+// Trouble case: snapshot S→T, delete S. T still shares S's nodes, owned by S
+// and recorded as TREE(S) on their children. Dropping S's reference to such
+// a node must first turn it into FULL_BACKREF (children += SHARED(node),
+// children -= TREE(S)), or the children would keep a TREE(S) reference that
+// no tree holds and a later CoW by T would drop the wrong one. Test:
+// SubvolModel.* (deletions mixed with snapshots, check after every commit).
+
+absl::Status TxnManager::DeleteSubvolume(uint64_t id) {
+  if (id == format::kDefaultTreeId) {
+    return absl::FailedPreconditionError("the default subvolume cannot be deleted");
+  }
+  auto it = subvols_.find(id);
+  if (it == subvols_.end() || it->second.dying()) {
+    return absl::NotFoundError(absl::StrCat("no subvolume ", id));
+  }
+  it->second.item.flags |= format::kRootFlagDropping;
+  it->second.info.name.clear();
+  it->second.dirty = true;
+  return absl::OkStatus();
+}
+
+bool TxnManager::HasDeadRoots() const { return dead_roots() > 0; }
+
+uint64_t TxnManager::dead_roots() const {
+  uint64_t n = 0;
+  for (const auto& [id, sv] : subvols_) n += sv.dying();
+  return n;
+}
+
+absl::StatusOr<bool> TxnManager::ShouldDescendForDrop(uint64_t tree_id, format::ChildPtr c,
+                                                      int level) {
+  if (level == 0) return false;  // leaves hold no tree-block references
+  auto sv = subvols_.find(tree_id);
+  if (sv == subvols_.end() || c.generation > sv->second.item.last_snapshot) return true;
+  ASSIGN_OR_RETURN(auto info, LookupExtentInfo(c.bytenr));
+  return info.first == 1;
+}
+
+absl::Status TxnManager::DropChild(uint64_t tree_id, const Node& parent, int slot) {
+  format::ChildPtr c = parent.Child(slot);
+  auto sv = subvols_.find(tree_id);
+  const bool may_be_shared = sv != subvols_.end() && c.generation <= sv->second.item.last_snapshot;
+  ASSIGN_OR_RETURN(NodeRef child, cache_->Read({c.bytenr, c.generation, 0, parent.level - 1}));
+  if (may_be_shared && !child->leaf()) {
+    ASSIGN_OR_RETURN(auto info, LookupExtentInfo(c.bytenr));
+    const bool full = info.second & format::kExtentFlagFullBackref;
+    if (info.first > 1 && child->owner == tree_id && !full) {
+      AddChildRefs(*child, /*full_backref=*/true, tree_id, +1);
+      AddChildRefs(*child, /*full_backref=*/false, tree_id, -1);
+      refs_.SetFullBackref(child->bytenr, sb_.nodesize, child->level);
+    }
+    COWKV_CHECK_MSG(info.first > 1 || child->leaf(), "dropping an exclusive internal node whole");
+  }
+  DropTreeRef(tree_id, *child);
+  return absl::OkStatus();
+}
+
+absl::Status TxnManager::RemoveRootItems(uint64_t id) {
+  absl::Status s = root_tree_->Delete(RootItemKeyFor(id));
+  if (!s.ok() && !absl::IsNotFound(s)) return s;
+  s = root_tree_->Delete(format::EncodeKey17(Key17{id, format::kSubvolInfo, 0}));
+  if (!s.ok() && !absl::IsNotFound(s)) return s;
+  subvols_.erase(id);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> TxnManager::CleanDeadRoots(int max_steps) {
+  int steps = 0;
+  while (steps < max_steps) {
+    auto it = std::find_if(subvols_.begin(), subvols_.end(),
+                           [](const auto& e) { return e.second.dying(); });
+    if (it == subvols_.end()) break;
+    RETURN_IF_ERROR(ReserveForWrite(it->second.tree.get(), WriteKind::kDelete));
+    ASSIGN_OR_RETURN(bool more, it->second.tree->DropLeftmost());
+    ++steps;
+    if (!more) RETURN_IF_ERROR(RemoveRootItems(it->first));
+  }
+  return steps;
 }
 
 }  // namespace cowkv

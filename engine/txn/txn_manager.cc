@@ -58,9 +58,7 @@ std::vector<Superblock> SuperblockCandidates(BlockDevice* device, std::string* n
   return out;
 }
 
-std::string RootItemKey(uint64_t tree_id) {
-  return format::EncodeKey17(Key17{tree_id, format::kRootItem, 0});
-}
+std::string RootItemKey(uint64_t tree_id) { return RootItemKeyFor(tree_id); }
 
 uint64_t NowMs() {
   return static_cast<uint64_t>(absl::ToUnixMillis(absl::Now()));
@@ -183,7 +181,8 @@ absl::Status TxnManager::LoadTrees() {
     if (sv.tree == nullptr) {
       return absl::DataLossError(absl::StrCat("subvolume ", id, " has info but no root item"));
     }
-    if (sv.info.name.empty()) sv.info.name = absl::StrCat("subvol-", id);
+    if (sv.dying()) sv.info_removed = true;
+    if (sv.info.name.empty() && !sv.dying()) sv.info.name = absl::StrCat("subvol-", id);
   }
   return absl::OkStatus();
 }
@@ -225,7 +224,7 @@ absl::Status TxnManager::RebuildFreeSpace() {
 
 Tree* TxnManager::fs_tree(uint64_t id) {
   auto it = subvols_.find(id);
-  return it == subvols_.end() ? nullptr : it->second.tree.get();
+  return it == subvols_.end() || it->second.dying() ? nullptr : it->second.tree.get();
 }
 
 absl::StatusOr<uint64_t> TxnManager::AllocTreeBlock(uint64_t owner, uint8_t level) {
@@ -351,7 +350,12 @@ absl::Status TxnManager::UpdateRootItems() {
     sv.item.generation = sv.tree->root().generation;
     sv.item.level = sv.tree->root().level;
     RETURN_IF_ERROR(PutRootItem(root_tree_.get(), sv.tree.get(), sv.item));
-    if (sv.dirty) RETURN_IF_ERROR(PutSubvolInfo(sv));
+    if (sv.dirty && !sv.dying()) RETURN_IF_ERROR(PutSubvolInfo(sv));
+    if (sv.dying() && !sv.info_removed) {
+      absl::Status s = root_tree_->Delete(format::EncodeKey17(Key17{id, format::kSubvolInfo, 0}));
+      if (!s.ok() && !absl::IsNotFound(s)) return s;
+      sv.info_removed = true;
+    }
     sv.dirty = false;
   }
   return absl::OkStatus();

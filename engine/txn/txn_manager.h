@@ -70,6 +70,10 @@ struct SubvolInfo {
   uint64_t generation = 0;  // generation of its root node
 };
 
+inline std::string RootItemKeyFor(uint64_t tree_id) {
+  return format::EncodeKey17(format::Key17{tree_id, format::kRootItem, 0});
+}
+
 // Subvolume names: 1..255 bytes, no '/' and no NUL.
 absl::Status ValidateSubvolName(absl::string_view name);
 
@@ -95,6 +99,9 @@ class TxnManager : public TreeHooks {
   absl::StatusOr<uint64_t> AllocTreeBlock(uint64_t owner, uint8_t level) override;
   absl::Status CowTreeBlock(uint64_t tree_id, const Node& old, bool is_root) override;
   absl::Status FreeTreeBlock(uint64_t tree_id, const Node& node) override;
+  absl::StatusOr<bool> ShouldDescendForDrop(uint64_t tree_id, format::ChildPtr c,
+                                            int level) override;
+  absl::Status DropChild(uint64_t tree_id, const Node& parent, int slot) override;
 
   // The fs tree of subvolume `id`, or null.
   Tree* fs_tree(uint64_t id);
@@ -107,6 +114,15 @@ class TxnManager : public TreeHooks {
   absl::StatusOr<uint64_t> Snapshot(uint64_t source_id, absl::string_view name,
                                     bool read_only);
   absl::Status RenameSubvolume(uint64_t id, absl::string_view new_name);
+  // Deletes a subvolume at once (its name is gone); its tree is dropped
+  // later by CleanDeadRoots, across as many commits as it takes.
+  absl::Status DeleteSubvolume(uint64_t id);
+  bool HasDeadRoots() const;
+  // Drops up to `max_steps` child pointers of deleted trees; a tree that
+  // becomes empty loses its root item. Returns the steps done.
+  absl::StatusOr<int> CleanDeadRoots(int max_steps);
+  // Number of deleted subvolumes whose trees are not fully dropped yet.
+  uint64_t dead_roots() const;
   absl::StatusOr<uint64_t> LookupSubvolume(absl::string_view name) const;
   absl::StatusOr<SubvolInfo> GetSubvolume(uint64_t id) const;
   std::vector<SubvolInfo> ListSubvolumes() const;
@@ -136,6 +152,8 @@ class TxnManager : public TreeHooks {
     format::RootItem item;
     SubvolInfo info;
     bool dirty = false;  // item or info changed beyond the root pointer
+    bool info_removed = false;  // SUBVOL_INFO of a deleted subvolume is gone
+    bool dying() const { return item.flags & format::kRootFlagDropping; }
   };
   absl::Status LoadTrees();
   absl::Status LoadSubvolInfo(uint64_t id, absl::string_view value);
@@ -144,6 +162,7 @@ class TxnManager : public TreeHooks {
   void AddChildRefs(const Node& node, bool full_backref, uint64_t tree_id, int64_t delta);
   void DropTreeRef(uint64_t tree_id, const Node& node);
   absl::Status CheckNewName(absl::string_view name) const;
+  absl::Status RemoveRootItems(uint64_t id);
   absl::Status RebuildFreeSpace();
   void AddDeviceFreeSpace();
   absl::Status UpdateRootItems();
