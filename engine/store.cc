@@ -203,7 +203,10 @@ absl::Status StoreImpl::ImplicitWrite(uint64_t tree_id, absl::string_view key,
       RETURN_IF_ERROR(Commit(CommitTrigger::kSpace));
       continue;
     }
-    if (s.ok()) MaybeCommitForDirtyBytes();
+    if (s.ok()) {
+      Throttle();
+      MaybeCommitForDirtyBytes();
+    }
     return s;
   }
 }
@@ -234,7 +237,8 @@ std::unique_ptr<Iterator> StoreImpl::NewIterator(uint64_t tree_id) {
 }
 
 absl::StatusOr<uint64_t> StoreImpl::ManageSubvolumes(
-    const std::function<absl::StatusOr<uint64_t>(TxnManager*)>& op, bool commit_first) {
+    const std::function<absl::StatusOr<uint64_t>(TxnManager*)>& op, bool commit_first,
+    TxnManager::WriteKind kind) {
   RETURN_IF_ERROR(CheckOpen());
   if (options_.read_only) return absl::FailedPreconditionError("store is opened read-only");
   absl::MutexLock hl(&handles_mu_);
@@ -245,8 +249,7 @@ absl::StatusOr<uint64_t> StoreImpl::ManageSubvolumes(
   {
     absl::WriterMutexLock l(&mu_);
     absl::Status s = commit_first ? CommitLocked(CommitTrigger::kExplicit) : absl::OkStatus();
-    if (s.ok()) s = txn_->ReserveForWrite(txn_->fs_tree(format::kDefaultTreeId),
-                                          TxnManager::WriteKind::kInsert);
+    if (s.ok()) s = txn_->ReserveForWrite(txn_->fs_tree(format::kDefaultTreeId), kind);
     id = s.ok() ? op(txn_.get()) : absl::StatusOr<uint64_t>(s);
     if (id.ok()) s = CommitLocked(CommitTrigger::kExplicit);
     if (!s.ok()) id = s;
@@ -262,7 +265,7 @@ absl::Status StoreImpl::DeleteSubvolume(absl::string_view name) {
                         RETURN_IF_ERROR(t->DeleteSubvolume(id));
                         return id;
                       },
-                      false)
+                      false, TxnManager::WriteKind::kDelete)
                       .status());
   absl::MutexLock hl(&handles_mu_);
   cleaner_work_ = true;
@@ -399,6 +402,36 @@ absl::StatusOr<std::unique_ptr<Subvolume>> StoreImpl::OpenSubvolume(absl::string
   return std::unique_ptr<Subvolume>(new Subvolume(this, id));
 }
 
+void StoreImpl::Throttle() {
+  uint64_t heads, dirty;
+  {
+    absl::ReaderMutexLock l(&mu_);
+    heads = txn_->pending_ref_heads();
+    dirty = txn_->dirty_bytes();
+  }
+  auto wait_for_commit = [&](CommitTrigger why) {
+    absl::Time start = absl::Now();
+    Commit(why).IgnoreError();
+    throttle_waits_.fetch_add(1, std::memory_order_relaxed);
+    throttle_wait_us_.fetch_add(absl::ToInt64Microseconds(absl::Now() - start),
+                                std::memory_order_relaxed);
+  };
+  if (options_.throttle_policy == Options::ThrottlePolicy::kReservedBytes) {
+    if (dirty >= options_.throttle_dirty_bytes) wait_for_commit(CommitTrigger::kDirtyBytes);
+    return;
+  }
+  if (heads >= options_.delayed_refs_hard) {
+    wait_for_commit(CommitTrigger::kDelayedRefs);
+  } else if (heads >= options_.delayed_refs_commit) {
+    Commit(CommitTrigger::kDelayedRefs).IgnoreError();
+  } else if (heads >= options_.delayed_refs_soft) {
+    absl::WriterMutexLock l(&mu_);
+    if (txn_->RunDelayedRefBatch(static_cast<int>(options_.delayed_refs_batch)).ok()) {
+      ++throttle_batches_;
+    }
+  }
+}
+
 void StoreImpl::MaybeCommitForDirtyBytes() {
   if (options_.dirty_bytes_max == 0) return;
   {
@@ -462,6 +495,10 @@ StoreStats StoreImpl::Stats() {
   s.commits_by_interval = commits_by_[static_cast<int>(CommitTrigger::kInterval)];
   s.commits_by_dirty_bytes = commits_by_[static_cast<int>(CommitTrigger::kDirtyBytes)];
   s.commits_by_space = commits_by_[static_cast<int>(CommitTrigger::kSpace)];
+  s.commits_by_delayed_refs = commits_by_[static_cast<int>(CommitTrigger::kDelayedRefs)];
+  s.throttle_batches = throttle_batches_;
+  s.throttle_waits = throttle_waits_.load(std::memory_order_relaxed);
+  s.throttle_wait_us = throttle_wait_us_.load(std::memory_order_relaxed);
   s.device_flushes = t.device_flushes;
   s.dirty_nodes = t.cache.dirty_nodes;
   s.dirty_bytes = t.cache.dirty_bytes;

@@ -65,6 +65,20 @@ struct Options {
   // crosses it (when no Begin() handle is open).
   uint64_t commit_interval_ms = 30000;
   uint64_t dirty_bytes_max = 256ull << 20;
+  // The throttler (seed 001). Writers are paced by the number of pending
+  // delayed-ref heads: at `delayed_refs_soft` a writer runs
+  // `delayed_refs_batch` heads itself, at `delayed_refs_commit` it commits,
+  // at `delayed_refs_hard` it waits for that commit. kReservedBytes is the
+  // older policy, kept for comparison: writers wait for a commit whenever
+  // dirty metadata passes `throttle_dirty_bytes`. docs/benchmarks.md has the
+  // measurements behind the defaults.
+  enum class ThrottlePolicy { kDelayedRefs, kReservedBytes };
+  ThrottlePolicy throttle_policy = ThrottlePolicy::kDelayedRefs;
+  uint64_t delayed_refs_soft = 8192;
+  uint64_t delayed_refs_commit = 32768;
+  uint64_t delayed_refs_hard = 65536;
+  uint64_t delayed_refs_batch = 128;
+  uint64_t throttle_dirty_bytes = 64ull << 20;
   // Drop deleted subvolumes on a background thread. Off: only
   // Store::DropDeletedSubvolumes() does it (tests that step it by hand).
   bool background_cleaner = true;
@@ -89,6 +103,10 @@ struct StoreStats {
   uint64_t commits_by_interval = 0;
   uint64_t commits_by_dirty_bytes = 0;
   uint64_t commits_by_space = 0;
+  uint64_t commits_by_delayed_refs = 0;
+  uint64_t throttle_batches = 0;   // delayed-ref batches run by writers
+  uint64_t throttle_waits = 0;     // writers that waited for a commit
+  uint64_t throttle_wait_us = 0;   // total time they waited
   uint64_t device_flushes = 0;
   uint64_t dirty_nodes = 0;
   uint64_t dirty_bytes = 0;

@@ -26,7 +26,7 @@
 
 namespace cowkv {
 
-enum class CommitTrigger { kExplicit, kInterval, kDirtyBytes, kSpace, kClose };
+enum class CommitTrigger { kExplicit, kInterval, kDirtyBytes, kSpace, kClose, kDelayedRefs };
 
 class StoreImpl {
  public:
@@ -66,10 +66,13 @@ class StoreImpl {
                              const absl::string_view* value);
   // Runs `op` under the exclusive lock with no handle open, then commits.
   absl::StatusOr<uint64_t> ManageSubvolumes(
-      const std::function<absl::StatusOr<uint64_t>(TxnManager*)>& op, bool commit_first);
+      const std::function<absl::StatusOr<uint64_t>(TxnManager*)>& op, bool commit_first,
+      TxnManager::WriteKind kind = TxnManager::WriteKind::kInsert);
   absl::StatusOr<Tree*> TreeFor(uint64_t tree_id) ABSL_SHARED_LOCKS_REQUIRED(mu_);
   absl::Status CommitLocked(CommitTrigger trigger) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void MaybeCommitForDirtyBytes();
+  // Paces a writer that holds no handle (seed 001); see Options.
+  void Throttle();
   void CommitterLoop();
   void CleanerLoop();
   // One batch of cleaner steps under the locks; returns steps done.
@@ -90,7 +93,10 @@ class StoreImpl {
   absl::Mutex mu_;
   std::unique_ptr<TxnManager> txn_ ABSL_PT_GUARDED_BY(mu_);
 
-  uint64_t commits_by_[5] ABSL_GUARDED_BY(mu_) = {};
+  uint64_t commits_by_[6] ABSL_GUARDED_BY(mu_) = {};
+  uint64_t throttle_batches_ ABSL_GUARDED_BY(mu_) = 0;
+  std::atomic<uint64_t> throttle_waits_{0};    // relaxed: statistics
+  std::atomic<uint64_t> throttle_wait_us_{0};  // relaxed: statistics
   uint64_t cleaner_steps_ ABSL_GUARDED_BY(mu_) = 0;
 
   // Read without locks by CheckOpen(); set once by Close(). Acquire/release

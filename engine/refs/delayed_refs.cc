@@ -65,6 +65,19 @@ std::vector<DelayedRefHead> DelayedRefs::TakeAll() {
   return out;
 }
 
+std::vector<DelayedRefHead> DelayedRefs::TakeBatch(size_t max_heads) {
+  std::vector<DelayedRefHead> out;
+  auto it = heads_.begin();
+  while (it != heads_.end() && out.size() < max_heads) {
+    out.push_back(std::move(it->second));
+    it = heads_.erase(it);
+  }
+  pending_updates_ = pending_updates_ > out.size() ? pending_updates_ - out.size() : 0;
+  ++runs_;
+  heads_run_ += out.size();
+  return out;
+}
+
 DelayedRefStats DelayedRefs::Stats() const {
   return DelayedRefStats{heads_.size(), pending_updates_, runs_, heads_run_};
 }

@@ -16,6 +16,7 @@
 #ifndef COWKV_ENGINE_REFS_DELAYED_REFS_H_
 #define COWKV_ENGINE_REFS_DELAYED_REFS_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <tuple>
@@ -76,6 +77,9 @@ class DelayedRefs {
 
   // Hands every pending head to the caller, in bytenr order.
   std::vector<DelayedRefHead> TakeAll();
+  // Hands up to `max_heads` pending heads (lowest bytenrs) to the caller:
+  // a writer's throttle batch, run before the commit (seed 001).
+  std::vector<DelayedRefHead> TakeBatch(size_t max_heads);
 
   bool empty() const { return heads_.empty(); }
   uint64_t num_heads() const { return heads_.size(); }

@@ -297,6 +297,19 @@ absl::Status TxnManager::ReserveForWrite(Tree* tree, WriteKind kind) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<int> TxnManager::RunDelayedRefBatch(int max_heads) {
+  if (!fatal_.ok()) return fatal_;
+  std::vector<DelayedRefHead> heads = refs_.TakeBatch(max_heads);
+  absl::Status s = RunDelayedRefs(extent_tree_.get(), heads,
+                                  [this](uint64_t b, uint64_t n) { OnExtentFreed(b, n); });
+  if (!s.ok()) {
+    fatal_ = absl::FailedPreconditionError(absl::StrCat(
+        "store is read-only after a failed delayed-ref run (", s.ToString(), "); reopen to recover"));
+    return s;
+  }
+  return static_cast<int>(heads.size());
+}
+
 bool TxnManager::HasChanges() const {
   if (superblocks_need_rewrite_) return true;
   if (!refs_.empty() || root_tree_->root_changed() || extent_tree_->root_changed()) return true;
@@ -362,8 +375,14 @@ absl::Status TxnManager::UpdateRootItems() {
 }
 
 absl::Status TxnManager::RunAllDelayedRefs() {
-  for (int round = 0;; ++round) {
-    COWKV_CHECK_MSG(round < 64, "delayed refs did not converge");
+  // Each round can CoW extent-tree leaves that hold the items of nodes the
+  // previous round freed, a chain that may walk the extent tree; it ends
+  // because a node CoWed once stays dirty, so it is bounded by the tree's
+  // size, not by a small constant.
+  auto it = nodes_per_tree_.find(format::kExtentTreeId);
+  const int64_t limit = 2 * (it == nodes_per_tree_.end() ? 0 : it->second) + 1024;
+  for (int64_t round = 0;; ++round) {
+    COWKV_CHECK_MSG(round < limit, "delayed refs did not converge");
     if (extent_tree_->root_changed()) {
       RETURN_IF_ERROR(PutRootItem(root_tree_.get(), extent_tree_.get(), format::RootItem{}));
     }

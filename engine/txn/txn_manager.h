@@ -132,6 +132,11 @@ class TxnManager : public TreeHooks {
   // Checks that one write to `tree` fits (see the header comment).
   absl::Status ReserveForWrite(Tree* tree, WriteKind kind);
 
+  // Runs up to `max_heads` delayed-ref heads now, before the commit (the
+  // throttler's writer batch). A failure makes the store read-only.
+  absl::StatusOr<int> RunDelayedRefBatch(int max_heads);
+  uint64_t pending_ref_heads() const { return refs_.num_heads(); }
+
   // Commits the running engine transaction. No-op when nothing changed.
   absl::Status Commit();
   bool HasChanges() const;
