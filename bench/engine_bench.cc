@@ -31,12 +31,14 @@
 // Flags (parsed and removed before benchmark::Initialize):
 //   --num=N                 items (default 1000000)
 //   --small_commits=K       operations for SmallCommit and Fdatasync (200)
+//   --stream_mib=M          MiB written by BM_StreamWrite (1024)
 //   --lmdb_read_txn=per_read|batch
 //                           LMDB ReadRandom: a read snapshot per Get (default,
 //                           like cowkv's Store::Get) or one for the whole batch
 // Files go under $TEST_TMPDIR if set, else /tmp, in a mkdtemp directory that
 // is removed at exit.
 #include "absl/synchronization/mutex.h"
+#include "bench/subvol_bench.h"
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -76,6 +78,7 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
 struct Config {
   uint64_t num = 1000000;
   int64_t small_commits = 200;
+  uint64_t stream_bytes = 1ull << 30;  // BM_StreamWrite total
   bool lmdb_txn_per_read = true;
 };
 
@@ -372,6 +375,7 @@ void RegisterAll() {
       ->UseManualTime()
       ->Iterations(g_config.small_commits)
       ->Unit(benchmark::kMicrosecond);
+  RegisterSubvolumeBenchmarks(g_dir, g_config.stream_bytes);
 }
 
 // ---- Reporting: exact BM_<Workload>/<system> names --------------------------------
@@ -433,6 +437,12 @@ bool ParseOwnFlags(int* argc, char** argv) {
         return false;
       }
       g_config.small_commits = static_cast<int64_t>(v);
+    } else if (a.rfind("--stream_mib=", 0) == 0) {
+      if (!ParseU64(a.c_str() + 13, &v) || v == 0) {
+        std::fprintf(stderr, "bad %s\n", a.c_str());
+        return false;
+      }
+      g_config.stream_bytes = v << 20;
     } else if (a == "--lmdb_read_txn=per_read") {
       g_config.lmdb_txn_per_read = true;
     } else if (a == "--lmdb_read_txn=batch") {

@@ -275,6 +275,13 @@ absl::StatusOr<bool> Tree::DropLeftmost() {
     ++version_;
     return false;
   }
+  ASSIGN_OR_RETURN(bool own_root,
+                   hooks_->ShouldDescendForDrop(id_, {root->bytenr, root->generation}, root->level));
+  if (!own_root) {  // shared with a snapshot: drop our reference, keep the nodes
+    RETURN_IF_ERROR(hooks_->DropRoot(id_, *root));
+    ++version_;
+    return false;
+  }
   ASSIGN_OR_RETURN(root, CowIfNeeded(std::move(root), nullptr, 0));
   Path path;
   const int top = root->level;

@@ -70,6 +70,10 @@ class TreeHooks {
   virtual absl::Status DropChild(uint64_t tree_id, const Node& parent, int slot) {
     return absl::UnimplementedError("this tree cannot be dropped");
   }
+  // Same for a root node the walk may not descend into (a shared root).
+  virtual absl::Status DropRoot(uint64_t tree_id, const Node& root) {
+    return absl::UnimplementedError("this tree cannot be dropped");
+  }
 };
 
 class Tree {

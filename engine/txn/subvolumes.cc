@@ -101,12 +101,15 @@ absl::StatusOr<uint64_t> TxnManager::Snapshot(uint64_t source_id, absl::string_v
   COWKV_CHECK_MSG(!HasDirtyNodes(), "snapshot of a subvolume with dirty nodes");
   ASSIGN_OR_RETURN(NodeRef root, src->second.tree->ReadRoot());
   const uint64_t id = next_tree_id_++;
-  ASSIGN_OR_RETURN(uint64_t bytenr, AllocTreeBlock(id, root->level));
-  NodeRef copy = cache_->CopyDirty({bytenr, generation_, id, root->level}, *root);
-  AddChildRefs(*root, /*full_backref=*/false, id, +1);
+  // The snapshot's root item points at the source's root node: one more
+  // reference, nothing else. The first write to either tree CoWs the shared
+  // root and pays for its children's references then.
+  refs_.Add(root->bytenr, sb_.nodesize, root->level, {format::kTreeBlockRef, id}, +1, false,
+            generation_);
+  ++nodes_per_tree_[id];
   Subvol& sv = subvols_[id];
-  sv.tree = std::make_unique<Tree>(id, RootRef{bytenr, generation_, root->level}, cache_.get(),
-                                   this);
+  sv.tree = std::make_unique<Tree>(id, RootRef{root->bytenr, root->generation, root->level},
+                                   cache_.get(), this);
   sv.item.last_snapshot = generation_;
   sv.item.flags = read_only ? format::kRootFlagReadOnly : 0;
   sv.info.id = id;
@@ -210,8 +213,10 @@ void TxnManager::AddChildRefs(const Node& node, bool full_backref, uint64_t tree
 }
 
 absl::Status TxnManager::CowTreeBlock(uint64_t tree_id, const Node& old, bool is_root) {
+  // Roots too: a fresh snapshot shares its source's root node.
+  (void)is_root;
   auto sv = subvols_.find(tree_id);
-  const bool may_be_shared = sv != subvols_.end() && !is_root &&
+  const bool may_be_shared = sv != subvols_.end() &&
                              old.generation <= sv->second.item.last_snapshot;
   uint64_t refs = 1, flags = 0;
   if (may_be_shared) {
@@ -288,11 +293,17 @@ absl::StatusOr<bool> TxnManager::ShouldDescendForDrop(uint64_t tree_id, format::
 
 absl::Status TxnManager::DropChild(uint64_t tree_id, const Node& parent, int slot) {
   format::ChildPtr c = parent.Child(slot);
-  auto sv = subvols_.find(tree_id);
-  const bool may_be_shared = sv != subvols_.end() && c.generation <= sv->second.item.last_snapshot;
   ASSIGN_OR_RETURN(NodeRef child, cache_->Read({c.bytenr, c.generation, 0, parent.level - 1}));
+  return DropRoot(tree_id, *child);
+}
+
+absl::Status TxnManager::DropRoot(uint64_t tree_id, const Node& node) {
+  const Node* child = &node;
+  auto sv = subvols_.find(tree_id);
+  const bool may_be_shared =
+      sv != subvols_.end() && node.generation <= sv->second.item.last_snapshot;
   if (may_be_shared && !child->leaf()) {
-    ASSIGN_OR_RETURN(auto info, LookupExtentInfo(c.bytenr));
+    ASSIGN_OR_RETURN(auto info, LookupExtentInfo(child->bytenr));
     const bool full = info.second & format::kExtentFlagFullBackref;
     if (info.first > 1 && child->owner == tree_id && !full) {
       AddChildRefs(*child, /*full_backref=*/true, tree_id, +1);

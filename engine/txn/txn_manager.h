@@ -102,6 +102,7 @@ class TxnManager : public TreeHooks {
   absl::StatusOr<bool> ShouldDescendForDrop(uint64_t tree_id, format::ChildPtr c,
                                             int level) override;
   absl::Status DropChild(uint64_t tree_id, const Node& parent, int slot) override;
+  absl::Status DropRoot(uint64_t tree_id, const Node& root) override;
 
   // The fs tree of subvolume `id`, or null.
   Tree* fs_tree(uint64_t id);
