@@ -44,7 +44,8 @@ std::string DescribeItem(uint64_t tree, const format::ItemView& it) {
       auto e = format::DecodeExtentItem(it.value, k.objectid);
       if (e.ok()) {
         absl::StrAppend(&s, " refs ", e->refs, " gen ", e->generation, " flags ",
-                        e->flags == format::kExtentFlagTreeBlock ? "TREE_BLOCK" : "DATA",
+                        (e->flags & format::kExtentFlagTreeBlock) ? "TREE_BLOCK" : "DATA",
+                        (e->flags & format::kExtentFlagFullBackref) ? "|FULL_BACKREF" : "",
                         " level ", int{e->level});
       }
     } else if (k.type == format::kRootItem) {

@@ -188,6 +188,13 @@ void RunSeeds(uint64_t default_seed, uint64_t default_ops) {
 
 TEST(SubvolModel, SeedA) { RunSeeds(1, 30000); }
 TEST(SubvolModel, SeedB) { RunSeeds(2, 30000); }
+// Regression: a normal node with one reference from a tree that does not own
+// it was CoWed without moving its children's TREE(owner) references; the
+// cleaner later dropped TREE(dying) from a child that lacked it.
+TEST(SubvolModel, RegressionSeed13UnownedNormalNode) {
+  if (testing::Flags().seed != 0) GTEST_SKIP() << "replaying another seed";
+  RunSeeds(13, 40000);
+}
 
 TEST(Subvolumes, DeletionFreesSpace) {
   // Goal: deleting snapshots gives back exactly the space they alone used,

@@ -16,14 +16,17 @@
 //   refs > 1, CoW by another tree:       children += TREE(tree)  (the copy)
 //   refs == 1, old has FULL_BACKREF:     children += TREE(tree),
 //                                        children -= SHARED(old)
-//   refs == 1, normal:                   nothing: the copy inherits them
+//   refs == 1, normal, owned by tree:    nothing: the copy inherits them
+//   refs == 1, normal, owned by another: children += TREE(tree),
+//                                        children -= TREE(owner)
 // then the tree's own reference to old is dropped (always TREE(tree): the
 // parent on the path was CoWed first, so it is normal and owned by the tree).
 //
-// Invariant this relies on: a normal node with one reference is referenced
-// by its owner. Snapshot deletion (next issue step) must keep it by turning
-// a shared node owned by the dying tree into FULL_BACKREF before dropping
-// the dying tree's reference, as btrfs's walk_down_proc does.
+// A normal node with one reference is not always referenced by its owner:
+// after the owner's share is dropped (its deletion turned a shared parent
+// into FULL_BACKREF, and the other tree then CoWed that parent), the node is
+// reached only from another tree while its children still carry
+// TREE(owner). The last case above moves them when that tree CoWs it.
 //
 // Trouble case the "may be shared" test guards: snapshot S→T, then S writes
 // under a node C created before the snapshot. Without looking C's refs up,
@@ -233,6 +236,13 @@ absl::Status TxnManager::CowTreeBlock(uint64_t tree_id, const Node& old, bool is
   } else if (full) {
     AddChildRefs(old, /*full_backref=*/false, tree_id, +1);
     AddChildRefs(old, /*full_backref=*/true, tree_id, -1);
+  } else if (old.owner != tree_id) {
+    // One reference, normal, but from a tree that does not own it (its
+    // owner dropped its share: deleted, or CoWed away from a FULL_BACKREF
+    // parent). Its pointers are recorded as TREE(owner); the copy's must be
+    // TREE(tree). Found by SubvolModel --seed=13 --ops=40000.
+    AddChildRefs(old, /*full_backref=*/false, tree_id, +1);
+    AddChildRefs(old, /*full_backref=*/false, old.owner, -1);
   }
   DropTreeRef(tree_id, old);
   return absl::OkStatus();
