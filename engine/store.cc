@@ -241,6 +241,7 @@ absl::StatusOr<uint64_t> StoreImpl::ManageSubvolumes(
     TxnManager::WriteKind kind) {
   RETURN_IF_ERROR(CheckOpen());
   if (options_.read_only) return absl::FailedPreconditionError("store is opened read-only");
+  absl::MutexLock cl(&commit_mu_);
   absl::MutexLock hl(&handles_mu_);
   handles_mu_.Await(absl::Condition(+[](bool* wanted) { return !*wanted; }, &commit_wanted_));
   commit_wanted_ = true;
@@ -403,11 +404,12 @@ absl::StatusOr<std::unique_ptr<Subvolume>> StoreImpl::OpenSubvolume(absl::string
 }
 
 void StoreImpl::Throttle() {
-  uint64_t heads, dirty;
+  uint64_t heads, dirty, updates;
   {
     absl::ReaderMutexLock l(&mu_);
     heads = txn_->pending_ref_heads();
     dirty = txn_->dirty_bytes();
+    updates = txn_->ref_updates_this_txn();
   }
   auto wait_for_commit = [&](CommitTrigger why) {
     absl::Time start = absl::Now();
@@ -422,7 +424,7 @@ void StoreImpl::Throttle() {
   }
   if (heads >= options_.delayed_refs_hard) {
     wait_for_commit(CommitTrigger::kDelayedRefs);
-  } else if (heads >= options_.delayed_refs_commit) {
+  } else if (updates >= options_.delayed_refs_commit) {
     Commit(CommitTrigger::kDelayedRefs).IgnoreError();
   } else if (heads >= options_.delayed_refs_soft) {
     absl::WriterMutexLock l(&mu_);
@@ -446,28 +448,48 @@ void StoreImpl::MaybeCommitForDirtyBytes() {
   if (dirty >= options_.dirty_bytes_max) Commit(CommitTrigger::kDirtyBytes).IgnoreError();
 }
 
+// A pipelined commit: the engine transaction is sealed under the tree lock,
+// written to the device without it (writers carry on in the next
+// generation meanwhile), and published under the lock again. commit_mu_
+// keeps commits in order: generation N+1 is never sealed before N is durable.
 absl::Status StoreImpl::Commit(CommitTrigger trigger) {
   if (trigger != CommitTrigger::kClose) RETURN_IF_ERROR(CheckOpen());
   if (options_.read_only) return absl::OkStatus();
-  absl::MutexLock hl(&handles_mu_);
-  // Keep new handles out, then wait for the open ones to end.
-  handles_mu_.Await(absl::Condition(
-      +[](bool* wanted) { return !*wanted; }, &commit_wanted_));
-  commit_wanted_ = true;
-  handles_mu_.Await(absl::Condition(
-      +[](int* n) { return *n == 0; }, &open_handles_));
-  absl::Status s;
+  absl::MutexLock cl(&commit_mu_);
+  std::unique_ptr<TxnManager::CommitBatch> batch;
   {
-    absl::WriterMutexLock l(&mu_);
-    s = CommitLocked(trigger);
+    absl::MutexLock hl(&handles_mu_);
+    // Keep new handles out, then wait for the open ones to end.
+    handles_mu_.Await(absl::Condition(+[](bool* wanted) { return !*wanted; }, &commit_wanted_));
+    commit_wanted_ = true;
+    handles_mu_.Await(absl::Condition(+[](int* n) { return *n == 0; }, &open_handles_));
+    absl::StatusOr<std::unique_ptr<TxnManager::CommitBatch>> prepared;
+    {
+      absl::WriterMutexLock l(&mu_);
+      prepared = txn_->PrepareCommit();
+    }
+    commit_wanted_ = false;  // new handles join the next generation
+    if (!prepared.ok()) return prepared.status();
+    batch = std::move(*prepared);
   }
-  commit_wanted_ = false;
-  return s;
+  if (batch == nullptr) {
+    absl::ReaderMutexLock l(&mu_);
+    return txn_->fatal();
+  }
+  absl::Status written = txn_->WriteCommit(*batch);
+  absl::WriterMutexLock l(&mu_);
+  RETURN_IF_ERROR(txn_->FinishCommit(std::move(batch), written));
+  return AfterCommitLocked(trigger);
 }
 
 absl::Status StoreImpl::CommitLocked(CommitTrigger trigger) {
+  commit_mu_.AssertHeld();
   if (!txn_->HasChanges()) return txn_->fatal();
   RETURN_IF_ERROR(txn_->Commit());
+  return AfterCommitLocked(trigger);
+}
+
+absl::Status StoreImpl::AfterCommitLocked(CommitTrigger trigger) {
   ++commits_by_[static_cast<int>(trigger)];
   if (options_.paranoid_checks) {
     ASSIGN_OR_RETURN(CheckReport r, Check(device_));

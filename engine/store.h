@@ -65,17 +65,18 @@ struct Options {
   // crosses it (when no Begin() handle is open).
   uint64_t commit_interval_ms = 30000;
   uint64_t dirty_bytes_max = 256ull << 20;
-  // The throttler (seed 001). Writers are paced by the number of pending
-  // delayed-ref heads: at `delayed_refs_soft` a writer runs
-  // `delayed_refs_batch` heads itself, at `delayed_refs_commit` it commits,
-  // at `delayed_refs_hard` it waits for that commit. kReservedBytes is the
+  // The throttler (seed 001). Writers are paced by delayed refs: with
+  // `delayed_refs_soft` heads pending a writer runs `delayed_refs_batch` of
+  // them itself; once the transaction has made `delayed_refs_commit` ref
+  // updates (pending or already run) the writer commits; with
+  // `delayed_refs_hard` heads pending it waits for that commit. kReservedBytes is the
   // older policy, kept for comparison: writers wait for a commit whenever
   // dirty metadata passes `throttle_dirty_bytes`. docs/benchmarks.md has the
   // measurements behind the defaults.
   enum class ThrottlePolicy { kDelayedRefs, kReservedBytes };
   ThrottlePolicy throttle_policy = ThrottlePolicy::kDelayedRefs;
-  uint64_t delayed_refs_soft = 8192;
-  uint64_t delayed_refs_commit = 32768;
+  uint64_t delayed_refs_soft = 4096;
+  uint64_t delayed_refs_commit = 16384;
   uint64_t delayed_refs_hard = 65536;
   uint64_t delayed_refs_batch = 128;
   uint64_t throttle_dirty_bytes = 64ull << 20;

@@ -1,6 +1,10 @@
 // StoreImpl: the engine behind the Store facade (private to //engine).
 //
-// Locking (the lock order, outermost first): handles_mu_ → mu_ → NodeCache.
+// Locking (the lock order, outermost first): commit_mu_ → handles_mu_ → mu_
+// → NodeCache.
+//   - commit_mu_ serialises commits (and subvolume changes, which commit):
+//     a commit writes its generation without mu_, and the next one must not
+//     seal before that generation is durable.
 //   - mu_ is the tree lock: writers and the commit hold it exclusively,
 //     readers (Get, iterator steps) share it.
 //   - handles_mu_ guards the count of open Transaction handles and the
@@ -69,7 +73,9 @@ class StoreImpl {
       const std::function<absl::StatusOr<uint64_t>(TxnManager*)>& op, bool commit_first,
       TxnManager::WriteKind kind = TxnManager::WriteKind::kInsert);
   absl::StatusOr<Tree*> TreeFor(uint64_t tree_id) ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  absl::Status CommitLocked(CommitTrigger trigger) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CommitLocked(CommitTrigger trigger)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_, commit_mu_);
+  absl::Status AfterCommitLocked(CommitTrigger trigger) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void MaybeCommitForDirtyBytes();
   // Paces a writer that holds no handle (seed 001); see Options.
   void Throttle();
@@ -85,6 +91,7 @@ class StoreImpl {
   const Options options_;
   const uint32_t nodesize_;
 
+  absl::Mutex commit_mu_ ABSL_ACQUIRED_BEFORE(handles_mu_);
   absl::Mutex handles_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   int open_handles_ ABSL_GUARDED_BY(handles_mu_) = 0;
   bool commit_wanted_ ABSL_GUARDED_BY(handles_mu_) = false;

@@ -78,6 +78,19 @@ void FreeSpace::Pin(uint64_t start, uint64_t len) {
   pinned_bytes_ += len;
 }
 
+std::vector<std::pair<uint64_t, uint64_t>> FreeSpace::TakePinned() {
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  out.swap(pinned_);
+  return out;
+}
+
+void FreeSpace::Unpin(const std::vector<std::pair<uint64_t, uint64_t>>& ranges) {
+  for (const auto& [start, len] : ranges) {
+    AddFree(start, len);
+    pinned_bytes_ -= len;
+  }
+}
+
 void FreeSpace::UnpinAll() {
   for (auto& [start, len] : pinned_) AddFree(start, len);
   pinned_.clear();

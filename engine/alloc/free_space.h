@@ -45,6 +45,11 @@ class FreeSpace {
   void FreeNow(uint64_t start, uint64_t len) { AddFree(start, len); }
   // The commit is durable: pinned ranges become free.
   void UnpinAll();
+  // Pipelined commit: the ranges pinned by the generation being committed,
+  // handed over when it is sealed and released by Unpin once it is durable
+  // (they still count as pinned until then).
+  std::vector<std::pair<uint64_t, uint64_t>> TakePinned();
+  void Unpin(const std::vector<std::pair<uint64_t, uint64_t>>& ranges);
 
   bool IsFree(uint64_t start, uint64_t len) const;
   uint64_t free_bytes() const { return free_bytes_; }

@@ -25,6 +25,7 @@ const DelayedRefHead& DelayedRefs::Add(uint64_t bytenr, uint64_t num_bytes, uint
   if (d == 0) h.refs.erase(ref);
   h.ref_mod += delta;
   ++pending_updates_;
+  ++updates_since_commit_;
   return h;
 }
 
@@ -60,6 +61,7 @@ std::vector<DelayedRefHead> DelayedRefs::TakeAll() {
   for (auto& [bytenr, h] : heads_) out.push_back(std::move(h));
   heads_.clear();
   pending_updates_ = 0;
+  updates_since_commit_ = 0;
   ++runs_;
   heads_run_ += out.size();
   return out;

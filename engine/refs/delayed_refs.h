@@ -82,12 +82,16 @@ class DelayedRefs {
   std::vector<DelayedRefHead> TakeBatch(size_t max_heads);
 
   bool empty() const { return heads_.empty(); }
+  // Updates queued since the last TakeAll (the last commit), including the
+  // ones writers already ran: how much ref work this transaction made.
+  uint64_t updates_since_commit() const { return updates_since_commit_; }
   uint64_t num_heads() const { return heads_.size(); }
   DelayedRefStats Stats() const;
 
  private:
   std::map<uint64_t, DelayedRefHead> heads_;
   uint64_t pending_updates_ = 0;
+  uint64_t updates_since_commit_ = 0;
   uint64_t runs_ = 0;
   uint64_t heads_run_ = 0;
 };

@@ -74,6 +74,11 @@ class Node {
   void CopyItemsFrom(const Node& src);
   // Drops arena garbage and spare capacity.
   void Compact();
+  // Compacts only when a quarter or more of the arena is garbage (a commit
+  // seals thousands of nodes under the tree lock; copying each costs).
+  void CompactIfWasteful() {
+    if (garbage_ * 4 > arena_.size()) Compact();
+  }
 
   // Dirty internal nodes remember the dirty children they point to, so the
   // writer's descent skips the cache lookup. A pure cache: null = unknown;

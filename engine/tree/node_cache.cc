@@ -81,7 +81,7 @@ NodeRef NodeCache::NewDirty(const format::NodeHeader& header) {
   auto it = map_.find(header.bytenr);
   if (it != map_.end()) {
     // A stale clean copy of a freed and reallocated extent.
-    COWKV_CHECK(!it->second->dirty);
+    COWKV_CHECK(!it->second->dirty && !writeback_.count(header.bytenr));
     clean_bytes_ -= it->second->MemoryBytes();
     map_.erase(it);
   }
@@ -101,32 +101,38 @@ void NodeCache::Discard(uint64_t bytenr) {
   if (it == map_.end()) return;
   if (it->second->dirty) {
     dirty_.erase(bytenr);
-  } else {
+  } else if (writeback_.erase(bytenr) == 0) {
     clean_bytes_ -= it->second->MemoryBytes();
   }
   map_.erase(it);
 }
 
-std::vector<NodeRef> NodeCache::DirtyNodes() {
+std::vector<NodeRef> NodeCache::SealDirty() {
   std::vector<NodeRef> out;
   absl::MutexLock l(&mu_);
   out.reserve(dirty_.size());
-  for (auto& [bytenr, node] : dirty_) out.push_back(node);
+  for (auto& [bytenr, node] : dirty_) {
+    node->ReleaseKids();
+    node->CompactIfWasteful();  // before the release below: then immutable
+    node->dirty.store(false, std::memory_order_release);
+    writeback_[bytenr] = node;
+    out.push_back(node);
+  }
+  dirty_.clear();
   std::sort(out.begin(), out.end(),
             [](const NodeRef& a, const NodeRef& b) { return a->bytenr < b->bytenr; });
   return out;
 }
 
-void NodeCache::MarkAllClean() {
+void NodeCache::MarkWritten(const std::vector<NodeRef>& nodes) {
   absl::MutexLock l(&mu_);
-  for (auto& [bytenr, node] : dirty_) {
-    node->ReleaseKids();
-    node->Compact();  // before the release below: then immutable
-    node->dirty.store(false, std::memory_order_release);
+  for (const NodeRef& node : nodes) {
+    auto wb = writeback_.find(node->bytenr);
+    if (wb == writeback_.end() || wb->second != node) continue;  // freed meanwhile
+    writeback_.erase(wb);
     clean_bytes_ += node->MemoryBytes();
-    clock_.push_back(bytenr);
+    clock_.push_back(node->bytenr);
   }
-  dirty_.clear();
   EvictLocked();
 }
 
@@ -136,7 +142,7 @@ void NodeCache::EvictLocked() {
     uint64_t bytenr = clock_.front();
     clock_.pop_front();
     auto it = map_.find(bytenr);
-    if (it == map_.end() || it->second->dirty) continue;  // stale entry
+    if (it == map_.end() || it->second->dirty || writeback_.count(bytenr)) continue;  // stale
     Node& n = *it->second;
     if (n.referenced.load(std::memory_order_relaxed) && scanned++ < 2 * clock_.size() + 2) {
       n.referenced.store(false, std::memory_order_relaxed);
@@ -151,7 +157,7 @@ void NodeCache::EvictLocked() {
   if (clock_.size() > 2 * map_.size() + 64) {
     clock_.clear();
     for (auto& [bytenr, node] : map_) {
-      if (!node->dirty) clock_.push_back(bytenr);
+      if (!node->dirty && !writeback_.count(bytenr)) clock_.push_back(bytenr);
     }
   }
 }

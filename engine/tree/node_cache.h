@@ -57,10 +57,13 @@ class NodeCache {
   // Removes the node at `bytenr`, clean or dirty (its extent was freed).
   void Discard(uint64_t bytenr);
 
-  // Dirty nodes sorted by bytenr (the commit's write order).
-  std::vector<NodeRef> DirtyNodes();
-  // After the commit wrote them: dirty nodes become clean and evictable.
-  void MarkAllClean();
+  // Seals the running transaction's dirty nodes for writeback: each is
+  // compacted and release-stored clean (immutable: a later write CoWs it),
+  // but stays pinned in the cache until MarkWritten, since the device does
+  // not hold it yet. Returns them sorted by bytenr (the write order).
+  std::vector<NodeRef> SealDirty();
+  // The commit wrote these: they become evictable.
+  void MarkWritten(const std::vector<NodeRef>& nodes);
 
   uint32_t nodesize() const { return nodesize_; }
   uint32_t sectorsize() const { return sectorsize_; }
@@ -89,6 +92,8 @@ class NodeCache {
   uint64_t clean_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   // The dirty subset of map_, so a commit touches only what it writes.
   absl::flat_hash_map<uint64_t, NodeRef> dirty_ ABSL_GUARDED_BY(mu_);
+  // Sealed, not yet written: in map_, never evicted.
+  absl::flat_hash_map<uint64_t, NodeRef> writeback_ ABSL_GUARDED_BY(mu_);
   // Statistics bumped under a shared lock; relaxed, no ordering implied.
   std::atomic<uint64_t> hits_{0};
   std::atomic<uint64_t> misses_{0};

@@ -320,28 +320,96 @@ bool TxnManager::HasChanges() const {
 }
 
 absl::Status TxnManager::Commit() {
+  ASSIGN_OR_RETURN(std::unique_ptr<CommitBatch> batch, PrepareCommit());
+  if (batch == nullptr) return absl::OkStatus();
+  absl::Status written = WriteCommit(*batch);
+  return FinishCommit(std::move(batch), written);
+}
+
+absl::StatusOr<std::unique_ptr<TxnManager::CommitBatch>> TxnManager::PrepareCommit() {
   if (!fatal_.ok()) return fatal_;
-  if (!HasChanges()) return absl::OkStatus();
-  absl::Status s = CommitSteps();
+  if (!HasChanges()) return std::unique_ptr<CommitBatch>();
+  absl::Status s = UpdateRootItems();
+  if (s.ok()) s = RunAllDelayedRefs();
   if (!s.ok()) {
     fatal_ = absl::FailedPreconditionError(
         absl::StrCat("store is read-only after a failed commit of generation ", generation_,
                      " (", s.ToString(), "); reopen to recover"));
+    return s;
   }
-  return s;
-}
-
-absl::Status TxnManager::CommitSteps() {
-  RETURN_IF_ERROR(UpdateRootItems());
-  RETURN_IF_ERROR(RunAllDelayedRefs());
-  RETURN_IF_ERROR(WriteDirtyNodes());
-  RETURN_IF_ERROR(WriteSuperblocks());
-  cache_->MarkAllClean();
-  free_.UnpinAll();
+  auto batch = std::make_unique<CommitBatch>();
+  batch->generation = generation_;
+  batch->nodes = cache_->SealDirty();
+  batch->pinned = free_.TakePinned();
+  Superblock& sb = batch->sb;
+  sb = sb_;
+  sb.generation = generation_;
+  sb.root = root_tree_->root().bytenr;
+  sb.root_generation = root_tree_->root().generation;
+  sb.root_level = root_tree_->root().level;
+  sb.bytes_used = bytes_used_;
+  sb.total_bytes = device_->Size();
+  sb.next_tree_id = next_tree_id_;
   root_tree_->ClearRootChanged();
   superblocks_need_rewrite_ = false;
-  ++commits_;
   ++generation_;
+  return batch;
+}
+
+absl::Status TxnManager::WriteCommit(const CommitBatch& batch) {
+  constexpr size_t kMaxRun = 1 << 20;
+  const uint32_t ns = batch.sb.nodesize;
+  std::string buf;
+  buf.reserve(kMaxRun);
+  uint64_t run_start = 0;
+  auto write_run = [&]() -> absl::Status {
+    if (buf.empty()) return absl::OkStatus();
+    absl::Status s = device_->WriteAt(run_start, buf.data(), buf.size());
+    buf.clear();
+    return s;
+  };
+  for (const NodeRef& n : batch.nodes) {
+    COWKV_CHECK(n->generation == batch.generation);
+    COWKV_CHECK(n->used() <= format::NodeCapacity(ns));
+    if (buf.empty() || n->bytenr != run_start + buf.size() || buf.size() + ns > kMaxRun) {
+      RETURN_IF_ERROR(write_run());
+      run_start = n->bytenr;
+    }
+    size_t off = buf.size();
+    buf.resize(off + ns);
+    format::NodeEncoder enc(buf.data() + off, ns);
+    for (int i = 0; i < n->nritems(); ++i) enc.Add(n->key(i), n->value(i));
+    enc.Finish(n->header(), batch.sb.fsid);
+  }
+  RETURN_IF_ERROR(write_run());
+  flushes_.fetch_add(1, std::memory_order_relaxed);
+  RETURN_IF_ERROR(device_->Flush());
+  Superblock sb = batch.sb;
+  for (int i = 0; i < format::MirrorCount(device_->Size()); ++i) {
+    sb.bytenr = format::kSuperblockOffsets[i];
+    std::string enc = format::EncodeSuperblock(sb);
+    RETURN_IF_ERROR(device_->WriteAt(sb.bytenr, enc.data(), enc.size()));
+  }
+  flushes_.fetch_add(1, std::memory_order_relaxed);
+  return device_->Flush();
+}
+
+absl::Status TxnManager::FinishCommit(std::unique_ptr<CommitBatch> batch, absl::Status written) {
+  if (!written.ok()) {
+    // The sealed nodes stay in the cache (the device may not hold them), so
+    // reads keep working; no write will ever commit again.
+    if (fatal_.ok()) {
+      fatal_ = absl::FailedPreconditionError(
+          absl::StrCat("store is read-only after a failed commit of generation ",
+                       batch->generation, " (", written.ToString(), "); reopen to recover"));
+    }
+    return written;
+  }
+  cache_->MarkWritten(batch->nodes);
+  free_.Unpin(batch->pinned);
+  sb_ = batch->sb;
+  sb_.bytenr = format::kSuperblockOffsets[0];
+  ++commits_;
   return absl::OkStatus();
 }
 
@@ -393,63 +461,11 @@ absl::Status TxnManager::RunAllDelayedRefs() {
   }
 }
 
-absl::Status TxnManager::WriteDirtyNodes() {
-  constexpr size_t kMaxRun = 1 << 20;
-  const uint32_t ns = sb_.nodesize;
-  std::vector<NodeRef> nodes = cache_->DirtyNodes();
-  std::string buf;
-  buf.reserve(kMaxRun);
-  uint64_t run_start = 0;
-  auto write_run = [&]() -> absl::Status {
-    if (buf.empty()) return absl::OkStatus();
-    absl::Status s = device_->WriteAt(run_start, buf.data(), buf.size());
-    buf.clear();
-    return s;
-  };
-  for (const NodeRef& n : nodes) {
-    COWKV_CHECK(n->generation == generation_);
-    COWKV_CHECK(n->used() <= format::NodeCapacity(ns));
-    if (buf.empty() || n->bytenr != run_start + buf.size() || buf.size() + ns > kMaxRun) {
-      RETURN_IF_ERROR(write_run());
-      run_start = n->bytenr;
-    }
-    size_t off = buf.size();
-    buf.resize(off + ns);
-    format::NodeEncoder enc(buf.data() + off, ns);
-    for (int i = 0; i < n->nritems(); ++i) enc.Add(n->key(i), n->value(i));
-    enc.Finish(n->header(), sb_.fsid);
-  }
-  RETURN_IF_ERROR(write_run());
-  ++flushes_;
-  return device_->Flush();
-}
-
-absl::Status TxnManager::WriteSuperblocks() {
-  Superblock sb = sb_;
-  sb.generation = generation_;
-  sb.root = root_tree_->root().bytenr;
-  sb.root_generation = root_tree_->root().generation;
-  sb.root_level = root_tree_->root().level;
-  sb.bytes_used = bytes_used_;
-  sb.total_bytes = device_->Size();
-  sb.next_tree_id = next_tree_id_;
-  for (int i = 0; i < format::MirrorCount(device_->Size()); ++i) {
-    sb.bytenr = format::kSuperblockOffsets[i];
-    std::string enc = format::EncodeSuperblock(sb);
-    RETURN_IF_ERROR(device_->WriteAt(sb.bytenr, enc.data(), enc.size()));
-  }
-  ++flushes_;
-  RETURN_IF_ERROR(device_->Flush());
-  sb.bytenr = format::kSuperblockOffsets[0];
-  sb_ = sb;
-  return absl::OkStatus();
-}
-
 TxnStats TxnManager::Stats() {
   TxnStats s;
   s.generation = generation_;
   s.commits = commits_;
-  s.device_flushes = flushes_;
+  s.device_flushes = flushes_.load(std::memory_order_relaxed);
   s.total_bytes = device_->Size() - format::kReservedHead;
   s.used_bytes = bytes_used_;
   s.free_bytes = free_.free_bytes();

@@ -6,18 +6,23 @@
 // tree, fs trees). It implements TreeHooks, so every CoW allocates through it
 // and queues its refs here.
 //
-// Engine transaction states (the caller, StoreImpl, holds its exclusive lock
-// across Commit, so "committing" is never observed by writers):
+// Engine transaction states. A commit is pipelined: PrepareCommit seals
+// generation N and starts N+1 under the store's exclusive lock; WriteCommit
+// writes N without that lock, while writers already work in N+1; FinishCommit
+// publishes N under the lock again. (Commit() runs all three under the
+// caller's lock.)
 //
-//   running --Commit()--> committing --WriteDirtyNodes+Flush--> nodes durable
-//      ^                                                             |
-//      |                                      WriteSuperblocks+Flush |
-//      +------------------- done (generation+1, UnpinAll) <----------+
+//   running(N) --PrepareCommit--> sealed(N), running(N+1)
+//   sealed(N) --WriteCommit: nodes, flush, superblocks, flush--> durable(N)
+//   durable(N) --FinishCommit--> done: N's nodes evictable, N's pins free
 //
 //   - running: dirty nodes and pinned extents belong to `generation_`; the
-//     device still holds generation_-1 intact (pinned space is not reused).
-//   - nodes durable: the new tree is on the device but unreachable.
-//   - done: the superblocks name the new root; pinned space is free.
+//     device still holds the last durable generation intact (pinned space
+//     is not reused).
+//   - sealed: N's nodes are immutable (a write in N+1 CoWs them) and pinned
+//     in the cache until written; N's root pointers and pins are in the
+//     CommitBatch.
+//   - durable: the superblocks name N's root.
 //   Any error after the first device write makes the manager read-only
 //   (fatal_), and the last committed state stays mountable.
 //
@@ -29,6 +34,7 @@
 #ifndef COWKV_ENGINE_TXN_TXN_MANAGER_H_
 #define COWKV_ENGINE_TXN_TXN_MANAGER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -137,8 +143,27 @@ class TxnManager : public TreeHooks {
   // throttler's writer batch). A failure makes the store read-only.
   absl::StatusOr<int> RunDelayedRefBatch(int max_heads);
   uint64_t pending_ref_heads() const { return refs_.num_heads(); }
+  uint64_t ref_updates_this_txn() const { return refs_.updates_since_commit(); }
 
-  // Commits the running engine transaction. No-op when nothing changed.
+  // One sealed generation on its way to the device.
+  struct CommitBatch {
+    uint64_t generation = 0;
+    std::vector<NodeRef> nodes;  // sorted by bytenr
+    format::Superblock sb;       // what to write (bytenr set per copy)
+    std::vector<std::pair<uint64_t, uint64_t>> pinned;
+  };
+  // Phase 1, under the store's exclusive lock: root items, delayed refs,
+  // seal, start the next generation. Null when nothing changed.
+  absl::StatusOr<std::unique_ptr<CommitBatch>> PrepareCommit();
+  // Phase 2, without the store lock (commits are serialised by the caller):
+  // nodes, flush, every superblock copy, flush. Touches only the batch and
+  // the device.
+  absl::Status WriteCommit(const CommitBatch& batch);
+  // Phase 3, under the lock: publish, or go read-only if phase 2 failed.
+  absl::Status FinishCommit(std::unique_ptr<CommitBatch> batch, absl::Status written);
+
+  // Commits the running engine transaction (all three phases). No-op when
+  // nothing changed.
   absl::Status Commit();
   bool HasChanges() const;
 
@@ -173,9 +198,7 @@ class TxnManager : public TreeHooks {
   void AddDeviceFreeSpace();
   absl::Status UpdateRootItems();
   absl::Status RunAllDelayedRefs();
-  absl::Status WriteDirtyNodes();
-  absl::Status WriteSuperblocks();
-  absl::Status CommitSteps();
+
   uint64_t CommitReserveNodes(uint64_t extra_heads) const;
   void OnExtentFreed(uint64_t bytenr, uint64_t num_bytes);
 
@@ -192,7 +215,8 @@ class TxnManager : public TreeHooks {
   uint64_t next_tree_id_ = 0;
   uint64_t bytes_used_ = 0;
   uint64_t commits_ = 0;
-  uint64_t flushes_ = 0;
+  // Bumped by WriteCommit without the store lock; relaxed: a statistic.
+  std::atomic<uint64_t> flushes_{0};
   uint64_t enospc_errors_ = 0;
   absl::Status fatal_;
   // Some superblock copy is missing, corrupt or older than the one mounted:
