@@ -108,13 +108,30 @@ absl::Status StoreImpl::CheckOpen() const {
 void StoreImpl::CommitterLoop() {
   absl::MutexLock l(&handles_mu_);
   for (;;) {
-    handles_mu_.AwaitWithTimeout(absl::Condition(&stop_),
-                                 absl::Milliseconds(options_.commit_interval_ms));
+    handles_mu_.AwaitWithTimeout(
+        absl::Condition(
+            +[](StoreImpl* s) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+              return s->stop_ || s->commit_requested_;
+            },
+            this),
+        absl::Milliseconds(options_.commit_interval_ms));
     if (stop_) return;
+    const CommitTrigger why = commit_requested_ ? requested_trigger_ : CommitTrigger::kInterval;
+    commit_requested_ = false;
     handles_mu_.Unlock();
-    Commit(CommitTrigger::kInterval).IgnoreError();
+    Commit(why).IgnoreError();
     handles_mu_.Lock();
   }
+}
+
+void StoreImpl::KickCommit(CommitTrigger why) {
+  if (!committer_.joinable()) {  // no background committer: commit here
+    Commit(why).IgnoreError();
+    return;
+  }
+  absl::MutexLock l(&handles_mu_);
+  commit_requested_ = true;
+  requested_trigger_ = why;
 }
 
 absl::Status StoreImpl::Close() {
@@ -425,7 +442,10 @@ void StoreImpl::Throttle() {
   if (heads >= options_.delayed_refs_hard) {
     wait_for_commit(CommitTrigger::kDelayedRefs);
   } else if (updates >= options_.delayed_refs_commit) {
-    Commit(CommitTrigger::kDelayedRefs).IgnoreError();
+    // Kick the commit and keep writing: the committer seals this
+    // generation and writes it while writers fill the next one. Only the
+    // hard limit makes a writer wait.
+    KickCommit(CommitTrigger::kDelayedRefs);
   } else if (heads >= options_.delayed_refs_soft) {
     absl::WriterMutexLock l(&mu_);
     if (txn_->RunDelayedRefBatch(static_cast<int>(options_.delayed_refs_batch)).ok()) {
@@ -445,7 +465,7 @@ void StoreImpl::MaybeCommitForDirtyBytes() {
     absl::ReaderMutexLock l(&mu_);
     dirty = txn_->dirty_bytes();
   }
-  if (dirty >= options_.dirty_bytes_max) Commit(CommitTrigger::kDirtyBytes).IgnoreError();
+  if (dirty >= options_.dirty_bytes_max) KickCommit(CommitTrigger::kDirtyBytes);
 }
 
 // A pipelined commit: the engine transaction is sealed under the tree lock,

@@ -78,7 +78,7 @@ struct Options {
   uint64_t delayed_refs_soft = 4096;
   uint64_t delayed_refs_commit = 16384;
   uint64_t delayed_refs_hard = 65536;
-  uint64_t delayed_refs_batch = 128;
+  uint64_t delayed_refs_batch = 32;
   uint64_t throttle_dirty_bytes = 64ull << 20;
   // Drop deleted subvolumes on a background thread. Off: only
   // Store::DropDeletedSubvolumes() does it (tests that step it by hand).

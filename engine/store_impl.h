@@ -80,6 +80,9 @@ class StoreImpl {
   // Paces a writer that holds no handle (seed 001); see Options.
   void Throttle();
   void CommitterLoop();
+  // Asks the background committer for a commit now (or commits here when
+  // there is none).
+  void KickCommit(CommitTrigger why);
   void CleanerLoop();
   // One batch of cleaner steps under the locks; returns steps done.
   absl::StatusOr<int> CleanerBatch(int max_steps);
@@ -96,6 +99,8 @@ class StoreImpl {
   int open_handles_ ABSL_GUARDED_BY(handles_mu_) = 0;
   bool commit_wanted_ ABSL_GUARDED_BY(handles_mu_) = false;
   bool stop_ ABSL_GUARDED_BY(handles_mu_) = false;
+  bool commit_requested_ ABSL_GUARDED_BY(handles_mu_) = false;
+  CommitTrigger requested_trigger_ ABSL_GUARDED_BY(handles_mu_) = CommitTrigger::kInterval;
 
   absl::Mutex mu_;
   std::unique_ptr<TxnManager> txn_ ABSL_PT_GUARDED_BY(mu_);
