@@ -18,6 +18,7 @@
 #include "engine/io/fault_device.h"
 #include "engine/io/mem_device.h"
 #include "engine/store.h"
+#include "engine/testing/loss_modes.h"
 #include "engine/testing/status_matchers.h"
 #include "engine/testing/store_fixture.h"
 #include "engine/testing/test_flags.h"
@@ -141,19 +142,7 @@ TEST_P(SubvolCrash, EveryFlushPoint) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllLossModes, SubvolCrash,
-    ::testing::Values(FaultDevice::LossMode::kDropAll, FaultDevice::LossMode::kKeepAll,
-                      FaultDevice::LossMode::kRandomSubset, FaultDevice::LossMode::kTorn),
-    [](const ::testing::TestParamInfo<FaultDevice::LossMode>& info) {
-      switch (info.param) {
-        case FaultDevice::LossMode::kDropAll: return std::string("DropAll");
-        case FaultDevice::LossMode::kKeepAll: return std::string("KeepAll");
-        case FaultDevice::LossMode::kRandomSubset: return std::string("RandomSubset");
-        case FaultDevice::LossMode::kTorn: return std::string("Torn");
-      }
-      return std::string("Unknown");
-    });
+INSTANTIATE_TEST_SUITE_P(AllLossModes, SubvolCrash, testing::AllLossModes(), testing::LossModeName);
 
 }  // namespace
 }  // namespace cowkv

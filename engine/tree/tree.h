@@ -61,19 +61,13 @@ class TreeHooks {
   // `level`) of a node of tree `tree_id`? Only into internal nodes the tree
   // owns exclusively; anything else is dropped whole by DropChild.
   virtual absl::StatusOr<bool> ShouldDescendForDrop(uint64_t tree_id, format::ChildPtr c,
-                                                    int level) {
-    return false;
-  }
+                                                    int level) = 0;
   // Tree `tree_id` drops its pointer to child `slot` of `parent` (a dirty
   // node it owns) and with it the whole subtree below, as far as it is not
   // shared.
-  virtual absl::Status DropChild(uint64_t tree_id, const Node& parent, int slot) {
-    return absl::UnimplementedError("this tree cannot be dropped");
-  }
+  virtual absl::Status DropChild(uint64_t tree_id, const Node& parent, int slot) = 0;
   // Same for a root node the walk may not descend into (a shared root).
-  virtual absl::Status DropRoot(uint64_t tree_id, const Node& root) {
-    return absl::UnimplementedError("this tree cannot be dropped");
-  }
+  virtual absl::Status DropRoot(uint64_t tree_id, const Node& root) = 0;
 };
 
 class Tree {
