@@ -284,7 +284,18 @@ absl::Status TxnManager::ReserveForWrite(Tree* tree, WriteKind kind) {
   // Inserts leave room for deletes, so a full store can always shrink.
   constexpr uint64_t kDeleteMarginNodes = 64;
   const uint64_t op = tree->WorstCaseNodesPerOp();
-  uint64_t need = op + CommitReserveNodes(2 * op);
+  uint64_t extra_heads = 2 * op;
+  // CoW of a node shared with a snapshot queues a ref for each of its
+  // children: up to a full internal node's worth per level on the path.
+  // Inserts reserve for it; deletes rely on the margin inserts leave, so a
+  // full store can still delete (see docs/design.md, "Space reservation").
+  auto sv = subvols_.find(tree->id());
+  if (kind == WriteKind::kInsert && sv != subvols_.end() && sv->second.item.last_snapshot > 0) {
+    const uint64_t max_fanout =
+        format::NodeCapacity(sb_.nodesize) / (format::kSlotSize + 1 + format::kChildPtrSize);
+    extra_heads += static_cast<uint64_t>(tree->height()) * max_fanout;
+  }
+  uint64_t need = op + CommitReserveNodes(extra_heads);
   if (kind == WriteKind::kInsert) need += kDeleteMarginNodes;
   const uint64_t need_bytes = need * sb_.nodesize;
   if (free_.free_bytes() < need_bytes) {
