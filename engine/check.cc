@@ -109,6 +109,9 @@ class Checker {
   void CheckNode(uint64_t id, const Node& n, const Visit& v, std::vector<Visit>* stack) {
     const std::string where = absl::StrCat("tree ", id, " node ", n.bytenr, " level ", int{n.level});
     if (n.nritems() == 0 && (!v.root || !n.leaf())) Problem(where, ": empty non-root node");
+    if (!n.leaf() && !v.root && !v.dying && n.nritems() == 1) {
+      Problem(where, ": internal node with a single child");
+    }
     if (n.nritems() == 0) return;
     const int last = n.nritems() - 1;
     if (!n.leaf() && n.key(0) != v.lo && !(v.dying && n.key(0) > v.lo)) {
