@@ -195,6 +195,13 @@ TEST(SubvolModel, RegressionSeed13UnownedNormalNode) {
   if (testing::Flags().seed != 0) GTEST_SKIP() << "replaying another seed";
   RunSeeds(13, 40000);
 }
+// Regression: append splits in the extent tree and merges of the one-item
+// node they leave fed each other's delayed refs, so the commit never
+// converged.
+TEST(SubvolModel, RegressionSeed149ExtentTreeSplitMergeCycle) {
+  if (testing::Flags().seed != 0) GTEST_SKIP() << "replaying another seed";
+  RunSeeds(149, 40000);
+}
 
 TEST(Subvolumes, DeletionFreesSpace) {
   // Goal: deleting snapshots gives back exactly the space they alone used,
