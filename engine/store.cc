@@ -220,10 +220,7 @@ absl::Status StoreImpl::ImplicitWrite(uint64_t tree_id, absl::string_view key,
       RETURN_IF_ERROR(Commit(CommitTrigger::kSpace));
       continue;
     }
-    if (s.ok()) {
-      Throttle();
-      MaybeCommitForDirtyBytes();
-    }
+    if (s.ok()) Throttle();
     return s;
   }
 }
@@ -304,7 +301,14 @@ absl::StatusOr<int> StoreImpl::CleanerBatch(int max_steps) {
     RETURN_IF_ERROR(Commit(CommitTrigger::kSpace));
     return 0;
   }
-  if (steps.ok()) MaybeCommitForDirtyBytes();
+  if (steps.ok()) {
+    uint64_t dirty;
+    {
+      absl::ReaderMutexLock l(&mu_);
+      dirty = txn_->dirty_bytes();
+    }
+    MaybeCommitForDirtyBytes(dirty);
+  }
   return steps;
 }
 
@@ -352,11 +356,8 @@ absl::Status StoreImpl::DropDeletedSubvolumes(uint64_t max_steps) {
   return Commit(CommitTrigger::kExplicit);
 }
 
-absl::StatusOr<SubvolumeInfo> StoreImpl::ShowSubvolume(absl::string_view name) {
-  RETURN_IF_ERROR(CheckOpen());
-  absl::ReaderMutexLock l(&mu_);
-  ASSIGN_OR_RETURN(uint64_t id, txn_->LookupSubvolume(name));
-  ASSIGN_OR_RETURN(SubvolInfo s, txn_->GetSubvolume(id));
+namespace {
+SubvolumeInfo ToSubvolumeInfo(const SubvolInfo& s) {
   SubvolumeInfo out;
   out.id = s.id;
   out.name = s.name;
@@ -367,18 +368,20 @@ absl::StatusOr<SubvolumeInfo> StoreImpl::ShowSubvolume(absl::string_view name) {
   out.read_only = s.flags & format::kRootFlagReadOnly;
   return out;
 }
+}  // namespace
+
+absl::StatusOr<SubvolumeInfo> StoreImpl::ShowSubvolume(absl::string_view name) {
+  RETURN_IF_ERROR(CheckOpen());
+  absl::ReaderMutexLock l(&mu_);
+  ASSIGN_OR_RETURN(uint64_t id, txn_->LookupSubvolume(name));
+  ASSIGN_OR_RETURN(SubvolInfo s, txn_->GetSubvolume(id));
+  return ToSubvolumeInfo(s);
+}
 
 std::vector<SubvolumeInfo> StoreImpl::ListSubvolumes() {
-  std::vector<std::string> names;
-  {
-    absl::ReaderMutexLock l(&mu_);
-    for (const SubvolInfo& s : txn_->ListSubvolumes()) names.push_back(s.name);
-  }
   std::vector<SubvolumeInfo> out;
-  for (const std::string& n : names) {
-    absl::StatusOr<SubvolumeInfo> s = ShowSubvolume(n);
-    if (s.ok()) out.push_back(*s);
-  }
+  absl::ReaderMutexLock l(&mu_);
+  for (const SubvolInfo& s : txn_->ListSubvolumes()) out.push_back(ToSubvolumeInfo(s));
   return out;
 }
 
@@ -436,36 +439,40 @@ void StoreImpl::Throttle() {
                                 std::memory_order_relaxed);
   };
   if (options_.throttle_policy == Options::ThrottlePolicy::kReservedBytes) {
-    if (dirty >= options_.throttle_dirty_bytes) wait_for_commit(CommitTrigger::kDirtyBytes);
+    if (dirty >= options_.throttle_dirty_bytes) {
+      wait_for_commit(CommitTrigger::kDirtyBytes);
+    } else {
+      MaybeCommitForDirtyBytes(dirty);
+    }
     return;
   }
   if (heads >= options_.delayed_refs_hard) {
     wait_for_commit(CommitTrigger::kDelayedRefs);
-  } else if (updates >= options_.delayed_refs_commit) {
+    return;
+  }
+  if (updates >= options_.delayed_refs_commit) {
     // Kick the commit and keep writing: the committer seals this
     // generation and writes it while writers fill the next one. Only the
     // hard limit makes a writer wait.
     KickCommit(CommitTrigger::kDelayedRefs);
-  } else if (heads >= options_.delayed_refs_soft) {
+    return;
+  }
+  if (heads >= options_.delayed_refs_soft) {
     absl::WriterMutexLock l(&mu_);
     if (txn_->RunDelayedRefBatch(static_cast<int>(options_.delayed_refs_batch)).ok()) {
       ++throttle_batches_;
     }
   }
+  MaybeCommitForDirtyBytes(dirty);
 }
 
-void StoreImpl::MaybeCommitForDirtyBytes() {
-  if (options_.dirty_bytes_max == 0) return;
+void StoreImpl::MaybeCommitForDirtyBytes(uint64_t dirty) {
+  if (options_.dirty_bytes_max == 0 || dirty < options_.dirty_bytes_max) return;
   {
     absl::MutexLock hl(&handles_mu_);
     if (open_handles_ > 0 || commit_wanted_) return;  // never stall a writer on handles
   }
-  uint64_t dirty;
-  {
-    absl::ReaderMutexLock l(&mu_);
-    dirty = txn_->dirty_bytes();
-  }
-  if (dirty >= options_.dirty_bytes_max) KickCommit(CommitTrigger::kDirtyBytes);
+  KickCommit(CommitTrigger::kDirtyBytes);
 }
 
 // A pipelined commit: the engine transaction is sealed under the tree lock,

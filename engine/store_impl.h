@@ -76,7 +76,9 @@ class StoreImpl {
   absl::Status CommitLocked(CommitTrigger trigger)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_, commit_mu_);
   absl::Status AfterCommitLocked(CommitTrigger trigger) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void MaybeCommitForDirtyBytes();
+  // Kicks a commit once dirty metadata (read by the caller) passes
+  // dirty_bytes_max.
+  void MaybeCommitForDirtyBytes(uint64_t dirty);
   // Paces a writer that holds no handle (seed 001); see Options.
   void Throttle();
   void CommitterLoop();

@@ -91,10 +91,4 @@ void FreeSpace::Unpin(const std::vector<std::pair<uint64_t, uint64_t>>& ranges) 
   }
 }
 
-void FreeSpace::UnpinAll() {
-  for (auto& [start, len] : pinned_) AddFree(start, len);
-  pinned_.clear();
-  pinned_bytes_ = 0;
-}
-
 }  // namespace cowkv

@@ -5,7 +5,8 @@
 // reserved ranges is free) — docs/design.md "Free space" says why. Ranges
 // freed in the running engine transaction are *pinned*: the committed tree may
 // still point at them, so they become allocatable only after the commit that
-// stops referencing them is durable (UnpinAll after the superblock flush).
+// stops referencing them is durable (TakePinned when the generation is
+// sealed, Unpin after its superblock flush).
 //
 // Allocation is next-fit from a cursor so consecutive allocations are
 // adjacent and a commit writes long sequential runs.
@@ -43,8 +44,6 @@ class FreeSpace {
   void Pin(uint64_t start, uint64_t len);
   // Never-written space of the running transaction: free at once.
   void FreeNow(uint64_t start, uint64_t len) { AddFree(start, len); }
-  // The commit is durable: pinned ranges become free.
-  void UnpinAll();
   // Pipelined commit: the ranges pinned by the generation being committed,
   // handed over when it is sealed and released by Unpin once it is durable
   // (they still count as pinned until then).

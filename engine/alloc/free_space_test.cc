@@ -1,5 +1,5 @@
 // Goal: allocation never hands out a byte twice, pinned space is held back
-// until UnpinAll, and ranges coalesce.
+// until unpinned, and ranges coalesce.
 // Method: a randomized run against a byte-ownership model (a bitmap of 4 KiB
 // units), plus direct cases.
 #include <random>
@@ -22,7 +22,7 @@ TEST(FreeSpace, Basics) {
   fs.Pin(*a, 16384);
   EXPECT_FALSE(fs.IsFree(*a, 16384));
   EXPECT_EQ(fs.pinned_bytes(), 16384u);
-  fs.UnpinAll();
+  fs.Unpin(fs.TakePinned());
   EXPECT_TRUE(fs.IsFree(*a, 16384));
   EXPECT_EQ(fs.free_bytes(), 1u << 20);
   EXPECT_EQ(fs.fragments(), 1u);
@@ -56,7 +56,7 @@ TEST(FreeSpace, RandomizedAgainstBitmap) {
       for (uint64_t u = s / unit; u < (s + l) / unit; ++u) owner[u] = pin ? 2 : 0;
       if (pin) fs.Pin(s, l); else fs.FreeNow(s, l);
     } else {
-      fs.UnpinAll();
+      fs.Unpin(fs.TakePinned());
       for (auto& o : owner) if (o == 2) o = 0;
     }
     uint64_t free_units = 0;

@@ -174,10 +174,4 @@ NodeCacheStats NodeCache::Stats() {
   return s;
 }
 
-void NodeCache::SetLimit(uint64_t limit_bytes) {
-  absl::MutexLock l(&mu_);
-  limit_bytes_ = limit_bytes;
-  EvictLocked();
-}
-
 }  // namespace cowkv

@@ -70,7 +70,6 @@ class NodeCache {
   const std::string& fsid() const { return fsid_; }
   BlockDevice* device() const { return device_; }
   NodeCacheStats Stats();
-  void SetLimit(uint64_t limit_bytes);
 
  private:
   void InsertLocked(NodeRef node) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -93,7 +93,7 @@ absl::StatusOr<NodeRef> Tree::CowIfNeeded(NodeRef node, Node* parent, int parent
   }
   ASSIGN_OR_RETURN(uint64_t bytenr, hooks_->AllocTreeBlock(id_, node->level));
   NodeRef copy = cache_->CopyDirty({bytenr, gen, id_, node->level}, *node);
-  RETURN_IF_ERROR(hooks_->CowTreeBlock(id_, *node, parent == nullptr));
+  RETURN_IF_ERROR(hooks_->CowTreeBlock(id_, *node));
   if (parent != nullptr) {
     parent->SetChild(parent_slot, copy);
   } else {

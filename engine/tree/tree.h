@@ -49,11 +49,11 @@ class TreeHooks {
   // Allocates space for a new node of tree `owner` at `level` and queues its
   // +1 ref. Only fails if the caller did not reserve enough space first.
   virtual absl::StatusOr<uint64_t> AllocTreeBlock(uint64_t owner, uint8_t level) = 0;
-  // Tree `tree_id` replaced the clean node `old` by a copy: adjust the refs
-  // of `old`'s children if `old` may be shared with a snapshot (lazy
-  // refcounting, docs/design.md "Snapshots and shared blocks"), and drop the
-  // tree's reference to `old`.
-  virtual absl::Status CowTreeBlock(uint64_t tree_id, const Node& old, bool is_root) = 0;
+  // Tree `tree_id` replaced the clean node `old` (root or not: a snapshot
+  // shares roots too) by a copy: adjust the refs of `old`'s children if
+  // `old` may be shared (lazy refcounting, docs/design.md "Snapshots and
+  // shared blocks"), and drop the tree's reference to `old`.
+  virtual absl::Status CowTreeBlock(uint64_t tree_id, const Node& old) = 0;
   // Tree `tree_id` stops referencing `node`, a node it owns exclusively
   // (merged away, or a collapsed root): queue the -1.
   virtual absl::Status FreeTreeBlock(uint64_t tree_id, const Node& node) = 0;

@@ -215,9 +215,8 @@ void TxnManager::AddChildRefs(const Node& node, bool full_backref, uint64_t tree
   }
 }
 
-absl::Status TxnManager::CowTreeBlock(uint64_t tree_id, const Node& old, bool is_root) {
+absl::Status TxnManager::CowTreeBlock(uint64_t tree_id, const Node& old) {
   // Roots too: a fresh snapshot shares its source's root node.
-  (void)is_root;
   auto sv = subvols_.find(tree_id);
   const bool may_be_shared = sv != subvols_.end() &&
                              old.generation <= sv->second.item.last_snapshot;
@@ -308,21 +307,20 @@ absl::Status TxnManager::DropChild(uint64_t tree_id, const Node& parent, int slo
 }
 
 absl::Status TxnManager::DropRoot(uint64_t tree_id, const Node& node) {
-  const Node* child = &node;
   auto sv = subvols_.find(tree_id);
   const bool may_be_shared =
       sv != subvols_.end() && node.generation <= sv->second.item.last_snapshot;
-  if (may_be_shared && !child->leaf()) {
-    ASSIGN_OR_RETURN(auto info, LookupExtentInfo(child->bytenr));
+  if (may_be_shared && !node.leaf()) {
+    ASSIGN_OR_RETURN(auto info, LookupExtentInfo(node.bytenr));
     const bool full = info.second & format::kExtentFlagFullBackref;
-    if (info.first > 1 && child->owner == tree_id && !full) {
-      AddChildRefs(*child, /*full_backref=*/true, tree_id, +1);
-      AddChildRefs(*child, /*full_backref=*/false, tree_id, -1);
-      refs_.SetFullBackref(child->bytenr, sb_.nodesize, child->level);
+    if (info.first > 1 && node.owner == tree_id && !full) {
+      AddChildRefs(node, /*full_backref=*/true, tree_id, +1);
+      AddChildRefs(node, /*full_backref=*/false, tree_id, -1);
+      refs_.SetFullBackref(node.bytenr, sb_.nodesize, node.level);
     }
-    COWKV_CHECK_MSG(info.first > 1 || child->leaf(), "dropping an exclusive internal node whole");
+    COWKV_CHECK_MSG(info.first > 1 || node.leaf(), "dropping an exclusive internal node whole");
   }
-  DropTreeRef(tree_id, *child);
+  DropTreeRef(tree_id, node);
   return absl::OkStatus();
 }
 

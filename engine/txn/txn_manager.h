@@ -103,7 +103,7 @@ class TxnManager : public TreeHooks {
   // TreeHooks.
   uint64_t generation() const override { return generation_; }
   absl::StatusOr<uint64_t> AllocTreeBlock(uint64_t owner, uint8_t level) override;
-  absl::Status CowTreeBlock(uint64_t tree_id, const Node& old, bool is_root) override;
+  absl::Status CowTreeBlock(uint64_t tree_id, const Node& old) override;
   absl::Status FreeTreeBlock(uint64_t tree_id, const Node& node) override;
   absl::StatusOr<bool> ShouldDescendForDrop(uint64_t tree_id, format::ChildPtr c,
                                             int level) override;
