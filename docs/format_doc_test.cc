@@ -94,12 +94,13 @@ TEST(FormatDoc, Superblock) {
                {kSbNodesizeOff, 4, "nodesize"},
                {kSbSectorsizeOff, 4, "sectorsize"},
                {kSbLogRootOff, 8, "log_root"},
-               {kSbLogRootTransidOff, 8, "log_root_transid"},
+               {kSbLogNonceOff, 8, "log_nonce"},
                {kSbLogRootLevelOff, 1, "log_root_level"},
                {kSbNextTreeIdOff, 8, "next_tree_id"},
-               {kSbFormatVersionOff, 8, "format_version"}},
+               {kSbFormatVersionOff, 8, "format_version"},
+               {kSbRevisionOff, 8, "revision"}},
               "superblock");
-  EXPECT_EQ(kSbFormatVersionOff + 8, kSbUsedSize);
+  EXPECT_EQ(kSbRevisionOff + 8, kSbUsedSize);
 }
 
 TEST(FormatDoc, Node) {
@@ -149,9 +150,10 @@ TEST(FormatDoc, Items) {
 }
 
 TEST(FormatDoc, DerivedLimits) {
-  EXPECT_EQ(MaxInlineValue(4096), 984u);
-  EXPECT_EQ(MaxInlineValue(16384), 7128u);
-  EXPECT_EQ(MaxInlineValue(65536), 31704u);
+  EXPECT_EQ(MaxInlineValue(4096), 976u);
+  EXPECT_EQ(MaxInlineValue(16384), 7120u);
+  EXPECT_EQ(MaxInlineValue(65536), 31696u);
+  EXPECT_EQ(kMaxKeySize, 1032u);
   EXPECT_EQ(kSuperblockOffsets[0], 64u << 10);
   EXPECT_EQ(kSuperblockOffsets[1], 64u << 20);
   EXPECT_EQ(kSuperblockOffsets[2], 256ull << 30);

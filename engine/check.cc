@@ -19,6 +19,7 @@
 #include "engine/base/status.h"
 #include "engine/format/items.h"
 #include "engine/format/layout.h"
+#include "engine/kv/kv_item.h"
 #include "engine/store.h"
 #include "engine/tree/node_cache.h"
 #include "engine/txn/txn_manager.h"
@@ -303,7 +304,7 @@ absl::StatusOr<CheckReport> Check(BlockDevice* device) {
 static_assert(kMinDeviceBytes == format::kMinDeviceSize);
 static_assert(kRootTreeId == format::kRootTreeId && kExtentTreeId == format::kExtentTreeId &&
               kDefaultTreeId == format::kDefaultTreeId);
-static_assert(kMaxKeySize == format::kMaxKeySize);
+static_assert(kMaxKeySize == kv::kMaxUserKeySize && kMaxKeySize < format::kMaxKeySize);
 
 bool HasCowkvSignature(BlockDevice* device) {
   for (uint64_t off : format::kSuperblockOffsets) {

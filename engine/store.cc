@@ -14,45 +14,84 @@ namespace cowkv {
 
 // ---- Iterator -------------------------------------------------------------------
 
+// Iterates the KV key space of one subvolume tree: tree keys 'k' + key,
+// values behind a KV item header (checked, so a corrupt header ends the
+// iteration with DATA_LOSS instead of returning garbage).
 class Iterator::Impl {
  public:
   Impl(absl::Mutex* mu, Tree* tree) : mu_(mu), it_(tree) {}
+  bool Valid() const { return valid_; }
+  // After every move: inside the key space? a sane item?
+  void Settle() {
+    valid_ = it_.Valid() && kv::IsKvTreeKey(it_.key());
+    if (!valid_) return;
+    absl::StatusOr<kv::ItemView> item = kv::DecodeItem(it_.key(), it_.value());
+    if (!item.ok()) {
+      valid_ = false;
+      status_ = item.status();
+      return;
+    }
+    value_ = item->value;
+  }
   absl::Mutex* mu_;
   TreeIterator it_;
+  bool valid_ = false;
+  absl::string_view value_;
+  absl::Status status_;
 };
 
 Iterator::Iterator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Iterator::~Iterator() = default;
-bool Iterator::Valid() const { return impl_->it_.Valid(); }
+bool Iterator::Valid() const { return impl_->Valid(); }
 void Iterator::SeekToFirst() {
   absl::ReaderMutexLock l(impl_->mu_);
-  impl_->it_.SeekToFirst();
+  impl_->it_.Seek(std::string(1, kv::kKvPrefix));
+  impl_->Settle();
 }
 void Iterator::SeekToLast() {
   absl::ReaderMutexLock l(impl_->mu_);
-  impl_->it_.SeekToLast();
+  impl_->it_.SeekForPrev(std::string(1, kv::kKvPrefixEnd));
+  impl_->Settle();
 }
 void Iterator::Seek(absl::string_view key) {
   absl::ReaderMutexLock l(impl_->mu_);
-  impl_->it_.Seek(key);
+  impl_->it_.Seek(kv::TreeKey(key));
+  impl_->Settle();
 }
 void Iterator::SeekForPrev(absl::string_view key) {
   absl::ReaderMutexLock l(impl_->mu_);
-  impl_->it_.SeekForPrev(key);
+  impl_->it_.SeekForPrev(kv::TreeKey(key));
+  impl_->Settle();
 }
 void Iterator::Next() {
-  if (impl_->it_.TryFastNext()) return;
-  absl::ReaderMutexLock l(impl_->mu_);
-  impl_->it_.Next();
+  if (!impl_->it_.TryFastNext()) {
+    absl::ReaderMutexLock l(impl_->mu_);
+    impl_->it_.Next();
+  }
+  impl_->Settle();
 }
 void Iterator::Prev() {
-  if (impl_->it_.TryFastPrev()) return;
-  absl::ReaderMutexLock l(impl_->mu_);
-  impl_->it_.Prev();
+  if (!impl_->it_.TryFastPrev()) {
+    absl::ReaderMutexLock l(impl_->mu_);
+    impl_->it_.Prev();
+  }
+  impl_->Settle();
 }
-absl::string_view Iterator::key() const { return impl_->it_.key(); }
-absl::string_view Iterator::value() const { return impl_->it_.value(); }
-absl::Status Iterator::status() const { return impl_->it_.status(); }
+absl::string_view Iterator::key() const { return kv::UserKey(impl_->it_.key()); }
+absl::string_view Iterator::value() const { return impl_->value_; }
+absl::Status Iterator::status() const {
+  return impl_->status_.ok() ? impl_->it_.status() : impl_->status_;
+}
+
+std::unique_ptr<Iterator> StoreImpl::NewIterator(uint64_t subvol) {
+  Tree* tree;
+  {
+    absl::ReaderMutexLock l(&mu_);
+    tree = txn_->fs_tree(subvol);  // subvolume trees live as long as the store
+  }
+  COWKV_CHECK(tree != nullptr);
+  return std::make_unique<Iterator>(std::make_unique<Iterator::Impl>(&mu_, tree));
+}
 
 // ---- Transaction ----------------------------------------------------------------
 
@@ -69,7 +108,8 @@ absl::Status Transaction::Delete(absl::string_view key) {
 }
 
 absl::StatusOr<std::string> Transaction::Get(absl::string_view key) {
-  return store_->Get(format::kDefaultTreeId, key);
+  ASSIGN_OR_RETURN(KeyValue kv, store_->GetItem(format::kDefaultTreeId, key));
+  return std::move(kv.value);
 }
 
 void Transaction::End() {
@@ -86,7 +126,31 @@ StoreImpl::StoreImpl(BlockDevice* device, std::unique_ptr<BlockDevice> owned,
       owned_device_(std::move(owned)),
       options_(options),
       nodesize_(txn->nodesize()),
-      txn_(std::move(txn)) {
+      txn_(std::move(txn)),
+      window_(options.conflict_window_keys) {}
+
+absl::Status StoreImpl::Init() {
+  ASSIGN_OR_RETURN(log::Recovered r, log::LogManager::Recover(device_, txn_->superblock()));
+  {
+    absl::MutexLock cl(&commit_mu_);
+    absl::WriterMutexLock l(&mu_);
+    const format::Superblock& sb = txn_->superblock();
+    revision_ = std::max(sb.revision, r.revision);
+    log_ = std::make_unique<log::LogManager>(txn_.get(), options_.log_max_pending_keys);
+    if (r.root_blocks == 0) {
+      if (!options_.read_only) RETURN_IF_ERROR(log_->ContinueChain(sb));
+    } else {
+      RETURN_IF_ERROR(ReplayLog(r));
+    }
+  }
+  {
+    absl::MutexLock sl(&sync_mu_);
+    durable_gen_ = txn_->superblock().generation;
+  }
+  if (r.root_blocks > 0 && !options_.read_only) {
+    // The replayed state becomes an engine commit; the chain is retired.
+    RETURN_IF_ERROR(Commit(CommitTrigger::kExplicit));
+  }
   if (options_.commit_interval_ms > 0 && !options_.read_only) {
     committer_ = std::thread([this] { CommitterLoop(); });
   }
@@ -94,6 +158,7 @@ StoreImpl::StoreImpl(BlockDevice* device, std::unique_ptr<BlockDevice> owned,
     cleaner_work_ = txn_->HasDeadRoots();  // resume a deletion a crash interrupted
     cleaner_ = std::thread([this] { CleanerLoop(); });
   }
+  return absl::OkStatus();
 }
 
 StoreImpl::~StoreImpl() { Close().IgnoreError(); }
@@ -175,80 +240,30 @@ absl::StatusOr<Tree*> StoreImpl::TreeFor(uint64_t tree_id) {
   return tree;
 }
 
-absl::Status StoreImpl::WriteOnce(uint64_t tree_id, absl::string_view key,
-                                  const absl::string_view* value) {
+// A write through an engine Transaction handle: a KV write of its own
+// revision, outside the log (see Transaction in store.h).
+absl::Status StoreImpl::WriteOnce(absl::string_view key, const absl::string_view* value) {
+  RETURN_IF_ERROR(CheckOpen());
+  RETURN_IF_ERROR(kv::ValidateKey(key));
+  if (value != nullptr) RETURN_IF_ERROR(kv::ValidateValue(*value, nodesize_));
+  KvWriteSet ws;
+  ws.writes[std::string(key)] =
+      value ? std::optional<std::string>(std::string(*value)) : std::nullopt;
   absl::WriterMutexLock l(&mu_);
-  ASSIGN_OR_RETURN(Tree * tree, TreeFor(tree_id));
-  if (txn_->IsReadOnly(tree_id)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "subvolume '", txn_->GetSubvolume(tree_id)->name, "' is a read-only snapshot"));
+  if (value == nullptr) {
+    ASSIGN_OR_RETURN(Tree * tree, TreeFor(format::kDefaultTreeId));
+    absl::StatusOr<std::string> probe = tree->Get(kv::TreeKey(key));
+    if (!probe.ok()) return probe.status();  // NOT_FOUND even on a full device
   }
-  auto kind = value ? TxnManager::WriteKind::kInsert : TxnManager::WriteKind::kDelete;
-  if (value) {
-    RETURN_IF_ERROR(tree->ValidatePut(key, *value));
-  } else {
-    // A missing key is NOT_FOUND even on a full device.
-    absl::StatusOr<std::string> probe = tree->Get(key);
-    if (!probe.ok()) return probe.status();
-  }
-  RETURN_IF_ERROR(txn_->ReserveForWrite(tree, kind));
-  return value ? tree->Put(key, *value) : tree->Delete(key);
+  log_->MarkFull();
+  return ApplyLocked(format::kDefaultTreeId, 0, kv::ReadSet{}, ws).status();
 }
 
 absl::Status StoreImpl::HandlePut(absl::string_view key, absl::string_view value) {
-  RETURN_IF_ERROR(CheckOpen());
-  return WriteOnce(format::kDefaultTreeId, key, &value);
+  return WriteOnce(key, &value);
 }
 
-absl::Status StoreImpl::HandleDelete(absl::string_view key) {
-  RETURN_IF_ERROR(CheckOpen());
-  return WriteOnce(format::kDefaultTreeId, key, nullptr);
-}
-
-// A write outside any handle: joins the running transaction for one
-// operation. On ENOSPC it commits once — space freed in this transaction is
-// pinned until then — and retries.
-absl::Status StoreImpl::ImplicitWrite(uint64_t tree_id, absl::string_view key,
-                                      const absl::string_view* value) {
-  RETURN_IF_ERROR(CheckOpen());
-  if (options_.read_only) return absl::FailedPreconditionError("store is opened read-only");
-  for (int attempt = 0;; ++attempt) {
-    ASSIGN_OR_RETURN(std::unique_ptr<Transaction> h, Begin());
-    absl::Status s = WriteOnce(tree_id, key, value);
-    h->End();
-    if (absl::IsResourceExhausted(s) && attempt == 0) {
-      RETURN_IF_ERROR(Commit(CommitTrigger::kSpace));
-      continue;
-    }
-    if (s.ok()) Throttle();
-    return s;
-  }
-}
-
-absl::Status StoreImpl::Put(uint64_t tree_id, absl::string_view key, absl::string_view value) {
-  return ImplicitWrite(tree_id, key, &value);
-}
-
-absl::Status StoreImpl::Delete(uint64_t tree_id, absl::string_view key) {
-  return ImplicitWrite(tree_id, key, nullptr);
-}
-
-absl::StatusOr<std::string> StoreImpl::Get(uint64_t tree_id, absl::string_view key) {
-  RETURN_IF_ERROR(CheckOpen());
-  absl::ReaderMutexLock l(&mu_);
-  ASSIGN_OR_RETURN(Tree * tree, TreeFor(tree_id));
-  return tree->Get(key);
-}
-
-std::unique_ptr<Iterator> StoreImpl::NewIterator(uint64_t tree_id) {
-  Tree* tree;
-  {
-    absl::ReaderMutexLock l(&mu_);
-    tree = txn_->fs_tree(tree_id);  // subvolume trees live as long as the store
-  }
-  COWKV_CHECK(tree != nullptr);
-  return std::make_unique<Iterator>(std::make_unique<Iterator::Impl>(&mu_, tree));
-}
+absl::Status StoreImpl::HandleDelete(absl::string_view key) { return WriteOnce(key, nullptr); }
 
 absl::StatusOr<uint64_t> StoreImpl::ManageSubvolumes(
     const std::function<absl::StatusOr<uint64_t>(TxnManager*)>& op, bool commit_first,
@@ -256,6 +271,7 @@ absl::StatusOr<uint64_t> StoreImpl::ManageSubvolumes(
   RETURN_IF_ERROR(CheckOpen());
   if (options_.read_only) return absl::FailedPreconditionError("store is opened read-only");
   absl::MutexLock cl(&commit_mu_);
+  absl::MutexLock ll(&log_mu_);  // no log sync runs meanwhile (CommitLocked)
   absl::MutexLock hl(&handles_mu_);
   handles_mu_.Await(absl::Condition(+[](bool* wanted) { return !*wanted; }, &commit_wanted_));
   commit_wanted_ = true;
@@ -479,11 +495,15 @@ void StoreImpl::MaybeCommitForDirtyBytes(uint64_t dirty) {
 // written to the device without it (writers carry on in the next
 // generation meanwhile), and published under the lock again. commit_mu_
 // keeps commits in order: generation N+1 is never sealed before N is durable.
+// Sealing also starts the next log chain; the old chain's blocks are freed
+// once the generation that retires them is durable.
 absl::Status StoreImpl::Commit(CommitTrigger trigger) {
   if (trigger != CommitTrigger::kClose) RETURN_IF_ERROR(CheckOpen());
   if (options_.read_only) return absl::OkStatus();
   absl::MutexLock cl(&commit_mu_);
   std::unique_ptr<TxnManager::CommitBatch> batch;
+  std::vector<uint64_t> retired;
+  uint64_t sealed_rev = 0;
   {
     absl::MutexLock hl(&handles_mu_);
     // Keep new handles out, then wait for the open ones to end.
@@ -493,10 +513,14 @@ absl::Status StoreImpl::Commit(CommitTrigger trigger) {
     absl::StatusOr<std::unique_ptr<TxnManager::CommitBatch>> prepared;
     {
       absl::WriterMutexLock l(&mu_);
+      if (txn_->HasChanges()) sealed_rev = SealLogLocked(&retired);
       prepared = txn_->PrepareCommit();
     }
     commit_wanted_ = false;  // new handles join the next generation
-    if (!prepared.ok()) return prepared.status();
+    if (!prepared.ok()) {
+      PublishDurable(0, 0, prepared.status());
+      return prepared.status();
+    }
     batch = std::move(*prepared);
   }
   if (batch == nullptr) {
@@ -504,16 +528,48 @@ absl::Status StoreImpl::Commit(CommitTrigger trigger) {
     return txn_->fatal();
   }
   absl::Status written = txn_->WriteCommit(*batch);
-  absl::WriterMutexLock l(&mu_);
-  RETURN_IF_ERROR(txn_->FinishCommit(std::move(batch), written));
-  return AfterCommitLocked(trigger);
+  const uint64_t gen = batch->generation;
+  { absl::MutexLock ll(&log_mu_); }  // a sync into the old chain has finished
+  absl::Status s;
+  {
+    absl::WriterMutexLock l(&mu_);
+    s = txn_->FinishCommit(std::move(batch), written);
+    if (s.ok()) txn_->FreeLogBlocks(retired);
+    if (s.ok()) s = AfterCommitLocked(trigger);
+  }
+  PublishDurable(gen, sealed_rev, s);
+  return s;
 }
 
+// Callers hold log_mu_, so no log sync is in flight.
 absl::Status StoreImpl::CommitLocked(CommitTrigger trigger) {
   commit_mu_.AssertHeld();
   if (!txn_->HasChanges()) return txn_->fatal();
-  RETURN_IF_ERROR(txn_->Commit());
-  return AfterCommitLocked(trigger);
+  std::vector<uint64_t> retired;
+  const uint64_t sealed_rev = SealLogLocked(&retired);
+  const uint64_t gen = txn_->generation();
+  absl::Status s = txn_->Commit();
+  if (s.ok()) txn_->FreeLogBlocks(retired);
+  if (s.ok()) s = AfterCommitLocked(trigger);
+  PublishDurable(gen, sealed_rev, s);
+  return s;
+}
+
+uint64_t StoreImpl::SealLogLocked(std::vector<uint64_t>* retired) {
+  log::LogAnchor anchor = log_->StartChain(txn_->generation(), retired);
+  txn_->SetLogAnchor(anchor.log_root, anchor.nonce);
+  txn_->SetRevision(revision_);
+  return revision_;
+}
+
+void StoreImpl::PublishDurable(uint64_t generation, uint64_t revision, const absl::Status& s) {
+  absl::MutexLock l(&sync_mu_);
+  if (!s.ok()) {
+    if (sync_failed_.ok()) sync_failed_ = s;
+    return;
+  }
+  durable_gen_ = std::max(durable_gen_, generation);
+  committed_rev_ = std::max(committed_rev_, revision);
 }
 
 absl::Status StoreImpl::AfterCommitLocked(CommitTrigger trigger) {
@@ -545,6 +601,7 @@ StoreStats StoreImpl::Stats() {
   s.commits_by_dirty_bytes = commits_by_[static_cast<int>(CommitTrigger::kDirtyBytes)];
   s.commits_by_space = commits_by_[static_cast<int>(CommitTrigger::kSpace)];
   s.commits_by_delayed_refs = commits_by_[static_cast<int>(CommitTrigger::kDelayedRefs)];
+  s.commits_by_log_full = commits_by_[static_cast<int>(CommitTrigger::kLogFull)];
   s.throttle_batches = throttle_batches_;
   s.throttle_waits = throttle_waits_.load(std::memory_order_relaxed);
   s.throttle_wait_us = throttle_wait_us_.load(std::memory_order_relaxed);
@@ -564,6 +621,17 @@ StoreStats StoreImpl::Stats() {
   s.subvolumes = txn_->ListSubvolumes().size();
   s.deleted_subvolumes_pending = txn_->dead_roots();
   s.cleaner_steps = cleaner_steps_;
+  s.revision = revision_;
+  s.kv_commits = kv_commits_;
+  s.durable_commits = durable_commits_.load(std::memory_order_relaxed);
+  log::LogStats ls = log_->Stats();
+  s.log_syncs = ls.syncs;
+  s.log_synced_keys = ls.synced_keys;
+  s.log_sync_bytes = ls.sync_bytes;
+  s.log_replayed_entries = replayed_entries_;
+  s.kv_conflicts = kv_conflicts_.load(std::memory_order_relaxed);
+  s.kv_too_old = kv_too_old_.load(std::memory_order_relaxed);
+  s.open_transactions = open_txns_;
   return s;
 }
 
@@ -586,8 +654,9 @@ absl::Status Store::Mkfs(BlockDevice* device, const MkfsOptions& options) {
 absl::StatusOr<std::unique_ptr<Store>> Store::Open(BlockDevice* device, const Options& options) {
   ASSIGN_OR_RETURN(std::unique_ptr<TxnManager> txn,
                    TxnManager::Mount(device, options.node_cache_bytes));
-  return std::unique_ptr<Store>(
-      new Store(std::make_unique<StoreImpl>(device, nullptr, options, std::move(txn))));
+  auto impl = std::make_unique<StoreImpl>(device, nullptr, options, std::move(txn));
+  RETURN_IF_ERROR(impl->Init());
+  return std::unique_ptr<Store>(new Store(std::move(impl)));
 }
 
 absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path, const Options& options) {
@@ -597,19 +666,24 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path, cons
   ASSIGN_OR_RETURN(std::unique_ptr<TxnManager> txn,
                    TxnManager::Mount(dev.get(), options.node_cache_bytes));
   BlockDevice* raw = dev.get();
-  return std::unique_ptr<Store>(
-      new Store(std::make_unique<StoreImpl>(raw, std::move(dev), options, std::move(txn))));
+  auto impl = std::make_unique<StoreImpl>(raw, std::move(dev), options, std::move(txn));
+  RETURN_IF_ERROR(impl->Init());
+  return std::unique_ptr<Store>(new Store(std::move(impl)));
 }
 
 absl::Status Store::Close() { return impl_->Close(); }
-absl::Status Store::Put(absl::string_view key, absl::string_view value) {
-  return impl_->Put(format::kDefaultTreeId, key, value);
+absl::Status Store::Put(absl::string_view key, absl::string_view value, Durability d) {
+  return impl_->Put(format::kDefaultTreeId, key, value, d);
 }
 absl::StatusOr<std::string> Store::Get(absl::string_view key) {
-  return impl_->Get(format::kDefaultTreeId, key);
+  ASSIGN_OR_RETURN(KeyValue kv, impl_->GetItem(format::kDefaultTreeId, key));
+  return std::move(kv.value);
 }
-absl::Status Store::Delete(absl::string_view key) {
-  return impl_->Delete(format::kDefaultTreeId, key);
+absl::Status Store::Delete(absl::string_view key, Durability d) {
+  return impl_->Delete(format::kDefaultTreeId, key, d);
+}
+absl::StatusOr<std::unique_ptr<Subvolume>> Store::DefaultSubvolume() {
+  return impl_->OpenSubvolume("default");
 }
 std::unique_ptr<Iterator> Store::NewIterator() { return impl_->NewIterator(format::kDefaultTreeId); }
 absl::StatusOr<SubvolumeInfo> Store::CreateSubvolume(absl::string_view name) {
@@ -636,18 +710,31 @@ absl::StatusOr<std::unique_ptr<Subvolume>> Store::OpenSubvolume(absl::string_vie
   return impl_->OpenSubvolume(name);
 }
 
-absl::Status Subvolume::Put(absl::string_view key, absl::string_view value) {
-  return store_->Put(id_, key, value);
+absl::Status Subvolume::Put(absl::string_view key, absl::string_view value, Durability d) {
+  return store_->Put(id_, key, value, d);
 }
 absl::StatusOr<std::string> Subvolume::Get(absl::string_view key) {
-  return store_->Get(id_, key);
+  ASSIGN_OR_RETURN(KeyValue kv, store_->GetItem(id_, key));
+  return std::move(kv.value);
 }
-absl::Status Subvolume::Delete(absl::string_view key) { return store_->Delete(id_, key); }
+absl::StatusOr<KeyValue> Subvolume::GetItem(absl::string_view key) {
+  return store_->GetItem(id_, key);
+}
+absl::Status Subvolume::Delete(absl::string_view key, Durability d) {
+  return store_->Delete(id_, key, d);
+}
+absl::StatusOr<RangeResult> Subvolume::Range(const RangeRequest& req) {
+  return store_->Range(id_, req);
+}
 std::unique_ptr<Iterator> Subvolume::NewIterator() { return store_->NewIterator(id_); }
+absl::StatusOr<TxnResponse> Subvolume::Txn(const TxnRequest& req) { return store_->Txn(id_, req); }
+absl::StatusOr<std::unique_ptr<KvTransaction>> Subvolume::BeginTransaction() {
+  return store_->BeginTransaction(id_);
+}
 absl::StatusOr<std::unique_ptr<Transaction>> Store::Begin() { return impl_->Begin(); }
 absl::Status Store::Commit() { return impl_->Commit(CommitTrigger::kExplicit); }
 StoreStats Store::Stats() { return impl_->Stats(); }
 uint32_t Store::nodesize() const { return impl_->nodesize(); }
-size_t Store::max_value_size() const { return format::MaxInlineValue(impl_->nodesize()); }
+size_t Store::max_value_size() const { return impl_->max_value_size(); }
 
 }  // namespace cowkv

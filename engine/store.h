@@ -21,6 +21,7 @@
 #define COWKV_ENGINE_STORE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -36,7 +37,7 @@ namespace cowkv {
 class StoreImpl;
 
 // Limits every caller can rely on.
-inline constexpr size_t kMaxKeySize = 1024;
+inline constexpr size_t kMaxKeySize = 1024;  // KV keys: 1..1024 bytes
 inline constexpr uint32_t kMinNodesize = 4096;
 inline constexpr uint32_t kMaxNodesize = 65536;
 inline constexpr uint32_t kDefaultNodesize = 16384;
@@ -54,8 +55,26 @@ struct MkfsOptions {
   std::string fsid;
 };
 
+// When a KV write is acknowledged.
+//   kDurable: after the log sync (or engine commit) that covers it — it
+//             survives any crash from then on.
+//   kAsync:   after it is applied and visible; durable by the next log sync
+//             or engine commit. Async writes become durable in commit
+//             order: a crash keeps a prefix of them.
+//   kDefault: Options::default_durability.
+enum class Durability { kDefault, kDurable, kAsync };
+
 struct Options {
   bool read_only = false;
+  // Durability of KV writes that ask for kDefault.
+  Durability default_durability = Durability::kDurable;
+  // Recent KV writes kept for validating client transactions (keys). A
+  // transaction whose read revision fell out of the window fails with
+  // OUT_OF_RANGE ("too old") instead of ABORTED.
+  uint64_t conflict_window_keys = 1 << 20;
+  // Keys a log sync may have to copy; past this, durable commits fall
+  // back to an engine commit until the next one.
+  uint64_t log_max_pending_keys = 1 << 16;
   // Bound on the node cache's clean nodes, in bytes. Dirty nodes are pinned
   // until the engine transaction that wrote them commits and are not counted
   // against this bound.
@@ -105,6 +124,7 @@ struct StoreStats {
   uint64_t commits_by_dirty_bytes = 0;
   uint64_t commits_by_space = 0;
   uint64_t commits_by_delayed_refs = 0;
+  uint64_t commits_by_log_full = 0;  // durable commits the log could not take
   uint64_t throttle_batches = 0;   // delayed-ref batches run by writers
   uint64_t throttle_waits = 0;     // writers that waited for a commit
   uint64_t throttle_wait_us = 0;   // total time they waited
@@ -124,6 +144,119 @@ struct StoreStats {
   uint64_t subvolumes = 0;
   uint64_t deleted_subvolumes_pending = 0;  // still being dropped
   uint64_t cleaner_steps = 0;
+  // KV and the log.
+  uint64_t revision = 0;            // last KV revision applied
+  uint64_t kv_commits = 0;          // KV writes and transactions that changed something
+  uint64_t durable_commits = 0;     // of them, acknowledged as durable
+  uint64_t log_syncs = 0;           // log syncs written (one flush each)
+  uint64_t log_synced_keys = 0;
+  uint64_t log_sync_bytes = 0;
+  uint64_t log_replayed_entries = 0;  // at the last mount
+  uint64_t kv_conflicts = 0;        // transactions aborted by validation
+  uint64_t kv_too_old = 0;          // transactions past the conflict window
+  uint64_t open_transactions = 0;   // client transactions not yet finished
+};
+
+// ---- The transactional key space ----------------------------------------------
+
+struct KeyValue {
+  std::string key;
+  std::string value;  // empty for keys_only reads
+  uint64_t create_revision = 0;
+  uint64_t mod_revision = 0;
+  uint64_t version = 0;  // writes since the key was created; 1 = just created
+};
+
+struct RangeRequest {
+  std::string start;   // inclusive; empty = from the first key
+  std::string end;     // exclusive; empty = through the last key
+  std::string prefix;  // non-empty: exactly the keys with this prefix
+                       // (start and end must then be empty)
+  uint64_t limit = 0;  // 0 = no limit
+  bool reverse = false;
+  bool keys_only = false;
+  bool count_only = false;
+};
+
+struct RangeResult {
+  std::vector<KeyValue> kvs;
+  uint64_t count = 0;     // keys in the range, whatever the limit
+  bool more = false;      // the limit cut the result short
+  uint64_t revision = 0;  // store revision the read saw
+};
+
+// One-shot conditional transaction (etcd's Txn): if every compare holds,
+// run `success`, else `failure`; atomically, one revision for all writes.
+struct Compare {
+  enum class Target { kValue, kCreateRevision, kModRevision, kVersion, kExists };
+  enum class Op { kEqual, kNotEqual, kLess, kGreater };
+  std::string key;
+  Target target = Target::kValue;
+  Op op = Op::kEqual;
+  std::string value;      // kValue
+  uint64_t number = 0;    // kCreateRevision, kModRevision, kVersion
+  bool exists = true;     // kExists (kEqual / kNotEqual only)
+};
+
+struct TxnOp {
+  enum class Type { kPut, kDelete, kDeleteRange, kRange };
+  Type type = Type::kPut;
+  std::string key;    // kPut, kDelete; start of kDeleteRange
+  std::string value;  // kPut
+  std::string end;    // kDeleteRange: exclusive end, empty = through the last key
+  RangeRequest range; // kRange
+};
+
+struct TxnRequest {
+  std::vector<Compare> compare;
+  std::vector<TxnOp> success;
+  std::vector<TxnOp> failure;
+  Durability durability = Durability::kDefault;
+};
+
+struct TxnOpResult {
+  RangeResult range;     // kRange
+  uint64_t deleted = 0;  // kDelete, kDeleteRange: keys removed
+};
+
+struct TxnResponse {
+  bool succeeded = false;
+  uint64_t revision = 0;  // of the writes, or the revision read at
+  std::vector<TxnOpResult> results;  // one per op of the branch taken
+};
+
+class StoreImpl;
+struct KvTxnState;
+
+// An interactive client transaction. Reads see the latest committed state
+// plus this transaction's own writes and are recorded (keys and ranges);
+// writes are buffered. Commit validates that nothing read changed since
+// read_revision() — ABORTED if it did (retry), OUT_OF_RANGE if the
+// transaction is older than the conflict window (retry) — and applies the
+// writes atomically under one new revision. Read-write transactions are
+// strictly serializable. Not thread-safe; destroying it aborts it.
+class KvTransaction {
+ public:
+  ~KvTransaction();
+  KvTransaction(const KvTransaction&) = delete;
+  KvTransaction& operator=(const KvTransaction&) = delete;
+
+  uint64_t read_revision() const;
+  absl::StatusOr<KeyValue> Get(absl::string_view key);  // NOT_FOUND if absent
+  absl::StatusOr<RangeResult> Range(const RangeRequest& req);
+  absl::Status Put(absl::string_view key, absl::string_view value);
+  absl::Status Delete(absl::string_view key);  // absent keys are fine
+  absl::Status DeleteRange(absl::string_view start, absl::string_view end);
+  // The commit revision (read_revision() for a transaction that wrote
+  // nothing). The transaction is finished whatever the result.
+  absl::StatusOr<uint64_t> Commit(Durability durability = Durability::kDefault);
+  void Abort();
+
+ private:
+  friend class StoreImpl;
+  KvTransaction(StoreImpl* store, std::unique_ptr<KvTxnState> state);
+  StoreImpl* store_;
+  std::unique_ptr<KvTxnState> state_;
 };
 
 // An iterator over the default tree at the latest state. Stable across
@@ -166,14 +299,29 @@ struct SubvolumeInfo {
 };
 
 // A handle on one subvolume's key space; cheap, valid while the Store is
-// open. Writes to a read-only snapshot are FAILED_PRECONDITION.
+// open. Writes to a read-only snapshot are FAILED_PRECONDITION. Each Put or
+// Delete is a transaction of its own with a new revision.
 class Subvolume {
  public:
   uint64_t id() const { return id_; }
-  absl::Status Put(absl::string_view key, absl::string_view value);
+  absl::Status Put(absl::string_view key, absl::string_view value,
+                   Durability durability = Durability::kDefault);
   absl::StatusOr<std::string> Get(absl::string_view key);
-  absl::Status Delete(absl::string_view key);
+  absl::StatusOr<KeyValue> GetItem(absl::string_view key);  // with revisions
+  // NOT_FOUND if absent.
+  absl::Status Delete(absl::string_view key, Durability durability = Durability::kDefault);
+  // A consistent read at one revision.
+  absl::StatusOr<RangeResult> Range(const RangeRequest& req);
   std::unique_ptr<Iterator> NewIterator();
+  absl::StatusOr<TxnResponse> Txn(const TxnRequest& req);
+  absl::StatusOr<std::unique_ptr<KvTransaction>> BeginTransaction();
+  // Runs `fn` in a transaction and commits it, retrying ABORTED and
+  // OUT_OF_RANGE (too old) with jittered exponential backoff up to
+  // `max_attempts` times; any other error from `fn` or the commit is
+  // returned as is.
+  absl::Status RunInTransaction(const std::function<absl::Status(KvTransaction&)>& fn,
+                                Durability durability = Durability::kDefault,
+                                int max_attempts = 16);
 
  private:
   friend class StoreImpl;
@@ -186,7 +334,10 @@ class Subvolume {
 // start_transaction/end_transaction). Everything written through one handle
 // lands in the same engine transaction, so it is atomic across a crash. The
 // engine transaction cannot commit while a handle is open; End() (or the
-// destructor) releases it.
+// destructor) releases it. It writes the default subvolume's key space
+// (each write gets a revision) and is durable only at the engine commit:
+// durable KV commits made meanwhile fall back to engine commits, so a log
+// replay never shows half a handle's writes.
 class Transaction {
  public:
   ~Transaction();
@@ -228,11 +379,14 @@ class Store {
   // Commits pending changes and stops background work. Idempotent.
   absl::Status Close();
 
-  // Default-tree operations; each joins the running engine transaction.
-  absl::Status Put(absl::string_view key, absl::string_view value);
+  // Key-space operations on the default subvolume (id 5), as Subvolume's.
+  absl::Status Put(absl::string_view key, absl::string_view value,
+                   Durability durability = Durability::kDefault);
   absl::StatusOr<std::string> Get(absl::string_view key);
-  absl::Status Delete(absl::string_view key);  // NOT_FOUND if absent
+  absl::Status Delete(absl::string_view key,
+                      Durability durability = Durability::kDefault);  // NOT_FOUND if absent
   std::unique_ptr<Iterator> NewIterator();
+  absl::StatusOr<std::unique_ptr<Subvolume>> DefaultSubvolume();
 
   absl::StatusOr<std::unique_ptr<Transaction>> Begin();
 
@@ -258,7 +412,7 @@ class Store {
 
   StoreStats Stats();
   uint32_t nodesize() const;
-  // Largest value stored inline for this nodesize.
+  // Largest KV value this store holds (inline in a node).
   size_t max_value_size() const;
 
  private:

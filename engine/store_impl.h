@@ -1,10 +1,15 @@
 // StoreImpl: the engine behind the Store facade (private to //engine).
 //
-// Locking (the lock order, outermost first): commit_mu_ → handles_mu_ → mu_
-// → NodeCache.
+// Locking (the lock order, outermost first): commit_mu_ → log_mu_ →
+// handles_mu_ → mu_ → NodeCache; sync_mu_ is a leaf taken alone.
 //   - commit_mu_ serialises commits (and subvolume changes, which commit):
 //     a commit writes its generation without mu_, and the next one must not
 //     seal before that generation is durable.
+//   - log_mu_ serialises log syncs (one leader writes at a time); a commit
+//     passes through it before freeing a retired chain, so no sync is still
+//     writing into blocks that are about to be reused.
+//   - sync_mu_ guards the group-commit state: which revisions a log sync or
+//     an engine commit made durable, and whether a sync leader is running.
 //   - mu_ is the tree lock: writers and the commit hold it exclusively,
 //     readers (Get, iterator steps) share it.
 //   - handles_mu_ guards the count of open Transaction handles and the
@@ -19,30 +24,73 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
+#include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "engine/kv/conflict_window.h"
+#include "engine/kv/kv_item.h"
+#include "engine/log/log_manager.h"
 #include "engine/store.h"
 #include "engine/tree/tree.h"
 #include "engine/txn/txn_manager.h"
 
 namespace cowkv {
 
-enum class CommitTrigger { kExplicit, kInterval, kDirtyBytes, kSpace, kClose, kDelayedRefs };
+enum class CommitTrigger {
+  kExplicit, kInterval, kDirtyBytes, kSpace, kClose, kDelayedRefs, kLogFull, kCount
+};
+
+// A client transaction's state (KvTransaction's body).
+struct KvTxnState {
+  uint64_t subvol = 0;
+  uint64_t read_revision = 0;
+  kv::ReadSet reads;
+  // Buffered writes by user key: a value, or nullopt for a delete.
+  std::map<std::string, std::optional<std::string>> writes;
+  // Buffered delete-ranges [start, end) (end empty = unbounded), applied
+  // before `writes`; a later Put of a key inside one wins.
+  std::vector<std::pair<std::string, std::string>> delete_ranges;
+  bool finished = false;
+};
+
+// What a KV commit applies, already validated.
+struct KvWriteSet {
+  std::map<std::string, std::optional<std::string>> writes;
+  std::vector<std::pair<std::string, std::string>> delete_ranges;
+  bool empty() const { return writes.empty() && delete_ranges.empty(); }
+};
 
 class StoreImpl {
  public:
   StoreImpl(BlockDevice* device, std::unique_ptr<BlockDevice> owned, const Options& options,
             std::unique_ptr<TxnManager> txn);
   ~StoreImpl();
+  // Replays the log (committing the result) and starts the background
+  // threads. Call once, before anything else.
+  absl::Status Init();
 
   absl::Status Close();
-  absl::Status Put(uint64_t tree_id, absl::string_view key, absl::string_view value);
-  absl::Status Delete(uint64_t tree_id, absl::string_view key);
-  absl::StatusOr<std::string> Get(uint64_t tree_id, absl::string_view key);
-  std::unique_ptr<Iterator> NewIterator(uint64_t tree_id);
+  // The key space (kv_store.cc).
+  absl::Status Put(uint64_t subvol, absl::string_view key, absl::string_view value,
+                   Durability d);
+  absl::Status Delete(uint64_t subvol, absl::string_view key, Durability d);
+  absl::StatusOr<KeyValue> GetItem(uint64_t subvol, absl::string_view key);
+  absl::StatusOr<RangeResult> Range(uint64_t subvol, const RangeRequest& req);
+  std::unique_ptr<Iterator> NewIterator(uint64_t subvol);
+  absl::StatusOr<TxnResponse> Txn(uint64_t subvol, const TxnRequest& req);
+  absl::StatusOr<std::unique_ptr<KvTransaction>> BeginTransaction(uint64_t subvol);
+  // KvTransaction's body.
+  absl::StatusOr<KeyValue> TxnGet(KvTxnState* t, absl::string_view key);
+  absl::StatusOr<RangeResult> TxnRange(KvTxnState* t, const RangeRequest& req);
+  absl::StatusOr<uint64_t> TxnCommit(KvTxnState* t, Durability d);
+  void TxnFinish(KvTxnState* t);
 
   absl::StatusOr<SubvolumeInfo> CreateSubvolume(absl::string_view name);
   absl::StatusOr<SubvolumeInfo> CreateSnapshot(absl::string_view source, absl::string_view name,
@@ -62,12 +110,41 @@ class StoreImpl {
   absl::Status HandlePut(absl::string_view key, absl::string_view value);
   absl::Status HandleDelete(absl::string_view key);
   void EndHandle();
+  size_t max_value_size() const { return kv::MaxInlineValue(nodesize_); }
 
 
  private:
-  absl::Status WriteOnce(uint64_t tree_id, absl::string_view key, const absl::string_view* value);
-  absl::Status ImplicitWrite(uint64_t tree_id, absl::string_view key,
-                             const absl::string_view* value);
+  // KV internals (kv_store.cc).
+  // Validates `reads` and applies `ws` to `subvol` atomically under one new
+  // revision (the current one if nothing changed). ENOSPC changes nothing.
+  absl::StatusOr<uint64_t> ApplyLocked(uint64_t subvol, uint64_t read_revision,
+                                       const kv::ReadSet& reads, const KvWriteSet& ws)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Runs `apply` under the exclusive lock; on ENOSPC commits once (freed
+  // space is pinned until then) and retries; then waits for durability and
+  // paces the writer.
+  absl::StatusOr<uint64_t> KvWrite(
+      const std::function<absl::StatusOr<uint64_t>()>& apply, Durability d);
+  absl::StatusOr<Tree*> WritableTree(uint64_t subvol) ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<RangeResult> RangeLocked(Tree* tree, const RangeRequest& req,
+                                          uint64_t scan_limit)
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<TxnResponse> TxnLocked(uint64_t subvol, const TxnRequest& req)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Durability Resolve(Durability d) const {
+    return d == Durability::kDefault ? options_.default_durability : d;
+  }
+  // Group commit: returns once revision `rev` is durable, leading a log
+  // sync if none is running, or falling back to an engine commit.
+  absl::Status WaitDurable(uint64_t rev);
+  // One log sync; false when the log cannot take it (engine commit needed).
+  absl::StatusOr<bool> RunLogSync();
+  absl::Status ReplayLog(const log::Recovered& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Under mu_ right before a generation is sealed: the next log chain, the
+  // revision; returns the revision sealed.
+  uint64_t SealLogLocked(std::vector<uint64_t>* retired) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PublishDurable(uint64_t generation, uint64_t revision, const absl::Status& s);
+  absl::Status WriteOnce(absl::string_view key, const absl::string_view* value);
   // Runs `op` under the exclusive lock with no handle open, then commits.
   absl::StatusOr<uint64_t> ManageSubvolumes(
       const std::function<absl::StatusOr<uint64_t>(TxnManager*)>& op, bool commit_first,
@@ -107,7 +184,27 @@ class StoreImpl {
   absl::Mutex mu_;
   std::unique_ptr<TxnManager> txn_ ABSL_PT_GUARDED_BY(mu_);
 
-  uint64_t commits_by_[6] ABSL_GUARDED_BY(mu_) = {};
+  uint64_t commits_by_[static_cast<int>(CommitTrigger::kCount)] ABSL_GUARDED_BY(mu_) = {};
+
+  // The key space and the log (guarded by mu_).
+  uint64_t revision_ ABSL_GUARDED_BY(mu_) = 0;
+  kv::ConflictWindow window_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<log::LogManager> log_ ABSL_PT_GUARDED_BY(mu_);
+  uint64_t kv_commits_ ABSL_GUARDED_BY(mu_) = 0;
+  std::atomic<uint64_t> kv_conflicts_{0};  // relaxed: statistics
+  std::atomic<uint64_t> kv_too_old_{0};    // relaxed: statistics
+  uint64_t open_txns_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t replayed_entries_ = 0;  // set by Init
+  std::atomic<uint64_t> durable_commits_{0};  // relaxed: statistics
+
+  absl::Mutex log_mu_ ABSL_ACQUIRED_AFTER(commit_mu_) ABSL_ACQUIRED_BEFORE(handles_mu_);
+  absl::Mutex sync_mu_;
+  bool sync_running_ ABSL_GUARDED_BY(sync_mu_) = false;
+  absl::Status sync_failed_ ABSL_GUARDED_BY(sync_mu_);
+  uint64_t synced_rev_ ABSL_GUARDED_BY(sync_mu_) = 0;   // in a written log sync
+  uint64_t synced_base_ ABSL_GUARDED_BY(sync_mu_) = 0;  // ... whose chain extends this gen
+  uint64_t durable_gen_ ABSL_GUARDED_BY(sync_mu_) = 0;
+  uint64_t committed_rev_ ABSL_GUARDED_BY(sync_mu_) = 0;  // sealed in durable_gen_
   uint64_t throttle_batches_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<uint64_t> throttle_waits_{0};    // relaxed: statistics
   std::atomic<uint64_t> throttle_wait_us_{0};  // relaxed: statistics

@@ -36,12 +36,13 @@ inline constexpr size_t kSbTotalBytesOff = 80;     // u64
 inline constexpr size_t kSbBytesUsedOff = 88;      // u64
 inline constexpr size_t kSbNodesizeOff = 96;       // u32
 inline constexpr size_t kSbSectorsizeOff = 100;    // u32
-inline constexpr size_t kSbLogRootOff = 104;       // u64 (0 = no log)
-inline constexpr size_t kSbLogRootTransidOff = 112;// u64
-inline constexpr size_t kSbLogRootLevelOff = 120;  // u8 (+7 pad)
+inline constexpr size_t kSbLogRootOff = 104;       // u64 first log root block (0 = no log)
+inline constexpr size_t kSbLogNonceOff = 112;      // u64 the log chain's nonce
+inline constexpr size_t kSbLogRootLevelOff = 120;  // u8 zero (+7 pad)
 inline constexpr size_t kSbNextTreeIdOff = 128;    // u64
 inline constexpr size_t kSbFormatVersionOff = 136; // u64
-inline constexpr size_t kSbUsedSize = 144;         // bytes [144, 4096) are zero
+inline constexpr size_t kSbRevisionOff = 144;      // u64 KV revision at this commit
+inline constexpr size_t kSbUsedSize = 152;         // bytes [152, 4096) are zero
 
 // ---- Reserved device ranges ---------------------------------------------------
 // [0, 1 MiB) holds the primary superblock; each mirror reserves 1 MiB starting
@@ -67,7 +68,9 @@ inline constexpr size_t kSlotSize = 8;
 // An internal node's item value: u64 child bytenr, u64 child generation.
 inline constexpr size_t kChildPtrSize = 16;
 inline constexpr int kMaxLevel = 16;
-inline constexpr size_t kMaxKeySize = 1024;
+// Tree keys: a user key of up to 1024 bytes plus a namespace prefix of up
+// to 8 bytes (kv/ and fs/ key spaces inside one subvolume tree).
+inline constexpr size_t kMaxKeySize = 1032;
 inline constexpr size_t kFsidSize = 16;
 
 // Bytes of a node available to slots and item data.
@@ -96,6 +99,28 @@ inline constexpr uint64_t kRootTreeId = 1;
 inline constexpr uint64_t kExtentTreeId = 2;
 inline constexpr uint64_t kDefaultTreeId = 5;
 inline constexpr uint64_t kFirstFreeTreeId = 256;
+// Owner of every log tree node (btrfs's TREE_LOG_OBJECTID, -6).
+inline constexpr uint64_t kLogTreeOwner = ~uint64_t{5};
+
+// ---- Log root block -----------------------------------------------------------
+// One sector at a nodesize-aligned bytenr, self-validating (see
+// docs/format.md "Log"). All integers little-endian.
+inline constexpr uint64_t kLogMagic = 0x4c5f564b574f435full;  // "_COWKV_L"
+inline constexpr size_t kLogCsumOff = 0;        // u32 crc32c of [4, sectorsize)
+inline constexpr size_t kLogFlagsOff = 4;       // u32 zero
+inline constexpr size_t kLogMagicOff = 8;       // u64
+inline constexpr size_t kLogFsidOff = 16;       // 16 bytes
+inline constexpr size_t kLogBytenrOff = 32;     // u64 where this block is
+inline constexpr size_t kLogNonceOff = 40;      // u64 = superblock log_nonce
+inline constexpr size_t kLogBaseGenOff = 48;    // u64 = superblock generation
+inline constexpr size_t kLogSeqOff = 56;        // u64 0, 1, 2, ... along the chain
+inline constexpr size_t kLogNextOff = 64;       // u64 where block seq+1 goes
+inline constexpr size_t kLogRevisionOff = 72;   // u64 KV revision the log reaches
+inline constexpr size_t kLogNtreesOff = 80;     // u32 log trees listed (+4 pad)
+inline constexpr size_t kLogHeaderSize = 88;
+// One entry per log tree: u64 subvolume id, u64 root bytenr, u64 root
+// generation, u8 root level (+7 pad).
+inline constexpr size_t kLogEntrySize = 32;
 
 }  // namespace format
 }  // namespace cowkv

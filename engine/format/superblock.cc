@@ -29,9 +29,9 @@ std::string EncodeSuperblock(const Superblock& sb) {
   EncodeLE32(p + kSbNodesizeOff, sb.nodesize);
   EncodeLE32(p + kSbSectorsizeOff, sb.sectorsize);
   EncodeLE64(p + kSbLogRootOff, sb.log_root);
-  EncodeLE64(p + kSbLogRootTransidOff, sb.log_root_transid);
-  p[kSbLogRootLevelOff] = static_cast<char>(sb.log_root_level);
+  EncodeLE64(p + kSbLogNonceOff, sb.log_nonce);
   EncodeLE64(p + kSbNextTreeIdOff, sb.next_tree_id);
+  EncodeLE64(p + kSbRevisionOff, sb.revision);
   EncodeLE64(p + kSbFormatVersionOff, kFormatVersion);
   EncodeLE32(p + kSbCsumOff, Crc32c(p + 4, kSuperblockSize - 4));
   return out;
@@ -83,9 +83,9 @@ absl::StatusOr<Superblock> DecodeSuperblock(absl::string_view data,
   sb.nodesize = DecodeLE32(p + kSbNodesizeOff);
   sb.sectorsize = DecodeLE32(p + kSbSectorsizeOff);
   sb.log_root = DecodeLE64(p + kSbLogRootOff);
-  sb.log_root_transid = DecodeLE64(p + kSbLogRootTransidOff);
-  sb.log_root_level = static_cast<uint8_t>(p[kSbLogRootLevelOff]);
+  sb.log_nonce = DecodeLE64(p + kSbLogNonceOff);
   sb.next_tree_id = DecodeLE64(p + kSbNextTreeIdOff);
+  sb.revision = DecodeLE64(p + kSbRevisionOff);
   RETURN_IF_ERROR(ValidateFields(sb, expected_bytenr, site));
   return sb;
 }
@@ -105,7 +105,7 @@ absl::Status ValidateFields(const Superblock& sb, uint64_t expected_bytenr,
       (sb.sectorsize & (sb.sectorsize - 1)) != 0) {
     return COWKV_CORRUPTION(site, "invalid sectorsize", absl::StrCat(sb.sectorsize), "");
   }
-  if (sb.root_level >= kMaxLevel || sb.log_root_level >= kMaxLevel) {
+  if (sb.root_level >= kMaxLevel) {
     return COWKV_CORRUPTION(site, "root level out of range",
                             absl::StrCat(sb.root_level), absl::StrCat("<", kMaxLevel));
   }
@@ -118,6 +118,11 @@ absl::Status ValidateFields(const Superblock& sb, uint64_t expected_bytenr,
     return COWKV_CORRUPTION(site, "inconsistent generation or usage",
                             absl::StrCat(sb.root_generation, "/", sb.bytes_used),
                             absl::StrCat(sb.generation, "/", sb.total_bytes));
+  }
+  if (sb.log_root != 0 && (sb.log_root % sb.nodesize != 0 || sb.log_root < kReservedHead ||
+                          sb.log_root > sb.total_bytes - sb.nodesize)) {
+    return COWKV_CORRUPTION(site, "log root bytenr out of range", absl::StrCat(sb.log_root),
+                            absl::StrCat("[", kReservedHead, ", ", sb.total_bytes, ")"));
   }
   return absl::OkStatus();
 }

@@ -28,10 +28,10 @@ struct Superblock {
   uint64_t bytes_used = 0;
   uint32_t nodesize = 0;
   uint32_t sectorsize = 0;
-  uint64_t log_root = 0;
-  uint64_t log_root_transid = 0;
-  uint8_t log_root_level = 0;
+  uint64_t log_root = 0;   // first log root block of the chain (0 = none)
+  uint64_t log_nonce = 0;  // random per chain; log blocks must repeat it
   uint64_t next_tree_id = 0;
+  uint64_t revision = 0;   // KV revision when this generation was sealed
 };
 
 // Encodes into exactly kSuperblockSize bytes, checksum included.

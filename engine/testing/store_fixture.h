@@ -17,11 +17,15 @@ namespace cowkv {
 namespace testing {
 
 // Commits happen only when a test asks for them.
+// Engine-level tests: nothing happens behind the test's back, and KV writes
+// are async (durable at the engine commit), so crash tests see engine
+// commits only. The KV and log tests ask for kDurable themselves.
 inline Options TestOptions() {
   Options o;
   o.commit_interval_ms = 0;
   o.dirty_bytes_max = 0;
   o.background_cleaner = false;
+  o.default_durability = Durability::kAsync;
   return o;
 }
 

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/base/status.h"
+#include "engine/format/layout.h"
 
 namespace cowkv {
 
@@ -172,6 +173,34 @@ NodeCacheStats NodeCache::Stats() {
   s.dirty_nodes = dirty_.size();
   s.dirty_bytes = dirty_.size() * nodesize_;
   return s;
+}
+
+absl::Status WriteNodes(BlockDevice* device, const std::vector<NodeRef>& nodes,
+                        absl::string_view fsid, uint32_t nodesize, uint64_t* bytes) {
+  constexpr size_t kMaxRun = 1 << 20;
+  std::string buf;
+  buf.reserve(std::min(kMaxRun, nodes.size() * nodesize));
+  uint64_t run_start = 0;
+  auto write_run = [&]() -> absl::Status {
+    if (buf.empty()) return absl::OkStatus();
+    if (bytes != nullptr) *bytes += buf.size();
+    absl::Status s = device->WriteAt(run_start, buf.data(), buf.size());
+    buf.clear();
+    return s;
+  };
+  for (const NodeRef& n : nodes) {
+    COWKV_CHECK(n->used() <= format::NodeCapacity(nodesize));
+    if (buf.empty() || n->bytenr != run_start + buf.size() || buf.size() + nodesize > kMaxRun) {
+      RETURN_IF_ERROR(write_run());
+      run_start = n->bytenr;
+    }
+    size_t off = buf.size();
+    buf.resize(off + nodesize);
+    format::NodeEncoder enc(buf.data() + off, nodesize);
+    for (int i = 0; i < n->nritems(); ++i) enc.Add(n->key(i), n->value(i));
+    enc.Finish(n->header(), fsid);
+  }
+  return write_run();
 }
 
 }  // namespace cowkv

@@ -99,6 +99,12 @@ class NodeCache {
   uint64_t evictions_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
+// Encodes `nodes` (sorted by bytenr) and writes them to `device`, adjacent
+// nodes coalesced into writes of up to 1 MiB. `*bytes` (optional) counts
+// what was written. No flush.
+absl::Status WriteNodes(BlockDevice* device, const std::vector<NodeRef>& nodes,
+                        absl::string_view fsid, uint32_t nodesize, uint64_t* bytes = nullptr);
+
 }  // namespace cowkv
 
 #endif  // COWKV_ENGINE_TREE_NODE_CACHE_H_

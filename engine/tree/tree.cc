@@ -15,7 +15,7 @@ using format::ItemSize;
 
 Tree::Tree(uint64_t id, RootRef root, NodeCache* cache, TreeHooks* hooks)
     : id_(id),
-      expect_owner_(id < format::kDefaultTreeId ? id : 0),
+      expect_owner_(id < format::kDefaultTreeId || id == format::kLogTreeOwner ? id : 0),
       cache_(cache),
       hooks_(hooks),
       root_(root) {}

@@ -136,6 +136,7 @@ absl::StatusOr<std::unique_ptr<TxnManager>> TxnManager::Mount(BlockDevice* devic
     if (s.ok()) {
       m->generation_ = sb.generation + 1;
       m->next_tree_id_ = std::max<uint64_t>(sb.next_tree_id, format::kFirstFreeTreeId);
+      m->revision_ = sb.revision;
       int fresh = 0;
       for (const Superblock& c : candidates) fresh += c.generation == sb.generation;
       m->superblocks_need_rewrite_ = fresh < format::MirrorCount(device->Size());
@@ -279,11 +280,11 @@ uint64_t TxnManager::CommitReserveNodes(uint64_t extra_heads) const {
   return std::min(a, b) + roots + 2 * format::kMaxLevel;
 }
 
-absl::Status TxnManager::ReserveForWrite(Tree* tree, WriteKind kind) {
+absl::Status TxnManager::ReserveForWrite(Tree* tree, WriteKind kind, uint64_t count) {
   if (!fatal_.ok()) return fatal_;
   // Inserts leave room for deletes, so a full store can always shrink.
   constexpr uint64_t kDeleteMarginNodes = 64;
-  const uint64_t op = tree->WorstCaseNodesPerOp();
+  const uint64_t op = tree->WorstCaseNodesPerOp() * count;
   uint64_t extra_heads = 2 * op;
   // CoW of a node shared with a snapshot queues a ref for each of its
   // children: up to a full internal node's worth per level on the path.
@@ -293,7 +294,7 @@ absl::Status TxnManager::ReserveForWrite(Tree* tree, WriteKind kind) {
   if (kind == WriteKind::kInsert && sv != subvols_.end() && sv->second.item.last_snapshot > 0) {
     const uint64_t max_fanout =
         format::NodeCapacity(sb_.nodesize) / (format::kSlotSize + 1 + format::kChildPtrSize);
-    extra_heads += static_cast<uint64_t>(tree->height()) * max_fanout;
+    extra_heads += static_cast<uint64_t>(tree->height()) * max_fanout * count;
   }
   uint64_t need = op + CommitReserveNodes(extra_heads);
   if (kind == WriteKind::kInsert) need += kDeleteMarginNodes;
@@ -306,6 +307,40 @@ absl::Status TxnManager::ReserveForWrite(Tree* tree, WriteKind kind) {
                                      " bytes pinned until the next commit"));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<uint64_t> TxnManager::AllocLogBlock() {
+  if (!fatal_.ok()) return fatal_;
+  const uint64_t keep = (CommitReserveNodes(0) + 64) * sb_.nodesize;
+  if (free_.free_bytes() < keep + sb_.nodesize) {
+    return NoSpaceError(absl::StrCat("no space for a log block: ", free_.free_bytes(),
+                                     " bytes free, the next commit may need ", keep));
+  }
+  return free_.Allocate(sb_.nodesize, sb_.nodesize);
+}
+
+void TxnManager::FreeLogBlocks(const std::vector<uint64_t>& blocks) {
+  for (uint64_t b : blocks) free_.FreeNow(b, sb_.nodesize);
+}
+
+absl::Status TxnManager::ClaimLogBlocks(const std::vector<uint64_t>& blocks) {
+  for (uint64_t b : blocks) {
+    if (!free_.RemoveFree(b, sb_.nodesize)) {
+      CorruptionSite site;
+      site.what = "log block";
+      site.bytenr = b;
+      return COWKV_CORRUPTION(site, "log block overlaps allocated space", "", "");
+    }
+  }
+  return absl::OkStatus();
+}
+
+void TxnManager::SetFatal(const absl::Status& why) {
+  if (fatal_.ok()) {
+    fatal_ = absl::FailedPreconditionError(absl::StrCat(
+        "store is read-only after a failed write in generation ", generation_, " (",
+        why.ToString(), "); reopen to recover"));
+  }
 }
 
 absl::StatusOr<int> TxnManager::RunDelayedRefBatch(int max_heads) {
@@ -361,6 +396,9 @@ absl::StatusOr<std::unique_ptr<TxnManager::CommitBatch>> TxnManager::PrepareComm
   sb.bytes_used = bytes_used_;
   sb.total_bytes = device_->Size();
   sb.next_tree_id = next_tree_id_;
+  sb.log_root = next_log_root_;
+  sb.log_nonce = next_log_nonce_;
+  sb.revision = revision_;
   root_tree_->ClearRootChanged();
   superblocks_need_rewrite_ = false;
   ++generation_;
@@ -368,31 +406,8 @@ absl::StatusOr<std::unique_ptr<TxnManager::CommitBatch>> TxnManager::PrepareComm
 }
 
 absl::Status TxnManager::WriteCommit(const CommitBatch& batch) {
-  constexpr size_t kMaxRun = 1 << 20;
-  const uint32_t ns = batch.sb.nodesize;
-  std::string buf;
-  buf.reserve(kMaxRun);
-  uint64_t run_start = 0;
-  auto write_run = [&]() -> absl::Status {
-    if (buf.empty()) return absl::OkStatus();
-    absl::Status s = device_->WriteAt(run_start, buf.data(), buf.size());
-    buf.clear();
-    return s;
-  };
-  for (const NodeRef& n : batch.nodes) {
-    COWKV_CHECK(n->generation == batch.generation);
-    COWKV_CHECK(n->used() <= format::NodeCapacity(ns));
-    if (buf.empty() || n->bytenr != run_start + buf.size() || buf.size() + ns > kMaxRun) {
-      RETURN_IF_ERROR(write_run());
-      run_start = n->bytenr;
-    }
-    size_t off = buf.size();
-    buf.resize(off + ns);
-    format::NodeEncoder enc(buf.data() + off, ns);
-    for (int i = 0; i < n->nritems(); ++i) enc.Add(n->key(i), n->value(i));
-    enc.Finish(n->header(), batch.sb.fsid);
-  }
-  RETURN_IF_ERROR(write_run());
+  for (const NodeRef& n : batch.nodes) COWKV_CHECK(n->generation == batch.generation);
+  RETURN_IF_ERROR(WriteNodes(device_, batch.nodes, batch.sb.fsid, batch.sb.nodesize));
   flushes_.fetch_add(1, std::memory_order_relaxed);
   RETURN_IF_ERROR(device_->Flush());
   Superblock sb = batch.sb;

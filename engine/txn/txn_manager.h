@@ -136,8 +136,28 @@ class TxnManager : public TreeHooks {
   bool IsReadOnly(uint64_t id) const;
   bool HasDirtyNodes() { return cache_->Stats().dirty_nodes > 0; }
 
-  // Checks that one write to `tree` fits (see the header comment).
-  absl::Status ReserveForWrite(Tree* tree, WriteKind kind);
+  // Checks that `count` writes to `tree` fit (see the header comment).
+  absl::Status ReserveForWrite(Tree* tree, WriteKind kind, uint64_t count = 1);
+
+  // Log blocks (engine/log): nodesize extents outside the extent tree, held
+  // by the log while its chain lives. AllocLogBlock refuses
+  // (RESOURCE_EXHAUSTED) to eat into what the next commit needs.
+  absl::StatusOr<uint64_t> AllocLogBlock();
+  // Back to free space at once (their chain is retired and durable).
+  void FreeLogBlocks(const std::vector<uint64_t>& blocks);
+  // Mount: the blocks of the chain the superblock names, free as far as the
+  // extent tree knows, are the log's again (FreeLogBlocks returns them).
+  absl::Status ClaimLogBlocks(const std::vector<uint64_t>& blocks);
+  // Written into the superblock of the next sealed generation.
+  void SetLogAnchor(uint64_t log_root, uint64_t nonce) {
+    next_log_root_ = log_root;
+    next_log_nonce_ = nonce;
+  }
+  void SetRevision(uint64_t revision) { revision_ = revision; }
+  // The last durable superblock.
+  const format::Superblock& superblock() const { return sb_; }
+  // A write that cannot be undone failed half-way: no commit may follow.
+  void SetFatal(const absl::Status& why);
 
   // Runs up to `max_heads` delayed-ref heads now, before the commit (the
   // throttler's writer batch). A failure makes the store read-only.
@@ -219,6 +239,9 @@ class TxnManager : public TreeHooks {
   std::atomic<uint64_t> flushes_{0};
   uint64_t enospc_errors_ = 0;
   absl::Status fatal_;
+  uint64_t next_log_root_ = 0;
+  uint64_t next_log_nonce_ = 0;
+  uint64_t revision_ = 0;
   // Some superblock copy is missing, corrupt or older than the one mounted:
   // the next commit (Close() forces one) rewrites every copy.
   bool superblocks_need_rewrite_ = false;

@@ -1,0 +1,80 @@
+#include "engine/kv/kv_item.h"
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "engine/base/coding.h"
+#include "engine/base/status.h"
+#include "engine/format/layout.h"
+
+namespace cowkv {
+namespace kv {
+
+std::string TreeKey(absl::string_view user_key) {
+  std::string k;
+  k.reserve(user_key.size() + 1);
+  k.push_back(kKvPrefix);
+  k.append(user_key.data(), user_key.size());
+  return k;
+}
+
+std::string EncodeItem(const ItemMeta& meta, absl::string_view value) {
+  std::string out(kKvHeaderSize, '\0');
+  out[0] = static_cast<char>(kKindInline);
+  EncodeLE64(out.data() + 8, meta.create_revision);
+  EncodeLE64(out.data() + 16, meta.mod_revision);
+  EncodeLE64(out.data() + 24, meta.version);
+  out.append(value.data(), value.size());
+  return out;
+}
+
+absl::StatusOr<ItemView> DecodeItem(absl::string_view tree_key, absl::string_view raw) {
+  auto bad = [&](absl::string_view why) {
+    return absl::DataLossError(absl::StrCat("corrupt KV item '",
+                                            absl::CHexEscape(UserKey(tree_key).substr(0, 64)),
+                                            "': ", why));
+  };
+  if (raw.size() < kKvHeaderSize) return bad(absl::StrCat("item of ", raw.size(), " bytes"));
+  const char* p = raw.data();
+  if (static_cast<uint8_t>(p[0]) != kKindInline) {
+    return bad(absl::StrCat("unknown kind ", static_cast<int>(static_cast<uint8_t>(p[0]))));
+  }
+  for (int i = 1; i < 8; ++i) {
+    if (p[i] != 0) return bad("non-zero reserved header bytes");
+  }
+  ItemView v;
+  v.meta.create_revision = DecodeLE64(p + 8);
+  v.meta.mod_revision = DecodeLE64(p + 16);
+  v.meta.version = DecodeLE64(p + 24);
+  if (v.meta.create_revision == 0 || v.meta.mod_revision < v.meta.create_revision ||
+      v.meta.version == 0) {
+    return bad(absl::StrCat("revisions create=", v.meta.create_revision,
+                            " mod=", v.meta.mod_revision, " version=", v.meta.version));
+  }
+  v.value = raw.substr(kKvHeaderSize);
+  return v;
+}
+
+size_t MaxInlineValue(uint32_t nodesize) {
+  return format::MaxInlineValue(nodesize) - kKvHeaderSize;
+}
+
+absl::Status ValidateKey(absl::string_view key) {
+  if (key.empty() || key.size() > kMaxUserKeySize) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("key size ", key.size(), " outside [1, ", kMaxUserKeySize, "]"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateValue(absl::string_view value, uint32_t nodesize) {
+  if (value.size() > MaxInlineValue(nodesize)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "value size ", value.size(), " exceeds ", MaxInlineValue(nodesize),
+        " bytes, the largest value this store holds (inline in a ", nodesize,
+        "-byte node; values in data extents are not implemented yet)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kv
+}  // namespace cowkv

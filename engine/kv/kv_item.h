@@ -1,0 +1,64 @@
+// KV items: how the transactional key space sits inside a subvolume tree.
+//
+// Every user key k (1..1024 bytes) is stored under the tree key 'k' + k, so
+// the key space is one contiguous, ordered run of the tree beside the file
+// namespace ('f' + 17-byte key). The item value is a 32-byte header and the
+// value bytes:
+//
+//   u8 kind (0 = inline) | 7 bytes zero | u64 create_revision |
+//   u64 mod_revision | u64 version | value
+//
+// Revisions come from one store-wide sequence; version counts the writes
+// since the key was created (1 = just created), as etcd does.
+#ifndef COWKV_ENGINE_KV_KV_ITEM_H_
+#define COWKV_ENGINE_KV_KV_ITEM_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace cowkv {
+namespace kv {
+
+inline constexpr char kKvPrefix = 'k';
+inline constexpr char kKvPrefixEnd = 'k' + 1;  // first tree key past the key space
+inline constexpr size_t kKvHeaderSize = 32;
+inline constexpr uint8_t kKindInline = 0;
+inline constexpr size_t kMaxUserKeySize = 1024;
+
+struct ItemMeta {
+  uint64_t create_revision = 0;
+  uint64_t mod_revision = 0;
+  uint64_t version = 0;
+};
+
+std::string TreeKey(absl::string_view user_key);
+inline bool IsKvTreeKey(absl::string_view tree_key) {
+  return !tree_key.empty() && tree_key[0] == kKvPrefix;
+}
+// The user key of a KV tree key (caller checked IsKvTreeKey).
+inline absl::string_view UserKey(absl::string_view tree_key) { return tree_key.substr(1); }
+
+std::string EncodeItem(const ItemMeta& meta, absl::string_view value);
+
+struct ItemView {
+  ItemMeta meta;
+  absl::string_view value;  // into the raw item
+};
+// Decodes an item read from the tree. DATA_LOSS (naming the key) when the
+// header is short, of an unknown kind, or its revisions are inconsistent.
+absl::StatusOr<ItemView> DecodeItem(absl::string_view tree_key, absl::string_view raw);
+
+// Largest value stored inline for `nodesize`.
+size_t MaxInlineValue(uint32_t nodesize);
+
+// Validates a user key / value size. INVALID_ARGUMENT with the reason.
+absl::Status ValidateKey(absl::string_view key);
+absl::Status ValidateValue(absl::string_view value, uint32_t nodesize);
+
+}  // namespace kv
+}  // namespace cowkv
+
+#endif  // COWKV_ENGINE_KV_KV_ITEM_H_

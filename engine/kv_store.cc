@@ -1,0 +1,720 @@
+// StoreImpl's key space: KV reads and writes, client transactions, the
+// etcd-style Txn, group commit through the log, and log replay at mount.
+//
+// Every KV change is applied under the exclusive tree lock in one hold, so
+// readers see a transaction whole or not at all, and it gets the next
+// revision. A durable change then waits for the log sync (or engine commit)
+// that covers its revision; whoever finds no sync running leads one for
+// everyone waiting (group commit).
+#include <algorithm>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "engine/base/check.h"
+#include "engine/base/status.h"
+#include "engine/format/layout.h"
+#include "engine/store_impl.h"
+
+namespace cowkv {
+
+namespace {
+
+constexpr size_t kMaxTxnOps = 10000;
+
+KeyValue MakeKeyValue(absl::string_view user_key, const kv::ItemView& item, bool keys_only) {
+  KeyValue kv;
+  kv.key = std::string(user_key);
+  if (!keys_only) kv.value = std::string(item.value);
+  kv.create_revision = item.meta.create_revision;
+  kv.mod_revision = item.meta.mod_revision;
+  kv.version = item.meta.version;
+  return kv;
+}
+
+bool InRange(absl::string_view key, absl::string_view start, absl::string_view end) {
+  return key >= start && (end.empty() || key < end);
+}
+
+// The first key after every key with prefix `p` ("" = no such bound).
+std::string PrefixEnd(std::string p) {
+  while (!p.empty() && static_cast<uint8_t>(p.back()) == 0xff) p.pop_back();
+  if (!p.empty()) p.back() = static_cast<char>(static_cast<uint8_t>(p.back()) + 1);
+  return p;
+}
+
+// Turns start/end/prefix into one [start, end) (end empty = unbounded).
+absl::Status NormaliseRange(const RangeRequest& req, std::string* start, std::string* end) {
+  if (!req.prefix.empty()) {
+    if (!req.start.empty() || !req.end.empty()) {
+      return absl::InvalidArgumentError("a range takes a prefix or start/end, not both");
+    }
+    RETURN_IF_ERROR(kv::ValidateKey(req.prefix));
+    *start = req.prefix;
+    *end = PrefixEnd(req.prefix);
+    return absl::OkStatus();
+  }
+  if (req.start.size() > kv::kMaxUserKeySize || req.end.size() > kv::kMaxUserKeySize + 1) {
+    return absl::InvalidArgumentError("range bound longer than the largest key");
+  }
+  *start = req.start;
+  *end = req.end;
+  return absl::OkStatus();
+}
+
+// Buffers one write into `ws` with last-writer-wins order semantics.
+void BufferPut(KvWriteSet* ws, absl::string_view key, absl::string_view value) {
+  ws->writes[std::string(key)] = std::string(value);
+}
+void BufferDelete(KvWriteSet* ws, absl::string_view key) {
+  ws->writes[std::string(key)] = std::nullopt;
+}
+void BufferDeleteRange(KvWriteSet* ws, absl::string_view start, absl::string_view end) {
+  for (auto it = ws->writes.lower_bound(std::string(start));
+       it != ws->writes.end() && InRange(it->first, start, end);) {
+    it = ws->writes.erase(it);
+  }
+  ws->delete_ranges.emplace_back(std::string(start), std::string(end));
+}
+
+bool Retryable(const absl::Status& s) { return absl::IsAborted(s) || absl::IsOutOfRange(s); }
+
+}  // namespace
+
+// ---- Reads ------------------------------------------------------------------------
+
+absl::StatusOr<KeyValue> StoreImpl::GetItem(uint64_t subvol, absl::string_view key) {
+  RETURN_IF_ERROR(CheckOpen());
+  RETURN_IF_ERROR(kv::ValidateKey(key));
+  const std::string tk = kv::TreeKey(key);
+  absl::ReaderMutexLock l(&mu_);
+  ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
+  ASSIGN_OR_RETURN(std::string raw, tree->Get(tk));
+  ASSIGN_OR_RETURN(kv::ItemView item, kv::DecodeItem(tk, raw));
+  return MakeKeyValue(key, item, false);
+}
+
+absl::StatusOr<RangeResult> StoreImpl::RangeLocked(Tree* tree, const RangeRequest& req,
+                                                   uint64_t limit) {
+  RangeResult r;
+  r.revision = revision_;
+  if (!req.end.empty() && req.start >= req.end) return r;
+  TreeIterator it(tree);
+  if (!req.reverse) {
+    it.Seek(kv::TreeKey(req.start));
+  } else if (req.end.empty()) {
+    it.SeekForPrev(std::string(1, kv::kKvPrefixEnd));
+  } else {
+    const std::string tk = kv::TreeKey(req.end);
+    it.SeekForPrev(tk);
+    if (it.Valid() && it.key() == tk) it.Prev();
+  }
+  for (; it.Valid() && kv::IsKvTreeKey(it.key()); req.reverse ? it.Prev() : it.Next()) {
+    const absl::string_view uk = kv::UserKey(it.key());
+    if (!InRange(uk, req.start, req.end)) break;
+    ++r.count;
+    if (req.count_only) continue;
+    if (limit != 0 && r.kvs.size() >= limit) {
+      r.more = true;
+      continue;  // keep counting
+    }
+    ASSIGN_OR_RETURN(kv::ItemView item, kv::DecodeItem(it.key(), it.value()));
+    r.kvs.push_back(MakeKeyValue(uk, item, req.keys_only));
+  }
+  RETURN_IF_ERROR(it.status());
+  return r;
+}
+
+absl::StatusOr<RangeResult> StoreImpl::Range(uint64_t subvol, const RangeRequest& req) {
+  RETURN_IF_ERROR(CheckOpen());
+  RangeRequest n = req;
+  RETURN_IF_ERROR(NormaliseRange(req, &n.start, &n.end));
+  absl::ReaderMutexLock l(&mu_);
+  ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
+  return RangeLocked(tree, n, n.limit);
+}
+
+// ---- Writes -----------------------------------------------------------------------
+
+absl::StatusOr<Tree*> StoreImpl::WritableTree(uint64_t subvol) {
+  ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
+  if (txn_->IsReadOnly(subvol)) {
+    absl::StatusOr<SubvolInfo> info = txn_->GetSubvolume(subvol);
+    return absl::FailedPreconditionError(absl::StrCat(
+        "subvolume '", info.ok() ? info->name : absl::StrCat(subvol),
+        "' is a read-only snapshot"));
+  }
+  return tree;
+}
+
+absl::StatusOr<uint64_t> StoreImpl::ApplyLocked(uint64_t subvol, uint64_t read_revision,
+                                                const kv::ReadSet& reads, const KvWriteSet& ws) {
+  RETURN_IF_ERROR(txn_->fatal());
+  if (absl::Status v = window_.Validate(read_revision, reads); !v.ok()) {
+    (absl::IsOutOfRange(v) ? kv_too_old_ : kv_conflicts_).fetch_add(1, std::memory_order_relaxed);
+    return v;
+  }
+  if (ws.empty()) return revision_;
+  ASSIGN_OR_RETURN(Tree * tree, WritableTree(subvol));
+  // First everything that can fail without changing anything: which keys
+  // the delete-ranges and deletes remove, and the current revisions of the
+  // keys put.
+  struct Op {
+    std::string tree_key;
+    std::optional<std::string> item;  // nullopt = delete
+  };
+  std::vector<Op> ops;
+  for (const auto& [start, end] : ws.delete_ranges) {
+    TreeIterator it(tree);
+    for (it.Seek(kv::TreeKey(start)); it.Valid() && kv::IsKvTreeKey(it.key()); it.Next()) {
+      const absl::string_view uk = kv::UserKey(it.key());
+      if (!InRange(uk, start, end)) break;
+      if (ws.writes.count(std::string(uk)) == 0) ops.push_back({std::string(it.key()), {}});
+      if (ops.size() > kMaxTxnOps) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "a transaction may change at most ", kMaxTxnOps, " keys; delete in smaller ranges"));
+      }
+    }
+    RETURN_IF_ERROR(it.status());
+  }
+  std::sort(ops.begin(), ops.end(), [](const Op& a, const Op& b) { return a.tree_key < b.tree_key; });
+  ops.erase(std::unique(ops.begin(), ops.end(),
+                        [](const Op& a, const Op& b) { return a.tree_key == b.tree_key; }),
+            ops.end());
+  const uint64_t rev = revision_ + 1;
+  bool all_deletes = true;
+  for (const auto& [key, value] : ws.writes) {
+    std::string tk = kv::TreeKey(key);
+    absl::StatusOr<std::string> old = tree->Get(tk);
+    if (!old.ok() && !absl::IsNotFound(old.status())) return old.status();
+    if (!value.has_value()) {
+      if (old.ok()) ops.push_back({std::move(tk), std::nullopt});
+      continue;
+    }
+    kv::ItemMeta meta{rev, rev, 1};
+    if (old.ok()) {
+      ASSIGN_OR_RETURN(kv::ItemView prev, kv::DecodeItem(tk, *old));
+      meta.create_revision = prev.meta.create_revision;
+      meta.version = prev.meta.version + 1;
+    }
+    all_deletes = false;
+    ops.push_back({std::move(tk), kv::EncodeItem(meta, *value)});
+  }
+  if (ops.empty()) return revision_;
+  if (ops.size() > kMaxTxnOps) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a transaction may change at most ", kMaxTxnOps, " keys, not ", ops.size()));
+  }
+  RETURN_IF_ERROR(txn_->ReserveForWrite(
+      tree, all_deletes ? TxnManager::WriteKind::kDelete : TxnManager::WriteKind::kInsert,
+      ops.size()));
+  for (const Op& op : ops) {
+    absl::Status s = op.item ? tree->Put(op.tree_key, *op.item) : tree->Delete(op.tree_key);
+    if (!s.ok()) {
+      // Half applied in memory: this generation must never commit.
+      txn_->SetFatal(s);
+      return s;
+    }
+  }
+  revision_ = rev;
+  ++kv_commits_;
+  for (const Op& op : ops) {
+    window_.RecordWrite(subvol, kv::UserKey(op.tree_key), rev);
+    log_->NoteChange(subvol, op.tree_key);
+  }
+  return rev;
+}
+
+absl::StatusOr<uint64_t> StoreImpl::KvWrite(
+    const std::function<absl::StatusOr<uint64_t>()>& apply, Durability d) {
+  RETURN_IF_ERROR(CheckOpen());
+  if (options_.read_only) return absl::FailedPreconditionError("store is opened read-only");
+  for (int attempt = 0;; ++attempt) {
+    absl::StatusOr<uint64_t> rev;
+    uint64_t before;
+    {
+      absl::WriterMutexLock l(&mu_);
+      before = revision_;
+      rev = apply();
+    }
+    if (absl::IsResourceExhausted(rev.status()) && attempt == 0) {
+      // Space freed in this generation is pinned until it commits.
+      RETURN_IF_ERROR(Commit(CommitTrigger::kSpace));
+      continue;
+    }
+    RETURN_IF_ERROR(rev.status());
+    if (*rev > before && Resolve(d) == Durability::kDurable) {
+      RETURN_IF_ERROR(WaitDurable(*rev));
+      durable_commits_.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (*rev > before) Throttle();
+    return rev;
+  }
+}
+
+absl::Status StoreImpl::Put(uint64_t subvol, absl::string_view key, absl::string_view value,
+                            Durability d) {
+  RETURN_IF_ERROR(kv::ValidateKey(key));
+  RETURN_IF_ERROR(kv::ValidateValue(value, nodesize_));
+  KvWriteSet ws;
+  BufferPut(&ws, key, value);
+  return KvWrite([&] { return ApplyLocked(subvol, 0, kv::ReadSet{}, ws); }, d).status();
+}
+
+absl::Status StoreImpl::Delete(uint64_t subvol, absl::string_view key, Durability d) {
+  RETURN_IF_ERROR(kv::ValidateKey(key));
+  KvWriteSet ws;
+  BufferDelete(&ws, key);
+  const std::string tk = kv::TreeKey(key);
+  return KvWrite(
+             [&]() -> absl::StatusOr<uint64_t> {
+               ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
+               // A missing key is NOT_FOUND, even on a full device.
+               RETURN_IF_ERROR(tree->Get(tk).status());
+               return ApplyLocked(subvol, 0, kv::ReadSet{}, ws);
+             },
+             d)
+      .status();
+}
+
+// ---- The one-shot Txn ------------------------------------------------------------
+
+namespace {
+
+absl::Status ValidateTxnOps(const std::vector<TxnOp>& ops, uint32_t nodesize) {
+  if (ops.size() > kMaxTxnOps) {
+    return absl::InvalidArgumentError(absl::StrCat("more than ", kMaxTxnOps, " ops in a Txn"));
+  }
+  for (const TxnOp& op : ops) {
+    switch (op.type) {
+      case TxnOp::Type::kPut:
+        RETURN_IF_ERROR(kv::ValidateKey(op.key));
+        RETURN_IF_ERROR(kv::ValidateValue(op.value, nodesize));
+        break;
+      case TxnOp::Type::kDelete:
+        RETURN_IF_ERROR(kv::ValidateKey(op.key));
+        break;
+      case TxnOp::Type::kDeleteRange:
+        if (op.key.size() > kv::kMaxUserKeySize || op.end.size() > kv::kMaxUserKeySize + 1) {
+          return absl::InvalidArgumentError("delete-range bound longer than the largest key");
+        }
+        break;
+      case TxnOp::Type::kRange: {
+        std::string s, e;
+        RETURN_IF_ERROR(NormaliseRange(op.range, &s, &e));
+        break;
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+template <typename T>
+bool CompareWith(Compare::Op op, const T& have, const T& want) {
+  switch (op) {
+    case Compare::Op::kEqual: return have == want;
+    case Compare::Op::kNotEqual: return have != want;
+    case Compare::Op::kLess: return have < want;
+    case Compare::Op::kGreater: return have > want;
+  }
+  return false;
+}
+
+}  // namespace
+
+absl::StatusOr<TxnResponse> StoreImpl::TxnLocked(uint64_t subvol, const TxnRequest& req) {
+  ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
+  TxnResponse resp;
+  resp.succeeded = true;
+  for (const Compare& c : req.compare) {
+    const std::string tk = kv::TreeKey(c.key);
+    absl::StatusOr<std::string> raw = tree->Get(tk);
+    if (!raw.ok() && !absl::IsNotFound(raw.status())) return raw.status();
+    kv::ItemView item;  // zero revisions and empty value when absent, as etcd
+    if (raw.ok()) {
+      ASSIGN_OR_RETURN(item, kv::DecodeItem(tk, *raw));
+    }
+    bool holds = false;
+    switch (c.target) {
+      case Compare::Target::kValue:
+        holds = raw.ok() && CompareWith(c.op, item.value, absl::string_view(c.value));
+        break;
+      case Compare::Target::kCreateRevision:
+        holds = CompareWith(c.op, item.meta.create_revision, c.number);
+        break;
+      case Compare::Target::kModRevision:
+        holds = CompareWith(c.op, item.meta.mod_revision, c.number);
+        break;
+      case Compare::Target::kVersion:
+        holds = CompareWith(c.op, item.meta.version, c.number);
+        break;
+      case Compare::Target::kExists:
+        holds = CompareWith(c.op, raw.ok(), c.exists);
+        break;
+    }
+    if (!holds) {
+      resp.succeeded = false;
+      break;
+    }
+  }
+  const std::vector<TxnOp>& ops = resp.succeeded ? req.success : req.failure;
+  KvWriteSet ws;
+  for (const TxnOp& op : ops) {
+    TxnOpResult res;
+    switch (op.type) {
+      case TxnOp::Type::kRange: {
+        RangeRequest n = op.range;
+        RETURN_IF_ERROR(NormaliseRange(op.range, &n.start, &n.end));
+        ASSIGN_OR_RETURN(res.range, RangeLocked(tree, n, n.limit));
+        break;
+      }
+      case TxnOp::Type::kPut:
+        BufferPut(&ws, op.key, op.value);
+        break;
+      case TxnOp::Type::kDelete:
+        res.deleted = tree->Get(kv::TreeKey(op.key)).ok() ? 1 : 0;
+        BufferDelete(&ws, op.key);
+        break;
+      case TxnOp::Type::kDeleteRange: {
+        RangeRequest n;
+        n.start = op.key;
+        n.end = op.end;
+        n.count_only = true;
+        ASSIGN_OR_RETURN(RangeResult counted, RangeLocked(tree, n, 0));
+        res.deleted = counted.count;
+        BufferDeleteRange(&ws, op.key, op.end);
+        break;
+      }
+    }
+    resp.results.push_back(std::move(res));
+  }
+  ASSIGN_OR_RETURN(resp.revision, ApplyLocked(subvol, 0, kv::ReadSet{}, ws));
+  return resp;
+}
+
+absl::StatusOr<TxnResponse> StoreImpl::Txn(uint64_t subvol, const TxnRequest& req) {
+  for (const Compare& c : req.compare) RETURN_IF_ERROR(kv::ValidateKey(c.key));
+  RETURN_IF_ERROR(ValidateTxnOps(req.success, nodesize_));
+  RETURN_IF_ERROR(ValidateTxnOps(req.failure, nodesize_));
+  TxnResponse resp;
+  RETURN_IF_ERROR(KvWrite(
+                      [&]() -> absl::StatusOr<uint64_t> {
+                        ASSIGN_OR_RETURN(resp, TxnLocked(subvol, req));
+                        return resp.revision;
+                      },
+                      req.durability)
+                      .status());
+  return resp;
+}
+
+// ---- Interactive transactions ------------------------------------------------------
+
+absl::StatusOr<std::unique_ptr<KvTransaction>> StoreImpl::BeginTransaction(uint64_t subvol) {
+  RETURN_IF_ERROR(CheckOpen());
+  auto state = std::make_unique<KvTxnState>();
+  state->subvol = subvol;
+  {
+    absl::WriterMutexLock l(&mu_);
+    RETURN_IF_ERROR(TreeFor(subvol).status());
+    state->read_revision = revision_;
+    window_.OpenTxn(revision_);
+    ++open_txns_;
+  }
+  return std::unique_ptr<KvTransaction>(new KvTransaction(this, std::move(state)));
+}
+
+void StoreImpl::TxnFinish(KvTxnState* t) {
+  if (t->finished) return;
+  t->finished = true;
+  absl::WriterMutexLock l(&mu_);
+  window_.CloseTxn();
+  --open_txns_;
+}
+
+namespace {
+absl::Status CheckActive(const KvTxnState* t) {
+  if (t->finished) return absl::FailedPreconditionError("transaction already committed or aborted");
+  return absl::OkStatus();
+}
+
+absl::Status Conflict(const KeyValue& kv, uint64_t read_revision) {
+  return absl::AbortedError(absl::StrCat("conflict: key '", absl::CHexEscape(kv.key.substr(0, 64)),
+                                         "' was written at revision ", kv.mod_revision,
+                                         " after this transaction's read revision ",
+                                         read_revision));
+}
+}  // namespace
+
+absl::StatusOr<KeyValue> StoreImpl::TxnGet(KvTxnState* t, absl::string_view key) {
+  RETURN_IF_ERROR(CheckActive(t));
+  RETURN_IF_ERROR(kv::ValidateKey(key));
+  // Own writes first: they decide the answer, so nothing is read.
+  auto w = t->writes.find(std::string(key));
+  if (w != t->writes.end()) {
+    if (!w->second) return absl::NotFoundError("key deleted in this transaction");
+    KeyValue kv;
+    kv.key = std::string(key);
+    kv.value = *w->second;
+    return kv;
+  }
+  for (const auto& [s, e] : t->delete_ranges) {
+    if (InRange(key, s, e)) return absl::NotFoundError("key deleted in this transaction");
+  }
+  t->reads.keys.emplace_back(t->subvol, std::string(key));
+  absl::StatusOr<KeyValue> kv = GetItem(t->subvol, key);
+  if (kv.ok() && kv->mod_revision > t->read_revision) {
+    kv_conflicts_.fetch_add(1, std::memory_order_relaxed);
+    return Conflict(*kv, t->read_revision);
+  }
+  return kv;
+}
+
+absl::StatusOr<RangeResult> StoreImpl::TxnRange(KvTxnState* t, const RangeRequest& req) {
+  RETURN_IF_ERROR(CheckActive(t));
+  RangeRequest n = req;
+  RETURN_IF_ERROR(NormaliseRange(req, &n.start, &n.end));
+  bool overlap = false;
+  for (auto it = t->writes.lower_bound(n.start); it != t->writes.end(); ++it) {
+    overlap = InRange(it->first, n.start, n.end);
+    break;
+  }
+  for (const auto& [s, e] : t->delete_ranges) {
+    overlap = overlap || ((n.end.empty() || s < n.end) && (e.empty() || n.start < e));
+  }
+  RangeResult r;
+  {
+    absl::ReaderMutexLock l(&mu_);
+    ASSIGN_OR_RETURN(Tree * tree, TreeFor(t->subvol));
+    RangeRequest scan = n;
+    scan.count_only = n.count_only && !overlap;
+    ASSIGN_OR_RETURN(r, RangeLocked(tree, scan, overlap ? 0 : n.limit));
+  }
+  for (const KeyValue& kv : r.kvs) {
+    if (kv.mod_revision > t->read_revision) {
+      kv_conflicts_.fetch_add(1, std::memory_order_relaxed);
+      return Conflict(kv, t->read_revision);
+    }
+  }
+  kv::ReadRange rr{t->subvol, n.start, n.end};
+  if (overlap) {
+    // Merge own writes into what the tree holds, then cut to the limit.
+    std::map<std::string, KeyValue> merged;
+    for (KeyValue& kv : r.kvs) merged[kv.key] = std::move(kv);
+    for (const auto& [s, e] : t->delete_ranges) {
+      for (auto it = merged.lower_bound(s); it != merged.end() && InRange(it->first, s, e);) {
+        it = merged.erase(it);
+      }
+    }
+    for (auto it = t->writes.lower_bound(n.start);
+         it != t->writes.end() && InRange(it->first, n.start, n.end); ++it) {
+      if (!it->second) {
+        merged.erase(it->first);
+      } else {
+        KeyValue& kv = merged[it->first];
+        kv.key = it->first;
+        kv.value = n.keys_only ? "" : *it->second;
+      }
+    }
+    r.kvs.clear();
+    r.count = merged.size();
+    r.more = false;
+    if (!n.count_only) {
+      auto take = [&](KeyValue& kv) {
+        if (n.limit != 0 && r.kvs.size() >= n.limit) {
+          r.more = true;
+          return;
+        }
+        r.kvs.push_back(std::move(kv));
+      };
+      if (n.reverse) {
+        for (auto it = merged.rbegin(); it != merged.rend(); ++it) take(it->second);
+      } else {
+        for (auto& [k, kv] : merged) take(kv);
+      }
+    }
+  } else if (r.more && !r.kvs.empty()) {
+    // Only what was returned was read: a write past it cannot change it.
+    if (n.reverse) {
+      rr.start = r.kvs.back().key;
+    } else {
+      rr.end = r.kvs.back().key + std::string(1, '\0');
+    }
+  }
+  t->reads.ranges.push_back(std::move(rr));
+  return r;
+}
+
+absl::StatusOr<uint64_t> StoreImpl::TxnCommit(KvTxnState* t, Durability d) {
+  RETURN_IF_ERROR(CheckActive(t));
+  KvWriteSet ws;
+  ws.writes = std::move(t->writes);
+  ws.delete_ranges = std::move(t->delete_ranges);
+  absl::StatusOr<uint64_t> rev;
+  if (ws.empty()) {
+    // Read-only: valid if nothing it read changed; nothing to apply.
+    absl::Status v;
+    {
+      absl::ReaderMutexLock l(&mu_);
+      v = window_.Validate(t->read_revision, t->reads);
+    }
+    if (!v.ok()) {
+      (absl::IsOutOfRange(v) ? kv_too_old_ : kv_conflicts_)
+          .fetch_add(1, std::memory_order_relaxed);
+    }
+    rev = v.ok() ? absl::StatusOr<uint64_t>(t->read_revision) : v;
+  } else {
+    rev = KvWrite([&] { return ApplyLocked(t->subvol, t->read_revision, t->reads, ws); }, d);
+  }
+  TxnFinish(t);
+  return rev;
+}
+
+// ---- Group commit -------------------------------------------------------------------
+
+absl::Status StoreImpl::WaitDurable(uint64_t rev) {
+  for (;;) {
+    {
+      absl::MutexLock l(&sync_mu_);
+      auto covered = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(sync_mu_) {
+        return committed_rev_ >= rev || (synced_rev_ >= rev && durable_gen_ >= synced_base_);
+      };
+      // Wait while a sync runs, or while the sync that covers `rev` waits
+      // for the engine commit its chain extends.
+      auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(sync_mu_) {
+        return covered() || !sync_failed_.ok() || (!sync_running_ && synced_rev_ < rev);
+      };
+      sync_mu_.Await(absl::Condition(&ready));
+      if (covered()) return absl::OkStatus();
+      if (!sync_failed_.ok()) return sync_failed_;
+      sync_running_ = true;
+    }
+    absl::StatusOr<bool> synced = RunLogSync();
+    {
+      absl::MutexLock l(&sync_mu_);
+      sync_running_ = false;
+    }
+    if (!synced.ok() || !*synced) {
+      // The log cannot take it: an engine commit makes everything durable.
+      RETURN_IF_ERROR(Commit(CommitTrigger::kLogFull));
+    }
+  }
+}
+
+absl::StatusOr<bool> StoreImpl::RunLogSync() {
+  absl::MutexLock ll(&log_mu_);
+  std::unique_ptr<log::LogManager::SyncBatch> batch;
+  uint64_t rev, base;
+  {
+    absl::WriterMutexLock l(&mu_);
+    RETURN_IF_ERROR(txn_->fatal());
+    if (log_->needs_full_commit()) return false;
+    rev = revision_;
+    base = log_->chain_base();
+    absl::StatusOr<std::unique_ptr<log::LogManager::SyncBatch>> p = log_->PrepareSync(rev);
+    if (!p.ok()) return false;
+    batch = std::move(*p);
+  }
+  if (batch != nullptr) {
+    absl::Status w = log_->WriteSync(*batch);
+    {
+      absl::WriterMutexLock l(&mu_);
+      log_->FinishSync(*batch, w);
+    }
+    if (!w.ok()) return false;
+  }
+  absl::MutexLock sl(&sync_mu_);
+  if (rev > synced_rev_) {
+    synced_rev_ = rev;
+    synced_base_ = base;
+  }
+  return true;
+}
+
+// ---- Replay ----------------------------------------------------------------------------
+
+absl::Status StoreImpl::ReplayLog(const log::Recovered& r) {
+  RETURN_IF_ERROR(txn_->ClaimLogBlocks(r.blocks));
+  log_->Adopt(r.blocks);
+  for (const log::Recovered::Entry& e : r.entries) {
+    Tree* tree = txn_->fs_tree(e.subvol);
+    if (tree == nullptr) continue;  // the subvolume is gone
+    if (!kv::IsKvTreeKey(e.key)) {
+      return absl::DataLossError(absl::StrCat("log entry of subvolume ", e.subvol,
+                                              " with an unknown key type"));
+    }
+    if (!e.value.empty()) RETURN_IF_ERROR(kv::DecodeItem(e.key, e.value).status());
+    RETURN_IF_ERROR(txn_->ReserveForWrite(tree, e.value.empty() ? TxnManager::WriteKind::kDelete
+                                                                : TxnManager::WriteKind::kInsert));
+    absl::Status s = e.value.empty() ? tree->Delete(e.key) : tree->Put(e.key, e.value);
+    if (!s.ok() && !absl::IsNotFound(s)) return s;
+  }
+  replayed_entries_ = r.entries.size();
+  return absl::OkStatus();
+}
+
+// ---- KvTransaction and RunInTransaction ------------------------------------------------
+
+KvTransaction::KvTransaction(StoreImpl* store, std::unique_ptr<KvTxnState> state)
+    : store_(store), state_(std::move(state)) {}
+KvTransaction::~KvTransaction() { Abort(); }
+uint64_t KvTransaction::read_revision() const { return state_->read_revision; }
+
+absl::StatusOr<KeyValue> KvTransaction::Get(absl::string_view key) {
+  return store_->TxnGet(state_.get(), key);
+}
+absl::StatusOr<RangeResult> KvTransaction::Range(const RangeRequest& req) {
+  return store_->TxnRange(state_.get(), req);
+}
+absl::Status KvTransaction::Put(absl::string_view key, absl::string_view value) {
+  RETURN_IF_ERROR(CheckActive(state_.get()));
+  RETURN_IF_ERROR(kv::ValidateKey(key));
+  RETURN_IF_ERROR(kv::ValidateValue(value, static_cast<uint32_t>(store_->nodesize())));
+  state_->writes[std::string(key)] = std::string(value);
+  return absl::OkStatus();
+}
+absl::Status KvTransaction::Delete(absl::string_view key) {
+  RETURN_IF_ERROR(CheckActive(state_.get()));
+  RETURN_IF_ERROR(kv::ValidateKey(key));
+  state_->writes[std::string(key)] = std::nullopt;
+  return absl::OkStatus();
+}
+absl::Status KvTransaction::DeleteRange(absl::string_view start, absl::string_view end) {
+  RETURN_IF_ERROR(CheckActive(state_.get()));
+  if (start.size() > kv::kMaxUserKeySize || end.size() > kv::kMaxUserKeySize + 1) {
+    return absl::InvalidArgumentError("delete-range bound longer than the largest key");
+  }
+  KvWriteSet ws;
+  ws.writes = std::move(state_->writes);
+  ws.delete_ranges = std::move(state_->delete_ranges);
+  BufferDeleteRange(&ws, start, end);
+  state_->writes = std::move(ws.writes);
+  state_->delete_ranges = std::move(ws.delete_ranges);
+  return absl::OkStatus();
+}
+absl::StatusOr<uint64_t> KvTransaction::Commit(Durability d) {
+  return store_->TxnCommit(state_.get(), d);
+}
+void KvTransaction::Abort() { store_->TxnFinish(state_.get()); }
+
+absl::Status Subvolume::RunInTransaction(const std::function<absl::Status(KvTransaction&)>& fn,
+                                         Durability durability, int max_attempts) {
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  absl::Status last;
+  for (int attempt = 0; attempt < std::max(1, max_attempts); ++attempt) {
+    if (attempt > 0) {
+      const int64_t cap_us = std::min<int64_t>(100000, int64_t{500} << std::min(attempt, 8));
+      absl::SleepFor(absl::Microseconds(rng() % static_cast<uint64_t>(cap_us + 1)));
+    }
+    ASSIGN_OR_RETURN(std::unique_ptr<KvTransaction> tx, BeginTransaction());
+    last = fn(*tx);
+    if (last.ok()) last = tx->Commit(durability).status();
+    if (last.ok() || !Retryable(last)) return last;
+  }
+  return absl::Status(last.code(), absl::StrCat("gave up after ", max_attempts,
+                                                " attempts: ", last.message()));
+}
+
+}  // namespace cowkv

@@ -1,0 +1,91 @@
+#include "engine/log/log_format.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "engine/base/check.h"
+#include "engine/base/coding.h"
+#include "engine/base/crc32c.h"
+#include "engine/format/layout.h"
+
+namespace cowkv {
+namespace log {
+
+using namespace format;  // NOLINT: the layout constants
+
+size_t MaxLogTrees(uint32_t sectorsize) { return (sectorsize - kLogHeaderSize) / kLogEntrySize; }
+
+std::string EncodeLogRoot(const LogRootBlock& b, uint32_t sectorsize) {
+  COWKV_CHECK(b.fsid.size() == kFsidSize && b.trees.size() <= MaxLogTrees(sectorsize));
+  std::string out(sectorsize, '\0');
+  char* p = out.data();
+  EncodeLE64(p + kLogMagicOff, kLogMagic);
+  std::memcpy(p + kLogFsidOff, b.fsid.data(), kFsidSize);
+  EncodeLE64(p + kLogBytenrOff, b.bytenr);
+  EncodeLE64(p + kLogNonceOff, b.nonce);
+  EncodeLE64(p + kLogBaseGenOff, b.base_generation);
+  EncodeLE64(p + kLogSeqOff, b.seq);
+  EncodeLE64(p + kLogNextOff, b.next);
+  EncodeLE64(p + kLogRevisionOff, b.revision);
+  EncodeLE32(p + kLogNtreesOff, static_cast<uint32_t>(b.trees.size()));
+  char* e = p + kLogHeaderSize;
+  for (const LogTreeRef& t : b.trees) {
+    EncodeLE64(e, t.subvol);
+    EncodeLE64(e + 8, t.bytenr);
+    EncodeLE64(e + 16, t.generation);
+    e[24] = static_cast<char>(t.level);
+    e += kLogEntrySize;
+  }
+  EncodeLE32(p + kLogCsumOff, Crc32c(p + 4, sectorsize - 4));
+  return out;
+}
+
+namespace {
+bool BadBytenr(uint64_t b, const LogRootExpect& e) {
+  return b % e.nodesize != 0 || b < kReservedHead || b + e.nodesize > e.device_size;
+}
+}  // namespace
+
+absl::StatusOr<LogRootBlock> DecodeLogRoot(absl::string_view data, const LogRootExpect& e) {
+  auto bad = [&](absl::string_view why) {
+    return absl::DataLossError(absl::StrCat("log root block at ", e.bytenr, " (seq ", e.seq,
+                                            "): ", why));
+  };
+  if (data.size() < kLogHeaderSize) return bad("short block");
+  const char* p = data.data();
+  if (DecodeLE64(p + kLogMagicOff) != kLogMagic) return bad("bad magic");
+  if (DecodeLE32(p + kLogCsumOff) != Crc32c(p + 4, data.size() - 4)) return bad("checksum mismatch");
+  if (DecodeLE32(p + kLogFlagsOff) != 0) return bad("non-zero flags");
+  LogRootBlock b;
+  b.fsid.assign(p + kLogFsidOff, kFsidSize);
+  b.bytenr = DecodeLE64(p + kLogBytenrOff);
+  b.nonce = DecodeLE64(p + kLogNonceOff);
+  b.base_generation = DecodeLE64(p + kLogBaseGenOff);
+  b.seq = DecodeLE64(p + kLogSeqOff);
+  b.next = DecodeLE64(p + kLogNextOff);
+  b.revision = DecodeLE64(p + kLogRevisionOff);
+  if (b.fsid != e.fsid) return bad("fsid mismatch");
+  if (b.bytenr != e.bytenr) return bad(absl::StrCat("written for bytenr ", b.bytenr));
+  if (b.nonce != e.nonce || b.base_generation != e.base_generation || b.seq != e.seq) {
+    return bad(absl::StrCat("belongs to chain nonce ", b.nonce, " generation ",
+                            b.base_generation, " seq ", b.seq));
+  }
+  if (BadBytenr(b.next, e)) return bad(absl::StrCat("next bytenr ", b.next, " out of range"));
+  const uint32_t n = DecodeLE32(p + kLogNtreesOff);
+  if (n > MaxLogTrees(static_cast<uint32_t>(data.size()))) {
+    return bad(absl::StrCat(n, " log trees listed"));
+  }
+  const char* q = p + kLogHeaderSize;
+  for (uint32_t i = 0; i < n; ++i, q += kLogEntrySize) {
+    LogTreeRef t{DecodeLE64(q), DecodeLE64(q + 8), DecodeLE64(q + 16),
+                 static_cast<uint8_t>(q[24])};
+    if (BadBytenr(t.bytenr, e) || t.level >= kMaxLevel || t.generation != e.base_generation + 1) {
+      return bad(absl::StrCat("log tree of subvolume ", t.subvol, " has a bad root"));
+    }
+    b.trees.push_back(t);
+  }
+  return b;
+}
+
+}  // namespace log
+}  // namespace cowkv

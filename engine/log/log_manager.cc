@@ -1,0 +1,280 @@
+#include "engine/log/log_manager.h"
+
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "engine/base/check.h"
+#include "engine/base/status.h"
+#include "engine/format/layout.h"
+#include "engine/log/log_format.h"
+
+namespace cowkv {
+namespace log {
+
+namespace {
+constexpr uint64_t kLogCacheBytes = 8ull << 20;
+
+uint64_t NewNonce() {
+  static std::mt19937_64 rng([] {
+    std::random_device rd;
+    return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  }());
+  uint64_t n;
+  do {
+    n = rng();
+  } while (n == 0);
+  return n;
+}
+}  // namespace
+
+LogManager::LogManager(TxnManager* txn, uint64_t max_pending_keys)
+    : txn_(txn), max_pending_keys_(max_pending_keys) {
+  ResetChain(0, 0);
+  broken_ = true;  // until a chain is set up
+}
+
+LogManager::~LogManager() = default;
+
+void LogManager::ResetChain(uint64_t base, uint64_t nonce) {
+  cache_ = std::make_unique<NodeCache>(txn_->device(), txn_->superblock().fsid, txn_->nodesize(),
+                                       txn_->superblock().sectorsize, kLogCacheBytes);
+  trees_.clear();
+  pending_.clear();
+  pending_keys_ = 0;
+  base_ = base;
+  nonce_ = nonce;
+  next_root_ = 0;
+  seq_ = 0;
+  broken_ = false;
+  full_ = false;
+  ++stats_.chains;
+}
+
+absl::Status LogManager::ContinueChain(const format::Superblock& sb) {
+  ResetChain(sb.generation, sb.log_nonce);
+  if (sb.log_root == 0) {
+    broken_ = true;
+    return absl::OkStatus();
+  }
+  RETURN_IF_ERROR(txn_->ClaimLogBlocks({sb.log_root}));
+  next_root_ = sb.log_root;
+  chain_blocks_.push_back(sb.log_root);
+  return absl::OkStatus();
+}
+
+LogAnchor LogManager::StartChain(uint64_t base, std::vector<uint64_t>* retired) {
+  retired->insert(retired->end(), chain_blocks_.begin(), chain_blocks_.end());
+  chain_blocks_.clear();
+  ResetChain(base, NewNonce());
+  absl::StatusOr<uint64_t> first = txn_->AllocLogBlock();
+  if (!first.ok()) {
+    broken_ = true;  // durable commits use engine commits until the next chain
+    return LogAnchor{};
+  }
+  chain_blocks_.push_back(*first);
+  next_root_ = *first;
+  return LogAnchor{next_root_, nonce_};
+}
+
+void LogManager::NoteChange(uint64_t subvol, absl::string_view tree_key) {
+  if (full_ || broken_) return;
+  if (pending_[subvol].emplace(tree_key).second && ++pending_keys_ > max_pending_keys_) {
+    full_ = true;
+    pending_.clear();
+    pending_keys_ = 0;
+  }
+}
+
+bool LogManager::needs_full_commit() const { return broken_ || full_ || next_root_ == 0; }
+
+absl::StatusOr<uint64_t> LogManager::AllocTreeBlock(uint64_t, uint8_t) {
+  ASSIGN_OR_RETURN(uint64_t b, txn_->AllocLogBlock());
+  chain_blocks_.push_back(b);
+  return b;
+}
+
+absl::Status LogManager::FreeTreeBlock(uint64_t, const Node& node) {
+  // Written nodes stay allocated with the chain (an older root block may
+  // still point at them); a node never written is simply not written.
+  if (node.dirty.load(std::memory_order_relaxed)) cache_->Discard(node.bytenr);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> LogManager::ShouldDescendForDrop(uint64_t, format::ChildPtr, int) {
+  return absl::InternalError("log trees are never dropped");
+}
+absl::Status LogManager::DropChild(uint64_t, const Node&, int) {
+  return absl::InternalError("log trees are never dropped");
+}
+absl::Status LogManager::DropRoot(uint64_t, const Node&) {
+  return absl::InternalError("log trees are never dropped");
+}
+
+absl::Status LogManager::CopyPending() {
+  for (auto& [subvol, keys] : pending_) {
+    Tree* fs = txn_->fs_tree(subvol);
+    if (fs == nullptr) continue;  // deleted since; nothing to replay
+    auto& lt = trees_[subvol];
+    if (lt == nullptr) {
+      ASSIGN_OR_RETURN(lt, Tree::CreateEmpty(format::kLogTreeOwner, cache_.get(), this));
+    }
+    for (const std::string& key : keys) {
+      absl::StatusOr<std::string> v = fs->Get(key);
+      if (absl::IsNotFound(v.status())) {
+        RETURN_IF_ERROR(lt->Put(key, ""));
+      } else {
+        RETURN_IF_ERROR(v.status());
+        RETURN_IF_ERROR(lt->Put(key, *v));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<LogManager::SyncBatch>> LogManager::PrepareSync(uint64_t revision) {
+  if (needs_full_commit()) return absl::FailedPreconditionError("log needs a full commit");
+  if (pending_keys_ == 0) return std::unique_ptr<SyncBatch>();
+  auto b = std::make_unique<SyncBatch>();
+  absl::Status s = CopyPending();
+  if (s.ok() && trees_.size() > MaxLogTrees(txn_->superblock().sectorsize)) {
+    s = absl::ResourceExhaustedError("more logged subvolumes than a log root block lists");
+  }
+  absl::StatusOr<uint64_t> next = s.ok() ? AllocTreeBlock(0, 0) : absl::StatusOr<uint64_t>(s);
+  if (!next.ok()) {
+    broken_ = true;
+    return next.status();
+  }
+  LogRootBlock root;
+  root.fsid = txn_->superblock().fsid;
+  root.bytenr = next_root_;
+  root.nonce = nonce_;
+  root.base_generation = base_;
+  root.seq = seq_;
+  root.next = *next;
+  root.revision = revision;
+  for (auto& [subvol, t] : trees_) {
+    root.trees.push_back({subvol, t->root().bytenr, t->root().generation, t->root().level});
+    t->ClearRootChanged();
+  }
+  b->nonce = nonce_;
+  b->base = base_;
+  b->revision = revision;
+  b->keys = pending_keys_;
+  b->nodes = cache_->SealDirty();
+  b->root_bytenr = next_root_;
+  b->root_block = EncodeLogRoot(root, txn_->superblock().sectorsize);
+  b->fsid = root.fsid;
+  next_root_ = *next;
+  ++seq_;
+  pending_.clear();
+  pending_keys_ = 0;
+  return b;
+}
+
+absl::Status LogManager::WriteSync(const SyncBatch& b) {
+  BlockDevice* dev = txn_->device();
+  uint64_t bytes = 0;
+  RETURN_IF_ERROR(WriteNodes(dev, b.nodes, b.fsid, txn_->nodesize(), &bytes));
+  RETURN_IF_ERROR(dev->WriteAt(b.root_bytenr, b.root_block.data(), b.root_block.size()));
+  return dev->Flush();
+}
+
+void LogManager::FinishSync(const SyncBatch& b, const absl::Status& written) {
+  if (b.nonce != nonce_) return;  // the chain was retired meanwhile
+  if (!written.ok()) {
+    broken_ = true;
+    return;
+  }
+  cache_->MarkWritten(b.nodes);
+  ++stats_.syncs;
+  stats_.synced_keys += b.keys;
+  stats_.sync_bytes += b.nodes.size() * txn_->nodesize() + b.root_block.size();
+}
+
+LogStats LogManager::Stats() const {
+  LogStats s = stats_;
+  s.chain_blocks = chain_blocks_.size();
+  return s;
+}
+
+// ---- Recovery ---------------------------------------------------------------
+
+namespace {
+
+// Reads every item and node of one log tree.
+absl::Status ReadLogTree(NodeCache* cache, const LogTreeRef& ref, Recovered* out) {
+  Tree tree(format::kLogTreeOwner, RootRef{ref.bytenr, ref.generation, ref.level}, cache, nullptr);
+  std::vector<NodeRef> stack;
+  ASSIGN_OR_RETURN(NodeRef root, tree.ReadRoot());
+  stack.push_back(std::move(root));
+  while (!stack.empty()) {
+    NodeRef n = std::move(stack.back());
+    stack.pop_back();
+    out->blocks.push_back(n->bytenr);
+    if (n->leaf()) {
+      for (int i = 0; i < n->nritems(); ++i) {
+        out->entries.push_back({ref.subvol, std::string(n->key(i)), std::string(n->value(i))});
+      }
+      continue;
+    }
+    for (int i = n->nritems() - 1; i >= 0; --i) {
+      ASSIGN_OR_RETURN(NodeRef c, tree.ReadChild(*n, i));
+      stack.push_back(std::move(c));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadLogTrees(BlockDevice* device, const format::Superblock& sb,
+                          const LogRootBlock& root, Recovered* out) {
+  NodeCache cache(device, sb.fsid, sb.nodesize, sb.sectorsize, kLogCacheBytes);
+  for (const LogTreeRef& t : root.trees) RETURN_IF_ERROR(ReadLogTree(&cache, t, out));
+  out->revision = root.revision;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<Recovered> LogManager::Recover(BlockDevice* device, const format::Superblock& sb) {
+  Recovered out;
+  if (sb.log_root == 0) return out;
+  std::vector<LogRootBlock> chain;
+  LogRootExpect e{sb.fsid, sb.log_root, sb.log_nonce, sb.generation, 0, device->Size(),
+                  sb.nodesize};
+  std::string buf(sb.sectorsize, '\0');
+  std::vector<uint64_t> root_blocks;
+  for (;;) {
+    root_blocks.push_back(e.bytenr);
+    if (e.bytenr + sb.sectorsize > device->Size()) break;
+    RETURN_IF_ERROR(device->ReadAt(e.bytenr, buf.data(), buf.size()));
+    absl::StatusOr<LogRootBlock> b = DecodeLogRoot(buf, e);
+    if (!b.ok()) break;  // the end of the chain: never written, torn or stale
+    e.bytenr = b->next;
+    ++e.seq;
+    chain.push_back(*std::move(b));
+  }
+  out.root_blocks = chain.size();
+  if (chain.empty()) return out;
+  // Only the last sync can be torn (a later link exists only after a flush
+  // covered the earlier one), so fall back at most one link.
+  absl::Status s = ReadLogTrees(device, sb, chain.back(), &out);
+  if (!s.ok() && absl::IsDataLoss(s) && chain.size() >= 2) {
+    out.entries.clear();
+    out.blocks.clear();
+    s = ReadLogTrees(device, sb, chain[chain.size() - 2], &out);
+  } else if (!s.ok() && absl::IsDataLoss(s)) {
+    out.entries.clear();
+    out.blocks.clear();
+    out.revision = 0;
+    s = absl::OkStatus();  // the only sync was torn: nothing was acknowledged
+  }
+  if (!s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("replaying the log of generation ",
+                                               sb.generation, ": ", s.message()));
+  }
+  out.blocks.insert(out.blocks.end(), root_blocks.begin(), root_blocks.end());
+  return out;
+}
+
+}  // namespace log
+}  // namespace cowkv

@@ -1,0 +1,151 @@
+// LogManager: per-subvolume log trees, written on durable commit (and fsync)
+// with one device flush, and replayed at mount.
+//
+// While engine generation N+1 runs (N is the last durable one), every change
+// to a logged key space notes its key here. A log sync copies the current
+// value of each noted key (or a tombstone) from the subvolume tree into that
+// subvolume's log tree — a CoW B+tree of its own, owner kLogTreeOwner —
+// seals the log trees' new nodes, and writes them plus one log root block
+// (log_format.h) to the next link of the chain the superblock of N names,
+// then flushes once. Captured under the store lock, a sync holds exactly the
+// state at one revision, so syncs form a prefix of the commit order.
+//
+// The engine commit that seals N+1 starts the chain for N+1 (StartChain);
+// the old chain's blocks are freed once N+1 is durable. Log blocks are never
+// in the extent tree: free space holds them out while their chain lives,
+// and mount holds a replayed chain's blocks out until the replay commit.
+//
+// Falls back to "needs a full engine commit" when the chain could not be
+// set up or written (no space, I/O error), when more keys are pending than
+// `max_pending_keys`, or when an engine-level write (a Transaction handle)
+// changed a tree outside the log's view.
+//
+// Not thread-safe: the store calls it under its tree lock, except
+// WriteSync, which the store serialises and calls without it.
+#ifndef COWKV_ENGINE_LOG_LOG_MANAGER_H_
+#define COWKV_ENGINE_LOG_LOG_MANAGER_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
+#include "engine/format/superblock.h"
+#include "engine/tree/node_cache.h"
+#include "engine/tree/tree.h"
+#include "engine/txn/txn_manager.h"
+
+namespace cowkv {
+namespace log {
+
+struct LogAnchor {
+  uint64_t log_root = 0;  // 0: no chain for this generation
+  uint64_t nonce = 0;
+};
+
+struct LogStats {
+  uint64_t syncs = 0;
+  uint64_t synced_keys = 0;
+  uint64_t sync_bytes = 0;  // nodes + root blocks written
+  uint64_t chains = 0;
+  uint64_t chain_blocks = 0;  // blocks held by the live chain
+};
+
+// What mount found in the log.
+struct Recovered {
+  struct Entry {
+    uint64_t subvol = 0;
+    std::string key;    // tree key
+    std::string value;  // empty = tombstone (the key was deleted)
+  };
+  uint64_t revision = 0;
+  std::vector<Entry> entries;
+  uint64_t root_blocks = 0;       // valid links of the chain
+  std::vector<uint64_t> blocks;   // every block replay reads; held until the replay commit
+};
+
+class LogManager : private TreeHooks {
+ public:
+  LogManager(TxnManager* txn, uint64_t max_pending_keys);
+  ~LogManager() override;
+
+  // Reads the chain `sb` names. DATA_LOSS when a link that a later link
+  // proves was flushed does not verify.
+  static absl::StatusOr<Recovered> Recover(BlockDevice* device, const format::Superblock& sb);
+
+  // Mount without replay: continue the (empty) chain `sb` names.
+  absl::Status ContinueChain(const format::Superblock& sb);
+  // Mount with replay: the replayed chain's blocks (already claimed from
+  // free space) are retired by the replay commit's StartChain.
+  void Adopt(const std::vector<uint64_t>& blocks) {
+    chain_blocks_.insert(chain_blocks_.end(), blocks.begin(), blocks.end());
+  }
+  // The engine commit sealing generation `base` starts the chain that
+  // extends it. The old chain's blocks go to `retired`, to be freed once
+  // `base` is durable.
+  LogAnchor StartChain(uint64_t base, std::vector<uint64_t>* retired);
+
+  void NoteChange(uint64_t subvol, absl::string_view tree_key);
+  // An engine-level write the log cannot see: durable commits fall back to
+  // engine commits until the next chain.
+  void MarkFull() { full_ = true; }
+  bool needs_full_commit() const;
+  bool has_pending() const { return pending_keys_ > 0; }
+  uint64_t chain_base() const { return base_; }
+
+  struct SyncBatch {
+    uint64_t nonce = 0;
+    uint64_t base = 0;
+    uint64_t revision = 0;
+    uint64_t keys = 0;
+    std::vector<NodeRef> nodes;
+    uint64_t root_bytenr = 0;
+    std::string root_block;
+    std::string fsid;
+  };
+  // Under the lock: copies the pending keys into the log trees and seals a
+  // sync at `revision`. Null when nothing is pending.
+  absl::StatusOr<std::unique_ptr<SyncBatch>> PrepareSync(uint64_t revision);
+  // Without the lock: the new nodes, the root block, one flush.
+  absl::Status WriteSync(const SyncBatch& b);
+  // Under the lock again.
+  void FinishSync(const SyncBatch& b, const absl::Status& written);
+
+  LogStats Stats() const;
+
+ private:
+  // TreeHooks for the log trees.
+  uint64_t generation() const override { return base_ + 1; }
+  absl::StatusOr<uint64_t> AllocTreeBlock(uint64_t owner, uint8_t level) override;
+  absl::Status CowTreeBlock(uint64_t, const Node&) override { return absl::OkStatus(); }
+  absl::Status FreeTreeBlock(uint64_t tree_id, const Node& node) override;
+  absl::StatusOr<bool> ShouldDescendForDrop(uint64_t, format::ChildPtr, int) override;
+  absl::Status DropChild(uint64_t, const Node&, int) override;
+  absl::Status DropRoot(uint64_t, const Node&) override;
+
+  absl::Status CopyPending();
+  void ResetChain(uint64_t base, uint64_t nonce);
+
+  TxnManager* const txn_;
+  const uint64_t max_pending_keys_;
+  std::unique_ptr<NodeCache> cache_;  // one per chain
+  std::map<uint64_t, std::unique_ptr<Tree>> trees_;
+  std::map<uint64_t, absl::flat_hash_set<std::string>> pending_;
+  uint64_t pending_keys_ = 0;
+  uint64_t base_ = 0;
+  uint64_t nonce_ = 0;
+  uint64_t next_root_ = 0;  // where the next root block goes; 0 = no chain
+  uint64_t seq_ = 0;
+  bool broken_ = false;  // a sync failed or could not allocate
+  bool full_ = false;    // over the pending bound, or engine-level writes
+  std::vector<uint64_t> chain_blocks_;
+  LogStats stats_;
+};
+
+}  // namespace log
+}  // namespace cowkv
+
+#endif  // COWKV_ENGINE_LOG_LOG_MANAGER_H_
