@@ -1,0 +1,453 @@
+// The transactional key space through the Store facade: revisions, range
+// reads, the etcd-style Txn, interactive transactions (read-your-writes,
+// point and phantom conflicts, too old, read-only validation), read-only
+// snapshots, and the log: one flush per durable commit, group commit,
+// replay after power loss, fallback to engine commits. `check` after every
+// test that writes.
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "engine/io/fault_device.h"
+#include "engine/io/mem_device.h"
+#include "engine/store.h"
+#include "engine/testing/status_matchers.h"
+#include "engine/testing/store_fixture.h"
+#include "gtest/gtest.h"
+
+namespace cowkv {
+namespace {
+
+using testing::ExpectCheckClean;
+using testing::IsOk;
+using testing::StatusIs;
+
+class KvTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_OK(Store::Mkfs(&dev_, testing::TestMkfs(4096)));
+    Reopen();
+  }
+  void TearDown() override {
+    if (store_ != nullptr) {
+      ASSERT_OK(store_->Close());
+      store_.reset();
+    }
+    ExpectCheckClean(&dev_);
+  }
+  void Reopen(Options o = testing::TestOptions()) {
+    sv_.reset();
+    if (store_ != nullptr) ASSERT_OK(store_->Close());
+    store_.reset();
+    o.default_durability = Durability::kDurable;
+    ASSERT_OK_AND_ASSIGN(store_, Store::Open(&dev_, o));
+    ASSERT_OK_AND_ASSIGN(sv_, store_->DefaultSubvolume());
+  }
+  std::vector<std::string> Keys(const RangeResult& r) {
+    std::vector<std::string> out;
+    for (const KeyValue& kv : r.kvs) out.push_back(kv.key);
+    return out;
+  }
+
+  MemDevice dev_{64ull << 20};
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<Subvolume> sv_;
+};
+
+TEST_F(KvTest, RevisionsFollowEtcd) {
+  const uint64_t r0 = store_->Stats().revision;
+  ASSERT_OK(sv_->Put("a", "1"));
+  ASSERT_OK(sv_->Put("b", "1"));
+  ASSERT_OK(sv_->Put("a", "2"));
+  ASSERT_OK_AND_ASSIGN(KeyValue a, sv_->GetItem("a"));
+  EXPECT_EQ(a.value, "2");
+  EXPECT_EQ(a.create_revision, r0 + 1);
+  EXPECT_EQ(a.mod_revision, r0 + 3);
+  EXPECT_EQ(a.version, 2u);
+  ASSERT_OK(sv_->Delete("a"));
+  EXPECT_THAT(sv_->Delete("a"), StatusIs(absl::StatusCode::kNotFound));
+  ASSERT_OK(sv_->Put("a", "3"));
+  ASSERT_OK_AND_ASSIGN(a, sv_->GetItem("a"));
+  EXPECT_EQ(a.create_revision, r0 + 5);
+  EXPECT_EQ(a.version, 1u);
+  // Revisions survive a remount (superblock + log).
+  Reopen();
+  EXPECT_EQ(store_->Stats().revision, r0 + 5);
+  ASSERT_OK(sv_->Put("c", ""));
+  ASSERT_OK_AND_ASSIGN(KeyValue c, sv_->GetItem("c"));
+  EXPECT_EQ(c.mod_revision, r0 + 6);
+  EXPECT_EQ(c.value, "");
+}
+
+TEST_F(KvTest, BadInputChangesNothing) {
+  EXPECT_THAT(sv_->Put("", "v"), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(sv_->Put(std::string(1025, 'k'), "v"), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(sv_->Put("k", std::string(store_->max_value_size() + 1, 'v')),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  ASSERT_OK(sv_->Put(std::string(1024, 'k'), std::string(store_->max_value_size(), 'v')));
+  RangeRequest both;
+  both.prefix = "a";
+  both.start = "b";
+  EXPECT_THAT(sv_->Range(both), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_EQ(store_->Stats().revision, 1u);
+}
+
+TEST_F(KvTest, RangeReads) {
+  for (const char* k : {"a", "b", "ba", "bb", "c", "d\xff", "e"}) ASSERT_OK(sv_->Put(k, k));
+  RangeRequest r;
+  r.start = "b";
+  r.end = "d";
+  ASSERT_OK_AND_ASSIGN(RangeResult res, sv_->Range(r));
+  EXPECT_EQ(Keys(res), (std::vector<std::string>{"b", "ba", "bb", "c"}));
+  EXPECT_EQ(res.count, 4u);
+  EXPECT_FALSE(res.more);
+  r.limit = 2;
+  ASSERT_OK_AND_ASSIGN(res, sv_->Range(r));
+  EXPECT_EQ(Keys(res), (std::vector<std::string>{"b", "ba"}));
+  EXPECT_EQ(res.count, 4u);
+  EXPECT_TRUE(res.more);
+  r.reverse = true;
+  ASSERT_OK_AND_ASSIGN(res, sv_->Range(r));
+  EXPECT_EQ(Keys(res), (std::vector<std::string>{"c", "bb"}));
+  RangeRequest p;
+  p.prefix = "b";
+  p.keys_only = true;
+  ASSERT_OK_AND_ASSIGN(res, sv_->Range(p));
+  EXPECT_EQ(Keys(res), (std::vector<std::string>{"b", "ba", "bb"}));
+  EXPECT_EQ(res.kvs[0].value, "");
+  p.prefix = "d\xff";
+  p.keys_only = false;
+  ASSERT_OK_AND_ASSIGN(res, sv_->Range(p));
+  EXPECT_EQ(Keys(res), (std::vector<std::string>{"d\xff"}));
+  RangeRequest all;
+  all.count_only = true;
+  ASSERT_OK_AND_ASSIGN(res, sv_->Range(all));
+  EXPECT_EQ(res.count, 7u);
+  EXPECT_TRUE(res.kvs.empty());
+  EXPECT_EQ(res.revision, store_->Stats().revision);
+  RangeRequest rev_all;
+  rev_all.reverse = true;
+  ASSERT_OK_AND_ASSIGN(res, sv_->Range(rev_all));
+  EXPECT_EQ(res.kvs.front().key, "e");
+  EXPECT_EQ(res.kvs.back().key, "a");
+  RangeRequest empty;
+  empty.start = "z";
+  empty.end = "a";
+  ASSERT_OK_AND_ASSIGN(res, sv_->Range(empty));
+  EXPECT_EQ(res.count, 0u);
+}
+
+TEST_F(KvTest, TxnCompareThenElse) {
+  ASSERT_OK(sv_->Put("x", "1"));
+  TxnRequest t;
+  Compare c;
+  c.key = "x";
+  c.target = Compare::Target::kValue;
+  c.value = "1";
+  t.compare.push_back(c);
+  TxnOp put{TxnOp::Type::kPut, "y", "from-then", "", {}};
+  TxnOp del{TxnOp::Type::kDelete, "x", "", "", {}};
+  TxnOp get;
+  get.type = TxnOp::Type::kRange;
+  get.range.prefix = "x";
+  t.success = {put, get, del};
+  t.failure = {TxnOp{TxnOp::Type::kPut, "y", "from-else", "", {}}};
+  ASSERT_OK_AND_ASSIGN(TxnResponse r, sv_->Txn(t));
+  EXPECT_TRUE(r.succeeded);
+  ASSERT_EQ(r.results.size(), 3u);
+  EXPECT_EQ(r.results[1].range.kvs.size(), 1u);  // reads see the state before the Txn
+  EXPECT_EQ(r.results[2].deleted, 1u);
+  EXPECT_THAT(sv_->Get("x"), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_EQ(*sv_->Get("y"), "from-then");
+  ASSERT_OK_AND_ASSIGN(KeyValue y, sv_->GetItem("y"));
+  EXPECT_EQ(y.mod_revision, r.revision);
+  // Now x is absent: the value compare fails, the else branch runs.
+  ASSERT_OK_AND_ASSIGN(r, sv_->Txn(t));
+  EXPECT_FALSE(r.succeeded);
+  EXPECT_EQ(*sv_->Get("y"), "from-else");
+  // Existence and revision compares.
+  TxnRequest e;
+  Compare absent;
+  absent.key = "x";
+  absent.target = Compare::Target::kExists;
+  absent.exists = false;
+  Compare ver;
+  ver.key = "y";
+  ver.target = Compare::Target::kVersion;
+  ver.op = Compare::Op::kGreater;
+  ver.number = 1;
+  e.compare = {absent, ver};
+  e.success = {TxnOp{TxnOp::Type::kDeleteRange, "a", "", "z", {}}};
+  ASSERT_OK_AND_ASSIGN(r, sv_->Txn(e));
+  EXPECT_TRUE(r.succeeded);
+  EXPECT_EQ(r.results[0].deleted, 1u);
+  EXPECT_THAT(sv_->Get("y"), StatusIs(absl::StatusCode::kNotFound));
+}
+
+TEST_F(KvTest, TransactionReadsItsOwnWrites) {
+  ASSERT_OK(sv_->Put("a", "0"));
+  ASSERT_OK(sv_->Put("b", "0"));
+  ASSERT_OK(sv_->Put("c", "0"));
+  ASSERT_OK_AND_ASSIGN(auto tx, sv_->BeginTransaction());
+  ASSERT_OK(tx->Put("b", "1"));
+  ASSERT_OK(tx->Put("bb", "new"));
+  ASSERT_OK(tx->Delete("c"));
+  EXPECT_EQ(tx->Get("b")->value, "1");
+  EXPECT_THAT(tx->Get("c"), StatusIs(absl::StatusCode::kNotFound));
+  RangeRequest all;
+  ASSERT_OK_AND_ASSIGN(RangeResult r, tx->Range(all));
+  EXPECT_EQ(Keys(r), (std::vector<std::string>{"a", "b", "bb"}));
+  ASSERT_OK(tx->DeleteRange("a", "b"));
+  ASSERT_OK_AND_ASSIGN(r, tx->Range(all));
+  EXPECT_EQ(Keys(r), (std::vector<std::string>{"b", "bb"}));
+  all.limit = 1;
+  all.reverse = true;
+  ASSERT_OK_AND_ASSIGN(r, tx->Range(all));
+  EXPECT_EQ(Keys(r), (std::vector<std::string>{"bb"}));
+  EXPECT_TRUE(r.more);
+  // Nothing is visible outside until commit.
+  EXPECT_EQ(*sv_->Get("b"), "0");
+  ASSERT_OK_AND_ASSIGN(uint64_t rev, tx->Commit());
+  EXPECT_THAT(tx->Put("z", "z"), StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_THAT(sv_->Get("a"), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_EQ(*sv_->Get("bb"), "new");
+  EXPECT_EQ(sv_->GetItem("b")->mod_revision, rev);
+  EXPECT_EQ(sv_->GetItem("bb")->mod_revision, rev);  // one revision for all
+}
+
+TEST_F(KvTest, PointConflictAborts) {
+  ASSERT_OK(sv_->Put("k", "0"));
+  ASSERT_OK_AND_ASSIGN(auto t1, sv_->BeginTransaction());
+  ASSERT_OK(t1->Get("k").status());
+  ASSERT_OK(t1->Put("k", "t1"));
+  ASSERT_OK(sv_->Put("k", "other"));
+  EXPECT_THAT(t1->Commit(), StatusIs(absl::StatusCode::kAborted));
+  EXPECT_EQ(*sv_->Get("k"), "other");
+  // A read after the conflicting write aborts at once.
+  ASSERT_OK_AND_ASSIGN(auto t2, sv_->BeginTransaction());
+  ASSERT_OK(sv_->Put("k", "again"));
+  EXPECT_THAT(t2->Get("k"), StatusIs(absl::StatusCode::kAborted));
+  // Blind writes do not conflict.
+  ASSERT_OK_AND_ASSIGN(auto t3, sv_->BeginTransaction());
+  ASSERT_OK(t3->Put("k", "blind"));
+  ASSERT_OK(sv_->Put("k", "meanwhile"));
+  ASSERT_OK(t3->Commit().status());
+  EXPECT_EQ(*sv_->Get("k"), "blind");
+  EXPECT_GE(store_->Stats().kv_conflicts, 2u);
+}
+
+TEST_F(KvTest, PhantomInsertAbortsRangeReader) {
+  ASSERT_OK(sv_->Put("user/1", "a"));
+  ASSERT_OK(sv_->Put("zzz", "outside"));
+  ASSERT_OK_AND_ASSIGN(auto tx, sv_->BeginTransaction());
+  RangeRequest users;
+  users.prefix = "user/";
+  ASSERT_OK_AND_ASSIGN(RangeResult r, tx->Range(users));
+  ASSERT_EQ(r.count, 1u);
+  ASSERT_OK(tx->Put("count", "1"));
+  ASSERT_OK(sv_->Put("zzz", "changed"));  // outside the range: no conflict
+  ASSERT_OK(sv_->Put("user/2", "b"));     // a phantom
+  EXPECT_THAT(tx->Commit(), StatusIs(absl::StatusCode::kAborted));
+  EXPECT_THAT(sv_->Get("count"), StatusIs(absl::StatusCode::kNotFound));
+  // A deletion inside the range is a phantom too.
+  ASSERT_OK_AND_ASSIGN(tx, sv_->BeginTransaction());
+  ASSERT_OK(tx->Range(users).status());
+  ASSERT_OK(tx->Put("count", "2"));
+  ASSERT_OK(sv_->Delete("user/1"));
+  EXPECT_THAT(tx->Commit(), StatusIs(absl::StatusCode::kAborted));
+  // A limited range only read up to its last key.
+  ASSERT_OK(sv_->Put("user/3", "c"));
+  ASSERT_OK_AND_ASSIGN(tx, sv_->BeginTransaction());
+  users.limit = 1;
+  ASSERT_OK_AND_ASSIGN(r, tx->Range(users));
+  ASSERT_EQ(Keys(r), std::vector<std::string>{"user/2"});
+  ASSERT_OK(tx->Put("count", "3"));
+  ASSERT_OK(sv_->Put("user/9", "past the limit"));
+  ASSERT_OK(tx->Commit().status());
+}
+
+TEST_F(KvTest, ReadOnlyTransactionValidates) {
+  ASSERT_OK(sv_->Put("a", "1"));
+  ASSERT_OK(sv_->Put("b", "1"));
+  ASSERT_OK_AND_ASSIGN(auto tx, sv_->BeginTransaction());
+  ASSERT_OK(tx->Get("a").status());
+  ASSERT_OK(sv_->Put("a", "2"));
+  EXPECT_THAT(tx->Commit(), StatusIs(absl::StatusCode::kAborted));
+  ASSERT_OK_AND_ASSIGN(tx, sv_->BeginTransaction());
+  ASSERT_OK(tx->Get("a").status());
+  ASSERT_OK(sv_->Put("b", "2"));
+  ASSERT_OK_AND_ASSIGN(uint64_t rev, tx->Commit());
+  EXPECT_EQ(rev, tx->read_revision());
+}
+
+TEST_F(KvTest, TooOldIsOutOfRangeAndRetried) {
+  Options o = testing::TestOptions();
+  o.conflict_window_keys = 8;
+  Reopen(o);
+  ASSERT_OK(sv_->Put("x", "0"));
+  ASSERT_OK_AND_ASSIGN(auto old, sv_->BeginTransaction());
+  ASSERT_OK(old->Get("x").status());
+  ASSERT_OK(old->Put("y", "1"));
+  for (int i = 0; i < 20; ++i) ASSERT_OK(sv_->Put(absl::StrCat("w", i), "v", Durability::kAsync));
+  EXPECT_THAT(old->Commit(), StatusIs(absl::StatusCode::kOutOfRange));
+  EXPECT_EQ(store_->Stats().kv_too_old, 1u);
+  int attempts = 0;
+  ASSERT_OK(sv_->RunInTransaction([&](KvTransaction& tx) -> absl::Status {
+    ++attempts;
+    absl::StatusOr<KeyValue> x = tx.Get("x");
+    if (!x.ok()) return x.status();
+    if (attempts == 1) {  // force a conflict on the first attempt
+      if (!sv_->Put("x", "bump").ok()) return absl::InternalError("bump failed");
+    }
+    return tx.Put("x", x->value + "+1");
+  }));
+  EXPECT_EQ(attempts, 2);
+  EXPECT_EQ(*sv_->Get("x"), "bump+1");
+  // Errors that are not conflicts are returned at once.
+  attempts = 0;
+  EXPECT_THAT(sv_->RunInTransaction([&](KvTransaction&) {
+    ++attempts;
+    return absl::InvalidArgumentError("app says no");
+  }),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_EQ(attempts, 1);
+  EXPECT_EQ(store_->Stats().open_transactions, 0u);
+}
+
+TEST_F(KvTest, ReadOnlySnapshotReadsAndRefusesWrites) {
+  ASSERT_OK(sv_->Put("k", "before"));
+  ASSERT_OK_AND_ASSIGN(SubvolumeInfo info, store_->CreateSnapshot("default", "snap", true));
+  EXPECT_TRUE(info.read_only);
+  ASSERT_OK(sv_->Put("k", "after"));
+  ASSERT_OK(sv_->Put("k2", "after"));
+  ASSERT_OK_AND_ASSIGN(auto snap, store_->OpenSubvolume("snap"));
+  EXPECT_EQ(*snap->Get("k"), "before");
+  EXPECT_THAT(snap->Get("k2"), StatusIs(absl::StatusCode::kNotFound));
+  RangeRequest all;
+  ASSERT_OK_AND_ASSIGN(RangeResult r, snap->Range(all));
+  EXPECT_EQ(Keys(r), std::vector<std::string>{"k"});
+  EXPECT_THAT(snap->Put("k", "x"), StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_THAT(snap->Delete("k"), StatusIs(absl::StatusCode::kFailedPrecondition));
+  ASSERT_OK_AND_ASSIGN(auto tx, snap->BeginTransaction());
+  ASSERT_OK(tx->Put("k", "x"));
+  EXPECT_THAT(tx->Commit(), StatusIs(absl::StatusCode::kFailedPrecondition));
+  TxnRequest t;
+  t.success = {TxnOp{TxnOp::Type::kPut, "k", "x", "", {}}};
+  EXPECT_THAT(snap->Txn(t), StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_EQ(*snap->Get("k"), "before");
+}
+
+// ---- The log ---------------------------------------------------------------------
+
+TEST_F(KvTest, DurablePutCostsOneFlush) {
+  ASSERT_OK(store_->Close());
+  store_.reset();
+  sv_.reset();
+  FaultDevice fd(&dev_);
+  {
+    Options o = testing::TestOptions();
+    o.default_durability = Durability::kDurable;
+    ASSERT_OK_AND_ASSIGN(auto s, Store::Open(&fd, o));
+    ASSERT_OK_AND_ASSIGN(auto sv, s->DefaultSubvolume());
+    ASSERT_OK(sv->Put("warm", "up"));
+    const StoreStats before = s->Stats();
+    const uint64_t flushes = fd.flushes();
+    for (int i = 0; i < 20; ++i) ASSERT_OK(sv->Put(absl::StrCat("k", i), "v"));
+    const StoreStats after = s->Stats();
+    EXPECT_EQ(fd.flushes() - flushes, 20u) << "one device flush per durable put";
+    EXPECT_EQ(after.log_syncs - before.log_syncs, 20u);
+    EXPECT_EQ(after.durable_commits - before.durable_commits, 20u);
+    EXPECT_EQ(after.commits, before.commits) << "no engine commit";
+    ASSERT_OK(s->Close());
+  }
+  ASSERT_OK_AND_ASSIGN(store_, Store::Open(&dev_, testing::TestOptions()));
+}
+
+TEST_F(KvTest, DurableCommitsSurvivePowerLoss) {
+  store_.reset();
+  sv_.reset();
+  for (auto mode : {FaultDevice::LossMode::kDropAll, FaultDevice::LossMode::kTorn}) {
+    FaultDevice fd(&dev_);
+    {
+      Options o = testing::TestOptions();
+      o.default_durability = Durability::kDurable;
+      ASSERT_OK_AND_ASSIGN(auto s, Store::Open(&fd, o));
+      ASSERT_OK_AND_ASSIGN(auto sv, s->DefaultSubvolume());
+      for (int i = 0; i < 50; ++i) ASSERT_OK(sv->Put(absl::StrCat("d", i), absl::StrCat(i)));
+      ASSERT_OK(sv->Delete("d7"));
+      ASSERT_OK(sv->Put("async", "maybe", Durability::kAsync));
+      fd.CrashAtFlush(1);
+      (void)s->Close();  // dies at its first flush
+    }
+    ASSERT_TRUE(fd.dead());
+    fd.PowerLoss(mode, 7);
+    ASSERT_OK_AND_ASSIGN(auto s, Store::Open(&fd, testing::TestOptions()));
+    EXPECT_GT(s->Stats().log_replayed_entries, 0u);
+    ASSERT_OK_AND_ASSIGN(auto sv, s->DefaultSubvolume());
+    for (int i = 0; i < 50; ++i) {
+      if (i == 7) {
+        EXPECT_THAT(sv->Get("d7"), StatusIs(absl::StatusCode::kNotFound));
+      } else {
+        EXPECT_EQ(*sv->Get(absl::StrCat("d", i)), absl::StrCat(i));
+      }
+    }
+    ASSERT_OK(s->Close());
+    ExpectCheckClean(&fd);
+    // Replayed and committed: a second mount replays nothing.
+    ASSERT_OK_AND_ASSIGN(s, Store::Open(&fd, testing::TestOptions()));
+    EXPECT_EQ(s->Stats().log_replayed_entries, 0u);
+    ASSERT_OK(s->Close());
+  }
+  ASSERT_OK_AND_ASSIGN(store_, Store::Open(&dev_, testing::TestOptions()));
+}
+
+TEST_F(KvTest, GroupCommitSharesSyncs) {
+  constexpr int kThreads = 8, kPerThread = 60;
+  const StoreStats before = store_->Stats();
+  std::vector<std::thread> threads;
+  std::atomic<int> errors{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        if (!sv_->Put(absl::StrCat("t", t, "/", i), "v").ok()) ++errors;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(errors.load(), 0);
+  const StoreStats after = store_->Stats();
+  const uint64_t commits = after.durable_commits - before.durable_commits;
+  const uint64_t syncs = after.log_syncs - before.log_syncs;
+  EXPECT_EQ(commits, uint64_t{kThreads * kPerThread});
+  EXPECT_LT(syncs, commits) << "concurrent durable commits never shared a sync";
+}
+
+TEST_F(KvTest, EngineHandleForcesFullCommitForDurableWrites) {
+  ASSERT_OK_AND_ASSIGN(auto h, store_->Begin());
+  ASSERT_OK(h->Put("handle", "1"));
+  h->End();
+  const StoreStats before = store_->Stats();
+  ASSERT_OK(sv_->Put("durable", "1"));
+  const StoreStats after = store_->Stats();
+  EXPECT_EQ(after.commits_by_log_full, before.commits_by_log_full + 1);
+  // The next chain logs again.
+  ASSERT_OK(sv_->Put("durable2", "1"));
+  EXPECT_EQ(store_->Stats().log_syncs, after.log_syncs + 1);
+}
+
+TEST_F(KvTest, LogOverflowFallsBackToEngineCommit) {
+  Options o = testing::TestOptions();
+  o.log_max_pending_keys = 16;
+  Reopen(o);
+  for (int i = 0; i < 40; ++i) ASSERT_OK(sv_->Put(absl::StrCat("a", i), "v", Durability::kAsync));
+  const StoreStats before = store_->Stats();
+  ASSERT_OK(sv_->Put("d", "v"));
+  EXPECT_EQ(store_->Stats().commits_by_log_full, before.commits_by_log_full + 1);
+  Reopen(o);
+  for (int i = 0; i < 40; ++i) EXPECT_EQ(*sv_->Get(absl::StrCat("a", i)), "v");
+}
+
+}  // namespace
+}  // namespace cowkv
