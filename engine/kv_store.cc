@@ -150,6 +150,39 @@ absl::StatusOr<Tree*> StoreImpl::WritableTree(uint64_t subvol) {
   return tree;
 }
 
+namespace {
+
+// One tree change of a KV commit.
+struct KvOp {
+  std::string tree_key;
+  std::optional<std::string> item;  // nullopt = delete
+};
+
+// The existing keys `ws`'s delete-ranges remove (those it does not put
+// again), sorted and unique.
+absl::Status ExpandDeleteRanges(Tree* tree, const KvWriteSet& ws, std::vector<KvOp>* ops) {
+  for (const auto& [start, end] : ws.delete_ranges) {
+    TreeIterator it(tree);
+    for (it.Seek(kv::TreeKey(start)); it.Valid() && kv::IsKvTreeKey(it.key()); it.Next()) {
+      const absl::string_view uk = kv::UserKey(it.key());
+      if (!InRange(uk, start, end)) break;
+      if (ws.writes.count(std::string(uk)) == 0) ops->push_back({std::string(it.key()), {}});
+      if (ops->size() > kMaxTxnOps) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "a transaction may change at most ", kMaxTxnOps, " keys; delete in smaller ranges"));
+      }
+    }
+    RETURN_IF_ERROR(it.status());
+  }
+  auto less = [](const KvOp& a, const KvOp& b) { return a.tree_key < b.tree_key; };
+  auto same = [](const KvOp& a, const KvOp& b) { return a.tree_key == b.tree_key; };
+  std::sort(ops->begin(), ops->end(), less);
+  ops->erase(std::unique(ops->begin(), ops->end(), same), ops->end());
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<uint64_t> StoreImpl::ApplyLocked(uint64_t subvol, uint64_t read_revision,
                                                 const kv::ReadSet& reads, const KvWriteSet& ws) {
   RETURN_IF_ERROR(txn_->fatal());
@@ -162,28 +195,9 @@ absl::StatusOr<uint64_t> StoreImpl::ApplyLocked(uint64_t subvol, uint64_t read_r
   // First everything that can fail without changing anything: which keys
   // the delete-ranges and deletes remove, and the current revisions of the
   // keys put.
-  struct Op {
-    std::string tree_key;
-    std::optional<std::string> item;  // nullopt = delete
-  };
-  std::vector<Op> ops;
-  for (const auto& [start, end] : ws.delete_ranges) {
-    TreeIterator it(tree);
-    for (it.Seek(kv::TreeKey(start)); it.Valid() && kv::IsKvTreeKey(it.key()); it.Next()) {
-      const absl::string_view uk = kv::UserKey(it.key());
-      if (!InRange(uk, start, end)) break;
-      if (ws.writes.count(std::string(uk)) == 0) ops.push_back({std::string(it.key()), {}});
-      if (ops.size() > kMaxTxnOps) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "a transaction may change at most ", kMaxTxnOps, " keys; delete in smaller ranges"));
-      }
-    }
-    RETURN_IF_ERROR(it.status());
-  }
-  std::sort(ops.begin(), ops.end(), [](const Op& a, const Op& b) { return a.tree_key < b.tree_key; });
-  ops.erase(std::unique(ops.begin(), ops.end(),
-                        [](const Op& a, const Op& b) { return a.tree_key == b.tree_key; }),
-            ops.end());
+  std::vector<KvOp> ops;
+  RETURN_IF_ERROR(ExpandDeleteRanges(tree, ws, &ops));
+
   const uint64_t rev = revision_ + 1;
   bool all_deletes = true;
   for (const auto& [key, value] : ws.writes) {
@@ -211,7 +225,7 @@ absl::StatusOr<uint64_t> StoreImpl::ApplyLocked(uint64_t subvol, uint64_t read_r
   RETURN_IF_ERROR(txn_->ReserveForWrite(
       tree, all_deletes ? TxnManager::WriteKind::kDelete : TxnManager::WriteKind::kInsert,
       ops.size()));
-  for (const Op& op : ops) {
+  for (const KvOp& op : ops) {
     absl::Status s = op.item ? tree->Put(op.tree_key, *op.item) : tree->Delete(op.tree_key);
     if (!s.ok()) {
       // Half applied in memory: this generation must never commit.
@@ -221,7 +235,7 @@ absl::StatusOr<uint64_t> StoreImpl::ApplyLocked(uint64_t subvol, uint64_t read_r
   }
   revision_ = rev;
   ++kv_commits_;
-  for (const Op& op : ops) {
+  for (const KvOp& op : ops) {
     window_.RecordWrite(subvol, kv::UserKey(op.tree_key), rev);
     log_->NoteChange(subvol, op.tree_key);
   }
@@ -472,6 +486,46 @@ absl::StatusOr<KeyValue> StoreImpl::TxnGet(KvTxnState* t, absl::string_view key)
   return kv;
 }
 
+namespace {
+// Merges a transaction's own writes into the range the tree holds, then
+// cuts it to the request's limit and order.
+void OverlayOwnWrites(const KvTxnState& t, const RangeRequest& n, RangeResult* r) {
+  std::map<std::string, KeyValue> merged;
+  for (KeyValue& kv : r->kvs) merged[kv.key] = std::move(kv);
+  for (const auto& [s, e] : t.delete_ranges) {
+    for (auto it = merged.lower_bound(s); it != merged.end() && InRange(it->first, s, e);) {
+      it = merged.erase(it);
+    }
+  }
+  for (auto it = t.writes.lower_bound(n.start);
+       it != t.writes.end() && InRange(it->first, n.start, n.end); ++it) {
+    if (!it->second) {
+      merged.erase(it->first);
+    } else {
+      KeyValue& kv = merged[it->first];
+      kv.key = it->first;
+      kv.value = n.keys_only ? "" : *it->second;
+    }
+  }
+  r->kvs.clear();
+  r->count = merged.size();
+  r->more = false;
+  if (n.count_only) return;
+  auto take = [&](KeyValue& kv) {
+    if (n.limit != 0 && r->kvs.size() >= n.limit) {
+      r->more = true;
+      return;
+    }
+    r->kvs.push_back(std::move(kv));
+  };
+  if (n.reverse) {
+    for (auto it = merged.rbegin(); it != merged.rend(); ++it) take(it->second);
+  } else {
+    for (auto& [k, kv] : merged) take(kv);
+  }
+}
+}  // namespace
+
 absl::StatusOr<RangeResult> StoreImpl::TxnRange(KvTxnState* t, const RangeRequest& req) {
   RETURN_IF_ERROR(CheckActive(t));
   RangeRequest n = req;
@@ -500,41 +554,7 @@ absl::StatusOr<RangeResult> StoreImpl::TxnRange(KvTxnState* t, const RangeReques
   }
   kv::ReadRange rr{t->subvol, n.start, n.end};
   if (overlap) {
-    // Merge own writes into what the tree holds, then cut to the limit.
-    std::map<std::string, KeyValue> merged;
-    for (KeyValue& kv : r.kvs) merged[kv.key] = std::move(kv);
-    for (const auto& [s, e] : t->delete_ranges) {
-      for (auto it = merged.lower_bound(s); it != merged.end() && InRange(it->first, s, e);) {
-        it = merged.erase(it);
-      }
-    }
-    for (auto it = t->writes.lower_bound(n.start);
-         it != t->writes.end() && InRange(it->first, n.start, n.end); ++it) {
-      if (!it->second) {
-        merged.erase(it->first);
-      } else {
-        KeyValue& kv = merged[it->first];
-        kv.key = it->first;
-        kv.value = n.keys_only ? "" : *it->second;
-      }
-    }
-    r.kvs.clear();
-    r.count = merged.size();
-    r.more = false;
-    if (!n.count_only) {
-      auto take = [&](KeyValue& kv) {
-        if (n.limit != 0 && r.kvs.size() >= n.limit) {
-          r.more = true;
-          return;
-        }
-        r.kvs.push_back(std::move(kv));
-      };
-      if (n.reverse) {
-        for (auto it = merged.rbegin(); it != merged.rend(); ++it) take(it->second);
-      } else {
-        for (auto& [k, kv] : merged) take(kv);
-      }
-    }
+    OverlayOwnWrites(*t, n, &r);
   } else if (r.more && !r.kvs.empty()) {
     // Only what was returned was read: a write past it cannot change it.
     if (n.reverse) {
