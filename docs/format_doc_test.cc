@@ -13,6 +13,8 @@
 #include "absl/strings/strip.h"
 #include "engine/format/items.h"
 #include "engine/format/layout.h"
+#include "engine/kv/kv_item.h"
+#include "engine/base/coding.h"
 #include "gtest/gtest.h"
 
 namespace cowkv {
@@ -147,6 +149,47 @@ TEST(FormatDoc, Items) {
   EXPECT_EQ(kExtentItem, 168);
   EXPECT_EQ(kTreeBlockRef, 176);
   EXPECT_EQ(kSharedBlockRef, 182);
+}
+
+TEST(FormatDoc, KvItem) {
+  auto doc = ParseDoc();
+  ASSERT_EQ(doc["KV item"].size(), 1u);
+  ExpectTable(doc["KV item"][0],
+              {{0, 1, "kind"}, {1, 7, "reserved"}, {8, 8, "create_revision"},
+               {16, 8, "mod_revision"}, {24, 8, "version"}},
+              "KV item");
+  EXPECT_EQ(kv::kKvHeaderSize, 32u);
+  EXPECT_EQ(kv::kKvPrefix, 'k');
+  std::string item = kv::EncodeItem({1, 2, 3}, "v");
+  EXPECT_EQ(DecodeLE64(item.data() + 8), 1u);
+  EXPECT_EQ(DecodeLE64(item.data() + 16), 2u);
+  EXPECT_EQ(DecodeLE64(item.data() + 24), 3u);
+}
+
+TEST(FormatDoc, Log) {
+  auto doc = ParseDoc();
+  ASSERT_EQ(doc["Log"].size(), 2u);
+  ExpectTable(doc["Log"][0],
+              {{kLogCsumOff, 4, "csum"},
+               {kLogFlagsOff, 4, "flags"},
+               {kLogMagicOff, 8, "magic"},
+               {kLogFsidOff, kFsidSize, "fsid"},
+               {kLogBytenrOff, 8, "bytenr"},
+               {kLogNonceOff, 8, "nonce"},
+               {kLogBaseGenOff, 8, "base_generation"},
+               {kLogSeqOff, 8, "seq"},
+               {kLogNextOff, 8, "next"},
+               {kLogRevisionOff, 8, "revision"},
+               {kLogNtreesOff, 4, "ntrees"}},
+              "log root block");
+  EXPECT_EQ(kLogHeaderSize, 88u);
+  ExpectTable(doc["Log"][1],
+              {{0, 8, "subvolume"}, {8, 8, "root_bytenr"}, {16, 8, "root_generation"},
+               {24, 1, "root_level"}},
+              "log tree entry");
+  EXPECT_EQ(kLogEntrySize, 32u);
+  EXPECT_EQ(kLogTreeOwner, 0xfffffffffffffffaull);
+  EXPECT_EQ(kLogMagic, 0x4c5f564b574f435full);
 }
 
 TEST(FormatDoc, DerivedLimits) {
