@@ -16,6 +16,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "engine/base/crc32c.h"
 #include "engine/base/status.h"
 #include "engine/format/items.h"
 #include "engine/format/layout.h"
@@ -129,6 +130,7 @@ class Checker {
       }
       if (n.leaf()) {
         CheckLeafItem(id, n.key(i), n.value(i));
+        if (id >= format::kDefaultTreeId) CheckDataRef(id, n, i);
         continue;
       }
       format::ChildPtr c = n.Child(i);
@@ -142,6 +144,27 @@ class Checker {
       stack->push_back(std::move(child));
     }
     r_->items += n.leaf() ? n.nritems() : 0;
+  }
+
+  // A subvolume leaf item pointing at a data extent: remember the pointer
+  // (for the back-reference check) and verify the data's checksum once.
+  void CheckDataRef(uint64_t id, const Node& leaf, int slot) {
+    format::DataRef d;
+    if (!format::LeafDataRef(leaf.key(slot), leaf.value(slot), &d)) return;
+    data_pointers_.push_back({d.bytenr, leaf.bytenr, leaf.owner});
+    data_lens_[d.bytenr] = d.len;
+    absl::StatusOr<kv::ItemView> item = kv::DecodeItem(leaf.key(slot), leaf.value(slot));
+    if (!item.ok()) return Problem("tree ", id, ": ", item.status().message());
+    if (!data_verified_.insert(d.bytenr).second) return;
+    std::string buf(item->extent.value_len, '\0');
+    absl::Status s = d.bytenr + d.len <= dev_->Size()
+                         ? dev_->ReadAt(d.bytenr, buf.data(), buf.size())
+                         : absl::OutOfRangeError("past the end of the device");
+    if (!s.ok()) return Problem("data extent ", d.bytenr, ": ", s.message());
+    if (Crc32c(buf.data(), buf.size()) != item->extent.crc) {
+      Problem("data extent ", d.bytenr, ": checksum mismatch (value of ", Hex(leaf.key(slot)),
+              " in tree ", id, ")");
+    }
   }
 
   void CheckLeafItem(uint64_t id, absl::string_view key, absl::string_view value) {
@@ -174,7 +197,7 @@ class Checker {
       e.has_item = true;
       e.len = k.offset;
       e.item = *ei;
-    } else if (k.type == format::kTreeBlockRef || k.type == format::kSharedBlockRef) {
+    } else if (format::IsBackref(k.type)) {
       if (!it.value.empty()) Problem("extent ", k.objectid, ": backref with a value");
       e.backrefs.insert({k.type, k.offset});
     } else {
@@ -204,6 +227,13 @@ class Checker {
       seen_[p.child].insert(full ? std::make_pair(uint8_t{format::kSharedBlockRef}, p.parent)
                                  : std::make_pair(uint8_t{format::kTreeBlockRef}, p.parent_owner));
     }
+    // Data: SHARED_DATA(leaf) from a FULL_BACKREF leaf, else EXTENT_DATA(owner).
+    for (const Pointer& p : data_pointers_) {
+      auto pe = extents_.find(p.parent);
+      bool full = pe != extents_.end() && (pe->second.item.flags & format::kExtentFlagFullBackref);
+      seen_[p.child].insert(full ? std::make_pair(uint8_t{format::kSharedDataRef}, p.parent)
+                                 : std::make_pair(uint8_t{format::kExtentDataRef}, p.parent_owner));
+    }
   }
 
   void CheckExtents() {
@@ -229,10 +259,15 @@ class Checker {
         Problem(where, ": leaked (allocated, refs ", e.item.refs, ", but no tree references it)");
         continue;
       }
-      if (!(e.item.flags & format::kExtentFlagTreeBlock) || e.len != sb_.nodesize) {
+      if (data_lens_.count(bytenr)) {
+        if (!(e.item.flags & format::kExtentFlagData) || e.len != data_lens_[bytenr] ||
+            levels_.count(bytenr)) {
+          Problem(where, ": referenced as data of ", data_lens_[bytenr], " bytes but flags ",
+                  e.item.flags, " len ", e.len);
+        }
+      } else if (!(e.item.flags & format::kExtentFlagTreeBlock) || e.len != sb_.nodesize) {
         Problem(where, ": referenced as a tree block but flags ", e.item.flags, " len ", e.len);
-      }
-      if (e.item.level != levels_[bytenr]) {
+      } else if (e.item.level != levels_[bytenr]) {
         Problem(where, ": extent item level ", int{e.item.level}, " but node level ",
                 int{levels_[bytenr]});
       }
@@ -244,7 +279,8 @@ class Checker {
     for (const auto& [bytenr, refs] : seen_) {
       auto e = extents_.find(bytenr);
       if (e == extents_.end() || !e->second.has_item) {
-        Problem("tree block ", bytenr, " is referenced but has no extent item");
+        Problem(data_lens_.count(bytenr) ? "data extent " : "tree block ", bytenr,
+                " is referenced but has no extent item");
       }
     }
     r_->used_bytes = used;
@@ -262,6 +298,9 @@ class Checker {
   std::map<uint64_t, std::multiset<std::pair<uint8_t, uint64_t>>> seen_;
   std::map<uint64_t, uint8_t> levels_;
   std::vector<Pointer> pointers_;
+  std::vector<Pointer> data_pointers_;  // child = data extent, parent = leaf
+  std::map<uint64_t, uint64_t> data_lens_;
+  std::set<uint64_t> data_verified_;
   std::set<uint64_t> visited_;
 };
 

@@ -25,6 +25,8 @@ std::string TypeName(uint8_t t) {
     case format::kExtentItem: return "EXTENT_ITEM";
     case format::kTreeBlockRef: return "TREE_BLOCK_REF";
     case format::kSharedBlockRef: return "SHARED_BLOCK_REF";
+    case format::kExtentDataRef: return "EXTENT_DATA_REF";
+    case format::kSharedDataRef: return "SHARED_DATA_REF";
     default: return absl::StrCat("TYPE_", int{t});
   }
 }

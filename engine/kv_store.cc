@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "engine/base/check.h"
+#include "engine/base/crc32c.h"
 #include "engine/base/status.h"
 #include "engine/format/layout.h"
 #include "engine/store_impl.h"
@@ -25,10 +26,10 @@ namespace {
 
 constexpr size_t kMaxTxnOps = 10000;
 
-KeyValue MakeKeyValue(absl::string_view user_key, const kv::ItemView& item, bool keys_only) {
+KeyValue MakeKeyValue(absl::string_view user_key, const kv::ItemView& item, std::string value) {
   KeyValue kv;
   kv.key = std::string(user_key);
-  if (!keys_only) kv.value = std::string(item.value);
+  kv.value = std::move(value);
   kv.create_revision = item.meta.create_revision;
   kv.mod_revision = item.meta.mod_revision;
   kv.version = item.meta.version;
@@ -94,7 +95,35 @@ absl::StatusOr<KeyValue> StoreImpl::GetItem(uint64_t subvol, absl::string_view k
   ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
   ASSIGN_OR_RETURN(std::string raw, tree->Get(tk));
   ASSIGN_OR_RETURN(kv::ItemView item, kv::DecodeItem(tk, raw));
-  return MakeKeyValue(key, item, false);
+  ASSIGN_OR_RETURN(std::string value, LoadValue(item));
+  return MakeKeyValue(key, item, std::move(value));
+}
+
+absl::StatusOr<std::string> StoreImpl::LoadValue(const kv::ItemView& item) {
+  if (!item.in_extent) return std::string(item.value);
+  std::string v(item.extent.value_len, '\0');
+  if (item.extent.bytenr + item.extent.disk_len > device_->Size()) {
+    return absl::DataLossError(absl::StrCat("data extent [", item.extent.bytenr, ", +",
+                                            item.extent.disk_len, ") past the end of the device"));
+  }
+  RETURN_IF_ERROR(device_->ReadAt(item.extent.bytenr, v.data(), v.size()));
+  const uint32_t crc = Crc32c(v.data(), v.size());
+  if (crc != item.extent.crc) {
+    CorruptionSite site;
+    site.what = "data extent";
+    site.bytenr = item.extent.bytenr;
+    return COWKV_CORRUPTION(site, "value checksum mismatch", absl::StrCat(crc),
+                            absl::StrCat(item.extent.crc));
+  }
+  return v;
+}
+
+absl::StatusOr<std::string> StoreImpl::LoadByTreeKey(uint64_t subvol, absl::string_view tree_key) {
+  absl::ReaderMutexLock l(&mu_);
+  ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
+  ASSIGN_OR_RETURN(std::string raw, tree->Get(tree_key));
+  ASSIGN_OR_RETURN(kv::ItemView item, kv::DecodeItem(tree_key, raw));
+  return LoadValue(item);
 }
 
 absl::StatusOr<RangeResult> StoreImpl::RangeLocked(Tree* tree, const RangeRequest& req,
@@ -122,7 +151,11 @@ absl::StatusOr<RangeResult> StoreImpl::RangeLocked(Tree* tree, const RangeReques
       continue;  // keep counting
     }
     ASSIGN_OR_RETURN(kv::ItemView item, kv::DecodeItem(it.key(), it.value()));
-    r.kvs.push_back(MakeKeyValue(uk, item, req.keys_only));
+    std::string value;
+    if (!req.keys_only) {
+      ASSIGN_OR_RETURN(value, LoadValue(item));
+    }
+    r.kvs.push_back(MakeKeyValue(uk, item, std::move(value)));
   }
   RETURN_IF_ERROR(it.status());
   return r;
@@ -152,10 +185,13 @@ absl::StatusOr<Tree*> StoreImpl::WritableTree(uint64_t subvol) {
 
 namespace {
 
-// One tree change of a KV commit.
+// One tree change of a KV commit, with the data extents it lets go of and
+// takes (len 0 = none).
 struct KvOp {
   std::string tree_key;
   std::optional<std::string> item;  // nullopt = delete
+  format::DataRef old_data;
+  format::DataRef new_data;
 };
 
 // The existing keys `ws`'s delete-ranges remove (those it does not put
@@ -166,7 +202,11 @@ absl::Status ExpandDeleteRanges(Tree* tree, const KvWriteSet& ws, std::vector<Kv
     for (it.Seek(kv::TreeKey(start)); it.Valid() && kv::IsKvTreeKey(it.key()); it.Next()) {
       const absl::string_view uk = kv::UserKey(it.key());
       if (!InRange(uk, start, end)) break;
-      if (ws.writes.count(std::string(uk)) == 0) ops->push_back({std::string(it.key()), {}});
+      if (ws.writes.count(std::string(uk)) == 0) {
+        KvOp op{std::string(it.key()), std::nullopt, {}, {}};
+        format::LeafDataRef(it.key(), it.value(), &op.old_data);
+        ops->push_back(std::move(op));
+      }
       if (ops->size() > kMaxTxnOps) {
         return absl::InvalidArgumentError(absl::StrCat(
             "a transaction may change at most ", kMaxTxnOps, " keys; delete in smaller ranges"));
@@ -184,7 +224,7 @@ absl::Status ExpandDeleteRanges(Tree* tree, const KvWriteSet& ws, std::vector<Kv
 }  // namespace
 
 absl::StatusOr<uint64_t> StoreImpl::ApplyLocked(uint64_t subvol, uint64_t read_revision,
-                                                const kv::ReadSet& reads, const KvWriteSet& ws) {
+                                                const kv::ReadSet& reads, KvWriteSet& ws) {
   RETURN_IF_ERROR(txn_->fatal());
   if (absl::Status v = window_.Validate(read_revision, reads); !v.ok()) {
     (absl::IsOutOfRange(v) ? kv_too_old_ : kv_conflicts_).fetch_add(1, std::memory_order_relaxed);
@@ -201,21 +241,29 @@ absl::StatusOr<uint64_t> StoreImpl::ApplyLocked(uint64_t subvol, uint64_t read_r
   const uint64_t rev = revision_ + 1;
   bool all_deletes = true;
   for (const auto& [key, value] : ws.writes) {
-    std::string tk = kv::TreeKey(key);
-    absl::StatusOr<std::string> old = tree->Get(tk);
+    KvOp op{kv::TreeKey(key), std::nullopt, {}, {}};
+    absl::StatusOr<std::string> old = tree->Get(op.tree_key);
     if (!old.ok() && !absl::IsNotFound(old.status())) return old.status();
-    if (!value.has_value()) {
-      if (old.ok()) ops.push_back({std::move(tk), std::nullopt});
-      continue;
-    }
     kv::ItemMeta meta{rev, rev, 1};
     if (old.ok()) {
-      ASSIGN_OR_RETURN(kv::ItemView prev, kv::DecodeItem(tk, *old));
+      ASSIGN_OR_RETURN(kv::ItemView prev, kv::DecodeItem(op.tree_key, *old));
       meta.create_revision = prev.meta.create_revision;
       meta.version = prev.meta.version + 1;
+      format::LeafDataRef(op.tree_key, *old, &op.old_data);
+    }
+    if (!value.has_value()) {
+      if (old.ok()) ops.push_back(std::move(op));
+      continue;
     }
     all_deletes = false;
-    ops.push_back({std::move(tk), kv::EncodeItem(meta, *value)});
+    auto ext = ws.extents.find(key);
+    if (ext != ws.extents.end()) {
+      op.item = kv::EncodeExtentItem(meta, ext->second);
+      op.new_data = {ext->second.bytenr, ext->second.disk_len};
+    } else {
+      op.item = kv::EncodeItem(meta, *value);
+    }
+    ops.push_back(std::move(op));
   }
   if (ops.empty()) return revision_;
   if (ops.size() > kMaxTxnOps) {
@@ -231,6 +279,11 @@ absl::StatusOr<uint64_t> StoreImpl::ApplyLocked(uint64_t subvol, uint64_t read_r
       // Half applied in memory: this generation must never commit.
       txn_->SetFatal(s);
       return s;
+    }
+    if (op.old_data.len != 0) txn_->AddDataRef(subvol, op.old_data, -1, false);
+    if (op.new_data.len != 0) {
+      txn_->AddDataRef(subvol, op.new_data, +1, true);
+      ws.used.insert(std::string(kv::UserKey(op.tree_key)));
     }
   }
   revision_ = rev;
@@ -269,13 +322,47 @@ absl::StatusOr<uint64_t> StoreImpl::KvWrite(
   }
 }
 
+absl::Status StoreImpl::PrepareExtents(std::map<std::string, std::optional<std::string>>* writes,
+                                      std::map<std::string, kv::ExtentRef>* extents) {
+  const size_t inline_max = kv::MaxInlineValue(nodesize_);
+  for (const auto& [key, value] : *writes) {
+    if (!value.has_value() || value->size() <= inline_max || extents->count(key)) continue;
+    absl::StatusOr<format::DataRef> d;
+    {
+      absl::WriterMutexLock l(&mu_);
+      d = txn_->AllocDataExtent(value->size());
+    }
+    RETURN_IF_ERROR(d.status());
+    kv::ExtentRef ref{d->bytenr, d->len, value->size(), Crc32c(value->data(), value->size())};
+    (*extents)[key] = ref;  // released with the others if anything fails
+    RETURN_IF_ERROR(device_->WriteAt(ref.bytenr, value->data(), value->size()));
+  }
+  return absl::OkStatus();
+}
+
+void StoreImpl::ReleaseUnusedExtents(const KvWriteSet& ws) {
+  absl::WriterMutexLock l(&mu_);
+  for (const auto& [key, ref] : ws.extents) {
+    if (ws.used.count(key) == 0) txn_->ReleaseUnusedData({ref.bytenr, ref.disk_len});
+  }
+}
+
+absl::StatusOr<uint64_t> StoreImpl::KvWriteSetWrite(
+    KvWriteSet* ws, const std::function<absl::StatusOr<uint64_t>()>& apply, Durability d) {
+  absl::Status s = PrepareExtents(&ws->writes, &ws->extents);
+  absl::StatusOr<uint64_t> rev = s.ok() ? KvWrite(apply, d) : absl::StatusOr<uint64_t>(s);
+  if (!ws->extents.empty()) ReleaseUnusedExtents(*ws);
+  return rev;
+}
+
 absl::Status StoreImpl::Put(uint64_t subvol, absl::string_view key, absl::string_view value,
                             Durability d) {
   RETURN_IF_ERROR(kv::ValidateKey(key));
-  RETURN_IF_ERROR(kv::ValidateValue(value, nodesize_));
+  RETURN_IF_ERROR(kv::ValidateValue(value));
   KvWriteSet ws;
   BufferPut(&ws, key, value);
-  return KvWrite([&] { return ApplyLocked(subvol, 0, kv::ReadSet{}, ws); }, d).status();
+  return KvWriteSetWrite(&ws, [&] { return ApplyLocked(subvol, 0, kv::ReadSet{}, ws); }, d)
+      .status();
 }
 
 absl::Status StoreImpl::Delete(uint64_t subvol, absl::string_view key, Durability d) {
@@ -306,7 +393,7 @@ absl::Status ValidateTxnOps(const std::vector<TxnOp>& ops, uint32_t nodesize) {
     switch (op.type) {
       case TxnOp::Type::kPut:
         RETURN_IF_ERROR(kv::ValidateKey(op.key));
-        RETURN_IF_ERROR(kv::ValidateValue(op.value, nodesize));
+        RETURN_IF_ERROR(kv::ValidateValue(op.value));
         break;
       case TxnOp::Type::kDelete:
         RETURN_IF_ERROR(kv::ValidateKey(op.key));
@@ -339,7 +426,8 @@ bool CompareWith(Compare::Op op, const T& have, const T& want) {
 
 }  // namespace
 
-absl::StatusOr<TxnResponse> StoreImpl::TxnLocked(uint64_t subvol, const TxnRequest& req) {
+absl::StatusOr<TxnResponse> StoreImpl::TxnLocked(uint64_t subvol, const TxnRequest& req,
+                                                 KvWriteSet* branches) {
   ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
   TxnResponse resp;
   resp.succeeded = true;
@@ -353,9 +441,12 @@ absl::StatusOr<TxnResponse> StoreImpl::TxnLocked(uint64_t subvol, const TxnReque
     }
     bool holds = false;
     switch (c.target) {
-      case Compare::Target::kValue:
-        holds = raw.ok() && CompareWith(c.op, item.value, absl::string_view(c.value));
+      case Compare::Target::kValue: {
+        if (!raw.ok()) break;
+        ASSIGN_OR_RETURN(std::string value, LoadValue(item));
+        holds = CompareWith(c.op, absl::string_view(value), absl::string_view(c.value));
         break;
+      }
       case Compare::Target::kCreateRevision:
         holds = CompareWith(c.op, item.meta.create_revision, c.number);
         break;
@@ -375,7 +466,9 @@ absl::StatusOr<TxnResponse> StoreImpl::TxnLocked(uint64_t subvol, const TxnReque
     }
   }
   const std::vector<TxnOp>& ops = resp.succeeded ? req.success : req.failure;
-  KvWriteSet ws;
+  KvWriteSet& ws = resp.succeeded ? branches[0] : branches[1];
+  ws.writes.clear();
+  ws.delete_ranges.clear();
   for (const TxnOp& op : ops) {
     TxnOpResult res;
     switch (op.type) {
@@ -413,14 +506,29 @@ absl::StatusOr<TxnResponse> StoreImpl::Txn(uint64_t subvol, const TxnRequest& re
   for (const Compare& c : req.compare) RETURN_IF_ERROR(kv::ValidateKey(c.key));
   RETURN_IF_ERROR(ValidateTxnOps(req.success, nodesize_));
   RETURN_IF_ERROR(ValidateTxnOps(req.failure, nodesize_));
+  // Large values of either branch go to data extents before the lock; the
+  // branch not taken releases its own.
+  KvWriteSet branches[2];
+  for (int b = 0; b < 2; ++b) {
+    for (const TxnOp& op : b == 0 ? req.success : req.failure) {
+      if (op.type == TxnOp::Type::kPut) BufferPut(&branches[b], op.key, op.value);
+    }
+  }
+  absl::Status prepared = PrepareExtents(&branches[0].writes, &branches[0].extents);
+  if (prepared.ok()) prepared = PrepareExtents(&branches[1].writes, &branches[1].extents);
   TxnResponse resp;
-  RETURN_IF_ERROR(KvWrite(
-                      [&]() -> absl::StatusOr<uint64_t> {
-                        ASSIGN_OR_RETURN(resp, TxnLocked(subvol, req));
-                        return resp.revision;
-                      },
-                      req.durability)
-                      .status());
+  absl::StatusOr<uint64_t> rev =
+      prepared.ok() ? KvWrite(
+                          [&]() -> absl::StatusOr<uint64_t> {
+                            ASSIGN_OR_RETURN(resp, TxnLocked(subvol, req, branches));
+                            return resp.revision;
+                          },
+                          req.durability)
+                    : absl::StatusOr<uint64_t>(prepared);
+  for (const KvWriteSet& b : branches) {
+    if (!b.extents.empty()) ReleaseUnusedExtents(b);
+  }
+  RETURN_IF_ERROR(rev.status());
   return resp;
 }
 
@@ -586,7 +694,8 @@ absl::StatusOr<uint64_t> StoreImpl::TxnCommit(KvTxnState* t, Durability d) {
     }
     rev = v.ok() ? absl::StatusOr<uint64_t>(t->read_revision) : v;
   } else {
-    rev = KvWrite([&] { return ApplyLocked(t->subvol, t->read_revision, t->reads, ws); }, d);
+    rev = KvWriteSetWrite(
+        &ws, [&] { return ApplyLocked(t->subvol, t->read_revision, t->reads, ws); }, d);
   }
   TxnFinish(t);
   return rev;
@@ -665,11 +774,24 @@ absl::Status StoreImpl::ReplayLog(const log::Recovered& r) {
       return absl::DataLossError(absl::StrCat("log entry of subvolume ", e.subvol,
                                               " with an unknown key type"));
     }
-    if (!e.value.empty()) RETURN_IF_ERROR(kv::DecodeItem(e.key, e.value).status());
-    RETURN_IF_ERROR(txn_->ReserveForWrite(tree, e.value.empty() ? TxnManager::WriteKind::kDelete
-                                                                : TxnManager::WriteKind::kInsert));
-    absl::Status s = e.value.empty() ? tree->Delete(e.key) : tree->Put(e.key, e.value);
-    if (!s.ok() && !absl::IsNotFound(s)) return s;
+    KvOp op{e.key, std::nullopt, {}, {}};
+    if (!e.value.empty()) {
+      RETURN_IF_ERROR(kv::DecodeItem(e.key, e.value).status());
+      op.item = e.value;
+      // Written after the superblock's generation: free in its extent tree.
+      if (format::LeafDataRef(e.key, e.value, &op.new_data)) {
+        RETURN_IF_ERROR(txn_->ClaimDataExtent(op.new_data));
+      }
+    }
+    absl::StatusOr<std::string> old = tree->Get(e.key);
+    if (!old.ok() && !absl::IsNotFound(old.status())) return old.status();
+    if (old.ok()) format::LeafDataRef(e.key, *old, &op.old_data);
+    if (!old.ok() && !op.item) continue;
+    RETURN_IF_ERROR(txn_->ReserveForWrite(
+        tree, op.item ? TxnManager::WriteKind::kInsert : TxnManager::WriteKind::kDelete));
+    RETURN_IF_ERROR(op.item ? tree->Put(e.key, *op.item) : tree->Delete(e.key));
+    if (op.old_data.len != 0) txn_->AddDataRef(e.subvol, op.old_data, -1, false);
+    if (op.new_data.len != 0) txn_->AddDataRef(e.subvol, op.new_data, +1, true);
   }
   replayed_entries_ = r.entries.size();
   return absl::OkStatus();
@@ -691,7 +813,7 @@ absl::StatusOr<RangeResult> KvTransaction::Range(const RangeRequest& req) {
 absl::Status KvTransaction::Put(absl::string_view key, absl::string_view value) {
   RETURN_IF_ERROR(CheckActive(state_.get()));
   RETURN_IF_ERROR(kv::ValidateKey(key));
-  RETURN_IF_ERROR(kv::ValidateValue(value, static_cast<uint32_t>(store_->nodesize())));
+  RETURN_IF_ERROR(kv::ValidateValue(value));
   state_->writes[std::string(key)] = std::string(value);
   return absl::OkStatus();
 }

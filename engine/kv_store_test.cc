@@ -84,7 +84,7 @@ TEST_F(KvTest, RevisionsFollowEtcd) {
 TEST_F(KvTest, BadInputChangesNothing) {
   EXPECT_THAT(sv_->Put("", "v"), StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(sv_->Put(std::string(1025, 'k'), "v"), StatusIs(absl::StatusCode::kInvalidArgument));
-  EXPECT_THAT(sv_->Put("k", std::string(store_->max_value_size() + 1, 'v')),
+  EXPECT_THAT(sv_->Put("k", std::string((16 << 20) + 1, 'v')),
               StatusIs(absl::StatusCode::kInvalidArgument));
   ASSERT_OK(sv_->Put(std::string(1024, 'k'), std::string(store_->max_value_size(), 'v')));
   RangeRequest both;
@@ -337,6 +337,153 @@ TEST_F(KvTest, ReadOnlySnapshotReadsAndRefusesWrites) {
   t.success = {TxnOp{TxnOp::Type::kPut, "k", "x", "", {}}};
   EXPECT_THAT(snap->Txn(t), StatusIs(absl::StatusCode::kFailedPrecondition));
   EXPECT_EQ(*snap->Get("k"), "before");
+}
+
+// ---- Values in data extents ------------------------------------------------------
+
+std::string Pattern(size_t n, int seed) {
+  std::string v(n, '\0');
+  uint64_t x = 0x9e3779b97f4a7c15ull * (seed + 1);
+  for (size_t i = 0; i < n; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    v[i] = static_cast<char>(x);
+  }
+  return v;
+}
+
+TEST_F(KvTest, LargeValuesLiveInDataExtents) {
+  const std::string mib = Pattern(1 << 20, 1), max = Pattern(16 << 20, 2);
+  const std::string just_over = Pattern(store_->max_value_size() + 1, 3);
+  ASSERT_OK(sv_->Put("mib", mib));
+  ASSERT_OK(sv_->Put("max", max));
+  ASSERT_OK(sv_->Put("just_over", just_over));
+  ASSERT_OK(sv_->Put("small", "s"));
+  EXPECT_TRUE(*sv_->Get("mib") == mib);
+  EXPECT_TRUE(*sv_->Get("max") == max);
+  EXPECT_TRUE(*sv_->Get("just_over") == just_over);
+  RangeRequest all;
+  ASSERT_OK_AND_ASSIGN(RangeResult r, sv_->Range(all));
+  ASSERT_EQ(r.kvs.size(), 4u);
+  EXPECT_TRUE(r.kvs[2].value == mib);  // just_over, max, mib, small
+  auto it = sv_->NewIterator();
+  it->Seek("max");
+  ASSERT_TRUE(it->Valid());
+  EXPECT_TRUE(it->value() == max);
+  it->Next();
+  EXPECT_TRUE(it->value() == mib);
+  ASSERT_OK(it->status());
+  ASSERT_OK(store_->Commit());
+  const uint64_t used = store_->Stats().used_bytes;
+  EXPECT_GT(used, (17u << 20));
+  // Overwrite with a small value and delete: the extents are freed.
+  ASSERT_OK(sv_->Put("max", "now small"));
+  ASSERT_OK(sv_->Delete("mib"));
+  ASSERT_OK(store_->Commit());
+  EXPECT_LT(store_->Stats().used_bytes, used - (16u << 20));
+  Reopen();
+  EXPECT_TRUE(*sv_->Get("max") == "now small");
+  EXPECT_TRUE(*sv_->Get("just_over") == just_over);
+}
+
+TEST_F(KvTest, LargeValuesInTransactionsAndTxn) {
+  const std::string a = Pattern(100000, 4), b = Pattern(200000, 5);
+  ASSERT_OK_AND_ASSIGN(auto tx, sv_->BeginTransaction());
+  ASSERT_OK(tx->Put("a", a));
+  EXPECT_TRUE(tx->Get("a")->value == a);
+  ASSERT_OK(tx->Commit().status());
+  EXPECT_TRUE(*sv_->Get("a") == a);
+  // Both branches carry large values; only the taken one is stored.
+  TxnRequest t;
+  Compare c;
+  c.key = "a";
+  c.value = a;  // compared against the value in its extent
+  t.compare.push_back(c);
+  t.success = {TxnOp{TxnOp::Type::kPut, "b", b, "", {}}};
+  t.failure = {TxnOp{TxnOp::Type::kPut, "b", a, "", {}}};
+  ASSERT_OK_AND_ASSIGN(TxnResponse resp, sv_->Txn(t));
+  EXPECT_TRUE(resp.succeeded);
+  EXPECT_TRUE(*sv_->Get("b") == b);
+  // A conflicting transaction's extent is released, not leaked (check).
+  ASSERT_OK_AND_ASSIGN(tx, sv_->BeginTransaction());
+  ASSERT_OK(tx->Get("a").status());
+  ASSERT_OK(tx->Put("c", b));
+  ASSERT_OK(sv_->Put("a", "changed"));
+  EXPECT_THAT(tx->Commit(), StatusIs(absl::StatusCode::kAborted));
+  ASSERT_OK(store_->Commit());
+}
+
+TEST_F(KvTest, SnapshotsShareDataExtents) {
+  const std::string v1 = Pattern(300000, 6), v2 = Pattern(300000, 7);
+  ASSERT_OK(sv_->Put("big", v1));
+  ASSERT_OK_AND_ASSIGN(SubvolumeInfo snap, store_->CreateSnapshot("default", "snap", false));
+  (void)snap;
+  const uint64_t used = store_->Stats().used_bytes;
+  ASSERT_OK_AND_ASSIGN(auto s, store_->OpenSubvolume("snap"));
+  EXPECT_TRUE(*s->Get("big") == v1);
+  ASSERT_OK(sv_->Put("big", v2));
+  EXPECT_TRUE(*s->Get("big") == v1);
+  EXPECT_TRUE(*sv_->Get("big") == v2);
+  ASSERT_OK(store_->Commit());
+  EXPECT_GT(store_->Stats().used_bytes, used + 200000) << "v1 kept for the snapshot";
+  ExpectCheckClean(&dev_);
+  ASSERT_OK(store_->DeleteSubvolume("snap"));
+  ASSERT_OK(store_->DropDeletedSubvolumes());
+  ASSERT_OK(store_->Commit());
+  EXPECT_LT(store_->Stats().used_bytes, used + 100000) << "v1 freed with the snapshot";
+}
+
+TEST_F(KvTest, CorruptDataExtentIsDataLoss) {
+  const std::string v = Pattern(50000, 8);
+  ASSERT_OK(sv_->Put("big", v));
+  ASSERT_OK(store_->Close());
+  store_.reset();
+  sv_.reset();
+  // Find the value on the device and flip one byte of it.
+  std::string img = dev_.Snapshot();
+  size_t pos = img.find(v.substr(1000, 64));
+  ASSERT_NE(pos, std::string::npos);
+  img[pos + 10] ^= 1;
+  dev_.Restore(img);
+  ASSERT_OK_AND_ASSIGN(CheckReport rep, Check(&dev_));
+  EXPECT_FALSE(rep.ok());
+  Reopen();
+  EXPECT_THAT(sv_->Get("big"), StatusIs(absl::StatusCode::kDataLoss));
+  ASSERT_OK(sv_->Put("big", "repaired"));
+  EXPECT_TRUE(*sv_->Get("big") == "repaired");
+}
+
+TEST_F(KvTest, DurableLargeValuesSurvivePowerLoss) {
+  ASSERT_OK(store_->Close());
+  store_.reset();
+  sv_.reset();
+  FaultDevice fd(&dev_);
+  {
+    Options o = testing::TestOptions();
+    o.default_durability = Durability::kDurable;
+    ASSERT_OK_AND_ASSIGN(auto s, Store::Open(&fd, o));
+    ASSERT_OK_AND_ASSIGN(auto sv, s->DefaultSubvolume());
+    ASSERT_OK(sv->Put("keep", Pattern(70000, 9)));
+    ASSERT_OK(s->Commit());
+    for (int i = 0; i < 6; ++i) ASSERT_OK(sv->Put(absl::StrCat("big", i), Pattern(40000, i)));
+    ASSERT_OK(sv->Put("keep", "overwritten"));  // its old extent goes
+    ASSERT_OK(sv->Put("big0", Pattern(40000, 99)));  // logged twice
+    fd.CrashAtFlush(1);
+    (void)s->Close();
+  }
+  ASSERT_TRUE(fd.dead());
+  fd.PowerLoss(FaultDevice::LossMode::kTorn, 3);
+  {
+    ASSERT_OK_AND_ASSIGN(auto s, Store::Open(&fd, testing::TestOptions()));
+    ASSERT_OK_AND_ASSIGN(auto sv, s->DefaultSubvolume());
+    EXPECT_TRUE(*sv->Get("big0") == Pattern(40000, 99));
+    for (int i = 1; i < 6; ++i) EXPECT_EQ(*sv->Get(absl::StrCat("big", i)), Pattern(40000, i));
+    EXPECT_TRUE(*sv->Get("keep") == "overwritten");
+    ASSERT_OK(s->Close());
+  }
+  ExpectCheckClean(&fd);
+  ASSERT_OK_AND_ASSIGN(store_, Store::Open(&dev_, testing::TestOptions()));
 }
 
 // ---- The log ---------------------------------------------------------------------

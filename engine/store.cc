@@ -19,24 +19,39 @@ namespace cowkv {
 // iteration with DATA_LOSS instead of returning garbage).
 class Iterator::Impl {
  public:
-  Impl(absl::Mutex* mu, Tree* tree) : mu_(mu), it_(tree) {}
+  using Loader = std::function<absl::StatusOr<std::string>(absl::string_view tree_key)>;
+  Impl(absl::Mutex* mu, Tree* tree, Loader load) : mu_(mu), it_(tree), load_(std::move(load)) {}
   bool Valid() const { return valid_; }
-  // After every move: inside the key space? a sane item?
+  // After every move, without the lock: inside the key space? a sane item?
+  // A value in a data extent is loaded through the store (under its lock,
+  // from the key's current item).
   void Settle() {
     valid_ = it_.Valid() && kv::IsKvTreeKey(it_.key());
     if (!valid_) return;
     absl::StatusOr<kv::ItemView> item = kv::DecodeItem(it_.key(), it_.value());
-    if (!item.ok()) {
-      valid_ = false;
-      status_ = item.status();
+    if (!item.ok()) return Fail(item.status());
+    if (!item->in_extent) {
+      value_ = item->value;
       return;
     }
-    value_ = item->value;
+    absl::StatusOr<std::string> loaded = load_(it_.key());
+    if (absl::IsNotFound(loaded.status())) {
+      return Fail(absl::AbortedError("the key was deleted while iterating; seek again"));
+    }
+    if (!loaded.ok()) return Fail(loaded.status());
+    storage_ = *std::move(loaded);
+    value_ = storage_;
+  }
+  void Fail(absl::Status s) {
+    valid_ = false;
+    status_ = std::move(s);
   }
   absl::Mutex* mu_;
   TreeIterator it_;
+  Loader load_;
   bool valid_ = false;
   absl::string_view value_;
+  std::string storage_;
   absl::Status status_;
 };
 
@@ -44,23 +59,31 @@ Iterator::Iterator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Iterator::~Iterator() = default;
 bool Iterator::Valid() const { return impl_->Valid(); }
 void Iterator::SeekToFirst() {
-  absl::ReaderMutexLock l(impl_->mu_);
-  impl_->it_.Seek(std::string(1, kv::kKvPrefix));
+  {
+    absl::ReaderMutexLock l(impl_->mu_);
+    impl_->it_.Seek(std::string(1, kv::kKvPrefix));
+  }
   impl_->Settle();
 }
 void Iterator::SeekToLast() {
-  absl::ReaderMutexLock l(impl_->mu_);
-  impl_->it_.SeekForPrev(std::string(1, kv::kKvPrefixEnd));
+  {
+    absl::ReaderMutexLock l(impl_->mu_);
+    impl_->it_.SeekForPrev(std::string(1, kv::kKvPrefixEnd));
+  }
   impl_->Settle();
 }
 void Iterator::Seek(absl::string_view key) {
-  absl::ReaderMutexLock l(impl_->mu_);
-  impl_->it_.Seek(kv::TreeKey(key));
+  {
+    absl::ReaderMutexLock l(impl_->mu_);
+    impl_->it_.Seek(kv::TreeKey(key));
+  }
   impl_->Settle();
 }
 void Iterator::SeekForPrev(absl::string_view key) {
-  absl::ReaderMutexLock l(impl_->mu_);
-  impl_->it_.SeekForPrev(kv::TreeKey(key));
+  {
+    absl::ReaderMutexLock l(impl_->mu_);
+    impl_->it_.SeekForPrev(kv::TreeKey(key));
+  }
   impl_->Settle();
 }
 void Iterator::Next() {
@@ -90,7 +113,8 @@ std::unique_ptr<Iterator> StoreImpl::NewIterator(uint64_t subvol) {
     tree = txn_->fs_tree(subvol);  // subvolume trees live as long as the store
   }
   COWKV_CHECK(tree != nullptr);
-  return std::make_unique<Iterator>(std::make_unique<Iterator::Impl>(&mu_, tree));
+  return std::make_unique<Iterator>(std::make_unique<Iterator::Impl>(
+      &mu_, tree, [this, subvol](absl::string_view tk) { return LoadByTreeKey(subvol, tk); }));
 }
 
 // ---- Transaction ----------------------------------------------------------------
@@ -245,18 +269,24 @@ absl::StatusOr<Tree*> StoreImpl::TreeFor(uint64_t tree_id) {
 absl::Status StoreImpl::WriteOnce(absl::string_view key, const absl::string_view* value) {
   RETURN_IF_ERROR(CheckOpen());
   RETURN_IF_ERROR(kv::ValidateKey(key));
-  if (value != nullptr) RETURN_IF_ERROR(kv::ValidateValue(*value, nodesize_));
+  if (value != nullptr) RETURN_IF_ERROR(kv::ValidateValue(*value));
   KvWriteSet ws;
   ws.writes[std::string(key)] =
       value ? std::optional<std::string>(std::string(*value)) : std::nullopt;
-  absl::WriterMutexLock l(&mu_);
-  if (value == nullptr) {
-    ASSIGN_OR_RETURN(Tree * tree, TreeFor(format::kDefaultTreeId));
-    absl::StatusOr<std::string> probe = tree->Get(kv::TreeKey(key));
-    if (!probe.ok()) return probe.status();  // NOT_FOUND even on a full device
+  absl::Status s = PrepareExtents(&ws.writes, &ws.extents);
+  if (s.ok()) {
+    absl::WriterMutexLock l(&mu_);
+    absl::StatusOr<Tree*> tree = TreeFor(format::kDefaultTreeId);
+    s = tree.status();
+    // A missing key is NOT_FOUND, even on a full device.
+    if (s.ok() && value == nullptr) s = (*tree)->Get(kv::TreeKey(key)).status();
+    if (s.ok()) {
+      log_->MarkFull();
+      s = ApplyLocked(format::kDefaultTreeId, 0, kv::ReadSet{}, ws).status();
+    }
   }
-  log_->MarkFull();
-  return ApplyLocked(format::kDefaultTreeId, 0, kv::ReadSet{}, ws).status();
+  if (!ws.extents.empty()) ReleaseUnusedExtents(ws);
+  return s;
 }
 
 absl::Status StoreImpl::HandlePut(absl::string_view key, absl::string_view value) {

@@ -27,6 +27,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -64,6 +65,10 @@ struct KvTxnState {
 struct KvWriteSet {
   std::map<std::string, std::optional<std::string>> writes;
   std::vector<std::pair<std::string, std::string>> delete_ranges;
+  // Values too large to be inline, already written to data extents
+  // (PrepareExtents), by user key; `used` = referenced by the commit.
+  std::map<std::string, kv::ExtentRef> extents;
+  std::set<std::string> used;
   bool empty() const { return writes.empty() && delete_ranges.empty(); }
 };
 
@@ -118,8 +123,22 @@ class StoreImpl {
   // Validates `reads` and applies `ws` to `subvol` atomically under one new
   // revision (the current one if nothing changed). ENOSPC changes nothing.
   absl::StatusOr<uint64_t> ApplyLocked(uint64_t subvol, uint64_t read_revision,
-                                       const kv::ReadSet& reads, const KvWriteSet& ws)
+                                       const kv::ReadSet& reads, KvWriteSet& ws)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes every value of `ws` too large to be inline to a data extent of
+  // its own (no flush: the log sync or commit that makes the item durable
+  // flushes it too). ReleaseUnusedExtents returns the ones no commit used.
+  absl::Status PrepareExtents(std::map<std::string, std::optional<std::string>>* writes,
+                              std::map<std::string, kv::ExtentRef>* extents);
+  void ReleaseUnusedExtents(const KvWriteSet& ws);
+  // Prepares extents, runs KvWrite, releases what was not used.
+  absl::StatusOr<uint64_t> KvWriteSetWrite(
+      KvWriteSet* ws, const std::function<absl::StatusOr<uint64_t>()>& apply, Durability d);
+  // A value as stored: inline, or read from its extent and checked.
+  absl::StatusOr<std::string> LoadValue(const kv::ItemView& item)
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Iterator support: the value of `tree_key` in `subvol` now.
+  absl::StatusOr<std::string> LoadByTreeKey(uint64_t subvol, absl::string_view tree_key);
   // Runs `apply` under the exclusive lock; on ENOSPC commits once (freed
   // space is pinned until then) and retries; then waits for durability and
   // paces the writer.
@@ -129,8 +148,9 @@ class StoreImpl {
   absl::StatusOr<RangeResult> RangeLocked(Tree* tree, const RangeRequest& req,
                                           uint64_t scan_limit)
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<TxnResponse> TxnLocked(uint64_t subvol, const TxnRequest& req)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `branches`: the success and failure branches' puts with their extents.
+  absl::StatusOr<TxnResponse> TxnLocked(uint64_t subvol, const TxnRequest& req,
+                                        KvWriteSet* branches) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Durability Resolve(Durability d) const {
     return d == Durability::kDefault ? options_.default_durability : d;
   }

@@ -73,7 +73,10 @@ class SubvolRun {
       // levels and shared internal nodes get CoWed (their children's refs
       // are what lazy refcounting is about).
       std::string k = absl::StrCat(std::string(40, 'p'), "key", rng_() % 3000);
-      std::string v(rng_() % 200, 'a' + op % 26);
+      // One value in 25 is too large to be inline: a data extent, shared
+      // by snapshots through the leaves that point at it.
+      std::string v(rng_() % 25 == 0 ? store->max_value_size() + 1 + rng_() % 9000 : rng_() % 200,
+                    'a' + op % 26);
       ASSERT_OK_AND_ASSIGN(auto sv, store->OpenSubvolume(name));
       ASSERT_OK(sv->Put(k, v));
       model_[name].kv[k] = v;

@@ -7,7 +7,7 @@ PACKAGES=(
   bazel-bootstrap bazel-rules-java
   g++ pkg-config python3
   libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libisal-dev libcli11-dev liblmdb-dev
+  libisal-dev libcli11-dev liblmdb-dev librocksdb-dev
 )
 
 missing=()

@@ -124,5 +124,15 @@ absl::StatusOr<SubvolInfoItem> DecodeSubvolInfo(absl::string_view v, uint64_t tr
   return s;
 }
 
+bool LeafDataRef(absl::string_view key, absl::string_view value, DataRef* ref) {
+  if (key.empty() || key[0] != kKvKeyPrefix || value.size() != kKvExtentItemSize ||
+      static_cast<uint8_t>(value[0]) != kKvKindExtent) {
+    return false;
+  }
+  ref->bytenr = DecodeLE64(value.data() + kKvExtentBytenrOff);
+  ref->len = DecodeLE64(value.data() + kKvExtentDiskLenOff);
+  return ref->len != 0;
+}
+
 }  // namespace format
 }  // namespace cowkv

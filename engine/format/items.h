@@ -7,6 +7,9 @@
 //   extent tree: (bytenr, EXTENT_ITEM, num_bytes)     -> ExtentItem
 //                (bytenr, TREE_BLOCK_REF, root_id)    -> "" (one ref)
 //                (bytenr, SHARED_BLOCK_REF, parent)   -> "" (one ref)
+//                (bytenr, EXTENT_DATA_REF, root_id)   -> "" (one ref: a leaf of
+//                                                        that tree points here)
+//                (bytenr, SHARED_DATA_REF, leaf)      -> "" (one ref)
 //
 // The backref items of an extent sort right after its EXTENT_ITEM because
 // they share the bytenr prefix. ExtentItem.refs equals the number of backref
@@ -30,8 +33,37 @@ enum ItemType : uint8_t {
   kSubvolInfo = 140,
   kExtentItem = 168,
   kTreeBlockRef = 176,
+  kExtentDataRef = 178,
   kSharedBlockRef = 182,
+  kSharedDataRef = 184,
 };
+
+inline bool IsDataRef(uint8_t type) { return type == kExtentDataRef || type == kSharedDataRef; }
+inline bool IsBackref(uint8_t type) {
+  return type == kTreeBlockRef || type == kSharedBlockRef || IsDataRef(type);
+}
+
+// ---- Data references held by subvolume leaves ----------------------------------
+//
+// A KV item (tree key 'k' + user key) whose value lives in a data extent:
+// the 32-byte KV header with kind 1, then u64 disk_bytenr, u64 disk_len
+// (the extent, sector-rounded), u64 value_len, u32 crc32c of the value,
+// u32 zero. The refs layer only needs the extent; kv/ owns the rest.
+inline constexpr char kKvKeyPrefix = 'k';
+inline constexpr uint8_t kKvKindExtent = 1;
+inline constexpr size_t kKvExtentItemSize = 64;
+inline constexpr size_t kKvExtentBytenrOff = 32;
+inline constexpr size_t kKvExtentDiskLenOff = 40;
+inline constexpr size_t kKvExtentValueLenOff = 48;
+inline constexpr size_t kKvExtentCsumOff = 56;
+
+struct DataRef {
+  uint64_t bytenr = 0;
+  uint64_t len = 0;
+};
+// The data extent a leaf item refers to, if any. Items that do not parse
+// refer to nothing (readers report them as DATA_LOSS).
+bool LeafDataRef(absl::string_view key, absl::string_view value, DataRef* ref);
 
 struct Key17 {
   uint64_t objectid = 0;

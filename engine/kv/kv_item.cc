@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/base/coding.h"
 #include "engine/base/status.h"
+#include "engine/format/items.h"
 #include "engine/format/layout.h"
 
 namespace cowkv {
@@ -27,6 +28,17 @@ std::string EncodeItem(const ItemMeta& meta, absl::string_view value) {
   return out;
 }
 
+std::string EncodeExtentItem(const ItemMeta& meta, const ExtentRef& ref) {
+  std::string out = EncodeItem(meta, "");
+  out[0] = static_cast<char>(kKindExtent);
+  out.resize(format::kKvExtentItemSize, '\0');
+  EncodeLE64(out.data() + format::kKvExtentBytenrOff, ref.bytenr);
+  EncodeLE64(out.data() + format::kKvExtentDiskLenOff, ref.disk_len);
+  EncodeLE64(out.data() + format::kKvExtentValueLenOff, ref.value_len);
+  EncodeLE32(out.data() + format::kKvExtentCsumOff, ref.crc);
+  return out;
+}
+
 absl::StatusOr<ItemView> DecodeItem(absl::string_view tree_key, absl::string_view raw) {
   auto bad = [&](absl::string_view why) {
     return absl::DataLossError(absl::StrCat("corrupt KV item '",
@@ -35,8 +47,9 @@ absl::StatusOr<ItemView> DecodeItem(absl::string_view tree_key, absl::string_vie
   };
   if (raw.size() < kKvHeaderSize) return bad(absl::StrCat("item of ", raw.size(), " bytes"));
   const char* p = raw.data();
-  if (static_cast<uint8_t>(p[0]) != kKindInline) {
-    return bad(absl::StrCat("unknown kind ", static_cast<int>(static_cast<uint8_t>(p[0]))));
+  const uint8_t kind = static_cast<uint8_t>(p[0]);
+  if (kind != kKindInline && kind != kKindExtent) {
+    return bad(absl::StrCat("unknown kind ", static_cast<int>(kind)));
   }
   for (int i = 1; i < 8; ++i) {
     if (p[i] != 0) return bad("non-zero reserved header bytes");
@@ -50,7 +63,24 @@ absl::StatusOr<ItemView> DecodeItem(absl::string_view tree_key, absl::string_vie
     return bad(absl::StrCat("revisions create=", v.meta.create_revision,
                             " mod=", v.meta.mod_revision, " version=", v.meta.version));
   }
-  v.value = raw.substr(kKvHeaderSize);
+  if (kind == kKindInline) {
+    v.value = raw.substr(kKvHeaderSize);
+    return v;
+  }
+  if (raw.size() != format::kKvExtentItemSize || DecodeLE32(p + 60) != 0) {
+    return bad(absl::StrCat("extent item of ", raw.size(), " bytes"));
+  }
+  v.in_extent = true;
+  v.extent.bytenr = DecodeLE64(p + format::kKvExtentBytenrOff);
+  v.extent.disk_len = DecodeLE64(p + format::kKvExtentDiskLenOff);
+  v.extent.value_len = DecodeLE64(p + format::kKvExtentValueLenOff);
+  v.extent.crc = DecodeLE32(p + format::kKvExtentCsumOff);
+  if (v.extent.value_len > kMaxValueSize || v.extent.value_len > v.extent.disk_len ||
+      v.extent.disk_len == 0 || v.extent.disk_len > kMaxValueSize + (1u << 16) ||
+      v.extent.bytenr < format::kReservedHead) {
+    return bad(absl::StrCat("extent [", v.extent.bytenr, ", +", v.extent.disk_len,
+                            ") holding ", v.extent.value_len, " bytes"));
+  }
   return v;
 }
 
@@ -66,12 +96,10 @@ absl::Status ValidateKey(absl::string_view key) {
   return absl::OkStatus();
 }
 
-absl::Status ValidateValue(absl::string_view value, uint32_t nodesize) {
-  if (value.size() > MaxInlineValue(nodesize)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "value size ", value.size(), " exceeds ", MaxInlineValue(nodesize),
-        " bytes, the largest value this store holds (inline in a ", nodesize,
-        "-byte node; values in data extents are not implemented yet)"));
+absl::Status ValidateValue(absl::string_view value) {
+  if (value.size() > kMaxValueSize) {
+    return absl::InvalidArgumentError(absl::StrCat("value size ", value.size(), " exceeds ",
+                                                   kMaxValueSize, " bytes"));
   }
   return absl::OkStatus();
 }

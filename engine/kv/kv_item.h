@@ -10,6 +10,10 @@
 //
 // Revisions come from one store-wide sequence; version counts the writes
 // since the key was created (1 = just created), as etcd does.
+//
+// A value larger than the inline limit lives in a data extent: kind 1, and
+// after the header (format/items.h "Data references") u64 disk_bytenr,
+// u64 disk_len, u64 value_len, u32 crc32c of the value, u32 zero.
 #ifndef COWKV_ENGINE_KV_KV_ITEM_H_
 #define COWKV_ENGINE_KV_KV_ITEM_H_
 
@@ -26,7 +30,9 @@ inline constexpr char kKvPrefix = 'k';
 inline constexpr char kKvPrefixEnd = 'k' + 1;  // first tree key past the key space
 inline constexpr size_t kKvHeaderSize = 32;
 inline constexpr uint8_t kKindInline = 0;
+inline constexpr uint8_t kKindExtent = 1;
 inline constexpr size_t kMaxUserKeySize = 1024;
+inline constexpr size_t kMaxValueSize = 16u << 20;
 
 struct ItemMeta {
   uint64_t create_revision = 0;
@@ -43,20 +49,31 @@ inline absl::string_view UserKey(absl::string_view tree_key) { return tree_key.s
 
 std::string EncodeItem(const ItemMeta& meta, absl::string_view value);
 
+struct ExtentRef {
+  uint64_t bytenr = 0;
+  uint64_t disk_len = 0;
+  uint64_t value_len = 0;
+  uint32_t crc = 0;
+};
+std::string EncodeExtentItem(const ItemMeta& meta, const ExtentRef& ref);
+
 struct ItemView {
   ItemMeta meta;
-  absl::string_view value;  // into the raw item
+  absl::string_view value;  // inline items: into the raw item
+  bool in_extent = false;   // else the value is in `extent`
+  ExtentRef extent;
 };
 // Decodes an item read from the tree. DATA_LOSS (naming the key) when the
 // header is short, of an unknown kind, or its revisions are inconsistent.
 absl::StatusOr<ItemView> DecodeItem(absl::string_view tree_key, absl::string_view raw);
 
-// Largest value stored inline for `nodesize`.
+// Largest value stored inline for `nodesize`; larger ones (up to
+// kMaxValueSize) go to data extents.
 size_t MaxInlineValue(uint32_t nodesize);
 
 // Validates a user key / value size. INVALID_ARGUMENT with the reason.
 absl::Status ValidateKey(absl::string_view key);
-absl::Status ValidateValue(absl::string_view value, uint32_t nodesize);
+absl::Status ValidateValue(absl::string_view value);
 
 }  // namespace kv
 }  // namespace cowkv

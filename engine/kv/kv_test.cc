@@ -1,6 +1,7 @@
 // Unit tests of the KV item codec and the conflict window.
 #include <string>
 
+#include "engine/format/items.h"
 #include "engine/kv/conflict_window.h"
 #include "engine/kv/kv_item.h"
 #include "engine/testing/status_matchers.h"
@@ -54,9 +55,40 @@ TEST(KvItem, Limits) {
   EXPECT_THAT(ValidateKey(""), StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(ValidateKey(std::string(1025, 'k')), StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(ValidateKey(std::string(1024, 'k')), IsOk());
-  EXPECT_THAT(ValidateValue(std::string(MaxInlineValue(16384), 'v'), 16384), IsOk());
-  EXPECT_THAT(ValidateValue(std::string(MaxInlineValue(16384) + 1, 'v'), 16384),
+  EXPECT_THAT(ValidateValue(std::string(kMaxValueSize, 'v')), IsOk());
+  EXPECT_THAT(ValidateValue(std::string(kMaxValueSize + 1, 'v')),
               StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+TEST(KvItem, ExtentItems) {
+  ExtentRef ref{1 << 20, 8192, 5000, 0xabcd};
+  std::string raw = EncodeExtentItem({4, 9, 3}, ref);
+  ASSERT_EQ(raw.size(), 64u);
+  ASSERT_OK_AND_ASSIGN(ItemView v, DecodeItem("kx", raw));
+  EXPECT_TRUE(v.in_extent);
+  EXPECT_EQ(v.extent.bytenr, ref.bytenr);
+  EXPECT_EQ(v.extent.disk_len, ref.disk_len);
+  EXPECT_EQ(v.extent.value_len, ref.value_len);
+  EXPECT_EQ(v.extent.crc, ref.crc);
+  EXPECT_EQ(v.meta.mod_revision, 9u);
+  format::DataRef d;
+  ASSERT_TRUE(format::LeafDataRef("kx", raw, &d));
+  EXPECT_EQ(d.bytenr, ref.bytenr);
+  EXPECT_EQ(d.len, ref.disk_len);
+  EXPECT_FALSE(format::LeafDataRef("fx", raw, &d));
+  EXPECT_FALSE(format::LeafDataRef("kx", EncodeItem({1, 1, 1}, std::string(32, 'v')), &d));
+  // Lengths that do not fit the extent, truncations, flips: DATA_LOSS or an item.
+  ExtentRef bad = ref;
+  bad.value_len = 9000;
+  EXPECT_THAT(DecodeItem("kx", EncodeExtentItem({4, 9, 3}, bad)),
+              StatusIs(absl::StatusCode::kDataLoss));
+  EXPECT_THAT(DecodeItem("kx", raw.substr(0, 63)), StatusIs(absl::StatusCode::kDataLoss));
+  for (size_t i = 0; i < raw.size(); ++i) {
+    std::string f = raw;
+    f[i] ^= 0x40;
+    absl::StatusOr<ItemView> r = DecodeItem("kx", f);
+    if (!r.ok()) EXPECT_THAT(r, StatusIs(absl::StatusCode::kDataLoss));
+  }
 }
 
 TEST(ConflictWindow, PointConflict) {

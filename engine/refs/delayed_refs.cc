@@ -1,5 +1,7 @@
 #include "engine/refs/delayed_refs.h"
 
+#include "engine/format/items.h"
+
 #include "engine/base/check.h"
 
 namespace cowkv {
@@ -14,6 +16,7 @@ const DelayedRefHead& DelayedRefs::Add(uint64_t bytenr, uint64_t num_bytes, uint
     h.num_bytes = num_bytes;
     h.level = level;
     h.generation = generation;
+    h.is_tree_block = !format::IsDataRef(ref.type);
   }
   COWKV_CHECK(h.num_bytes == num_bytes);
   if (new_alloc) {

@@ -283,9 +283,12 @@ void Checker::CheckFinalLists() {
       if (a == appends_.end()) {
         Problem(absl::StrCat("G1a: final list of ", key, " holds element ", e,
                              ", which no committed transaction appended"));
-      } else if (h_.txns[a->second.txn].ops[a->second.op].key != key) {
+        continue;
+      }
+      const std::string& appended_to = h_.txns[a->second.txn].ops[a->second.op].key;
+      if (appended_to != key) {
         Problem(absl::StrCat("element ", e, " is in the final list of ", key,
-                             " but was appended to ", h_.txns[a->second.txn].ops[a->second.op].key));
+                             " but was appended to ", appended_to));
       }
     }
   }

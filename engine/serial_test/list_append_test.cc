@@ -2,23 +2,27 @@
 // serializable under contention: no lost or reordered update, no dirty or
 // intermediate read, no write skew or any other dependency cycle, and no
 // read that misses a transaction which committed before it began.
-// Method: Elle's list-append workload. Six threads run at least 10,000
-// committed transactions (--ops=N) of 1-4 micro-ops over 16 hot keys, each
-// a read of a key's list or an append of a globally unique element to it
-// (read the value, append ",<elem>", write it back); one in eight commits
-// is kDurable, the rest kAsync, while the background committer commits every
-// 10 ms. Every attempt takes fresh elements, so an aborted attempt's
-// elements must never be seen; a thread retries ABORTED / OUT_OF_RANGE
-// itself and records only the final attempt of each committed transaction
-// (its reads, appends, commit revision and start/end times). Keys rotate to
-// fresh ones before a list outgrows the inline value limit (Elle's
-// max-writes-per-key). The history and the final lists then go through
-// list_append_checker.h: direct G1a/G1b/prefix/lost-append checks and the
-// ww/wr/rw/rt dependency graph, which must be acyclic; a cycle is printed
-// with the transactions' ops. Hand-built histories (write skew, lost update,
-// aborted and intermediate reads, a stale read) show the checker fails when
-// it should. Afterwards the store is closed, `check` must be clean, and the
-// reopened store must hold the same lists.
+// Method: Elle's list-append workload. Six threads run 20,000 committed
+// transactions (--ops=N) of 1-4 micro-ops over 16 hot keys, each a read of
+// a key's list or an append of a globally unique element to it (read the
+// value, append ",<elem>", write it back), with yields or short sleeps
+// between micro-ops so that transactions overlap even on two cores; one in
+// eight commits is kDurable, the rest kAsync, while the background
+// committer commits every 10 ms. Every attempt takes fresh elements, so an
+// aborted attempt's elements must never be seen; a thread retries ABORTED
+// and OUT_OF_RANGE itself and records only the final attempt of each
+// committed transaction (its reads, appends, commit revision and start/end
+// times). Keys rotate to fresh ones before a list outgrows the inline value
+// limit (Elle's max-writes-per-key). The history and the final lists then
+// go through list_append_checker.h: direct G1a/G1b/prefix/lost-append
+// checks and the ww/wr/rw/rt dependency graph, which must be acyclic; a
+// cycle is printed with the transactions' ops. Afterwards the store is
+// closed, `check` must be clean, and the reopened store must hold the same
+// lists. A second run shrinks the conflict window to 8 keys so that "too
+// old" (OUT_OF_RANGE) retries happen too. To show that the checker fails
+// when it should: hand-built histories (write skew, lost update,
+// interleaved appends, aborted and intermediate reads, a stale read) and a
+// deliberately broken client that reads outside its transaction.
 // Replay: --seed=N --ops=M (printed on failure; thread timing still varies).
 #include <algorithm>
 #include <atomic>
@@ -57,7 +61,7 @@ using testing::Flags;
 constexpr int kThreads = 6;
 constexpr int kKeys = 16;
 constexpr int kMaxOpsPerTxn = 4;
-constexpr uint64_t kDefaultTxns = 10000;
+constexpr uint64_t kDefaultTxns = 20000;
 constexpr uint64_t kDefaultSeed = 1;
 constexpr int kMaxAttempts = 2000;  // per transaction; more is a livelock
 constexpr char kPrefix[] = "la/";
@@ -70,6 +74,17 @@ int64_t NowNs() {
 
 bool Retryable(const absl::Status& s) { return absl::IsAborted(s) || absl::IsOutOfRange(s); }
 
+// Lets other threads run inside a transaction: on two cores a thread would
+// otherwise finish hundreds of transactions per time slice, alone.
+void Pause(std::mt19937_64& rng) {
+  const uint64_t r = rng() % 16;
+  if (r == 0) {
+    std::this_thread::sleep_for(std::chrono::microseconds(rng() % 200));
+  } else if (r < 8) {
+    std::this_thread::yield();
+  }
+}
+
 // A transaction's shape, fixed across its attempts; key slots resolve to
 // keys of the current generation at each attempt.
 struct PlannedOp {
@@ -78,10 +93,18 @@ struct PlannedOp {
 };
 
 struct Shared {
-  Subvolume* sv = nullptr;
-  uint64_t seed = 0;
-  uint64_t target_txns = 0;
-  uint64_t appends_per_key = 0;  // per key generation
+  Shared(Subvolume* subvol, uint64_t seed_, uint64_t txns, size_t max_value_size)
+      : sv(subvol),
+        seed(seed_),
+        target_txns(txns),
+        // Up to 11 bytes an element; lists stay under half the value limit.
+        appends_per_key(std::max<uint64_t>(8, max_value_size / 22)) {}
+
+  Subvolume* const sv;
+  const uint64_t seed;
+  const uint64_t target_txns;
+  const uint64_t appends_per_key;  // per key generation
+  bool untracked_reads = false;    // the broken client: read outside the transaction
   std::atomic<uint64_t> claimed{0};
   std::atomic<Elem> next_elem{1};
   std::atomic<uint64_t> committed_appends{0};
@@ -108,15 +131,16 @@ std::vector<PlannedOp> Plan(std::mt19937_64& rng) {
 
 // One attempt; the record of what it saw if it committed.
 absl::StatusOr<TxnRecord> Attempt(Shared* s, const std::vector<PlannedOp>& plan, Durability d,
-                                  int thread) {
+                                  int thread, std::mt19937_64& rng) {
   TxnRecord rec;
   rec.thread = thread;
   rec.start_ns = NowNs();
   absl::StatusOr<std::unique_ptr<KvTransaction>> tx = s->sv->BeginTransaction();
   if (!tx.ok()) return tx.status();
   for (const PlannedOp& op : plan) {
+    Pause(rng);
     std::string key = KeyFor(*s, op.slot);
-    absl::StatusOr<KeyValue> got = (*tx)->Get(key);
+    absl::StatusOr<KeyValue> got = s->untracked_reads ? s->sv->GetItem(key) : (*tx)->Get(key);
     if (!got.ok() && !absl::IsNotFound(got.status())) return got.status();
     const std::string value = got.ok() ? got->value : "";
     absl::StatusOr<List> list = ParseList(value);
@@ -129,6 +153,7 @@ absl::StatusOr<TxnRecord> Attempt(Shared* s, const std::vector<PlannedOp>& plan,
     if (absl::Status p = (*tx)->Put(key, AppendToValue(value, elem)); !p.ok()) return p;
     rec.ops.push_back(MicroOp::Append(std::move(key), *std::move(list), elem));
   }
+  Pause(rng);
   absl::StatusOr<uint64_t> rev = (*tx)->Commit(d);
   if (!rev.ok()) return rev.status();
   rec.end_ns = NowNs();
@@ -147,7 +172,7 @@ bool RunTxn(Shared* s, std::mt19937_64& rng, int thread) {
       const uint64_t cap_us = std::min<uint64_t>(2000, uint64_t{20} << std::min(attempt, 7));
       std::this_thread::sleep_for(std::chrono::microseconds(rng() % (cap_us + 1)));
     }
-    absl::StatusOr<TxnRecord> rec = Attempt(s, plan, d, thread);
+    absl::StatusOr<TxnRecord> rec = Attempt(s, plan, d, thread, rng);
     if (rec.ok()) {
       uint64_t appends = 0;
       for (const MicroOp& op : rec->ops) appends += op.kind == MicroOp::Kind::kAppend;
@@ -195,51 +220,56 @@ Options WorkloadOptions() {
   return o;
 }
 
-TEST(ListAppend, StrictlySerializable) {
+// Runs the workload to `txns` commits on `sv`; the history of what it saw.
+void RunWorkload(Shared* s, History* history) {
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) threads.emplace_back(RunClient, s, t);
+  for (std::thread& t : threads) t.join();
+  ASSERT_FALSE(s->failed.load());
+  for (std::vector<TxnRecord>& r : s->records) {
+    for (TxnRecord& t : r) history->txns.push_back(std::move(t));
+  }
+  ASSERT_OK_AND_ASSIGN(history->final_lists, ReadFinalLists(s->sv));
+}
+
+void PrintSummary(const Shared& s, const History& h, const CheckResult& r,
+                  const StoreStats& stats, double seconds, double check_ms) {
+  std::cout << "list-append: " << h.txns.size() << " committed transactions ("
+            << s.durable_txns.load() << " durable, " << s.committed_appends.load()
+            << " appends over " << h.final_lists.size() << " keys) in " << seconds << " s; "
+            << s.retries.load() << " retries (most attempts for one: "
+            << s.max_attempts_seen.load() << "), kv_conflicts " << stats.kv_conflicts
+            << ", kv_too_old " << stats.kv_too_old << ", engine commits " << stats.commits
+            << "; graph: " << r.ww_edges << " ww, " << r.wr_edges << " wr, " << r.rw_edges
+            << " rw, " << r.rt_edges << " rt edges, checked in " << check_ms << " ms\n";
+}
+
+// The workload on a fresh store with `options`, then the checker, `check`
+// and a reopen. `txns` 0 means --ops or the default.
+void RunChecked(const Options& options, uint64_t txns, bool expect_too_old) {
   const uint64_t seed = Flags().seed ? Flags().seed : kDefaultSeed;
-  const uint64_t txns = Flags().ops ? Flags().ops : kDefaultTxns;
+  if (txns == 0) txns = Flags().ops ? Flags().ops : kDefaultTxns;
   const std::string replay = absl::StrCat("replay: --seed=", seed, " --ops=", txns);
   SCOPED_TRACE(replay);
   MemDevice dev(512ull << 20);
   ASSERT_OK(Store::Mkfs(&dev, testing::TestMkfs(16384)));
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> store, Store::Open(&dev, WorkloadOptions()));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> store, Store::Open(&dev, options));
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Subvolume> sv, store->DefaultSubvolume());
-
-  Shared shared;
-  shared.sv = sv.get();
-  shared.seed = seed;
-  shared.target_txns = txns;
-  // Up to 11 bytes an element; keep every list under half the value limit.
-  shared.appends_per_key = std::max<uint64_t>(8, store->max_value_size() / 22);
-  const int64_t t0 = NowNs();
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) threads.emplace_back(RunClient, &shared, t);
-  for (std::thread& t : threads) t.join();
-  const double seconds = (NowNs() - t0) / 1e9;
-  ASSERT_FALSE(shared.failed.load());
+  Shared shared(sv.get(), seed, txns, store->max_value_size());
 
   History history;
-  for (std::vector<TxnRecord>& r : shared.records) {
-    for (TxnRecord& t : r) history.txns.push_back(std::move(t));
-  }
-  ASSERT_OK_AND_ASSIGN(history.final_lists, ReadFinalLists(sv.get()));
-  const int64_t c0 = NowNs();
-  CheckResult result = CheckListAppend(history);
+  const int64_t t0 = NowNs();
+  ASSERT_NO_FATAL_FAILURE(RunWorkload(&shared, &history));
+  const int64_t t1 = NowNs();
+  const CheckResult result = CheckListAppend(history);
   const StoreStats stats = store->Stats();
-  std::cout << "list-append: " << history.txns.size() << " committed transactions ("
-            << shared.durable_txns.load() << " durable, " << shared.committed_appends.load()
-            << " appends over " << history.final_lists.size() << " keys) in " << seconds
-            << " s; " << shared.retries.load() << " retries (most attempts for one: "
-            << shared.max_attempts_seen.load() << "), kv_conflicts " << stats.kv_conflicts
-            << ", kv_too_old " << stats.kv_too_old << ", engine commits " << stats.commits
-            << "; graph: " << result.ww_edges << " ww, " << result.wr_edges << " wr, "
-            << result.rw_edges << " rw, " << result.rt_edges << " rt edges, checked in "
-            << (NowNs() - c0) / 1e6 << " ms\n";
+  PrintSummary(shared, history, result, stats, (t1 - t0) / 1e9, (NowNs() - t1) / 1e6);
   EXPECT_EQ(history.txns.size(), txns);
   EXPECT_TRUE(result.ok()) << result.problems.size() << " problem(s):\n"
                            << absl::StrJoin(result.problems, "\n") << "\n" << replay;
   EXPECT_GT(stats.kv_conflicts, 0u) << "no contention: the test exercised nothing";
   EXPECT_GT(result.rw_edges, 0u);
+  if (expect_too_old) EXPECT_GT(stats.kv_too_old, 0u);
 
   ASSERT_OK(store->Close());
   ExpectCheckClean(&dev);
@@ -248,6 +278,45 @@ TEST(ListAppend, StrictlySerializable) {
   ASSERT_OK_AND_ASSIGN(auto reopened, ReadFinalLists(sv.get()));
   EXPECT_TRUE(reopened == history.final_lists) << "lists changed across close and reopen";
   ASSERT_OK(store->Close());
+}
+
+TEST(ListAppend, StrictlySerializable) { RunChecked(WorkloadOptions(), 0, false); }
+
+// A conflict window of 8 keys: transactions that sleep fall out of it and
+// retry as "too old" (OUT_OF_RANGE); the history must be just as clean.
+TEST(ListAppend, StrictlySerializableWithSmallConflictWindow) {
+  Options o = WorkloadOptions();
+  o.conflict_window_keys = 8;
+  RunChecked(o, kDefaultTxns / 4, true);
+}
+
+// The same workload through a deliberately broken client that reads each
+// key outside its transaction (Subvolume::GetItem), so validation never sees
+// the read: updates get lost, and the checker must say so.
+TEST(ListAppend, CheckerCatchesABrokenClient) {
+  const uint64_t seed = Flags().seed ? Flags().seed : kDefaultSeed;
+  MemDevice dev(256ull << 20);
+  ASSERT_OK(Store::Mkfs(&dev, testing::TestMkfs(16384)));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> store, Store::Open(&dev, WorkloadOptions()));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Subvolume> sv, store->DefaultSubvolume());
+  CheckResult result;
+  // Lost updates need two clients to interleave; ten rounds make it all but certain.
+  for (int round = 0; round < 10 && result.ok(); ++round) {
+    Shared shared(sv.get(), seed + round, 2000, store->max_value_size());
+    shared.untracked_reads = true;
+    History history;
+    ASSERT_NO_FATAL_FAILURE(RunWorkload(&shared, &history));
+    result = CheckListAppend(history);
+    // The next round starts on fresh keys.
+    RangeRequest all;
+    all.prefix = kPrefix;
+    ASSERT_OK_AND_ASSIGN(RangeResult r, sv->Range(all));
+    for (const KeyValue& kv : r.kvs) ASSERT_OK(sv->Delete(kv.key));
+  }
+  ASSERT_FALSE(result.ok()) << "a client with untracked reads produced a clean history";
+  std::cout << "the checker on a broken client (first problem):\n" << result.problems[0] << "\n";
+  ASSERT_OK(store->Close());
+  ExpectCheckClean(&dev);
 }
 
 // ---- The checker on hand-built histories -------------------------------------------------

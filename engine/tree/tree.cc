@@ -278,8 +278,8 @@ void RemoveFirstChild(Node* n) {
 
 absl::StatusOr<bool> Tree::DropLeftmost() {
   ASSIGN_OR_RETURN(NodeRef root, ReadRoot());
-  if (root->leaf()) {
-    RETURN_IF_ERROR(hooks_->FreeTreeBlock(id_, *root));
+  if (root->leaf()) {  // possibly shared, and holding data references
+    RETURN_IF_ERROR(hooks_->DropRoot(id_, *root));
     ++version_;
     return false;
   }

@@ -206,7 +206,18 @@ absl::StatusOr<std::pair<uint64_t, uint64_t>> TxnManager::LookupExtentInfo(uint6
 
 void TxnManager::AddChildRefs(const Node& node, bool full_backref, uint64_t tree_id,
                               int64_t delta) {
-  if (node.leaf()) return;  // leaves point at no tree blocks (data refs come later)
+  if (node.leaf()) {
+    // A leaf's references are to the data extents its items point at.
+    const BackrefKey ref = full_backref ? BackrefKey{format::kSharedDataRef, node.bytenr}
+                                        : BackrefKey{format::kExtentDataRef, tree_id};
+    for (int i = 0; i < node.nritems(); ++i) {
+      format::DataRef d;
+      if (format::LeafDataRef(node.key(i), node.value(i), &d)) {
+        refs_.Add(d.bytenr, d.len, 0, ref, delta, false, generation_);
+      }
+    }
+    return;
+  }
   const BackrefKey ref = full_backref ? BackrefKey{format::kSharedBlockRef, node.bytenr}
                                       : BackrefKey{format::kTreeBlockRef, tree_id};
   for (int i = 0; i < node.nritems(); ++i) {
@@ -310,18 +321,24 @@ absl::Status TxnManager::DropRoot(uint64_t tree_id, const Node& node) {
   auto sv = subvols_.find(tree_id);
   const bool may_be_shared =
       sv != subvols_.end() && node.generation <= sv->second.item.last_snapshot;
-  if (may_be_shared && !node.leaf()) {
-    ASSIGN_OR_RETURN(auto info, LookupExtentInfo(node.bytenr));
-    const bool full = info.second & format::kExtentFlagFullBackref;
-    if (info.first > 1 && node.owner == tree_id && !full) {
-      AddChildRefs(node, /*full_backref=*/true, tree_id, +1);
-      AddChildRefs(node, /*full_backref=*/false, tree_id, -1);
-      refs_.SetFullBackref(node.bytenr, sb_.nodesize, node.level);
-    }
-    COWKV_CHECK_MSG(info.first > 1 || node.leaf(), "dropping an exclusive internal node whole");
+  uint64_t refs = 1, flags = 0;
+  if (may_be_shared) {
+    ASSIGN_OR_RETURN(std::tie(refs, flags), LookupExtentInfo(node.bytenr));
   }
-  DropTreeRef(tree_id, node);
-  return absl::OkStatus();
+  const bool full = flags & format::kExtentFlagFullBackref;
+  if (refs > 1 && node.owner == tree_id && !full) {
+    // Others keep the node: its references, recorded as the owner's, must
+    // become the node's own (FULL_BACKREF) before the owner lets go.
+    AddChildRefs(node, /*full_backref=*/true, tree_id, +1);
+    AddChildRefs(node, /*full_backref=*/false, tree_id, -1);
+    refs_.SetFullBackref(node.bytenr, sb_.nodesize, node.level);
+  }
+  COWKV_CHECK_MSG(refs > 1 || node.leaf(), "dropping an exclusive internal node whole");
+  if (refs == 1 && node.leaf()) {
+    // The last reference: the leaf goes, and with it its data references.
+    AddChildRefs(node, full, full ? tree_id : node.owner, -1);
+  }
+  return FreeTreeBlock(tree_id, node);  // frees at once what this txn allocated
 }
 
 absl::Status TxnManager::RemoveRootItems(uint64_t id) {

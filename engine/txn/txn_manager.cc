@@ -319,6 +319,50 @@ absl::StatusOr<uint64_t> TxnManager::AllocLogBlock() {
   return free_.Allocate(sb_.nodesize, sb_.nodesize);
 }
 
+absl::StatusOr<format::DataRef> TxnManager::AllocDataExtent(uint64_t len) {
+  if (!fatal_.ok()) return fatal_;
+  const uint64_t ss = sb_.sectorsize;
+  const uint64_t rounded = (len + ss - 1) / ss * ss;
+  const uint64_t keep = (CommitReserveNodes(4) + 64) * sb_.nodesize;
+  if (free_.free_bytes() < keep + rounded) {
+    ++enospc_errors_;
+    return NoSpaceError(absl::StrCat("a ", rounded, "-byte data extent does not fit: ",
+                                     free_.free_bytes(), " bytes free, the commit may need ",
+                                     keep, ", ", free_.pinned_bytes(),
+                                     " bytes pinned until the next commit"));
+  }
+  absl::StatusOr<uint64_t> b = free_.Allocate(rounded, ss);
+  if (!b.ok()) {
+    ++enospc_errors_;
+    return b.status();
+  }
+  return format::DataRef{*b, rounded};
+}
+
+void TxnManager::ReleaseUnusedData(const format::DataRef& d) { free_.FreeNow(d.bytenr, d.len); }
+
+void TxnManager::AddDataRef(uint64_t tree_id, const format::DataRef& d, int64_t delta,
+                            bool new_alloc) {
+  refs_.Add(d.bytenr, d.len, 0, {format::kExtentDataRef, tree_id}, delta, new_alloc, generation_);
+  if (new_alloc) bytes_used_ += d.len;
+  if (delta < 0 && refs_.DropIfCancelled(d.bytenr)) {
+    // Referenced and dropped in this transaction. Not free at once: a log
+    // sync may have logged the item that points here, and a replay of that
+    // log must find the data, so it is pinned until the next commit.
+    free_.Pin(d.bytenr, d.len);
+    bytes_used_ -= d.len;
+  }
+}
+
+absl::Status TxnManager::ClaimDataExtent(const format::DataRef& d) {
+  if (d.bytenr % sb_.sectorsize != 0 || d.len % sb_.sectorsize != 0 ||
+      !free_.RemoveFree(d.bytenr, d.len)) {
+    return absl::DataLossError(absl::StrCat("log entry points at data extent [", d.bytenr, ", +",
+                                            d.len, ") which is not free"));
+  }
+  return absl::OkStatus();
+}
+
 void TxnManager::FreeLogBlocks(const std::vector<uint64_t>& blocks) {
   for (uint64_t b : blocks) free_.FreeNow(b, sb_.nodesize);
 }

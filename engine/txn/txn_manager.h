@@ -148,6 +148,19 @@ class TxnManager : public TreeHooks {
   // Mount: the blocks of the chain the superblock names, free as far as the
   // extent tree knows, are the log's again (FreeLogBlocks returns them).
   absl::Status ClaimLogBlocks(const std::vector<uint64_t>& blocks);
+  // Data extents (values in extents). AllocDataExtent reserves `len`
+  // bytes (rounded up to the sector size) for data the caller writes
+  // before referencing it; RESOURCE_EXHAUSTED if that would eat into what
+  // the next commit needs. An extent that never got a reference goes back
+  // with ReleaseUnusedData. AddDataRef queues +1/-1 on the reference of
+  // tree `tree_id` (EXTENT_DATA_REF); `new_alloc` marks the first +1.
+  absl::StatusOr<format::DataRef> AllocDataExtent(uint64_t len);
+  void ReleaseUnusedData(const format::DataRef& d);
+  void AddDataRef(uint64_t tree_id, const format::DataRef& d, int64_t delta, bool new_alloc);
+  // Mount: a data extent a replayed log entry points at (free as far as
+  // the extent tree knows) is taken out of free space before its +1.
+  absl::Status ClaimDataExtent(const format::DataRef& d);
+
   // Written into the superblock of the next sealed generation.
   void SetLogAnchor(uint64_t log_root, uint64_t nonce) {
     next_log_root_ = log_root;
