@@ -168,7 +168,7 @@ TEST(FormatDoc, KvItem) {
 
 TEST(FormatDoc, Log) {
   auto doc = ParseDoc();
-  ASSERT_EQ(doc["Log"].size(), 2u);
+  ASSERT_EQ(doc["Log"].size(), 3u);
   ExpectTable(doc["Log"][0],
               {{kLogCsumOff, 4, "csum"},
                {kLogFlagsOff, 4, "flags"},
@@ -180,7 +180,8 @@ TEST(FormatDoc, Log) {
                {kLogSeqOff, 8, "seq"},
                {kLogNextOff, 8, "next"},
                {kLogRevisionOff, 8, "revision"},
-               {kLogNtreesOff, 4, "ntrees"}},
+               {kLogNtreesOff, 4, "ntrees"},
+               {kLogNentriesOff, 4, "nentries"}},
               "log root block");
   EXPECT_EQ(kLogHeaderSize, 88u);
   ExpectTable(doc["Log"][1],
@@ -188,6 +189,9 @@ TEST(FormatDoc, Log) {
                {24, 1, "root_level"}},
               "log tree entry");
   EXPECT_EQ(kLogEntrySize, 32u);
+  ExpectTable(doc["Log"][2], {{0, 8, "subvolume"}, {8, 2, "key_len"}, {10, 4, "value_len"}},
+              "inline log entry");
+  EXPECT_EQ(kLogInlineHeaderSize, 14u);
   EXPECT_EQ(kLogTreeOwner, 0xfffffffffffffffaull);
   EXPECT_EQ(kLogMagic, 0x4c5f564b574f435full);
 }

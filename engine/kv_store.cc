@@ -147,8 +147,8 @@ absl::StatusOr<RangeResult> StoreImpl::RangeLocked(Tree* tree, const RangeReques
     ++r.count;
     if (req.count_only) continue;
     if (limit != 0 && r.kvs.size() >= limit) {
-      r.more = true;
-      continue;  // keep counting
+      r.more = true;  // count stays a lower bound: no scan of the rest
+      break;
     }
     ASSIGN_OR_RETURN(kv::ItemView item, kv::DecodeItem(it.key(), it.value()));
     std::string value;
@@ -767,6 +767,17 @@ absl::StatusOr<bool> StoreImpl::RunLogSync() {
 absl::Status StoreImpl::ReplayLog(const log::Recovered& r) {
   RETURN_IF_ERROR(txn_->ClaimLogBlocks(r.blocks));
   log_->Adopt(r.blocks);
+  // Every data extent the entries point at was written after the
+  // superblock's generation, so its extent tree calls it free: take them all
+  // out of free space before the first tree write could allocate one.
+  std::set<uint64_t> claimed;
+  for (const log::Recovered::Entry& e : r.entries) {
+    format::DataRef d;
+    if (txn_->fs_tree(e.subvol) != nullptr && format::LeafDataRef(e.key, e.value, &d) &&
+        claimed.insert(d.bytenr).second) {
+      RETURN_IF_ERROR(txn_->ClaimDataExtent(d));
+    }
+  }
   for (const log::Recovered::Entry& e : r.entries) {
     Tree* tree = txn_->fs_tree(e.subvol);
     if (tree == nullptr) continue;  // the subvolume is gone
@@ -778,10 +789,7 @@ absl::Status StoreImpl::ReplayLog(const log::Recovered& r) {
     if (!e.value.empty()) {
       RETURN_IF_ERROR(kv::DecodeItem(e.key, e.value).status());
       op.item = e.value;
-      // Written after the superblock's generation: free in its extent tree.
-      if (format::LeafDataRef(e.key, e.value, &op.new_data)) {
-        RETURN_IF_ERROR(txn_->ClaimDataExtent(op.new_data));
-      }
+      format::LeafDataRef(e.key, e.value, &op.new_data);
     }
     absl::StatusOr<std::string> old = tree->Get(e.key);
     if (!old.ok() && !absl::IsNotFound(old.status())) return old.status();
@@ -791,7 +799,12 @@ absl::Status StoreImpl::ReplayLog(const log::Recovered& r) {
         tree, op.item ? TxnManager::WriteKind::kInsert : TxnManager::WriteKind::kDelete));
     RETURN_IF_ERROR(op.item ? tree->Put(e.key, *op.item) : tree->Delete(e.key));
     if (op.old_data.len != 0) txn_->AddDataRef(e.subvol, op.old_data, -1, false);
-    if (op.new_data.len != 0) txn_->AddDataRef(e.subvol, op.new_data, +1, true);
+    // The first entry naming an extent takes its allocation; a later one
+    // (the same item logged by two syncs) only another reference.
+    if (op.new_data.len != 0) {
+      const bool first = claimed.erase(op.new_data.bytenr) > 0;
+      txn_->AddDataRef(e.subvol, op.new_data, +1, first);
+    }
   }
   replayed_entries_ = r.entries.size();
   return absl::OkStatus();

@@ -106,7 +106,7 @@ TEST_F(KvTest, RangeReads) {
   r.limit = 2;
   ASSERT_OK_AND_ASSIGN(res, sv_->Range(r));
   EXPECT_EQ(Keys(res), (std::vector<std::string>{"b", "ba"}));
-  EXPECT_EQ(res.count, 4u);
+  EXPECT_EQ(res.count, 3u);  // a lower bound once the limit cut it short
   EXPECT_TRUE(res.more);
   r.reverse = true;
   ASSERT_OK_AND_ASSIGN(res, sv_->Range(r));

@@ -149,6 +149,7 @@ struct StoreStats {
   uint64_t kv_commits = 0;          // KV writes and transactions that changed something
   uint64_t durable_commits = 0;     // of them, acknowledged as durable
   uint64_t log_syncs = 0;           // log syncs written (one flush each)
+  uint64_t log_inline_syncs = 0;    // of them, entries inline in one sector
   uint64_t log_synced_keys = 0;
   uint64_t log_sync_bytes = 0;
   uint64_t log_replayed_entries = 0;  // at the last mount
@@ -180,7 +181,10 @@ struct RangeRequest {
 
 struct RangeResult {
   std::vector<KeyValue> kvs;
-  uint64_t count = 0;     // keys in the range, whatever the limit
+  // Keys in the range: exact unless the limit cut the result short (then
+  // limit + 1, a lower bound: the rest of the range is not scanned); use
+  // count_only for an exact count of a large range.
+  uint64_t count = 0;
   bool more = false;      // the limit cut the result short
   uint64_t revision = 0;  // store revision the read saw
 };

@@ -131,7 +131,9 @@ bool LeafDataRef(absl::string_view key, absl::string_view value, DataRef* ref) {
   }
   ref->bytenr = DecodeLE64(value.data() + kKvExtentBytenrOff);
   ref->len = DecodeLE64(value.data() + kKvExtentDiskLenOff);
-  return ref->len != 0;
+  ref->value_len = DecodeLE64(value.data() + kKvExtentValueLenOff);
+  ref->crc = DecodeLE32(value.data() + kKvExtentCsumOff);
+  return ref->len != 0 && ref->value_len <= ref->len;
 }
 
 }  // namespace format

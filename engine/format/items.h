@@ -60,6 +60,9 @@ inline constexpr size_t kKvExtentCsumOff = 56;
 struct DataRef {
   uint64_t bytenr = 0;
   uint64_t len = 0;
+  // What the data must be (filled by LeafDataRef; not part of identity).
+  uint64_t value_len = 0;
+  uint32_t crc = 0;
 };
 // The data extent a leaf item refers to, if any. Items that do not parse
 // refer to nothing (readers report them as DATA_LOSS).

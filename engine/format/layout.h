@@ -116,11 +116,15 @@ inline constexpr size_t kLogBaseGenOff = 48;    // u64 = superblock generation
 inline constexpr size_t kLogSeqOff = 56;        // u64 0, 1, 2, ... along the chain
 inline constexpr size_t kLogNextOff = 64;       // u64 where block seq+1 goes
 inline constexpr size_t kLogRevisionOff = 72;   // u64 KV revision the log reaches
-inline constexpr size_t kLogNtreesOff = 80;     // u32 log trees listed (+4 pad)
+inline constexpr size_t kLogNtreesOff = 80;     // u32 log trees listed
+inline constexpr size_t kLogNentriesOff = 84;   // u32 entries inline in this block
 inline constexpr size_t kLogHeaderSize = 88;
 // One entry per log tree: u64 subvolume id, u64 root bytenr, u64 root
 // generation, u8 root level (+7 pad).
 inline constexpr size_t kLogEntrySize = 32;
+// An inline entry: u64 subvolume id, u16 key length, u32 value length (0 =
+// the key was deleted), then the key and the value.
+inline constexpr size_t kLogInlineHeaderSize = 14;
 
 }  // namespace format
 }  // namespace cowkv

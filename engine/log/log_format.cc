@@ -14,9 +14,11 @@ namespace log {
 using namespace format;  // NOLINT: the layout constants
 
 size_t MaxLogTrees(uint32_t sectorsize) { return (sectorsize - kLogHeaderSize) / kLogEntrySize; }
+size_t MaxInlineBytes(uint32_t sectorsize) { return sectorsize - kLogHeaderSize; }
 
 std::string EncodeLogRoot(const LogRootBlock& b, uint32_t sectorsize) {
   COWKV_CHECK(b.fsid.size() == kFsidSize && b.trees.size() <= MaxLogTrees(sectorsize));
+  COWKV_CHECK(b.trees.empty() || b.entries.empty());
   std::string out(sectorsize, '\0');
   char* p = out.data();
   EncodeLE64(p + kLogMagicOff, kLogMagic);
@@ -28,6 +30,7 @@ std::string EncodeLogRoot(const LogRootBlock& b, uint32_t sectorsize) {
   EncodeLE64(p + kLogNextOff, b.next);
   EncodeLE64(p + kLogRevisionOff, b.revision);
   EncodeLE32(p + kLogNtreesOff, static_cast<uint32_t>(b.trees.size()));
+  EncodeLE32(p + kLogNentriesOff, static_cast<uint32_t>(b.entries.size()));
   char* e = p + kLogHeaderSize;
   for (const LogTreeRef& t : b.trees) {
     EncodeLE64(e, t.subvol);
@@ -35,6 +38,15 @@ std::string EncodeLogRoot(const LogRootBlock& b, uint32_t sectorsize) {
     EncodeLE64(e + 16, t.generation);
     e[24] = static_cast<char>(t.level);
     e += kLogEntrySize;
+  }
+  for (const LogEntry& en : b.entries) {
+    COWKV_CHECK(static_cast<size_t>(e - p) + InlineSize(en) <= sectorsize);
+    EncodeLE64(e, en.subvol);
+    EncodeLE16(e + 8, static_cast<uint16_t>(en.key.size()));
+    EncodeLE32(e + 10, static_cast<uint32_t>(en.value.size()));
+    std::memcpy(e + kLogInlineHeaderSize, en.key.data(), en.key.size());
+    std::memcpy(e + kLogInlineHeaderSize + en.key.size(), en.value.data(), en.value.size());
+    e += InlineSize(en);
   }
   EncodeLE32(p + kLogCsumOff, Crc32c(p + 4, sectorsize - 4));
   return out;
@@ -72,8 +84,9 @@ absl::StatusOr<LogRootBlock> DecodeLogRoot(absl::string_view data, const LogRoot
   }
   if (BadBytenr(b.next, e)) return bad(absl::StrCat("next bytenr ", b.next, " out of range"));
   const uint32_t n = DecodeLE32(p + kLogNtreesOff);
-  if (n > MaxLogTrees(static_cast<uint32_t>(data.size()))) {
-    return bad(absl::StrCat(n, " log trees listed"));
+  const uint32_t ninline = DecodeLE32(p + kLogNentriesOff);
+  if (n > MaxLogTrees(static_cast<uint32_t>(data.size())) || (n > 0 && ninline > 0)) {
+    return bad(absl::StrCat(n, " log trees and ", ninline, " inline entries listed"));
   }
   const char* q = p + kLogHeaderSize;
   for (uint32_t i = 0; i < n; ++i, q += kLogEntrySize) {
@@ -83,6 +96,21 @@ absl::StatusOr<LogRootBlock> DecodeLogRoot(absl::string_view data, const LogRoot
       return bad(absl::StrCat("log tree of subvolume ", t.subvol, " has a bad root"));
     }
     b.trees.push_back(t);
+  }
+  const char* end = p + data.size();
+  for (uint32_t i = 0; i < ninline; ++i) {
+    if (end - q < static_cast<ptrdiff_t>(kLogInlineHeaderSize)) return bad("inline entries overrun");
+    LogEntry en;
+    en.subvol = DecodeLE64(q);
+    const size_t klen = DecodeLE16(q + 8), vlen = DecodeLE32(q + 10);
+    q += kLogInlineHeaderSize;
+    if (klen == 0 || klen > kMaxKeySize || static_cast<size_t>(end - q) < klen + vlen) {
+      return bad(absl::StrCat("inline entry ", i, " of ", klen, "+", vlen, " bytes"));
+    }
+    en.key.assign(q, klen);
+    en.value.assign(q + klen, vlen);
+    q += klen + vlen;
+    b.entries.push_back(std::move(en));
   }
   return b;
 }

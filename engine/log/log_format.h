@@ -29,6 +29,14 @@ struct LogTreeRef {
   uint8_t level = 0;
 };
 
+struct LogEntry {
+  uint64_t subvol = 0;
+  std::string key;    // tree key
+  std::string value;  // item value; empty = the key was deleted
+};
+
+// One log sync: a root block whose entries are inline (a small sync: one
+// sector written) or in log trees it lists (never both).
 struct LogRootBlock {
   std::string fsid;
   uint64_t bytenr = 0;
@@ -38,10 +46,15 @@ struct LogRootBlock {
   uint64_t next = 0;
   uint64_t revision = 0;
   std::vector<LogTreeRef> trees;
+  std::vector<LogEntry> entries;
 };
 
-// Log trees one block can list.
+// Log trees one block can list; bytes of inline entries it can hold.
 size_t MaxLogTrees(uint32_t sectorsize);
+size_t MaxInlineBytes(uint32_t sectorsize);
+inline size_t InlineSize(const LogEntry& e) {
+  return 14 + e.key.size() + e.value.size();
+}
 
 // Exactly `sectorsize` bytes, checksum included.
 std::string EncodeLogRoot(const LogRootBlock& b, uint32_t sectorsize);

@@ -1,10 +1,13 @@
 #include "engine/log/log_manager.h"
 
+#include <algorithm>
 #include <random>
 
 #include "absl/strings/str_cat.h"
 #include "engine/base/check.h"
+#include "engine/base/crc32c.h"
 #include "engine/base/status.h"
+#include "engine/format/items.h"
 #include "engine/format/layout.h"
 #include "engine/log/log_format.h"
 
@@ -38,7 +41,6 @@ LogManager::~LogManager() = default;
 void LogManager::ResetChain(uint64_t base, uint64_t nonce) {
   cache_ = std::make_unique<NodeCache>(txn_->device(), txn_->superblock().fsid, txn_->nodesize(),
                                        txn_->superblock().sectorsize, kLogCacheBytes);
-  trees_.clear();
   pending_.clear();
   pending_keys_ = 0;
   base_ = base;
@@ -110,22 +112,38 @@ absl::Status LogManager::DropRoot(uint64_t, const Node&) {
   return absl::InternalError("log trees are never dropped");
 }
 
-absl::Status LogManager::CopyPending() {
+absl::StatusOr<std::vector<LogEntry>> LogManager::CollectPending() {
+  std::vector<LogEntry> out;
+  out.reserve(pending_keys_);
   for (auto& [subvol, keys] : pending_) {
     Tree* fs = txn_->fs_tree(subvol);
     if (fs == nullptr) continue;  // deleted since; nothing to replay
-    auto& lt = trees_[subvol];
-    if (lt == nullptr) {
-      ASSIGN_OR_RETURN(lt, Tree::CreateEmpty(format::kLogTreeOwner, cache_.get(), this));
-    }
-    for (const std::string& key : keys) {
+    std::vector<std::string> sorted(keys.begin(), keys.end());
+    std::sort(sorted.begin(), sorted.end());
+    for (std::string& key : sorted) {
       absl::StatusOr<std::string> v = fs->Get(key);
-      if (absl::IsNotFound(v.status())) {
-        RETURN_IF_ERROR(lt->Put(key, ""));
-      } else {
-        RETURN_IF_ERROR(v.status());
-        RETURN_IF_ERROR(lt->Put(key, *v));
+      if (!v.ok() && !absl::IsNotFound(v.status())) return v.status();
+      out.push_back({subvol, std::move(key), v.ok() ? *std::move(v) : std::string()});
+    }
+  }
+  return out;
+}
+
+absl::Status LogManager::BuildTrees(const std::vector<LogEntry>& entries, LogRootBlock* root) {
+  std::unique_ptr<Tree> tree;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const LogEntry& e = entries[i];
+    if (tree == nullptr) {
+      ASSIGN_OR_RETURN(tree, Tree::CreateEmpty(format::kLogTreeOwner, cache_.get(), this));
+    }
+    RETURN_IF_ERROR(tree->Put(e.key, e.value));
+    if (i + 1 == entries.size() || entries[i + 1].subvol != e.subvol) {
+      if (root->trees.size() == MaxLogTrees(txn_->superblock().sectorsize)) {
+        return absl::ResourceExhaustedError("more logged subvolumes than a log root block lists");
       }
+      root->trees.push_back(
+          {e.subvol, tree->root().bytenr, tree->root().generation, tree->root().level});
+      tree.reset();
     }
   }
   return absl::OkStatus();
@@ -134,17 +152,23 @@ absl::Status LogManager::CopyPending() {
 absl::StatusOr<std::unique_ptr<LogManager::SyncBatch>> LogManager::PrepareSync(uint64_t revision) {
   if (needs_full_commit()) return absl::FailedPreconditionError("log needs a full commit");
   if (pending_keys_ == 0) return std::unique_ptr<SyncBatch>();
-  auto b = std::make_unique<SyncBatch>();
-  absl::Status s = CopyPending();
-  if (s.ok() && trees_.size() > MaxLogTrees(txn_->superblock().sectorsize)) {
-    s = absl::ResourceExhaustedError("more logged subvolumes than a log root block lists");
+  LogRootBlock root;
+  absl::StatusOr<std::vector<LogEntry>> entries = CollectPending();
+  absl::Status s = entries.status();
+  if (s.ok()) {
+    size_t bytes = 0;
+    for (const LogEntry& e : *entries) bytes += InlineSize(e);
+    if (bytes <= MaxInlineBytes(txn_->superblock().sectorsize)) {
+      root.entries = *std::move(entries);
+    } else {
+      s = BuildTrees(*entries, &root);
+    }
   }
   absl::StatusOr<uint64_t> next = s.ok() ? AllocTreeBlock(0, 0) : absl::StatusOr<uint64_t>(s);
   if (!next.ok()) {
     broken_ = true;
     return next.status();
   }
-  LogRootBlock root;
   root.fsid = txn_->superblock().fsid;
   root.bytenr = next_root_;
   root.nonce = nonce_;
@@ -152,14 +176,12 @@ absl::StatusOr<std::unique_ptr<LogManager::SyncBatch>> LogManager::PrepareSync(u
   root.seq = seq_;
   root.next = *next;
   root.revision = revision;
-  for (auto& [subvol, t] : trees_) {
-    root.trees.push_back({subvol, t->root().bytenr, t->root().generation, t->root().level});
-    t->ClearRootChanged();
-  }
+  auto b = std::make_unique<SyncBatch>();
   b->nonce = nonce_;
   b->base = base_;
   b->revision = revision;
   b->keys = pending_keys_;
+  b->inline_entries = !root.entries.empty();
   b->nodes = cache_->SealDirty();
   b->root_bytenr = next_root_;
   b->root_block = EncodeLogRoot(root, txn_->superblock().sectorsize);
@@ -187,6 +209,7 @@ void LogManager::FinishSync(const SyncBatch& b, const absl::Status& written) {
   }
   cache_->MarkWritten(b.nodes);
   ++stats_.syncs;
+  stats_.inline_syncs += b.inline_entries;
   stats_.synced_keys += b.keys;
   stats_.sync_bytes += b.nodes.size() * txn_->nodesize() + b.root_block.size();
 }
@@ -229,7 +252,27 @@ absl::Status ReadLogTrees(BlockDevice* device, const format::Superblock& sb,
                           const LogRootBlock& root, Recovered* out) {
   NodeCache cache(device, sb.fsid, sb.nodesize, sb.sectorsize, kLogCacheBytes);
   for (const LogTreeRef& t : root.trees) RETURN_IF_ERROR(ReadLogTree(&cache, t, out));
-  out->revision = root.revision;
+  return absl::OkStatus();
+}
+
+// A sync's data extents were written before its flush: if a link's root
+// block survived a cut flush but its data did not, the data's checksum
+// (kept in the item) says so.
+absl::Status VerifyData(BlockDevice* device, const std::vector<LogEntry>& entries, size_t from) {
+  std::string buf;
+  for (size_t i = from; i < entries.size(); ++i) {
+    format::DataRef d;
+    if (!format::LeafDataRef(entries[i].key, entries[i].value, &d)) continue;
+    if (d.bytenr + d.len > device->Size()) {
+      return absl::DataLossError(absl::StrCat("logged data extent ", d.bytenr, " out of range"));
+    }
+    buf.resize(d.value_len);
+    RETURN_IF_ERROR(device->ReadAt(d.bytenr, buf.data(), buf.size()));
+    if (Crc32c(buf.data(), buf.size()) != d.crc) {
+      return absl::DataLossError(absl::StrCat("logged data extent ", d.bytenr,
+                                              " does not hold its value"));
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -253,25 +296,29 @@ absl::StatusOr<Recovered> LogManager::Recover(BlockDevice* device, const format:
     ++e.seq;
     chain.push_back(*std::move(b));
   }
+  // Replay every link in order. A link's log trees and data were written
+  // with it, before its flush: only the last link can have torn trees or
+  // data (a later link exists only after a flush covered the earlier one),
+  // and then that sync was never acknowledged.
+  for (size_t i = 0; i < chain.size(); ++i) {
+    const LogRootBlock& root = chain[i];
+    const size_t mark = out.entries.size(), blocks_mark = out.blocks.size();
+    out.entries.insert(out.entries.end(), root.entries.begin(), root.entries.end());
+    absl::Status s = ReadLogTrees(device, sb, root, &out);
+    if (s.ok()) s = VerifyData(device, out.entries, mark);
+    if (!s.ok() && absl::IsDataLoss(s) && i + 1 == chain.size()) {
+      out.entries.resize(mark);
+      out.blocks.resize(blocks_mark);
+      chain.pop_back();
+      break;
+    }
+    if (!s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("replaying log link ", i, " of generation ",
+                                                 sb.generation, ": ", s.message()));
+    }
+    out.revision = root.revision;
+  }
   out.root_blocks = chain.size();
-  if (chain.empty()) return out;
-  // Only the last sync can be torn (a later link exists only after a flush
-  // covered the earlier one), so fall back at most one link.
-  absl::Status s = ReadLogTrees(device, sb, chain.back(), &out);
-  if (!s.ok() && absl::IsDataLoss(s) && chain.size() >= 2) {
-    out.entries.clear();
-    out.blocks.clear();
-    s = ReadLogTrees(device, sb, chain[chain.size() - 2], &out);
-  } else if (!s.ok() && absl::IsDataLoss(s)) {
-    out.entries.clear();
-    out.blocks.clear();
-    out.revision = 0;
-    s = absl::OkStatus();  // the only sync was torn: nothing was acknowledged
-  }
-  if (!s.ok()) {
-    return absl::Status(s.code(), absl::StrCat("replaying the log of generation ",
-                                               sb.generation, ": ", s.message()));
-  }
   out.blocks.insert(out.blocks.end(), root_blocks.begin(), root_blocks.end());
   return out;
 }

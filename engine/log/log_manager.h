@@ -3,12 +3,14 @@
 //
 // While engine generation N+1 runs (N is the last durable one), every change
 // to a logged key space notes its key here. A log sync copies the current
-// value of each noted key (or a tombstone) from the subvolume tree into that
-// subvolume's log tree — a CoW B+tree of its own, owner kLogTreeOwner —
-// seals the log trees' new nodes, and writes them plus one log root block
-// (log_format.h) to the next link of the chain the superblock of N names,
-// then flushes once. Captured under the store lock, a sync holds exactly the
-// state at one revision, so syncs form a prefix of the commit order.
+// item of each key noted since the last sync (or a tombstone) from the
+// subvolume tree, and writes them as the next link of the chain the
+// superblock of N names: one log root block (log_format.h) holding the
+// entries inline when they fit in its sector — one 4 KiB write — or, for a
+// bigger sync, listing a fresh log tree per subvolume (owner kLogTreeOwner)
+// written beside it; then it flushes once. Captured under the store lock, a
+// sync holds exactly the changes up to one revision, so the chain, replayed
+// in order, is a prefix of the commit order.
 //
 // The engine commit that seals N+1 starts the chain for N+1 (StartChain);
 // the old chain's blocks are freed once N+1 is durable. Log blocks are never
@@ -34,6 +36,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "engine/format/superblock.h"
+#include "engine/log/log_format.h"
 #include "engine/tree/node_cache.h"
 #include "engine/tree/tree.h"
 #include "engine/txn/txn_manager.h"
@@ -48,6 +51,7 @@ struct LogAnchor {
 
 struct LogStats {
   uint64_t syncs = 0;
+  uint64_t inline_syncs = 0;  // of them, entries inline in the root block
   uint64_t synced_keys = 0;
   uint64_t sync_bytes = 0;  // nodes + root blocks written
   uint64_t chains = 0;
@@ -56,11 +60,7 @@ struct LogStats {
 
 // What mount found in the log.
 struct Recovered {
-  struct Entry {
-    uint64_t subvol = 0;
-    std::string key;    // tree key
-    std::string value;  // empty = tombstone (the key was deleted)
-  };
+  using Entry = LogEntry;  // in chain order: replay applies them in order
   uint64_t revision = 0;
   std::vector<Entry> entries;
   uint64_t root_blocks = 0;       // valid links of the chain
@@ -101,6 +101,7 @@ class LogManager : private TreeHooks {
     uint64_t base = 0;
     uint64_t revision = 0;
     uint64_t keys = 0;
+    bool inline_entries = false;
     std::vector<NodeRef> nodes;
     uint64_t root_bytenr = 0;
     std::string root_block;
@@ -126,13 +127,14 @@ class LogManager : private TreeHooks {
   absl::Status DropChild(uint64_t, const Node&, int) override;
   absl::Status DropRoot(uint64_t, const Node&) override;
 
-  absl::Status CopyPending();
+  // The pending keys' current items, by subvolume and key.
+  absl::StatusOr<std::vector<LogEntry>> CollectPending();
+  absl::Status BuildTrees(const std::vector<LogEntry>& entries, LogRootBlock* root);
   void ResetChain(uint64_t base, uint64_t nonce);
 
   TxnManager* const txn_;
   const uint64_t max_pending_keys_;
   std::unique_ptr<NodeCache> cache_;  // one per chain
-  std::map<uint64_t, std::unique_ptr<Tree>> trees_;
   std::map<uint64_t, absl::flat_hash_set<std::string>> pending_;
   uint64_t pending_keys_ = 0;
   uint64_t base_ = 0;
