@@ -50,7 +50,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -58,7 +57,6 @@
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <random>
 #include <string>
 #include <string_view>
@@ -132,14 +130,14 @@ std::string RemovePath(const std::string& path) {
 class LatencyPool {
  public:
   void Add(const std::vector<double>& samples) {
-    std::lock_guard<std::mutex> l(mu_);
+    absl::MutexLock l(&mu_);
     all_.insert(all_.end(), samples.begin(), samples.end());
     ++arrived_;
-    cv_.notify_all();
   }
   std::vector<double> TakeAll(int threads) {
-    std::unique_lock<std::mutex> l(mu_);
-    cv_.wait(l, [&] { return arrived_ >= threads; });
+    absl::MutexLock l(&mu_);
+    auto all_arrived = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return arrived_ >= threads; };
+    mu_.Await(absl::Condition(&all_arrived));
     std::vector<double> out;
     out.swap(all_);
     arrived_ = 0;
@@ -147,10 +145,9 @@ class LatencyPool {
   }
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<double> all_;
-  int arrived_ = 0;
+  absl::Mutex mu_;
+  std::vector<double> all_ ABSL_GUARDED_BY(mu_);
+  int arrived_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 LatencyPool g_latencies;
@@ -594,7 +591,7 @@ struct Fixture {
   std::string error;  // set once if building it failed
 };
 
-std::mutex g_fixture_mu;
+absl::Mutex g_fixture_mu;
 std::map<Sys, Fixture> g_fixtures;
 
 // All N keys with their fill values, in the dataset's random fill order, in
@@ -617,7 +614,7 @@ std::string Load(Peer* peer) {
 // thread gets here first (never timed: google-benchmark starts the clock at
 // the loop, after every thread has arrived).
 Peer* GetPeer(Sys s, std::string* error) {
-  std::lock_guard<std::mutex> l(g_fixture_mu);
+  absl::MutexLock l(&g_fixture_mu);
   Fixture& f = g_fixtures[s];
   if (f.peer == nullptr && f.error.empty()) {
     std::unique_ptr<Peer> peer = NewPeer(s);

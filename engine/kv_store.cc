@@ -185,14 +185,7 @@ absl::StatusOr<Tree*> StoreImpl::WritableTree(uint64_t subvol) {
 
 namespace {
 
-// One tree change of a KV commit, with the data extents it lets go of and
-// takes (len 0 = none).
-struct KvOp {
-  std::string tree_key;
-  std::optional<std::string> item;  // nullopt = delete
-  format::DataRef old_data;
-  format::DataRef new_data;
-};
+
 
 // The existing keys `ws`'s delete-ranges remove (those it does not put
 // again), sorted and unique.
@@ -222,6 +215,13 @@ absl::Status ExpandDeleteRanges(Tree* tree, const KvWriteSet& ws, std::vector<Kv
 }
 
 }  // namespace
+
+absl::Status StoreImpl::ApplyOp(Tree* tree, uint64_t subvol, const KvOp& op) {
+  RETURN_IF_ERROR(op.item ? tree->Put(op.tree_key, *op.item) : tree->Delete(op.tree_key));
+  if (op.old_data.len != 0) txn_->AddDataRef(subvol, op.old_data, -1, false);
+  if (op.new_data.len != 0) txn_->AddDataRef(subvol, op.new_data, +1, true);
+  return absl::OkStatus();
+}
 
 absl::StatusOr<uint64_t> StoreImpl::ApplyLocked(uint64_t subvol, uint64_t read_revision,
                                                 const kv::ReadSet& reads, KvWriteSet& ws) {
@@ -274,17 +274,13 @@ absl::StatusOr<uint64_t> StoreImpl::ApplyLocked(uint64_t subvol, uint64_t read_r
       tree, all_deletes ? TxnManager::WriteKind::kDelete : TxnManager::WriteKind::kInsert,
       ops.size()));
   for (const KvOp& op : ops) {
-    absl::Status s = op.item ? tree->Put(op.tree_key, *op.item) : tree->Delete(op.tree_key);
+    absl::Status s = ApplyOp(tree, subvol, op);
     if (!s.ok()) {
       // Half applied in memory: this generation must never commit.
       txn_->SetFatal(s);
       return s;
     }
-    if (op.old_data.len != 0) txn_->AddDataRef(subvol, op.old_data, -1, false);
-    if (op.new_data.len != 0) {
-      txn_->AddDataRef(subvol, op.new_data, +1, true);
-      ws.used.insert(std::string(kv::UserKey(op.tree_key)));
-    }
+    if (op.new_data.len != 0) ws.used.insert(std::string(kv::UserKey(op.tree_key)));
   }
   revision_ = rev;
   ++kv_commits_;
@@ -426,12 +422,10 @@ bool CompareWith(Compare::Op op, const T& have, const T& want) {
 
 }  // namespace
 
-absl::StatusOr<TxnResponse> StoreImpl::TxnLocked(uint64_t subvol, const TxnRequest& req,
-                                                 KvWriteSet* branches) {
-  ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
-  TxnResponse resp;
-  resp.succeeded = true;
-  for (const Compare& c : req.compare) {
+// Whether every compare of a Txn holds (etcd: an absent key has zero
+// revisions and no value).
+absl::StatusOr<bool> StoreImpl::ComparesHold(Tree* tree, const std::vector<Compare>& compares) {
+  for (const Compare& c : compares) {
     const std::string tk = kv::TreeKey(c.key);
     absl::StatusOr<std::string> raw = tree->Get(tk);
     if (!raw.ok() && !absl::IsNotFound(raw.status())) return raw.status();
@@ -460,11 +454,16 @@ absl::StatusOr<TxnResponse> StoreImpl::TxnLocked(uint64_t subvol, const TxnReque
         holds = CompareWith(c.op, raw.ok(), c.exists);
         break;
     }
-    if (!holds) {
-      resp.succeeded = false;
-      break;
-    }
+    if (!holds) return false;
   }
+  return true;
+}
+
+absl::StatusOr<TxnResponse> StoreImpl::TxnLocked(uint64_t subvol, const TxnRequest& req,
+                                                 KvWriteSet* branches) {
+  ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
+  TxnResponse resp;
+  ASSIGN_OR_RETURN(resp.succeeded, ComparesHold(tree, req.compare));
   const std::vector<TxnOp>& ops = resp.succeeded ? req.success : req.failure;
   KvWriteSet& ws = resp.succeeded ? branches[0] : branches[1];
   ws.writes.clear();

@@ -35,6 +35,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "engine/format/items.h"
 #include "engine/kv/conflict_window.h"
 #include "engine/kv/kv_item.h"
 #include "engine/log/log_manager.h"
@@ -59,6 +60,15 @@ struct KvTxnState {
   // before `writes`; a later Put of a key inside one wins.
   std::vector<std::pair<std::string, std::string>> delete_ranges;
   bool finished = false;
+};
+
+// One tree change of a KV commit, with the data extents it lets go of and
+// takes (len 0 = none).
+struct KvOp {
+  std::string tree_key;
+  std::optional<std::string> item;  // nullopt = delete
+  format::DataRef old_data;
+  format::DataRef new_data;
 };
 
 // What a KV commit applies, already validated.
@@ -148,6 +158,11 @@ class StoreImpl {
   absl::StatusOr<RangeResult> RangeLocked(Tree* tree, const RangeRequest& req,
                                           uint64_t scan_limit)
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<bool> ComparesHold(Tree* tree, const std::vector<Compare>& compares)
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // One tree change of a commit with its data references.
+  absl::Status ApplyOp(Tree* tree, uint64_t subvol, const KvOp& op)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // `branches`: the success and failure branches' puts with their extents.
   absl::StatusOr<TxnResponse> TxnLocked(uint64_t subvol, const TxnRequest& req,
                                         KvWriteSet* branches) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
