@@ -36,6 +36,9 @@
 //   --dir=PATH                 where the files go (default $TEST_TMPDIR, else
 //                              /tmp/cowkv-kvbench); a mkdtemp directory inside
 //                              it holds them and is removed at exit
+//   --cowkv_device=zeroed|sparse  zeroed (default): the cowkv device file is
+//                                 written with zeros before mkfs, like a raw
+//                                 block device; sparse: a sparse file
 //   --cowkv_scan=iterator|range  cowkv RangeScan through Subvolume::NewIterator
 //                              (default; Seek + Next, like the peers' cursors)
 //                              or Subvolume::Range(start, limit = 100)
@@ -97,6 +100,7 @@ struct Config {
   uint64_t num = 1000000;
   std::string dir;  // --dir; empty = default
   bool cowkv_scan_range = false;
+  bool cowkv_zero_device = true;
 };
 
 Config g_config;
@@ -214,6 +218,18 @@ class CowkvPeer : public Peer {
     auto dev = cowkv::FileDevice::Open(path, fo);
     if (!dev.ok()) return CowErr("FileDevice::Open", dev.status());
     device_ = std::move(*dev);
+    if (g_config.cowkv_zero_device) {
+      // Like a raw block device: every block already allocated on the
+      // host filesystem, so a write never waits for the filesystem to
+      // allocate (or convert) the block it lands on.
+      const std::string zeros(8 << 20, '\0');
+      for (uint64_t off = 0; off < kDeviceBytes; off += zeros.size()) {
+        absl::Status w = device_->WriteAt(off, zeros.data(), zeros.size());
+        if (!w.ok()) return CowErr("zero-fill", w);
+      }
+      absl::Status f = device_->Flush();
+      if (!f.ok()) return CowErr("zero-fill flush", f);
+    }
     absl::Status s = cowkv::Store::Mkfs(device_.get(), cowkv::MkfsOptions{});
     if (!s.ok()) return CowErr("Store::Mkfs", s);
     cowkv::Options opts;
@@ -944,6 +960,8 @@ bool ParseOwnFlags(int* argc, char** argv) {
       g_config.num = v;
     } else if (a.rfind("--dir=", 0) == 0 && a.size() > 6) {
       g_config.dir = a.substr(6);
+    } else if (a == "--cowkv_device=zeroed" || a == "--cowkv_device=sparse") {
+      g_config.cowkv_zero_device = (a == "--cowkv_device=zeroed");
     } else if (a == "--cowkv_scan=iterator" || a == "--cowkv_scan=range") {
       g_config.cowkv_scan_range = (a == "--cowkv_scan=range");
     } else if (a.rfind("--num", 0) == 0 || a.rfind("--dir", 0) == 0 ||

@@ -706,23 +706,25 @@ absl::Status StoreImpl::WaitDurable(uint64_t rev) {
   for (;;) {
     {
       absl::MutexLock l(&sync_mu_);
-      auto covered = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(sync_mu_) {
-        return committed_rev_ >= rev || (synced_rev_ >= rev && durable_gen_ >= synced_base_);
-      };
       // Wait while a sync runs, or while the sync that covers `rev` waits
-      // for the engine commit its chain extends.
-      auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(sync_mu_) {
-        return covered() || !sync_failed_.ok() || (!sync_running_ && synced_rev_ < rev);
-      };
-      sync_mu_.Await(absl::Condition(&ready));
-      if (covered()) return absl::OkStatus();
-      if (!sync_failed_.ok()) return sync_failed_;
+      // for the engine commit its chain extends. A condition variable, not
+      // Await: with many committers waiting, re-evaluating every waiter's
+      // condition on each unlock costs more than the sync.
+      for (;;) {
+        if (committed_rev_ >= rev || (synced_rev_ >= rev && durable_gen_ >= synced_base_)) {
+          return absl::OkStatus();
+        }
+        if (!sync_failed_.ok()) return sync_failed_;
+        if (!sync_running_ && synced_rev_ < rev) break;  // lead the next sync
+        sync_cv_.Wait(&sync_mu_);
+      }
       sync_running_ = true;
     }
     absl::StatusOr<bool> synced = RunLogSync();
     {
       absl::MutexLock l(&sync_mu_);
       sync_running_ = false;
+      sync_cv_.SignalAll();
     }
     if (!synced.ok() || !*synced) {
       // The log cannot take it: an engine commit makes everything durable.
@@ -758,6 +760,7 @@ absl::StatusOr<bool> StoreImpl::RunLogSync() {
     synced_rev_ = rev;
     synced_base_ = base;
   }
+  sync_cv_.SignalAll();
   return true;
 }
 

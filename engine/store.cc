@@ -596,10 +596,11 @@ void StoreImpl::PublishDurable(uint64_t generation, uint64_t revision, const abs
   absl::MutexLock l(&sync_mu_);
   if (!s.ok()) {
     if (sync_failed_.ok()) sync_failed_ = s;
-    return;
+  } else {
+    durable_gen_ = std::max(durable_gen_, generation);
+    committed_rev_ = std::max(committed_rev_, revision);
   }
-  durable_gen_ = std::max(durable_gen_, generation);
-  committed_rev_ = std::max(committed_rev_, revision);
+  sync_cv_.SignalAll();
 }
 
 absl::Status StoreImpl::AfterCommitLocked(CommitTrigger trigger) {

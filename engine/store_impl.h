@@ -234,6 +234,7 @@ class StoreImpl {
 
   absl::Mutex log_mu_ ABSL_ACQUIRED_AFTER(commit_mu_) ABSL_ACQUIRED_BEFORE(handles_mu_);
   absl::Mutex sync_mu_;
+  absl::CondVar sync_cv_;  // signalled whenever the state below changes
   bool sync_running_ ABSL_GUARDED_BY(sync_mu_) = false;
   absl::Status sync_failed_ ABSL_GUARDED_BY(sync_mu_);
   uint64_t synced_rev_ ABSL_GUARDED_BY(sync_mu_) = 0;   // in a written log sync
