@@ -32,6 +32,7 @@
 //   --num=N                 items (default 1000000)
 //   --small_commits=K       operations for SmallCommit and Fdatasync (200)
 //   --stream_mib=M          MiB written by BM_StreamWrite (1024)
+//   --stream_value_bytes=N  value size of BM_StreamWrite (1 MiB: data extents)
 //   --lmdb_read_txn=per_read|batch
 //                           LMDB ReadRandom: a read snapshot per Get (default,
 //                           like cowkv's Store::Get) or one for the whole batch
@@ -79,6 +80,7 @@ struct Config {
   uint64_t num = 1000000;
   int64_t small_commits = 200;
   uint64_t stream_bytes = 1ull << 30;  // BM_StreamWrite total
+  uint64_t stream_value_bytes = 1ull << 20;  // BM_StreamWrite value size
   bool lmdb_txn_per_read = true;
 };
 
@@ -375,7 +377,7 @@ void RegisterAll() {
       ->UseManualTime()
       ->Iterations(g_config.small_commits)
       ->Unit(benchmark::kMicrosecond);
-  RegisterSubvolumeBenchmarks(g_dir, g_config.stream_bytes);
+  RegisterSubvolumeBenchmarks(g_dir, g_config.stream_bytes, g_config.stream_value_bytes);
 }
 
 // ---- Reporting: exact BM_<Workload>/<system> names --------------------------------
@@ -443,6 +445,12 @@ bool ParseOwnFlags(int* argc, char** argv) {
         return false;
       }
       g_config.stream_bytes = v << 20;
+    } else if (a.rfind("--stream_value_bytes=", 0) == 0) {
+      if (!ParseU64(a.c_str() + 21, &v) || v == 0 || v > (16u << 20)) {
+        std::fprintf(stderr, "bad %s\n", a.c_str());
+        return false;
+      }
+      g_config.stream_value_bytes = v;
     } else if (a == "--lmdb_read_txn=per_read") {
       g_config.lmdb_txn_per_read = true;
     } else if (a == "--lmdb_read_txn=batch") {

@@ -39,6 +39,9 @@
 //   --cowkv_device=zeroed|sparse  zeroed (default): the cowkv device file is
 //                                 written with zeros before mkfs, like a raw
 //                                 block device; sparse: a sparse file
+//   --cowkv_nodesize=N           cowkv mkfs nodesize (16384)
+//   --cowkv_io=buffered|direct   cowkv FileDevice through the page cache
+//                                (default) or with O_DIRECT
 //   --cowkv_scan=iterator|range  cowkv RangeScan through Subvolume::NewIterator
 //                              (default; Seek + Next, like the peers' cursors)
 //                              or Subvolume::Range(start, limit = 100)
@@ -101,6 +104,8 @@ struct Config {
   std::string dir;  // --dir; empty = default
   bool cowkv_scan_range = false;
   bool cowkv_zero_device = true;
+  bool cowkv_direct_io = false;
+  uint32_t cowkv_nodesize = 16384;
 };
 
 Config g_config;
@@ -215,6 +220,7 @@ class CowkvPeer : public Peer {
   std::string Create(const std::string& path) override {
     cowkv::FileDeviceOptions fo;
     fo.create_size = kDeviceBytes;
+    fo.direct_io = g_config.cowkv_direct_io;
     auto dev = cowkv::FileDevice::Open(path, fo);
     if (!dev.ok()) return CowErr("FileDevice::Open", dev.status());
     device_ = std::move(*dev);
@@ -230,7 +236,9 @@ class CowkvPeer : public Peer {
       absl::Status f = device_->Flush();
       if (!f.ok()) return CowErr("zero-fill flush", f);
     }
-    absl::Status s = cowkv::Store::Mkfs(device_.get(), cowkv::MkfsOptions{});
+    cowkv::MkfsOptions mk;
+    mk.nodesize = g_config.cowkv_nodesize;
+    absl::Status s = cowkv::Store::Mkfs(device_.get(), mk);
     if (!s.ok()) return CowErr("Store::Mkfs", s);
     cowkv::Options opts;
     opts.node_cache_bytes = kCacheBytes;
@@ -960,6 +968,10 @@ bool ParseOwnFlags(int* argc, char** argv) {
       g_config.num = v;
     } else if (a.rfind("--dir=", 0) == 0 && a.size() > 6) {
       g_config.dir = a.substr(6);
+    } else if (a.rfind("--cowkv_nodesize=", 0) == 0) {
+      g_config.cowkv_nodesize = static_cast<uint32_t>(std::atoi(a.c_str() + 17));
+    } else if (a == "--cowkv_io=direct" || a == "--cowkv_io=buffered") {
+      g_config.cowkv_direct_io = (a == "--cowkv_io=direct");
     } else if (a == "--cowkv_device=zeroed" || a == "--cowkv_device=sparse") {
       g_config.cowkv_zero_device = (a == "--cowkv_device=zeroed");
     } else if (a == "--cowkv_scan=iterator" || a == "--cowkv_scan=range") {

@@ -10,7 +10,8 @@ namespace cowkv_bench {
 
 // `dir` holds the benchmarks' files; `stream_bytes` is the total written by
 // BM_StreamWrite.
-void RegisterSubvolumeBenchmarks(const std::string& dir, uint64_t stream_bytes);
+void RegisterSubvolumeBenchmarks(const std::string& dir, uint64_t stream_bytes,
+                                 uint64_t stream_value_bytes);
 
 }  // namespace cowkv_bench
 
