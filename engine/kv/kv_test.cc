@@ -46,7 +46,9 @@ TEST(KvItem, CorruptHeadersAreDataLoss) {
       std::string f = raw;
       f[i] ^= static_cast<char>(1 << b);
       absl::StatusOr<ItemView> v = DecodeItem("ka", f);
-      if (!v.ok()) EXPECT_THAT(v, StatusIs(absl::StatusCode::kDataLoss));
+      if (!v.ok()) {
+        EXPECT_THAT(v, StatusIs(absl::StatusCode::kDataLoss));
+      }
     }
   }
 }
@@ -87,7 +89,9 @@ TEST(KvItem, ExtentItems) {
     std::string f = raw;
     f[i] ^= 0x40;
     absl::StatusOr<ItemView> r = DecodeItem("kx", f);
-    if (!r.ok()) EXPECT_THAT(r, StatusIs(absl::StatusCode::kDataLoss));
+    if (!r.ok()) {
+      EXPECT_THAT(r, StatusIs(absl::StatusCode::kDataLoss));
+    }
   }
 }
 
