@@ -291,30 +291,65 @@ absl::StatusOr<uint64_t> StoreImpl::ApplyLocked(uint64_t subvol, uint64_t read_r
   return rev;
 }
 
+// The write group (RocksDB's write-group idea): writers queue their
+// commits; the first one finding no leader applies everything queued in one
+// hold of the tree lock, leads one log sync for the durable ones among them,
+// and wakes the rest once. A follower sleeps once instead of queueing on
+// the tree lock and then again for the sync.
+void StoreImpl::RunInWriteGroup(GroupWrite* w) {
+  group_mu_.Lock();
+  group_queue_.push_back(w);
+  while (!w->done && group_leader_) group_cv_.Wait(&group_mu_);
+  if (w->done) {
+    group_mu_.Unlock();
+    return;
+  }
+  group_leader_ = true;
+  std::vector<GroupWrite*> batch(group_queue_.begin(), group_queue_.end());
+  group_queue_.clear();
+  group_mu_.Unlock();
+  uint64_t durable_rev = 0;
+  {
+    absl::WriterMutexLock l(&mu_);
+    for (GroupWrite* g : batch) {
+      g->before = revision_;
+      g->rev = (*g->apply)();
+      if (g->durable && g->rev.ok() && *g->rev > g->before) durable_rev = *g->rev;
+    }
+  }
+  const absl::Status synced = durable_rev > 0 ? WaitDurable(durable_rev) : absl::OkStatus();
+  group_mu_.Lock();
+  for (GroupWrite* g : batch) {
+    g->durable_status = synced;
+    g->done = true;
+  }
+  group_leader_ = false;
+  group_cv_.SignalAll();
+  group_mu_.Unlock();
+}
+
 absl::StatusOr<uint64_t> StoreImpl::KvWrite(
     const std::function<absl::StatusOr<uint64_t>()>& apply, Durability d) {
   RETURN_IF_ERROR(CheckOpen());
   if (options_.read_only) return absl::FailedPreconditionError("store is opened read-only");
   for (int attempt = 0;; ++attempt) {
-    absl::StatusOr<uint64_t> rev;
-    uint64_t before;
-    {
-      absl::WriterMutexLock l(&mu_);
-      before = revision_;
-      rev = apply();
-    }
-    if (absl::IsResourceExhausted(rev.status()) && attempt == 0) {
+    GroupWrite w;
+    w.apply = &apply;
+    w.durable = Resolve(d) == Durability::kDurable;
+    RunInWriteGroup(&w);
+    if (absl::IsResourceExhausted(w.rev.status()) && attempt == 0) {
       // Space freed in this generation is pinned until it commits.
       RETURN_IF_ERROR(Commit(CommitTrigger::kSpace));
       continue;
     }
-    RETURN_IF_ERROR(rev.status());
-    if (*rev > before && Resolve(d) == Durability::kDurable) {
-      RETURN_IF_ERROR(WaitDurable(*rev));
+    RETURN_IF_ERROR(w.rev.status());
+    const bool changed = *w.rev > w.before;
+    if (changed && w.durable) {
+      RETURN_IF_ERROR(w.durable_status);
       durable_commits_.fetch_add(1, std::memory_order_relaxed);
     }
-    if (*rev > before) Throttle();
-    return rev;
+    if (changed) Throttle();
+    return w.rev;
   }
 }
 
@@ -760,8 +795,8 @@ absl::StatusOr<bool> StoreImpl::RunLogSync() {
     synced_rev_ = rev;
     synced_base_ = base;
   }
-  sync_cv_.SignalAll();
-  return true;
+  return true;  // WaitDurable signals the waiters once, with sync_running_
+
 }
 
 // ---- Replay ----------------------------------------------------------------------------

@@ -94,9 +94,9 @@ struct Options {
   // measurements behind the defaults.
   enum class ThrottlePolicy { kDelayedRefs, kReservedBytes };
   ThrottlePolicy throttle_policy = ThrottlePolicy::kDelayedRefs;
-  uint64_t delayed_refs_soft = 4096;
-  uint64_t delayed_refs_commit = 16384;
-  uint64_t delayed_refs_hard = 65536;
+  uint64_t delayed_refs_soft = 16384;
+  uint64_t delayed_refs_commit = 65536;
+  uint64_t delayed_refs_hard = 262144;
   uint64_t delayed_refs_batch = 32;
   uint64_t throttle_dirty_bytes = 64ull << 20;
   // Drop deleted subvolumes on a background thread. Off: only

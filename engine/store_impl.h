@@ -23,6 +23,7 @@
 #define COWKV_ENGINE_STORE_IMPL_H_
 
 #include <atomic>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -69,6 +70,16 @@ struct KvOp {
   std::optional<std::string> item;  // nullopt = delete
   format::DataRef old_data;
   format::DataRef new_data;
+};
+
+// One writer's commit in the write group (StoreImpl::RunInWriteGroup).
+struct GroupWrite {
+  const std::function<absl::StatusOr<uint64_t>()>* apply = nullptr;
+  bool durable = false;
+  uint64_t before = 0;              // revision before the apply
+  absl::StatusOr<uint64_t> rev;     // what the apply returned
+  absl::Status durable_status;      // the group's log sync, if durable
+  bool done = false;
 };
 
 // What a KV commit applies, already validated.
@@ -169,6 +180,9 @@ class StoreImpl {
   Durability Resolve(Durability d) const {
     return d == Durability::kDefault ? options_.default_durability : d;
   }
+  // Queues `w` and returns once it is applied (and, if durable, synced):
+  // by this thread as the group's leader, or by another.
+  void RunInWriteGroup(GroupWrite* w);
   // Group commit: returns once revision `rev` is durable, leading a log
   // sync if none is running, or falling back to an engine commit.
   absl::Status WaitDurable(uint64_t rev);
@@ -233,6 +247,12 @@ class StoreImpl {
   std::atomic<uint64_t> durable_commits_{0};  // relaxed: statistics
 
   absl::Mutex log_mu_ ABSL_ACQUIRED_AFTER(commit_mu_) ABSL_ACQUIRED_BEFORE(handles_mu_);
+  // The write group; group_mu_ is a leaf lock (the leader drops it first).
+  absl::Mutex group_mu_;
+  absl::CondVar group_cv_;
+  std::deque<GroupWrite*> group_queue_ ABSL_GUARDED_BY(group_mu_);
+  bool group_leader_ ABSL_GUARDED_BY(group_mu_) = false;
+
   absl::Mutex sync_mu_;
   absl::CondVar sync_cv_;  // signalled whenever the state below changes
   bool sync_running_ ABSL_GUARDED_BY(sync_mu_) = false;
