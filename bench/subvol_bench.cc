@@ -193,7 +193,9 @@ void BM_StreamWrite(benchmark::State& state, bool bytes_policy, bool inline_valu
     std::vector<double> all = lat[0];
     all.insert(all.end(), lat[1].begin(), lat[1].end());
     cowkv::StoreStats ss = s.store->Stats();
+    state.counters["p50_stall_us"] = Pct(&all, 0.50);
     state.counters["p99_stall_us"] = Pct(&all, 0.99);
+    state.counters["p999_stall_us"] = Pct(&all, 0.999);
     state.counters["max_stall_us"] = Pct(&all, 1.0);
     state.counters["commits"] = static_cast<double>(ss.commits);
     state.counters["throttle_waits"] = static_cast<double>(ss.throttle_waits);
