@@ -13,6 +13,7 @@
 #include "absl/strings/strip.h"
 #include "engine/format/items.h"
 #include "engine/format/layout.h"
+#include "engine/fs/fs_items.h"
 #include "engine/kv/kv_item.h"
 #include "engine/base/coding.h"
 #include "gtest/gtest.h"
@@ -194,6 +195,39 @@ TEST(FormatDoc, Log) {
   EXPECT_EQ(kLogInlineHeaderSize, 14u);
   EXPECT_EQ(kLogTreeOwner, 0xfffffffffffffffaull);
   EXPECT_EQ(kLogMagic, 0x4c5f564b574f435full);
+}
+
+TEST(FormatDoc, FileItems) {
+  auto doc = ParseDoc();
+  ASSERT_EQ(doc["File items"].size(), 2u);
+  ExpectTable(doc["File items"][0],
+              {{0, 8, "generation"}, {8, 8, "transid"}, {16, 8, "size"}, {24, 8, "nbytes"},
+               {32, 4, "nlink"}, {36, 4, "uid"}, {40, 4, "gid"}, {44, 4, "mode"},
+               {48, 8, "rdev"}, {56, 8, "flags"}, {64, 8, "atime_ns"}, {72, 8, "ctime_ns"},
+               {80, 8, "mtime_ns"}, {88, 8, "otime_ns"}},
+              "inode item");
+  EXPECT_EQ(fs::kInodeItemSize, 96u);
+  fs::InodeItem it;
+  it.mode = 0100644;
+  it.nlink = 7;
+  it.otime_ns = 11;
+  std::string enc = fs::EncodeInodeItem(it);
+  EXPECT_EQ(DecodeLE32(enc.data() + 32), 7u);
+  EXPECT_EQ(DecodeLE32(enc.data() + 44), 0100644u);
+  EXPECT_EQ(DecodeLE64(enc.data() + 88), 11u);
+  ExpectTable(doc["File items"][1],
+              {{0, 8, "generation"}, {8, 1, "kind"}, {9, 7, "reserved"}, {16, 8, "disk_bytenr"},
+               {24, 8, "disk_len"}, {32, 8, "extent_offset"}, {40, 8, "num_bytes"},
+               {48, 4, "crc"}, {52, 4, "pad"}},
+              "file extent");
+  EXPECT_EQ(fs::kFileExtentRegularSize, 56u);
+  EXPECT_EQ(fs::kInodeItem, 1);
+  EXPECT_EQ(fs::kInodeRef, 12);
+  EXPECT_EQ(fs::kXattrItem, 24);
+  EXPECT_EQ(fs::kDirItem, 84);
+  EXPECT_EQ(fs::kDirIndex, 96);
+  EXPECT_EQ(fs::kExtentData, 108);
+  EXPECT_EQ(fs::kRootDirIno, 256u);
 }
 
 TEST(FormatDoc, DerivedLimits) {
