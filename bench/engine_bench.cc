@@ -61,6 +61,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include "bench/bench_util.h"
 #include "bench/cowkv_peer.h"
 #include "bench/kv_system.h"
 #include "bench/lmdb_peer.h"
@@ -102,22 +103,6 @@ std::unique_ptr<KvSystem> NewSystem(Sys s) {
 // A fresh path in g_dir: a file for cowkv, a directory for LMDB.
 std::string NewPath(Sys s, const char* what) {
   return g_dir + "/" + SysName(s) + "-" + what + "-" + std::to_string(++g_path_seq);
-}
-
-std::string RemovePath(const std::string& path) {
-  std::error_code ec;
-  std::filesystem::remove_all(path, ec);
-  if (ec) return "remove " + path + ": " + ec.message();
-  return "";
-}
-
-// Nearest-rank percentile of `v` (sorted in place), in microseconds.
-double PercentileUs(std::vector<double>* v, double p) {
-  if (v->empty()) return 0;
-  std::sort(v->begin(), v->end());
-  size_t rank = static_cast<size_t>(std::ceil(p * v->size()));
-  rank = std::min(std::max<size_t>(rank, 1), v->size());
-  return (*v)[rank - 1] * 1e6;
 }
 
 // ---- The filled store ReadRandom, Scan and SmallCommit share ----------------------
@@ -411,15 +396,6 @@ class ExactNameReporter : public benchmark::BenchmarkReporter {
 };
 
 // ---- main -------------------------------------------------------------------------
-
-bool ParseU64(const char* s, uint64_t* out) {
-  char* end = nullptr;
-  errno = 0;
-  unsigned long long v = std::strtoull(s, &end, 10);
-  if (errno != 0 || end == s || *end != '\0') return false;
-  *out = v;
-  return true;
-}
 
 // Removes our flags from argv; false on a bad value.
 bool ParseOwnFlags(int* argc, char** argv) {

@@ -81,6 +81,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "bench/bench_util.h"
 #include "bench/kv_system.h"
 #include "engine/io/file_device.h"
 #include "engine/store.h"
@@ -114,22 +115,6 @@ std::string g_run_dir;  // the mkdtemp directory everything lives in
 
 double Seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
-}
-
-// Nearest-rank percentile of `v` (sorted in place), in microseconds.
-double PercentileUs(std::vector<double>* v, double p) {
-  if (v->empty()) return 0;
-  std::sort(v->begin(), v->end());
-  size_t rank = static_cast<size_t>(std::ceil(p * v->size()));
-  rank = std::min(std::max<size_t>(rank, 1), v->size());
-  return (*v)[rank - 1] * 1e6;
-}
-
-std::string RemovePath(const std::string& path) {
-  std::error_code ec;
-  std::filesystem::remove_all(path, ec);
-  if (ec) return "remove " + path + ": " + ec.message();
-  return "";
 }
 
 // The latency samples of one multi-threaded run. Every thread hands its own
@@ -944,15 +929,6 @@ void RegisterAll() {
 }
 
 // ---- main ------------------------------------------------------------------------
-
-bool ParseU64(const char* s, uint64_t* out) {
-  char* end = nullptr;
-  errno = 0;
-  unsigned long long v = std::strtoull(s, &end, 10);
-  if (errno != 0 || end == s || *end != '\0') return false;
-  *out = v;
-  return true;
-}
 
 // Removes our flags from argv; false on a bad value.
 bool ParseOwnFlags(int* argc, char** argv) {

@@ -216,10 +216,10 @@ absl::Status ExpandDeleteRanges(Tree* tree, const KvWriteSet& ws, std::vector<Kv
 
 }  // namespace
 
-absl::Status StoreImpl::ApplyOp(Tree* tree, uint64_t subvol, const KvOp& op) {
+absl::Status StoreImpl::ApplyOp(Tree* tree, uint64_t subvol, const KvOp& op, bool new_alloc) {
   RETURN_IF_ERROR(op.item ? tree->Put(op.tree_key, *op.item) : tree->Delete(op.tree_key));
   if (op.old_data.len != 0) txn_->AddDataRef(subvol, op.old_data, -1, false);
-  if (op.new_data.len != 0) txn_->AddDataRef(subvol, op.new_data, +1, true);
+  if (op.new_data.len != 0) txn_->AddDataRef(subvol, op.new_data, +1, new_alloc);
   return absl::OkStatus();
 }
 
@@ -608,15 +608,15 @@ absl::StatusOr<KeyValue> StoreImpl::TxnGet(KvTxnState* t, absl::string_view key)
   RETURN_IF_ERROR(CheckActive(t));
   RETURN_IF_ERROR(kv::ValidateKey(key));
   // Own writes first: they decide the answer, so nothing is read.
-  auto w = t->writes.find(std::string(key));
-  if (w != t->writes.end()) {
+  auto w = t->ws.writes.find(std::string(key));
+  if (w != t->ws.writes.end()) {
     if (!w->second) return absl::NotFoundError("key deleted in this transaction");
     KeyValue kv;
     kv.key = std::string(key);
     kv.value = *w->second;
     return kv;
   }
-  for (const auto& [s, e] : t->delete_ranges) {
+  for (const auto& [s, e] : t->ws.delete_ranges) {
     if (InRange(key, s, e)) return absl::NotFoundError("key deleted in this transaction");
   }
   t->reads.keys.emplace_back(t->subvol, std::string(key));
@@ -634,13 +634,13 @@ namespace {
 void OverlayOwnWrites(const KvTxnState& t, const RangeRequest& n, RangeResult* r) {
   std::map<std::string, KeyValue> merged;
   for (KeyValue& kv : r->kvs) merged[kv.key] = std::move(kv);
-  for (const auto& [s, e] : t.delete_ranges) {
+  for (const auto& [s, e] : t.ws.delete_ranges) {
     for (auto it = merged.lower_bound(s); it != merged.end() && InRange(it->first, s, e);) {
       it = merged.erase(it);
     }
   }
-  for (auto it = t.writes.lower_bound(n.start);
-       it != t.writes.end() && InRange(it->first, n.start, n.end); ++it) {
+  for (auto it = t.ws.writes.lower_bound(n.start);
+       it != t.ws.writes.end() && InRange(it->first, n.start, n.end); ++it) {
     if (!it->second) {
       merged.erase(it->first);
     } else {
@@ -673,11 +673,11 @@ absl::StatusOr<RangeResult> StoreImpl::TxnRange(KvTxnState* t, const RangeReques
   RangeRequest n = req;
   RETURN_IF_ERROR(NormaliseRange(req, &n.start, &n.end));
   bool overlap = false;
-  for (auto it = t->writes.lower_bound(n.start); it != t->writes.end(); ++it) {
+  for (auto it = t->ws.writes.lower_bound(n.start); it != t->ws.writes.end(); ++it) {
     overlap = InRange(it->first, n.start, n.end);
     break;
   }
-  for (const auto& [s, e] : t->delete_ranges) {
+  for (const auto& [s, e] : t->ws.delete_ranges) {
     overlap = overlap || ((n.end.empty() || s < n.end) && (e.empty() || n.start < e));
   }
   RangeResult r;
@@ -711,9 +711,7 @@ absl::StatusOr<RangeResult> StoreImpl::TxnRange(KvTxnState* t, const RangeReques
 
 absl::StatusOr<uint64_t> StoreImpl::TxnCommit(KvTxnState* t, Durability d) {
   RETURN_IF_ERROR(CheckActive(t));
-  KvWriteSet ws;
-  ws.writes = std::move(t->writes);
-  ws.delete_ranges = std::move(t->delete_ranges);
+  KvWriteSet ws = std::move(t->ws);
   absl::StatusOr<uint64_t> rev;
   if (ws.empty()) {
     // Read-only: valid if nothing it read changed; nothing to apply.
@@ -834,14 +832,10 @@ absl::Status StoreImpl::ReplayLog(const log::Recovered& r) {
     if (!old.ok() && !op.item) continue;
     RETURN_IF_ERROR(txn_->ReserveForWrite(
         tree, op.item ? TxnManager::WriteKind::kInsert : TxnManager::WriteKind::kDelete));
-    RETURN_IF_ERROR(op.item ? tree->Put(e.key, *op.item) : tree->Delete(e.key));
-    if (op.old_data.len != 0) txn_->AddDataRef(e.subvol, op.old_data, -1, false);
     // The first entry naming an extent takes its allocation; a later one
     // (the same item logged by two syncs) only another reference.
-    if (op.new_data.len != 0) {
-      const bool first = claimed.erase(op.new_data.bytenr) > 0;
-      txn_->AddDataRef(e.subvol, op.new_data, +1, first);
-    }
+    const bool first = op.new_data.len != 0 && claimed.erase(op.new_data.bytenr) > 0;
+    RETURN_IF_ERROR(ApplyOp(tree, e.subvol, op, first));
   }
   replayed_entries_ = r.entries.size();
   return absl::OkStatus();
@@ -864,13 +858,13 @@ absl::Status KvTransaction::Put(absl::string_view key, absl::string_view value) 
   RETURN_IF_ERROR(CheckActive(state_.get()));
   RETURN_IF_ERROR(kv::ValidateKey(key));
   RETURN_IF_ERROR(kv::ValidateValue(value));
-  state_->writes[std::string(key)] = std::string(value);
+  BufferPut(&state_->ws, key, value);
   return absl::OkStatus();
 }
 absl::Status KvTransaction::Delete(absl::string_view key) {
   RETURN_IF_ERROR(CheckActive(state_.get()));
   RETURN_IF_ERROR(kv::ValidateKey(key));
-  state_->writes[std::string(key)] = std::nullopt;
+  BufferDelete(&state_->ws, key);
   return absl::OkStatus();
 }
 absl::Status KvTransaction::DeleteRange(absl::string_view start, absl::string_view end) {
@@ -878,12 +872,7 @@ absl::Status KvTransaction::DeleteRange(absl::string_view start, absl::string_vi
   if (start.size() > kv::kMaxUserKeySize || end.size() > kv::kMaxUserKeySize + 1) {
     return absl::InvalidArgumentError("delete-range bound longer than the largest key");
   }
-  KvWriteSet ws;
-  ws.writes = std::move(state_->writes);
-  ws.delete_ranges = std::move(state_->delete_ranges);
-  BufferDeleteRange(&ws, start, end);
-  state_->writes = std::move(ws.writes);
-  state_->delete_ranges = std::move(ws.delete_ranges);
+  BufferDeleteRange(&state_->ws, start, end);
   return absl::OkStatus();
 }
 absl::StatusOr<uint64_t> KvTransaction::Commit(Durability d) {

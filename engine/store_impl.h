@@ -50,16 +50,26 @@ enum class CommitTrigger {
   kExplicit, kInterval, kDirtyBytes, kSpace, kClose, kDelayedRefs, kLogFull, kCount
 };
 
+// What a KV commit applies, already validated.
+struct KvWriteSet {
+  // Writes by user key: a value, or nullopt for a delete.
+  std::map<std::string, std::optional<std::string>> writes;
+  // Delete-ranges [start, end) (end empty = unbounded), applied before
+  // `writes`; a later Put of a key inside one wins.
+  std::vector<std::pair<std::string, std::string>> delete_ranges;
+  // Values too large to be inline, already written to data extents
+  // (PrepareExtents), by user key; `used` = referenced by the commit.
+  std::map<std::string, kv::ExtentRef> extents;
+  std::set<std::string> used;
+  bool empty() const { return writes.empty() && delete_ranges.empty(); }
+};
+
 // A client transaction's state (KvTransaction's body).
 struct KvTxnState {
   uint64_t subvol = 0;
   uint64_t read_revision = 0;
   kv::ReadSet reads;
-  // Buffered writes by user key: a value, or nullopt for a delete.
-  std::map<std::string, std::optional<std::string>> writes;
-  // Buffered delete-ranges [start, end) (end empty = unbounded), applied
-  // before `writes`; a later Put of a key inside one wins.
-  std::vector<std::pair<std::string, std::string>> delete_ranges;
+  KvWriteSet ws;  // buffered until Commit
   bool finished = false;
 };
 
@@ -80,17 +90,6 @@ struct GroupWrite {
   absl::StatusOr<uint64_t> rev;     // what the apply returned
   absl::Status durable_status;      // the group's log sync, if durable
   bool done = false;
-};
-
-// What a KV commit applies, already validated.
-struct KvWriteSet {
-  std::map<std::string, std::optional<std::string>> writes;
-  std::vector<std::pair<std::string, std::string>> delete_ranges;
-  // Values too large to be inline, already written to data extents
-  // (PrepareExtents), by user key; `used` = referenced by the commit.
-  std::map<std::string, kv::ExtentRef> extents;
-  std::set<std::string> used;
-  bool empty() const { return writes.empty() && delete_ranges.empty(); }
 };
 
 class StoreImpl {
@@ -172,7 +171,8 @@ class StoreImpl {
   absl::StatusOr<bool> ComparesHold(Tree* tree, const std::vector<Compare>& compares)
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // One tree change of a commit with its data references.
-  absl::Status ApplyOp(Tree* tree, uint64_t subvol, const KvOp& op)
+  // `new_alloc`: op.new_data is a fresh extent (its first reference).
+  absl::Status ApplyOp(Tree* tree, uint64_t subvol, const KvOp& op, bool new_alloc = true)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // `branches`: the success and failure branches' puts with their extents.
   absl::StatusOr<TxnResponse> TxnLocked(uint64_t subvol, const TxnRequest& req,

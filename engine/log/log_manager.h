@@ -93,7 +93,6 @@ class LogManager : private TreeHooks {
   // engine commits until the next chain.
   void MarkFull() { full_ = true; }
   bool needs_full_commit() const;
-  bool has_pending() const { return pending_keys_ > 0; }
   uint64_t chain_base() const { return base_; }
 
   struct SyncBatch {
