@@ -153,15 +153,13 @@ class Checker {
     if (!format::LeafDataRef(leaf.key(slot), leaf.value(slot), &d)) return;
     data_pointers_.push_back({d.bytenr, leaf.bytenr, leaf.owner});
     data_lens_[d.bytenr] = d.len;
-    absl::StatusOr<kv::ItemView> item = kv::DecodeItem(leaf.key(slot), leaf.value(slot));
-    if (!item.ok()) return Problem("tree ", id, ": ", item.status().message());
     if (!data_verified_.insert(d.bytenr).second) return;
-    std::string buf(item->extent.value_len, '\0');
+    std::string buf(d.value_len, '\0');
     absl::Status s = d.bytenr + d.len <= dev_->Size()
                          ? dev_->ReadAt(d.bytenr, buf.data(), buf.size())
                          : absl::OutOfRangeError("past the end of the device");
     if (!s.ok()) return Problem("data extent ", d.bytenr, ": ", s.message());
-    if (Crc32c(buf.data(), buf.size()) != item->extent.crc) {
+    if (Crc32c(buf.data(), buf.size()) != d.crc) {
       Problem("data extent ", d.bytenr, ": checksum mismatch (value of ", Hex(leaf.key(slot)),
               " in tree ", id, ")");
     }
@@ -198,6 +196,12 @@ class Checker {
       e.len = k.offset;
       e.item = *ei;
     } else if (format::IsBackref(k.type)) {
+      if (format::IsDataRef(k.type)) {
+        absl::StatusOr<uint32_t> c = format::DecodeDataRefCount(it.value, k.objectid);
+        if (!c.ok()) return Problem(c.status().message());
+        for (uint32_t i = 0; i < *c; ++i) e.backrefs.insert({k.type, k.offset});
+        return;
+      }
       if (!it.value.empty()) Problem("extent ", k.objectid, ": backref with a value");
       e.backrefs.insert({k.type, k.offset});
     } else {

@@ -218,8 +218,13 @@ absl::Status ExpandDeleteRanges(Tree* tree, const KvWriteSet& ws, std::vector<Kv
 
 absl::Status StoreImpl::ApplyOp(Tree* tree, uint64_t subvol, const KvOp& op, bool new_alloc) {
   RETURN_IF_ERROR(op.item ? tree->Put(op.tree_key, *op.item) : tree->Delete(op.tree_key));
-  if (op.old_data.len != 0) txn_->AddDataRef(subvol, op.old_data, -1, false);
+  if (op.old_data.len != 0 && op.new_data.len != 0 && op.old_data.bytenr == op.new_data.bytenr &&
+      !new_alloc) {
+    return absl::OkStatus();  // the same extent before and after (a trimmed file extent)
+  }
+  // The +1 first: a -1 that took a fresh extent to zero would free it.
   if (op.new_data.len != 0) txn_->AddDataRef(subvol, op.new_data, +1, new_alloc);
+  if (op.old_data.len != 0) txn_->AddDataRef(subvol, op.old_data, -1, false);
   return absl::OkStatus();
 }
 
@@ -283,6 +288,7 @@ absl::StatusOr<uint64_t> StoreImpl::ApplyLocked(uint64_t subvol, uint64_t read_r
     if (op.new_data.len != 0) ws.used.insert(std::string(kv::UserKey(op.tree_key)));
   }
   revision_ = rev;
+  ++durable_seq_;
   ++kv_commits_;
   for (const KvOp& op : ops) {
     window_.RecordWrite(subvol, kv::UserKey(op.tree_key), rev);
@@ -308,16 +314,17 @@ void StoreImpl::RunInWriteGroup(GroupWrite* w) {
   std::vector<GroupWrite*> batch(group_queue_.begin(), group_queue_.end());
   group_queue_.clear();
   group_mu_.Unlock();
-  uint64_t durable_rev = 0;
+  uint64_t durable_point = 0;
   {
     absl::WriterMutexLock l(&mu_);
     for (GroupWrite* g : batch) {
       g->before = revision_;
       g->rev = (*g->apply)();
-      if (g->durable && g->rev.ok() && *g->rev > g->before) durable_rev = *g->rev;
+      if (g->durable && g->rev.ok() && *g->rev > g->before) durable_point = durable_seq_;
     }
   }
-  const absl::Status synced = durable_rev > 0 ? WaitDurable(durable_rev) : absl::OkStatus();
+  const absl::Status synced =
+      durable_point > 0 ? WaitDurable(durable_point) : absl::OkStatus();
   group_mu_.Lock();
   for (GroupWrite* g : batch) {
     g->durable_status = synced;
@@ -735,7 +742,7 @@ absl::StatusOr<uint64_t> StoreImpl::TxnCommit(KvTxnState* t, Durability d) {
 
 // ---- Group commit -------------------------------------------------------------------
 
-absl::Status StoreImpl::WaitDurable(uint64_t rev) {
+absl::Status StoreImpl::WaitDurable(uint64_t point) {
   for (;;) {
     {
       absl::MutexLock l(&sync_mu_);
@@ -744,11 +751,12 @@ absl::Status StoreImpl::WaitDurable(uint64_t rev) {
       // Await: with many committers waiting, re-evaluating every waiter's
       // condition on each unlock costs more than the sync.
       for (;;) {
-        if (committed_rev_ >= rev || (synced_rev_ >= rev && durable_gen_ >= synced_base_)) {
+        if (committed_point_ >= point ||
+            (synced_point_ >= point && durable_gen_ >= synced_base_)) {
           return absl::OkStatus();
         }
         if (!sync_failed_.ok()) return sync_failed_;
-        if (!sync_running_ && synced_rev_ < rev) break;  // lead the next sync
+        if (!sync_running_ && synced_point_ < point) break;  // lead the next sync
         sync_cv_.Wait(&sync_mu_);
       }
       sync_running_ = true;
@@ -769,12 +777,13 @@ absl::Status StoreImpl::WaitDurable(uint64_t rev) {
 absl::StatusOr<bool> StoreImpl::RunLogSync() {
   absl::MutexLock ll(&log_mu_);
   std::unique_ptr<log::LogManager::SyncBatch> batch;
-  uint64_t rev, base;
+  uint64_t rev, base, point;
   {
     absl::WriterMutexLock l(&mu_);
     RETURN_IF_ERROR(txn_->fatal());
     if (log_->needs_full_commit()) return false;
     rev = revision_;
+    point = durable_seq_;
     base = log_->chain_base();
     absl::StatusOr<std::unique_ptr<log::LogManager::SyncBatch>> p = log_->PrepareSync(rev);
     if (!p.ok()) return false;
@@ -789,8 +798,8 @@ absl::StatusOr<bool> StoreImpl::RunLogSync() {
     if (!w.ok()) return false;
   }
   absl::MutexLock sl(&sync_mu_);
-  if (rev > synced_rev_) {
-    synced_rev_ = rev;
+  if (point > synced_point_) {
+    synced_point_ = point;
     synced_base_ = base;
   }
   return true;  // WaitDurable signals the waiters once, with sync_running_
@@ -802,43 +811,61 @@ absl::StatusOr<bool> StoreImpl::RunLogSync() {
 absl::Status StoreImpl::ReplayLog(const log::Recovered& r) {
   RETURN_IF_ERROR(txn_->ClaimLogBlocks(r.blocks));
   log_->Adopt(r.blocks);
-  // Every data extent the entries point at was written after the
-  // superblock's generation, so its extent tree calls it free: take them all
-  // out of free space before the first tree write could allocate one.
-  std::set<uint64_t> claimed;
+  // A data extent an entry points at is either committed already (a file
+  // extent trimmed or cloned in the logged transaction) or was written
+  // after the superblock's generation, so its extent tree calls it free:
+  // take those out of free space before the first tree write could
+  // allocate one.
+  std::set<uint64_t> claimed, seen;
   for (const log::Recovered::Entry& e : r.entries) {
     format::DataRef d;
-    if (txn_->fs_tree(e.subvol) != nullptr && format::LeafDataRef(e.key, e.value, &d) &&
-        claimed.insert(d.bytenr).second) {
-      RETURN_IF_ERROR(txn_->ClaimDataExtent(d));
+    if (txn_->fs_tree(e.subvol) == nullptr || !format::LeafDataRef(e.key, e.value, &d) ||
+        !seen.insert(d.bytenr).second) {
+      continue;
     }
+    ASSIGN_OR_RETURN(bool committed, txn_->DataExtentCommitted(d));
+    if (committed) continue;
+    RETURN_IF_ERROR(txn_->ClaimDataExtent(d));
+    claimed.insert(d.bytenr);
   }
+  std::map<uint64_t, fs::ReplayNotes> notes;
   for (const log::Recovered::Entry& e : r.entries) {
-    Tree* tree = txn_->fs_tree(e.subvol);
-    if (tree == nullptr) continue;  // the subvolume is gone
-    if (!kv::IsKvTreeKey(e.key)) {
-      return absl::DataLossError(absl::StrCat("log entry of subvolume ", e.subvol,
-                                              " with an unknown key type"));
-    }
-    KvOp op{e.key, std::nullopt, {}, {}};
-    if (!e.value.empty()) {
-      RETURN_IF_ERROR(kv::DecodeItem(e.key, e.value).status());
-      op.item = e.value;
-      format::LeafDataRef(e.key, e.value, &op.new_data);
-    }
-    absl::StatusOr<std::string> old = tree->Get(e.key);
-    if (!old.ok() && !absl::IsNotFound(old.status())) return old.status();
-    if (old.ok()) format::LeafDataRef(e.key, *old, &op.old_data);
-    if (!old.ok() && !op.item) continue;
-    RETURN_IF_ERROR(txn_->ReserveForWrite(
-        tree, op.item ? TxnManager::WriteKind::kInsert : TxnManager::WriteKind::kDelete));
-    // The first entry naming an extent takes its allocation; a later one
-    // (the same item logged by two syncs) only another reference.
-    const bool first = op.new_data.len != 0 && claimed.erase(op.new_data.bytenr) > 0;
-    RETURN_IF_ERROR(ApplyOp(tree, e.subvol, op, first));
+    RETURN_IF_ERROR(ReplayEntry(e, &claimed, &notes));
   }
+  RETURN_IF_ERROR(FixupFsReplay(notes));
   replayed_entries_ = r.entries.size();
   return absl::OkStatus();
+}
+
+absl::Status StoreImpl::ReplayEntry(const log::LogEntry& e, std::set<uint64_t>* claimed,
+                                    std::map<uint64_t, fs::ReplayNotes>* notes) {
+  Tree* tree = txn_->fs_tree(e.subvol);
+  if (tree == nullptr) return absl::OkStatus();  // the subvolume is gone
+  fs::FsKey fk;
+  if (fs::DecodeFsKey(e.key, &fk)) {
+    RETURN_IF_ERROR(NoteFsReplay(tree, e, &(*notes)[e.subvol]));
+  } else if (!kv::IsKvTreeKey(e.key)) {
+    return absl::DataLossError(absl::StrCat("log entry of subvolume ", e.subvol,
+                                            " with an unknown key type"));
+  } else if (!e.value.empty()) {
+    RETURN_IF_ERROR(kv::DecodeItem(e.key, e.value).status());
+  }
+  KvOp op{e.key, std::nullopt, {}, {}};
+  if (!e.value.empty()) {
+    op.item = e.value;
+    format::LeafDataRef(e.key, e.value, &op.new_data);
+  }
+  absl::StatusOr<std::string> old = tree->Get(e.key);
+  if (!old.ok() && !absl::IsNotFound(old.status())) return old.status();
+  if (old.ok()) format::LeafDataRef(e.key, *old, &op.old_data);
+  if (!old.ok() && !op.item) return absl::OkStatus();
+  RETURN_IF_ERROR(txn_->ReserveForWrite(
+      tree, op.item ? TxnManager::WriteKind::kInsert : TxnManager::WriteKind::kDelete));
+  // The first entry naming a claimed extent takes its allocation; a later
+  // one (the same item logged by two syncs, a split extent) only another
+  // reference.
+  const bool first = op.new_data.len != 0 && claimed->erase(op.new_data.bytenr) > 0;
+  return ApplyOp(tree, e.subvol, op, first);
 }
 
 // ---- KvTransaction and RunInTransaction ------------------------------------------------

@@ -150,6 +150,7 @@ StoreImpl::StoreImpl(BlockDevice* device, std::unique_ptr<BlockDevice> owned,
       owned_device_(std::move(owned)),
       options_(options),
       nodesize_(txn->nodesize()),
+      fs_options_(FsOptionsFromStore()),
       txn_(std::move(txn)),
       window_(options.conflict_window_keys) {}
 
@@ -324,6 +325,7 @@ absl::Status StoreImpl::DeleteSubvolume(absl::string_view name) {
                       [&](TxnManager* t) -> absl::StatusOr<uint64_t> {
                         ASSIGN_OR_RETURN(uint64_t id, t->LookupSubvolume(name));
                         RETURN_IF_ERROR(t->DeleteSubvolume(id));
+                        ForgetFsState(id);
                         return id;
                       },
                       false, TxnManager::WriteKind::kDelete)
@@ -340,6 +342,7 @@ absl::StatusOr<int> StoreImpl::CleanerBatch(int max_steps) {
     absl::WriterMutexLock l(&mu_);
     steps = txn_->CleanDeadRoots(max_steps);
     if (steps.ok()) cleaner_steps_ += *steps;
+    if (steps.ok() && *steps > 0) drop_epoch_.fetch_add(1, std::memory_order_acq_rel);
   }
   h->End();
   if (absl::IsResourceExhausted(steps.status())) {
@@ -444,6 +447,7 @@ absl::StatusOr<SubvolumeInfo> StoreImpl::CreateSnapshot(absl::string_view source
   ASSIGN_OR_RETURN(uint64_t id, ManageSubvolumes(
       [&](TxnManager* t) -> absl::StatusOr<uint64_t> {
         ASSIGN_OR_RETURN(uint64_t src, t->LookupSubvolume(source));
+        snapshot_epoch_.fetch_add(1, std::memory_order_acq_rel);
         return t->Snapshot(src, name, read_only);
       },
       true));
@@ -533,7 +537,7 @@ absl::Status StoreImpl::Commit(CommitTrigger trigger) {
   absl::MutexLock cl(&commit_mu_);
   std::unique_ptr<TxnManager::CommitBatch> batch;
   std::vector<uint64_t> retired;
-  uint64_t sealed_rev = 0;
+  uint64_t sealed_point = 0;
   {
     absl::MutexLock hl(&handles_mu_);
     // Keep new handles out, then wait for the open ones to end.
@@ -543,7 +547,7 @@ absl::Status StoreImpl::Commit(CommitTrigger trigger) {
     absl::StatusOr<std::unique_ptr<TxnManager::CommitBatch>> prepared;
     {
       absl::WriterMutexLock l(&mu_);
-      if (txn_->HasChanges()) sealed_rev = SealLogLocked(&retired);
+      if (txn_->HasChanges()) sealed_point = SealLogLocked(&retired);
       prepared = txn_->PrepareCommit();
     }
     commit_wanted_ = false;  // new handles join the next generation
@@ -554,8 +558,17 @@ absl::Status StoreImpl::Commit(CommitTrigger trigger) {
     batch = std::move(*prepared);
   }
   if (batch == nullptr) {
-    absl::ReaderMutexLock l(&mu_);
-    return txn_->fatal();
+    // Nothing changed since the last commit, which is durable (commits are
+    // serialised): so is every durability point handed out so far.
+    uint64_t point;
+    absl::Status fatal;
+    {
+      absl::ReaderMutexLock l(&mu_);
+      point = durable_seq_;
+      fatal = txn_->fatal();
+    }
+    PublishDurable(0, point, fatal);
+    return fatal;
   }
   absl::Status written = txn_->WriteCommit(*batch);
   const uint64_t gen = batch->generation;
@@ -567,21 +580,24 @@ absl::Status StoreImpl::Commit(CommitTrigger trigger) {
     if (s.ok()) txn_->FreeLogBlocks(retired);
     if (s.ok()) s = AfterCommitLocked(trigger);
   }
-  PublishDurable(gen, sealed_rev, s);
+  PublishDurable(gen, sealed_point, s);
   return s;
 }
 
 // Callers hold log_mu_, so no log sync is in flight.
 absl::Status StoreImpl::CommitLocked(CommitTrigger trigger) {
   commit_mu_.AssertHeld();
-  if (!txn_->HasChanges()) return txn_->fatal();
+  if (!txn_->HasChanges()) {
+    PublishDurable(0, durable_seq_, txn_->fatal());
+    return txn_->fatal();
+  }
   std::vector<uint64_t> retired;
-  const uint64_t sealed_rev = SealLogLocked(&retired);
+  const uint64_t sealed_point = SealLogLocked(&retired);
   const uint64_t gen = txn_->generation();
   absl::Status s = txn_->Commit();
   if (s.ok()) txn_->FreeLogBlocks(retired);
   if (s.ok()) s = AfterCommitLocked(trigger);
-  PublishDurable(gen, sealed_rev, s);
+  PublishDurable(gen, sealed_point, s);
   return s;
 }
 
@@ -589,16 +605,16 @@ uint64_t StoreImpl::SealLogLocked(std::vector<uint64_t>* retired) {
   log::LogAnchor anchor = log_->StartChain(txn_->generation(), retired);
   txn_->SetLogAnchor(anchor.log_root, anchor.nonce);
   txn_->SetRevision(revision_);
-  return revision_;
+  return durable_seq_;
 }
 
-void StoreImpl::PublishDurable(uint64_t generation, uint64_t revision, const absl::Status& s) {
+void StoreImpl::PublishDurable(uint64_t generation, uint64_t point, const absl::Status& s) {
   absl::MutexLock l(&sync_mu_);
   if (!s.ok()) {
     if (sync_failed_.ok()) sync_failed_ = s;
   } else {
     durable_gen_ = std::max(durable_gen_, generation);
-    committed_rev_ = std::max(committed_rev_, revision);
+    committed_point_ = std::max(committed_point_, point);
   }
   sync_cv_.SignalAll();
 }
@@ -664,6 +680,20 @@ StoreStats StoreImpl::Stats() {
   s.kv_conflicts = kv_conflicts_.load(std::memory_order_relaxed);
   s.kv_too_old = kv_too_old_.load(std::memory_order_relaxed);
   s.open_transactions = open_txns_;
+  s.log_lookups = log_->Stats().lookups;
+  absl::MutexLock fl(&fs_mu_);
+  for (const auto& [id, st] : fs_states_) {
+    const fs::FsCounters& c = st->counters;
+    s.fs_fsyncs += c.fsyncs.load(std::memory_order_relaxed);
+    s.fs_logged_keys += c.logged_keys.load(std::memory_order_relaxed);
+    s.fs_log_updates += c.log_updates.load(std::memory_order_relaxed);
+    s.fs_logged_lookups += c.logged_lookups.load(std::memory_order_relaxed);
+    s.inode_cache_hits += c.inode_cache_hits.load(std::memory_order_relaxed);
+    s.inode_cache_misses += c.inode_cache_misses.load(std::memory_order_relaxed);
+    s.inode_cache_evictions += st->cache.evictions();
+    s.fiemap_path_cache_hits += c.path_cache_hits.load(std::memory_order_relaxed);
+    s.fiemap_shared_checks += c.shared_checks.load(std::memory_order_relaxed);
+  }
   return s;
 }
 

@@ -92,6 +92,12 @@ struct Options {
   // older policy, kept for comparison: writers wait for a commit whenever
   // dirty metadata passes `throttle_dirty_bytes`. docs/benchmarks.md has the
   // measurements behind the defaults.
+  // The file namespace. The three seed optimisations can be switched off
+  // for the benchmarks that measure them.
+  uint64_t inode_cache_entries = 1 << 16;  // in-memory inodes per subvolume (seed 003)
+  bool fs_dir_index_offset = true;         // seed 000
+  bool fs_precise_logged_check = true;     // seed 004
+  bool fiemap_path_cache = true;           // seed 002
   enum class ThrottlePolicy { kDelayedRefs, kReservedBytes };
   ThrottlePolicy throttle_policy = ThrottlePolicy::kDelayedRefs;
   uint64_t delayed_refs_soft = 16384;
@@ -156,6 +162,17 @@ struct StoreStats {
   uint64_t kv_conflicts = 0;        // transactions aborted by validation
   uint64_t kv_too_old = 0;          // transactions past the conflict window
   uint64_t open_transactions = 0;   // client transactions not yet finished
+  // The file namespace.
+  uint64_t fs_fsyncs = 0;
+  uint64_t fs_logged_keys = 0;      // keys fsync and name-change log updates noted
+  uint64_t fs_log_updates = 0;      // rename/link/unlink that had to update the log
+  uint64_t fs_logged_lookups = 0;   // "was this inode logged?" asked of the log (seed 004)
+  uint64_t log_lookups = 0;         // log trees searched for them
+  uint64_t inode_cache_hits = 0;
+  uint64_t inode_cache_misses = 0;
+  uint64_t inode_cache_evictions = 0;
+  uint64_t fiemap_path_cache_hits = 0;  // seed 002
+  uint64_t fiemap_shared_checks = 0;    // tree-block sharedness lookups
 };
 
 // ---- The transactional key space ----------------------------------------------
@@ -302,12 +319,123 @@ struct SubvolumeInfo {
   bool read_only = false;
 };
 
+// ---- The file namespace ------------------------------------------------------
+
+inline constexpr uint64_t kRootInode = 256;
+enum class FileKind { kRegular, kDirectory, kSymlink };
+
+struct FileStat {
+  uint64_t ino = 0;
+  FileKind kind = FileKind::kRegular;
+  uint32_t mode = 0;   // permission bits (07777)
+  uint32_t nlink = 0;  // names (directories: 1)
+  uint64_t size = 0;   // bytes (directories: 2 x the bytes of their names, as btrfs)
+  uint64_t bytes = 0;  // bytes of data the file references (holes excluded)
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  int64_t atime_ns = 0;
+  int64_t mtime_ns = 0;
+  int64_t ctime_ns = 0;
+  int64_t btime_ns = 0;      // creation
+  uint64_t generation = 0;   // engine generation that created it
+  uint64_t transid = 0;      // ... that last changed it
+};
+
+struct DirEntryInfo {
+  std::string name;
+  uint64_t ino = 0;
+  FileKind kind = FileKind::kRegular;
+  uint64_t cookie = 0;  // its position; ReadDir from cookie + 1 continues after it
+};
+
+struct ReadDirResult {
+  std::vector<DirEntryInfo> entries;
+  uint64_t next_cookie = 0;  // pass to the next ReadDir
+  bool more = false;
+};
+
+// fiemap flags (Linux's FIEMAP_EXTENT_* values).
+inline constexpr uint32_t kFiemapExtentLast = 0x1;
+inline constexpr uint32_t kFiemapExtentNotAligned = 0x100;
+inline constexpr uint32_t kFiemapExtentInline = 0x200;
+inline constexpr uint32_t kFiemapExtentShared = 0x2000;
+
+struct FiemapExtent {
+  uint64_t logical = 0;   // file offset
+  uint64_t physical = 0;  // device byte address (0 for inline data)
+  uint64_t length = 0;
+  uint32_t flags = 0;
+};
+
+inline constexpr uint32_t kRenameNoReplace = 1;  // fail with ALREADY_EXISTS if `to` exists
+inline constexpr uint32_t kRenameExchange = 2;   // swap `from` and `to` (both must exist)
+
+// The file-like tree of one subvolume (btrfs's fs tree), beside its key
+// space. Paths are '/'-separated from the subvolume's root directory;
+// components are 1..255 bytes without NUL, "." and ".." are refused, and
+// symlinks are not followed. Changes are atomic per call and durable at the
+// next engine commit, or when Fsync of the inode (or of a directory that
+// names it) returns. Errors are Status codes with the POSIX name first in
+// the message: ENOENT NOT_FOUND; EEXIST ALREADY_EXISTS; ENOTDIR, EISDIR,
+// ENOTEMPTY, EPERM, EMLINK and read-only snapshots FAILED_PRECONDITION;
+// EINVAL, ENAMETOOLONG, EFBIG INVALID_ARGUMENT; ENOSPC RESOURCE_EXHAUSTED;
+// a checksum failure DATA_LOSS. Thread-safe; cheap to copy.
+class Files {
+ public:
+  absl::StatusOr<uint64_t> Lookup(absl::string_view path);
+  absl::StatusOr<uint64_t> LookupAt(uint64_t dir, absl::string_view name);
+  absl::StatusOr<FileStat> Stat(absl::string_view path);
+  absl::StatusOr<FileStat> StatInode(uint64_t ino);
+  absl::StatusOr<FileStat> Mkdir(absl::string_view path, uint32_t mode = 0755);
+  absl::StatusOr<FileStat> Create(absl::string_view path, uint32_t mode = 0644);
+  absl::StatusOr<FileStat> Symlink(absl::string_view target, absl::string_view path);
+  absl::StatusOr<std::string> ReadLink(absl::string_view path);
+  absl::Status Unlink(absl::string_view path);  // not a directory
+  absl::Status Rmdir(absl::string_view path);   // an empty directory
+  absl::Status Rename(absl::string_view from, absl::string_view to, uint32_t flags = 0);
+  absl::StatusOr<FileStat> Link(absl::string_view existing, absl::string_view new_path);
+  // Entries in creation order from `cookie` (0 = the start), at most
+  // `limit` (0 = all). Stable under concurrent changes: an entry is never
+  // returned twice and entries present throughout are returned once.
+  absl::StatusOr<ReadDirResult> ReadDir(absl::string_view path, uint64_t cookie = 0,
+                                        uint64_t limit = 0);
+  absl::StatusOr<ReadDirResult> ReadDirInode(uint64_t dir, uint64_t cookie = 0,
+                                             uint64_t limit = 0);
+  // Data, by inode. Reads past EOF return less; holes read as zeros.
+  absl::StatusOr<std::string> Read(uint64_t ino, uint64_t offset, uint64_t length);
+  absl::Status Write(uint64_t ino, uint64_t offset, absl::string_view data);
+  absl::Status Truncate(uint64_t ino, uint64_t size);
+  // Reflink: dst [dst_offset, +length) shares src's extents of [src_offset,
+  // +length) (length 0 = to src's EOF).
+  absl::Status Clone(uint64_t src, uint64_t src_offset, uint64_t dst, uint64_t dst_offset,
+                     uint64_t length);
+  // Returns once the inode (and, for a directory, its entries) survive a
+  // crash; `datasync` skips the names of an inode older than the running
+  // engine transaction.
+  absl::Status Fsync(uint64_t ino, bool datasync = false);
+  // Extents of [offset, +length) (length 0 = to EOF).
+  absl::StatusOr<std::vector<FiemapExtent>> Fiemap(uint64_t ino, uint64_t offset = 0,
+                                                   uint64_t length = 0);
+  absl::Status SetXattr(uint64_t ino, absl::string_view name, absl::string_view value);
+  absl::StatusOr<std::string> GetXattr(uint64_t ino, absl::string_view name);
+  absl::StatusOr<std::vector<std::string>> ListXattrs(uint64_t ino);
+  absl::Status RemoveXattr(uint64_t ino, absl::string_view name);
+
+ private:
+  friend class Subvolume;
+  Files(StoreImpl* store, uint64_t subvol) : store_(store), subvol_(subvol) {}
+  StoreImpl* store_;
+  uint64_t subvol_;
+};
+
 // A handle on one subvolume's key space; cheap, valid while the Store is
 // open. Writes to a read-only snapshot are FAILED_PRECONDITION. Each Put or
 // Delete is a transaction of its own with a new revision.
 class Subvolume {
  public:
   uint64_t id() const { return id_; }
+  // The subvolume's file tree.
+  Files files() const { return Files(store_, id_); }
   absl::Status Put(absl::string_view key, absl::string_view value,
                    Durability durability = Durability::kDefault);
   absl::StatusOr<std::string> Get(absl::string_view key);

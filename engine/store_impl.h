@@ -37,6 +37,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "engine/format/items.h"
+#include "engine/fs/fs_ops.h"
 #include "engine/kv/conflict_window.h"
 #include "engine/kv/kv_item.h"
 #include "engine/log/log_manager.h"
@@ -137,8 +138,28 @@ class StoreImpl {
   void EndHandle();
   size_t max_value_size() const { return kv::MaxInlineValue(nodesize_); }
 
+  // The file namespace (fs_store.cc): `fn` runs under the shared (FsRead)
+  // or exclusive (FsWrite) tree lock; FsWrite retries once after a commit
+  // on ENOSPC and paces the writer afterwards.
+  absl::Status FsRead(uint64_t subvol, const std::function<absl::Status(fs::FsOps&)>& fn);
+  absl::Status FsWrite(uint64_t subvol, const std::function<absl::Status(fs::FsOps&)>& fn);
+  // Logs what fsync of `ino` needs and waits for the log sync.
+  absl::Status FsFsync(uint64_t subvol, uint64_t ino, bool datasync);
+
 
  private:
+  class FsBackendImpl;
+  fs::FsState* FsStateFor(uint64_t subvol);
+  void ForgetFsState(uint64_t subvol);
+  fs::FsOptions FsOptionsFromStore() const;
+  absl::Status NoteFsReplay(Tree* tree, const log::LogEntry& e, fs::ReplayNotes* notes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status FixupFsReplay(std::map<uint64_t, fs::ReplayNotes>& notes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status ReplayEntry(const log::LogEntry& e, std::set<uint64_t>* claimed,
+                           std::map<uint64_t, fs::ReplayNotes>* notes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   // KV internals (kv_store.cc).
   // Validates `reads` and applies `ws` to `subvol` atomically under one new
   // revision (the current one if nothing changed). ENOSPC changes nothing.
@@ -183,16 +204,17 @@ class StoreImpl {
   // Queues `w` and returns once it is applied (and, if durable, synced):
   // by this thread as the group's leader, or by another.
   void RunInWriteGroup(GroupWrite* w);
-  // Group commit: returns once revision `rev` is durable, leading a log
-  // sync if none is running, or falling back to an engine commit.
-  absl::Status WaitDurable(uint64_t rev);
+  // Group commit: returns once durability point `point` (a value of
+  // durable_seq_) is durable, leading a log sync if none is running, or
+  // falling back to an engine commit.
+  absl::Status WaitDurable(uint64_t point);
   // One log sync; false when the log cannot take it (engine commit needed).
   absl::StatusOr<bool> RunLogSync();
   absl::Status ReplayLog(const log::Recovered& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Under mu_ right before a generation is sealed: the next log chain, the
-  // revision; returns the revision sealed.
+  // revision; returns the durability point sealed.
   uint64_t SealLogLocked(std::vector<uint64_t>* retired) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void PublishDurable(uint64_t generation, uint64_t revision, const absl::Status& s);
+  void PublishDurable(uint64_t generation, uint64_t point, const absl::Status& s);
   absl::Status WriteOnce(absl::string_view key, const absl::string_view* value);
   // Runs `op` under the exclusive lock with no handle open, then commits.
   absl::StatusOr<uint64_t> ManageSubvolumes(
@@ -221,6 +243,7 @@ class StoreImpl {
   const std::unique_ptr<BlockDevice> owned_device_;
   const Options options_;
   const uint32_t nodesize_;
+  const fs::FsOptions fs_options_;
 
   absl::Mutex commit_mu_ ABSL_ACQUIRED_BEFORE(handles_mu_);
   absl::Mutex handles_mu_ ABSL_ACQUIRED_BEFORE(mu_);
@@ -237,6 +260,10 @@ class StoreImpl {
 
   // The key space and the log (guarded by mu_).
   uint64_t revision_ ABSL_GUARDED_BY(mu_) = 0;
+  // Durability points: bumped by every KV commit and every fsync; a log
+  // sync or engine commit makes everything up to the point it captured
+  // durable (WaitDurable).
+  uint64_t durable_seq_ ABSL_GUARDED_BY(mu_) = 0;
   kv::ConflictWindow window_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<log::LogManager> log_ ABSL_PT_GUARDED_BY(mu_);
   uint64_t kv_commits_ ABSL_GUARDED_BY(mu_) = 0;
@@ -257,14 +284,21 @@ class StoreImpl {
   absl::CondVar sync_cv_;  // signalled whenever the state below changes
   bool sync_running_ ABSL_GUARDED_BY(sync_mu_) = false;
   absl::Status sync_failed_ ABSL_GUARDED_BY(sync_mu_);
-  uint64_t synced_rev_ ABSL_GUARDED_BY(sync_mu_) = 0;   // in a written log sync
+  uint64_t synced_point_ ABSL_GUARDED_BY(sync_mu_) = 0;  // in a written log sync
   uint64_t synced_base_ ABSL_GUARDED_BY(sync_mu_) = 0;  // ... whose chain extends this gen
   uint64_t durable_gen_ ABSL_GUARDED_BY(sync_mu_) = 0;
-  uint64_t committed_rev_ ABSL_GUARDED_BY(sync_mu_) = 0;  // sealed in durable_gen_
+  uint64_t committed_point_ ABSL_GUARDED_BY(sync_mu_) = 0;  // sealed in durable_gen_
   uint64_t throttle_batches_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<uint64_t> throttle_waits_{0};    // relaxed: statistics
   std::atomic<uint64_t> throttle_wait_us_{0};  // relaxed: statistics
   uint64_t cleaner_steps_ ABSL_GUARDED_BY(mu_) = 0;
+
+  // The file namespace's in-memory state per subvolume; fs_mu_ is a leaf.
+  absl::Mutex fs_mu_;
+  std::map<uint64_t, std::unique_ptr<fs::FsState>> fs_states_ ABSL_GUARDED_BY(fs_mu_);
+  // fiemap's path cache (seed 002) goes stale on these.
+  std::atomic<uint64_t> snapshot_epoch_{1};
+  std::atomic<uint64_t> drop_epoch_{1};
 
   // Read without locks by CheckOpen(); set once by Close(). Acquire/release
   // so a caller that sees it set also sees the closed state.

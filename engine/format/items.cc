@@ -124,8 +124,37 @@ absl::StatusOr<SubvolInfoItem> DecodeSubvolInfo(absl::string_view v, uint64_t tr
   return s;
 }
 
+std::string EncodeDataRefCount(uint32_t count) {
+  std::string out;
+  PutLE32(&out, count);
+  return out;
+}
+
+absl::StatusOr<uint32_t> DecodeDataRefCount(absl::string_view v, uint64_t bytenr) {
+  CorruptionSite site;
+  site.what = "data backref";
+  site.bytenr = bytenr;
+  if (v.size() != 4) return COWKV_CORRUPTION(site, "bad size", absl::StrCat(v.size()), "4");
+  const uint32_t c = DecodeLE32(v.data());
+  if (c == 0) return COWKV_CORRUPTION(site, "zero count", "0", ">0");
+  return c;
+}
+
 bool LeafDataRef(absl::string_view key, absl::string_view value, DataRef* ref) {
-  if (key.empty() || key[0] != kKvKeyPrefix || value.size() != kKvExtentItemSize ||
+  if (key.empty()) return false;
+  if (key[0] == kFsKeyPrefix) {
+    if (key.size() != 1 + kKeySize17 || static_cast<uint8_t>(key[9]) != kFsExtentDataType ||
+        value.size() != kFsExtentItemSize ||
+        static_cast<uint8_t>(value[kFsExtentKindOff]) != kFsExtentRegular) {
+      return false;
+    }
+    ref->bytenr = DecodeLE64(value.data() + kFsExtentBytenrOff);
+    ref->len = DecodeLE64(value.data() + kFsExtentDiskLenOff);
+    ref->value_len = ref->len;
+    ref->crc = DecodeLE32(value.data() + kFsExtentCsumOff);
+    return ref->len != 0;
+  }
+  if (key[0] != kKvKeyPrefix || value.size() != kKvExtentItemSize ||
       static_cast<uint8_t>(value[0]) != kKvKindExtent) {
     return false;
   }

@@ -7,13 +7,15 @@
 //   extent tree: (bytenr, EXTENT_ITEM, num_bytes)     -> ExtentItem
 //                (bytenr, TREE_BLOCK_REF, root_id)    -> "" (one ref)
 //                (bytenr, SHARED_BLOCK_REF, parent)   -> "" (one ref)
-//                (bytenr, EXTENT_DATA_REF, root_id)   -> "" (one ref: a leaf of
-//                                                        that tree points here)
-//                (bytenr, SHARED_DATA_REF, leaf)      -> "" (one ref)
+//                (bytenr, EXTENT_DATA_REF, root_id)   -> u32 count (leaf items of
+//                                                        that tree pointing here)
+//                (bytenr, SHARED_DATA_REF, leaf)      -> u32 count (items of that
+//                                                        FULL_BACKREF leaf)
 //
 // The backref items of an extent sort right after its EXTENT_ITEM because
-// they share the bytenr prefix. ExtentItem.refs equals the number of backref
-// items (check verifies it).
+// they share the bytenr prefix. ExtentItem.refs equals the number of tree
+// block backref items plus the sum of the data backref counts (check
+// verifies it).
 #ifndef COWKV_ENGINE_FORMAT_ITEMS_H_
 #define COWKV_ENGINE_FORMAT_ITEMS_H_
 
@@ -43,12 +45,21 @@ inline bool IsBackref(uint8_t type) {
   return type == kTreeBlockRef || type == kSharedBlockRef || IsDataRef(type);
 }
 
+// A data backref's value: its count (u32, > 0).
+std::string EncodeDataRefCount(uint32_t count);
+absl::StatusOr<uint32_t> DecodeDataRefCount(absl::string_view v, uint64_t bytenr);
+
 // ---- Data references held by subvolume leaves ----------------------------------
 //
 // A KV item (tree key 'k' + user key) whose value lives in a data extent:
 // the 32-byte KV header with kind 1, then u64 disk_bytenr, u64 disk_len
 // (the extent, sector-rounded), u64 value_len, u32 crc32c of the value,
 // u32 zero. The refs layer only needs the extent; kv/ owns the rest.
+//
+// A file extent (tree key 'f' + 17-byte key of type EXTENT_DATA) of kind 1
+// (regular): u64 generation, u8 kind, 7 zero bytes, u64 disk_bytenr, u64
+// disk_len, u64 offset, u64 num_bytes, u32 crc32c of the whole extent's
+// disk_len bytes, u32 zero. fs/ owns the rest.
 inline constexpr char kKvKeyPrefix = 'k';
 inline constexpr uint8_t kKvKindExtent = 1;
 inline constexpr size_t kKvExtentItemSize = 64;
@@ -56,11 +67,21 @@ inline constexpr size_t kKvExtentBytenrOff = 32;
 inline constexpr size_t kKvExtentDiskLenOff = 40;
 inline constexpr size_t kKvExtentValueLenOff = 48;
 inline constexpr size_t kKvExtentCsumOff = 56;
+inline constexpr char kFsKeyPrefix = 'f';
+inline constexpr uint8_t kFsExtentDataType = 108;
+inline constexpr uint8_t kFsExtentRegular = 1;
+inline constexpr size_t kFsExtentItemSize = 56;
+inline constexpr size_t kFsExtentKindOff = 8;
+inline constexpr size_t kFsExtentBytenrOff = 16;
+inline constexpr size_t kFsExtentDiskLenOff = 24;
+inline constexpr size_t kFsExtentCsumOff = 48;
 
 struct DataRef {
   uint64_t bytenr = 0;
   uint64_t len = 0;
-  // What the data must be (filled by LeafDataRef; not part of identity).
+  // What the data must be (filled by LeafDataRef; not part of identity):
+  // the crc covers the first value_len bytes (a KV value's length; a file
+  // extent's whole disk_len).
   uint64_t value_len = 0;
   uint32_t crc = 0;
 };

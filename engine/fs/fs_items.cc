@@ -266,5 +266,24 @@ absl::StatusOr<std::vector<Xattr>> DecodeXattrs(absl::string_view v, uint64_t in
   return out;
 }
 
+absl::Status ValidateItem(const FsKey& k, absl::string_view value) {
+  switch (k.type) {
+    case kInodeItem:
+      return DecodeInodeItem(value, k.objectid).status();
+    case kInodeRef:
+      return DecodeInodeRefs(value, k.objectid).status();
+    case kDirItem:
+      return DecodeDirEntries(value, k.objectid).status();
+    case kDirIndex:
+      return DecodeDirIndex(value, k.objectid).status();
+    case kExtentData:
+      return DecodeFileExtent(value, k.objectid, k.offset).status();
+    case kXattrItem:
+      return DecodeXattrs(value, k.objectid).status();
+    default:
+      return Bad("item", k.objectid, absl::StrCat("unknown item type ", int{k.type}));
+  }
+}
+
 }  // namespace fs
 }  // namespace cowkv

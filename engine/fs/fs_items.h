@@ -132,6 +132,10 @@ struct Xattr {
 std::string EncodeXattrs(const std::vector<Xattr>& xs);
 absl::StatusOr<std::vector<Xattr>> DecodeXattrs(absl::string_view v, uint64_t ino);
 
+// Decodes the value of any fs item by its key's type (DATA_LOSS on anything
+// malformed or an unknown type). Used to vet log entries before replay.
+absl::Status ValidateItem(const FsKey& k, absl::string_view value);
+
 }  // namespace fs
 }  // namespace cowkv
 

@@ -43,6 +43,9 @@ void LogManager::ResetChain(uint64_t base, uint64_t nonce) {
                                        txn_->superblock().sectorsize, kLogCacheBytes);
   pending_.clear();
   pending_keys_ = 0;
+  fs_subvols_.clear();
+  inline_fs_keys_.clear();
+  fs_trees_.clear();
   base_ = base;
   nonce_ = nonce;
   next_root_ = 0;
@@ -80,11 +83,30 @@ LogAnchor LogManager::StartChain(uint64_t base, std::vector<uint64_t>* retired) 
 
 void LogManager::NoteChange(uint64_t subvol, absl::string_view tree_key) {
   if (full_ || broken_) return;
+  if (!tree_key.empty() && tree_key[0] == format::kFsKeyPrefix) fs_subvols_.insert(subvol);
   if (pending_[subvol].emplace(tree_key).second && ++pending_keys_ > max_pending_keys_) {
     full_ = true;
     pending_.clear();
     pending_keys_ = 0;
   }
+}
+
+absl::StatusOr<bool> LogManager::Contains(uint64_t subvol, absl::string_view tree_key) {
+  if (!HasFsEntries(subvol)) return false;
+  auto p = pending_.find(subvol);
+  if (p != pending_.end() && p->second.count(tree_key) > 0) return true;
+  auto in = inline_fs_keys_.find(subvol);
+  if (in != inline_fs_keys_.end() && in->second.count(tree_key) > 0) return true;
+  for (auto it = fs_trees_.rbegin(); it != fs_trees_.rend(); ++it) {
+    if (it->subvol != subvol) continue;
+    ++stats_.lookups;
+    Tree tree(format::kLogTreeOwner, RootRef{it->bytenr, it->generation, it->level}, cache_.get(),
+              nullptr);
+    absl::StatusOr<std::string> v = tree.Get(tree_key);
+    if (v.ok()) return true;
+    if (!absl::IsNotFound(v.status())) return v.status();
+  }
+  return false;
 }
 
 bool LogManager::needs_full_commit() const { return broken_ || full_ || next_root_ == 0; }
@@ -159,9 +181,17 @@ absl::StatusOr<std::unique_ptr<LogManager::SyncBatch>> LogManager::PrepareSync(u
     size_t bytes = 0;
     for (const LogEntry& e : *entries) bytes += InlineSize(e);
     if (bytes <= MaxInlineBytes(txn_->superblock().sectorsize)) {
+      for (const LogEntry& e : *entries) {
+        if (e.key[0] == format::kFsKeyPrefix) inline_fs_keys_[e.subvol].insert(e.key);
+      }
       root.entries = *std::move(entries);
     } else {
       s = BuildTrees(*entries, &root);
+      if (s.ok()) {
+        for (const LogTreeRef& t : root.trees) {
+          if (fs_subvols_.count(t.subvol)) fs_trees_.push_back(t);
+        }
+      }
     }
   }
   absl::StatusOr<uint64_t> next = s.ok() ? AllocTreeBlock(0, 0) : absl::StatusOr<uint64_t>(s);

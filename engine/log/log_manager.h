@@ -56,6 +56,7 @@ struct LogStats {
   uint64_t sync_bytes = 0;  // nodes + root blocks written
   uint64_t chains = 0;
   uint64_t chain_blocks = 0;  // blocks held by the live chain
+  uint64_t lookups = 0;       // Contains() calls that searched written links
 };
 
 // What mount found in the log.
@@ -89,6 +90,14 @@ class LogManager : private TreeHooks {
   LogAnchor StartChain(uint64_t base, std::vector<uint64_t>* retired);
 
   void NoteChange(uint64_t subvol, absl::string_view tree_key);
+  // Whether `tree_key` of `subvol` is in this chain: noted since the last
+  // sync, or in a link written since the chain began (inline entries are
+  // remembered; log trees are searched, newest first). Only file-namespace
+  // keys (prefix 'f') are tracked — the fs layer's "was this inode logged
+  // in this transaction?" (seed 004).
+  absl::StatusOr<bool> Contains(uint64_t subvol, absl::string_view tree_key);
+  // Whether any file-namespace key of `subvol` was noted in this chain.
+  bool HasFsEntries(uint64_t subvol) const { return fs_subvols_.count(subvol) > 0; }
   // An engine-level write the log cannot see: durable commits fall back to
   // engine commits until the next chain.
   void MarkFull() { full_ = true; }
@@ -143,6 +152,11 @@ class LogManager : private TreeHooks {
   bool broken_ = false;  // a sync failed or could not allocate
   bool full_ = false;    // over the pending bound, or engine-level writes
   std::vector<uint64_t> chain_blocks_;
+  // File-namespace keys of this chain, for Contains(): subvolumes that have
+  // any, keys of inline links, and the log trees of the other links.
+  absl::flat_hash_set<uint64_t> fs_subvols_;
+  std::map<uint64_t, absl::flat_hash_set<std::string>> inline_fs_keys_;
+  std::vector<LogTreeRef> fs_trees_;
   LogStats stats_;
 };
 

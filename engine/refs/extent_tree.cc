@@ -19,10 +19,35 @@ absl::Status Inconsistent(const DelayedRefHead& h, absl::string_view what) {
   return COWKV_CORRUPTION(site, what, "", "");
 }
 
+// Data back-references carry a count (one per leaf item pointing at the
+// extent from that tree or leaf: a file may reference one extent from
+// several items); tree-block references are single.
+absl::Status ApplyDataBackref(Tree* tree, const DelayedRefHead& h, const std::string& key,
+                              BackrefKey ref, int64_t delta) {
+  int64_t count = 0;
+  absl::StatusOr<std::string> cur = tree->Get(key);
+  if (cur.ok()) {
+    absl::StatusOr<uint32_t> c = format::DecodeDataRefCount(*cur, h.bytenr);
+    if (!c.ok()) return c.status();
+    count = *c;
+  } else if (!absl::IsNotFound(cur.status())) {
+    return cur.status();
+  }
+  count += delta;
+  if (count < 0 || count > UINT32_MAX) {
+    return Inconsistent(h, absl::StrCat("data backref type ", ref.type, " ", ref.param,
+                                        " count would be ", count));
+  }
+  if (count == 0) return tree->Delete(key);
+  return tree->Put(key, format::EncodeDataRefCount(static_cast<uint32_t>(count)));
+}
+
 absl::Status ApplyBackrefs(Tree* tree, const DelayedRefHead& h) {
   for (const auto& [ref, delta] : h.refs) {
     std::string key = EncodeKey17(Key17{h.bytenr, ref.type, ref.param});
-    if (delta == 1) {
+    if (format::IsDataRef(ref.type)) {
+      RETURN_IF_ERROR(ApplyDataBackref(tree, h, key, ref, delta));
+    } else if (delta == 1) {
       absl::StatusOr<std::string> cur = tree->Get(key);
       if (cur.ok()) return Inconsistent(h, absl::StrCat("duplicate backref type ", ref.type, " ", ref.param));
       if (!absl::IsNotFound(cur.status())) return cur.status();

@@ -423,6 +423,12 @@ void TreeIterator::SeekToLast() {
 void TreeIterator::Seek(absl::string_view key) { SeekImpl(key, false); }
 void TreeIterator::SeekForPrev(absl::string_view key) { SeekImpl(key, true); }
 
+std::vector<std::pair<uint64_t, uint64_t>> TreeIterator::PathNodes() const {
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  for (int lv = 0; lv < levels_; ++lv) out.push_back({nodes_[lv]->bytenr, nodes_[lv]->generation});
+  return out;
+}
+
 void TreeIterator::SeekImpl(absl::string_view key, bool for_prev) {
   status_ = absl::OkStatus();
   valid_ = false;

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -172,6 +173,9 @@ class TreeIterator {
   absl::string_view key() const { return key_view_; }
   absl::string_view value() const { return value_view_; }
   const absl::Status& status() const { return status_; }
+  // The nodes from the current item's leaf (index 0) up to the root:
+  // {bytenr, generation}. Valid while Valid().
+  std::vector<std::pair<uint64_t, uint64_t>> PathNodes() const;
 
  private:
   enum class Edge { kFirst, kLast };

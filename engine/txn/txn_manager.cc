@@ -363,6 +363,38 @@ absl::Status TxnManager::ClaimDataExtent(const format::DataRef& d) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<bool> TxnManager::DataExtentCommitted(const format::DataRef& d) {
+  absl::StatusOr<std::string> raw =
+      extent_tree_->Get(format::EncodeKey17(Key17{d.bytenr, format::kExtentItem, d.len}));
+  if (absl::IsNotFound(raw.status())) return false;
+  RETURN_IF_ERROR(raw.status());
+  return true;
+}
+
+absl::StatusOr<uint64_t> TxnManager::DataExtentRefs(uint64_t bytenr, uint64_t len) {
+  const DelayedRefHead* head = refs_.Find(bytenr);
+  int64_t refs = 0;
+  if (head == nullptr || !head->must_insert) {
+    absl::StatusOr<std::string> raw =
+        extent_tree_->Get(format::EncodeKey17(Key17{bytenr, format::kExtentItem, len}));
+    if (!raw.ok() && !absl::IsNotFound(raw.status())) return raw.status();
+    if (raw.ok()) {
+      ASSIGN_OR_RETURN(format::ExtentItem e, format::DecodeExtentItem(*raw, bytenr));
+      refs = static_cast<int64_t>(e.refs);
+    }
+  }
+  if (head != nullptr) refs += head->ref_mod;
+  return static_cast<uint64_t>(std::max<int64_t>(refs, 0));
+}
+
+absl::StatusOr<bool> TxnManager::TreeBlockShared(uint64_t tree_id, uint64_t bytenr,
+                                                 uint64_t generation) {
+  auto sv = subvols_.find(tree_id);
+  if (sv == subvols_.end() || generation > sv->second.item.last_snapshot) return false;
+  ASSIGN_OR_RETURN(auto info, LookupExtentInfo(bytenr));
+  return info.first > 1;
+}
+
 void TxnManager::FreeLogBlocks(const std::vector<uint64_t>& blocks) {
   for (uint64_t b : blocks) free_.FreeNow(b, sb_.nodesize);
 }

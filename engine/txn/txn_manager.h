@@ -160,6 +160,13 @@ class TxnManager : public TreeHooks {
   // Mount: a data extent a replayed log entry points at (free as far as
   // the extent tree knows) is taken out of free space before its +1.
   absl::Status ClaimDataExtent(const format::DataRef& d);
+  // Whether the extent tree has an item for the data extent (committed).
+  absl::StatusOr<bool> DataExtentCommitted(const format::DataRef& d);
+  // fiemap: a data extent's refcount (extent item plus queued updates),
+  // and whether a node of tree `tree_id` is shared (it may be: written no
+  // later than the tree's last snapshot; and it is: more than one ref).
+  absl::StatusOr<uint64_t> DataExtentRefs(uint64_t bytenr, uint64_t len);
+  absl::StatusOr<bool> TreeBlockShared(uint64_t tree_id, uint64_t bytenr, uint64_t generation);
 
   // Written into the superblock of the next sealed generation.
   void SetLogAnchor(uint64_t log_root, uint64_t nonce) {

@@ -1,0 +1,464 @@
+// What fsync logs, the log updates of rename/link/unlink (seeds 000 and
+// 004), and the fix-up after a replay.
+//
+// The log copies items by key: whatever a key holds at the next log sync
+// (or its absence) is what replay puts back. fsync of an inode notes the
+// keys that bring it to its current state; a name change of an inode that
+// is already in this transaction's log notes the keys it touched, so that
+// the log never holds a stale half of a rename.
+#include <algorithm>
+#include <deque>
+
+#include "absl/strings/str_cat.h"
+#include "engine/base/coding.h"
+#include "engine/base/status.h"
+#include "engine/fs/fs_batch.h"
+#include "engine/fs/fs_ops.h"
+
+namespace cowkv {
+namespace fs {
+
+namespace {
+FileType TypeOf(const InodeItem& it) { return static_cast<FileType>((it.mode >> 12) & 0xf); }
+uint64_t ItemGeneration(absl::string_view v) { return v.size() >= 8 ? DecodeLE64(v.data()) : 0; }
+}  // namespace
+
+void FsOps::Note(Batch& b, const std::string& key) {
+  b.Note(key);
+  st_->counters.logged_keys.fetch_add(1, std::memory_order_relaxed);
+}
+
+void FsOps::MarkLogged(uint64_t ino) {
+  std::shared_ptr<InodeMem> m = Mem(ino);
+  m->logged_gen = b_->generation();
+  m->logged = true;
+}
+
+// Seed 004: whether `ino` is in this transaction's log. Memory answers when
+// it knows; otherwise (evicted, or not asked since mount) the log is looked
+// up and the answer kept. With the check off, an unknown inode that changed
+// in this transaction counts as logged (btrfs before the seed): a false
+// "logged" that costs a log update.
+absl::StatusOr<bool> FsOps::IsLogged(Batch& b, uint64_t ino) {
+  const uint64_t gen = b_->generation();
+  std::shared_ptr<InodeMem> m = Mem(ino);
+  if (m->logged_gen == gen) return m->logged;
+  if (!b_->LogHasFsEntries()) {
+    m->logged_gen = gen;
+    m->logged = false;
+    return false;
+  }
+  if (opt_.precise_logged_check) {
+    st_->counters.logged_lookups.fetch_add(1, std::memory_order_relaxed);
+    ASSIGN_OR_RETURN(bool found, b_->LogContains(InodeKey(ino)));
+    m->logged_gen = gen;
+    m->logged = found;
+    return found;
+  }
+  absl::StatusOr<InodeItem> it = LoadInode(b, ino);
+  if (absl::IsNotFound(it.status())) return false;
+  RETURN_IF_ERROR(it.status());
+  return it->transid == gen;
+}
+
+absl::StatusOr<bool> FsOps::AnyLogged(Batch& b, const std::vector<uint64_t>& inodes) {
+  bool any = false;
+  for (uint64_t ino : inodes) {
+    ASSIGN_OR_RETURN(bool logged, IsLogged(b, ino));
+    any = any || logged;
+  }
+  return any;
+}
+
+// A name change touching a logged inode or directory: every key the
+// operation wrote goes to the log, with the full names (and, for files,
+// the data) of the inodes whose names changed, so the log stays a
+// consistent picture.
+absl::Status FsOps::UpdateLog(Batch& b, const std::vector<uint64_t>& named) {
+  st_->counters.log_updates.fetch_add(1, std::memory_order_relaxed);
+  for (const std::string& k : b.StagedKeys()) {
+    Note(b, k);
+    FsKey fk;
+    if (DecodeFsKey(k, &fk) && fk.type == kInodeItem) MarkLogged(fk.objectid);
+  }
+  std::vector<std::pair<uint64_t, bool>> also;
+  for (uint64_t ino : named) {
+    absl::StatusOr<InodeItem> it = LoadInode(b, ino);
+    if (absl::IsNotFound(it.status())) continue;  // deleted by the operation
+    RETURN_IF_ERROR(it.status());
+    RETURN_IF_ERROR(LogInodeKeys(b, ino, *it, /*names=*/true, &also));
+  }
+  return LogQueue(b, also);
+}
+
+// Logs the inodes queued by LogInodeKeys/LogDirEntries (new parents and
+// new children), each at most once.
+absl::Status FsOps::LogQueue(Batch& b, std::vector<std::pair<uint64_t, bool>>& work) {
+  std::set<uint64_t> done;
+  while (!work.empty()) {
+    auto [ino, entries] = work.back();
+    work.pop_back();
+    if (!done.insert(ino).second) continue;
+    absl::StatusOr<InodeItem> it = LoadInode(b, ino);
+    if (absl::IsNotFound(it.status())) continue;
+    RETURN_IF_ERROR(it.status());
+    RETURN_IF_ERROR(LogInodeKeys(b, ino, *it, /*names=*/true, &work));
+    if (entries && TypeOf(*it) == FileType::kDirectory) {
+      RETURN_IF_ERROR(LogDirEntries(b, ino, &work));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// An inode's own keys: its item; with `names`, every name it has and the
+// parents' entries for them (a parent created in this transaction is
+// queued, so the name has somewhere to live after replay); the keys it
+// lost since the last log; its data changed in this transaction; xattrs.
+absl::Status FsOps::LogInodeKeys(Batch& b, uint64_t ino, const InodeItem& item, bool names,
+                                 std::vector<std::pair<uint64_t, bool>>* also) {
+  const uint64_t gen = b_->generation();
+  Note(b, InodeKey(ino));
+  MarkLogged(ino);
+  if (names) RETURN_IF_ERROR(LogNames(b, ino, also));
+  auto d = st_->deleted.find(ino);
+  if (d != st_->deleted.end()) {
+    for (const std::string& k : d->second) Note(b, k);
+    st_->deleted.erase(d);
+  }
+  if (TypeOf(item) != FileType::kDirectory) {
+    RETURN_IF_ERROR(b.Scan(TypeStart(ino, kExtentData), TypeStart(ino, kExtentData + 1), false,
+                           [&](absl::string_view k, absl::string_view v) {
+                             if (ItemGeneration(v) == gen) Note(b, std::string(k));
+                             return true;
+                           }));
+  }
+  return b.Scan(TypeStart(ino, kXattrItem), TypeStart(ino, kXattrItem + 1), false,
+                [&](absl::string_view k, absl::string_view) {
+                  Note(b, std::string(k));
+                  return true;
+                });
+}
+
+absl::Status FsOps::LogNames(Batch& b, uint64_t ino, std::vector<std::pair<uint64_t, bool>>* also) {
+  const uint64_t gen = b_->generation();
+  std::vector<std::pair<uint64_t, std::vector<InodeRef>>> refs;
+  absl::Status bad;
+  RETURN_IF_ERROR(b.Scan(TypeStart(ino, kInodeRef), TypeStart(ino, kInodeRef + 1), false,
+                         [&](absl::string_view k, absl::string_view v) {
+                           FsKey fk;
+                           DecodeFsKey(k, &fk);
+                           absl::StatusOr<std::vector<InodeRef>> r = DecodeInodeRefs(v, ino);
+                           if (!r.ok()) {
+                             bad = r.status();
+                             return false;
+                           }
+                           refs.push_back({fk.offset, *std::move(r)});
+                           return true;
+                         }));
+  RETURN_IF_ERROR(bad);
+  for (const auto& [parent, names] : refs) {
+    Note(b, RefKey(ino, parent));
+    for (const InodeRef& r : names) {
+      Note(b, DirItemKey(parent, r.name));
+      Note(b, DirIndexKey(parent, r.index));
+    }
+    if (parent == kRootDirIno) {
+      Note(b, InodeKey(kRootDirIno));
+      continue;
+    }
+    absl::StatusOr<InodeItem> p = LoadInode(b, parent);
+    RETURN_IF_ERROR(p.status());
+    if (p->generation == gen) {
+      ASSIGN_OR_RETURN(bool logged, IsLogged(b, parent));
+      if (!logged) also->push_back({parent, false});
+    }
+  }
+  return absl::OkStatus();
+}
+
+// A directory's entries added in this transaction. Seed 000: the
+// directory remembers the last index it logged in this transaction and
+// starts after it; switched off, every fsync starts at the first index this
+// transaction added (btrfs before the seed re-logged all of them).
+// Children created in this transaction and not logged yet are queued.
+absl::Status FsOps::LogDirEntries(Batch& b, uint64_t dir,
+                                  std::vector<std::pair<uint64_t, bool>>* also) {
+  const uint64_t gen = b_->generation();
+  std::shared_ptr<InodeMem> m = Mem(dir);
+  uint64_t start = 0;
+  if (opt_.dir_index_offset && m->index_logged_gen == gen) {
+    start = m->last_logged_index + 1;
+  } else if (m->first_index_gen == gen) {
+    start = m->first_index;
+  }
+  uint64_t last = start == 0 ? 0 : start - 1;
+  std::vector<DirEntry> children;
+  absl::Status bad;
+  RETURN_IF_ERROR(b.Scan(DirIndexKey(dir, start), TypeStart(dir, kDirIndex + 1), false,
+                         [&](absl::string_view k, absl::string_view v) {
+                           FsKey fk;
+                           DecodeFsKey(k, &fk);
+                           last = fk.offset;
+                           absl::StatusOr<DirEntry> e = DecodeDirIndex(v, dir);
+                           if (!e.ok()) {
+                             bad = e.status();
+                             return false;
+                           }
+                           if (e->transid != gen) return true;
+                           Note(b, std::string(k));
+                           Note(b, DirItemKey(dir, e->name));
+                           children.push_back(*std::move(e));
+                           return true;
+                         }));
+  RETURN_IF_ERROR(bad);
+  m->index_logged_gen = gen;
+  m->last_logged_index = last;
+  for (const DirEntry& e : children) {
+    std::shared_ptr<InodeMem> cm = Mem(e.child);
+    if (cm->logged_gen == gen && cm->logged) continue;
+    absl::StatusOr<InodeItem> it = LoadInode(b, e.child);
+    if (absl::IsNotFound(it.status())) continue;
+    RETURN_IF_ERROR(it.status());
+    if (it->generation == gen) also->push_back({e.child, e.type == FileType::kDirectory});
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FsOps::LogForFsync(uint64_t ino, bool datasync) {
+  Batch b(b_);
+  ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
+  st_->counters.fsyncs.fetch_add(1, std::memory_order_relaxed);
+  std::vector<std::pair<uint64_t, bool>> work;
+  // fdatasync of an inode older than this transaction: its names are
+  // durable already; only the data and the item matter.
+  const bool names = !(datasync && it.generation < b_->generation());
+  RETURN_IF_ERROR(LogInodeKeys(b, ino, it, names, &work));
+  if (TypeOf(it) == FileType::kDirectory) RETURN_IF_ERROR(LogDirEntries(b, ino, &work));
+  RETURN_IF_ERROR(LogQueue(b, work));
+  return b.Commit();
+}
+
+// ---- Replay fix-up -----------------------------------------------------------------
+
+absl::Status FsOps::ReplayFixup(const ReplayNotes& n) {
+  Batch b(b_);
+  RETURN_IF_ERROR(FixNames(b, n));
+  RETURN_IF_ERROR(b.Commit());
+  Batch b2(b_);
+  RETURN_IF_ERROR(FixDirEntries(b2, n));
+  RETURN_IF_ERROR(b2.Commit());
+  std::set<uint64_t> inodes = n.inodes;
+  for (const auto& [ino, parents] : n.logged_refs) {
+    inodes.insert(parents.begin(), parents.end());
+  }
+  for (uint64_t ino : inodes) {
+    Batch b3(b_);
+    RETURN_IF_ERROR(FixInode(b3, ino));
+    RETURN_IF_ERROR(b3.Commit());
+  }
+  return absl::OkStatus();
+}
+
+// Names an inode no longer has: refs of a fully logged inode that the log
+// did not carry, and names dropped from a replayed INODE_REF. Their
+// directory entries go too.
+absl::Status FsOps::FixNames(Batch& b, const ReplayNotes& n) {
+  std::map<std::pair<uint64_t, uint64_t>, std::vector<InodeRef>> lost = n.lost_names;
+  for (uint64_t ino : n.full_inodes) {
+    auto lr = n.logged_refs.find(ino);
+    std::vector<std::pair<uint64_t, std::string>> stale;
+    RETURN_IF_ERROR(b.Scan(TypeStart(ino, kInodeRef), TypeStart(ino, kInodeRef + 1), false,
+                           [&](absl::string_view k, absl::string_view v) {
+                             FsKey fk;
+                             DecodeFsKey(k, &fk);
+                             if (lr == n.logged_refs.end() || !lr->second.count(fk.offset)) {
+                               stale.push_back({fk.offset, std::string(v)});
+                             }
+                             return true;
+                           }));
+    for (const auto& [parent, v] : stale) {
+      ASSIGN_OR_RETURN(std::vector<InodeRef> refs, DecodeInodeRefs(v, ino));
+      auto& l = lost[{ino, parent}];
+      l.insert(l.end(), refs.begin(), refs.end());
+      b.Del(RefKey(ino, parent));
+    }
+  }
+  for (const auto& [who, refs] : lost) {
+    const auto [ino, parent] = who;
+    for (const InodeRef& r : refs) RETURN_IF_ERROR(DropEntry(b, parent, r.name, r.index, ino));
+  }
+  return absl::OkStatus();
+}
+
+// Removes `name` -> `ino` from `dir` (DIR_ITEM and, when it still points at
+// `ino`, DIR_INDEX), if present.
+absl::Status FsOps::DropEntry(Batch& b, uint64_t dir, absl::string_view name, uint64_t index,
+                              uint64_t ino) {
+  const std::string dk = DirItemKey(dir, name);
+  ASSIGN_OR_RETURN(std::optional<std::string> cur, b.Get(dk));
+  if (cur.has_value()) {
+    ASSIGN_OR_RETURN(std::vector<DirEntry> es, DecodeDirEntries(*cur, dir));
+    const size_t before = es.size();
+    es.erase(std::remove_if(es.begin(), es.end(),
+                            [&](const DirEntry& e) { return e.name == name && e.child == ino; }),
+             es.end());
+    if (es.empty()) {
+      b.Del(dk);
+    } else if (es.size() != before) {
+      b.Put(dk, EncodeDirEntries(es));
+    }
+  }
+  const std::string ik = DirIndexKey(dir, index);
+  ASSIGN_OR_RETURN(std::optional<std::string> iv, b.Get(ik));
+  if (iv.has_value()) {
+    ASSIGN_OR_RETURN(DirEntry e, DecodeDirIndex(*iv, dir));
+    if (e.child == ino && e.name == name) b.Del(ik);
+  }
+  return absl::OkStatus();
+}
+
+// Replayed directory entries must agree with their child's names: an entry
+// whose child is missing or does not carry that name is dropped.
+absl::Status FsOps::FixDirEntries(Batch& b, const ReplayNotes& n) {
+  for (const std::string& key : n.dir_keys) {
+    FsKey fk;
+    DecodeFsKey(key, &fk);
+    ASSIGN_OR_RETURN(std::optional<std::string> v, b.Get(key));
+    if (!v.has_value()) continue;
+    ASSIGN_OR_RETURN(std::vector<DirEntry> es, DecodeDirEntries(*v, fk.objectid));
+    std::vector<DirEntry> keep;
+    for (const DirEntry& e : es) {
+      ASSIGN_OR_RETURN(bool ok, HasName(b, e.child, fk.objectid, e.name));
+      if (ok) keep.push_back(e);
+    }
+    if (keep.size() == es.size()) continue;
+    if (keep.empty()) {
+      b.Del(key);
+    } else {
+      b.Put(key, EncodeDirEntries(keep));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> FsOps::HasName(Batch& b, uint64_t ino, uint64_t parent,
+                                    absl::string_view name) {
+  ASSIGN_OR_RETURN(std::optional<std::string> it, b.Get(InodeKey(ino)));
+  if (!it.has_value()) return false;
+  ASSIGN_OR_RETURN(std::optional<std::string> rv, b.Get(RefKey(ino, parent)));
+  if (!rv.has_value()) return false;
+  ASSIGN_OR_RETURN(std::vector<InodeRef> refs, DecodeInodeRefs(*rv, ino));
+  for (const InodeRef& r : refs) {
+    if (r.name == name) return true;
+  }
+  return false;
+}
+
+// One touched inode: every name it has gets its directory entries (added
+// when replay left them out; a name in a missing directory is dropped);
+// nlink = names; no names left = deleted; directories' sizes recomputed;
+// extents past EOF dropped.
+absl::Status FsOps::FixInode(Batch& b, uint64_t ino) {
+  ASSIGN_OR_RETURN(std::optional<std::string> raw, b.Get(InodeKey(ino)));
+  if (!raw.has_value()) {
+    if (ino == kRootDirIno) return absl::OkStatus();
+    // A deleted inode: its names left in directories go, then its remnants.
+    std::vector<std::pair<uint64_t, std::string>> refs;
+    RETURN_IF_ERROR(b.Scan(TypeStart(ino, kInodeRef), TypeStart(ino, kInodeRef + 1), false,
+                           [&](absl::string_view k, absl::string_view v) {
+                             FsKey fk;
+                             DecodeFsKey(k, &fk);
+                             refs.push_back({fk.offset, std::string(v)});
+                             return true;
+                           }));
+    for (const auto& [parent, v] : refs) {
+      ASSIGN_OR_RETURN(std::vector<InodeRef> rs, DecodeInodeRefs(v, ino));
+      for (const InodeRef& r : rs) RETURN_IF_ERROR(DropEntry(b, parent, r.name, r.index, ino));
+    }
+    return DeleteInode(b, ino);
+  }
+  ASSIGN_OR_RETURN(InodeItem it, DecodeInodeItem(*raw, ino));
+  ASSIGN_OR_RETURN(uint32_t names, FixRefs(b, ino, TypeOf(it)));
+  if (ino != kRootDirIno && names == 0) return DeleteInode(b, ino);
+  InodeItem fixed = it;
+  fixed.nlink = TypeOf(it) == FileType::kDirectory ? 1 : names;
+  if (ino == kRootDirIno) fixed.nlink = 1;
+  if (TypeOf(it) == FileType::kDirectory) {
+    uint64_t size = 0;
+    RETURN_IF_ERROR(b.Scan(TypeStart(ino, kDirIndex), TypeStart(ino, kDirIndex + 1), false,
+                           [&](absl::string_view, absl::string_view v) {
+                             absl::StatusOr<DirEntry> e = DecodeDirIndex(v, ino);
+                             if (e.ok()) size += 2 * e->name.size();
+                             return true;
+                           }));
+    fixed.size = size;
+  } else {
+    int64_t nb = 0;
+    RETURN_IF_ERROR(Punch(b, ino, fixed.size, ~0ull, &nb));
+    if (fixed.size == 0) {
+      ASSIGN_OR_RETURN(std::optional<std::string> v, b.Get(ExtentKey(ino, 0)));
+      if (v.has_value()) b.Del(ExtentKey(ino, 0));
+    }
+  }
+  if (EncodeInodeItem(fixed) != *raw) b.Put(InodeKey(ino), EncodeInodeItem(fixed));
+  return absl::OkStatus();
+}
+
+// Re-adds the directory entries of every name of `ino`; returns how many
+// names it has. A name in a directory that is gone is dropped.
+absl::StatusOr<uint32_t> FsOps::FixRefs(Batch& b, uint64_t ino, FileType type) {
+  std::vector<std::pair<uint64_t, std::string>> refs;
+  RETURN_IF_ERROR(b.Scan(TypeStart(ino, kInodeRef), TypeStart(ino, kInodeRef + 1), false,
+                         [&](absl::string_view k, absl::string_view v) {
+                           FsKey fk;
+                           DecodeFsKey(k, &fk);
+                           refs.push_back({fk.offset, std::string(v)});
+                           return true;
+                         }));
+  uint32_t names = 0;
+  for (const auto& [parent, v] : refs) {
+    ASSIGN_OR_RETURN(std::optional<std::string> p, b.Get(InodeKey(parent)));
+    if (!p.has_value() && parent != kRootDirIno) {
+      b.Del(RefKey(ino, parent));
+      continue;
+    }
+    ASSIGN_OR_RETURN(std::vector<InodeRef> rs, DecodeInodeRefs(v, ino));
+    std::vector<InodeRef> kept;
+    for (const InodeRef& r : rs) {
+      ASSIGN_OR_RETURN(bool ok, EnsureEntry(b, parent, r, ino, type));
+      if (ok) kept.push_back(r);
+    }
+    names += kept.size();
+    if (kept.empty()) {
+      b.Del(RefKey(ino, parent));
+    } else if (kept.size() != rs.size()) {
+      b.Put(RefKey(ino, parent), EncodeInodeRefs(kept));
+    }
+  }
+  return names;
+}
+
+// Makes sure `dir` has the entries of name `r` -> `ino`; false when the
+// name belongs to another inode there (the name is then not `ino`'s).
+absl::StatusOr<bool> FsOps::EnsureEntry(Batch& b, uint64_t dir, const InodeRef& r, uint64_t ino,
+                                        FileType type) {
+  ASSIGN_OR_RETURN(std::optional<DirEntry> e, FindEntry(b, dir, r.name));
+  if (e.has_value() && e->child != ino) return false;
+  DirEntry ne{ino, type, b_->generation(), r.name};
+  if (!e.has_value()) {
+    const std::string dk = DirItemKey(dir, r.name);
+    ASSIGN_OR_RETURN(std::optional<std::string> cur, b.Get(dk));
+    std::vector<DirEntry> es;
+    if (cur.has_value()) {
+      ASSIGN_OR_RETURN(es, DecodeDirEntries(*cur, dir));
+    }
+    es.push_back(ne);
+    b.Put(dk, EncodeDirEntries(es));
+  }
+  ASSIGN_OR_RETURN(std::optional<std::string> iv, b.Get(DirIndexKey(dir, r.index)));
+  if (!iv.has_value()) b.Put(DirIndexKey(dir, r.index), EncodeDirEntries({ne}));
+  return true;
+}
+
+}  // namespace fs
+}  // namespace cowkv

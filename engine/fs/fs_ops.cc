@@ -1,0 +1,535 @@
+#include "engine/fs/fs_ops.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "engine/base/check.h"
+#include "engine/base/coding.h"
+#include "engine/base/status.h"
+#include "engine/fs/fs_batch.h"
+
+namespace cowkv {
+namespace fs {
+
+// ---- Keys and errors ----------------------------------------------------------------
+
+std::string InodeKey(uint64_t ino) { return EncodeFsKey({ino, kInodeItem, 0}); }
+std::string RefKey(uint64_t ino, uint64_t parent) { return EncodeFsKey({ino, kInodeRef, parent}); }
+std::string DirItemKey(uint64_t dir, absl::string_view name) {
+  return EncodeFsKey({dir, kDirItem, NameHash(name)});
+}
+std::string DirIndexKey(uint64_t dir, uint64_t index) {
+  return EncodeFsKey({dir, kDirIndex, index});
+}
+std::string ExtentKey(uint64_t ino, uint64_t offset) {
+  return EncodeFsKey({ino, kExtentData, offset});
+}
+std::string InodeStart(uint64_t ino) { return EncodeFsKey({ino, 0, 0}); }
+std::string TypeStart(uint64_t ino, uint8_t type) { return EncodeFsKey({ino, type, 0}); }
+
+absl::Status PosixError(absl::string_view errno_name, absl::string_view what) {
+  const std::string msg = absl::StrCat(errno_name, ": ", what);
+  if (errno_name == "ENOENT" || errno_name == "ENODATA") return absl::NotFoundError(msg);
+  if (errno_name == "EEXIST") return absl::AlreadyExistsError(msg);
+  if (errno_name == "ENOSPC") return absl::ResourceExhaustedError(msg);
+  if (errno_name == "EINVAL" || errno_name == "ENAMETOOLONG" || errno_name == "EFBIG") {
+    return absl::InvalidArgumentError(msg);
+  }
+  return absl::FailedPreconditionError(msg);  // ENOTDIR EISDIR ENOTEMPTY EPERM EMLINK EROFS
+}
+
+FileType Attr::type() const { return static_cast<FileType>((item.mode >> 12) & 0xf); }
+
+namespace {
+
+constexpr uint32_t kTypeMask = 0170000;
+
+int64_t NowNs() { return absl::GetCurrentTimeNanos(); }
+
+FileType TypeOf(const InodeItem& it) { return static_cast<FileType>((it.mode >> 12) & 0xf); }
+bool IsDir(const InodeItem& it) { return TypeOf(it) == FileType::kDirectory; }
+
+InodeItem RootItem() {
+  InodeItem it;
+  it.nlink = 1;
+  it.mode = (static_cast<uint32_t>(FileType::kDirectory) << 12) | 0755;
+  return it;
+}
+
+// Splits a path into validated components.
+absl::StatusOr<std::vector<absl::string_view>> SplitPath(absl::string_view path) {
+  if (path.size() > kMaxPathLen) {
+    return PosixError("ENAMETOOLONG", absl::StrCat("a path is at most ", kMaxPathLen, " bytes"));
+  }
+  if (path.find('\0') != absl::string_view::npos) {
+    return PosixError("EINVAL", "a path may not contain NUL");
+  }
+  std::vector<absl::string_view> parts;
+  for (absl::string_view p : absl::StrSplit(path, '/', absl::SkipEmpty())) {
+    if (p == "." || p == "..") {
+      return PosixError("EINVAL", absl::StrCat("\"", p, "\" is not allowed in a path"));
+    }
+    RETURN_IF_ERROR(ValidateName(p));
+    parts.push_back(p);
+  }
+  if (parts.size() > kMaxPathDepth) {
+    return PosixError("EINVAL", absl::StrCat("a path has at most ", kMaxPathDepth, " components"));
+  }
+  return parts;
+}
+
+}  // namespace
+
+// ---- Inodes, names, directories -----------------------------------------------------
+
+FsOps::FsOps(FsBackend* backend, FsState* state, const FsOptions& options)
+    : b_(backend), st_(state), opt_(options) {}
+
+void FsOps::BeginWrite() {
+  if (st_->gen != b_->generation()) {
+    st_->gen = b_->generation();
+    st_->deleted.clear();
+  }
+}
+
+std::shared_ptr<InodeMem> FsOps::Mem(uint64_t ino) {
+  std::shared_ptr<InodeMem> m = st_->cache.Lookup(ino);
+  if (m != nullptr) {
+    st_->counters.inode_cache_hits.fetch_add(1, std::memory_order_relaxed);
+    return m;
+  }
+  st_->counters.inode_cache_misses.fetch_add(1, std::memory_order_relaxed);
+  return st_->cache.Insert(ino, std::make_shared<InodeMem>());
+}
+
+absl::StatusOr<InodeItem> FsOps::LoadInode(Batch& b, uint64_t ino) {
+  ASSIGN_OR_RETURN(std::optional<std::string> v, b.Get(InodeKey(ino)));
+  if (!v.has_value()) {
+    if (ino == kRootDirIno) return RootItem();
+    return PosixError("ENOENT", absl::StrCat("no inode ", ino));
+  }
+  return DecodeInodeItem(*v, ino);
+}
+
+absl::Status FsOps::CheckDir(Batch& b, uint64_t ino) {
+  ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
+  if (!IsDir(it)) return PosixError("ENOTDIR", absl::StrCat("inode ", ino, " is not a directory"));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<DirEntry>> FsOps::FindEntry(Batch& b, uint64_t dir,
+                                                        absl::string_view name) {
+  ASSIGN_OR_RETURN(std::optional<std::string> v, b.Get(DirItemKey(dir, name)));
+  if (!v.has_value()) return std::optional<DirEntry>();
+  ASSIGN_OR_RETURN(std::vector<DirEntry> entries, DecodeDirEntries(*v, dir));
+  for (DirEntry& e : entries) {
+    if (e.name == name) return std::optional<DirEntry>(std::move(e));
+  }
+  return std::optional<DirEntry>();
+}
+
+absl::StatusOr<uint64_t> FsOps::LookupAt(uint64_t dir, absl::string_view name) {
+  RETURN_IF_ERROR(ValidateName(name));
+  Batch b(b_);
+  RETURN_IF_ERROR(CheckDir(b, dir));
+  ASSIGN_OR_RETURN(std::optional<DirEntry> e, FindEntry(b, dir, name));
+  if (!e.has_value()) return PosixError("ENOENT", absl::StrCat("no entry \"", name, "\""));
+  return e->child;
+}
+
+absl::StatusOr<uint64_t> FsOps::Lookup(absl::string_view path) {
+  ASSIGN_OR_RETURN(std::vector<absl::string_view> parts, SplitPath(path));
+  Batch b(b_);
+  uint64_t ino = kRootDirIno;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
+    if (!IsDir(it)) {
+      return PosixError("ENOTDIR", absl::StrCat("\"", absl::StrJoin(parts.begin(),
+                                                                     parts.begin() + i, "/"),
+                                                "\" is not a directory"));
+    }
+    ASSIGN_OR_RETURN(std::optional<DirEntry> e, FindEntry(b, ino, parts[i]));
+    if (!e.has_value()) return PosixError("ENOENT", absl::StrCat("no such file: ", path));
+    ino = e->child;
+  }
+  return ino;
+}
+
+absl::StatusOr<FsOps::Resolved> FsOps::ResolveParent(absl::string_view path) {
+  ASSIGN_OR_RETURN(std::vector<absl::string_view> parts, SplitPath(path));
+  if (parts.empty()) return PosixError("EINVAL", "the root directory has no name to change");
+  Resolved r;
+  r.name = std::string(parts.back());
+  std::string parent_path = absl::StrJoin(parts.begin(), parts.end() - 1, "/");
+  ASSIGN_OR_RETURN(r.parent, Lookup(parent_path));
+  Batch b(b_);
+  ASSIGN_OR_RETURN(InodeItem pit, LoadInode(b, r.parent));
+  if (!IsDir(pit)) return PosixError("ENOTDIR", absl::StrCat("\"/", parent_path, "\" is not a directory"));
+  ASSIGN_OR_RETURN(std::optional<DirEntry> e, FindEntry(b, r.parent, r.name));
+  if (e.has_value()) {
+    r.ino = e->child;
+    r.type = e->type;
+  }
+  return r;
+}
+
+absl::StatusOr<Attr> FsOps::Stat(uint64_t ino) {
+  Batch b(b_);
+  ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
+  return Attr{ino, it};
+}
+
+absl::StatusOr<uint64_t> FsOps::AllocIno() {
+  if (st_->next_ino == 0) {
+    uint64_t next = kRootDirIno + 1;
+    RETURN_IF_ERROR(b_->Scan(InodeStart(0), std::string(1, kFsPrefix + 1), true,
+                             [&](absl::string_view k, absl::string_view) {
+                               FsKey fk;
+                               if (DecodeFsKey(k, &fk)) next = std::max(next, fk.objectid + 1);
+                               return false;
+                             }));
+    st_->next_ino = next;
+  }
+  return st_->next_ino++;
+}
+
+absl::StatusOr<uint64_t> FsOps::NextIndex(Batch& b, uint64_t dir) {
+  std::shared_ptr<InodeMem> m = Mem(dir);
+  if (m->next_index == 0) {
+    uint64_t next = 2;  // btrfs starts at 2 ("." and "..")
+    RETURN_IF_ERROR(b.Scan(TypeStart(dir, kDirIndex), TypeStart(dir, kDirIndex + 1), true,
+                           [&](absl::string_view k, absl::string_view) {
+                             FsKey fk;
+                             if (DecodeFsKey(k, &fk)) next = fk.offset + 1;
+                             return false;
+                           }));
+    m->next_index = next;
+  }
+  if (m->first_index_gen != b_->generation()) {
+    m->first_index_gen = b_->generation();
+    m->first_index = m->next_index;
+  }
+  return m->next_index++;
+}
+
+absl::Status FsOps::TouchDir(Batch& b, uint64_t dir, int64_t size_delta) {
+  ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, dir));
+  it.size = static_cast<uint64_t>(std::max<int64_t>(0, static_cast<int64_t>(it.size) + size_delta));
+  it.mtime_ns = it.ctime_ns = NowNs();
+  it.transid = b_->generation();
+  b.Put(InodeKey(dir), EncodeInodeItem(it));
+  return absl::OkStatus();
+}
+
+absl::Status FsOps::AddName(Batch& b, uint64_t parent, absl::string_view name, uint64_t ino,
+                            FileType type) {
+  ASSIGN_OR_RETURN(uint64_t index, NextIndex(b, parent));
+  const uint64_t gen = b_->generation();
+  DirEntry e{ino, type, gen, std::string(name)};
+  const std::string dk = DirItemKey(parent, name);
+  ASSIGN_OR_RETURN(std::optional<std::string> cur, b.Get(dk));
+  std::vector<DirEntry> entries;
+  if (cur.has_value()) {
+    ASSIGN_OR_RETURN(entries, DecodeDirEntries(*cur, parent));
+  }
+  entries.push_back(e);
+  b.Put(dk, EncodeDirEntries(entries));
+  b.Put(DirIndexKey(parent, index), EncodeDirEntries({e}));
+  const std::string rk = RefKey(ino, parent);
+  ASSIGN_OR_RETURN(std::optional<std::string> rv, b.Get(rk));
+  std::vector<InodeRef> refs;
+  if (rv.has_value()) {
+    ASSIGN_OR_RETURN(refs, DecodeInodeRefs(*rv, ino));
+  }
+  refs.push_back({index, std::string(name)});
+  b.Put(rk, EncodeInodeRefs(refs));
+  return TouchDir(b, parent, 2 * static_cast<int64_t>(name.size()));
+}
+
+absl::Status FsOps::RemoveName(Batch& b, uint64_t parent, absl::string_view name, uint64_t ino) {
+  const std::string dk = DirItemKey(parent, name);
+  ASSIGN_OR_RETURN(std::optional<std::string> cur, b.Get(dk));
+  std::vector<DirEntry> entries;
+  if (cur.has_value()) {
+    ASSIGN_OR_RETURN(entries, DecodeDirEntries(*cur, parent));
+  }
+  auto e = std::find_if(entries.begin(), entries.end(),
+                        [&](const DirEntry& d) { return d.name == name && d.child == ino; });
+  if (e == entries.end()) {
+    return absl::DataLossError(absl::StrCat("directory ", parent, " has no entry \"", name,
+                                            "\" for inode ", ino));
+  }
+  entries.erase(e);
+  if (entries.empty()) {
+    b.Del(dk);
+  } else {
+    b.Put(dk, EncodeDirEntries(entries));
+  }
+  const std::string rk = RefKey(ino, parent);
+  ASSIGN_OR_RETURN(std::optional<std::string> rv, b.Get(rk));
+  std::vector<InodeRef> refs;
+  if (rv.has_value()) {
+    ASSIGN_OR_RETURN(refs, DecodeInodeRefs(*rv, ino));
+  }
+  auto r = std::find_if(refs.begin(), refs.end(), [&](const InodeRef& x) { return x.name == name; });
+  if (r == refs.end()) {
+    return absl::DataLossError(absl::StrCat("inode ", ino, " has no name \"", name, "\" in ",
+                                            parent));
+  }
+  const std::string ik = DirIndexKey(parent, r->index);
+  b.Del(ik);
+  refs.erase(r);
+  if (refs.empty()) {
+    b.Del(rk);
+  } else {
+    b.Put(rk, EncodeInodeRefs(refs));
+  }
+  RecordDeleted(parent, dk);
+  RecordDeleted(parent, ik);
+  RecordDeleted(ino, rk);
+  return TouchDir(b, parent, -2 * static_cast<int64_t>(name.size()));
+}
+
+absl::Status FsOps::DeleteInode(Batch& b, uint64_t ino) {
+  std::vector<std::string> keys;
+  RETURN_IF_ERROR(b.Scan(InodeStart(ino), InodeStart(ino + 1), false,
+                         [&](absl::string_view k, absl::string_view) {
+                           keys.emplace_back(k);
+                           return true;
+                         }));
+  for (const std::string& k : keys) b.Del(k);
+  st_->deleted.erase(ino);
+  st_->cache.Erase(ino);
+  return absl::OkStatus();
+}
+
+absl::Status FsOps::DropLink(Batch& b, uint64_t ino, InodeItem* item) {
+  if (IsDir(*item) || item->nlink <= 1) return DeleteInode(b, ino);
+  --item->nlink;
+  item->ctime_ns = NowNs();
+  item->transid = b_->generation();
+  b.Put(InodeKey(ino), EncodeInodeItem(*item));
+  return absl::OkStatus();
+}
+
+void FsOps::RecordDeleted(uint64_t ino, const std::string& key) {
+  st_->deleted[ino].insert(key);
+}
+
+absl::Status FsOps::EnsureRoot(Batch& b) {
+  ASSIGN_OR_RETURN(std::optional<std::string> v, b.Get(InodeKey(kRootDirIno)));
+  if (v.has_value()) return absl::OkStatus();
+  InodeItem it = RootItem();
+  it.generation = it.transid = b_->generation();
+  it.atime_ns = it.ctime_ns = it.mtime_ns = it.otime_ns = NowNs();
+  b.Put(InodeKey(kRootDirIno), EncodeInodeItem(it));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Attr> FsOps::Create(absl::string_view path, FileType type, uint32_t mode,
+                                   absl::string_view symlink_target) {
+  if (type == FileType::kSymlink &&
+      (symlink_target.empty() || symlink_target.size() > kMaxSymlinkLen ||
+       symlink_target.find('\0') != absl::string_view::npos)) {
+    return PosixError("EINVAL", absl::StrCat("a symlink target is 1..", kMaxSymlinkLen,
+                                             " bytes without NUL"));
+  }
+  ASSIGN_OR_RETURN(Resolved r, ResolveParent(path));
+  if (r.ino != 0) return PosixError("EEXIST", absl::StrCat(path, " exists"));
+  Batch b(b_);
+  RETURN_IF_ERROR(EnsureRoot(b));
+  ASSIGN_OR_RETURN(uint64_t ino, AllocIno());
+  InodeItem it;
+  it.generation = it.transid = b_->generation();
+  it.nlink = 1;
+  it.mode = (static_cast<uint32_t>(type) << 12) | (mode & 07777);
+  it.atime_ns = it.ctime_ns = it.mtime_ns = it.otime_ns = NowNs();
+  if (type == FileType::kSymlink) {
+    FileExtent e;
+    e.generation = it.generation;
+    e.inline_data = std::string(symlink_target);
+    b.Put(ExtentKey(ino, 0), EncodeFileExtent(e));
+    it.size = it.nbytes = symlink_target.size();
+  }
+  b.Put(InodeKey(ino), EncodeInodeItem(it));
+  RETURN_IF_ERROR(AddName(b, r.parent, r.name, ino, type));
+  RETURN_IF_ERROR(b.Commit());
+  return Attr{ino, it};
+}
+
+absl::Status FsOps::Unlink(absl::string_view path, bool dir) {
+  ASSIGN_OR_RETURN(Resolved r, ResolveParent(path));
+  if (r.ino == 0) return PosixError("ENOENT", absl::StrCat("no such file: ", path));
+  Batch b(b_);
+  ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, r.ino));
+  if (dir && !IsDir(it)) return PosixError("ENOTDIR", absl::StrCat(path, " is not a directory"));
+  if (!dir && IsDir(it)) return PosixError("EISDIR", absl::StrCat(path, " is a directory"));
+  if (dir) {
+    bool empty = true;
+    RETURN_IF_ERROR(b.Scan(TypeStart(r.ino, kDirIndex), TypeStart(r.ino, kDirIndex + 1), false,
+                           [&](absl::string_view, absl::string_view) { return empty = false; }));
+    if (!empty) return PosixError("ENOTEMPTY", absl::StrCat(path, " is not empty"));
+  }
+  ASSIGN_OR_RETURN(bool log, AnyLogged(b, {r.ino, r.parent}));
+  RETURN_IF_ERROR(RemoveName(b, r.parent, r.name, r.ino));
+  RETURN_IF_ERROR(DropLink(b, r.ino, &it));
+  if (log) RETURN_IF_ERROR(UpdateLog(b, {r.ino}));
+  return b.Commit();
+}
+
+absl::StatusOr<bool> FsOps::IsAncestor(Batch& b, uint64_t a, uint64_t dir) {
+  for (size_t depth = 0; depth <= kMaxPathDepth + 1; ++depth) {
+    if (dir == a) return true;
+    if (dir == kRootDirIno) return false;
+    uint64_t parent = 0;
+    RETURN_IF_ERROR(b.Scan(TypeStart(dir, kInodeRef), TypeStart(dir, kInodeRef + 1), false,
+                           [&](absl::string_view k, absl::string_view) {
+                             FsKey fk;
+                             if (DecodeFsKey(k, &fk)) parent = fk.offset;
+                             return false;
+                           }));
+    if (parent == 0) return absl::DataLossError(absl::StrCat("directory ", dir, " has no parent"));
+    dir = parent;
+  }
+  return absl::DataLossError("directory chain deeper than the path limit");
+}
+
+absl::Status FsOps::RenameChecks(Batch& b, const Resolved& f, const Resolved& t, uint32_t flags) {
+  const bool fdir = f.type == FileType::kDirectory;
+  const bool tdir = t.type == FileType::kDirectory;
+  if ((flags & kRenameNoReplace) && t.ino != 0) {
+    return PosixError("EEXIST", absl::StrCat("\"", t.name, "\" exists"));
+  }
+  if ((flags & kRenameExchange) && t.ino == 0) {
+    return PosixError("ENOENT", absl::StrCat("no \"", t.name, "\" to exchange with"));
+  }
+  if (fdir) {
+    ASSIGN_OR_RETURN(bool under, IsAncestor(b, f.ino, t.parent));
+    if (under) return PosixError("EINVAL", "cannot move a directory under itself");
+  }
+  if ((flags & kRenameExchange) && tdir) {
+    ASSIGN_OR_RETURN(bool under, IsAncestor(b, t.ino, f.parent));
+    if (under) return PosixError("EINVAL", "cannot move a directory under itself");
+  }
+  if (t.ino == 0 || (flags & kRenameExchange)) return absl::OkStatus();
+  if (fdir && !tdir) return PosixError("ENOTDIR", absl::StrCat("\"", t.name, "\" is not a directory"));
+  if (!fdir && tdir) return PosixError("EISDIR", absl::StrCat("\"", t.name, "\" is a directory"));
+  if (tdir) {
+    bool empty = true;
+    RETURN_IF_ERROR(b.Scan(TypeStart(t.ino, kDirIndex), TypeStart(t.ino, kDirIndex + 1), false,
+                           [&](absl::string_view, absl::string_view) { return empty = false; }));
+    if (!empty) return PosixError("ENOTEMPTY", absl::StrCat("\"", t.name, "\" is not empty"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FsOps::TouchInode(Batch& b, uint64_t ino) {
+  ASSIGN_OR_RETURN(std::optional<std::string> v, b.Get(InodeKey(ino)));
+  if (!v.has_value()) return absl::OkStatus();  // deleted by this operation
+  ASSIGN_OR_RETURN(InodeItem it, DecodeInodeItem(*v, ino));
+  it.ctime_ns = NowNs();
+  it.transid = b_->generation();
+  b.Put(InodeKey(ino), EncodeInodeItem(it));
+  return absl::OkStatus();
+}
+
+absl::Status FsOps::Rename(absl::string_view from, absl::string_view to, uint32_t flags) {
+  if ((flags & ~(kRenameNoReplace | kRenameExchange)) != 0 ||
+      flags == (kRenameNoReplace | kRenameExchange)) {
+    return PosixError("EINVAL", absl::StrCat("bad rename flags ", flags));
+  }
+  ASSIGN_OR_RETURN(Resolved f, ResolveParent(from));
+  if (f.ino == 0) return PosixError("ENOENT", absl::StrCat("no such file: ", from));
+  ASSIGN_OR_RETURN(Resolved t, ResolveParent(to));
+  if (f.ino == t.ino) return absl::OkStatus();  // two names of one inode: nothing to do
+  Batch b(b_);
+  RETURN_IF_ERROR(RenameChecks(b, f, t, flags));
+  std::vector<uint64_t> involved = {f.ino, f.parent, t.parent};
+  if (t.ino != 0) involved.push_back(t.ino);
+  ASSIGN_OR_RETURN(bool log, AnyLogged(b, involved));
+  RETURN_IF_ERROR(RemoveName(b, f.parent, f.name, f.ino));
+  if (flags & kRenameExchange) {
+    RETURN_IF_ERROR(RemoveName(b, t.parent, t.name, t.ino));
+    RETURN_IF_ERROR(AddName(b, t.parent, t.name, f.ino, f.type));
+    RETURN_IF_ERROR(AddName(b, f.parent, f.name, t.ino, t.type));
+    RETURN_IF_ERROR(TouchInode(b, t.ino));
+  } else {
+    if (t.ino != 0) {
+      ASSIGN_OR_RETURN(InodeItem tit, LoadInode(b, t.ino));
+      RETURN_IF_ERROR(RemoveName(b, t.parent, t.name, t.ino));
+      RETURN_IF_ERROR(DropLink(b, t.ino, &tit));
+    }
+    RETURN_IF_ERROR(AddName(b, t.parent, t.name, f.ino, f.type));
+  }
+  RETURN_IF_ERROR(TouchInode(b, f.ino));
+  if (log) {
+    std::vector<uint64_t> named = {f.ino};
+    if (t.ino != 0) named.push_back(t.ino);
+    RETURN_IF_ERROR(UpdateLog(b, named));
+  }
+  return b.Commit();
+}
+
+absl::StatusOr<Attr> FsOps::Link(absl::string_view existing, absl::string_view new_path) {
+  ASSIGN_OR_RETURN(uint64_t ino, Lookup(existing));
+  ASSIGN_OR_RETURN(Resolved t, ResolveParent(new_path));
+  Batch b(b_);
+  ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
+  if (IsDir(it)) return PosixError("EPERM", "hard links to directories are not allowed");
+  if (it.nlink >= kMaxLinks) return PosixError("EMLINK", absl::StrCat(existing, " has ", it.nlink, " links"));
+  if (t.ino != 0) return PosixError("EEXIST", absl::StrCat(new_path, " exists"));
+  ASSIGN_OR_RETURN(bool log, AnyLogged(b, {ino, t.parent}));
+  RETURN_IF_ERROR(AddName(b, t.parent, t.name, ino, TypeOf(it)));
+  ++it.nlink;
+  it.ctime_ns = NowNs();
+  it.transid = b_->generation();
+  b.Put(InodeKey(ino), EncodeInodeItem(it));
+  if (log) RETURN_IF_ERROR(UpdateLog(b, {ino}));
+  RETURN_IF_ERROR(b.Commit());
+  return Attr{ino, it};
+}
+
+absl::StatusOr<std::vector<ReadDirEntry>> FsOps::ReadDir(uint64_t dir, uint64_t cookie,
+                                                         uint64_t limit, bool* more) {
+  Batch b(b_);
+  RETURN_IF_ERROR(CheckDir(b, dir));
+  std::vector<ReadDirEntry> out;
+  *more = false;
+  absl::Status bad;
+  RETURN_IF_ERROR(b.Scan(DirIndexKey(dir, cookie), TypeStart(dir, kDirIndex + 1), false,
+                         [&](absl::string_view k, absl::string_view v) {
+                           if (limit != 0 && out.size() == limit) {
+                             *more = true;
+                             return false;
+                           }
+                           FsKey fk;
+                           DecodeFsKey(k, &fk);
+                           absl::StatusOr<DirEntry> e = DecodeDirIndex(v, dir);
+                           if (!e.ok()) {
+                             bad = e.status();
+                             return false;
+                           }
+                           out.push_back({e->name, e->child, e->type, fk.offset});
+                           return true;
+                         }));
+  RETURN_IF_ERROR(bad);
+  return out;
+}
+
+absl::StatusOr<std::string> FsOps::ReadLink(uint64_t ino) {
+  Batch b(b_);
+  ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
+  if (TypeOf(it) != FileType::kSymlink) return PosixError("EINVAL", "not a symlink");
+  ASSIGN_OR_RETURN(std::optional<std::string> v, b.Get(ExtentKey(ino, 0)));
+  if (!v.has_value()) return absl::DataLossError(absl::StrCat("symlink ", ino, " has no target"));
+  ASSIGN_OR_RETURN(FileExtent e, DecodeFileExtent(*v, ino, 0));
+  if (e.kind != kExtentInline) return absl::DataLossError("symlink target not inline");
+  return e.inline_data;
+}
+
+}  // namespace fs
+}  // namespace cowkv

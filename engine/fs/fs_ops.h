@@ -1,0 +1,284 @@
+// The file namespace of one subvolume: path resolution, namespace and data
+// operations, fsync's choice of what to log (seeds 000 and 004), fiemap
+// with its path-sharedness cache (seed 002) and the fix-up that makes a
+// replayed log consistent. Everything runs over an FsBackend under the
+// store's tree lock; FsState is the subvolume's in-memory part (the inode
+// cache of seed 003 and per-transaction bookkeeping).
+//
+// Errors carry the POSIX name first in the message ("ENOENT: ...") with
+// these codes: ENOENT NOT_FOUND, EEXIST ALREADY_EXISTS, ENOTDIR / EISDIR /
+// ENOTEMPTY / EPERM / EMLINK FAILED_PRECONDITION, EINVAL / ENAMETOOLONG /
+// EFBIG INVALID_ARGUMENT, ENOSPC RESOURCE_EXHAUSTED, EROFS
+// FAILED_PRECONDITION.
+#ifndef COWKV_ENGINE_FS_FS_OPS_H_
+#define COWKV_ENGINE_FS_FS_OPS_H_
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "engine/fs/fs_backend.h"
+#include "engine/fs/fs_items.h"
+#include "engine/fs/inode_cache.h"
+
+namespace cowkv {
+namespace fs {
+
+inline constexpr size_t kMaxPathLen = 4096;
+inline constexpr size_t kMaxPathDepth = 256;
+inline constexpr size_t kMaxSymlinkLen = 4095;
+inline constexpr uint64_t kMaxFileSize = 1ull << 50;  // 1 PiB
+inline constexpr uint32_t kMaxLinks = 65535;
+inline constexpr uint64_t kMaxIo = 64ull << 20;  // bytes per Read/Write call
+inline constexpr size_t kMaxXattrValue = 4096;
+
+struct FsOptions {
+  size_t inline_max = 2048;        // files up to this size live in their item
+  size_t max_extent = 128 << 10;   // largest data extent one write makes
+  bool dir_index_offset = true;    // seed 000
+  bool precise_logged_check = true;  // seed 004
+  bool fiemap_path_cache = true;   // seed 002
+  size_t inode_cache_entries = 1 << 16;
+};
+
+// Relaxed atomics: statistics, bumped under a shared lock too.
+struct FsCounters {
+  std::atomic<uint64_t> fsyncs{0};
+  std::atomic<uint64_t> logged_keys{0};     // keys fsync and log updates noted
+  std::atomic<uint64_t> log_updates{0};     // rename/link/unlink that updated the log
+  std::atomic<uint64_t> logged_lookups{0};  // "logged?" answered by the log (seed 004)
+  std::atomic<uint64_t> inode_cache_hits{0};
+  std::atomic<uint64_t> inode_cache_misses{0};
+  std::atomic<uint64_t> path_cache_hits{0};  // fiemap nodes answered by the cache
+  std::atomic<uint64_t> shared_checks{0};    // fiemap tree-block lookups
+};
+
+// The in-memory inode (seed 003's cache holds these).
+struct InodeMem {
+  // Whether the inode is in the log chain of generation `logged_gen`
+  // (0 = unknown: never asked since it was cached).
+  uint64_t logged_gen = 0;
+  bool logged = false;
+  // Seed 000: the last DIR_INDEX offset logged in `index_logged_gen`.
+  uint64_t index_logged_gen = 0;
+  uint64_t last_logged_index = 0;
+  // The next DIR_INDEX offset (0 = not loaded yet), and the first one
+  // handed out in generation `first_index_gen`.
+  uint64_t next_index = 0;
+  uint64_t first_index_gen = 0;
+  uint64_t first_index = 0;
+};
+
+// Per-subvolume state. Mutated only under the store's exclusive tree lock
+// (the cache itself is thread-safe for readers that populate it).
+struct FsState {
+  explicit FsState(size_t cache_entries) : cache(cache_entries) {}
+  InodeCache<InodeMem> cache;
+  uint64_t next_ino = 0;  // 0 = not loaded
+  // Keys deleted in generation `gen` per inode, not logged since: the
+  // first fsync of the inode logs their tombstones.
+  uint64_t gen = 0;
+  absl::flat_hash_map<uint64_t, std::set<std::string>> deleted;
+  // Seed 002: sharedness of the last fiemap path, by level.
+  struct PathCacheEntry {
+    uint64_t bytenr = 0;
+    bool shared = false;
+    uint64_t epoch = 0;  // snapshot epoch (not shared) or drop epoch (shared)
+  };
+  absl::Mutex path_mu;  // fiemap runs under a shared tree lock
+  std::vector<PathCacheEntry> path_cache ABSL_GUARDED_BY(path_mu);
+  FsCounters counters;
+};
+
+struct Attr {
+  uint64_t ino = 0;
+  InodeItem item;
+  FileType type() const;
+};
+
+struct ReadDirEntry {
+  std::string name;
+  uint64_t ino = 0;
+  FileType type = FileType::kRegular;
+  uint64_t index = 0;
+};
+
+struct FiemapEntry {
+  uint64_t logical = 0;
+  uint64_t physical = 0;
+  uint64_t length = 0;
+  uint32_t flags = 0;
+};
+// Linux's FIEMAP_EXTENT_* values.
+inline constexpr uint32_t kFiemapLast = 0x1;
+inline constexpr uint32_t kFiemapNotAligned = 0x100;
+inline constexpr uint32_t kFiemapInline = 0x200;
+inline constexpr uint32_t kFiemapShared = 0x2000;
+
+inline constexpr uint32_t kRenameNoReplace = 1;
+inline constexpr uint32_t kRenameExchange = 2;
+
+// Touched-by-replay bookkeeping (ReplayFixup).
+struct ReplayNotes {
+  std::set<uint64_t> inodes;       // any key of theirs was replayed
+  std::set<uint64_t> full_inodes;  // their INODE_ITEM was replayed
+  std::map<uint64_t, std::set<uint64_t>> logged_refs;  // ino -> parents replayed
+  // Names an INODE_REF lost in replay: (ino, parent) -> names with indexes.
+  std::map<std::pair<uint64_t, uint64_t>, std::vector<InodeRef>> lost_names;
+  std::set<std::string> dir_keys;  // DIR_ITEM / DIR_INDEX keys replayed
+};
+
+class FsOps {
+ public:
+  FsOps(FsBackend* backend, FsState* state, const FsOptions& options);
+  // Call first under the exclusive lock, before any writing operation:
+  // starts the per-transaction bookkeeping when the generation moved.
+  void BeginWrite();
+
+  // Paths are '/'-separated from the subvolume's root directory; empty
+  // components are skipped; "." and ".." are refused (EINVAL). Symlinks
+  // are not followed.
+  absl::StatusOr<uint64_t> Lookup(absl::string_view path);
+  absl::StatusOr<uint64_t> LookupAt(uint64_t dir, absl::string_view name);
+  absl::StatusOr<Attr> Stat(uint64_t ino);
+
+  absl::StatusOr<Attr> Create(absl::string_view path, FileType type, uint32_t mode,
+                              absl::string_view symlink_target = {});
+  absl::Status Unlink(absl::string_view path, bool dir);
+  absl::Status Rename(absl::string_view from, absl::string_view to, uint32_t flags);
+  absl::StatusOr<Attr> Link(absl::string_view existing, absl::string_view new_path);
+  absl::StatusOr<std::vector<ReadDirEntry>> ReadDir(uint64_t dir, uint64_t cookie,
+                                                    uint64_t limit, bool* more);
+  absl::StatusOr<std::string> ReadLink(uint64_t ino);
+
+  absl::StatusOr<std::string> Read(uint64_t ino, uint64_t offset, uint64_t length);
+  absl::Status Write(uint64_t ino, uint64_t offset, absl::string_view data);
+  absl::Status Truncate(uint64_t ino, uint64_t size);
+  absl::Status Clone(uint64_t src, uint64_t src_off, uint64_t dst, uint64_t dst_off,
+                     uint64_t length);
+  absl::Status SetXattr(uint64_t ino, absl::string_view name, absl::string_view value);
+  absl::StatusOr<std::string> GetXattr(uint64_t ino, absl::string_view name);
+  absl::StatusOr<std::vector<std::string>> ListXattrs(uint64_t ino);
+  absl::Status RemoveXattr(uint64_t ino, absl::string_view name);
+
+  // Notes what fsync of `ino` must log; the caller then waits for a log
+  // sync. `datasync`: skip the names of an inode older than this
+  // transaction.
+  absl::Status LogForFsync(uint64_t ino, bool datasync);
+
+  absl::StatusOr<std::vector<FiemapEntry>> Fiemap(uint64_t ino, uint64_t offset,
+                                                  uint64_t length);
+
+  // After a log replay: makes the touched inodes and directories
+  // consistent (stale names dropped, missing entries re-added, link counts
+  // and directory sizes recomputed, unlinked inodes deleted, extents past
+  // EOF dropped).
+  absl::Status ReplayFixup(const ReplayNotes& notes);
+
+ private:
+  friend class Batch;
+  class Batch;
+  using LogWork = std::vector<std::pair<uint64_t, bool>>;  // inode, with entries
+  struct Resolved {
+    uint64_t parent = 0;
+    std::string name;
+    uint64_t ino = 0;  // 0 = absent
+    FileType type = FileType::kRegular;
+  };
+  absl::StatusOr<Resolved> ResolveParent(absl::string_view path);
+  absl::StatusOr<std::optional<DirEntry>> FindEntry(Batch& b, uint64_t dir,
+                                                    absl::string_view name);
+  absl::StatusOr<InodeItem> LoadInode(Batch& b, uint64_t ino);
+  absl::Status CheckDir(Batch& b, uint64_t ino);
+  absl::Status EnsureRoot(Batch& b);
+  absl::StatusOr<uint64_t> AllocIno();
+  absl::StatusOr<uint64_t> NextIndex(Batch& b, uint64_t dir);
+  std::shared_ptr<InodeMem> Mem(uint64_t ino);
+  absl::Status AddName(Batch& b, uint64_t parent, absl::string_view name, uint64_t ino,
+                       FileType type);
+  absl::Status RemoveName(Batch& b, uint64_t parent, absl::string_view name, uint64_t ino);
+  absl::Status DropLink(Batch& b, uint64_t ino, InodeItem* item);
+  absl::Status DeleteInode(Batch& b, uint64_t ino);
+  absl::Status TouchDir(Batch& b, uint64_t dir, int64_t size_delta);
+  absl::Status TouchInode(Batch& b, uint64_t ino);
+  absl::StatusOr<bool> IsAncestor(Batch& b, uint64_t maybe_ancestor, uint64_t dir);
+  absl::Status RenameChecks(Batch& b, const Resolved& from, const Resolved& to, uint32_t flags);
+
+  // Data.
+  absl::StatusOr<std::vector<std::pair<uint64_t, FileExtent>>> Extents(Batch& b, uint64_t ino,
+                                                                       uint64_t start,
+                                                                       uint64_t end);
+  absl::Status Punch(Batch& b, uint64_t ino, uint64_t start, uint64_t end, int64_t* nbytes);
+  absl::StatusOr<bool> HasRegularExtents(Batch& b, uint64_t ino);
+  absl::Status UninlineIfNeeded(Batch& b, uint64_t ino, InodeItem* item);
+  absl::Status WriteInline(Batch& b, uint64_t ino, InodeItem* item, uint64_t offset,
+                           absl::string_view data);
+  absl::Status WriteExtents(Batch& b, uint64_t ino, uint64_t offset, absl::string_view data,
+                            int64_t* nbytes);
+  absl::StatusOr<std::string> ReadExtent(const FileExtent& e, uint64_t from, uint64_t len);
+  absl::Status CloneChecks(const InodeItem& s, uint64_t src, uint64_t src_off,
+                           const InodeItem& d, uint64_t dst, uint64_t dst_off, uint64_t length);
+  absl::StatusOr<std::vector<Xattr>> LoadXattrs(Batch& b, uint64_t ino, absl::string_view name);
+
+  // The log (seeds 000 and 004).
+  absl::StatusOr<bool> IsLogged(Batch& b, uint64_t ino);
+  absl::StatusOr<bool> AnyLogged(Batch& b, const std::vector<uint64_t>& inodes);
+  void MarkLogged(uint64_t ino);
+  void RecordDeleted(uint64_t ino, const std::string& key);
+  absl::Status UpdateLog(Batch& b, const std::vector<uint64_t>& named);
+  absl::Status LogQueue(Batch& b, LogWork& work);
+  absl::Status LogInodeKeys(Batch& b, uint64_t ino, const InodeItem& item, bool names,
+                            LogWork* also);
+  absl::Status LogNames(Batch& b, uint64_t ino, LogWork* also);
+  absl::Status LogDirEntries(Batch& b, uint64_t dir, LogWork* also);
+  void Note(Batch& b, const std::string& key);
+
+  // fiemap.
+  absl::StatusOr<bool> PathShared(const std::vector<PathNode>& path)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(st_->path_mu);
+  absl::StatusOr<FiemapEntry> MapExtent(uint64_t logical, const FileExtent& e,
+                                        const std::vector<PathNode>& path)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(st_->path_mu);
+
+  // Replay fix-up steps.
+  absl::Status FixNames(Batch& b, const ReplayNotes& n);
+  absl::Status DropEntry(Batch& b, uint64_t dir, absl::string_view name, uint64_t index,
+                         uint64_t ino);
+  absl::Status FixDirEntries(Batch& b, const ReplayNotes& n);
+  absl::StatusOr<bool> HasName(Batch& b, uint64_t ino, uint64_t parent, absl::string_view name);
+  absl::Status FixInode(Batch& b, uint64_t ino);
+  absl::StatusOr<uint32_t> FixRefs(Batch& b, uint64_t ino, FileType type);
+  absl::StatusOr<bool> EnsureEntry(Batch& b, uint64_t dir, const InodeRef& r, uint64_t ino,
+                                   FileType type);
+
+  FsBackend* const b_;
+  FsState* const st_;
+  const FsOptions& opt_;
+};
+
+// Builders of tree keys.
+std::string InodeKey(uint64_t ino);
+std::string RefKey(uint64_t ino, uint64_t parent);
+std::string DirItemKey(uint64_t dir, absl::string_view name);
+std::string DirIndexKey(uint64_t dir, uint64_t index);
+std::string ExtentKey(uint64_t ino, uint64_t offset);
+// Every key of `ino` lies in [InodeStart(ino), InodeStart(ino + 1)).
+std::string InodeStart(uint64_t ino);
+std::string TypeStart(uint64_t ino, uint8_t type);
+
+// A POSIX-flavoured error: "<ERRNO>: <what>".
+absl::Status PosixError(absl::string_view errno_name, absl::string_view what);
+
+}  // namespace fs
+}  // namespace cowkv
+
+#endif  // COWKV_ENGINE_FS_FS_OPS_H_

@@ -1,0 +1,506 @@
+// The file namespace on the engine: StoreImpl's FsBackend, the write path
+// (space, the throttler), fsync through the log, and the Files facade.
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "engine/base/crc32c.h"
+#include "engine/base/status.h"
+#include "engine/fs/fs_ops.h"
+#include "engine/store_impl.h"
+
+namespace cowkv {
+
+// One subvolume's items, data and log as the fs layer sees them. Lives for
+// one operation, under the tree lock the caller holds.
+class StoreImpl::FsBackendImpl : public fs::FsBackend {
+ public:
+  FsBackendImpl(StoreImpl* s, uint64_t subvol, Tree* tree) : s_(s), subvol_(subvol), tree_(tree) {}
+
+  uint64_t subvol() const override { return subvol_; }
+  uint64_t generation() const override { return s_->txn_->generation(); }
+  bool read_only() const override { return s_->txn_->IsReadOnly(subvol_); }
+  size_t max_value_size() const override { return tree_->max_value_size(); }
+
+  absl::StatusOr<std::optional<std::string>> Get(absl::string_view key) override {
+    absl::StatusOr<std::string> v = tree_->Get(key);
+    if (absl::IsNotFound(v.status())) return std::optional<std::string>();
+    RETURN_IF_ERROR(v.status());
+    return std::optional<std::string>(*std::move(v));
+  }
+
+  absl::Status Scan(absl::string_view start, absl::string_view end, bool reverse,
+                    const ScanFn& fn) override {
+    TreeIterator it(tree_);
+    if (!reverse) {
+      for (it.Seek(start); it.Valid() && it.key() < end; it.Next()) {
+        if (!fn(it.key(), it.value())) break;
+      }
+      return it.status();
+    }
+    it.SeekForPrev(end);
+    if (it.Valid() && it.key() == end) it.Prev();
+    for (; it.Valid() && it.key() >= start; it.Prev()) {
+      if (!fn(it.key(), it.value())) break;
+    }
+    return it.status();
+  }
+
+  absl::Status ScanWithPath(absl::string_view start, absl::string_view end,
+                            const PathScanFn& fn) override {
+    TreeIterator it(tree_);
+    std::vector<fs::PathNode> path;
+    for (it.Seek(start); it.Valid() && it.key() < end; it.Next()) {
+      path.clear();
+      for (const auto& [bytenr, gen] : it.PathNodes()) path.push_back({bytenr, gen});
+      if (!fn(it.key(), it.value(), path)) break;
+    }
+    return it.status();
+  }
+
+  absl::Status Apply(const std::vector<fs::FsWrite>& writes) override;
+
+  absl::StatusOr<format::DataRef> WriteData(absl::string_view data) override {
+    ASSIGN_OR_RETURN(format::DataRef d, s_->txn_->AllocDataExtent(data.size()));
+    std::string buf(data);
+    buf.resize(d.len, '\0');
+    d.value_len = d.len;
+    d.crc = Crc32c(buf.data(), buf.size());
+    absl::Status w = s_->device_->WriteAt(d.bytenr, buf.data(), buf.size());
+    if (!w.ok()) {
+      s_->txn_->ReleaseUnusedData(d);
+      return w;
+    }
+    return d;
+  }
+  void ReleaseData(const format::DataRef& d) override { s_->txn_->ReleaseUnusedData(d); }
+
+  absl::StatusOr<std::string> ReadData(const format::DataRef& d) override {
+    if (d.bytenr + d.value_len > s_->device_->Size() || d.value_len > d.len) {
+      return absl::DataLossError(absl::StrCat("data extent ", d.bytenr, " past the device"));
+    }
+    std::string buf(d.value_len, '\0');
+    RETURN_IF_ERROR(s_->device_->ReadAt(d.bytenr, buf.data(), buf.size()));
+    if (Crc32c(buf.data(), buf.size()) != d.crc) {
+      return absl::DataLossError(absl::StrCat("data extent ", d.bytenr, " (", d.len,
+                                              " bytes): checksum mismatch"));
+    }
+    return buf;
+  }
+
+  void NoteLog(absl::string_view key) override { s_->log_->NoteChange(subvol_, key); }
+  absl::StatusOr<bool> LogContains(absl::string_view key) override {
+    return s_->log_->Contains(subvol_, key);
+  }
+  bool LogHasFsEntries() override { return s_->log_->HasFsEntries(subvol_); }
+
+  absl::StatusOr<uint64_t> DataExtentRefs(uint64_t bytenr, uint64_t len) override {
+    return s_->txn_->DataExtentRefs(bytenr, len);
+  }
+  absl::StatusOr<bool> TreeBlockShared(const fs::PathNode& n) override {
+    return s_->txn_->TreeBlockShared(subvol_, n.bytenr, n.generation);
+  }
+  uint64_t snapshot_epoch() const override {
+    return s_->snapshot_epoch_.load(std::memory_order_acquire);
+  }
+  uint64_t drop_epoch() const override { return s_->drop_epoch_.load(std::memory_order_acquire); }
+
+ private:
+  StoreImpl* const s_;
+  const uint64_t subvol_;
+  Tree* const tree_;
+};
+
+// The item writes first (space for all of them reserved up front), then
+// the data references: every +1 before any -1, so an extent that one item
+// lets go of and another takes (a trimmed extent, a clone) never touches
+// zero on the way.
+absl::Status StoreImpl::FsBackendImpl::Apply(const std::vector<fs::FsWrite>& writes) {
+  struct Ref {
+    format::DataRef d;
+    bool first;
+  };
+  std::vector<Ref> plus, minus;
+  std::vector<const fs::FsWrite*> todo;
+  bool all_deletes = true;
+  for (const fs::FsWrite& w : writes) {
+    if (w.value.has_value()) {
+      absl::Status v = tree_->ValidatePut(w.key, *w.value);
+      if (!v.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "EINVAL: an item of ", w.value->size(), " bytes does not fit in a node (at most ",
+            tree_->max_value_size(), ")"));
+      }
+    }
+    ASSIGN_OR_RETURN(std::optional<std::string> old, Get(w.key));
+    if (!old.has_value() && !w.value.has_value()) continue;
+    format::DataRef d;
+    if (old.has_value() && format::LeafDataRef(w.key, *old, &d)) minus.push_back({d, false});
+    if (w.value.has_value() && format::LeafDataRef(w.key, *w.value, &d)) {
+      plus.push_back({d, w.first_ref});
+    }
+    all_deletes = all_deletes && !w.value.has_value();
+    todo.push_back(&w);
+  }
+  if (todo.empty()) return absl::OkStatus();
+  RETURN_IF_ERROR(s_->txn_->ReserveForWrite(
+      tree_, all_deletes ? TxnManager::WriteKind::kDelete : TxnManager::WriteKind::kInsert,
+      todo.size()));
+  for (const fs::FsWrite* w : todo) {
+    absl::Status st = w->value ? tree_->Put(w->key, *w->value) : tree_->Delete(w->key);
+    if (!st.ok()) {
+      s_->txn_->SetFatal(st);  // half applied in memory: this generation must not commit
+      return st;
+    }
+  }
+  for (const Ref& r : plus) s_->txn_->AddDataRef(subvol_, r.d, +1, r.first);
+  for (const Ref& r : minus) s_->txn_->AddDataRef(subvol_, r.d, -1, false);
+  return absl::OkStatus();
+}
+
+fs::FsState* StoreImpl::FsStateFor(uint64_t subvol) {
+  absl::MutexLock l(&fs_mu_);
+  std::unique_ptr<fs::FsState>& st = fs_states_[subvol];
+  if (st == nullptr) st = std::make_unique<fs::FsState>(options_.inode_cache_entries);
+  return st.get();
+}
+
+void StoreImpl::ForgetFsState(uint64_t subvol) {
+  absl::MutexLock l(&fs_mu_);
+  fs_states_.erase(subvol);
+}
+
+fs::FsOptions StoreImpl::FsOptionsFromStore() const {
+  fs::FsOptions o;
+  o.dir_index_offset = options_.fs_dir_index_offset;
+  o.precise_logged_check = options_.fs_precise_logged_check;
+  o.fiemap_path_cache = options_.fiemap_path_cache;
+  o.inode_cache_entries = options_.inode_cache_entries;
+  return o;
+}
+
+absl::Status StoreImpl::FsRead(uint64_t subvol, const std::function<absl::Status(fs::FsOps&)>& fn) {
+  RETURN_IF_ERROR(CheckOpen());
+  fs::FsState* st = FsStateFor(subvol);
+  absl::ReaderMutexLock l(&mu_);
+  ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
+  FsBackendImpl be(this, subvol, tree);
+  fs::FsOps ops(&be, st, fs_options_);
+  return fn(ops);
+}
+
+absl::Status StoreImpl::FsWrite(uint64_t subvol,
+                                const std::function<absl::Status(fs::FsOps&)>& fn) {
+  RETURN_IF_ERROR(CheckOpen());
+  if (options_.read_only) return absl::FailedPreconditionError("EROFS: store is opened read-only");
+  fs::FsState* st = FsStateFor(subvol);
+  for (int attempt = 0;; ++attempt) {
+    absl::Status s;
+    {
+      absl::WriterMutexLock l(&mu_);
+      RETURN_IF_ERROR(txn_->fatal());
+      absl::StatusOr<Tree*> tree = WritableTree(subvol);
+      if (!tree.ok()) {
+        return absl::IsFailedPrecondition(tree.status())
+                   ? absl::FailedPreconditionError(absl::StrCat("EROFS: ", tree.status().message()))
+                   : tree.status();
+      }
+      FsBackendImpl be(this, subvol, *tree);
+      fs::FsOps ops(&be, st, fs_options_);
+      ops.BeginWrite();
+      s = fn(ops);
+    }
+    if (absl::IsResourceExhausted(s) && attempt == 0) {
+      // Space freed in this generation is pinned until it commits.
+      RETURN_IF_ERROR(Commit(CommitTrigger::kSpace));
+      continue;
+    }
+    if (absl::IsResourceExhausted(s) && !absl::StartsWith(s.message(), "ENOSPC")) {
+      return absl::ResourceExhaustedError(absl::StrCat("ENOSPC: ", s.message()));
+    }
+    if (s.ok()) Throttle();
+    return s;
+  }
+}
+
+absl::Status StoreImpl::FsFsync(uint64_t subvol, uint64_t ino, bool datasync) {
+  RETURN_IF_ERROR(CheckOpen());
+  fs::FsState* st = FsStateFor(subvol);
+  uint64_t point;
+  {
+    absl::WriterMutexLock l(&mu_);
+    RETURN_IF_ERROR(txn_->fatal());
+    ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
+    FsBackendImpl be(this, subvol, tree);
+    fs::FsOps ops(&be, st, fs_options_);
+    if (options_.read_only || txn_->IsReadOnly(subvol)) {
+      return ops.Stat(ino).status();  // nothing there that is not committed
+    }
+    ops.BeginWrite();
+    RETURN_IF_ERROR(ops.LogForFsync(ino, datasync));
+    point = ++durable_seq_;
+  }
+  return WaitDurable(point);
+}
+
+// Replay of file-namespace log entries: `notes` collects what the fix-up
+// must look at; INODE_REF entries remember the names they drop.
+absl::Status StoreImpl::NoteFsReplay(Tree* tree, const log::LogEntry& e,
+                                     fs::ReplayNotes* notes) {
+  fs::FsKey k;
+  fs::DecodeFsKey(e.key, &k);
+  if (!e.value.empty()) {
+    absl::Status v = fs::ValidateItem(k, e.value);
+    if (!v.ok()) return absl::DataLossError(absl::StrCat("log entry: ", v.message()));
+  }
+  notes->inodes.insert(k.objectid);
+  if (k.type == fs::kInodeItem && !e.value.empty()) notes->full_inodes.insert(k.objectid);
+  if (k.type == fs::kDirItem || k.type == fs::kDirIndex) notes->dir_keys.insert(e.key);
+  if (k.type != fs::kInodeRef) return absl::OkStatus();
+  notes->logged_refs[k.objectid].insert(k.offset);
+  absl::StatusOr<std::string> old = tree->Get(e.key);
+  if (absl::IsNotFound(old.status())) return absl::OkStatus();
+  RETURN_IF_ERROR(old.status());
+  ASSIGN_OR_RETURN(std::vector<fs::InodeRef> before, fs::DecodeInodeRefs(*old, k.objectid));
+  std::vector<fs::InodeRef> after;
+  if (!e.value.empty()) {
+    ASSIGN_OR_RETURN(after, fs::DecodeInodeRefs(e.value, k.objectid));
+  }
+  auto& lost = notes->lost_names[{k.objectid, k.offset}];
+  for (const fs::InodeRef& r : before) {
+    bool kept = std::any_of(after.begin(), after.end(), [&](const fs::InodeRef& a) {
+      return a.name == r.name && a.index == r.index;
+    });
+    if (!kept) lost.push_back(r);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StoreImpl::FixupFsReplay(std::map<uint64_t, fs::ReplayNotes>& notes) {
+  for (auto& [subvol, n] : notes) {
+    Tree* tree = txn_->fs_tree(subvol);
+    if (tree == nullptr) continue;
+    FsBackendImpl be(this, subvol, tree);
+    fs::FsOps ops(&be, FsStateFor(subvol), fs_options_);
+    ops.BeginWrite();
+    RETURN_IF_ERROR(ops.ReplayFixup(n));
+  }
+  return absl::OkStatus();
+}
+
+// ---- Files --------------------------------------------------------------------------
+
+namespace {
+
+FileStat ToStat(const fs::Attr& a) {
+  FileStat s;
+  s.ino = a.ino;
+  switch (a.type()) {
+    case fs::FileType::kDirectory: s.kind = FileKind::kDirectory; break;
+    case fs::FileType::kSymlink: s.kind = FileKind::kSymlink; break;
+    default: s.kind = FileKind::kRegular; break;
+  }
+  s.mode = a.item.mode & 07777;
+  s.nlink = a.item.nlink;
+  s.size = a.item.size;
+  s.bytes = a.item.nbytes;
+  s.uid = a.item.uid;
+  s.gid = a.item.gid;
+  s.atime_ns = a.item.atime_ns;
+  s.mtime_ns = a.item.mtime_ns;
+  s.ctime_ns = a.item.ctime_ns;
+  s.btime_ns = a.item.otime_ns;
+  s.generation = a.item.generation;
+  s.transid = a.item.transid;
+  return s;
+}
+
+FileKind ToKind(fs::FileType t) {
+  if (t == fs::FileType::kDirectory) return FileKind::kDirectory;
+  if (t == fs::FileType::kSymlink) return FileKind::kSymlink;
+  return FileKind::kRegular;
+}
+
+ReadDirResult ToReadDir(const std::vector<fs::ReadDirEntry>& es, uint64_t cookie, bool more) {
+  ReadDirResult r;
+  r.more = more;
+  r.next_cookie = cookie;
+  for (const fs::ReadDirEntry& e : es) {
+    r.entries.push_back({e.name, e.ino, ToKind(e.type), e.index});
+    r.next_cookie = e.index + 1;
+  }
+  return r;
+}
+
+}  // namespace
+
+absl::StatusOr<uint64_t> Files::Lookup(absl::string_view path) {
+  uint64_t ino = 0;
+  RETURN_IF_ERROR(store_->FsRead(subvol_, [&](fs::FsOps& o) {
+    ASSIGN_OR_RETURN(ino, o.Lookup(path));
+    return absl::OkStatus();
+  }));
+  return ino;
+}
+
+absl::StatusOr<uint64_t> Files::LookupAt(uint64_t dir, absl::string_view name) {
+  uint64_t ino = 0;
+  RETURN_IF_ERROR(store_->FsRead(subvol_, [&](fs::FsOps& o) {
+    ASSIGN_OR_RETURN(ino, o.LookupAt(dir, name));
+    return absl::OkStatus();
+  }));
+  return ino;
+}
+
+absl::StatusOr<FileStat> Files::StatInode(uint64_t ino) {
+  FileStat st;
+  RETURN_IF_ERROR(store_->FsRead(subvol_, [&](fs::FsOps& o) {
+    ASSIGN_OR_RETURN(fs::Attr a, o.Stat(ino));
+    st = ToStat(a);
+    return absl::OkStatus();
+  }));
+  return st;
+}
+
+absl::StatusOr<FileStat> Files::Stat(absl::string_view path) {
+  FileStat st;
+  RETURN_IF_ERROR(store_->FsRead(subvol_, [&](fs::FsOps& o) {
+    ASSIGN_OR_RETURN(uint64_t ino, o.Lookup(path));
+    ASSIGN_OR_RETURN(fs::Attr a, o.Stat(ino));
+    st = ToStat(a);
+    return absl::OkStatus();
+  }));
+  return st;
+}
+
+namespace {
+absl::StatusOr<FileStat> CreateAs(StoreImpl* s, uint64_t subvol, absl::string_view path,
+                                  fs::FileType type, uint32_t mode, absl::string_view target) {
+  FileStat st;
+  RETURN_IF_ERROR(s->FsWrite(subvol, [&](fs::FsOps& o) {
+    ASSIGN_OR_RETURN(fs::Attr a, o.Create(path, type, mode, target));
+    st = ToStat(a);
+    return absl::OkStatus();
+  }));
+  return st;
+}
+}  // namespace
+
+absl::StatusOr<FileStat> Files::Mkdir(absl::string_view path, uint32_t mode) {
+  return CreateAs(store_, subvol_, path, fs::FileType::kDirectory, mode, {});
+}
+absl::StatusOr<FileStat> Files::Create(absl::string_view path, uint32_t mode) {
+  return CreateAs(store_, subvol_, path, fs::FileType::kRegular, mode, {});
+}
+absl::StatusOr<FileStat> Files::Symlink(absl::string_view target, absl::string_view path) {
+  return CreateAs(store_, subvol_, path, fs::FileType::kSymlink, 0777, target);
+}
+
+absl::StatusOr<std::string> Files::ReadLink(absl::string_view path) {
+  std::string out;
+  RETURN_IF_ERROR(store_->FsRead(subvol_, [&](fs::FsOps& o) {
+    ASSIGN_OR_RETURN(uint64_t ino, o.Lookup(path));
+    ASSIGN_OR_RETURN(out, o.ReadLink(ino));
+    return absl::OkStatus();
+  }));
+  return out;
+}
+
+absl::Status Files::Unlink(absl::string_view path) {
+  return store_->FsWrite(subvol_, [&](fs::FsOps& o) { return o.Unlink(path, false); });
+}
+absl::Status Files::Rmdir(absl::string_view path) {
+  return store_->FsWrite(subvol_, [&](fs::FsOps& o) { return o.Unlink(path, true); });
+}
+absl::Status Files::Rename(absl::string_view from, absl::string_view to, uint32_t flags) {
+  return store_->FsWrite(subvol_, [&](fs::FsOps& o) { return o.Rename(from, to, flags); });
+}
+
+absl::StatusOr<FileStat> Files::Link(absl::string_view existing, absl::string_view new_path) {
+  FileStat st;
+  RETURN_IF_ERROR(store_->FsWrite(subvol_, [&](fs::FsOps& o) {
+    ASSIGN_OR_RETURN(fs::Attr a, o.Link(existing, new_path));
+    st = ToStat(a);
+    return absl::OkStatus();
+  }));
+  return st;
+}
+
+absl::StatusOr<ReadDirResult> Files::ReadDirInode(uint64_t dir, uint64_t cookie, uint64_t limit) {
+  ReadDirResult r;
+  RETURN_IF_ERROR(store_->FsRead(subvol_, [&](fs::FsOps& o) {
+    bool more = false;
+    ASSIGN_OR_RETURN(std::vector<fs::ReadDirEntry> es, o.ReadDir(dir, cookie, limit, &more));
+    r = ToReadDir(es, cookie, more);
+    return absl::OkStatus();
+  }));
+  return r;
+}
+
+absl::StatusOr<ReadDirResult> Files::ReadDir(absl::string_view path, uint64_t cookie,
+                                             uint64_t limit) {
+  ASSIGN_OR_RETURN(uint64_t dir, Lookup(path));
+  return ReadDirInode(dir, cookie, limit);
+}
+
+absl::StatusOr<std::string> Files::Read(uint64_t ino, uint64_t offset, uint64_t length) {
+  std::string out;
+  RETURN_IF_ERROR(store_->FsRead(subvol_, [&](fs::FsOps& o) {
+    ASSIGN_OR_RETURN(out, o.Read(ino, offset, length));
+    return absl::OkStatus();
+  }));
+  return out;
+}
+
+absl::Status Files::Write(uint64_t ino, uint64_t offset, absl::string_view data) {
+  return store_->FsWrite(subvol_, [&](fs::FsOps& o) { return o.Write(ino, offset, data); });
+}
+absl::Status Files::Truncate(uint64_t ino, uint64_t size) {
+  return store_->FsWrite(subvol_, [&](fs::FsOps& o) { return o.Truncate(ino, size); });
+}
+absl::Status Files::Clone(uint64_t src, uint64_t src_offset, uint64_t dst, uint64_t dst_offset,
+                          uint64_t length) {
+  return store_->FsWrite(subvol_, [&](fs::FsOps& o) {
+    return o.Clone(src, src_offset, dst, dst_offset, length);
+  });
+}
+absl::Status Files::Fsync(uint64_t ino, bool datasync) {
+  return store_->FsFsync(subvol_, ino, datasync);
+}
+
+absl::StatusOr<std::vector<FiemapExtent>> Files::Fiemap(uint64_t ino, uint64_t offset,
+                                                        uint64_t length) {
+  std::vector<FiemapExtent> out;
+  RETURN_IF_ERROR(store_->FsRead(subvol_, [&](fs::FsOps& o) {
+    ASSIGN_OR_RETURN(std::vector<fs::FiemapEntry> es, o.Fiemap(ino, offset, length));
+    for (const fs::FiemapEntry& e : es) out.push_back({e.logical, e.physical, e.length, e.flags});
+    return absl::OkStatus();
+  }));
+  return out;
+}
+
+absl::Status Files::SetXattr(uint64_t ino, absl::string_view name, absl::string_view value) {
+  return store_->FsWrite(subvol_, [&](fs::FsOps& o) { return o.SetXattr(ino, name, value); });
+}
+absl::StatusOr<std::string> Files::GetXattr(uint64_t ino, absl::string_view name) {
+  std::string out;
+  RETURN_IF_ERROR(store_->FsRead(subvol_, [&](fs::FsOps& o) {
+    ASSIGN_OR_RETURN(out, o.GetXattr(ino, name));
+    return absl::OkStatus();
+  }));
+  return out;
+}
+absl::StatusOr<std::vector<std::string>> Files::ListXattrs(uint64_t ino) {
+  std::vector<std::string> out;
+  RETURN_IF_ERROR(store_->FsRead(subvol_, [&](fs::FsOps& o) {
+    ASSIGN_OR_RETURN(out, o.ListXattrs(ino));
+    return absl::OkStatus();
+  }));
+  return out;
+}
+absl::Status Files::RemoveXattr(uint64_t ino, absl::string_view name) {
+  return store_->FsWrite(subvol_, [&](fs::FsOps& o) { return o.RemoveXattr(ino, name); });
+}
+
+}  // namespace cowkv
