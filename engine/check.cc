@@ -9,7 +9,8 @@
 //   3. the extent tree against what the trees reference: each extent's refs
 //      equals its back-references and the references actually seen, no
 //      leaked extent, no overlap, nothing in reserved space or past the end;
-//   4. the superblock's bytes_used equals the sum of extent lengths.
+//   4. the superblock's bytes_used equals the sum of extent lengths;
+//   5. every live subvolume's file namespace (check_fs.cc).
 #include <map>
 #include <set>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/base/crc32c.h"
 #include "engine/base/status.h"
+#include "engine/check_fs.h"
 #include "engine/format/items.h"
 #include "engine/format/layout.h"
 #include "engine/kv/kv_item.h"
@@ -76,6 +78,11 @@ class Checker {
     if (roots_.count(format::kExtentTreeId) == 0) Problem("no extent tree root item");
     if (roots_.count(format::kDefaultTreeId) == 0) Problem("no default tree root item");
     CheckExtents();
+    for (const auto& [id, ri] : roots_) {
+      if (id < format::kDefaultTreeId || (ri.flags & format::kRootFlagDropping)) continue;
+      Tree tree(id, RootRef{ri.bytenr, ri.generation, ri.level}, &cache_, nullptr);
+      CheckFsTree(&tree, id, &r_->problems);
+    }
   }
 
  private:

@@ -130,5 +130,63 @@ TEST_F(CheckTest, FlippedByte) {
   ExpectFinding("checksum mismatch");
 }
 
+// The file namespace: a subvolume with a directory and two names of one
+// file; the leaf loses the file's DIR_INDEX entry, or the inode's link
+// count goes wrong.
+class CheckFsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_OK(Store::Mkfs(&dev_, testing::TestMkfs(4096)));
+    ASSERT_OK_AND_ASSIGN(auto store, Store::Open(&dev_, testing::TestOptions()));
+    ASSERT_OK_AND_ASSIGN(SubvolumeInfo info, store->CreateSubvolume("files"));
+    tree_ = info.id;
+    ASSERT_OK_AND_ASSIGN(auto sv, store->OpenSubvolume("files"));
+    Files f = sv->files();
+    ASSERT_OK(f.Mkdir("/d").status());
+    ASSERT_OK(f.Create("/d/file").status());
+    ASSERT_OK(f.Link("/d/file", "/other").status());
+    ASSERT_OK(store->Close());
+    testing::ExpectCheckClean(&dev_);
+    ASSERT_OK_AND_ASSIGN(std::vector<NodeInfo> nodes, ListNodes(&dev_));
+    for (const NodeInfo& n : nodes) {
+      if (n.tree == tree_ && n.level == 0) leaf_ = n.bytenr;
+    }
+    ASSERT_NE(leaf_, 0u);
+  }
+  void ExpectFinding(absl::string_view needle) {
+    ASSERT_OK_AND_ASSIGN(CheckReport r, Check(&dev_));
+    std::string all = absl::StrJoin(r.problems, "\n");
+    EXPECT_NE(all.find(std::string(needle)), std::string::npos) << all;
+  }
+  // Key type byte of an fs item key ('f' + objectid + type + offset).
+  static int Type(const Item& it) { return it.key.size() == 18 ? static_cast<uint8_t>(it.key[9]) : -1; }
+
+  MemDevice dev_{64ull << 20};
+  uint64_t tree_ = 0;
+  uint64_t leaf_ = 0;
+};
+
+TEST_F(CheckFsTest, MissingDirIndex) {
+  ASSERT_OK(RewriteNode(&dev_, leaf_, [](std::vector<Item>* items) {
+    for (auto it = items->begin(); it != items->end(); ++it) {
+      if (Type(*it) == 96) {  // DIR_INDEX
+        items->erase(it);
+        return;
+      }
+    }
+  }));
+  ExpectFinding("missing from DIR_INDEX");
+}
+
+TEST_F(CheckFsTest, WrongLinkCount) {
+  ASSERT_OK(RewriteNode(&dev_, leaf_, [](std::vector<Item>* items) {
+    for (Item& it : *items) {
+      // The file's inode item (the one with nlink 2): make it 1.
+      if (Type(it) == 1 && it.value.size() == 96 && it.value[32] == 2) it.value[32] = 1;
+    }
+  }));
+  ExpectFinding("nlink 1 but 2 names");
+}
+
 }  // namespace
 }  // namespace cowkv
