@@ -159,11 +159,11 @@ absl::Status StoreImpl::FsBackendImpl::Apply(const std::vector<fs::FsWrite>& wri
   return absl::OkStatus();
 }
 
-fs::FsState* StoreImpl::FsStateFor(uint64_t subvol) {
+std::shared_ptr<fs::FsState> StoreImpl::FsStateFor(uint64_t subvol) {
   absl::MutexLock l(&fs_mu_);
-  std::unique_ptr<fs::FsState>& st = fs_states_[subvol];
-  if (st == nullptr) st = std::make_unique<fs::FsState>(options_.inode_cache_entries);
-  return st.get();
+  std::shared_ptr<fs::FsState>& st = fs_states_[subvol];
+  if (st == nullptr) st = std::make_shared<fs::FsState>(options_.inode_cache_entries);
+  return st;
 }
 
 void StoreImpl::ForgetFsState(uint64_t subvol) {
@@ -182,11 +182,11 @@ fs::FsOptions StoreImpl::FsOptionsFromStore() const {
 
 absl::Status StoreImpl::FsRead(uint64_t subvol, const std::function<absl::Status(fs::FsOps&)>& fn) {
   RETURN_IF_ERROR(CheckOpen());
-  fs::FsState* st = FsStateFor(subvol);
+  std::shared_ptr<fs::FsState> st = FsStateFor(subvol);  // kept alive if the subvolume goes
   absl::ReaderMutexLock l(&mu_);
   ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
   FsBackendImpl be(this, subvol, tree);
-  fs::FsOps ops(&be, st, fs_options_);
+  fs::FsOps ops(&be, st.get(), fs_options_);
   return fn(ops);
 }
 
@@ -194,7 +194,7 @@ absl::Status StoreImpl::FsWrite(uint64_t subvol,
                                 const std::function<absl::Status(fs::FsOps&)>& fn) {
   RETURN_IF_ERROR(CheckOpen());
   if (options_.read_only) return absl::FailedPreconditionError("EROFS: store is opened read-only");
-  fs::FsState* st = FsStateFor(subvol);
+  std::shared_ptr<fs::FsState> st = FsStateFor(subvol);
   for (int attempt = 0;; ++attempt) {
     absl::Status s;
     {
@@ -207,7 +207,7 @@ absl::Status StoreImpl::FsWrite(uint64_t subvol,
                    : tree.status();
       }
       FsBackendImpl be(this, subvol, *tree);
-      fs::FsOps ops(&be, st, fs_options_);
+      fs::FsOps ops(&be, st.get(), fs_options_);
       ops.BeginWrite();
       s = fn(ops);
     }
@@ -226,14 +226,14 @@ absl::Status StoreImpl::FsWrite(uint64_t subvol,
 
 absl::Status StoreImpl::FsFsync(uint64_t subvol, uint64_t ino, bool datasync) {
   RETURN_IF_ERROR(CheckOpen());
-  fs::FsState* st = FsStateFor(subvol);
+  std::shared_ptr<fs::FsState> st = FsStateFor(subvol);
   uint64_t point;
   {
     absl::WriterMutexLock l(&mu_);
     RETURN_IF_ERROR(txn_->fatal());
     ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
     FsBackendImpl be(this, subvol, tree);
-    fs::FsOps ops(&be, st, fs_options_);
+    fs::FsOps ops(&be, st.get(), fs_options_);
     if (options_.read_only || txn_->IsReadOnly(subvol)) {
       return ops.Stat(ino).status();  // nothing there that is not committed
     }
@@ -282,7 +282,8 @@ absl::Status StoreImpl::FixupFsReplay(std::map<uint64_t, fs::ReplayNotes>& notes
     Tree* tree = txn_->fs_tree(subvol);
     if (tree == nullptr) continue;
     FsBackendImpl be(this, subvol, tree);
-    fs::FsOps ops(&be, FsStateFor(subvol), fs_options_);
+    std::shared_ptr<fs::FsState> st = FsStateFor(subvol);
+    fs::FsOps ops(&be, st.get(), fs_options_);
     ops.BeginWrite();
     RETURN_IF_ERROR(ops.ReplayFixup(n));
   }

@@ -149,7 +149,7 @@ class StoreImpl {
 
  private:
   class FsBackendImpl;
-  fs::FsState* FsStateFor(uint64_t subvol);
+  std::shared_ptr<fs::FsState> FsStateFor(uint64_t subvol);
   void ForgetFsState(uint64_t subvol);
   fs::FsOptions FsOptionsFromStore() const;
   absl::Status NoteFsReplay(Tree* tree, const log::LogEntry& e, fs::ReplayNotes* notes)
@@ -295,7 +295,7 @@ class StoreImpl {
 
   // The file namespace's in-memory state per subvolume; fs_mu_ is a leaf.
   absl::Mutex fs_mu_;
-  std::map<uint64_t, std::unique_ptr<fs::FsState>> fs_states_ ABSL_GUARDED_BY(fs_mu_);
+  std::map<uint64_t, std::shared_ptr<fs::FsState>> fs_states_ ABSL_GUARDED_BY(fs_mu_);
   // fiemap's path cache (seed 002) goes stale on these.
   std::atomic<uint64_t> snapshot_epoch_{1};
   std::atomic<uint64_t> drop_epoch_{1};
