@@ -535,6 +535,7 @@ absl::Status StoreImpl::Commit(CommitTrigger trigger) {
   if (trigger != CommitTrigger::kClose) RETURN_IF_ERROR(CheckOpen());
   if (options_.read_only) return absl::OkStatus();
   absl::MutexLock cl(&commit_mu_);
+  DrainDelayedRefs();
   std::unique_ptr<TxnManager::CommitBatch> batch;
   std::vector<uint64_t> retired;
   uint64_t sealed_point = 0;
@@ -582,6 +583,21 @@ absl::Status StoreImpl::Commit(CommitTrigger trigger) {
   }
   PublishDurable(gen, sealed_point, s);
   return s;
+}
+
+// Before sealing, the committer runs the queued delayed refs in short
+// batches, dropping the tree lock between them (btrfs runs them before its
+// commit's critical section too): sealing must still run whatever is left,
+// but that is now little, so writers are held off only briefly. Bounded:
+// writers keep adding refs meanwhile.
+void StoreImpl::DrainDelayedRefs() {
+  constexpr int kBatch = 128;
+  constexpr int kMaxRounds = 1024;
+  for (int round = 0; round < kMaxRounds; ++round) {
+    absl::WriterMutexLock l(&mu_);
+    if (txn_->pending_ref_heads() <= static_cast<uint64_t>(kBatch)) return;
+    if (!txn_->RunDelayedRefBatch(kBatch).ok()) return;  // the commit reports it
+  }
 }
 
 // Callers hold log_mu_, so no log sync is in flight.

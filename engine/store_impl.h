@@ -224,6 +224,8 @@ class StoreImpl {
   absl::Status CommitLocked(CommitTrigger trigger)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_, commit_mu_);
   absl::Status AfterCommitLocked(CommitTrigger trigger) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Runs most queued delayed refs in short batches before a commit seals.
+  void DrainDelayedRefs() ABSL_EXCLUSIVE_LOCKS_REQUIRED(commit_mu_);
   // Kicks a commit once dirty metadata (read by the caller) passes
   // dirty_bytes_max.
   void MaybeCommitForDirtyBytes(uint64_t dirty);
