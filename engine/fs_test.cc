@@ -306,7 +306,8 @@ TEST_F(FsTest, CloneSharesExtentsAndFiemapFlagsThem) {
   // Overwriting the clone unshares; deleting the source unshares the rest.
   ASSERT_OK(f().Write(dst, 0, Pattern(200000, 5)));
   ASSERT_OK(store_->Commit());
-  for (const FiemapExtent& e : *f().Fiemap(src)) EXPECT_EQ(e.flags & kFiemapExtentShared, 0u);
+  const auto fm1 = f().Fiemap(src);
+  for (const FiemapExtent& e : *fm1) EXPECT_EQ(e.flags & kFiemapExtentShared, 0u);
   // Clone within one file; overlapping ranges refused.
   EXPECT_THAT(f().Clone(src, 0, src, 4096, 8192).code(), absl::StatusCode::kInvalidArgument);
   ASSERT_OK(f().Clone(src, 0, src, 256 << 10, 65536));
@@ -321,7 +322,8 @@ TEST_F(FsTest, FiemapSharedAfterSnapshotAndClearAfterItsDeletion) {
   const uint64_t ino = Ino("/f");
   for (int i = 0; i < 64; ++i) ASSERT_OK(f().Write(ino, i * 8192, Pattern(4096, i)));
   ASSERT_OK(store_->Commit());
-  for (const FiemapExtent& e : *f().Fiemap(ino)) EXPECT_EQ(e.flags & kFiemapExtentShared, 0u);
+  const auto fm2 = f().Fiemap(ino);
+  for (const FiemapExtent& e : *fm2) EXPECT_EQ(e.flags & kFiemapExtentShared, 0u);
   ASSERT_OK(store_->CreateSnapshot("default", "snap", true).status());
   ASSERT_OK_AND_ASSIGN(auto shared, f().Fiemap(ino));
   ASSERT_EQ(shared.size(), 64u);
@@ -334,7 +336,8 @@ TEST_F(FsTest, FiemapSharedAfterSnapshotAndClearAfterItsDeletion) {
   EXPECT_TRUE(absl::StartsWith(rofs.message(), "EROFS")) << rofs;
   ASSERT_OK(store_->DeleteSubvolume("snap"));
   ASSERT_OK(store_->DropDeletedSubvolumes());
-  for (const FiemapExtent& e : *f().Fiemap(ino)) EXPECT_EQ(e.flags & kFiemapExtentShared, 0u);
+  const auto fm3 = f().Fiemap(ino);
+  for (const FiemapExtent& e : *fm3) EXPECT_EQ(e.flags & kFiemapExtentShared, 0u);
 }
 
 TEST_F(FsTest, FsyncSurvivesPowerLossWithoutCommit) {

@@ -61,16 +61,8 @@ class FsOps::Batch {
     return absl::OkStatus();
   }
 
-  void Put(const std::string& key, std::string value, bool first_ref = false) {
-    Staged& s = staged_[key];
-    s.value = std::move(value);
-    s.first_ref = s.first_ref || first_ref;
-  }
-  void Del(const std::string& key) {
-    Staged& s = staged_[key];
-    s.value.reset();
-    s.first_ref = false;
-  }
+  void Put(const std::string& key, std::string value) { staged_[key].value = std::move(value); }
+  void Del(const std::string& key) { staged_[key].value.reset(); }
   bool staged(const std::string& key) const { return staged_.count(key) > 0; }
   std::vector<std::string> StagedKeys() const {
     std::vector<std::string> keys;
@@ -90,7 +82,18 @@ class FsOps::Batch {
   absl::Status Commit() {
     std::vector<FsWrite> writes;
     writes.reserve(staged_.size());
-    for (auto& [k, s] : staged_) writes.push_back({k, s.value, s.first_ref});
+    // A fresh extent's first reference in key order (the order Apply adds
+    // them) is the one that creates its extent item. Worked out here, not
+    // flagged at Put: a punch that deletes and re-puts (or moves) the item
+    // holding a fresh extent keeps referencing it.
+    std::set<uint64_t> fresh, claimed;
+    for (const format::DataRef& d : written_) fresh.insert(d.bytenr);
+    for (auto& [k, s] : staged_) {
+      format::DataRef r;
+      const bool first = s.value && format::LeafDataRef(k, *s.value, &r) &&
+                         fresh.count(r.bytenr) > 0 && claimed.insert(r.bytenr).second;
+      writes.push_back({k, s.value, first});
+    }
     if (!writes.empty()) RETURN_IF_ERROR(b_->Apply(writes));
     // Every fresh extent is referenced now (or was never staged: release).
     std::vector<format::DataRef> unused;
@@ -114,7 +117,6 @@ class FsOps::Batch {
  private:
   struct Staged {
     std::optional<std::string> value;
-    bool first_ref = false;
   };
   FsBackend* const b_;
   std::map<std::string, Staged> staged_;

@@ -1,6 +1,8 @@
 // File data: extents, read, write (CoW), truncate, clone, xattrs, fiemap.
 #include <algorithm>
+#include <optional>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "engine/base/status.h"
@@ -27,6 +29,26 @@ absl::Status CheckRegular(const InodeItem& it, uint64_t ino) {
 }
 
 constexpr uint64_t kNoEnd = ~0ull;
+
+// How many of `ino`'s extent items reference each data extent.
+absl::StatusOr<absl::flat_hash_map<uint64_t, uint64_t>> CountOwnRefs(FsBackend* b, uint64_t ino) {
+  absl::flat_hash_map<uint64_t, uint64_t> own;
+  absl::Status bad;
+  RETURN_IF_ERROR(b->Scan(TypeStart(ino, kExtentData), TypeStart(ino, kExtentData + 1), false,
+                          [&](absl::string_view k, absl::string_view v) {
+                            FsKey fk;
+                            DecodeFsKey(k, &fk);
+                            absl::StatusOr<FileExtent> e = DecodeFileExtent(v, ino, fk.offset);
+                            if (!e.ok()) {
+                              bad = e.status();
+                              return false;
+                            }
+                            if (e->kind == kExtentRegular) ++own[e->disk_bytenr];
+                            return true;
+                          }));
+  RETURN_IF_ERROR(bad);
+  return own;
+}
 
 }  // namespace
 
@@ -121,7 +143,7 @@ absl::Status FsOps::UninlineIfNeeded(Batch& b, uint64_t ino, InodeItem*) {
   r.disk_len = d.len;
   r.num_bytes = e.inline_data.size();
   r.crc = d.crc;
-  b.Put(ExtentKey(ino, 0), EncodeFileExtent(r), /*first_ref=*/true);
+  b.Put(ExtentKey(ino, 0), EncodeFileExtent(r));
   return absl::OkStatus();
 }
 
@@ -156,7 +178,7 @@ absl::Status FsOps::WriteExtents(Batch& b, uint64_t ino, uint64_t offset, absl::
     e.disk_len = d.len;
     e.num_bytes = chunk.size();
     e.crc = d.crc;
-    b.Put(ExtentKey(ino, offset + pos), EncodeFileExtent(e), /*first_ref=*/true);
+    b.Put(ExtentKey(ino, offset + pos), EncodeFileExtent(e));
     *nbytes += static_cast<int64_t>(chunk.size());
   }
   return absl::OkStatus();
@@ -409,7 +431,10 @@ absl::Status FsOps::RemoveXattr(uint64_t ino, absl::string_view name) {
 // Whether any node on `path` (leaf first) is shared. With the path cache,
 // a node's answer is reused while the node is the same block and nothing
 // could have changed it: no snapshot since a "not shared" answer, no root
-// dropped since a "shared" one.
+// dropped since a "shared" one. A node under a shared node is shared too,
+// and is cached so: its own refcount says "not shared" only until that
+// ancestor is CoWed, which moves the sharing down to it (lazy refcounting)
+// without a snapshot.
 absl::StatusOr<bool> FsOps::PathShared(const std::vector<PathNode>& path) {
   std::vector<FsState::PathCacheEntry>& cache = st_->path_cache;
   if (cache.size() < path.size()) cache.resize(path.size());
@@ -424,7 +449,10 @@ absl::StatusOr<bool> FsOps::PathShared(const std::vector<PathNode>& path) {
       ASSIGN_OR_RETURN(bool shared, b_->TreeBlockShared(n));
       c = {n.bytenr, shared, shared ? drop : snap};
     }
-    if (c.shared) return true;
+    if (c.shared) {
+      for (size_t below = 0; below < level; ++below) cache[below] = {path[below].bytenr, true, drop};
+      return true;
+    }
   }
   return false;
 }
@@ -449,6 +477,14 @@ absl::StatusOr<std::vector<FiemapEntry>> FsOps::Fiemap(uint64_t ino, uint64_t of
   std::vector<FiemapEntry> out;
   bool reached_end = true;
   absl::Status bad;
+  std::optional<absl::flat_hash_map<uint64_t, uint64_t>> own;  // counted on first need
+  auto own_refs = [&](uint64_t bytenr) -> absl::StatusOr<uint64_t> {
+    if (!own.has_value()) {
+      ASSIGN_OR_RETURN(own, CountOwnRefs(b_, ino));
+    }
+    auto it = own->find(bytenr);
+    return it == own->end() ? 0 : it->second;
+  };
   absl::MutexLock l(&st_->path_mu);
   RETURN_IF_ERROR(b_->ScanWithPath(
       ExtentKey(ino, first), TypeStart(ino, kExtentData + 1),
@@ -461,7 +497,7 @@ absl::StatusOr<std::vector<FiemapEntry>> FsOps::Fiemap(uint64_t ino, uint64_t of
         }
         absl::StatusOr<FileExtent> e = DecodeFileExtent(v, ino, fk.offset);
         absl::StatusOr<FiemapEntry> m =
-            e.ok() ? MapExtent(fk.offset, *e, path) : absl::StatusOr<FiemapEntry>(e.status());
+            e.ok() ? MapExtent(fk.offset, *e, path, own_refs) : absl::StatusOr<FiemapEntry>(e.status());
         if (!m.ok()) {
           bad = m.status();
           return false;
@@ -474,8 +510,9 @@ absl::StatusOr<std::vector<FiemapEntry>> FsOps::Fiemap(uint64_t ino, uint64_t of
   return out;
 }
 
-absl::StatusOr<FiemapEntry> FsOps::MapExtent(uint64_t logical, const FileExtent& e,
-                                             const std::vector<PathNode>& path) {
+absl::StatusOr<FiemapEntry> FsOps::MapExtent(
+    uint64_t logical, const FileExtent& e, const std::vector<PathNode>& path,
+    const std::function<absl::StatusOr<uint64_t>(uint64_t)>& own_refs) {
   FiemapEntry m;
   m.logical = logical;
   m.length = e.length();
@@ -485,7 +522,14 @@ absl::StatusOr<FiemapEntry> FsOps::MapExtent(uint64_t logical, const FileExtent&
   }
   m.physical = e.disk_bytenr + e.offset;
   ASSIGN_OR_RETURN(uint64_t refs, b_->DataExtentRefs(e.disk_bytenr, e.disk_len));
-  bool shared = refs > 1;
+  // Shared with another file or tree: references beyond the file's own
+  // items (pieces of one extent that a write in its middle left, a clone
+  // within the file), as btrfs counts them.
+  bool shared = false;
+  if (refs > 1) {
+    ASSIGN_OR_RETURN(uint64_t own, own_refs(e.disk_bytenr));
+    shared = refs > own;
+  }
   if (!shared) {
     ASSIGN_OR_RETURN(shared, PathShared(path));
   }

@@ -8,6 +8,9 @@
 // the log never holds a stale half of a rename.
 #include <algorithm>
 #include <deque>
+#include <map>
+#include <set>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "engine/base/coding.h"
@@ -21,6 +24,31 @@ namespace fs {
 namespace {
 FileType TypeOf(const InodeItem& it) { return static_cast<FileType>((it.mode >> 12) & 0xf); }
 uint64_t ItemGeneration(absl::string_view v) { return v.size() >= 8 ? DecodeLE64(v.data()) : 0; }
+
+// Inodes other than `except` that lost a name in `dir` in this transaction
+// and were not logged since: their INODE_REF key for `dir` is in their own
+// deleted set (or in the directory's).
+std::vector<uint64_t> LostNameOwners(const FsState& st, uint64_t dir, uint64_t except) {
+  std::set<uint64_t> out;
+  auto d = st.deleted.find(dir);
+  if (d != st.deleted.end()) {
+    for (const std::string& k : d->second) {
+      FsKey fk;
+      if (DecodeFsKey(k, &fk) && fk.type == kInodeRef && fk.offset == dir) out.insert(fk.objectid);
+    }
+  }
+  for (const auto& [ino, keys] : st.deleted) {
+    if (ino != dir && keys.count(RefKey(ino, dir))) out.insert(ino);
+  }
+  out.erase(except);
+  return std::vector<uint64_t>(out.begin(), out.end());
+}
+
+// Whether `dir` lost an entry of that name in this transaction (not logged since).
+bool LostEntry(const FsState& st, uint64_t dir, absl::string_view name) {
+  auto d = st.deleted.find(dir);
+  return d != st.deleted.end() && d->second.count(DirItemKey(dir, name)) > 0;
+}
 }  // namespace
 
 void FsOps::Note(Batch& b, const std::string& key) {
@@ -114,6 +142,10 @@ absl::Status FsOps::LogQueue(Batch& b, std::vector<std::pair<uint64_t, bool>>& w
 // parents' entries for them (a parent created in this transaction is
 // queued, so the name has somewhere to live after replay); the keys it
 // lost since the last log; its data changed in this transaction; xattrs.
+// A directory's lost keys include the entries it lost: the inodes that
+// lost those names (moved away, or unlinked with other names left) are
+// queued too — replay drops the names the log says are gone, so their new
+// names must come with them.
 absl::Status FsOps::LogInodeKeys(Batch& b, uint64_t ino, const InodeItem& item, bool names,
                                  std::vector<std::pair<uint64_t, bool>>* also) {
   const uint64_t gen = b_->generation();
@@ -122,6 +154,9 @@ absl::Status FsOps::LogInodeKeys(Batch& b, uint64_t ino, const InodeItem& item, 
   if (names) RETURN_IF_ERROR(LogNames(b, ino, also));
   auto d = st_->deleted.find(ino);
   if (d != st_->deleted.end()) {
+    if (TypeOf(item) == FileType::kDirectory) {
+      for (uint64_t owner : LostNameOwners(*st_, ino, ino)) also->push_back({owner, false});
+    }
     for (const std::string& k : d->second) Note(b, k);
     st_->deleted.erase(d);
   }
@@ -158,9 +193,17 @@ absl::Status FsOps::LogNames(Batch& b, uint64_t ino, std::vector<std::pair<uint6
   RETURN_IF_ERROR(bad);
   for (const auto& [parent, names] : refs) {
     Note(b, RefKey(ino, parent));
+    bool taken = false;
     for (const InodeRef& r : names) {
       Note(b, DirItemKey(parent, r.name));
       Note(b, DirIndexKey(parent, r.index));
+      taken = taken || LostEntry(*st_, parent, r.name);
+    }
+    // A name another inode lost in this transaction (a rename over it, an
+    // exchange, a new file under a moved file's old name): that inode is
+    // logged too, with its new names (btrfs logs the conflicting inode).
+    if (taken) {
+      for (uint64_t owner : LostNameOwners(*st_, parent, ino)) also->push_back({owner, false});
     }
     if (parent == kRootDirIno) {
       Note(b, InodeKey(kRootDirIno));
@@ -180,7 +223,10 @@ absl::Status FsOps::LogNames(Batch& b, uint64_t ino, std::vector<std::pair<uint6
 // directory remembers the last index it logged in this transaction and
 // starts after it; switched off, every fsync starts at the first index this
 // transaction added (btrfs before the seed re-logged all of them).
-// Children created in this transaction and not logged yet are queued.
+// Their children not logged yet are queued: one created in this
+// transaction in full (a directory with its entries), an older one (moved
+// or linked here) with its names, since replay keeps an entry only when
+// its child has the name.
 absl::Status FsOps::LogDirEntries(Batch& b, uint64_t dir,
                                   std::vector<std::pair<uint64_t, bool>>* also) {
   const uint64_t gen = b_->generation();
@@ -219,7 +265,7 @@ absl::Status FsOps::LogDirEntries(Batch& b, uint64_t dir,
     absl::StatusOr<InodeItem> it = LoadInode(b, e.child);
     if (absl::IsNotFound(it.status())) continue;
     RETURN_IF_ERROR(it.status());
-    if (it->generation == gen) also->push_back({e.child, e.type == FileType::kDirectory});
+    also->push_back({e.child, it->generation == gen && e.type == FileType::kDirectory});
   }
   return absl::OkStatus();
 }
@@ -244,10 +290,11 @@ absl::Status FsOps::ReplayFixup(const ReplayNotes& n) {
   Batch b(b_);
   RETURN_IF_ERROR(FixNames(b, n));
   RETURN_IF_ERROR(b.Commit());
+  std::set<uint64_t> inodes = n.inodes;
   Batch b2(b_);
   RETURN_IF_ERROR(FixDirEntries(b2, n));
+  RETURN_IF_ERROR(FixStaleIndexes(b2, n, &inodes));
   RETURN_IF_ERROR(b2.Commit());
-  std::set<uint64_t> inodes = n.inodes;
   for (const auto& [ino, parents] : n.logged_refs) {
     inodes.insert(parents.begin(), parents.end());
   }
@@ -259,19 +306,22 @@ absl::Status FsOps::ReplayFixup(const ReplayNotes& n) {
   return absl::OkStatus();
 }
 
-// Names an inode no longer has: refs of a fully logged inode that the log
-// did not carry, and names dropped from a replayed INODE_REF. Their
-// directory entries go too.
+// Names an inode no longer has: refs of an inode logged with its names
+// that the log did not carry, and names dropped from a replayed INODE_REF.
+// Their directory entries go too.
 absl::Status FsOps::FixNames(Batch& b, const ReplayNotes& n) {
   std::map<std::pair<uint64_t, uint64_t>, std::vector<InodeRef>> lost = n.lost_names;
   for (uint64_t ino : n.full_inodes) {
+    // An item logged without its names (fdatasync; a directory whose item a
+    // name change touched): the tree's names stand.
     auto lr = n.logged_refs.find(ino);
+    if (lr == n.logged_refs.end()) continue;
     std::vector<std::pair<uint64_t, std::string>> stale;
     RETURN_IF_ERROR(b.Scan(TypeStart(ino, kInodeRef), TypeStart(ino, kInodeRef + 1), false,
                            [&](absl::string_view k, absl::string_view v) {
                              FsKey fk;
                              DecodeFsKey(k, &fk);
-                             if (lr == n.logged_refs.end() || !lr->second.count(fk.offset)) {
+                             if (!lr->second.count(fk.offset)) {
                                stale.push_back({fk.offset, std::string(v)});
                              }
                              return true;
@@ -336,6 +386,50 @@ absl::Status FsOps::FixDirEntries(Batch& b, const ReplayNotes& n) {
       b.Del(key);
     } else {
       b.Put(key, EncodeDirEntries(keep));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// A replayed DIR_ITEM says who holds a name now. An older DIR_INDEX entry
+// of that name for another inode is stale: the inode lost the name (a
+// rename over it, or an exchange) in a change the log carries only from
+// the other side. The entry goes, with the name in the inode's ref; the
+// inode is fixed up after (deleted if that was its last name).
+absl::Status FsOps::FixStaleIndexes(Batch& b, const ReplayNotes& n, std::set<uint64_t>* fix) {
+  std::map<uint64_t, std::set<uint64_t>> hashes;  // directory -> replayed DIR_ITEM hashes
+  for (const std::string& key : n.dir_keys) {
+    FsKey fk;
+    if (DecodeFsKey(key, &fk) && fk.type == kDirItem) hashes[fk.objectid].insert(fk.offset);
+  }
+  for (const auto& [dir, hs] : hashes) {
+    std::vector<std::pair<uint64_t, DirEntry>> cands;
+    RETURN_IF_ERROR(b.Scan(TypeStart(dir, kDirIndex), TypeStart(dir, kDirIndex + 1), false,
+                           [&](absl::string_view k, absl::string_view v) {
+                             FsKey fk;
+                             DecodeFsKey(k, &fk);
+                             absl::StatusOr<DirEntry> e = DecodeDirIndex(v, dir);
+                             if (e.ok() && hs.count(NameHash(e->name))) {
+                               cands.push_back({fk.offset, *std::move(e)});
+                             }
+                             return true;
+                           }));
+    for (const auto& [index, e] : cands) {
+      ASSIGN_OR_RETURN(std::optional<DirEntry> cur, FindEntry(b, dir, e.name));
+      if (cur.has_value() && cur->child == e.child) continue;
+      b.Del(DirIndexKey(dir, index));
+      fix->insert(e.child);
+      ASSIGN_OR_RETURN(std::optional<std::string> rv, b.Get(RefKey(e.child, dir)));
+      if (!rv.has_value()) continue;
+      ASSIGN_OR_RETURN(std::vector<InodeRef> refs, DecodeInodeRefs(*rv, e.child));
+      refs.erase(std::remove_if(refs.begin(), refs.end(),
+                                [&](const InodeRef& r) { return r.name == e.name && r.index == index; }),
+                 refs.end());
+      if (refs.empty()) {
+        b.Del(RefKey(e.child, dir));
+      } else {
+        b.Put(RefKey(e.child, dir), EncodeInodeRefs(refs));
+      }
     }
   }
   return absl::OkStatus();

@@ -291,6 +291,7 @@ absl::Status FsOps::RemoveName(Batch& b, uint64_t parent, absl::string_view name
   RecordDeleted(parent, dk);
   RecordDeleted(parent, ik);
   RecordDeleted(ino, rk);
+  RecordDeleted(parent, rk);  // a later fsync of the directory logs the inode that lost it
   return TouchDir(b, parent, -2 * static_cast<int64_t>(name.size()));
 }
 
@@ -445,7 +446,8 @@ absl::Status FsOps::Rename(absl::string_view from, absl::string_view to, uint32_
   ASSIGN_OR_RETURN(Resolved f, ResolveParent(from));
   if (f.ino == 0) return PosixError("ENOENT", absl::StrCat("no such file: ", from));
   ASSIGN_OR_RETURN(Resolved t, ResolveParent(to));
-  if (f.ino == t.ino) return absl::OkStatus();  // two names of one inode: nothing to do
+  // Two names of one inode: nothing to do (but no-replace still refuses an existing `to`).
+  if (f.ino == t.ino && !(flags & kRenameNoReplace)) return absl::OkStatus();
   Batch b(b_);
   RETURN_IF_ERROR(RenameChecks(b, f, t, flags));
   std::vector<uint64_t> involved = {f.ino, f.parent, t.parent};

@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -245,8 +246,11 @@ class FsOps {
   // fiemap.
   absl::StatusOr<bool> PathShared(const std::vector<PathNode>& path)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(st_->path_mu);
-  absl::StatusOr<FiemapEntry> MapExtent(uint64_t logical, const FileExtent& e,
-                                        const std::vector<PathNode>& path)
+  // `own_refs(bytenr)`: how many of the file's own items reference that
+  // data extent (they do not make it shared).
+  absl::StatusOr<FiemapEntry> MapExtent(
+      uint64_t logical, const FileExtent& e, const std::vector<PathNode>& path,
+      const std::function<absl::StatusOr<uint64_t>(uint64_t)>& own_refs)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(st_->path_mu);
 
   // Replay fix-up steps.
@@ -254,6 +258,7 @@ class FsOps {
   absl::Status DropEntry(Batch& b, uint64_t dir, absl::string_view name, uint64_t index,
                          uint64_t ino);
   absl::Status FixDirEntries(Batch& b, const ReplayNotes& n);
+  absl::Status FixStaleIndexes(Batch& b, const ReplayNotes& n, std::set<uint64_t>* fix);
   absl::StatusOr<bool> HasName(Batch& b, uint64_t ino, uint64_t parent, absl::string_view name);
   absl::Status FixInode(Batch& b, uint64_t ino);
   absl::StatusOr<uint32_t> FixRefs(Batch& b, uint64_t ino, FileType type);
