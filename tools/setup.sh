@@ -8,6 +8,8 @@ PACKAGES=(
   g++ pkg-config python3
   libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
   libisal-dev libcli11-dev liblmdb-dev librocksdb-dev
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler grpc-proto
+  libcpp-httplib-dev nlohmann-json3-dev
 )
 
 missing=()

@@ -8,7 +8,7 @@ Fails (exit 1, one line per finding) on:
   - pread/pwrite/fsync/fdatasync outside engine/io/;
   - reinterpret_cast in engine/format/;
   - TODO without an issue number (`TODO(#N)`);
-  - a function longer than 70 lines in engine/ (unless listed below);
+  - a function longer than 70 lines in engine/ or server/ (unless listed below);
   - trailing whitespace.
 Run from the repository root: python3 tools/tidy.py
 """
@@ -16,7 +16,7 @@ import os
 import re
 import sys
 
-ROOTS = ["engine", "clients/cli", "bench", "docs"]
+ROOTS = ["engine", "clients/cli", "bench", "docs", "server", "proto"]
 MAX_FUNCTION_LINES = 70
 # Functions allowed to be longer, with the reason.
 LONG_FUNCTION_EXEMPT = {
@@ -82,7 +82,7 @@ def main():
                 problems.append("%s:%d: TODO without an issue number" % (path, n))
             if line != line.rstrip():
                 problems.append("%s:%d: trailing whitespace" % (path, n))
-        if path.startswith("engine/") and path.endswith(".cc") and not path.endswith("_test.cc"):
+        if path.startswith(("engine/", "server/")) and path.endswith(".cc") and not path.endswith("_test.cc"):
             problems.extend(long_functions(path, lines))
     for p in problems:
         print(p)

@@ -1,0 +1,123 @@
+// cowkv.v1.Files streams: Read (server-streaming) and Write
+// (client-streaming). Both check the call's deadline and cancellation
+// between chunks, so a long transfer stops when the client gives up.
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "server/convert.h"
+#include "server/files_util.h"
+#include "server/limits.h"
+#include "server/services.h"
+#include "server/status_macros.h"
+#include "server/validate.h"
+
+namespace cowkv {
+namespace server {
+namespace {
+
+// Sends [offset, offset + length) of `ino` (length 0 = to EOF) in chunks.
+absl::Status StreamRead(ServerContext* ctx, Files& files, uint64_t ino, uint64_t offset,
+                        uint64_t length, ServerWriter<v1::ReadResponse>* writer) {
+  COWKV_ASSIGN_OR_RETURN(FileStat st, files.StatInode(ino));
+  const uint64_t eof = st.size;
+  uint64_t end = eof;
+  if (length != 0 && offset + length < eof) end = offset + length;
+  uint64_t pos = offset;
+  do {
+    COWKV_RETURN_IF_ERROR(ServiceEnv::CheckAlive(ctx));
+    const uint64_t want = pos < end ? std::min<uint64_t>(kReadChunkBytes, end - pos) : 0;
+    std::string data;
+    if (want > 0) {
+      COWKV_ASSIGN_OR_RETURN(data, files.Read(ino, pos, want));
+    }
+    v1::ReadResponse chunk;
+    chunk.set_offset(pos);
+    pos += data.size();
+    // A short read means the file shrank under us: that is its end now.
+    const bool at_eof = pos >= eof || data.size() < want;
+    chunk.set_eof(at_eof);
+    *chunk.mutable_data() = std::move(data);
+    if (!writer->Write(chunk)) return absl::CancelledError("the client stopped reading");
+    if (at_eof || want == 0) break;
+  } while (pos < end);
+  return absl::OkStatus();
+}
+
+// The first message of a Write stream names the file; later ones only carry
+// data. Returns the inode, creating or truncating as asked.
+absl::StatusOr<uint64_t> OpenForWrite(Files& files, const v1::WriteRequest& first) {
+  COWKV_RETURN_IF_ERROR(ValidateMode(first.mode()));
+  absl::StatusOr<uint64_t> ino = Resolve(files, "path", first.path(), first.ino());
+  if (!ino.ok() && absl::IsNotFound(ino.status()) && first.create() && first.ino() == 0) {
+    COWKV_ASSIGN_OR_RETURN(FileStat st,
+                           files.Create(first.path(), first.mode() ? first.mode() : 0644));
+    ino = st.ino;
+  }
+  if (!ino.ok()) return ino.status();
+  if (first.truncate()) COWKV_RETURN_IF_ERROR(files.Truncate(*ino, first.offset()));
+  return *ino;
+}
+
+absl::Status CheckLaterChunk(const v1::WriteRequest& m) {
+  if (!m.subvolume().empty() || !m.path().empty() || m.ino() != 0 || m.offset() != 0 ||
+      m.create() || m.mode() != 0 || m.truncate()) {
+    return absl::InvalidArgumentError(
+        "EINVAL: only the first message of a Write stream names the file and offset");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckChunkSize(const v1::WriteRequest& m) {
+  if (m.data().size() > kMaxWriteChunkBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "EINVAL: data: a Write chunk is at most ", kMaxWriteChunkBytes, " bytes, not ",
+        m.data().size()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+grpc::Status FilesService::Read(ServerContext* ctx, const v1::ReadRequest* req,
+                                ServerWriter<v1::ReadResponse>* writer) {
+  return env_->Run(ctx, "cowkv.v1.Files/Read", ServiceEnv::Errors::kPosix, [&]() -> absl::Status {
+    COWKV_RETURN_IF_ERROR(ValidateByteRange("read", req->offset(), req->length()));
+    COWKV_ASSIGN_OR_RETURN(Files files, OpenFiles(env_, req->subvolume()));
+    COWKV_ASSIGN_OR_RETURN(uint64_t ino, Resolve(files, "path", req->path(), req->ino()));
+    return StreamRead(ctx, files, ino, req->offset(), req->length(), writer);
+  });
+}
+
+grpc::Status FilesService::Write(ServerContext* ctx, ServerReader<v1::WriteRequest>* reader,
+                                 v1::WriteResponse* resp) {
+  return env_->Run(ctx, "cowkv.v1.Files/Write", ServiceEnv::Errors::kPosix, [&]() -> absl::Status {
+    v1::WriteRequest msg;
+    if (!reader->Read(&msg)) {
+      return absl::InvalidArgumentError("EINVAL: a Write stream needs at least one message");
+    }
+    COWKV_RETURN_IF_ERROR(CheckChunkSize(msg));
+    COWKV_ASSIGN_OR_RETURN(Files files, OpenFiles(env_, msg.subvolume()));
+    COWKV_ASSIGN_OR_RETURN(uint64_t ino, OpenForWrite(files, msg));
+    uint64_t pos = msg.offset();
+    uint64_t written = 0;
+    for (bool first = true;; first = false) {
+      if (!first) {
+        COWKV_RETURN_IF_ERROR(CheckLaterChunk(msg));
+        COWKV_RETURN_IF_ERROR(CheckChunkSize(msg));
+      }
+      COWKV_RETURN_IF_ERROR(ValidateByteRange("write", pos, msg.data().size()));
+      if (!msg.data().empty()) COWKV_RETURN_IF_ERROR(files.Write(ino, pos, msg.data()));
+      pos += msg.data().size();
+      written += msg.data().size();
+      COWKV_RETURN_IF_ERROR(ServiceEnv::CheckAlive(ctx));
+      if (!reader->Read(&msg)) break;
+    }
+    resp->set_bytes_written(written);
+    COWKV_ASSIGN_OR_RETURN(FileStat st, files.StatInode(ino));
+    ToProto(st, resp->mutable_stat());
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace server
+}  // namespace cowkv

@@ -1,0 +1,31 @@
+// Files handler helpers; see files_util.h.
+#include "server/files_util.h"
+
+#include "absl/strings/str_cat.h"
+#include "server/status_macros.h"
+#include "server/validate.h"
+
+namespace cowkv {
+namespace server {
+
+absl::StatusOr<Files> OpenFiles(ServiceEnv* env, absl::string_view name) {
+  COWKV_ASSIGN_OR_RETURN(std::unique_ptr<Subvolume> sv, env->OpenSubvolume("subvolume", name));
+  return sv->files();
+}
+
+absl::StatusOr<uint64_t> Resolve(Files& files, absl::string_view path_field,
+                                 absl::string_view path, uint64_t ino) {
+  if (ino != 0) return ino;
+  COWKV_RETURN_IF_ERROR(ValidatePath(path_field, path));
+  return files.Lookup(path);
+}
+
+absl::Status ValidateMode(uint32_t mode) {
+  if (mode > 07777) {
+    return absl::InvalidArgumentError(absl::StrCat("EINVAL: mode: ", mode, " is not within 07777"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace server
+}  // namespace cowkv

@@ -1,0 +1,32 @@
+// Helpers shared by the Files handlers: open a subvolume's file tree and
+// resolve the (path, ino) pair a request names a file by.
+//
+// Thread-safe (no state).
+#ifndef COWKV_SERVER_FILES_UTIL_H_
+#define COWKV_SERVER_FILES_UTIL_H_
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "engine/store.h"
+#include "server/service_env.h"
+
+namespace cowkv {
+namespace server {
+
+// The file tree of subvolume `name` ("" = "default").
+absl::StatusOr<Files> OpenFiles(ServiceEnv* env, absl::string_view name);
+
+// `ino` when non-zero, else the inode `path` names (checked first).
+absl::StatusOr<uint64_t> Resolve(Files& files, absl::string_view path_field,
+                                 absl::string_view path, uint64_t ino);
+
+// Permission bits: 0 (the default) or within 07777.
+absl::Status ValidateMode(uint32_t mode);
+
+}  // namespace server
+}  // namespace cowkv
+
+#endif  // COWKV_SERVER_FILES_UTIL_H_

@@ -1,0 +1,268 @@
+// cowkv.v1.KV, one-shot calls: Get, Range, Put, Delete, DeleteRange, Txn.
+// Every write goes through the engine's Txn, which returns the revision the
+// response carries.
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "server/convert.h"
+#include "server/limits.h"
+#include "server/range_page.h"
+#include "server/services.h"
+#include "server/status_macros.h"
+#include "server/validate.h"
+
+namespace cowkv {
+namespace server {
+namespace {
+
+absl::Status ValidateDurability(v1::Durability d) {
+  if (!v1::Durability_IsValid(d)) {
+    return absl::InvalidArgumentError(absl::StrCat("durability: unknown value ", d));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateCompare(const v1::Compare& c) {
+  COWKV_RETURN_IF_ERROR(ValidateKey("compare.key", c.key()));
+  if (!v1::Compare::Target_IsValid(c.target()) || !v1::Compare::Op_IsValid(c.op())) {
+    return absl::InvalidArgumentError("compare: unknown target or op");
+  }
+  if (c.target() == v1::Compare::TARGET_EXISTS && c.op() != v1::Compare::OP_EQUAL &&
+      c.op() != v1::Compare::OP_NOT_EQUAL) {
+    return absl::InvalidArgumentError("compare: TARGET_EXISTS takes OP_EQUAL or OP_NOT_EQUAL");
+  }
+  return absl::OkStatus();
+}
+
+// One RequestOp as an engine TxnOp, checked.
+absl::StatusOr<TxnOp> ToEngineOp(const v1::RequestOp& op) {
+  TxnOp out;
+  switch (op.op_case()) {
+    case v1::RequestOp::kPut:
+      COWKV_RETURN_IF_ERROR(ValidateKey("put.key", op.put().key()));
+      COWKV_RETURN_IF_ERROR(ValidateValue(op.put().value()));
+      out.type = TxnOp::Type::kPut;
+      out.key = op.put().key();
+      out.value = op.put().value();
+      return out;
+    case v1::RequestOp::kDelete:
+      COWKV_RETURN_IF_ERROR(ValidateKey("delete.key", op.delete_().key()));
+      out.type = TxnOp::Type::kDelete;
+      out.key = op.delete_().key();
+      return out;
+    case v1::RequestOp::kDeleteRange:
+      COWKV_RETURN_IF_ERROR(ValidateBound("delete_range.start", op.delete_range().start()));
+      COWKV_RETURN_IF_ERROR(ValidateBound("delete_range.end", op.delete_range().end()));
+      out.type = TxnOp::Type::kDeleteRange;
+      out.key = op.delete_range().start();
+      out.end = op.delete_range().end();
+      return out;
+    case v1::RequestOp::kRange: {
+      out.type = TxnOp::Type::kRange;
+      COWKV_ASSIGN_OR_RETURN(out.range, PlanPage(FieldsOf(op.range()), "txn", ""));
+      return out;
+    }
+    default:
+      return absl::InvalidArgumentError("a RequestOp must set one of put, delete, delete_range, range");
+  }
+}
+
+absl::StatusOr<std::vector<TxnOp>> ToEngineOps(absl::string_view branch,
+                                               const google::protobuf::RepeatedPtrField<v1::RequestOp>& ops) {
+  if (static_cast<size_t>(ops.size()) > kMaxTxnOps) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(branch, ": at most ", kMaxTxnOps, " ops, not ", ops.size()));
+  }
+  std::vector<TxnOp> out;
+  out.reserve(ops.size());
+  for (const v1::RequestOp& op : ops) {
+    COWKV_ASSIGN_OR_RETURN(TxnOp e, ToEngineOp(op));
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+absl::StatusOr<TxnRequest> ToEngineTxn(const v1::TxnRequest& req) {
+  TxnRequest txn;
+  if (static_cast<size_t>(req.compare_size()) > kMaxTxnOps) {
+    return absl::InvalidArgumentError(absl::StrCat("compare: at most ", kMaxTxnOps, " compares"));
+  }
+  for (const v1::Compare& c : req.compare()) {
+    COWKV_RETURN_IF_ERROR(ValidateCompare(c));
+    txn.compare.push_back(ToEngine(c));
+  }
+  COWKV_ASSIGN_OR_RETURN(txn.success, ToEngineOps("success", req.success()));
+  COWKV_ASSIGN_OR_RETURN(txn.failure, ToEngineOps("failure", req.failure()));
+  COWKV_RETURN_IF_ERROR(ValidateDurability(req.durability()));
+  txn.durability = ToEngine(req.durability());
+  return txn;
+}
+
+void ToProtoResults(const TxnResponse& r, const std::vector<TxnOp>& ops, v1::TxnResponse* out) {
+  out->set_succeeded(r.succeeded);
+  out->set_revision(r.revision);
+  for (size_t i = 0; i < r.results.size() && i < ops.size(); ++i) {
+    v1::ResponseOp* res = out->add_responses();
+    switch (ops[i].type) {
+      case TxnOp::Type::kPut: res->mutable_put(); break;
+      case TxnOp::Type::kDelete:
+      case TxnOp::Type::kDeleteRange: res->mutable_delete_()->set_deleted(r.results[i].deleted); break;
+      case TxnOp::Type::kRange: {
+        RangeFields f;
+        f.reverse = ops[i].range.reverse;
+        // No paging inside a Txn: FinishPage only trims; the token is dropped.
+        FinishPage(r.results[i].range, f, "txn", res->mutable_range());
+        res->mutable_range()->clear_next_page_token();
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<TxnResponse> KvService::RunTxn(absl::string_view subvolume, const TxnRequest& txn) {
+  COWKV_ASSIGN_OR_RETURN(std::unique_ptr<Subvolume> sv, env_->OpenSubvolume("subvolume", subvolume));
+  const absl::Time start = absl::Now();
+  absl::StatusOr<TxnResponse> r = sv->Txn(txn);
+  if (r.ok() && env_->IsDurable(txn.durability)) {
+    env_->metrics().durable_write().Observe(absl::Now() - start);
+  }
+  return r;
+}
+
+grpc::Status KvService::Get(ServerContext* ctx, const v1::GetRequest* req, v1::GetResponse* resp) {
+  return env_->Run(ctx, "cowkv.v1.KV/Get", ServiceEnv::Errors::kPlain, [&]() -> absl::Status {
+    COWKV_RETURN_IF_ERROR(ValidateKey("key", req->key()));
+    COWKV_ASSIGN_OR_RETURN(std::unique_ptr<Subvolume> sv,
+                           env_->OpenSubvolume("subvolume", req->subvolume()));
+    RangeRequest one;
+    one.start = req->key();
+    one.end = absl::StrCat(req->key(), std::string(1, '\0'));
+    one.limit = 1;
+    COWKV_ASSIGN_OR_RETURN(RangeResult r, sv->Range(one));
+    if (r.kvs.empty()) {
+      return absl::NotFoundError(absl::StrCat("key not found: \"", KeyForMessage(req->key()), "\""));
+    }
+    ToProto(r.kvs[0], resp->mutable_kv());
+    resp->set_revision(r.revision);
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status KvService::Range(ServerContext* ctx, const v1::RangeRequest* req,
+                              v1::RangeResponse* resp) {
+  return env_->Run(ctx, "cowkv.v1.KV/Range", ServiceEnv::Errors::kPlain, [&]() -> absl::Status {
+    std::string scope = absl::StrCat("sv:", req->subvolume());
+    std::string name = req->subvolume();
+    if (!req->snapshot().empty()) {
+      COWKV_RETURN_IF_ERROR(ValidateSubvolumeName("snapshot", req->snapshot()));
+      COWKV_ASSIGN_OR_RETURN(SubvolumeInfo snap, env_->store().ShowSubvolume(req->snapshot()));
+      if (!snap.read_only) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "snapshot: '", req->snapshot(), "' is not a read-only snapshot; reads of it would not "
+            "be one consistent view"));
+      }
+      if (!req->subvolume().empty()) {
+        COWKV_RETURN_IF_ERROR(ValidateSubvolumeName("subvolume", req->subvolume()));
+        COWKV_ASSIGN_OR_RETURN(SubvolumeInfo src, env_->store().ShowSubvolume(req->subvolume()));
+        if (snap.parent_id != src.id) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "snapshot: '", req->snapshot(), "' is not a snapshot of '", req->subvolume(), "'"));
+        }
+      }
+      scope = absl::StrCat("snap:", req->snapshot());
+      name = req->snapshot();
+    }
+    const RangeFields fields = FieldsOf(*req);
+    COWKV_ASSIGN_OR_RETURN(RangeRequest page, PlanPage(fields, scope, req->page_token()));
+    COWKV_ASSIGN_OR_RETURN(std::unique_ptr<Subvolume> sv, env_->OpenSubvolume("subvolume", name));
+    COWKV_RETURN_IF_ERROR(ServiceEnv::CheckAlive(ctx));
+    COWKV_ASSIGN_OR_RETURN(RangeResult r, sv->Range(page));
+    COWKV_RETURN_IF_ERROR(ServiceEnv::CheckAlive(ctx));  // don't build a reply nobody reads
+    FinishPage(std::move(r), fields, scope, resp);
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status KvService::Put(ServerContext* ctx, const v1::PutRequest* req, v1::PutResponse* resp) {
+  return env_->Run(ctx, "cowkv.v1.KV/Put", ServiceEnv::Errors::kPlain, [&]() -> absl::Status {
+    COWKV_RETURN_IF_ERROR(ValidateKey("key", req->key()));
+    COWKV_RETURN_IF_ERROR(ValidateValue(req->value()));
+    COWKV_RETURN_IF_ERROR(ValidateDurability(req->durability()));
+    TxnRequest txn;
+    TxnOp& op = txn.success.emplace_back();
+    op.type = TxnOp::Type::kPut;
+    op.key = req->key();
+    op.value = req->value();
+    txn.durability = ToEngine(req->durability());
+    COWKV_ASSIGN_OR_RETURN(TxnResponse r, RunTxn(req->subvolume(), txn));
+    resp->set_revision(r.revision);
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status KvService::Delete(ServerContext* ctx, const v1::DeleteRequest* req,
+                               v1::DeleteResponse* resp) {
+  return env_->Run(ctx, "cowkv.v1.KV/Delete", ServiceEnv::Errors::kPlain, [&]() -> absl::Status {
+    COWKV_RETURN_IF_ERROR(ValidateKey("key", req->key()));
+    COWKV_RETURN_IF_ERROR(ValidateDurability(req->durability()));
+    // "Exists, then delete" in one Txn: NOT_FOUND without writing anything.
+    TxnRequest txn;
+    Compare& c = txn.compare.emplace_back();
+    c.key = req->key();
+    c.target = Compare::Target::kExists;
+    c.exists = true;
+    TxnOp& op = txn.success.emplace_back();
+    op.type = TxnOp::Type::kDelete;
+    op.key = req->key();
+    txn.durability = ToEngine(req->durability());
+    COWKV_ASSIGN_OR_RETURN(TxnResponse r, RunTxn(req->subvolume(), txn));
+    if (!r.succeeded) {
+      return absl::NotFoundError(absl::StrCat("key not found: \"", KeyForMessage(req->key()), "\""));
+    }
+    resp->set_revision(r.revision);
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status KvService::DeleteRange(ServerContext* ctx, const v1::DeleteRangeRequest* req,
+                                    v1::DeleteRangeResponse* resp) {
+  return env_->Run(ctx, "cowkv.v1.KV/DeleteRange", ServiceEnv::Errors::kPlain,
+                   [&]() -> absl::Status {
+    COWKV_RETURN_IF_ERROR(ValidateDurability(req->durability()));
+    if (req->start().empty() && req->end().empty() && req->prefix().empty()) {
+      return absl::InvalidArgumentError(
+          "DeleteRange needs start, end or prefix (to delete every key, pass start \"\\x00\")");
+    }
+    RangeFields fields;
+    fields.start = req->start();
+    fields.end = req->end();
+    fields.prefix = req->prefix();
+    COWKV_ASSIGN_OR_RETURN(RangeRequest bounds, PlanPage(fields, "", ""));
+    TxnRequest txn;
+    TxnOp& op = txn.success.emplace_back();
+    op.type = TxnOp::Type::kDeleteRange;
+    op.key = bounds.start;
+    op.end = bounds.end;
+    txn.durability = ToEngine(req->durability());
+    COWKV_ASSIGN_OR_RETURN(TxnResponse r, RunTxn(req->subvolume(), txn));
+    resp->set_deleted(r.results.empty() ? 0 : r.results[0].deleted);
+    resp->set_revision(r.revision);
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status KvService::Txn(ServerContext* ctx, const v1::TxnRequest* req, v1::TxnResponse* resp) {
+  return env_->Run(ctx, "cowkv.v1.KV/Txn", ServiceEnv::Errors::kPlain, [&]() -> absl::Status {
+    COWKV_ASSIGN_OR_RETURN(TxnRequest txn, ToEngineTxn(*req));
+    COWKV_ASSIGN_OR_RETURN(TxnResponse r, RunTxn(req->subvolume(), txn));
+    ToProtoResults(r, r.succeeded ? txn.success : txn.failure, resp);
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace server
+}  // namespace cowkv

@@ -1,0 +1,69 @@
+// The server's bounds, in one place (STYLE.md point 10: a limit on
+// everything). Each is enforced where a request enters the server, with an
+// error that names the limit; docs/api.md lists them for users.
+//
+// Invariants (static_asserts below):
+//  1. The largest single value plus its key fits in one gRPC message, so
+//     every KV write the engine accepts can be sent.
+//  2. A Read chunk, a Write chunk and a Range page each fit in a message.
+#ifndef COWKV_SERVER_LIMITS_H_
+#define COWKV_SERVER_LIMITS_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "engine/store.h"
+
+namespace cowkv {
+namespace server {
+
+// gRPC message size, both directions. Larger messages fail in gRPC itself
+// with RESOURCE_EXHAUSTED before a handler runs.
+inline constexpr size_t kMaxMessageBytes = 20u << 20;
+
+// KV: keys 1..1024 bytes (the engine's), values up to 16 MiB (the engine's
+// kv::kMaxValueSize, which store.h does not export).
+inline constexpr size_t kMaxKeyBytes = kMaxKeySize;
+inline constexpr size_t kMaxValueBytes = 16u << 20;
+// A range page: at most this many keys and (after the first key) bytes of
+// keys and values. A request's `limit` may only lower them.
+inline constexpr uint64_t kRangePageKeys = 10000;
+inline constexpr size_t kRangePageBytes = 8u << 20;
+// Ops per Txn branch, and compares per Txn (the engine's kMaxTxnOps).
+inline constexpr size_t kMaxTxnOps = 10000;
+
+// Subvolume names and path components: 1..255 bytes.
+inline constexpr size_t kMaxNameBytes = 255;
+// Paths (the engine's fs limits, which store.h does not export).
+inline constexpr size_t kMaxPathBytes = 4096;
+inline constexpr size_t kMaxPathDepth = 256;
+inline constexpr size_t kMaxSymlinkTargetBytes = 4095;
+// Files.Read sends chunks of at most this size; Files.Write accepts
+// chunks of at most kMaxWriteChunkBytes.
+inline constexpr size_t kReadChunkBytes = 1u << 20;
+inline constexpr size_t kMaxWriteChunkBytes = 4u << 20;
+inline constexpr uint64_t kReadDirPageEntries = 10000;
+inline constexpr size_t kFiemapMaxExtents = 65536;
+
+// Interactive transactions: lease default and bound, open handles per client
+// connection (gRPC peer) and in all.
+inline constexpr uint64_t kDefaultLeaseMs = 30000;
+inline constexpr uint64_t kMaxLeaseMs = 600000;
+inline constexpr int kMaxOpenTxnsPerPeer = 64;
+inline constexpr int kMaxOpenTxnsTotal = 4096;
+
+// Graceful stop: in-flight calls get this long to finish before gRPC
+// cancels them.
+inline constexpr int64_t kDrainTimeoutMs = 10000;
+
+static_assert(kMaxValueBytes + kMaxKeyBytes + 4096 < kMaxMessageBytes, "invariant 1");
+static_assert(kReadChunkBytes + 4096 < kMaxMessageBytes, "invariant 2");
+static_assert(kMaxWriteChunkBytes + 2 * kMaxPathBytes < kMaxMessageBytes, "invariant 2");
+// A page holds at most kRangePageBytes of keys and values (or one pair, the
+// first, when it alone is larger: invariant 1), plus per-entry framing.
+static_assert(kRangePageBytes + kRangePageKeys * 64 < kMaxMessageBytes, "invariant 2");
+
+}  // namespace server
+}  // namespace cowkv
+
+#endif  // COWKV_SERVER_LIMITS_H_

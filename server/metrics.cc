@@ -1,0 +1,167 @@
+// Prometheus text rendering and RPC counters; see metrics.h.
+#include "server/metrics.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "server/stats_table.h"
+
+namespace cowkv {
+namespace server {
+namespace {
+
+constexpr absl::string_view kCodeNames[] = {
+    "OK",        "CANCELLED",          "UNKNOWN",           "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED", "NOT_FOUND",  "ALREADY_EXISTS",    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
+    "UNIMPLEMENTED", "INTERNAL",       "UNAVAILABLE",       "DATA_LOSS",
+    "UNAUTHENTICATED"};
+
+std::string Number(double v) { return absl::StrFormat("%.9g", v); }
+
+void Header(absl::string_view name, absl::string_view type, absl::string_view help,
+            std::string* out) {
+  absl::StrAppend(out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n");
+}
+
+std::string JoinLabels(absl::string_view a, absl::string_view b) {
+  if (a.empty()) return std::string(b);
+  if (b.empty()) return std::string(a);
+  return absl::StrCat(a, ",", b);
+}
+
+void RenderStats(const StoreStats& stats, std::string* out) {
+  absl::string_view last;
+  for (const StatField& f : StatFields()) {
+    if (f.metric != last) {
+      Header(f.metric, f.counter ? "counter" : "gauge", f.help, out);
+      last = f.metric;
+    }
+    const double v = static_cast<double>(f.get(stats)) * f.scale;
+    absl::StrAppend(out, f.metric, *f.labels ? absl::StrCat("{", f.labels, "}") : "", " ",
+                    Number(v), "\n");
+  }
+}
+
+}  // namespace
+
+absl::string_view CodeName(grpc::StatusCode code) {
+  const int c = static_cast<int>(code);
+  if (c < 0 || c >= static_cast<int>(sizeof(kCodeNames) / sizeof(kCodeNames[0]))) {
+    return "UNKNOWN";
+  }
+  return kCodeNames[c];
+}
+
+void LatencyHistogram::Observe(absl::Duration d) {
+  const double s = absl::ToDoubleSeconds(d);
+  for (size_t i = 0; i < kBucketsSeconds.size(); ++i) {
+    if (s <= kBucketsSeconds[i]) {
+      buckets_[i].fetch_add(1, std::memory_order_relaxed);
+      break;
+    }
+  }
+  count_.fetch_add(1, std::memory_order_relaxed);
+  sum_ns_.fetch_add(static_cast<uint64_t>(absl::ToInt64Nanoseconds(d)),
+                    std::memory_order_relaxed);
+}
+
+void LatencyHistogram::Render(absl::string_view name, absl::string_view labels,
+                              std::string* out) const {
+  // Prometheus buckets are cumulative; ours are per bucket.
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < kBucketsSeconds.size(); ++i) {
+    cumulative += buckets_[i].load(std::memory_order_relaxed);
+    absl::StrAppend(out, name, "_bucket{",
+                    JoinLabels(labels, absl::StrCat("le=\"", Number(kBucketsSeconds[i]), "\"")),
+                    "} ", cumulative, "\n");
+  }
+  const uint64_t count = count_.load(std::memory_order_relaxed);
+  const std::string braces = labels.empty() ? "" : absl::StrCat("{", labels, "}");
+  absl::StrAppend(out, name, "_bucket{", JoinLabels(labels, "le=\"+Inf\""), "} ", count, "\n");
+  absl::StrAppend(out, name, "_sum", braces, " ",
+                  Number(static_cast<double>(sum_ns_.load(std::memory_order_relaxed)) * 1e-9),
+                  "\n");
+  absl::StrAppend(out, name, "_count", braces, " ", count, "\n");
+}
+
+RpcMetrics::RpcMetrics(const std::vector<std::string>& methods) {
+  for (const std::string& full : methods) {
+    auto m = std::make_unique<Method>();
+    const size_t slash = full.find('/');
+    m->service = full.substr(0, slash);
+    m->name = slash == std::string::npos ? "" : full.substr(slash + 1);
+    order_.push_back(m.get());
+    methods_[full] = std::move(m);
+  }
+  other_ = std::make_unique<Method>();
+  other_->service = "other";
+  other_->name = "other";
+  order_.push_back(other_.get());
+}
+
+RpcMetrics::Method* RpcMetrics::Find(absl::string_view method) const {
+  auto it = methods_.find(method);
+  return it == methods_.end() ? other_.get() : it->second.get();
+}
+
+void RpcMetrics::Record(absl::string_view method, grpc::StatusCode code, absl::Duration latency) {
+  Method* m = Find(method);
+  int c = static_cast<int>(code);
+  if (c < 0 || c >= kCodes) c = static_cast<int>(grpc::StatusCode::UNKNOWN);
+  m->codes[c].fetch_add(1, std::memory_order_relaxed);
+  m->latency.Observe(latency);
+  calls_.fetch_add(1, std::memory_order_relaxed);
+  if (code != grpc::StatusCode::OK) errors_.fetch_add(1, std::memory_order_relaxed);
+}
+
+uint64_t RpcMetrics::CallsOf(absl::string_view method) const { return Find(method)->latency.count(); }
+
+void RpcMetrics::Render(std::string* out) const {
+  Header("grpc_server_handled_total", "counter",
+         "RPCs completed on the server, by method and gRPC status code.", out);
+  for (const Method* m : order_) {
+    for (int c = 0; c < kCodes; ++c) {
+      const uint64_t n = m->codes[c].load(std::memory_order_relaxed);
+      if (n == 0 && c != 0) continue;  // codes that never happened stay out
+      absl::StrAppend(out, "grpc_server_handled_total{grpc_service=\"", m->service,
+                      "\",grpc_method=\"", m->name, "\",grpc_code=\"",
+                      CodeName(static_cast<grpc::StatusCode>(c)), "\"} ", n, "\n");
+    }
+  }
+  Header("grpc_server_handling_seconds", "histogram",
+         "Latency of RPCs on the server, from the handler's start to its status.", out);
+  for (const Method* m : order_) {
+    m->latency.Render("grpc_server_handling_seconds",
+                      absl::StrCat("grpc_service=\"", m->service, "\",grpc_method=\"", m->name,
+                                   "\""),
+                      out);
+  }
+  Header("cowkv_sync_commit_duration_seconds", "histogram",
+         "Latency of engine commits run for Admin.Sync (two device flushes).", out);
+  sync_commit_.Render("cowkv_sync_commit_duration_seconds", "", out);
+  Header("cowkv_durable_write_duration_seconds", "histogram",
+         "Latency of durable KV writes (Put, Delete, DeleteRange, Txn, Commit), "
+         "which wait for a log sync or an engine commit.",
+         out);
+  durable_write_.Render("cowkv_durable_write_duration_seconds", "", out);
+}
+
+std::string RenderPrometheus(const StoreStats& stats, const RpcMetrics& rpcs,
+                             const ServerGauges& gauges) {
+  std::string out;
+  rpcs.Render(&out);
+  RenderStats(stats, &out);
+  Header("cowkv_server_open_transaction_handles", "gauge",
+         "Interactive transaction handles open on the server.", &out);
+  absl::StrAppend(&out, "cowkv_server_open_transaction_handles ", gauges.open_handles, "\n");
+  Header("cowkv_server_expired_transaction_handles_total", "counter",
+         "Interactive transaction handles aborted because their lease ran out.", &out);
+  absl::StrAppend(&out, "cowkv_server_expired_transaction_handles_total ",
+                  gauges.expired_handles, "\n");
+  Header("cowkv_server_stopping", "gauge", "1 while the server drains before exit.", &out);
+  absl::StrAppend(&out, "cowkv_server_stopping ", gauges.stopping ? 1 : 0, "\n");
+  return out;
+}
+
+}  // namespace server
+}  // namespace cowkv

@@ -1,0 +1,191 @@
+// cowkvd's assembly and lifecycle; see server.h.
+#include "server/server.h"
+
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "google/protobuf/descriptor.h"
+#include "grpc/health/v1/health.pb.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "httplib.h"
+#include "server/status_macros.h"
+
+namespace cowkv {
+namespace server {
+namespace {
+
+// Splits "host:port" or "[v6]:port".
+absl::Status SplitHostPort(absl::string_view addr, std::string* host, int* port) {
+  const size_t colon = addr.rfind(':');
+  if (colon == absl::string_view::npos || !absl::SimpleAtoi(addr.substr(colon + 1), port) ||
+      *port < 0 || *port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("not host:port: '", addr, "'"));
+  }
+  absl::string_view h = addr.substr(0, colon);
+  if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  *host = std::string(h);
+  return absl::OkStatus();
+}
+
+// The cowkv.v1 services, from the generated descriptor pool.
+std::vector<const google::protobuf::ServiceDescriptor*> Services() {
+  std::vector<const google::protobuf::ServiceDescriptor*> out;
+  for (const char* name : {v1::Subvolumes::service_full_name(), v1::KV::service_full_name(),
+                           v1::Files::service_full_name(), v1::Admin::service_full_name()}) {
+    out.push_back(google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(name));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> Server::MethodNames() {
+  std::vector<std::string> out;
+  for (const google::protobuf::ServiceDescriptor* s : Services()) {
+    for (int i = 0; i < s->method_count(); ++i) {
+      out.push_back(absl::StrCat(s->full_name(), "/", s->method(i)->name()));
+    }
+  }
+  return out;
+}
+
+Server::Server(ServerOptions options) : options_(std::move(options)) {}
+
+absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
+  std::unique_ptr<Server> s(new Server(std::move(options)));
+  absl::Status init = s->Init();
+  if (!init.ok()) {
+    s->Stop().IgnoreError();  // the Init error is the one to report
+    return init;
+  }
+  return s;
+}
+
+absl::Status Server::Init() {
+  COWKV_ASSIGN_OR_RETURN(device_, LockedDevice::Open(options_.device));
+  COWKV_ASSIGN_OR_RETURN(store_, Store::Open(device_->device(), options_.engine));
+  metrics_ = std::make_unique<RpcMetrics>(MethodNames());
+  txns_ = std::make_unique<TxnRegistry>(
+      TxnRegistry::Limits{options_.max_txns_per_peer, options_.max_txns_total});
+  env_ = std::make_unique<ServiceEnv>(
+      store_.get(), device_->device(), metrics_.get(), txns_.get(), options_.auth_token,
+      options_.engine.default_durability != Durability::kAsync);
+  subvolumes_ = std::make_unique<SubvolumesService>(env_.get());
+  kv_ = std::make_unique<KvService>(env_.get());
+  files_ = std::make_unique<FilesService>(env_.get());
+  admin_ = std::make_unique<AdminService>(env_.get());
+  COWKV_RETURN_IF_ERROR(StartGrpc());
+  COWKV_RETURN_IF_ERROR(StartMetrics());
+  reaper_ = std::thread([this] { ReapLoop(); });
+  return absl::OkStatus();
+}
+
+absl::Status Server::StartGrpc() {
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  // gRPC's health service is built on upb; referencing the C++ descriptor
+  // links health.pb into the generated pool, so reflection can describe
+  // grpc.health.v1.Health (grpcurl needs that).
+  (void)grpc::health::v1::HealthCheckRequest::descriptor();
+  std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
+  if (!options_.tls_cert_pem.empty() || !options_.tls_key_pem.empty()) {
+    grpc::SslServerCredentialsOptions ssl;
+    ssl.pem_key_cert_pairs.push_back({options_.tls_key_pem, options_.tls_cert_pem});
+    creds = grpc::SslServerCredentials(ssl);
+  }
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options_.listen, creds, &port_);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(kMaxMessageBytes));
+  builder.SetMaxSendMessageSize(static_cast<int>(kMaxMessageBytes));
+  // Sync-server threads notice a shutdown only when their poll times out
+  // (default 10 s); keep the drain's tail short.
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::CQ_TIMEOUT_MSEC, 200);
+  builder.RegisterService(subvolumes_.get());
+  builder.RegisterService(kv_.get());
+  builder.RegisterService(files_.get());
+  builder.RegisterService(admin_.get());
+  grpc_ = builder.BuildAndStart();
+  if (grpc_ == nullptr || port_ == 0) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot listen on ", options_.listen, " (address in use or not local?)"));
+  }
+  grpc::HealthCheckServiceInterface* health = grpc_->GetHealthCheckService();
+  health->SetServingStatus(true);
+  for (const google::protobuf::ServiceDescriptor* s : Services()) {
+    health->SetServingStatus(s->full_name(), true);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Server::StartMetrics() {
+  if (options_.metrics_listen.empty()) return absl::OkStatus();
+  std::string host;
+  int port = 0;
+  COWKV_RETURN_IF_ERROR(SplitHostPort(options_.metrics_listen, &host, &port));
+  http_ = std::make_unique<httplib::Server>();
+  http_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(RenderMetrics(), "text/plain; version=0.0.4; charset=utf-8");
+  });
+  metrics_port_ = port == 0 ? http_->bind_to_any_port(host) : (http_->bind_to_port(host, port) ? port : -1);
+  if (metrics_port_ <= 0) {
+    metrics_port_ = 0;
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", options_.metrics_listen,
+                                               " for metrics (address in use?)"));
+  }
+  http_thread_ = std::thread([this] { http_->listen_after_bind(); });
+  return absl::OkStatus();
+}
+
+std::string Server::RenderMetrics() {
+  ServerGauges g;
+  g.open_handles = txns_->open();
+  g.expired_handles = txns_->expired_total();
+  g.stopping = env_->stopping();
+  return RenderPrometheus(store_->Stats(), *metrics_, g);
+}
+
+void Server::ReapLoop() {
+  while (!stop_reaper_.WaitForNotificationWithTimeout(options_.reap_interval)) {
+    txns_->ExpireIdle(absl::Now());
+  }
+}
+
+absl::Status Server::Stop() {
+  absl::MutexLock l(&stop_mu_);
+  if (stopped_) return stop_status_;
+  stopped_ = true;
+  if (env_ != nullptr) env_->SetStopping();
+  if (grpc_ != nullptr) {
+    grpc_->GetHealthCheckService()->SetServingStatus(false);
+    grpc_->Shutdown(std::chrono::system_clock::now() +
+                    absl::ToChronoMilliseconds(options_.drain_timeout));
+    grpc_->Wait();
+  }
+  if (txns_ != nullptr) txns_->AbortAll();
+  if (reaper_.joinable()) {
+    stop_reaper_.Notify();
+    reaper_.join();
+  }
+  if (http_ != nullptr) {
+    http_->stop();
+    if (http_thread_.joinable()) http_thread_.join();
+  }
+  if (store_ != nullptr) {
+    stop_status_ = store_->Commit();
+    absl::Status closed = store_->Close();
+    if (stop_status_.ok()) stop_status_ = closed;
+  }
+  return stop_status_;
+}
+
+Server::~Server() {
+  Stop().IgnoreError();  // documented: call Stop() to see the status
+}
+
+}  // namespace server
+}  // namespace cowkv

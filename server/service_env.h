@@ -1,0 +1,93 @@
+// ServiceEnv: what every gRPC service of cowkvd shares, and Run(), the one
+// wrapper every handler body goes through.
+//
+// Run() does, in order: refuse the call with UNAVAILABLE if the server is
+// stopping; check the bearer token (UNAUTHENTICATED); refuse a call whose
+// deadline has already passed or that was cancelled; run the body; map its
+// absl::Status through status_mapping.h (POSIX-named for Files); and record
+// the latency and code in RpcMetrics. Handler bodies therefore return
+// absl::Status and never build a grpc::Status.
+//
+// Long bodies (Range, Read and Write streams) call CheckAlive() between
+// pieces of work, so a client's deadline or cancellation stops them.
+//
+// Thread-safe. The Store, device, metrics and registry are borrowed from the
+// Server, which outlives every call (it shuts gRPC down before they go).
+#ifndef COWKV_SERVER_SERVICE_ENV_H_
+#define COWKV_SERVER_SERVICE_ENV_H_
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "engine/io/block_device.h"
+#include "engine/store.h"
+#include "grpcpp/server_context.h"
+#include "server/metrics.h"
+#include "server/txn_registry.h"
+
+namespace cowkv {
+namespace server {
+
+class ServiceEnv {
+ public:
+  enum class Errors { kPlain, kPosix };
+
+  // `auth_token` empty = no authentication. `default_durable`: what
+  // DURABILITY_DEFAULT means on this store (for the durable-write metric).
+  ServiceEnv(Store* store, BlockDevice* device, RpcMetrics* metrics, TxnRegistry* txns,
+             std::string auth_token, bool default_durable);
+  ServiceEnv(const ServiceEnv&) = delete;
+  ServiceEnv& operator=(const ServiceEnv&) = delete;
+
+  Store& store() { return *store_; }
+  BlockDevice& device() { return *device_; }
+  RpcMetrics& metrics() { return *metrics_; }
+  TxnRegistry& txns() { return *txns_; }
+
+  // Runs one RPC body; see the file comment. `method` is the full method
+  // name, "cowkv.v1.KV/Get".
+  grpc::Status Run(grpc::ServerContext* ctx, absl::string_view method, Errors errors,
+                   const std::function<absl::Status()>& body);
+
+  // From now on Run() refuses calls with UNAVAILABLE. Calls already running
+  // finish (the drain).
+  void SetStopping() { stopping_.store(true, std::memory_order_release); }
+  bool stopping() const { return stopping_.load(std::memory_order_acquire); }
+
+  // CANCELLED or DEADLINE_EXCEEDED when the call should stop now.
+  static absl::Status CheckAlive(grpc::ServerContext* ctx);
+
+  // Opens a subvolume by name ("" = "default"), checking the name first.
+  absl::StatusOr<std::unique_ptr<Subvolume>> OpenSubvolume(absl::string_view field,
+                                                           absl::string_view name);
+
+  // Whether a write with durability `d` waits for a sync (for metrics).
+  bool IsDurable(Durability d) const {
+    return d == Durability::kDurable || (d == Durability::kDefault && default_durable_);
+  }
+
+ private:
+  absl::Status Authenticate(grpc::ServerContext* ctx) const;
+
+  // Constant after construction.
+  Store* const store_;
+  BlockDevice* const device_;
+  RpcMetrics* const metrics_;
+  TxnRegistry* const txns_;
+  const std::string auth_token_;
+  const bool default_durable_;
+
+  // Release/acquire: a call that sees `true` also sees everything the
+  // stopping thread did before setting it (it is set once, never cleared).
+  std::atomic<bool> stopping_{false};
+};
+
+}  // namespace server
+}  // namespace cowkv
+
+#endif  // COWKV_SERVER_SERVICE_ENV_H_

@@ -1,0 +1,138 @@
+// The cowkv.v1 gRPC services: thin handlers that validate a request at the
+// edge (validate.h), call the engine facade (engine/store.h), and convert the
+// result (convert.h). Every handler body runs inside ServiceEnv::Run, which
+// owns authentication, the stopping state, deadlines, error mapping and
+// metrics. docs/api.md gives the overview; proto/cowkv/v1/*.proto the fields.
+//
+// Thread-safe: gRPC calls handlers concurrently; they share only the
+// ServiceEnv (thread-safe) and keep no state of their own.
+#ifndef COWKV_SERVER_SERVICES_H_
+#define COWKV_SERVER_SERVICES_H_
+
+#include "cowkv/v1/admin.grpc.pb.h"
+#include "cowkv/v1/files.grpc.pb.h"
+#include "cowkv/v1/kv.grpc.pb.h"
+#include "cowkv/v1/subvolumes.grpc.pb.h"
+#include "server/service_env.h"
+
+namespace cowkv {
+namespace server {
+
+using grpc::ServerContext;
+using grpc::ServerReader;
+using grpc::ServerWriter;
+
+class SubvolumesService final : public v1::Subvolumes::Service {
+ public:
+  explicit SubvolumesService(ServiceEnv* env) : env_(env) {}
+  grpc::Status Create(ServerContext* ctx, const v1::CreateSubvolumeRequest* req,
+                      v1::SubvolumeInfo* resp) override;
+  grpc::Status List(ServerContext* ctx, const v1::ListSubvolumesRequest* req,
+                    v1::ListSubvolumesResponse* resp) override;
+  grpc::Status Show(ServerContext* ctx, const v1::ShowSubvolumeRequest* req,
+                    v1::SubvolumeInfo* resp) override;
+  grpc::Status Rename(ServerContext* ctx, const v1::RenameSubvolumeRequest* req,
+                      v1::RenameSubvolumeResponse* resp) override;
+  grpc::Status Delete(ServerContext* ctx, const v1::DeleteSubvolumeRequest* req,
+                      v1::DeleteSubvolumeResponse* resp) override;
+  grpc::Status Snapshot(ServerContext* ctx, const v1::SnapshotRequest* req,
+                        v1::SubvolumeInfo* resp) override;
+
+ private:
+  ServiceEnv* const env_;
+};
+
+class KvService final : public v1::KV::Service {
+ public:
+  explicit KvService(ServiceEnv* env) : env_(env) {}
+  grpc::Status Get(ServerContext* ctx, const v1::GetRequest* req, v1::GetResponse* resp) override;
+  grpc::Status Range(ServerContext* ctx, const v1::RangeRequest* req,
+                     v1::RangeResponse* resp) override;
+  grpc::Status Put(ServerContext* ctx, const v1::PutRequest* req, v1::PutResponse* resp) override;
+  grpc::Status Delete(ServerContext* ctx, const v1::DeleteRequest* req,
+                      v1::DeleteResponse* resp) override;
+  grpc::Status DeleteRange(ServerContext* ctx, const v1::DeleteRangeRequest* req,
+                           v1::DeleteRangeResponse* resp) override;
+  grpc::Status Txn(ServerContext* ctx, const v1::TxnRequest* req, v1::TxnResponse* resp) override;
+  // Interactive transactions (kv_txn_service.cc).
+  grpc::Status Begin(ServerContext* ctx, const v1::BeginRequest* req,
+                     v1::BeginResponse* resp) override;
+  grpc::Status TxnGet(ServerContext* ctx, const v1::TxnGetRequest* req,
+                      v1::GetResponse* resp) override;
+  grpc::Status TxnRange(ServerContext* ctx, const v1::TxnRangeRequest* req,
+                        v1::RangeResponse* resp) override;
+  grpc::Status TxnPut(ServerContext* ctx, const v1::TxnPutRequest* req,
+                      v1::TxnPutResponse* resp) override;
+  grpc::Status TxnDelete(ServerContext* ctx, const v1::TxnDeleteRequest* req,
+                         v1::TxnDeleteResponse* resp) override;
+  grpc::Status Commit(ServerContext* ctx, const v1::CommitRequest* req,
+                      v1::CommitResponse* resp) override;
+  grpc::Status Abort(ServerContext* ctx, const v1::AbortRequest* req,
+                     v1::AbortResponse* resp) override;
+
+ private:
+  // Runs a one-shot engine Txn on `subvolume`, timing durable ones.
+  absl::StatusOr<TxnResponse> RunTxn(absl::string_view subvolume, const TxnRequest& txn);
+  ServiceEnv* const env_;
+};
+
+class FilesService final : public v1::Files::Service {
+ public:
+  explicit FilesService(ServiceEnv* env) : env_(env) {}
+  grpc::Status Stat(ServerContext* ctx, const v1::StatRequest* req, v1::FileStat* resp) override;
+  grpc::Status Mkdir(ServerContext* ctx, const v1::MkdirRequest* req, v1::FileStat* resp) override;
+  grpc::Status Create(ServerContext* ctx, const v1::CreateFileRequest* req,
+                      v1::FileStat* resp) override;
+  grpc::Status ReadDir(ServerContext* ctx, const v1::ReadDirRequest* req,
+                       v1::ReadDirResponse* resp) override;
+  grpc::Status Read(ServerContext* ctx, const v1::ReadRequest* req,
+                    ServerWriter<v1::ReadResponse>* writer) override;
+  grpc::Status Write(ServerContext* ctx, ServerReader<v1::WriteRequest>* reader,
+                     v1::WriteResponse* resp) override;
+  grpc::Status Truncate(ServerContext* ctx, const v1::TruncateRequest* req,
+                        v1::FileStat* resp) override;
+  grpc::Status Rename(ServerContext* ctx, const v1::RenameRequest* req,
+                      v1::RenameResponse* resp) override;
+  grpc::Status Link(ServerContext* ctx, const v1::LinkRequest* req, v1::FileStat* resp) override;
+  grpc::Status Symlink(ServerContext* ctx, const v1::SymlinkRequest* req,
+                       v1::FileStat* resp) override;
+  grpc::Status ReadLink(ServerContext* ctx, const v1::ReadLinkRequest* req,
+                        v1::ReadLinkResponse* resp) override;
+  grpc::Status Unlink(ServerContext* ctx, const v1::UnlinkRequest* req,
+                      v1::UnlinkResponse* resp) override;
+  grpc::Status Rmdir(ServerContext* ctx, const v1::RmdirRequest* req,
+                     v1::RmdirResponse* resp) override;
+  grpc::Status Clone(ServerContext* ctx, const v1::CloneRequest* req,
+                     v1::CloneResponse* resp) override;
+  grpc::Status Fsync(ServerContext* ctx, const v1::FsyncRequest* req,
+                     v1::FsyncResponse* resp) override;
+  grpc::Status Fiemap(ServerContext* ctx, const v1::FiemapRequest* req,
+                      v1::FiemapResponse* resp) override;
+
+ private:
+  ServiceEnv* const env_;
+};
+
+class AdminService final : public v1::Admin::Service {
+ public:
+  explicit AdminService(ServiceEnv* env) : env_(env) {}
+  grpc::Status Sync(ServerContext* ctx, const v1::SyncRequest* req,
+                    v1::SyncResponse* resp) override;
+  grpc::Status Stats(ServerContext* ctx, const v1::StatsRequest* req,
+                     v1::StatsResponse* resp) override;
+  grpc::Status Check(ServerContext* ctx, const v1::CheckRequest* req,
+                     v1::CheckResponse* resp) override;
+  grpc::Status Version(ServerContext* ctx, const v1::VersionRequest* req,
+                       v1::VersionResponse* resp) override;
+
+ private:
+  ServiceEnv* const env_;
+};
+
+// cowkvd's version.
+inline constexpr char kServerVersion[] = "0.1.0";
+
+}  // namespace server
+}  // namespace cowkv
+
+#endif  // COWKV_SERVER_SERVICES_H_

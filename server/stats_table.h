@@ -1,0 +1,36 @@
+// The StoreStats counters, listed once: the name of each field (the same in
+// engine/store.h's StoreStats and in cowkv.v1.StatsResponse), how to read
+// it, and its Prometheus name, labels, type and help. Admin.Stats fills the
+// proto from it by field name and /metrics renders it, so a counter added
+// to the engine needs one line here (stats_table_test checks that every
+// StatsResponse engine field has one).
+//
+// Thread-safe: the table is constant.
+#ifndef COWKV_SERVER_STATS_TABLE_H_
+#define COWKV_SERVER_STATS_TABLE_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/store.h"
+
+namespace cowkv {
+namespace server {
+
+struct StatField {
+  const char* name;                     // StoreStats member = StatsResponse field
+  uint64_t (*get)(const StoreStats&);   // reads it
+  const char* metric;                   // Prometheus metric name
+  const char* labels;                   // e.g. `trigger="interval"`, or ""
+  bool counter;                         // counter (monotonic) or gauge
+  double scale;                         // multiplier to the metric's unit
+  const char* help;                     // HELP text (shared by rows of one metric)
+};
+
+// Rows of one metric are adjacent.
+const std::vector<StatField>& StatFields();
+
+}  // namespace server
+}  // namespace cowkv
+
+#endif  // COWKV_SERVER_STATS_TABLE_H_

@@ -1,0 +1,52 @@
+// The one place that turns an absl::Status (from the engine or from the
+// server's own input checks) into the grpc::Status a client sees (STYLE.md
+// point 20; etcd's togRPCError). No other server file builds a grpc::Status
+// from an error.
+//
+// The numeric values of absl::StatusCode and grpc::StatusCode are the same
+// (static_asserts in the .cc), so most codes pass through with their message.
+// Two rules change them:
+//  1. UNAVAILABLE means "the server is stopping: retry the call" and nothing
+//     else. The engine reports a dead device as UNAVAILABLE (FaultDevice);
+//     that becomes INTERNAL ("device unavailable: ..."), because retrying the
+//     call cannot help.
+//  2. For Files RPCs the message starts with a POSIX error name ("ENOENT:
+//     ..."). Engine fs errors already do; any other (a subvolume lookup, a
+//     server limit) gets the name that matches its code.
+//
+// docs/api.md has the table for users. Thread-safe (pure functions).
+#ifndef COWKV_SERVER_STATUS_MAPPING_H_
+#define COWKV_SERVER_STATUS_MAPPING_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "grpcpp/support/status.h"
+
+namespace cowkv {
+namespace server {
+
+// For Subvolumes, KV and Admin RPCs.
+grpc::Status ToGrpcStatus(const absl::Status& status);
+
+// For Files RPCs: as ToGrpcStatus, with the POSIX name first in the message.
+grpc::Status ToGrpcFileStatus(const absl::Status& status);
+
+// The POSIX error name a Files error of this code carries when the engine
+// gave none ("ENOENT" for NOT_FOUND, ...). Exposed for tests.
+absl::string_view PosixNameFor(const absl::Status& status);
+
+// True when `message` already starts with "E<UPPERCASE>: ".
+bool HasPosixName(absl::string_view message);
+
+// The status of a call that arrives while the server is stopping.
+grpc::Status StoppingStatus();
+
+// The status of a call without the right bearer token.
+grpc::Status UnauthenticatedStatus(absl::string_view why);
+
+}  // namespace server
+}  // namespace cowkv
+
+#endif  // COWKV_SERVER_STATUS_MAPPING_H_

@@ -1,0 +1,183 @@
+// Goal: the server's pure pieces behave as their headers say — range pages
+// and tokens, the transaction registry's leases and limits, the stats table
+// against the StatsResponse proto, metrics rendering, input checks.
+// Method: direct calls, a MemDevice-backed Store where a KvTransaction is
+// needed, and an explicit clock (absl::Time values) for leases.
+#include <memory>
+#include <set>
+#include <string>
+
+#include "absl/time/clock.h"
+#include "cowkv/v1/admin.pb.h"
+#include "engine/io/mem_device.h"
+#include "gtest/gtest.h"
+#include "server/metrics.h"
+#include "server/range_page.h"
+#include "server/stats_table.h"
+#include "server/txn_registry.h"
+#include "server/validate.h"
+
+namespace cowkv {
+namespace server {
+namespace {
+
+TEST(RangePage, TokensResumeAndAreTiedToTheirRequest) {
+  RangeFields f;
+  f.prefix = "p";
+  f.limit = 2;
+  absl::StatusOr<RangeRequest> first = PlanPage(f, "sv:a", "");
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->start, "p");
+  EXPECT_EQ(first->end, "q");
+  RangeResult r;
+  r.more = true;
+  r.kvs.push_back({"p1", "v"});
+  r.kvs.push_back({"p2", "v"});
+  v1::RangeResponse page;
+  FinishPage(r, f, "sv:a", &page);
+  ASSERT_TRUE(page.more());
+  absl::StatusOr<RangeRequest> next = PlanPage(f, "sv:a", page.next_page_token());
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ(next->start, std::string("p2\0", 3));
+  EXPECT_FALSE(PlanPage(f, "sv:b", page.next_page_token()).ok());  // another scope
+  f.reverse = true;
+  EXPECT_FALSE(PlanPage(f, "sv:a", page.next_page_token()).ok());  // another order
+}
+
+TEST(RangePage, LimitsAndTrimming) {
+  RangeFields f;
+  EXPECT_EQ(PlanPage(f, "", "")->limit, 10000u);
+  f.limit = 20000;
+  EXPECT_EQ(PlanPage(f, "", "")->limit, 10000u);
+  RangeResult r;
+  for (int i = 0; i < 3; ++i) r.kvs.push_back({std::string(1, 'a' + i), std::string(5u << 20, 'v')});
+  v1::RangeResponse page;
+  FinishPage(r, f, "", &page);
+  EXPECT_EQ(page.kvs_size(), 1);  // 8 MiB per page, the first always fits
+  EXPECT_TRUE(page.more());
+  // The last possible key ends the range: no token.
+  RangeResult last;
+  last.more = true;
+  last.kvs.push_back({std::string(1024, '\xff'), ""});
+  v1::RangeResponse end;
+  FinishPage(last, RangeFields(), "", &end);
+  EXPECT_FALSE(end.more());
+  EXPECT_TRUE(end.next_page_token().empty());
+  EXPECT_EQ(PrefixEnd("a\xff\xff"), "b");
+  EXPECT_EQ(PrefixEnd("\xff"), "");
+}
+
+class Registry : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(Store::Mkfs(&dev_, {}).ok());
+    auto s = Store::Open(&dev_, Options());
+    ASSERT_TRUE(s.ok()) << s.status();
+    store_ = std::move(*s);
+    auto sv = store_->DefaultSubvolume();
+    ASSERT_TRUE(sv.ok());
+    sv_ = std::move(*sv);
+  }
+  std::unique_ptr<KvTransaction> Txn() { return std::move(sv_->BeginTransaction()).value(); }
+  MemDevice dev_{64ull << 20};
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<Subvolume> sv_;
+};
+
+TEST_F(Registry, LeasesLimitsAndFinishing) {
+  TxnRegistry reg({/*per_peer=*/2, /*total=*/3});
+  const absl::Time t0 = absl::Now();
+  auto a = reg.Add("p1", Txn(), absl::Seconds(1), t0);
+  auto b = reg.Add("p1", Txn(), absl::Seconds(1), t0);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_NE(a->handle, b->handle);
+  EXPECT_TRUE(absl::IsResourceExhausted(reg.Add("p1", Txn(), absl::Seconds(1), t0).status()));
+  ASSERT_TRUE(reg.Add("p2", Txn(), absl::Seconds(1), t0).ok());
+  EXPECT_TRUE(absl::IsResourceExhausted(reg.Add("p3", Txn(), absl::Seconds(1), t0).status()));
+  EXPECT_EQ(reg.open(), 3u);
+  EXPECT_EQ(store_->Stats().open_transactions, 3u);
+
+  // A call renews the lease; idleness past it expires the handle.
+  ASSERT_TRUE(reg.With(a->handle, t0 + absl::Milliseconds(900), [](KvTransaction& t) {
+                   return t.Put("k", "v");
+                 }).ok());
+  reg.ExpireIdle(t0 + absl::Milliseconds(1500));  // b and p2's expire, a lives
+  EXPECT_EQ(reg.open(), 1u);
+  EXPECT_EQ(reg.expired_total(), 2u);
+  EXPECT_TRUE(absl::IsAborted(reg.Abort(b->handle, t0 + absl::Seconds(2))));
+  EXPECT_TRUE(absl::IsNotFound(reg.Abort(12345, t0)));
+  // Expiry does not wait for the reaper: a late call sees it.
+  EXPECT_TRUE(absl::IsAborted(reg.With(a->handle, t0 + absl::Seconds(5), [](KvTransaction&) {
+                                   return absl::OkStatus();
+                                 })));
+  EXPECT_EQ(reg.open(), 0u);
+  EXPECT_EQ(store_->Stats().open_transactions, 0u);
+
+  auto c = reg.Add("p1", Txn(), absl::Seconds(10), t0);
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE(reg.With(c->handle, t0, [](KvTransaction& t) { return t.Put("c", "1"); }).ok());
+  absl::StatusOr<uint64_t> rev = reg.Commit(c->handle, Durability::kDurable, t0);
+  ASSERT_TRUE(rev.ok()) << rev.status();
+  EXPECT_TRUE(absl::IsNotFound(reg.Commit(c->handle, Durability::kDurable, t0).status()));
+  auto d = reg.Add("p1", Txn(), absl::Seconds(10), t0);
+  ASSERT_TRUE(d.ok());
+  reg.AbortAll();
+  EXPECT_EQ(reg.open(), 0u);
+  EXPECT_EQ(store_->Stats().open_transactions, 0u);
+}
+
+TEST(StatsTable, CoversEveryEngineFieldOfStatsResponse) {
+  std::set<std::string> table;
+  for (const StatField& f : StatFields()) {
+    EXPECT_TRUE(table.insert(f.name).second) << "duplicate " << f.name;
+  }
+  const google::protobuf::Descriptor* d = v1::StatsResponse::descriptor();
+  int engine_fields = 0;
+  for (int i = 0; i < d->field_count(); ++i) {
+    if (d->field(i)->number() >= 100) continue;  // the server's own
+    ++engine_fields;
+    EXPECT_TRUE(table.count(d->field(i)->name())) << d->field(i)->name() << " not in the table";
+  }
+  EXPECT_EQ(engine_fields, static_cast<int>(table.size())) << "table rows without a proto field";
+}
+
+TEST(Metrics, RendersCountsAndCumulativeBuckets) {
+  RpcMetrics m({"cowkv.v1.KV/Get", "cowkv.v1.KV/Put"});
+  m.Record("cowkv.v1.KV/Get", grpc::StatusCode::OK, absl::Microseconds(50));
+  m.Record("cowkv.v1.KV/Get", grpc::StatusCode::NOT_FOUND, absl::Milliseconds(3));
+  m.Record("bogus/Method", grpc::StatusCode::OK, absl::Seconds(20));
+  EXPECT_EQ(m.calls(), 3u);
+  EXPECT_EQ(m.errors(), 1u);
+  EXPECT_EQ(m.CallsOf("cowkv.v1.KV/Get"), 2u);
+  std::string out;
+  m.Render(&out);
+  EXPECT_NE(out.find("grpc_server_handled_total{grpc_service=\"cowkv.v1.KV\",grpc_method=\"Get\",grpc_code=\"NOT_FOUND\"} 1"), std::string::npos) << out;
+  EXPECT_NE(out.find("grpc_server_handling_seconds_bucket{grpc_service=\"cowkv.v1.KV\",grpc_method=\"Get\",le=\"0.0001\"} 1"), std::string::npos);
+  EXPECT_NE(out.find("grpc_server_handling_seconds_bucket{grpc_service=\"cowkv.v1.KV\",grpc_method=\"Get\",le=\"0.005\"} 2"), std::string::npos);
+  EXPECT_NE(out.find("grpc_server_handling_seconds_bucket{grpc_service=\"other\",grpc_method=\"other\",le=\"+Inf\"} 1"), std::string::npos);
+  const std::string page = RenderPrometheus(StoreStats(), m, ServerGauges());
+  EXPECT_NE(page.find("# TYPE cowkv_space_bytes gauge"), std::string::npos);
+  EXPECT_EQ(page.find("# TYPE cowkv_space_bytes gauge", page.find("# TYPE cowkv_space_bytes gauge") + 1),
+            std::string::npos) << "one HELP/TYPE per metric";
+}
+
+TEST(Validate, EdgeChecks) {
+  EXPECT_TRUE(ValidateSubvolumeName("n", "data@2026-11-22").ok());
+  EXPECT_FALSE(ValidateSubvolumeName("n", "").ok());
+  EXPECT_FALSE(ValidateSubvolumeName("n", std::string(256, 'a')).ok());
+  EXPECT_FALSE(ValidateSubvolumeName("n", std::string("a\0", 2)).ok());
+  EXPECT_TRUE(ValidateKey("k", std::string(1024, 'k')).ok());
+  EXPECT_FALSE(ValidateKey("k", std::string(1025, 'k')).ok());
+  EXPECT_TRUE(ValidatePath("p", "").ok());
+  EXPECT_TRUE(ValidatePath("p", "/a//b/").ok());
+  EXPECT_FALSE(ValidatePath("p", std::string("/a\0", 3)).ok());
+  EXPECT_FALSE(ValidatePath("p", "/" + std::string(256, 'n')).ok());
+  EXPECT_TRUE(ValidateByteRange("r", 0, UINT64_C(1) << 62).ok());
+  EXPECT_FALSE(ValidateByteRange("r", UINT64_MAX, 0).ok());
+  EXPECT_FALSE(ValidateByteRange("r", INT64_MAX, 1).ok());
+  EXPECT_EQ(KeyForMessage(std::string("a\0b", 3)), "a\\x00\\x62");
+}
+
+}  // namespace
+}  // namespace server
+}  // namespace cowkv

@@ -1,0 +1,92 @@
+// Edge checks of request fields; see validate.h.
+#include "server/validate.h"
+
+#include <limits>
+#include <string>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "server/limits.h"
+
+namespace cowkv {
+namespace server {
+
+absl::Status ValidateSubvolumeName(absl::string_view field, absl::string_view name) {
+  if (name.empty() || name.size() > kMaxNameBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": a subvolume name is 1..", kMaxNameBytes, " bytes, not ", name.size()));
+  }
+  if (name.find('/') != absl::string_view::npos || name.find('\0') != absl::string_view::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": a subvolume name may not contain '/' or NUL: \"", absl::CHexEscape(name), "\""));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateKey(absl::string_view field, absl::string_view key) {
+  if (key.empty() || key.size() > kMaxKeyBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": a key is 1..", kMaxKeyBytes, " bytes, not ", key.size()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateValue(absl::string_view value) {
+  if (value.size() > kMaxValueBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "value: at most ", kMaxValueBytes, " bytes, not ", value.size()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateBound(absl::string_view field, absl::string_view bound) {
+  if (bound.size() > kMaxKeyBytes + 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": a range bound is at most ", kMaxKeyBytes + 1, " bytes, not ", bound.size()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidatePath(absl::string_view field, absl::string_view path) {
+  if (path.size() > kMaxPathBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ENAMETOOLONG: ", field, ": a path is at most ", kMaxPathBytes, " bytes, not ",
+        path.size()));
+  }
+  if (path.find('\0') != absl::string_view::npos) {
+    return absl::InvalidArgumentError(absl::StrCat("EINVAL: ", field, ": a path may not contain NUL"));
+  }
+  size_t depth = 0;
+  for (absl::string_view part : absl::StrSplit(path, '/', absl::SkipEmpty())) {
+    if (part.size() > kMaxNameBytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "ENAMETOOLONG: ", field, ": a name is at most ", kMaxNameBytes, " bytes, not ",
+          part.size()));
+    }
+    if (++depth > kMaxPathDepth) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "EINVAL: ", field, ": a path has at most ", kMaxPathDepth, " components"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateByteRange(absl::string_view what, uint64_t offset, uint64_t length) {
+  constexpr uint64_t kMax = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+  if (offset > kMax || length > kMax - offset) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "EINVAL: ", what, ": offset ", offset, " + length ", length, " overflows"));
+  }
+  return absl::OkStatus();
+}
+
+std::string KeyForMessage(absl::string_view key) {
+  constexpr size_t kShown = 64;
+  std::string out = absl::CHexEscape(key.substr(0, kShown));
+  if (key.size() > kShown) absl::StrAppend(&out, "...(", key.size(), " bytes)");
+  return out;
+}
+
+}  // namespace server
+}  // namespace cowkv
