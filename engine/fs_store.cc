@@ -12,6 +12,15 @@
 
 namespace cowkv {
 
+static_assert(kMaxNameLen == fs::kMaxNameLen && kMaxPathLen == fs::kMaxPathLen &&
+              kMaxPathDepth == fs::kMaxPathDepth && kMaxSymlinkLen == fs::kMaxSymlinkLen &&
+              kMaxFileSize == fs::kMaxFileSize && kMaxFileIo == fs::kMaxIo &&
+              kRootInode == fs::kRootDirIno);
+static_assert(kFiemapExtentLast == fs::kFiemapLast && kFiemapExtentShared == fs::kFiemapShared &&
+              kFiemapExtentInline == fs::kFiemapInline &&
+              kFiemapExtentNotAligned == fs::kFiemapNotAligned);
+static_assert(kRenameNoReplace == fs::kRenameNoReplace && kRenameExchange == fs::kRenameExchange);
+
 // One subvolume's items, data and log as the fs layer sees them. Lives for
 // one operation, under the tree lock the caller holds.
 class StoreImpl::FsBackendImpl : public fs::FsBackend {

@@ -24,7 +24,7 @@ namespace cowkv {
 
 namespace {
 
-constexpr size_t kMaxTxnOps = 10000;
+static_assert(kMaxTxnOps == 10000);
 
 KeyValue MakeKeyValue(absl::string_view user_key, const kv::ItemView& item, std::string value) {
   KeyValue kv;

@@ -38,6 +38,15 @@ class StoreImpl;
 
 // Limits every caller can rely on.
 inline constexpr size_t kMaxKeySize = 1024;  // KV keys: 1..1024 bytes
+inline constexpr size_t kMaxValueSize = 16u << 20;  // KV values: up to 16 MiB
+inline constexpr size_t kMaxTxnOps = 10000;  // keys one KV commit may change
+// The file namespace.
+inline constexpr size_t kMaxNameLen = 255;        // a path component
+inline constexpr size_t kMaxPathLen = 4096;       // a whole path
+inline constexpr size_t kMaxPathDepth = 256;      // components
+inline constexpr size_t kMaxSymlinkLen = 4095;    // a symlink target
+inline constexpr uint64_t kMaxFileSize = 1ull << 50;  // 1 PiB
+inline constexpr uint64_t kMaxFileIo = 64ull << 20;   // bytes per Read/Write call
 inline constexpr uint32_t kMinNodesize = 4096;
 inline constexpr uint32_t kMaxNodesize = 65536;
 inline constexpr uint32_t kDefaultNodesize = 16384;

@@ -21,23 +21,22 @@ namespace server {
 // with RESOURCE_EXHAUSTED before a handler runs.
 inline constexpr size_t kMaxMessageBytes = 20u << 20;
 
-// KV: keys 1..1024 bytes (the engine's), values up to 16 MiB (the engine's
-// kv::kMaxValueSize, which store.h does not export).
+// KV: keys 1..1024 bytes, values up to 16 MiB (the engine's).
 inline constexpr size_t kMaxKeyBytes = kMaxKeySize;
-inline constexpr size_t kMaxValueBytes = 16u << 20;
+inline constexpr size_t kMaxValueBytes = kMaxValueSize;
 // A range page: at most this many keys and (after the first key) bytes of
 // keys and values. A request's `limit` may only lower them.
 inline constexpr uint64_t kRangePageKeys = 10000;
 inline constexpr size_t kRangePageBytes = 8u << 20;
 // Ops per Txn branch, and compares per Txn (the engine's kMaxTxnOps).
-inline constexpr size_t kMaxTxnOps = 10000;
+inline constexpr size_t kMaxTxnOps = ::cowkv::kMaxTxnOps;
 
 // Subvolume names and path components: 1..255 bytes.
-inline constexpr size_t kMaxNameBytes = 255;
-// Paths (the engine's fs limits, which store.h does not export).
-inline constexpr size_t kMaxPathBytes = 4096;
-inline constexpr size_t kMaxPathDepth = 256;
-inline constexpr size_t kMaxSymlinkTargetBytes = 4095;
+inline constexpr size_t kMaxNameBytes = kMaxNameLen;
+// Paths (the engine's fs limits).
+inline constexpr size_t kMaxPathBytes = kMaxPathLen;
+inline constexpr size_t kMaxPathDepth = ::cowkv::kMaxPathDepth;
+inline constexpr size_t kMaxSymlinkTargetBytes = kMaxSymlinkLen;
 // Files.Read sends chunks of at most this size; Files.Write accepts
 // chunks of at most kMaxWriteChunkBytes.
 inline constexpr size_t kReadChunkBytes = 1u << 20;
