@@ -1,0 +1,193 @@
+"""The client: a connection to cowkvd, subvolumes and snapshots, Admin.
+
+    import cowkv
+    with cowkv.connect("127.0.0.1:7420") as client:
+        client.create_subvolume("data")
+        sv = client.subvolume("data")
+        sv.put("k", "v")
+        client.snapshot("data", "data@2026-11-22", read_only=True)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from types import TracebackType
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Type
+
+import grpc
+
+from cowkv import errors
+from cowkv._rpc import Rpc, make_channel
+from cowkv.kv import Subvolume
+from cowkv.v1 import admin_pb2, subvolumes_pb2
+
+__all__ = ["connect", "Client", "SubvolumeInfo", "CheckResult", "VersionInfo",
+           "DEFAULT_ADDRESS", "DEFAULT_TIMEOUT"]
+
+DEFAULT_ADDRESS = "127.0.0.1:7420"
+#: Seconds a unary call may take (gRPC sets no deadline by itself).
+DEFAULT_TIMEOUT = 30.0
+#: Seconds a streaming file Read or Write may take.
+DEFAULT_STREAM_TIMEOUT = 600.0
+
+
+@dataclasses.dataclass(frozen=True)
+class SubvolumeInfo:
+    """What the store knows about one subvolume (cowkv.v1.SubvolumeInfo)."""
+
+    id: int
+    name: str
+    parent_id: int  # the subvolume this is a snapshot of; 0 for a plain one
+    generation: int  # engine generation of its root (when it last changed)
+    last_snapshot: int  # generation of the last snapshot taken of it (0 = none)
+    created_unix_ms: int
+    read_only: bool
+
+    @classmethod
+    def from_proto(cls, m: subvolumes_pb2.SubvolumeInfo) -> "SubvolumeInfo":
+        return cls(m.id, m.name, m.parent_id, m.generation, m.last_snapshot,
+                   m.created_unix_ms, m.read_only)
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckResult:
+    """The result of an online check (cowkv.v1.CheckResponse)."""
+
+    ok: bool
+    problems: List[str]
+    generation: int
+    fsid: str
+    nodesize: int
+    total_bytes: int
+    trees: int
+    nodes: int
+    items: int
+    extents: int
+    used_bytes: int
+    rechecked: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class VersionInfo:
+    """Versions of the server (cowkv.v1.VersionResponse)."""
+
+    version: str
+    api: str
+    grpc_version: str
+    protobuf_version: str
+    nodesize: int
+
+
+def connect(addr: str = DEFAULT_ADDRESS, token: Optional[str] = None,
+            timeout: Optional[float] = DEFAULT_TIMEOUT, *,
+            stream_timeout: Optional[float] = DEFAULT_STREAM_TIMEOUT,
+            tls: bool = False, root_certificates: Optional[bytes] = None,
+            options: Sequence[Tuple[str, Any]] = (),
+            wait_ready: Optional[float] = None) -> "Client":
+    """Opens a channel to cowkvd at ``addr`` ("host:port").
+
+    ``token`` is sent as ``authorization: Bearer <token>`` (cowkvd
+    ``--auth-token-file``). ``timeout`` is the deadline of each unary call in
+    seconds (None = none), ``stream_timeout`` that of a streaming file read or
+    write. ``tls``/``root_certificates`` select a TLS channel. The channel
+    connects lazily; ``wait_ready`` (seconds) waits for it and raises
+    :class:`cowkv.Unavailable` if the server is not reachable by then.
+    """
+    channel = make_channel(addr, tls, root_certificates, options)
+    client = Client(Rpc(channel, token, timeout, stream_timeout), addr)
+    if wait_ready is not None:
+        client.wait_ready(wait_ready)
+    return client
+
+
+class Client:
+    """A connection to one cowkvd. Thread-safe; close it (or use ``with``)."""
+
+    def __init__(self, rpc: Rpc, addr: str) -> None:
+        self._rpc = rpc
+        self.address = addr
+
+    # Connection.
+
+    def wait_ready(self, timeout: float) -> None:
+        """Waits until the channel is connected; Unavailable after ``timeout`` s."""
+        try:
+            grpc.channel_ready_future(self._rpc.channel).result(timeout=timeout)
+        except grpc.FutureTimeoutError:
+            raise errors.Unavailable(f"cowkvd at {self.address} not reachable within {timeout} s",
+                                     grpc.StatusCode.UNAVAILABLE, "connect") from None
+
+    def close(self) -> None:
+        """Closes the channel; calls in flight are cancelled."""
+        self._rpc.channel.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        self.close()
+
+    # Subvolumes and snapshots.
+
+    def subvolume(self, name: str = "default") -> Subvolume:
+        """A handle on a subvolume (or snapshot) by name; no call is made."""
+        return Subvolume(self._rpc, name)
+
+    def create_subvolume(self, name: str) -> SubvolumeInfo:
+        """Creates an empty subvolume; AlreadyExists if the name is taken."""
+        req = subvolumes_pb2.CreateSubvolumeRequest(name=name)
+        return SubvolumeInfo.from_proto(self._rpc.unary(self._rpc.subvolumes.Create, req, "create"))
+
+    def list_subvolumes(self) -> List[SubvolumeInfo]:
+        """Every live subvolume and snapshot, "default" included, in id order."""
+        resp = self._rpc.unary(self._rpc.subvolumes.List, subvolumes_pb2.ListSubvolumesRequest(),
+                               "list")
+        return [SubvolumeInfo.from_proto(m) for m in resp.subvolumes]
+
+    def show_subvolume(self, name: str) -> SubvolumeInfo:
+        """One subvolume; NotFound if no subvolume has the name."""
+        req = subvolumes_pb2.ShowSubvolumeRequest(name=name)
+        return SubvolumeInfo.from_proto(self._rpc.unary(self._rpc.subvolumes.Show, req, "show"))
+
+    def rename_subvolume(self, name: str, new_name: str) -> None:
+        """Renames a subvolume; its id, contents and snapshots stay."""
+        req = subvolumes_pb2.RenameSubvolumeRequest(name=name, new_name=new_name)
+        self._rpc.unary(self._rpc.subvolumes.Rename, req, "rename")
+
+    def delete_subvolume(self, name: str) -> None:
+        """Deletes a subvolume by exact name (not "default": FailedPrecondition)."""
+        req = subvolumes_pb2.DeleteSubvolumeRequest(name=name)
+        self._rpc.unary(self._rpc.subvolumes.Delete, req, "delete")
+
+    def snapshot(self, source: str, name: str, read_only: bool = True) -> SubvolumeInfo:
+        """Snapshots ``source`` as ``name`` (O(1)); a read-only snapshot
+        refuses every write with :class:`cowkv.ReadOnly`."""
+        req = subvolumes_pb2.SnapshotRequest(source=source, name=name, read_only=read_only)
+        return SubvolumeInfo.from_proto(self._rpc.unary(self._rpc.subvolumes.Snapshot, req,
+                                                        "snapshot"))
+
+    # Admin.
+
+    def sync(self) -> int:
+        """Commits the engine transaction: everything written before survives
+        a crash. Returns the commit's generation."""
+        return int(self._rpc.unary(self._rpc.admin.Sync, admin_pb2.SyncRequest(), "sync").generation)
+
+    def stats(self) -> Dict[str, int]:
+        """Every engine and server counter, by the field names of StatsResponse."""
+        resp = self._rpc.unary(self._rpc.admin.Stats, admin_pb2.StatsRequest(), "stats")
+        return {f.name: int(getattr(resp, f.name)) for f in resp.DESCRIPTOR.fields}
+
+    def check(self, timeout: Optional[float] = None) -> CheckResult:
+        """Online read-only verification of the committed state. Findings are
+        data (``ok``, ``problems``), not an exception."""
+        r = self._rpc.unary(self._rpc.admin.Check, admin_pb2.CheckRequest(), "check", timeout)
+        return CheckResult(r.ok, list(r.problems), r.generation, r.fsid, r.nodesize,
+                           r.total_bytes, r.trees, r.nodes, r.items, r.extents, r.used_bytes,
+                           r.rechecked)
+
+    def version(self) -> VersionInfo:
+        """Versions of the server, the API and its libraries."""
+        r = self._rpc.unary(self._rpc.admin.Version, admin_pb2.VersionRequest(), "version")
+        return VersionInfo(r.version, r.api, r.grpc_version, r.protobuf_version, r.nodesize)

@@ -1,0 +1,186 @@
+"""Errors: one exception class per gRPC status code the server returns.
+
+Every call of the client raises a subclass of :class:`CowkvError` (never a
+bare ``grpc.RpcError``). The class says what kind of failure it was and what
+to do about it (docs/api.md, "Errors"); ``code`` is the gRPC status code,
+``message`` the server's reason, and ``errno_name`` the POSIX name that
+Files errors start with (``"ENOTEMPTY"`` for ``"ENOTEMPTY: directory not
+empty: /d"``), or None.
+
+    CowkvError
+    ├── InvalidArgument       INVALID_ARGUMENT     fix the request
+    ├── NotFound              NOT_FOUND            key, subvolume, file or handle absent
+    ├── AlreadyExists         ALREADY_EXISTS       name taken
+    ├── FailedPrecondition    FAILED_PRECONDITION  do not retry until something changes
+    │   └── ReadOnly                               write to a read-only snapshot or store (EROFS)
+    ├── Conflict              ABORTED              retry the whole transaction
+    ├── TooOld                OUT_OF_RANGE         retry the whole transaction
+    ├── ResourceExhausted     RESOURCE_EXHAUSTED   a server limit (open transactions, size)
+    │   └── NoSpace                                the device is full (ENOSPC)
+    ├── DataLoss              DATA_LOSS            a checksum failed: run Admin.Check
+    ├── Unavailable           UNAVAILABLE          server stopping or unreachable: retry the call
+    ├── Unauthenticated       UNAUTHENTICATED      token missing or wrong
+    ├── PermissionDenied      PERMISSION_DENIED
+    ├── DeadlineExceeded      DEADLINE_EXCEEDED    the call's timeout passed
+    ├── Cancelled             CANCELLED
+    ├── Unimplemented         UNIMPLEMENTED        server too old for this call
+    └── Internal              INTERNAL, UNKNOWN    device I/O error, malformed message
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Dict, Optional, Type
+
+import grpc
+
+__all__ = [
+    "CowkvError", "InvalidArgument", "NotFound", "AlreadyExists", "FailedPrecondition",
+    "ReadOnly", "Conflict", "TooOld", "ResourceExhausted", "NoSpace", "DataLoss",
+    "Unavailable", "Unauthenticated", "PermissionDenied", "DeadlineExceeded", "Cancelled",
+    "Unimplemented", "Internal", "from_rpc_error",
+]
+
+_ERRNO_PREFIX = re.compile(r"^(E[A-Z0-9]+): ")
+
+
+class CowkvError(Exception):
+    """Base of every error the client raises."""
+
+    #: True when the right reaction is to run the whole transaction again.
+    retry_transaction: bool = False
+
+    def __init__(self, message: str, code: Optional[grpc.StatusCode] = None,
+                 operation: str = "") -> None:
+        super().__init__(f"{operation}: {message}" if operation else message)
+        self.message = message
+        self.code = code
+        self.operation = operation
+        match = _ERRNO_PREFIX.match(message)
+        self.errno_name: Optional[str] = match.group(1) if match else None
+
+
+class InvalidArgument(CowkvError):
+    """A bad key, value, name, path, range, page token, flag or lease, or a
+    request over a size limit (EINVAL, ENAMETOOLONG, EFBIG)."""
+
+
+class NotFound(CowkvError):
+    """An absent key, subvolume, snapshot or file (ENOENT), or an unknown or
+    finished transaction handle."""
+
+
+class AlreadyExists(CowkvError):
+    """A subvolume or file name is taken (EEXIST)."""
+
+
+class FailedPrecondition(CowkvError):
+    """A condition on the store's state does not hold: not a directory, is a
+    directory, directory not empty, link to a directory (ENOTDIR, EISDIR,
+    ENOTEMPTY, EPERM, EMLINK), deleting "default". Retrying does not help
+    until something changes."""
+
+
+class ReadOnly(FailedPrecondition):
+    """A write to a read-only snapshot, or to a store that is read-only
+    (opened so, or after an I/O error) (EROFS)."""
+
+
+class Conflict(CowkvError):
+    """A transaction conflicted at commit (something it read changed), or its
+    handle expired. Run the whole transaction again
+    (:meth:`cowkv.Subvolume.run_in_transaction` does)."""
+
+    retry_transaction = True
+
+
+class TooOld(CowkvError):
+    """A transaction outlived the engine's conflict window. Run it again."""
+
+    retry_transaction = True
+
+
+class ResourceExhausted(CowkvError):
+    """A server limit: too many open transactions for this client or the
+    server, or a message over the size limit."""
+
+
+class NoSpace(ResourceExhausted):
+    """The device is full (ENOSPC); nothing was changed."""
+
+
+class DataLoss(CowkvError):
+    """A checksum or structure check failed on a read (EIO)."""
+
+
+class Unavailable(CowkvError):
+    """The server is stopping or cannot be reached. Retry the call."""
+
+
+class Unauthenticated(CowkvError):
+    """The server wants a bearer token and got none or a wrong one."""
+
+
+class PermissionDenied(CowkvError):
+    """The caller may not do this."""
+
+
+class DeadlineExceeded(CowkvError):
+    """The call's timeout passed before the server answered (ETIMEDOUT)."""
+
+
+class Cancelled(CowkvError):
+    """The call was cancelled (ECANCELED)."""
+
+
+class Unimplemented(CowkvError):
+    """The server does not know this call."""
+
+
+class Internal(CowkvError):
+    """A device I/O error on the server, or a message that failed to parse."""
+
+
+_BY_CODE: Dict[grpc.StatusCode, Type[CowkvError]] = {
+    grpc.StatusCode.INVALID_ARGUMENT: InvalidArgument,
+    grpc.StatusCode.NOT_FOUND: NotFound,
+    grpc.StatusCode.ALREADY_EXISTS: AlreadyExists,
+    grpc.StatusCode.FAILED_PRECONDITION: FailedPrecondition,
+    grpc.StatusCode.ABORTED: Conflict,
+    grpc.StatusCode.OUT_OF_RANGE: TooOld,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: ResourceExhausted,
+    grpc.StatusCode.DATA_LOSS: DataLoss,
+    grpc.StatusCode.UNAVAILABLE: Unavailable,
+    grpc.StatusCode.UNAUTHENTICATED: Unauthenticated,
+    grpc.StatusCode.PERMISSION_DENIED: PermissionDenied,
+    grpc.StatusCode.DEADLINE_EXCEEDED: DeadlineExceeded,
+    grpc.StatusCode.CANCELLED: Cancelled,
+    grpc.StatusCode.UNIMPLEMENTED: Unimplemented,
+    grpc.StatusCode.INTERNAL: Internal,
+    grpc.StatusCode.UNKNOWN: Internal,
+}
+
+
+def _refine(cls: Type[CowkvError], message: str) -> Type[CowkvError]:
+    """Picks the subclass the message names (read-only, no space)."""
+    if cls is FailedPrecondition and (message.startswith("EROFS") or "read-only" in message):
+        return ReadOnly
+    if cls is ResourceExhausted and (message.startswith("ENOSPC") or "no space" in message.lower()):
+        return NoSpace
+    return cls
+
+
+def error_class(code: Optional[grpc.StatusCode], message: str) -> Type[CowkvError]:
+    """The exception class for a status code and message."""
+    if code is None:
+        return CowkvError
+    return _refine(_BY_CODE.get(code, CowkvError), message)
+
+
+def from_rpc_error(err: grpc.RpcError, operation: str = "") -> CowkvError:
+    """Converts a grpc.RpcError (a grpc.Call) into the matching CowkvError."""
+    code: Optional[grpc.StatusCode] = err.code() if hasattr(err, "code") else None
+    message: str = (err.details() if hasattr(err, "details") else None) or str(err)
+    error = error_class(code, message)(message, code, operation)
+    error.__cause__ = err
+    return error

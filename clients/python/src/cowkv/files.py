@@ -1,0 +1,334 @@
+"""A subvolume's file tree (service Files): path operations and file objects.
+
+    fs = client.subvolume("data").files
+    fs.mkdir("/logs", parents=True)
+    with fs.open("/logs/a.txt", "w") as f:     # always binary: bytes in, bytes out
+        f.write(b"hello\\n")
+        f.fsync()
+    fs.clone("/logs/a.txt", "/logs/b.txt")     # reflink: the extents are shared
+    [e.shared for e in fs.fiemap("/logs/b.txt")]
+
+Paths are '/'-separated from the subvolume root ("a/b" = "/a/b"); symlinks
+are stored, never followed. File errors carry the POSIX name:
+``err.errno_name == "ENOTEMPTY"``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import os
+from typing import TYPE_CHECKING, BinaryIO, Iterator, List, Optional, Union
+
+from cowkv import errors
+from cowkv.v1 import files_pb2
+
+if TYPE_CHECKING:
+    from cowkv._rpc import Rpc
+    from cowkv.file import RemoteFile
+
+__all__ = ["Files", "FileStat", "FileKind", "DirEntry", "Extent", "RENAME_NOREPLACE",
+           "RENAME_EXCHANGE", "FIEMAP_EXTENT_LAST", "FIEMAP_EXTENT_NOT_ALIGNED",
+           "FIEMAP_EXTENT_DATA_INLINE", "FIEMAP_EXTENT_SHARED", "Path"]
+
+Path = Union[str, "os.PathLike[str]"]
+
+#: rename() flags (renameat2's): fail with AlreadyExists if the target exists,
+RENAME_NOREPLACE = files_pb2.RENAME_FLAG_NOREPLACE
+#: or swap the two names, which must both exist.
+RENAME_EXCHANGE = files_pb2.RENAME_FLAG_EXCHANGE
+
+#: Extent flags (Linux's FIEMAP_EXTENT_* values).
+FIEMAP_EXTENT_LAST = files_pb2.FIEMAP_FLAG_LAST
+FIEMAP_EXTENT_NOT_ALIGNED = files_pb2.FIEMAP_FLAG_NOT_ALIGNED
+FIEMAP_EXTENT_DATA_INLINE = files_pb2.FIEMAP_FLAG_INLINE
+FIEMAP_EXTENT_SHARED = files_pb2.FIEMAP_FLAG_SHARED
+
+#: Bytes per Write message (the server takes at most 4 MiB).
+WRITE_CHUNK = 1 << 20
+
+
+class FileKind(enum.IntEnum):
+    REGULAR = files_pb2.FILE_KIND_REGULAR
+    DIRECTORY = files_pb2.FILE_KIND_DIRECTORY
+    SYMLINK = files_pb2.FILE_KIND_SYMLINK
+
+
+@dataclasses.dataclass(frozen=True)
+class FileStat:
+    """Attributes of one inode (cowkv.v1.FileStat); times in ns since the epoch."""
+
+    ino: int
+    kind: FileKind
+    mode: int
+    nlink: int
+    size: int
+    bytes: int  # data the file references (holes excluded)
+    uid: int
+    gid: int
+    atime_ns: int
+    mtime_ns: int
+    ctime_ns: int
+    btime_ns: int
+    generation: int  # engine generation that created the inode
+    transid: int  # engine generation that last changed it
+
+    @classmethod
+    def from_proto(cls, m: files_pb2.FileStat) -> "FileStat":
+        return cls(m.ino, FileKind(m.kind), m.mode, m.nlink, m.size, m.bytes, m.uid, m.gid,
+                   m.atime_ns, m.mtime_ns, m.ctime_ns, m.btime_ns, m.generation, m.transid)
+
+    @property
+    def is_dir(self) -> bool:
+        return self.kind == FileKind.DIRECTORY
+
+    @property
+    def is_file(self) -> bool:
+        return self.kind == FileKind.REGULAR
+
+    @property
+    def is_symlink(self) -> bool:
+        return self.kind == FileKind.SYMLINK
+
+
+@dataclasses.dataclass(frozen=True)
+class DirEntry:
+    """One directory entry."""
+
+    name: str
+    ino: int
+    kind: FileKind
+    cookie: int  # its position; a listing from cookie + 1 continues after it
+
+
+@dataclasses.dataclass(frozen=True)
+class Extent:
+    """One extent of a file, as Linux's FIEMAP reports it."""
+
+    logical: int  # file offset
+    physical: int  # device byte address (0 for inline data)
+    length: int
+    flags: int  # bit mask of FIEMAP_EXTENT_*
+
+    @property
+    def shared(self) -> bool:
+        """Shared with another file or snapshot (reflink, snapshot)."""
+        return bool(self.flags & FIEMAP_EXTENT_SHARED)
+
+    @property
+    def inline(self) -> bool:
+        """Stored inline in a metadata node."""
+        return bool(self.flags & FIEMAP_EXTENT_DATA_INLINE)
+
+    @property
+    def last(self) -> bool:
+        """The file's last extent."""
+        return bool(self.flags & FIEMAP_EXTENT_LAST)
+
+
+def _p(path: Path) -> str:
+    return os.fspath(path)
+
+
+class Files:
+    """The file tree of one subvolume. Thread-safe; file objects are not."""
+
+    def __init__(self, rpc: "Rpc", subvolume: str) -> None:
+        self._rpc = rpc
+        self.subvolume = subvolume
+
+    # Files as objects.
+
+    def open(self, path: Path, mode: str = "rb", *, create_mode: int = 0o644) -> "RemoteFile":
+        """Opens a file like the builtin open() in binary mode ("r", "r+",
+        "w", "w+", "a", "a+", "x", "x+"; "b" optional). The object has
+        read/write/seek/tell/truncate/flush/fsync/stat/close, is a context
+        manager, and names the inode it opened (renames do not disturb it).
+        Writes are buffered (up to 4 MiB) and streamed by flush, seek,
+        read, fsync and close."""
+        from cowkv.file import RemoteFile
+        return RemoteFile(self, _p(path), mode, create_mode)
+
+    def read_bytes(self, path: Path) -> bytes:
+        """The whole file."""
+        with self.open(path, "rb") as f:
+            return f.read()
+
+    def write_bytes(self, path: Path, data: bytes, create_mode: int = 0o644) -> int:
+        """Creates or replaces the file's contents; returns bytes written."""
+        return self.upload(path, iter([data]), create_mode=create_mode)
+
+    def upload(self, path: Path, source: Union[BinaryIO, Iterator[bytes]], *,
+               offset: int = 0, create: bool = True, truncate: bool = True,
+               create_mode: int = 0o644) -> int:
+        """Streams a local binary file object (or an iterator of byte chunks)
+        into ``path`` from ``offset`` in one Write RPC; returns bytes written."""
+        chunks = _chunks(source)
+        head = files_pb2.WriteRequest(subvolume=self.subvolume, path=_p(path), offset=offset,
+                                      create=create, truncate=truncate, mode=create_mode)
+        return self.write_stream(head, chunks).bytes_written
+
+    def download(self, path: Path, sink: BinaryIO, offset: int = 0, length: int = 0) -> int:
+        """Streams ``path`` (from ``offset``, ``length`` bytes or to EOF) into
+        a local binary file object; returns bytes copied."""
+        n = 0
+        for chunk in self.read_stream(path=_p(path), offset=offset, length=length):
+            sink.write(chunk)
+            n += len(chunk)
+        return n
+
+    # The streaming RPCs, as the file object uses them.
+
+    def read_stream(self, *, path: str = "", ino: int = 0, offset: int = 0,
+                    length: int = 0) -> Iterator[bytes]:
+        """The bytes of a range as the server streams them (chunks ≤ 1 MiB)."""
+        req = files_pb2.ReadRequest(subvolume=self.subvolume, path=path, ino=ino, offset=offset,
+                                    length=length)
+        for m in self._rpc.server_stream(self._rpc.files.Read, req, "read"):
+            if m.data:
+                yield m.data
+
+    def write_stream(self, head: files_pb2.WriteRequest,
+                     chunks: Iterator[bytes]) -> files_pb2.WriteResponse:
+        """One Write RPC: ``head`` names the file, then one message per chunk."""
+        def messages() -> Iterator[files_pb2.WriteRequest]:
+            yield head
+            for c in chunks:
+                for i in range(0, len(c), WRITE_CHUNK):
+                    yield files_pb2.WriteRequest(data=c[i:i + WRITE_CHUNK])
+        resp: files_pb2.WriteResponse = self._rpc.client_stream(self._rpc.files.Write, messages(),
+                                                                 "write")
+        return resp
+
+    # Names and attributes.
+
+    def stat(self, path: Path = "", *, ino: int = 0) -> FileStat:
+        """Attributes of a file, directory or symlink (by path, or by inode)."""
+        req = files_pb2.StatRequest(subvolume=self.subvolume, path=_p(path), ino=ino)
+        return FileStat.from_proto(self._rpc.unary(self._rpc.files.Stat, req, "stat"))
+
+    def exists(self, path: Path) -> bool:
+        try:
+            self.stat(path)
+            return True
+        except errors.NotFound:
+            return False
+
+    def mkdir(self, path: Path, mode: int = 0o755, *, parents: bool = False,
+              exist_ok: bool = False) -> FileStat:
+        """Creates a directory; with ``parents`` the missing ones above too."""
+        p = _p(path)
+        if parents:
+            parts = [c for c in p.split("/") if c]
+            for i in range(1, len(parts)):
+                self.mkdir("/".join(parts[:i]), mode, exist_ok=True)
+        req = files_pb2.MkdirRequest(subvolume=self.subvolume, path=p, mode=mode)
+        try:
+            return FileStat.from_proto(self._rpc.unary(self._rpc.files.Mkdir, req, "mkdir"))
+        except errors.AlreadyExists:
+            st = self.stat(p) if exist_ok else None
+            if st is None or not st.is_dir:
+                raise
+            return st
+
+    def create(self, path: Path, mode: int = 0o644) -> FileStat:
+        """Creates an empty regular file; AlreadyExists if the name is taken."""
+        req = files_pb2.CreateFileRequest(subvolume=self.subvolume, path=_p(path), mode=mode)
+        return FileStat.from_proto(self._rpc.unary(self._rpc.files.Create, req, "create"))
+
+    def scandir(self, path: Path = "/", page_size: int = 0) -> Iterator[DirEntry]:
+        """The entries of a directory in creation order, a page per call."""
+        cookie, more = 0, True
+        while more:
+            req = files_pb2.ReadDirRequest(subvolume=self.subvolume, path=_p(path),
+                                           cookie=cookie, limit=page_size)
+            resp = self._rpc.unary(self._rpc.files.ReadDir, req, "readdir")
+            for e in resp.entries:
+                yield DirEntry(e.name, e.ino, FileKind(e.kind), e.cookie)
+            cookie, more = resp.next_cookie, resp.more
+
+    def listdir(self, path: Path = "/") -> List[str]:
+        """The names in a directory, in creation order."""
+        return [e.name for e in self.scandir(path)]
+
+    def rename(self, src: Path, dst: Path, flags: int = 0) -> None:
+        """Renames (moves) a name; ``flags``: RENAME_NOREPLACE, RENAME_EXCHANGE."""
+        req = files_pb2.RenameRequest(subvolume=self.subvolume, to=_p(dst), flags=flags,
+                                      **{"from": _p(src)})
+        self._rpc.unary(self._rpc.files.Rename, req, "rename")
+
+    def link(self, existing: Path, new_path: Path) -> FileStat:
+        """Adds a hard link to a file (not a directory: EPERM)."""
+        req = files_pb2.LinkRequest(subvolume=self.subvolume, existing=_p(existing),
+                                    new_path=_p(new_path))
+        return FileStat.from_proto(self._rpc.unary(self._rpc.files.Link, req, "link"))
+
+    def symlink(self, target: str, path: Path) -> FileStat:
+        """Creates a symlink at ``path`` holding ``target`` (never resolved)."""
+        req = files_pb2.SymlinkRequest(subvolume=self.subvolume, target=target, path=_p(path))
+        return FileStat.from_proto(self._rpc.unary(self._rpc.files.Symlink, req, "symlink"))
+
+    def readlink(self, path: Path) -> str:
+        req = files_pb2.ReadLinkRequest(subvolume=self.subvolume, path=_p(path))
+        return str(self._rpc.unary(self._rpc.files.ReadLink, req, "readlink").target)
+
+    def unlink(self, path: Path) -> None:
+        """Removes a name of a file or symlink (a directory: EISDIR)."""
+        req = files_pb2.UnlinkRequest(subvolume=self.subvolume, path=_p(path))
+        self._rpc.unary(self._rpc.files.Unlink, req, "unlink")
+
+    def rmdir(self, path: Path) -> None:
+        """Removes an empty directory (ENOTEMPTY otherwise)."""
+        req = files_pb2.RmdirRequest(subvolume=self.subvolume, path=_p(path))
+        self._rpc.unary(self._rpc.files.Rmdir, req, "rmdir")
+
+    def truncate(self, path: Path = "", size: int = 0, *, ino: int = 0) -> FileStat:
+        """Sets a regular file's size (cuts, or extends with a hole)."""
+        req = files_pb2.TruncateRequest(subvolume=self.subvolume, path=_p(path), ino=ino,
+                                        size=size)
+        return FileStat.from_proto(self._rpc.unary(self._rpc.files.Truncate, req, "truncate"))
+
+    # Data sharing and durability.
+
+    def clone(self, src: Path, dst: Path, src_offset: int = 0, dst_offset: int = 0,
+              length: int = 0) -> None:
+        """Reflink: ``dst`` shares the extents of ``src``'s range (0 = to EOF);
+        no data is copied. ``dst`` must exist."""
+        req = files_pb2.CloneRequest(subvolume=self.subvolume, src_path=_p(src),
+                                     src_offset=src_offset, dst_path=_p(dst),
+                                     dst_offset=dst_offset, length=length)
+        self._rpc.unary(self._rpc.files.Clone, req, "clone")
+
+    def fsync(self, path: Path = "", *, ino: int = 0, datasync: bool = False) -> None:
+        """Makes a file (a directory: and its entries) survive a crash."""
+        req = files_pb2.FsyncRequest(subvolume=self.subvolume, path=_p(path), ino=ino,
+                                     datasync=datasync)
+        self._rpc.unary(self._rpc.files.Fsync, req, "fsync")
+
+    def fiemap(self, path: Path = "", offset: int = 0, length: int = 0, *,
+               ino: int = 0) -> List[Extent]:
+        """The extents holding a byte range (0 = to EOF), in file order."""
+        out: List[Extent] = []
+        stop = offset + length if length else 0  # 0 = EOF
+        while True:
+            req = files_pb2.FiemapRequest(subvolume=self.subvolume, path=_p(path), ino=ino,
+                                          offset=offset, length=stop - offset if stop else 0)
+            resp = self._rpc.unary(self._rpc.files.Fiemap, req, "fiemap")
+            out += [Extent(e.logical, e.physical, e.length, e.flags) for e in resp.extents]
+            if not resp.more or not resp.extents:
+                return out
+            offset = resp.extents[-1].logical + resp.extents[-1].length
+            if stop and offset >= stop:
+                return out
+
+
+def _chunks(source: Union[BinaryIO, Iterator[bytes]]) -> Iterator[bytes]:
+    if hasattr(source, "read"):
+        reader: BinaryIO = source  # type: ignore[assignment]
+        while True:
+            chunk = reader.read(WRITE_CHUNK)
+            if not chunk:
+                return
+            yield chunk
+    else:
+        yield from source

@@ -1,0 +1,143 @@
+"""A subvolume: its key space (service KV) and its files (``sv.files``).
+
+    sv = client.subvolume("data")
+    rev = sv.put("user/1", b"alice")
+    sv.get("user/1")                      # b"alice"; NotFound if absent
+    sv.get("user/2", default=None)        # None
+    for kv in sv.range(prefix="user/"):   # pages through with the page token
+        print(kv.key, kv.value, kv.mod_revision)
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable, Optional, TypeVar, Union
+
+from cowkv import errors
+from cowkv._rpc import Rpc
+from cowkv.files import Files
+from cowkv.range import RangeIterator, range_request
+from cowkv.txn import Compare, Op, Transaction, TxnResult, run_in_transaction, txn_request, txn_result
+from cowkv.values import Durability, Key, KeyValue, durability_proto, opt_bytes, to_bytes
+from cowkv.v1 import kv_pb2
+
+__all__ = ["Subvolume"]
+
+T = TypeVar("T")
+_RAISE = object()
+
+
+class Subvolume:
+    """A handle on one subvolume or snapshot, by name. Making one calls
+    nothing; a missing subvolume shows as NotFound on the first call.
+    Thread-safe (each call is independent)."""
+
+    def __init__(self, rpc: Rpc, name: str) -> None:
+        self._rpc = rpc
+        self.name = name
+        #: The subvolume's file tree.
+        self.files = Files(rpc, name)
+
+    def __repr__(self) -> str:
+        return f"Subvolume({self.name!r})"
+
+    # Single-key operations.
+
+    def get_kv(self, key: Key) -> KeyValue:
+        """The key with its revisions; NotFound if absent."""
+        req = kv_pb2.GetRequest(subvolume=self.name, key=to_bytes(key))
+        return KeyValue.from_proto(self._rpc.unary(self._rpc.kv.Get, req, "get").kv)
+
+    def get(self, key: Key, default: object = _RAISE) -> bytes:
+        """The key's value; NotFound if absent unless ``default`` is given."""
+        try:
+            return self.get_kv(key).value
+        except errors.NotFound:
+            if default is _RAISE:
+                raise
+            return default  # type: ignore[return-value]
+
+    def put(self, key: Key, value: Key, durability: Durability = Durability.DEFAULT) -> int:
+        """Writes a key; returns the write's revision. ReadOnly on a read-only snapshot."""
+        req = kv_pb2.PutRequest(subvolume=self.name, key=to_bytes(key), value=to_bytes(value),
+                                durability=durability_proto(durability))
+        return int(self._rpc.unary(self._rpc.kv.Put, req, "put").revision)
+
+    def delete(self, key: Key, durability: Durability = Durability.DEFAULT,
+               missing_ok: bool = False) -> Optional[int]:
+        """Deletes a key; returns the revision. NotFound if absent, unless
+        ``missing_ok`` (then None is returned)."""
+        req = kv_pb2.DeleteRequest(subvolume=self.name, key=to_bytes(key),
+                                   durability=durability_proto(durability))
+        try:
+            return int(self._rpc.unary(self._rpc.kv.Delete, req, "delete").revision)
+        except errors.NotFound:
+            if missing_ok:
+                return None
+            raise
+
+    # Ranges.
+
+    def range(self, start: Optional[Key] = None, end: Optional[Key] = None, *,
+              prefix: Optional[Key] = None, limit: int = 0, page_size: int = 0,
+              reverse: bool = False, keys_only: bool = False,
+              snapshot: Optional[str] = None) -> RangeIterator:
+        """Keys in [start, end) (None = open) or with ``prefix``, in key order
+        (``reverse``: largest first), fetched a page at a time as the
+        iterator advances. ``limit`` caps the keys in all, ``page_size`` per
+        call. ``snapshot`` names a read-only snapshot of this subvolume to
+        read instead (one consistent view across pages; INVALID_ARGUMENT unless
+        it was taken of this subvolume)."""
+        req = range_request(self.name, start, end, prefix, reverse, keys_only,
+                            False, snapshot or "")
+
+        def fetch(r: kv_pb2.RangeRequest) -> kv_pb2.RangeResponse:
+            resp: kv_pb2.RangeResponse = self._rpc.unary(self._rpc.kv.Range, r, "range")
+            return resp
+        return RangeIterator(fetch, req, limit, page_size)
+
+    def count(self, start: Optional[Key] = None, end: Optional[Key] = None, *,
+              prefix: Optional[Key] = None, snapshot: Optional[str] = None) -> int:
+        """The exact number of keys in the range."""
+        req = range_request(self.name, start, end, prefix, False, False, True,
+                            snapshot or "")
+        return int(self._rpc.unary(self._rpc.kv.Range, req, "count").count)
+
+    def delete_range(self, start: Optional[Key] = None, end: Optional[Key] = None, *,
+                     prefix: Optional[Key] = None,
+                     durability: Durability = Durability.DEFAULT) -> int:
+        """Deletes every key in [start, end) or with ``prefix`` atomically (at
+        most 10,000 per call); returns how many. One bound at least is
+        required, so that a call without arguments never empties the subvolume."""
+        if start is None and end is None and prefix is None:
+            raise errors.InvalidArgument("give start, end or prefix", None, "delete-range")
+        req = kv_pb2.DeleteRangeRequest(subvolume=self.name, start=opt_bytes(start),
+                                        end=opt_bytes(end), prefix=opt_bytes(prefix),
+                                        durability=durability_proto(durability))
+        return int(self._rpc.unary(self._rpc.kv.DeleteRange, req, "delete-range").deleted)
+
+    # Transactions.
+
+    def txn(self, compare: Iterable[Union[Compare, kv_pb2.Compare]] = (),
+            success: Iterable[Union[Op, kv_pb2.RequestOp]] = (),
+            failure: Iterable[Union[Op, kv_pb2.RequestOp]] = (),
+            durability: Durability = Durability.DEFAULT) -> TxnResult:
+        """One-shot conditional transaction: if every compare holds run
+        ``success``, else ``failure``, atomically. A failed compare is not an
+        error: ``succeeded`` is False."""
+        req = txn_request(self.name, compare, success, failure, durability)
+        return txn_result(self._rpc.unary(self._rpc.kv.Txn, req, "txn"))
+
+    def transaction(self, lease_ms: int = 0,
+                    durability: Durability = Durability.DEFAULT) -> Transaction:
+        """Begins an interactive transaction (use it with ``with``: commit on
+        success, abort on an exception). ``lease_ms`` 0 = server default (30 s)."""
+        return Transaction(self._rpc, self.name, lease_ms, durability)
+
+    def run_in_transaction(self, fn: Callable[[Transaction], T], retries: int = 10,
+                           durability: Durability = Durability.DEFAULT, lease_ms: int = 0,
+                           backoff_s: float = 0.005, max_backoff_s: float = 0.5) -> T:
+        """Runs ``fn(tx)`` and commits, retrying on Conflict and TooOld up to
+        ``retries`` times with jittered exponential backoff; returns what
+        ``fn`` returned. ``fn`` may run more than once."""
+        return run_in_transaction(lambda: self.transaction(lease_ms, durability), fn, retries,
+                                  backoff_s, max_backoff_s)

@@ -1,0 +1,78 @@
+"""Range reads that page through a key range with the server's page token."""
+
+from __future__ import annotations
+
+import collections
+from typing import Callable, Deque, Iterator, List, Optional
+
+from cowkv.values import Key, KeyValue, opt_bytes
+from cowkv.v1 import kv_pb2
+
+__all__ = ["RangeIterator", "range_request"]
+
+
+def range_request(subvolume: str, start: Optional[Key], end: Optional[Key],
+                  prefix: Optional[Key], reverse: bool, keys_only: bool, count_only: bool,
+                  snapshot: str) -> kv_pb2.RangeRequest:
+    """A first-page RangeRequest; None bounds are open."""
+    return kv_pb2.RangeRequest(subvolume=subvolume, start=opt_bytes(start), end=opt_bytes(end),
+                               prefix=opt_bytes(prefix), reverse=reverse, keys_only=keys_only,
+                               count_only=count_only, snapshot=snapshot)
+
+
+class RangeIterator(Iterator[KeyValue]):
+    """Iterates the keys of a range, fetching one page per call as it goes.
+
+    ``limit`` caps the keys yielded in all (0 = no cap); ``page_size`` the
+    keys per call (0 = the server's page limit, 10,000). After each page,
+    ``revision`` is the store revision that page was read at. Pages of a live
+    subvolume are each consistent at their own revision; read a read-only
+    snapshot for one view across pages.
+    """
+
+    def __init__(self, fetch: Callable[[kv_pb2.RangeRequest], kv_pb2.RangeResponse],
+                 request: kv_pb2.RangeRequest, limit: int = 0, page_size: int = 0) -> None:
+        if limit < 0 or page_size < 0:
+            raise ValueError("limit and page_size must be >= 0")
+        self._fetch = fetch
+        self._request = request
+        self._limit = limit
+        self._page_size = page_size
+        self._buffer: Deque[KeyValue] = collections.deque()
+        self._yielded = 0
+        self._done = False
+        self.revision: Optional[int] = None
+        self.pages = 0
+
+    def __iter__(self) -> "RangeIterator":
+        return self
+
+    def __next__(self) -> KeyValue:
+        if self._limit and self._yielded >= self._limit:
+            raise StopIteration
+        while not self._buffer:
+            if self._done:
+                raise StopIteration
+            self._fetch_page()
+        self._yielded += 1
+        return self._buffer.popleft()
+
+    def _page_limit(self) -> int:
+        remaining = self._limit - self._yielded if self._limit else 0
+        sizes = [n for n in (remaining, self._page_size) if n > 0]
+        return min(sizes) if sizes else 0
+
+    def _fetch_page(self) -> None:
+        self._request.limit = self._page_limit()
+        resp = self._fetch(self._request)
+        self.pages += 1
+        self.revision = int(resp.revision)
+        self._buffer = collections.deque(KeyValue.from_proto(m) for m in resp.kvs)
+        if resp.more and resp.next_page_token:
+            self._request.page_token = resp.next_page_token
+        else:
+            self._done = True
+
+    def to_list(self) -> List[KeyValue]:
+        """The remaining keys as a list."""
+        return list(self)

@@ -1,0 +1,108 @@
+"""Subvolumes and snapshots against a live cowkvd: create, list, show, rename,
+delete, snapshot (read-only and writable), and each documented error."""
+
+from __future__ import annotations
+
+from typing import Callable, List
+
+import pytest
+
+import cowkv
+
+
+def test_create_list_show_rename_delete(client: cowkv.Client) -> None:
+    info = client.create_subvolume("sv-crud")
+    assert info.name == "sv-crud" and info.id > 5 and not info.read_only
+    names = [s.name for s in client.list_subvolumes()]
+    assert names[0] == "default" and "sv-crud" in names
+    assert client.show_subvolume("sv-crud") == info
+    client.rename_subvolume("sv-crud", "sv-crud2")
+    shown = client.show_subvolume("sv-crud2")
+    assert shown.id == info.id
+    with pytest.raises(cowkv.NotFound):
+        client.show_subvolume("sv-crud")
+    client.delete_subvolume("sv-crud2")
+    assert "sv-crud2" not in [s.name for s in client.list_subvolumes()]
+
+
+def test_errors(client: cowkv.Client) -> None:
+    client.create_subvolume("sv-taken")
+    with pytest.raises(cowkv.AlreadyExists):
+        client.create_subvolume("sv-taken")
+    for bad in ["", "a/b", "x" * 256]:
+        with pytest.raises(cowkv.InvalidArgument):
+            client.create_subvolume(bad)
+    with pytest.raises(cowkv.NotFound):
+        client.delete_subvolume("sv-absent")
+    with pytest.raises(cowkv.NotFound):
+        client.rename_subvolume("sv-absent", "x")
+    with pytest.raises(cowkv.AlreadyExists):
+        client.rename_subvolume("sv-taken", "default")
+    with pytest.raises(cowkv.FailedPrecondition) as e:
+        client.delete_subvolume("default")
+    assert not isinstance(e.value, cowkv.ReadOnly)
+    with pytest.raises(cowkv.NotFound):
+        client.snapshot("sv-absent", "snap")
+    with pytest.raises(cowkv.NotFound):
+        client.subvolume("sv-absent").get("k")
+
+
+def test_read_only_snapshot_refuses_writes(client: cowkv.Client, sv: cowkv.Subvolume) -> None:
+    sv.put("k", "before")
+    sv.files.write_bytes("/f", b"data")
+    name = f"{sv.name}@2026-11-22"
+    info = client.snapshot(sv.name, name, read_only=True)
+    assert info.read_only and info.name == name
+    assert client.show_subvolume(name).parent_id == client.show_subvolume(sv.name).id
+    snap = client.subvolume(name)
+    assert snap.get("k") == b"before"
+    assert snap.files.read_bytes("/f") == b"data"
+    sv.put("k", "after")
+    assert snap.get("k") == b"before"
+    writes: List[Callable[[], object]] = [
+        lambda: snap.put("k", "x"),
+        lambda: snap.delete("k"),
+        lambda: snap.delete_range(prefix="k"),
+        lambda: snap.txn(success=[cowkv.Put("k", "x")]),
+        lambda: snap.files.create("/g"),
+        lambda: snap.files.mkdir("/d"),
+        lambda: snap.files.unlink("/f"),
+        lambda: snap.files.write_bytes("/f", b"x"),
+    ]
+    for write in writes:
+        with pytest.raises(cowkv.ReadOnly) as e:
+            write()
+        assert e.value.code is not None and e.value.code.name == "FAILED_PRECONDITION"
+    assert snap.files.stat("/f").size == 4
+
+
+def test_read_only_snapshot_refuses_transaction_commit(client: cowkv.Client,
+                                                       sv: cowkv.Subvolume) -> None:
+    name = f"{sv.name}@ro"
+    client.snapshot(sv.name, name)
+    with pytest.raises(cowkv.ReadOnly):
+        with client.subvolume(name).transaction() as tx:
+            tx.put("k", "v")
+
+
+def test_writable_snapshot_diverges(client: cowkv.Client, sv: cowkv.Subvolume) -> None:
+    sv.put("k", "v1")
+    client.snapshot(sv.name, f"{sv.name}@rw", read_only=False)
+    snap = client.subvolume(f"{sv.name}@rw")
+    snap.put("k", "snap")
+    assert sv.get("k") == b"v1" and snap.get("k") == b"snap"
+    assert not client.show_subvolume(f"{sv.name}@rw").read_only
+
+
+def test_range_at_snapshot(client: cowkv.Client, sv: cowkv.Subvolume) -> None:
+    for i in range(30):
+        sv.put(f"k{i:02}", str(i))
+    client.snapshot(sv.name, f"{sv.name}@view")
+    sv.delete_range(prefix="k")
+    keys = [kv.key for kv in sv.range(snapshot=f"{sv.name}@view", page_size=7)]
+    assert len(keys) == 30
+    assert sv.count(prefix="k", snapshot=f"{sv.name}@view") == 30
+    assert sv.count(prefix="k") == 0
+    # A writable subvolume cannot serve as `snapshot`.
+    with pytest.raises(cowkv.FailedPrecondition):
+        list(client.subvolume("default").range(snapshot=sv.name))
