@@ -1,6 +1,7 @@
 // The file namespace on the engine: StoreImpl's FsBackend, the write path
 // (space, the throttler), fsync through the log, and the Files facade.
 #include <algorithm>
+#include <set>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -132,7 +133,13 @@ absl::Status StoreImpl::FsBackendImpl::Apply(const std::vector<fs::FsWrite>& wri
   };
   std::vector<Ref> plus, minus;
   std::vector<const fs::FsWrite*> todo;
-  bool all_deletes = true;
+  // The reservation: a batch that only deletes or shrinks items cannot
+  // grow the tree (a full store can always unlink); its worst case is one
+  // path per leaf it touches — an fs operation's items are clustered by
+  // inode, so count the inodes plus the leaves their bytes can span.
+  bool shrinks = true;
+  uint64_t bytes = 0;
+  std::set<uint64_t> inodes;
   for (const fs::FsWrite& w : writes) {
     if (w.value.has_value()) {
       absl::Status v = tree_->ValidatePut(w.key, *w.value);
@@ -149,13 +156,17 @@ absl::Status StoreImpl::FsBackendImpl::Apply(const std::vector<fs::FsWrite>& wri
     if (w.value.has_value() && format::LeafDataRef(w.key, *w.value, &d)) {
       plus.push_back({d, w.first_ref});
     }
-    all_deletes = all_deletes && !w.value.has_value();
+    shrinks = shrinks && (!w.value.has_value() || (old.has_value() && w.value->size() <= old->size()));
+    bytes += w.key.size() + std::max(old ? old->size() : 0, w.value ? w.value->size() : 0) + 16;
+    fs::FsKey k;
+    if (fs::DecodeFsKey(w.key, &k)) inodes.insert(k.objectid);
     todo.push_back(&w);
   }
   if (todo.empty()) return absl::OkStatus();
+  const uint64_t leaves = inodes.size() + bytes / (s_->nodesize_ / 4) + 1;
   RETURN_IF_ERROR(s_->txn_->ReserveForWrite(
-      tree_, all_deletes ? TxnManager::WriteKind::kDelete : TxnManager::WriteKind::kInsert,
-      todo.size()));
+      tree_, shrinks ? TxnManager::WriteKind::kDelete : TxnManager::WriteKind::kInsert,
+      std::min<uint64_t>(todo.size(), leaves)));
   for (const fs::FsWrite* w : todo) {
     absl::Status st = w->value ? tree_->Put(w->key, *w->value) : tree_->Delete(w->key);
     if (!st.ok()) {

@@ -313,6 +313,19 @@ TEST_F(FsTest, CloneSharesExtentsAndFiemapFlagsThem) {
   ASSERT_OK(f().Clone(src, 0, src, 256 << 10, 65536));
   std::string model = data + data.substr(0, 65536);
   EXPECT_EQ(ReadAll("/src"), model);
+  // Two (root, inode, offset) references in one file: both SHARED.
+  ASSERT_OK_AND_ASSIGN(auto within, f().Fiemap(src));
+  ASSERT_GE(within.size(), 2u);
+  EXPECT_EQ(within.front().flags & kFiemapExtentShared, kFiemapExtentShared);
+  EXPECT_EQ(within.back().flags & kFiemapExtentShared, kFiemapExtentShared);
+  // The pieces a write in an extent's middle leaves are one reference.
+  ASSERT_OK(f().Create("/pieces").status());
+  const uint64_t pieces = Ino("/pieces");
+  ASSERT_OK(f().Write(pieces, 0, Pattern(100000, 6)));
+  ASSERT_OK(f().Write(pieces, 40000, "middle"));
+  ASSERT_OK_AND_ASSIGN(auto pm, f().Fiemap(pieces));
+  ASSERT_EQ(pm.size(), 3u);
+  for (const FiemapExtent& e : pm) EXPECT_EQ(e.flags & kFiemapExtentShared, 0u) << e.logical;
   EXPECT_THAT(f().Clone(src, 1 << 20, dst, 0, 10).code(), absl::StatusCode::kInvalidArgument);
   ASSERT_OK(store_->Commit());
 }
@@ -375,6 +388,36 @@ TEST_F(FsTest, FsyncSurvivesPowerLossWithoutCommit) {
     ExpectCheckClean(&fd);
   }
   Reopen();
+}
+
+TEST(FsFullTest, FullDeviceRefusesCleanlyAndStillUnlinks) {
+  MemDevice dev(24ull << 20);
+  ASSERT_OK(Store::Mkfs(&dev, testing::TestMkfs(4096)));
+  {
+    ASSERT_OK_AND_ASSIGN(auto store, Store::Open(&dev, testing::TestOptions()));
+    ASSERT_OK_AND_ASSIGN(auto sv, store->DefaultSubvolume());
+    Files f = sv->files();
+    std::vector<std::string> written;
+    absl::Status full;
+    for (int i = 0; i < 1000 && full.ok(); ++i) {
+      const std::string path = absl::StrCat("/f", i);
+      absl::StatusOr<FileStat> st = f.Create(path);
+      full = st.status();
+      if (full.ok()) full = f.Write(st->ino, 0, Pattern(256 << 10, i));
+      if (full.ok()) written.push_back(path);
+    }
+    ASSERT_EQ(full.code(), absl::StatusCode::kResourceExhausted) << full;
+    EXPECT_TRUE(absl::StartsWith(full.message(), "ENOSPC")) << full;
+    ASSERT_GT(written.size(), 10u);
+    // Everything written before is intact; deleting frees space to write again.
+    EXPECT_EQ(*f.Read(*f.Lookup(written[3]), 0, 256 << 10), Pattern(256 << 10, 3));
+    for (size_t i = 0; i < written.size() / 2; ++i) ASSERT_OK(f.Unlink(written[i]));
+    ASSERT_OK(store->Commit());
+    ASSERT_OK_AND_ASSIGN(FileStat again, f.Create("/again"));
+    ASSERT_OK(f.Write(again.ino, 0, Pattern(256 << 10, 99)));
+    ASSERT_OK(store->Close());
+  }
+  ExpectCheckClean(&dev);
 }
 
 TEST_F(FsTest, OptionsSwitchSeedsOff) {

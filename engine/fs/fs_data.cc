@@ -30,9 +30,15 @@ absl::Status CheckRegular(const InodeItem& it, uint64_t ino) {
 
 constexpr uint64_t kNoEnd = ~0ull;
 
-// How many of `ino`'s extent items reference each data extent.
+// How many of `ino`'s extent items reference each data extent. An item's
+// back-reference is (root, inode, key offset - extent offset), btrfs's: the
+// pieces a write in the middle of an extent leaves share one; a clone
+// within the file makes a second, and then the extent counts as shared
+// (kSharedWithin).
+constexpr uint64_t kSharedWithin = ~0ull;
 absl::StatusOr<absl::flat_hash_map<uint64_t, uint64_t>> CountOwnRefs(FsBackend* b, uint64_t ino) {
   absl::flat_hash_map<uint64_t, uint64_t> own;
+  absl::flat_hash_map<uint64_t, uint64_t> base;  // bytenr -> key offset - extent offset
   absl::Status bad;
   RETURN_IF_ERROR(b->Scan(TypeStart(ino, kExtentData), TypeStart(ino, kExtentData + 1), false,
                           [&](absl::string_view k, absl::string_view v) {
@@ -43,7 +49,12 @@ absl::StatusOr<absl::flat_hash_map<uint64_t, uint64_t>> CountOwnRefs(FsBackend* 
                               bad = e.status();
                               return false;
                             }
-                            if (e->kind == kExtentRegular) ++own[e->disk_bytenr];
+                            if (e->kind != kExtentRegular) return true;
+                            const uint64_t at = fk.offset - e->offset;
+                            auto [it, fresh] = base.emplace(e->disk_bytenr, at);
+                            uint64_t& n = own[e->disk_bytenr];
+                            n = (!fresh && it->second != at) || n == kSharedWithin ? kSharedWithin
+                                                                                   : n + 1;
                             return true;
                           }));
   RETURN_IF_ERROR(bad);
@@ -522,13 +533,13 @@ absl::StatusOr<FiemapEntry> FsOps::MapExtent(
   }
   m.physical = e.disk_bytenr + e.offset;
   ASSIGN_OR_RETURN(uint64_t refs, b_->DataExtentRefs(e.disk_bytenr, e.disk_len));
-  // Shared with another file or tree: references beyond the file's own
-  // items (pieces of one extent that a write in its middle left, a clone
-  // within the file), as btrfs counts them.
+  // Shared: references beyond the file's own items (another file or tree),
+  // or from more than one (root, inode, offset) within the file (a clone
+  // within it); the pieces a write in an extent's middle leaves are one.
   bool shared = false;
   if (refs > 1) {
     ASSIGN_OR_RETURN(uint64_t own, own_refs(e.disk_bytenr));
-    shared = refs > own;
+    shared = own == kSharedWithin || refs > own;
   }
   if (!shared) {
     ASSIGN_OR_RETURN(shared, PathShared(path));
