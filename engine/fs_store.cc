@@ -166,7 +166,7 @@ absl::Status StoreImpl::FsBackendImpl::Apply(const std::vector<fs::FsWrite>& wri
   const uint64_t leaves = inodes.size() + bytes / (s_->nodesize_ / 4) + 1;
   RETURN_IF_ERROR(s_->txn_->ReserveForWrite(
       tree_, shrinks ? TxnManager::WriteKind::kDelete : TxnManager::WriteKind::kInsert,
-      std::min<uint64_t>(todo.size(), leaves)));
+      std::min<uint64_t>(todo.size(), leaves), bytes));
   for (const fs::FsWrite* w : todo) {
     absl::Status st = w->value ? tree_->Put(w->key, *w->value) : tree_->Delete(w->key);
     if (!st.ok()) {

@@ -275,9 +275,11 @@ absl::StatusOr<uint64_t> StoreImpl::ApplyLocked(uint64_t subvol, uint64_t read_r
     return absl::InvalidArgumentError(
         absl::StrCat("a transaction may change at most ", kMaxTxnOps, " keys, not ", ops.size()));
   }
+  uint64_t bytes = 0;
+  for (const KvOp& op : ops) bytes += op.tree_key.size() + (op.item ? op.item->size() : 0) + 16;
   RETURN_IF_ERROR(txn_->ReserveForWrite(
       tree, all_deletes ? TxnManager::WriteKind::kDelete : TxnManager::WriteKind::kInsert,
-      ops.size()));
+      ops.size(), bytes));
   for (const KvOp& op : ops) {
     absl::Status s = ApplyOp(tree, subvol, op);
     if (!s.ok()) {

@@ -486,6 +486,24 @@ TEST_F(KvTest, DurableLargeValuesSurvivePowerLoss) {
   ASSERT_OK_AND_ASSIGN(store_, Store::Open(&dev_, testing::TestOptions()));
 }
 
+// The largest transaction (10,000 keys) fits a nearly empty small device:
+// the reservation is bounded by the nodes that exist plus what the batch's
+// bytes can add, not a full path per key.
+TEST_F(KvTest, LargestTransactionFitsASmallDevice) {
+  TxnRequest req;
+  for (int i = 0; i < 10000; ++i) {
+    TxnOp op;
+    op.key = absl::StrCat("bulk", 100000 + i);
+    op.value = "v";
+    req.success.push_back(op);
+  }
+  ASSERT_OK_AND_ASSIGN(TxnResponse r, sv_->Txn(req));
+  EXPECT_TRUE(r.succeeded);
+  ASSERT_OK_AND_ASSIGN(RangeResult all, sv_->Range(RangeRequest{"bulk", "bulm", "", 0, false,
+                                                                false, true}));
+  EXPECT_EQ(all.count, 10000u);
+}
+
 // ---- The log ---------------------------------------------------------------------
 
 TEST_F(KvTest, DurablePutCostsOneFlush) {

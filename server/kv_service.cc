@@ -162,8 +162,8 @@ grpc::Status KvService::Range(ServerContext* ctx, const v1::RangeRequest* req,
       COWKV_ASSIGN_OR_RETURN(SubvolumeInfo snap, env_->store().ShowSubvolume(req->snapshot()));
       if (!snap.read_only) {
         return absl::FailedPreconditionError(absl::StrCat(
-            "snapshot: '", req->snapshot(), "' is not a read-only snapshot; reads of it would not "
-            "be one consistent view"));
+            "snapshot: '", req->snapshot(), "' is writable, so reads of it would not be one "
+            "consistent view; read at a snapshot created with read_only"));
       }
       if (!req->subvolume().empty()) {
         COWKV_RETURN_IF_ERROR(ValidateSubvolumeName("subvolume", req->subvolume()));

@@ -280,11 +280,21 @@ uint64_t TxnManager::CommitReserveNodes(uint64_t extra_heads) const {
   return std::min(a, b) + roots + 2 * format::kMaxLevel;
 }
 
-absl::Status TxnManager::ReserveForWrite(Tree* tree, WriteKind kind, uint64_t count) {
+absl::Status TxnManager::ReserveForWrite(Tree* tree, WriteKind kind, uint64_t count,
+                                         uint64_t bytes) {
   if (!fatal_.ok()) return fatal_;
   // Inserts leave room for deletes, so a full store can always shrink.
   constexpr uint64_t kDeleteMarginNodes = 64;
-  const uint64_t op = tree->WorstCaseNodesPerOp() * count;
+  uint64_t op = tree->WorstCaseNodesPerOp() * count;
+  if (bytes > 0) {
+    // A batch cannot CoW more nodes than exist (every allocated byte could
+    // be a node), and its splits add at most one node per half node of new
+    // bytes at each level.
+    const uint64_t existing = bytes_used_ / sb_.nodesize + 1;
+    const uint64_t added =
+        (2 * bytes / sb_.nodesize + 1) * static_cast<uint64_t>(tree->height() + 1) * 2;
+    op = std::min(op, existing + added + tree->WorstCaseNodesPerOp());
+  }
   uint64_t extra_heads = 2 * op;
   // CoW of a node shared with a snapshot queues a ref for each of its
   // children: up to a full internal node's worth per level on the path.
@@ -294,7 +304,7 @@ absl::Status TxnManager::ReserveForWrite(Tree* tree, WriteKind kind, uint64_t co
   if (kind == WriteKind::kInsert && sv != subvols_.end() && sv->second.item.last_snapshot > 0) {
     const uint64_t max_fanout =
         format::NodeCapacity(sb_.nodesize) / (format::kSlotSize + 1 + format::kChildPtrSize);
-    extra_heads += static_cast<uint64_t>(tree->height()) * max_fanout * count;
+    extra_heads += std::min(static_cast<uint64_t>(tree->height()) * count, op) * max_fanout;
   }
   uint64_t need = op + CommitReserveNodes(extra_heads);
   if (kind == WriteKind::kInsert) need += kDeleteMarginNodes;

@@ -137,7 +137,11 @@ class TxnManager : public TreeHooks {
   bool HasDirtyNodes() { return cache_->Stats().dirty_nodes > 0; }
 
   // Checks that `count` writes to `tree` fit (see the header comment).
-  absl::Status ReserveForWrite(Tree* tree, WriteKind kind, uint64_t count = 1);
+  // `bytes` (optional): the keys and values the writes carry; with it, a
+  // large batch reserves no more than the nodes that exist plus what its
+  // bytes can add, instead of a full path per write.
+  absl::Status ReserveForWrite(Tree* tree, WriteKind kind, uint64_t count = 1,
+                               uint64_t bytes = 0);
 
   // Log blocks (engine/log): nodesize extents outside the extent tree, held
   // by the log while its chain lives. AllocLogBlock refuses

@@ -1,0 +1,412 @@
+package cowkv_test
+
+// The op table of the conformance runner: one client call per op, results
+// in the canonical shapes of ../conformance/README.md.
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"cowkv.dev/cowkv"
+)
+
+type args map[string]any
+
+func (a args) str(k string) string { s, _ := a[k].(string); return s }
+func (a args) bytes(k string) []byte {
+	if s, ok := a[k].(string); ok {
+		return []byte(s)
+	}
+	return nil
+}
+func (a args) num(k string) uint64 { n, _ := toInt(a[k]); return uint64(n) }
+func (a args) flag(k string) bool  { b, _ := a[k].(bool); return b }
+
+func (a args) durability() cowkv.WriteOption {
+	switch a.str("durability") {
+	case "durable":
+		return cowkv.WithDurability(cowkv.DurabilityDurable)
+	case "async":
+		return cowkv.WithDurability(cowkv.DurabilityAsync)
+	}
+	return cowkv.WithDurability(cowkv.DurabilityDefault)
+}
+
+func (a args) keyRange() cowkv.KeyRange {
+	return cowkv.KeyRange{Start: a.bytes("start"), End: a.bytes("end"), Prefix: a.bytes("prefix")}
+}
+
+func (a args) rangeOpts() []cowkv.RangeOption {
+	var o []cowkv.RangeOption
+	if a.flag("reverse") {
+		o = append(o, cowkv.Reverse())
+	}
+	if a.flag("keys_only") {
+		o = append(o, cowkv.KeysOnly())
+	}
+	if a.flag("count_only") {
+		o = append(o, cowkv.CountOnly())
+	}
+	if n := a.num("page_size"); n > 0 {
+		o = append(o, cowkv.PageSize(n))
+	}
+	if n := a.num("limit"); n > 0 {
+		o = append(o, cowkv.Limit(n))
+	}
+	if s := a.str("snapshot"); s != "" {
+		o = append(o, cowkv.AtSnapshot(s))
+	}
+	if t := a.bytes("page_token"); len(t) > 0 {
+		o = append(o, cowkv.PageToken(t))
+	}
+	return o
+}
+
+func info(i cowkv.SubvolumeInfo) map[string]any {
+	return map[string]any{"id": i.ID, "name": i.Name, "parent_id": i.ParentID, "read_only": i.ReadOnly}
+}
+
+func kvMap(kv cowkv.KeyValue, rev uint64) map[string]any {
+	return map[string]any{"key": string(kv.Key), "value": string(kv.Value), "create_revision": kv.CreateRevision,
+		"mod_revision": kv.ModRevision, "version": kv.Version, "revision": rev}
+}
+
+func kvLists(kvs []cowkv.KeyValue) map[string]any {
+	keys, values := []any{}, []any{}
+	for _, kv := range kvs {
+		keys, values = append(keys, string(kv.Key)), append(values, string(kv.Value))
+	}
+	return map[string]any{"keys": keys, "values": values}
+}
+
+func pageMap(p cowkv.Page) map[string]any {
+	m := kvLists(p.KVs)
+	m["count"], m["more"], m["next_page_token"] = p.Count, p.More, string(p.NextPageToken)
+	return m
+}
+
+func stat(s cowkv.FileStat) map[string]any {
+	return map[string]any{"ino": s.Ino, "kind": s.Kind.String(), "mode": s.Mode, "nlink": s.Nlink, "size": s.Size}
+}
+
+var empty = map[string]any{}
+
+func compare(c map[string]any) cowkv.Cmp {
+	a := args(c)
+	key := a.bytes("key")
+	op := a.str("op")
+	if a.str("target") == "exists" {
+		if a.flag("exists") == (op == "=") {
+			return cowkv.Exists(key)
+		}
+		return cowkv.Missing(key)
+	}
+	if a.str("target") == "value" {
+		t, v := cowkv.Value(key), a.bytes("value")
+		return map[string]func([]byte) cowkv.Cmp{"=": t.Equal, "!=": t.NotEqual, "<": t.Less, ">": t.Greater}[op](v)
+	}
+	t := map[string]func([]byte) cowkv.NumberTarget{"version": cowkv.Version,
+		"create_revision": cowkv.CreateRevision, "mod_revision": cowkv.ModRevision}[a.str("target")](key)
+	return map[string]func(uint64) cowkv.Cmp{"=": t.Equal, "!=": t.NotEqual, "<": t.Less, ">": t.Greater}[op](a.num("number"))
+}
+
+func txnOps(list any) []cowkv.Op {
+	var ops []cowkv.Op
+	l, _ := list.([]any)
+	for _, o := range l {
+		for kind, body := range o.(map[string]any) {
+			a := args(body.(map[string]any))
+			switch kind {
+			case "put":
+				ops = append(ops, cowkv.OpPut(a.bytes("key"), a.bytes("value")))
+			case "delete":
+				ops = append(ops, cowkv.OpDelete(a.bytes("key")))
+			case "delete_range":
+				ops = append(ops, cowkv.OpDeleteRange(a.bytes("start"), a.bytes("end")))
+			case "range":
+				ops = append(ops, cowkv.OpRange(a.keyRange(), a.rangeOpts()...))
+			}
+		}
+	}
+	return ops
+}
+
+func (r *runner) tx(a args) *cowkv.Tx {
+	tx, ok := r.txs[a.str("tx")]
+	if !ok {
+		r.t.Fatalf("no transaction named %q", a.str("tx"))
+	}
+	return tx
+}
+
+func (r *runner) exec(op string, a args) (any, error) {
+	ctx, db := r.ctx, r.db
+	sv := db.Subvolume(a.str("sv"))
+	switch op {
+	case "create_subvolume":
+		i, err := db.CreateSubvolume(ctx, a.str("name"))
+		return info(i), err
+	case "show_subvolume":
+		i, err := db.ShowSubvolume(ctx, a.str("name"))
+		return info(i), err
+	case "list_subvolumes":
+		l, err := db.ListSubvolumes(ctx)
+		names := []any{}
+		for _, i := range l {
+			names = append(names, i.Name)
+		}
+		return map[string]any{"names": names}, err
+	case "snapshot":
+		i, err := db.Snapshot(ctx, a.str("source"), a.str("name"), a.flag("read_only"))
+		return info(i), err
+	case "rename_subvolume":
+		return empty, db.RenameSubvolume(ctx, a.str("name"), a.str("new_name"))
+	case "delete_subvolume":
+		return empty, db.DeleteSubvolume(ctx, a.str("name"))
+
+	case "get":
+		kv, rev, err := sv.GetKV(ctx, a.bytes("key"))
+		return kvMap(kv, rev), err
+	case "put":
+		rev, err := sv.Put(ctx, a.bytes("key"), a.bytes("value"), a.durability())
+		return map[string]any{"revision": rev}, err
+	case "delete":
+		rev, err := sv.Delete(ctx, a.bytes("key"), a.durability())
+		return map[string]any{"revision": rev}, err
+	case "delete_range":
+		n, rev, err := sv.DeleteRange(ctx, a.keyRange(), a.durability())
+		return map[string]any{"deleted": n, "revision": rev}, err
+	case "range":
+		var kvs []cowkv.KeyValue
+		for kv, err := range sv.Range(ctx, a.keyRange(), a.rangeOpts()...) {
+			if err != nil {
+				return nil, err
+			}
+			kvs = append(kvs, kv)
+		}
+		return kvLists(kvs), nil
+	case "range_page":
+		p, err := sv.RangePage(ctx, a.keyRange(), a.rangeOpts()...)
+		return pageMap(p), err
+	case "put_many":
+		rounds := max(a.num("rounds"), 1)
+		for round := uint64(0); round < rounds; round++ {
+			for i := uint64(0); i < a.num("count"); i += 1000 {
+				var ops []cowkv.Op
+				for j := i; j < min(i+1000, a.num("count")); j++ {
+					ops = append(ops, cowkv.OpPut([]byte(fmt.Sprintf("%s%06d", a.str("prefix"), j)), a.bytes("value")))
+				}
+				if _, err := sv.If().Then(ops...).Commit(ctx, a.durability()); err != nil {
+					return nil, err
+				}
+			}
+		}
+		return empty, nil
+	case "txn":
+		var cmps []cowkv.Cmp
+		l, _ := a["compare"].([]any)
+		for _, c := range l {
+			cmps = append(cmps, compare(c.(map[string]any)))
+		}
+		res, err := sv.If(cmps...).Then(txnOps(a["success"])...).Else(txnOps(a["failure"])...).Commit(ctx, a.durability())
+		responses := []any{}
+		for _, o := range res.Results {
+			switch o.Kind {
+			case "put":
+				responses = append(responses, map[string]any{"put": empty})
+			case "delete":
+				responses = append(responses, map[string]any{"delete": map[string]any{"deleted": o.Deleted}})
+			case "range":
+				responses = append(responses, map[string]any{"range": pageMap(o.Range)})
+			}
+		}
+		return map[string]any{"succeeded": res.Succeeded, "revision": res.Revision, "responses": responses}, err
+
+	case "begin":
+		tx, err := sv.Begin(ctx, cowkv.Lease(time.Duration(a.num("lease_ms"))*time.Millisecond))
+		if err != nil {
+			return nil, err
+		}
+		if name := a.str("as"); name != "" {
+			r.txs[name] = tx
+		}
+		return map[string]any{"read_revision": tx.ReadRevision(), "lease_ms": uint64(tx.Lease().Milliseconds())}, nil
+	case "tx_get":
+		tx := r.tx(a)
+		kv, err := tx.GetKV(ctx, a.bytes("key"))
+		return kvMap(kv, tx.ReadRevision()), err
+	case "tx_range":
+		var kvs []cowkv.KeyValue
+		for kv, err := range r.tx(a).Range(ctx, a.keyRange(), a.rangeOpts()...) {
+			if err != nil {
+				return nil, err
+			}
+			kvs = append(kvs, kv)
+		}
+		return kvLists(kvs), nil
+	case "tx_put":
+		return empty, r.tx(a).Put(ctx, a.bytes("key"), a.bytes("value"))
+	case "tx_delete":
+		return empty, r.tx(a).Delete(ctx, a.bytes("key"))
+	case "tx_delete_range":
+		return empty, r.tx(a).DeleteRange(ctx, a.bytes("start"), a.bytes("end"))
+	case "commit":
+		rev, err := r.tx(a).Commit(ctx, a.durability())
+		return map[string]any{"revision": rev}, err
+	case "abort":
+		return empty, r.tx(a).Abort(ctx)
+	case "retry_txn_conflict_once":
+		attempts, key := 0, a.bytes("key")
+		err := sv.Txn(ctx, func(tx *cowkv.Tx) error {
+			attempts++
+			n := 0
+			v, err := tx.Get(ctx, key)
+			if err == nil {
+				n, _ = strconv.Atoi(string(v))
+			} else if !errors.Is(err, cowkv.ErrNotFound) {
+				return err
+			}
+			if attempts == 1 {
+				if _, err := sv.Put(ctx, key, a.bytes("interfere")); err != nil {
+					return err
+				}
+			}
+			return tx.Put(ctx, key, []byte(strconv.Itoa(n+1)))
+		}, cowkv.Backoff(time.Millisecond, 20*time.Millisecond))
+		return map[string]any{"attempts": attempts}, err
+
+	case "stat":
+		s, err := sv.Stat(ctx, a.str("path"))
+		return stat(s), err
+	case "mkdir":
+		s, err := sv.Mkdir(ctx, a.str("path"), uint32(a.num("mode")))
+		return stat(s), err
+	case "create_file":
+		s, err := sv.CreateFile(ctx, a.str("path"), uint32(a.num("mode")))
+		return stat(s), err
+	case "write_file":
+		o := []cowkv.FileWriteOption{cowkv.At(a.num("offset"))}
+		if a.flag("create") {
+			o = append(o, cowkv.Create(uint32(a.num("mode"))))
+		}
+		if a.flag("truncate") {
+			o = append(o, cowkv.Truncate())
+		}
+		n, s, err := sv.WriteFile(ctx, a.str("path"), a.bytes("data"), o...)
+		return map[string]any{"bytes_written": n, "size": s.Size}, err
+	case "read_file":
+		d, err := sv.ReadAt(ctx, a.str("path"), a.num("offset"), a.num("length"))
+		return map[string]any{"data": string(d), "size": len(d)}, err
+	case "readdir":
+		l, err := sv.ReadDir(ctx, a.str("path"), cowkv.PageSize(a.num("page_size")))
+		names := []any{}
+		for _, e := range l {
+			names = append(names, e.Name)
+		}
+		return map[string]any{"names": names}, err
+	case "rename":
+		var flags cowkv.RenameFlags
+		l, _ := a["flags"].([]any)
+		for _, f := range l {
+			flags |= map[any]cowkv.RenameFlags{"noreplace": cowkv.RenameNoReplace, "exchange": cowkv.RenameExchange}[f]
+		}
+		return empty, sv.Rename(ctx, a.str("from"), a.str("to"), flags)
+	case "link":
+		s, err := sv.Link(ctx, a.str("existing"), a.str("new_path"))
+		return stat(s), err
+	case "symlink":
+		s, err := sv.Symlink(ctx, a.str("target"), a.str("path"))
+		return stat(s), err
+	case "readlink":
+		t, err := sv.ReadLink(ctx, a.str("path"))
+		return map[string]any{"target": t}, err
+	case "unlink":
+		return empty, sv.Unlink(ctx, a.str("path"))
+	case "rmdir":
+		return empty, sv.Rmdir(ctx, a.str("path"))
+	case "truncate":
+		s, err := sv.SetSize(ctx, a.str("path"), a.num("size"))
+		return stat(s), err
+	case "fsync":
+		return empty, sv.Fsync(ctx, a.str("path"), a.flag("datasync"))
+	case "clone":
+		return empty, sv.Clone(ctx, cowkv.CloneRange{Src: a.str("src_path"), SrcOffset: a.num("src_offset"),
+			Dst: a.str("dst_path"), DstOffset: a.num("dst_offset"), Length: a.num("length")})
+	case "fiemap":
+		l, err := sv.Fiemap(ctx, a.str("path"), a.num("offset"), a.num("length"))
+		extents := []any{}
+		for _, e := range l {
+			flags := []any{}
+			for _, f := range []struct {
+				bit  cowkv.ExtentFlags
+				name string
+			}{{cowkv.ExtentLast, "LAST"}, {cowkv.ExtentNotAligned, "NOT_ALIGNED"}, {cowkv.ExtentInline, "INLINE"}, {cowkv.ExtentShared, "SHARED"}} {
+				if e.Flags&f.bit != 0 {
+					flags = append(flags, f.name)
+				}
+			}
+			extents = append(extents, map[string]any{"logical": e.Logical, "physical": e.Physical, "length": e.Length, "flags": flags})
+		}
+		return map[string]any{"extents": extents}, err
+
+	case "sync":
+		g, err := db.Sync(ctx)
+		return map[string]any{"generation": g}, err
+	case "check":
+		c, err := db.Check(ctx)
+		return map[string]any{"ok": c.OK}, err
+
+	case "connect":
+		var o []cowkv.Option
+		if t := a.str("token"); t != "" {
+			o = append(o, cowkv.WithToken(t))
+		}
+		if ms := a.num("deadline_ms"); ms > 0 {
+			o = append(o, cowkv.WithDefaultTimeout(time.Duration(ms)*time.Millisecond))
+		}
+		r.connect(o...)
+		return empty, nil
+	case "stop_server":
+		r.srv.stop()
+		return empty, nil
+	case "restart_server":
+		r.srv.stop()
+		if n := a.num("corrupt_length"); n > 0 {
+			f, err := os.OpenFile(r.srv.device, os.O_RDWR, 0)
+			if err != nil {
+				return nil, err
+			}
+			buf := make([]byte, n)
+			off := int64(a.num("corrupt_offset"))
+			if _, err := f.ReadAt(buf, off); err != nil {
+				return nil, err
+			}
+			for i := range buf {
+				buf[i] ^= 0xff
+			}
+			if _, err := f.WriteAt(buf, off); err != nil {
+				return nil, err
+			}
+			f.Close()
+		}
+		r.srv.start()
+		r.addr = r.srv.addr
+		r.connect(r.opts...)
+		return empty, nil
+	case "repeat":
+		var s step
+		m := a["step"].(map[string]any)
+		s.Op, _ = m["op"].(string)
+		s.Args, _ = m["args"].(map[string]any)
+		s.Expect, _ = m["expect"].(map[string]any)
+		for i := uint64(0); i < a.num("times"); i++ {
+			r.runStep(int(i), s)
+		}
+		return empty, nil
+	}
+	r.t.Fatalf("unknown op %q", op)
+	return nil, nil
+}

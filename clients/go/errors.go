@@ -1,0 +1,185 @@
+package cowkv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Sentinel errors, one per kind of failure (docs/api.md, "Errors"). Every
+// error the client returns for a failed call is an *Error that matches
+// exactly one of them with errors.Is, plus its parent for the two refined
+// kinds: ErrReadOnly is also ErrFailedPrecondition, ErrNoSpace is also
+// ErrResourceExhausted.
+var (
+	ErrInvalidArgument    = errors.New("cowkv: invalid argument")     // INVALID_ARGUMENT: fix the request
+	ErrNotFound           = errors.New("cowkv: not found")            // NOT_FOUND: key, subvolume, file or handle absent
+	ErrAlreadyExists      = errors.New("cowkv: already exists")       // ALREADY_EXISTS: name taken
+	ErrFailedPrecondition = errors.New("cowkv: failed precondition")  // FAILED_PRECONDITION: do not retry until something changes
+	ErrReadOnly           = errors.New("cowkv: read-only")            // FAILED_PRECONDITION: read-only snapshot or store (EROFS)
+	ErrConflict           = errors.New("cowkv: transaction conflict") // ABORTED: retry the whole transaction
+	ErrTooOld             = errors.New("cowkv: transaction too old")  // OUT_OF_RANGE: retry the whole transaction
+	ErrResourceExhausted  = errors.New("cowkv: resource exhausted")   // RESOURCE_EXHAUSTED: a server limit
+	ErrNoSpace            = errors.New("cowkv: no space")             // RESOURCE_EXHAUSTED: device full (ENOSPC)
+	ErrDataLoss           = errors.New("cowkv: data loss")            // DATA_LOSS: a checksum failed; run Admin.Check
+	ErrUnavailable        = errors.New("cowkv: unavailable")          // UNAVAILABLE: server stopping or unreachable; retry the call
+	ErrUnauthenticated    = errors.New("cowkv: unauthenticated")      // UNAUTHENTICATED: token missing or wrong
+	ErrPermissionDenied   = errors.New("cowkv: permission denied")    // PERMISSION_DENIED
+	ErrDeadlineExceeded   = errors.New("cowkv: deadline exceeded")    // DEADLINE_EXCEEDED (also matches context.DeadlineExceeded)
+	ErrCanceled           = errors.New("cowkv: canceled")             // CANCELLED (also matches context.Canceled)
+	ErrUnimplemented      = errors.New("cowkv: unimplemented")        // UNIMPLEMENTED: server too old for this call
+	ErrInternal           = errors.New("cowkv: internal")             // INTERNAL, UNKNOWN: device I/O error, malformed message
+)
+
+// Error is the error of a failed call: the operation, the gRPC code, the
+// server's message and, for Files errors, the POSIX name the message starts
+// with ("ENOTEMPTY"). Match it with errors.Is against the sentinels.
+type Error struct {
+	Op      string     // the client method, e.g. "Put"
+	Code    codes.Code // the gRPC status code
+	Message string     // the server's (or the client's own check's) reason
+	Errno   string     // POSIX name for Files errors, or ""
+	kind    error      // the most specific sentinel
+}
+
+func (e *Error) Error() string {
+	if e.Op == "" {
+		return fmt.Sprintf("%v: %s", e.kind, e.Message)
+	}
+	return fmt.Sprintf("%v: %s: %s", e.kind, e.Op, e.Message)
+}
+
+// Is reports whether target is the error's kind or the kind's parent.
+func (e *Error) Is(target error) bool {
+	if target == e.kind {
+		return true
+	}
+	switch target {
+	case ErrFailedPrecondition:
+		return e.kind == ErrReadOnly
+	case ErrResourceExhausted:
+		return e.kind == ErrNoSpace
+	case context.DeadlineExceeded:
+		return e.kind == ErrDeadlineExceeded
+	case context.Canceled:
+		return e.kind == ErrCanceled
+	}
+	return false
+}
+
+// Kind is the most specific sentinel the error matches.
+func (e *Error) Kind() error { return e.kind }
+
+// Retryable reports whether running the whole transaction again may succeed
+// (ErrConflict, ErrTooOld).
+func (e *Error) Retryable() bool { return e.kind == ErrConflict || e.kind == ErrTooOld }
+
+// GRPCStatus lets status.FromError see the original code and message.
+func (e *Error) GRPCStatus() *status.Status { return status.New(e.Code, e.Message) }
+
+var byCode = map[codes.Code]error{
+	codes.InvalidArgument:    ErrInvalidArgument,
+	codes.NotFound:           ErrNotFound,
+	codes.AlreadyExists:      ErrAlreadyExists,
+	codes.FailedPrecondition: ErrFailedPrecondition,
+	codes.Aborted:            ErrConflict,
+	codes.OutOfRange:         ErrTooOld,
+	codes.ResourceExhausted:  ErrResourceExhausted,
+	codes.DataLoss:           ErrDataLoss,
+	codes.Unavailable:        ErrUnavailable,
+	codes.Unauthenticated:    ErrUnauthenticated,
+	codes.PermissionDenied:   ErrPermissionDenied,
+	codes.DeadlineExceeded:   ErrDeadlineExceeded,
+	codes.Canceled:           ErrCanceled,
+	codes.Unimplemented:      ErrUnimplemented,
+	codes.Internal:           ErrInternal,
+	codes.Unknown:            ErrInternal,
+}
+
+var errnoPrefix = regexp.MustCompile(`^(E[A-Z0-9]+): `)
+
+// kindOf picks the sentinel for a code and message: read-only and no-space
+// refine FAILED_PRECONDITION and RESOURCE_EXHAUSTED.
+func kindOf(code codes.Code, msg string) error {
+	kind, ok := byCode[code]
+	if !ok {
+		return ErrInternal
+	}
+	switch kind {
+	case ErrFailedPrecondition:
+		if strings.HasPrefix(msg, "EROFS:") ||
+			(strings.Contains(msg, "read-only") && !strings.Contains(msg, "not a read-only")) {
+			return ErrReadOnly
+		}
+	case ErrResourceExhausted:
+		if strings.HasPrefix(msg, "ENOSPC:") || strings.Contains(strings.ToLower(msg), "no space") {
+			return ErrNoSpace
+		}
+	}
+	return kind
+}
+
+func newError(op string, code codes.Code, msg string) *Error {
+	e := &Error{Op: op, Code: code, Message: msg, kind: kindOf(code, msg)}
+	if m := errnoPrefix.FindStringSubmatch(msg); m != nil {
+		e.Errno = m[1]
+	}
+	return e
+}
+
+// wrap converts an error from a gRPC call into an *Error (nil stays nil).
+// Context errors raised before a call left the client keep their meaning.
+func wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var ce *Error
+	if errors.As(err, &ce) {
+		return err
+	}
+	if s, ok := status.FromError(err); ok {
+		return newError(op, s.Code(), s.Message())
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return newError(op, codes.DeadlineExceeded, err.Error())
+	case errors.Is(err, context.Canceled):
+		return newError(op, codes.Canceled, err.Error())
+	}
+	return newError(op, codes.Unknown, err.Error())
+}
+
+// invalid is the client's own INVALID_ARGUMENT, phrased like the server's.
+func invalid(op, format string, args ...any) error {
+	return newError(op, codes.InvalidArgument, fmt.Sprintf(format, args...))
+}
+
+// ErrorClass names an error's kind as the conformance scenarios do
+// ("not_found", "read_only", ...); "" for nil and "unknown" for an error
+// that is not the client's.
+func ErrorClass(err error) string {
+	if err == nil {
+		return ""
+	}
+	var ce *Error
+	if !errors.As(err, &ce) {
+		return "unknown"
+	}
+	return classNames[ce.kind]
+}
+
+var classNames = map[error]string{
+	ErrInvalidArgument: "invalid_argument", ErrNotFound: "not_found",
+	ErrAlreadyExists: "already_exists", ErrFailedPrecondition: "failed_precondition",
+	ErrReadOnly: "read_only", ErrConflict: "conflict", ErrTooOld: "too_old",
+	ErrResourceExhausted: "resource_exhausted", ErrNoSpace: "no_space",
+	ErrDataLoss: "data_loss", ErrUnavailable: "unavailable",
+	ErrUnauthenticated: "unauthenticated", ErrPermissionDenied: "permission_denied",
+	ErrDeadlineExceeded: "deadline_exceeded", ErrCanceled: "cancelled",
+	ErrUnimplemented: "unimplemented", ErrInternal: "internal",
+}

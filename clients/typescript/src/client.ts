@@ -1,0 +1,153 @@
+/** connect() and the Client: subvolumes, admin calls and subvolume handles. */
+import * as grpc from "@grpc/grpc-js";
+import { AdminClient, CheckResponse, StatsResponse, SyncResponse, VersionResponse } from "./gen/cowkv/v1/admin";
+import { FilesClient } from "./gen/cowkv/v1/files";
+import { KVClient } from "./gen/cowkv/v1/kv";
+import { ListSubvolumesResponse, SubvolumeInfo as PbSubvolumeInfo, SubvolumesClient } from "./gen/cowkv/v1/subvolumes";
+import { toCowkvError } from "./errors";
+import { CallOptions, Rpc } from "./rpc";
+import { Subvolume } from "./subvolume";
+import { Transaction, TransactionOptions } from "./txn";
+import { infoFrom, num, SubvolumeInfo } from "./types";
+import { checkName } from "./validate";
+
+/** cowkvd's default listen address. */
+export const DEFAULT_ADDRESS = "127.0.0.1:7420";
+/** The deadline of calls that set none, in milliseconds. */
+export const DEFAULT_TIMEOUT_MS = 30000;
+
+export interface TlsOptions {
+  /** PEM roots to trust (default: the system's). */
+  rootCerts?: Buffer;
+  /** PEM client key and certificate chain, for mutual TLS. */
+  privateKey?: Buffer;
+  certChain?: Buffer;
+}
+
+export interface ConnectOptions {
+  /** Connect over TLS (true = system roots). */
+  tls?: boolean | TlsOptions;
+  /** Sends "authorization: Bearer <token>" with every call (cowkvd --auth-token-file). */
+  token?: string;
+  /** Deadline of calls that set none (default 30 s; 0 = none). */
+  defaultTimeoutMs?: number;
+  /** Wait until the connection is up (within defaultTimeoutMs) before resolving. */
+  waitReady?: boolean;
+  /** Extra grpc-js channel options. */
+  channelOptions?: grpc.ChannelOptions;
+}
+
+/**
+ * Connects to cowkvd. Without waitReady the connection is made by the
+ * first call (a server that is down surfaces as UnavailableError then).
+ */
+export async function connect(address: string = DEFAULT_ADDRESS, opts: ConnectOptions = {}): Promise<Client> {
+  const creds = !opts.tls ? grpc.credentials.createInsecure() : opts.tls === true
+    ? grpc.credentials.createSsl()
+    : grpc.credentials.createSsl(opts.tls.rootCerts ?? null, opts.tls.privateKey ?? null, opts.tls.certChain ?? null);
+  const channelOptions: grpc.ChannelOptions = {
+    "grpc.max_receive_message_length": 20 << 20, "grpc.max_send_message_length": 20 << 20, ...opts.channelOptions,
+  };
+  const kv = new KVClient(address, creds, channelOptions);
+  const shared = { ...channelOptions, channelOverride: kv.getChannel() };
+  const rpc = new Rpc(new SubvolumesClient(address, creds, shared), kv, new FilesClient(address, creds, shared),
+    new AdminClient(address, creds, shared), opts.token, opts.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS);
+  if (opts.waitReady) {
+    await new Promise<void>((resolve, reject) =>
+      kv.waitForReady(new Date(Date.now() + (opts.defaultTimeoutMs || DEFAULT_TIMEOUT_MS)), (err) => {
+        if (err) {
+          kv.close();
+          reject(toCowkvError({ code: grpc.status.UNAVAILABLE, details: err.message }, "connect"));
+        } else resolve();
+      }));
+  }
+  return new Client(rpc);
+}
+
+export interface CheckResult {
+  ok: boolean;
+  problems: string[];
+  rechecked: boolean;
+}
+
+/** A connection to one cowkvd. */
+export class Client {
+  constructor(private readonly rpc: Rpc) {}
+
+  /** Closes the connection; open transactions are left to their leases. */
+  close(): void {
+    this.rpc.close();
+  }
+
+  /** A handle on a subvolume (or snapshot); "" = "default". No call is made. */
+  subvolume(name = "default"): Subvolume {
+    return new Subvolume(this.rpc, name);
+  }
+
+  /** Runs fn in a transaction on "default", retrying conflicts (Subvolume.transaction). */
+  transaction<T>(fn: (tx: Transaction) => Promise<T>, opts?: TransactionOptions): Promise<T> {
+    return this.subvolume().transaction(fn, opts);
+  }
+
+  /** Creates an empty subvolume (AlreadyExistsError if taken). */
+  async createSubvolume(name: string, call?: CallOptions): Promise<SubvolumeInfo> {
+    checkName("createSubvolume", "name", name);
+    return infoFrom(await this.rpc.unary<unknown, PbSubvolumeInfo>("createSubvolume", this.rpc.subvolumes, "create", { name }, call));
+  }
+
+  /** Every live subvolume, in id order. */
+  async listSubvolumes(call?: CallOptions): Promise<SubvolumeInfo[]> {
+    const m = await this.rpc.unary<unknown, ListSubvolumesResponse>("listSubvolumes", this.rpc.subvolumes, "list", {}, call);
+    return m.subvolumes.map(infoFrom);
+  }
+
+  /** One subvolume (NotFoundError if absent). */
+  async showSubvolume(name: string, call?: CallOptions): Promise<SubvolumeInfo> {
+    checkName("showSubvolume", "name", name);
+    return infoFrom(await this.rpc.unary<unknown, PbSubvolumeInfo>("showSubvolume", this.rpc.subvolumes, "show", { name }, call));
+  }
+
+  /** Renames a subvolume; its id and contents stay. */
+  async renameSubvolume(name: string, newName: string, call?: CallOptions): Promise<void> {
+    checkName("renameSubvolume", "name", name);
+    checkName("renameSubvolume", "new_name", newName);
+    await this.rpc.unary("renameSubvolume", this.rpc.subvolumes, "rename", { name, newName }, call);
+  }
+
+  /** Deletes a subvolume ("default" cannot be: FailedPreconditionError). Its snapshots stay. */
+  async deleteSubvolume(name: string, call?: CallOptions): Promise<void> {
+    checkName("deleteSubvolume", "name", name);
+    await this.rpc.unary("deleteSubvolume", this.rpc.subvolumes, "delete", { name }, call);
+  }
+
+  /** Snapshots source as name in O(1); a read-only one refuses writes (ReadOnlyError). */
+  async snapshot(source: string, name: string, opts: { readOnly?: boolean } = {}, call?: CallOptions): Promise<SubvolumeInfo> {
+    checkName("snapshot", "source", source);
+    checkName("snapshot", "name", name);
+    return infoFrom(await this.rpc.unary<unknown, PbSubvolumeInfo>("snapshot", this.rpc.subvolumes, "snapshot",
+      { source, name, readOnly: !!opts.readOnly }, call));
+  }
+
+  /** Commits everything written so far; resolves to the commit's generation. */
+  async sync(call?: CallOptions): Promise<number> {
+    return num((await this.rpc.unary<unknown, SyncResponse>("sync", this.rpc.admin, "sync", {}, call)).generation);
+  }
+
+  /** Verifies the last committed state; findings are data, not an error. */
+  async check(call?: CallOptions): Promise<CheckResult> {
+    const m = await this.rpc.unary<unknown, CheckResponse>("check", this.rpc.admin, "check", {}, call);
+    return { ok: m.ok, problems: m.problems, rechecked: m.rechecked };
+  }
+
+  /** The server's version and API name. */
+  async version(call?: CallOptions): Promise<{ version: string; api: string; grpcVersion: string; protobufVersion: string }> {
+    const m = await this.rpc.unary<unknown, VersionResponse>("version", this.rpc.admin, "version", {}, call);
+    return { version: m.version, api: m.api, grpcVersion: m.grpcVersion, protobufVersion: m.protobufVersion };
+  }
+
+  /** The server's counters (Admin.Stats), as numbers by camelCase name. */
+  async stats(call?: CallOptions): Promise<Record<string, number>> {
+    const m = await this.rpc.unary<unknown, StatsResponse>("stats", this.rpc.admin, "stats", {}, call);
+    return Object.fromEntries(Object.entries(m).map(([k, v]) => [k, Number(v)]));
+  }
+}

@@ -1,0 +1,20 @@
+/**
+ * The TypeScript/Node client of cowkvd.
+ *
+ *     import { connect, Compare, Op, NotFoundError } from "@cowkv/client";
+ *     const client = await connect("127.0.0.1:7420", { token });
+ *     const sv = client.subvolume("default");
+ *     await sv.put("k", "v");
+ *     const v = await sv.get("k");                        // Buffer
+ *     for await (const kv of sv.range({ prefix: "user/" })) { ... }
+ *     await sv.transaction(async (tx) => { ... });        // retried on conflict
+ */
+export { connect, Client, ConnectOptions, TlsOptions, CheckResult, DEFAULT_ADDRESS, DEFAULT_TIMEOUT_MS } from "./client";
+export { Subvolume, TxnRequest, TxnResult, OpResult, WriteOptions, WriteFileOptions, CloneRange } from "./subvolume";
+export { Compare, Op, Cmp, TxnOp, Transaction, TransactionOptions, runTransaction, backoffMs } from "./txn";
+export { CallOptions } from "./rpc";
+export * from "./types";
+export * from "./errors";
+export {
+  Bytes, MAX_KEY_BYTES, MAX_VALUE_BYTES, MAX_NAME_BYTES, MAX_PATH_BYTES, MAX_PATH_DEPTH, MAX_TXN_OPS, MAX_LEASE_MS,
+} from "./validate";

@@ -1,0 +1,380 @@
+/** A subvolume handle: its key space and its file tree. */
+import { RangeRequest, RangeResponse, TxnResponse } from "./gen/cowkv/v1/kv";
+import { FiemapResponse, ReadDirResponse, ReadResponse, WriteRequest, WriteResponse, FileStat as PbFileStat } from "./gen/cowkv/v1/files";
+import { toCowkvError } from "./errors";
+import { CallOptions, Rpc } from "./rpc";
+import { Cmp, pages, rangeFields, runTransaction, Transaction, TransactionOptions, TxnOp } from "./txn";
+import {
+  DirEntry, Durability, durabilityPb, Extent, ExtentFlag, FileStat, KeyRange, KeyValue, kindFrom, kvFrom, num, Page,
+  PageOptions, pageFrom, RangeOptions, statFrom,
+} from "./types";
+import {
+  Bytes, checkKey, checkName, checkPath, checkSubvolume, checkSymlinkTarget, checkValue, invalid, MAX_LEASE_MS,
+  MAX_TXN_OPS, MAX_WRITE_CHUNK, toBuffer,
+} from "./validate";
+
+export interface WriteOptions {
+  durability?: Durability;
+}
+
+/** A one-shot transaction: if every compare holds run success, else failure, atomically. */
+export interface TxnRequest {
+  compare?: Cmp[];
+  success?: TxnOp[];
+  failure?: TxnOp[];
+  durability?: Durability;
+}
+
+export type OpResult =
+  | { kind: "put" }
+  | { kind: "delete"; deleted: number }
+  | { kind: "range"; page: Page };
+
+export interface TxnResult {
+  /** Every compare held and success ran. */
+  succeeded: boolean;
+  /** The writes' revision, or the revision read at. */
+  revision: number;
+  /** One per op of the branch that ran. */
+  responses: OpResult[];
+}
+
+export interface WriteFileOptions {
+  /** Where the data goes (default 0). */
+  offset?: number;
+  /** Create the file if absent. */
+  create?: boolean;
+  /** Permission bits for create (default 0o644). */
+  mode?: number;
+  /** Cut the file to offset before writing. */
+  truncate?: boolean;
+}
+
+export interface CloneRange {
+  src: string;
+  srcOffset?: number;
+  dst: string;
+  dstOffset?: number;
+  /** Bytes to clone; 0 or omitted = to the source's EOF. */
+  length?: number;
+}
+
+export class Subvolume {
+  constructor(private readonly rpc: Rpc, /** The name ("" = "default"). */ readonly name: string) {}
+
+  private unary<Res>(op: string, client: object, method: string, req: unknown, call?: CallOptions): Promise<Res> {
+    return this.rpc.unary<unknown, Res>(op, client, method, req, call);
+  }
+
+  // ---- KV ----
+
+  /** Reads a key's value (NotFoundError if absent). */
+  async get(key: Bytes, call?: CallOptions): Promise<Buffer> {
+    return (await this.getKV(key, call)).value;
+  }
+
+  /** Reads a key with its revisions, and the store revision the read saw. */
+  async getKV(key: Bytes, call?: CallOptions): Promise<KeyValue & { revision: number }> {
+    const k = toBuffer(key);
+    checkSubvolume("get", this.name);
+    checkKey("get", "key", k);
+    const m = await this.unary<{ kv?: Parameters<typeof kvFrom>[0]; revision: bigint }>(
+      "get", this.rpc.kv, "get", { subvolume: this.name, key: k }, call);
+    return { ...kvFrom(m.kv), revision: num(m.revision) };
+  }
+
+  /** Writes a key; resolves to the write's revision. */
+  async put(key: Bytes, value: Bytes, opts: WriteOptions = {}, call?: CallOptions): Promise<number> {
+    const k = toBuffer(key), v = toBuffer(value);
+    checkSubvolume("put", this.name);
+    checkKey("put", "key", k);
+    checkValue("put", v);
+    const m = await this.unary<{ revision: bigint }>("put", this.rpc.kv, "put",
+      { subvolume: this.name, key: k, value: v, durability: durabilityPb(opts.durability) }, call);
+    return num(m.revision);
+  }
+
+  /** Deletes a key (NotFoundError if absent); resolves to the revision. */
+  async delete(key: Bytes, opts: WriteOptions = {}, call?: CallOptions): Promise<number> {
+    const k = toBuffer(key);
+    checkSubvolume("delete", this.name);
+    checkKey("delete", "key", k);
+    const m = await this.unary<{ revision: bigint }>("delete", this.rpc.kv, "delete",
+      { subvolume: this.name, key: k, durability: durabilityPb(opts.durability) }, call);
+    return num(m.revision);
+  }
+
+  /**
+   * Deletes every key of a range atomically (at most 10,000). A range with
+   * no bound is refused, so {} never deletes everything; {start: "\0"} does.
+   */
+  async deleteRange(range: KeyRange, opts: WriteOptions = {}, call?: CallOptions): Promise<{ deleted: number; revision: number }> {
+    const r = rangeFields("deleteRange", range);
+    checkSubvolume("deleteRange", this.name);
+    r.check();
+    if (r.start.length === 0 && r.end.length === 0 && r.prefix.length === 0) {
+      throw invalid("deleteRange", "one of start, end and prefix must be set");
+    }
+    const m = await this.unary<{ deleted: bigint; revision: bigint }>("deleteRange", this.rpc.kv, "deleteRange",
+      { subvolume: this.name, start: r.start, end: r.end, prefix: r.prefix, durability: durabilityPb(opts.durability) }, call);
+    return { deleted: num(m.deleted), revision: num(m.revision) };
+  }
+
+  private rangeRequest(op: string, range: KeyRange, opts: PageOptions): RangeRequest {
+    const r = rangeFields(op, range);
+    checkSubvolume(op, this.name);
+    r.check();
+    if (opts.snapshot) checkName(op, "snapshot", opts.snapshot);
+    return RangeRequest.fromPartial({
+      subvolume: this.name, start: r.start, end: r.end, prefix: r.prefix, reverse: !!opts.reverse,
+      keysOnly: !!opts.keysOnly, countOnly: !!opts.countOnly, snapshot: opts.snapshot ?? "",
+    });
+  }
+
+  /**
+   * Iterates the keys of a range, a page at a time, continuing with the page token:
+   *
+   *     for await (const kv of sv.range({ prefix: "user/" }, { pageSize: 500 })) { ... }
+   *
+   * Pages of a live subvolume are each consistent at their own revision;
+   * use `snapshot` for one view.
+   */
+  range(range: KeyRange = {}, opts: RangeOptions = {}, call?: CallOptions): AsyncGenerator<KeyValue> {
+    const self = this;
+    return (async function* () {
+      const req = self.rangeRequest("range", range, opts);
+      yield* pages(req, opts, (req) => self.unary("range", self.rpc.kv, "range", req, call));
+    })();
+  }
+
+  /** Reads one page: at most opts.limit keys (0 = the server's page limit), from opts.pageToken. */
+  async rangePage(range: KeyRange = {}, opts: PageOptions = {}, call?: CallOptions): Promise<Page> {
+    const req = this.rangeRequest("range", range, opts);
+    req.limit = BigInt(opts.limit ?? 0);
+    req.pageToken = opts.pageToken ? Buffer.from(opts.pageToken) : Buffer.alloc(0);
+    return pageFrom(await this.unary<RangeResponse>("range", this.rpc.kv, "range", req, call));
+  }
+
+  /** Counts the keys of a range exactly. */
+  async count(range: KeyRange = {}, opts: RangeOptions = {}, call?: CallOptions): Promise<number> {
+    return (await this.rangePage(range, { ...opts, countOnly: true }, call)).count;
+  }
+
+  /** A one-shot conditional transaction (a compare that does not hold is not an error). */
+  async txn(req: TxnRequest, call?: CallOptions): Promise<TxnResult> {
+    const compare = req.compare ?? [], success = req.success ?? [], failure = req.failure ?? [];
+    checkSubvolume("txn", this.name);
+    if (compare.length > MAX_TXN_OPS || success.length > MAX_TXN_OPS || failure.length > MAX_TXN_OPS) {
+      throw invalid("txn", `a Txn has at most ${MAX_TXN_OPS} compares and ${MAX_TXN_OPS} ops per branch`);
+    }
+    for (const c of compare) checkKey("txn", "compare.key", Buffer.from(c.pb.key));
+    for (const op of [...success, ...failure]) op.check();
+    const m = await this.unary<TxnResponse>("txn", this.rpc.kv, "txn", {
+      subvolume: this.name, compare: compare.map((c) => c.pb), success: success.map((o) => o.pb),
+      failure: failure.map((o) => o.pb), durability: durabilityPb(req.durability),
+    }, call);
+    return {
+      succeeded: m.succeeded, revision: num(m.revision),
+      responses: m.responses.map((r): OpResult => {
+        const x = r.result;
+        if (x?.$case === "delete") return { kind: "delete", deleted: num(x.delete.deleted) };
+        if (x?.$case === "range") return { kind: "range", page: pageFrom(x.range) };
+        return { kind: "put" };
+      }),
+    };
+  }
+
+  /** Starts an interactive transaction; finish it with commit or abort. */
+  async begin(opts: { leaseMs?: number } = {}, call?: CallOptions): Promise<Transaction> {
+    checkSubvolume("begin", this.name);
+    const lease = opts.leaseMs ?? 0;
+    if (lease < 0 || lease > MAX_LEASE_MS) throw invalid("begin", `lease_ms: at most ${MAX_LEASE_MS} ms, not ${lease}`);
+    const m = await this.unary<{ handle: bigint; readRevision: bigint; leaseMs: bigint }>(
+      "begin", this.rpc.kv, "begin", { subvolume: this.name, leaseMs: BigInt(lease) }, call);
+    return new Transaction(this.rpc, m.handle, num(m.readRevision), num(m.leaseMs));
+  }
+
+  /**
+   * Runs fn in an interactive transaction and commits it, retrying the whole
+   * transaction with jittered exponential backoff on ConflictError and
+   * TooOldError (fn must be safe to run again and read through tx).
+   * Resolves to fn's result.
+   */
+  transaction<T>(fn: (tx: Transaction) => Promise<T>, opts: TransactionOptions = {}): Promise<T> {
+    return runTransaction(() => this.begin({ leaseMs: opts.leaseMs }), fn, opts);
+  }
+
+  // ---- Files ----
+
+  private async fileCall<Res>(op: string, method: string, req: Record<string, unknown>, paths: Record<string, string>, call?: CallOptions): Promise<Res> {
+    checkSubvolume(op, this.name);
+    for (const [field, p] of Object.entries(paths)) checkPath(op, field, p);
+    return this.unary<Res>(op, this.rpc.files, method, { subvolume: this.name, ...req }, call);
+  }
+
+  /** Attributes of a file, directory or symlink (never followed). */
+  async stat(path: string, call?: CallOptions): Promise<FileStat> {
+    return statFrom(await this.fileCall<PbFileStat>("stat", "stat", { path, ino: 0n }, { path }, call));
+  }
+
+  /** Creates a directory (mode default 0o755); the parent must exist. */
+  async mkdir(path: string, opts: { mode?: number } = {}, call?: CallOptions): Promise<FileStat> {
+    return statFrom(await this.fileCall<PbFileStat>("mkdir", "mkdir", { path, mode: opts.mode ?? 0 }, { path }, call));
+  }
+
+  /** Creates an empty regular file (mode default 0o644); AlreadyExistsError (EEXIST) if taken. */
+  async createFile(path: string, opts: { mode?: number } = {}, call?: CallOptions): Promise<FileStat> {
+    return statFrom(await this.fileCall<PbFileStat>("createFile", "create", { path, mode: opts.mode ?? 0 }, { path }, call));
+  }
+
+  /** Lists a directory in creation order, fetching pages of pageSize entries until the end. */
+  async readDir(path: string, opts: { pageSize?: number } = {}, call?: CallOptions): Promise<DirEntry[]> {
+    const out: DirEntry[] = [];
+    let cookie = 0n;
+    for (;;) {
+      const m = await this.fileCall<ReadDirResponse>("readDir", "readDir",
+        { path, ino: 0n, cookie, limit: BigInt(opts.pageSize ?? 0) }, { path }, call);
+      for (const e of m.entries) out.push({ name: e.name, ino: num(e.ino), kind: kindFrom(e.kind), cookie: num(e.cookie) });
+      if (!m.more) return out;
+      cookie = m.nextCookie;
+    }
+  }
+
+  /** Reads a regular file (or length bytes from offset; 0 = to EOF), streamed in 1 MiB chunks. Holes read as zeros. */
+  async readFile(path: string, opts: { offset?: number; length?: number } = {}, call?: CallOptions): Promise<Buffer> {
+    checkSubvolume("read", this.name);
+    checkPath("read", "path", path);
+    const stream = this.rpc.files.read({ subvolume: this.name, path, ino: 0n, offset: BigInt(opts.offset ?? 0), length: BigInt(opts.length ?? 0) },
+      this.rpc.metadata(), this.rpc.options(call));
+    const unwatch = Rpc.watch(stream, call?.signal);
+    const chunks: Buffer[] = [];
+    try {
+      for await (const m of stream as AsyncIterable<ReadResponse>) chunks.push(Buffer.from(m.data));
+    } catch (err) {
+      throw toCowkvError(err, "read");
+    } finally {
+      unwatch();
+    }
+    return Buffer.concat(chunks);
+  }
+
+  /**
+   * Writes data into a regular file, streamed in chunks of at most 4 MiB
+   * (each chunk is atomic, the whole write is not). Resolves to the bytes
+   * written and the file's attributes afterwards.
+   */
+  async writeFile(path: string, data: Bytes | AsyncIterable<Uint8Array>, opts: WriteFileOptions = {}, call?: CallOptions):
+    Promise<{ bytesWritten: number; stat: FileStat }> {
+    checkSubvolume("write", this.name);
+    checkPath("write", "path", path);
+    let resolveDone!: (r: WriteResponse) => void, rejectDone!: (e: unknown) => void;
+    const done = new Promise<WriteResponse>((res, rej) => { resolveDone = res; rejectDone = rej; });
+    const stream = this.rpc.files.write(this.rpc.metadata(), this.rpc.options(call), (err, res) => {
+      if (err) rejectDone(toCowkvError(err, "write"));
+      else resolveDone(res);
+    });
+    const unwatch = Rpc.watch(stream, call?.signal);
+    stream.on("error", () => {}); // the callback reports it
+    let failed = false;
+    done.catch(() => { failed = true; });
+    const first = WriteRequest.fromPartial({
+      subvolume: this.name, path, offset: BigInt(opts.offset ?? 0), create: !!opts.create, mode: opts.mode ?? 0,
+      truncate: !!opts.truncate,
+    });
+    let sent = false;
+    const send = async (chunk: Buffer) => {
+      const msg = sent ? WriteRequest.fromPartial({ data: chunk }) : { ...first, data: chunk };
+      sent = true;
+      if (!stream.write(msg)) await Promise.race([new Promise((r) => stream.once("drain", r)), done.catch(() => {})]);
+    };
+    try {
+      const source = typeof data === "string" || data instanceof Uint8Array ? [toBuffer(data)] : data;
+      for await (const piece of source) {
+        const buf = toBuffer(piece);
+        for (let off = 0; off < buf.length && !failed; off += MAX_WRITE_CHUNK) {
+          await send(buf.subarray(off, off + MAX_WRITE_CHUNK));
+        }
+        if (failed) break;
+      }
+      if (!sent && !failed) await send(Buffer.alloc(0));
+      stream.end();
+      const m = await done;
+      return { bytesWritten: num(m.bytesWritten), stat: statFrom(m.stat) };
+    } finally {
+      unwatch();
+    }
+  }
+
+  /** Sets a regular file's size (cuts, or extends with a hole). */
+  async truncate(path: string, size: number, call?: CallOptions): Promise<FileStat> {
+    return statFrom(await this.fileCall<PbFileStat>("truncate", "truncate", { path, ino: 0n, size: BigInt(size) }, { path }, call));
+  }
+
+  /** Renames (moves) a name; an existing `to` is replaced unless noReplace; exchange swaps the two. */
+  async rename(from: string, to: string, opts: { noReplace?: boolean; exchange?: boolean } = {}, call?: CallOptions): Promise<void> {
+    if (opts.noReplace && opts.exchange) throw invalid("rename", "EINVAL: flags: NOREPLACE and EXCHANGE together");
+    const flags = (opts.noReplace ? 1 : 0) | (opts.exchange ? 2 : 0);
+    await this.fileCall("rename", "rename", { from, to, flags }, { from, to }, call);
+  }
+
+  /** Adds a hard link newPath to the file at existing. */
+  async link(existing: string, newPath: string, call?: CallOptions): Promise<FileStat> {
+    return statFrom(await this.fileCall<PbFileStat>("link", "link", { existing, newPath }, { existing, new_path: newPath }, call));
+  }
+
+  /** Creates a symlink at path holding target (never resolved). */
+  async symlink(target: string, path: string, call?: CallOptions): Promise<FileStat> {
+    checkSymlinkTarget("symlink", target);
+    return statFrom(await this.fileCall<PbFileStat>("symlink", "symlink", { target, path }, { path }, call));
+  }
+
+  /** A symlink's target. */
+  async readLink(path: string, call?: CallOptions): Promise<string> {
+    return (await this.fileCall<{ target: string }>("readLink", "readLink", { path }, { path }, call)).target;
+  }
+
+  /** Removes a name of a file or symlink. */
+  async unlink(path: string, call?: CallOptions): Promise<void> {
+    await this.fileCall("unlink", "unlink", { path }, { path }, call);
+  }
+
+  /** Removes an empty directory. */
+  async rmdir(path: string, call?: CallOptions): Promise<void> {
+    await this.fileCall("rmdir", "rmdir", { path }, { path }, call);
+  }
+
+  /** Makes a file (and, for a directory, its entries) durable; datasync = fdatasync. */
+  async fsync(path: string, opts: { datasync?: boolean } = {}, call?: CallOptions): Promise<void> {
+    await this.fileCall("fsync", "fsync", { path, ino: 0n, datasync: !!opts.datasync }, { path }, call);
+  }
+
+  /** Reflink: makes a range of dst share the extents of a range of src (no data copied). */
+  async clone(r: CloneRange, call?: CallOptions): Promise<void> {
+    await this.fileCall("clone", "clone", {
+      srcPath: r.src, srcIno: 0n, srcOffset: BigInt(r.srcOffset ?? 0), dstPath: r.dst, dstIno: 0n,
+      dstOffset: BigInt(r.dstOffset ?? 0), length: BigInt(r.length ?? 0),
+    }, { src_path: r.src, dst_path: r.dst }, call);
+  }
+
+  /** The extents holding [offset, offset+length) of a file (length 0 = to EOF), across the server's pages. */
+  async fiemap(path: string, opts: { offset?: number; length?: number } = {}, call?: CallOptions): Promise<Extent[]> {
+    const out: Extent[] = [];
+    let offset = opts.offset ?? 0, length = opts.length ?? 0;
+    const end = offset + length;
+    for (;;) {
+      const m = await this.fileCall<FiemapResponse>("fiemap", "fiemap",
+        { path, ino: 0n, offset: BigInt(offset), length: BigInt(length) }, { path }, call);
+      for (const e of m.extents) {
+        out.push({ logical: num(e.logical), physical: num(e.physical), length: num(e.length), flags: e.flags,
+          shared: (e.flags & ExtentFlag.SHARED) !== 0 });
+      }
+      if (!m.more || m.extents.length === 0) return out;
+      const last = out[out.length - 1];
+      offset = last.logical + last.length;
+      if (length !== 0) {
+        if (offset >= end) return out;
+        length = end - offset;
+      }
+    }
+  }
+}

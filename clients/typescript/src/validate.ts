@@ -1,0 +1,95 @@
+/**
+ * Client-side checks of the limits the server enforces (docs/api.md,
+ * "Limits"): the same error class and POSIX name as the server's, without
+ * a round trip.
+ */
+import { status as Status } from "@grpc/grpc-js";
+import { InvalidArgumentError } from "./errors";
+
+export const MAX_KEY_BYTES = 1024;
+export const MAX_VALUE_BYTES = 16 << 20;
+export const MAX_NAME_BYTES = 255;
+export const MAX_PATH_BYTES = 4096;
+export const MAX_PATH_DEPTH = 256;
+export const MAX_WRITE_CHUNK = 4 << 20;
+export const MAX_TXN_OPS = 10000;
+export const MAX_LEASE_MS = 600000;
+const MAX_BOUND_BYTES = MAX_KEY_BYTES + 1;
+const MAX_SYMLINK_BYTES = 4095;
+
+export type Bytes = string | Uint8Array;
+
+/** UTF-8 for strings, a Buffer view for byte arrays. */
+export function toBuffer(b: Bytes | undefined): Buffer {
+  if (b === undefined) return Buffer.alloc(0);
+  if (typeof b === "string") return Buffer.from(b, "utf8");
+  return Buffer.from(b.buffer, b.byteOffset, b.byteLength);
+}
+
+export function invalid(op: string, details: string): InvalidArgumentError {
+  return new InvalidArgumentError(details, Status.INVALID_ARGUMENT, op);
+}
+
+export function checkKey(op: string, field: string, key: Buffer): void {
+  if (key.length === 0 || key.length > MAX_KEY_BYTES) {
+    throw invalid(op, `${field}: a key is 1..${MAX_KEY_BYTES} bytes, not ${key.length}`);
+  }
+}
+
+export function checkValue(op: string, value: Buffer): void {
+  if (value.length > MAX_VALUE_BYTES) {
+    throw invalid(op, `value: at most ${MAX_VALUE_BYTES} bytes, not ${value.length}`);
+  }
+}
+
+export function checkBound(op: string, field: string, bound: Buffer): void {
+  if (bound.length > MAX_BOUND_BYTES) {
+    throw invalid(op, `${field}: a range bound is at most ${MAX_BOUND_BYTES} bytes, not ${bound.length}`);
+  }
+}
+
+/** A subvolume name: 1..255 bytes, no '/' or NUL. */
+export function checkName(op: string, field: string, name: string): void {
+  const n = Buffer.byteLength(name, "utf8");
+  if (n === 0 || n > MAX_NAME_BYTES) {
+    throw invalid(op, `${field}: a subvolume name is 1..${MAX_NAME_BYTES} bytes, not ${n}`);
+  }
+  if (name.includes("/") || name.includes("\0")) {
+    throw invalid(op, `${field}: a subvolume name may not contain '/' or NUL: ${JSON.stringify(name)}`);
+  }
+}
+
+/** The subvolume of a KV or Files call ("" = default). */
+export function checkSubvolume(op: string, name: string): void {
+  if (name !== "") checkName(op, "subvolume", name);
+}
+
+/** A file path: at most 4096 bytes and 256 components of 1..255 bytes, no NUL, no "." or "..". */
+export function checkPath(op: string, field: string, path: string): void {
+  const n = Buffer.byteLength(path, "utf8");
+  if (n > MAX_PATH_BYTES) {
+    throw invalid(op, `ENAMETOOLONG: ${field}: a path is at most ${MAX_PATH_BYTES} bytes, not ${n}`);
+  }
+  if (path.includes("\0")) throw invalid(op, `EINVAL: ${field}: a path may not contain NUL`);
+  let depth = 0;
+  for (const part of path.split("/")) {
+    if (part === "") continue;
+    const len = Buffer.byteLength(part, "utf8");
+    if (len > MAX_NAME_BYTES) {
+      throw invalid(op, `ENAMETOOLONG: ${field}: a name is at most ${MAX_NAME_BYTES} bytes, not ${len}`);
+    }
+    if (part === "." || part === "..") {
+      throw invalid(op, `EINVAL: ${field}: "${part}" is not a valid name: ${path}`);
+    }
+    if (++depth > MAX_PATH_DEPTH) {
+      throw invalid(op, `EINVAL: ${field}: a path has at most ${MAX_PATH_DEPTH} components`);
+    }
+  }
+}
+
+export function checkSymlinkTarget(op: string, target: string): void {
+  const n = Buffer.byteLength(target, "utf8");
+  if (n === 0 || n > MAX_SYMLINK_BYTES) {
+    throw invalid(op, `EINVAL: target: a symlink target is 1..${MAX_SYMLINK_BYTES} bytes, not ${n}`);
+  }
+}

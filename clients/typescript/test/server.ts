@@ -1,0 +1,83 @@
+/** Starts and stops cowkvd processes for the tests. */
+import { ChildProcess, spawn } from "node:child_process";
+import * as fs from "node:fs";
+import * as net from "node:net";
+import * as os from "node:os";
+import * as path from "node:path";
+import * as readline from "node:readline";
+
+/** $COWKVD or ../../bazel-bin/server/cowkvd (relative to clients/typescript), or undefined. */
+export function serverBinary(): string | undefined {
+  const bin = process.env.COWKVD || path.resolve(__dirname, "../../../../bazel-bin/server/cowkvd");
+  return fs.existsSync(bin) ? path.resolve(bin) : undefined;
+}
+
+export function tempDir(): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), "cowkv-ts-"));
+}
+
+export class Server {
+  readonly device: string;
+  readonly args: string[];
+  addr = "";
+  private proc?: ChildProcess;
+  private exited?: Promise<void>;
+
+  constructor(readonly bin: string, readonly dir: string, size: string, token = "", extra: string[] = []) {
+    this.device = path.join(dir, "cowkv.img");
+    this.args = ["--device", this.device, "--create-size", size, "--listen", "127.0.0.1:0", "--metrics-listen", "", ...extra];
+    if (token) {
+      const f = path.join(dir, "token");
+      fs.writeFileSync(f, token + "\n", { mode: 0o600 });
+      this.args.push("--auth-token-file", f);
+    }
+  }
+
+  /** Starts cowkvd and resolves once it prints its port. */
+  async start(): Promise<void> {
+    const proc = spawn(this.bin, this.args, { stdio: ["ignore", "ignore", "pipe"] });
+    this.proc = proc;
+    this.exited = new Promise((resolve) => proc.once("exit", () => resolve()));
+    const lines = readline.createInterface({ input: proc.stderr! });
+    const log: string[] = [];
+    this.addr = await new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error("cowkvd did not start in 60 s")), 60000);
+      lines.on("line", (line) => {
+        const m = /\(port (\d+)\)/.exec(line);
+        if (m) {
+          clearTimeout(timer);
+          resolve(`127.0.0.1:${m[1]}`);
+        } else {
+          log.push(line);
+          if (process.env.COWKV_VERBOSE) console.error(`cowkvd: ${line}`);
+        }
+      });
+      proc.once("exit", (code) => {
+        clearTimeout(timer);
+        reject(new Error(`cowkvd exited at start (${code}): ${log.join("\n")}`));
+      });
+    });
+  }
+
+  /** SIGTERM, then waits for the exit (SIGKILL after 30 s). */
+  async stop(): Promise<void> {
+    const proc = this.proc;
+    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
+    this.proc = undefined;
+    proc.kill("SIGTERM");
+    const t = setTimeout(() => proc.kill("SIGKILL"), 30000);
+    await this.exited;
+    clearTimeout(t);
+  }
+}
+
+/** An address where nothing listens (a free port, found and released). */
+export async function deadAddress(): Promise<string> {
+  return new Promise((resolve) => {
+    const s = net.createServer();
+    s.listen(0, "127.0.0.1", () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(`127.0.0.1:${port}`));
+    });
+  });
+}
