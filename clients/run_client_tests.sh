@@ -3,7 +3,7 @@
 # the conformance scenarios (clients/conformance/scenarios.json) against
 # live cowkvd processes the tests start themselves.
 #
-#   bash clients/run_client_tests.sh go ts      # or: all
+#   bash clients/run_client_tests.sh go ts java rust   # or: all
 #
 # Installs what a client needs from its registry when missing (Go modules,
 # npm packages; stubs are generated from proto/ on every run) and builds
@@ -14,16 +14,16 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
 if [ $# -eq 0 ]; then
-  echo "usage: $0 go|ts|all ..." >&2
+  echo "usage: $0 go|ts|java|rust|all ..." >&2
   exit 2
 fi
 langs=()
 for a in "$@"; do
   case "$a" in
-    all) langs+=(go ts) ;;
-    go | ts) langs+=("$a") ;;
+    all) langs+=(go ts java rust) ;;
+    go | ts | java | rust) langs+=("$a") ;;
     typescript) langs+=(ts) ;;
-    *) echo "$0: unknown client '$a' (go, ts, all)" >&2; exit 2 ;;
+    *) echo "$0: unknown client '$a' (go, ts, java, rust, all)" >&2; exit 2 ;;
   esac
 done
 
@@ -60,6 +60,9 @@ run_ts() {
   fi
   npm test
 }
+
+run_java() { bash "$root/clients/java/run_tests.sh"; }
+run_rust() { bash "$root/clients/rust/run_tests.sh"; }
 
 status=0
 summary=()

@@ -1,0 +1,166 @@
+package dev.cowkv;
+
+import com.google.protobuf.Descriptors;
+import cowkv.v1.AdminOuterClass;
+import cowkv.v1.SubvolumesOuterClass;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A connection to one cowkvd: subvolumes and snapshots, their key spaces and file trees, and
+ * Admin. Thread-safe; close it when done (try-with-resources).
+ *
+ * <pre>{@code
+ * try (CowkvClient client = CowkvClient.connect(CowkvOptions.of("127.0.0.1:7420"))) {
+ *   client.createSubvolume("data");
+ *   Subvolume sv = client.subvolume("data");
+ *   sv.put("k", "v");
+ *   client.snapshot("data", "data@2026-11-22", true);
+ * }
+ * }</pre>
+ */
+public final class CowkvClient implements AutoCloseable {
+  private final Rpc rpc;
+  private final CowkvOptions options;
+
+  private CowkvClient(CowkvOptions options) {
+    this.options = options;
+    this.rpc = new Rpc(options);
+  }
+
+  /** Opens a channel to cowkvd; it connects lazily, on the first call. */
+  public static CowkvClient connect(CowkvOptions options) {
+    return new CowkvClient(options);
+  }
+
+  /** {@link #connect(CowkvOptions)} with every default and this address. */
+  public static CowkvClient connect(String address) {
+    return connect(CowkvOptions.of(address));
+  }
+
+  public CowkvOptions options() {
+    return options;
+  }
+
+  /** Closes the channel; calls in flight are cancelled after a short grace period. */
+  @Override
+  public void close() {
+    rpc.channel.shutdown();
+    try {
+      if (!rpc.channel.awaitTermination(5, TimeUnit.SECONDS)) {
+        rpc.channel.shutdownNow();
+      }
+    } catch (InterruptedException e) {
+      rpc.channel.shutdownNow();
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  // Subvolumes and snapshots.
+
+  /**
+   * A handle on a subvolume (or snapshot) by name; no call is made. "" is "default". A bad
+   * name is refused here with {@link InvalidArgumentException}.
+   */
+  public Subvolume subvolume(String name) {
+    return new Subvolume(rpc, name);
+  }
+
+  /** Creates an empty subvolume; {@link AlreadyExistsException} if the name is taken. */
+  public SubvolumeInfo createSubvolume(String name) {
+    Validate.subvolumeName("create", "name", name);
+    return SubvolumeInfo.fromProto(Rpc.call("create", () -> rpc.subvolumes().create(
+        SubvolumesOuterClass.CreateSubvolumeRequest.newBuilder().setName(name).build())));
+  }
+
+  /** Every live subvolume and snapshot, "default" included, in id order. */
+  public List<SubvolumeInfo> listSubvolumes() {
+    SubvolumesOuterClass.ListSubvolumesResponse r = Rpc.call("list", () -> rpc.subvolumes()
+        .list(SubvolumesOuterClass.ListSubvolumesRequest.getDefaultInstance()));
+    List<SubvolumeInfo> out = new ArrayList<>();
+    for (SubvolumesOuterClass.SubvolumeInfo m : r.getSubvolumesList()) {
+      out.add(SubvolumeInfo.fromProto(m));
+    }
+    return Collections.unmodifiableList(out);
+  }
+
+  /** One subvolume; {@link NotFoundException} if no subvolume has the name. */
+  public SubvolumeInfo showSubvolume(String name) {
+    Validate.subvolumeName("show", "name", name);
+    return SubvolumeInfo.fromProto(Rpc.call("show", () -> rpc.subvolumes().show(
+        SubvolumesOuterClass.ShowSubvolumeRequest.newBuilder().setName(name).build())));
+  }
+
+  /** Renames a subvolume; its id, contents and snapshots stay. */
+  public void renameSubvolume(String name, String newName) {
+    Validate.subvolumeName("rename", "name", name);
+    Validate.subvolumeName("rename", "new_name", newName);
+    Rpc.call("rename", () -> rpc.subvolumes().rename(SubvolumesOuterClass.RenameSubvolumeRequest
+        .newBuilder().setName(name).setNewName(newName).build()));
+  }
+
+  /** Deletes a subvolume by exact name ("default": {@link FailedPreconditionException}). */
+  public void deleteSubvolume(String name) {
+    Validate.subvolumeName("delete", "name", name);
+    Rpc.call("delete", () -> rpc.subvolumes().delete(
+        SubvolumesOuterClass.DeleteSubvolumeRequest.newBuilder().setName(name).build()));
+  }
+
+  /**
+   * Snapshots {@code source} as {@code name} (O(1)); a read-only snapshot refuses every write
+   * with {@link ReadOnlyException}.
+   */
+  public SubvolumeInfo snapshot(String source, String name, boolean readOnly) {
+    Validate.subvolumeName("snapshot", "source", source);
+    Validate.subvolumeName("snapshot", "name", name);
+    return SubvolumeInfo.fromProto(Rpc.call("snapshot", () -> rpc.subvolumes().snapshot(
+        SubvolumesOuterClass.SnapshotRequest.newBuilder().setSource(source).setName(name)
+            .setReadOnly(readOnly).build())));
+  }
+
+  // Admin.
+
+  /** Commits the engine transaction: everything written before survives a crash. */
+  public long sync() {
+    return Rpc.call("sync", () -> rpc.admin(null).sync(
+        AdminOuterClass.SyncRequest.getDefaultInstance())).getGeneration();
+  }
+
+  /** Every engine and server counter, by the field names of StatsResponse. */
+  public Map<String, Long> stats() {
+    AdminOuterClass.StatsResponse r = Rpc.call("stats", () -> rpc.admin(null).stats(
+        AdminOuterClass.StatsRequest.getDefaultInstance()));
+    Map<String, Long> out = new LinkedHashMap<>();
+    for (Descriptors.FieldDescriptor f : r.getDescriptorForType().getFields()) {
+      out.put(f.getName(), ((Number) r.getField(f)).longValue());
+    }
+    return Collections.unmodifiableMap(out);
+  }
+
+  /** Online read-only verification; findings are data, not an exception. */
+  public CheckResult check() {
+    return check(null);
+  }
+
+  /** {@link #check()} with its own deadline (a check of a large store takes a while). */
+  public CheckResult check(Duration timeout) {
+    AdminOuterClass.CheckResponse r = Rpc.call("check", () -> rpc.admin(timeout).check(
+        AdminOuterClass.CheckRequest.getDefaultInstance()));
+    return new CheckResult(r.getOk(), List.copyOf(r.getProblemsList()), r.getGeneration(),
+        r.getFsid(), r.getNodesize(), r.getTotalBytes(), r.getTrees(), r.getNodes(),
+        r.getItems(), r.getExtents(), r.getUsedBytes(), r.getRechecked());
+  }
+
+  /** Versions of the server, the API and its libraries. */
+  public VersionInfo version() {
+    AdminOuterClass.VersionResponse r = Rpc.call("version", () -> rpc.admin(null).version(
+        AdminOuterClass.VersionRequest.getDefaultInstance()));
+    return new VersionInfo(r.getVersion(), r.getApi(), r.getGrpcVersion(),
+        r.getProtobufVersion(), r.getNodesize());
+  }
+}

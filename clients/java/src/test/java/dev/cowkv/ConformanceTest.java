@@ -1,0 +1,971 @@
+package dev.cowkv;
+
+import static org.junit.jupiter.api.Assertions.fail;
+
+import com.google.gson.JsonArray;
+import com.google.gson.JsonElement;
+import com.google.gson.JsonObject;
+import com.google.gson.JsonParser;
+import com.google.gson.JsonPrimitive;
+import java.io.IOException;
+import java.io.RandomAccessFile;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Base64;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.DynamicTest;
+import org.junit.jupiter.api.TestFactory;
+
+/**
+ * Runs clients/conformance/scenarios.json (format: its README.md) through the public API of
+ * this client against live cowkvd servers: one shared server, plus a dedicated one for each
+ * scenario that asks for it. One dynamic test per scenario (two for client-side ones).
+ */
+class ConformanceTest {
+  private static final String RUN = String.format("%08x", new SecureRandom().nextInt());
+  private static final Pattern VAR = Pattern.compile("\\$\\{([A-Za-z0-9_]+)\\}");
+  private static final List<CowkvdServer> dedicated = new ArrayList<>();
+
+  static Path scenarioFile() {
+    String env = System.getenv("COWKV_CONFORMANCE");
+    if (env != null && !env.isEmpty()) {
+      return Paths.get(env);
+    }
+    return Paths.get(System.getProperty("cowkv.repo", "../.."), "clients", "conformance",
+        "scenarios.json");
+  }
+
+  @TestFactory
+  Stream<DynamicTest> scenarios() throws IOException {
+    JsonObject file = JsonParser.parseString(
+        java.nio.file.Files.readString(scenarioFile())).getAsJsonObject();
+    if (file.get("format").getAsInt() != 1) {
+      throw new IllegalStateException("unknown scenario format " + file.get("format"));
+    }
+    String only = System.getenv("COWKV_SCENARIO");
+    List<DynamicTest> tests = new ArrayList<>();
+    for (JsonElement e : file.getAsJsonArray("scenarios")) {
+      JsonObject s = e.getAsJsonObject();
+      String name = s.get("name").getAsString();
+      if (only != null && !only.isEmpty() && !only.equals(name)) {
+        continue;
+      }
+      tests.add(DynamicTest.dynamicTest(name, () -> new Scenario(s, false).run()));
+      if (s.has("client_side") && s.get("client_side").getAsBoolean()) {
+        tests.add(DynamicTest.dynamicTest(name + " [client-side]",
+            () -> new Scenario(s, true).run()));
+      }
+    }
+    return tests.stream();
+  }
+
+  static <T> T badFlag(Object f) {
+    throw new IllegalArgumentException("scenario: bad rename flag " + f);
+  }
+
+  @AfterAll
+  static void stopDedicated() {
+    for (CowkvdServer s : dedicated) {
+      s.close();
+    }
+  }
+
+  /** One run of one scenario: its server, client, variables and named transactions. */
+  private static final class Scenario {
+    private final JsonObject spec;
+    private final String name;
+    private final boolean clientSide;
+    private final Map<String, Object> vars = new HashMap<>();
+    private final Map<String, Transaction> txs = new HashMap<>();
+    private final List<Transaction> unnamed = new ArrayList<>();
+    private CowkvdServer server;
+    private boolean ownServer;
+    private String address;
+    private String token;
+    private Duration deadline = CowkvOptions.DEFAULT_DEADLINE;
+    private CowkvClient client;
+
+    Scenario(JsonObject spec, boolean clientSide) {
+      this.spec = spec;
+      this.name = spec.get("name").getAsString();
+      this.clientSide = clientSide;
+      vars.put("run", RUN);
+      vars.put("sv", "c-" + RUN + "-" + name);
+    }
+
+    void run() throws Exception {
+      if (spec.has("server")) {
+        Map<String, Object> srv = asMap(expand(toJava(spec.get("server"))));
+        String size = srv.containsKey("create_size") ? (String) srv.get("create_size") : "32M";
+        server = CowkvdServer.start(size, (String) srv.get("auth_token"));
+        ownServer = true;
+        synchronized (dedicated) {
+          dedicated.add(server);
+        }
+      } else {
+        server = CowkvdServer.shared();
+      }
+      address = clientSide ? deadAddress() : server.address();
+      connect();
+      try {
+        JsonArray steps = spec.getAsJsonArray("steps");
+        for (int i = 0; i < steps.size(); i++) {
+          runStep(steps.get(i).getAsJsonObject(), "step " + i);
+        }
+      } finally {
+        client.close();
+        if (ownServer) {
+          server.close();
+        }
+      }
+    }
+
+    private static String deadAddress() throws IOException {
+      try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+        return "127.0.0.1:" + s.getLocalPort();
+      }
+    }
+
+    private void connect() {
+      if (client != null) {
+        client.close();
+      }
+      client = CowkvClient.connect(CowkvOptions.builder().address(address).token(token)
+          .defaultDeadline(deadline).build());
+    }
+
+    private void runStep(JsonObject step, String where) throws Exception {
+      String op = step.get("op").getAsString();
+      where = name + (clientSide ? " [client-side]" : "") + " " + where + " (" + op + ")";
+      Map<String, Object> args = step.has("args") ? asMap(expand(toJava(step.get("args"))))
+          : Map.of();
+      Object expect = step.has("expect") ? expand(toJava(step.get("expect"))) : null;
+      Map<String, Object> result;
+      try {
+        result = call(op, args);
+      } catch (CowkvException e) {
+        if (expect instanceof Map<?, ?> m && m.containsKey("error")) {
+          String want = (String) m.get("error");
+          String got = errorClass(e);
+          if (!want.equals(got) || !isA(e, want)) {
+            fail(where + ": want error " + want + ", got " + got + ": " + e.getMessage());
+          }
+          if (m.containsKey("errno") && !m.get("errno").equals(e.errnoName())) {
+            fail(where + ": want errno " + m.get("errno") + ", got " + e.errnoName() + ": "
+                + e.getMessage());
+          }
+          return;
+        }
+        throw new AssertionError(where + ": unexpected error " + errorClass(e) + ": "
+            + e.getMessage(), e);
+      }
+      if (expect instanceof Map<?, ?> m) {
+        if (m.containsKey("error")) {
+          fail(where + ": want error " + m.get("error") + ", got result " + show(result));
+        }
+        if (m.containsKey("result")) {
+          String why = match(m.get("result"), result, "result");
+          if (why != null) {
+            fail(where + ": " + why + "\n  got " + show(result));
+          }
+        }
+      }
+      if (step.has("save")) {
+        for (Map.Entry<String, JsonElement> s : step.getAsJsonObject("save").entrySet()) {
+          vars.put(s.getKey(), at(result, s.getValue().getAsString(), where));
+        }
+      }
+    }
+
+    // The ops.
+
+    private Map<String, Object> call(String op, Map<String, Object> a) throws Exception {
+      switch (op) {
+        case "create_subvolume":
+          return info(client.createSubvolume(str(a, "name")));
+        case "show_subvolume":
+          return info(client.showSubvolume(str(a, "name")));
+        case "list_subvolumes": {
+          List<Object> names = new ArrayList<>();
+          client.listSubvolumes().forEach(i -> names.add(i.name()));
+          return Map.of("names", names);
+        }
+        case "snapshot":
+          return info(client.snapshot(str(a, "source"), str(a, "name"), bool(a, "read_only")));
+        case "rename_subvolume":
+          client.renameSubvolume(str(a, "name"), str(a, "new_name"));
+          return Map.of();
+        case "delete_subvolume":
+          client.deleteSubvolume(str(a, "name"));
+          return Map.of();
+
+        case "get":
+          return getResult(sv(a).getWithRevision(bytes(a, "key")));
+        case "put":
+          return Map.of("revision", sv(a).put(bytes(a, "key"), bytes(a, "value"), dur(a)));
+        case "delete":
+          return Map.of("revision", sv(a).delete(bytes(a, "key"), dur(a)));
+        case "delete_range": {
+          DeleteRangeResult d = sv(a).deleteRange(range(a), dur(a));
+          return Map.of("deleted", d.deleted(), "revision", d.revision());
+        }
+        case "range":
+          return keysValues(sv(a).range(range(a).pageSize(num(a, "page_size"))
+              .snapshot(str(a, "snapshot"))));
+        case "range_page": {
+          Range r = range(a).limit(num(a, "limit")).snapshot(str(a, "snapshot"));
+          if (bool(a, "count_only")) {
+            r.countOnly();
+          }
+          RangePage p = sv(a).rangePage(r, bytesOrNull(a, "page_token"));
+          Map<String, Object> out = keysValues(p.kvs());
+          out.put("count", p.count());
+          out.put("more", p.more());
+          out.put("next_page_token", p.nextPageToken());
+          return out;
+        }
+        case "put_many":
+          putMany(a);
+          return Map.of();
+        case "txn":
+          return txn(a);
+
+        case "begin": {
+          Transaction tx = sv(a).begin(TransactionOptions.DEFAULT.withLeaseMs(num(a, "lease_ms")));
+          if (a.containsKey("as")) {
+            txs.put(str(a, "as"), tx);
+          } else {
+            unnamed.add(tx);
+          }
+          return Map.of("read_revision", tx.readRevision(), "lease_ms", tx.leaseMs());
+        }
+        case "tx_get":
+          return getResult(tx(a).getWithRevision(bytes(a, "key")));
+        case "tx_range":
+          return keysValues(tx(a).range(range(a).pageSize(num(a, "page_size"))));
+        case "tx_put":
+          tx(a).put(bytes(a, "key"), bytes(a, "value"));
+          return Map.of();
+        case "tx_delete":
+          tx(a).delete(bytes(a, "key"));
+          return Map.of();
+        case "tx_delete_range":
+          tx(a).deleteRange(bytes(a, "start"), bytesOrNull(a, "end"));
+          return Map.of();
+        case "commit":
+          return Map.of("revision", tx(a).commit(dur(a)));
+        case "abort":
+          tx(a).abort();
+          return Map.of();
+        case "retry_txn_conflict_once":
+          return Map.of("attempts", retryConflictOnce(a));
+
+        case "stat":
+          return stat(files(a).stat(str(a, "path")));
+        case "mkdir":
+          return stat(files(a).mkdir(str(a, "path"), (int) num(a, "mode")));
+        case "create_file":
+          return stat(files(a).create(str(a, "path"), (int) num(a, "mode")));
+        case "write_file": {
+          WriteResult w = files(a).write(str(a, "path"), num(a, "offset"), bytes(a, "data"),
+              bool(a, "create"), bool(a, "truncate"));
+          return Map.of("bytes_written", w.bytesWritten(), "size", w.stat().size());
+        }
+        case "read_file": {
+          byte[] data = files(a).read(str(a, "path"), num(a, "offset"), num(a, "length"));
+          return Map.of("data", data, "size", (long) data.length);
+        }
+        case "readdir": {
+          List<Object> names = new ArrayList<>();
+          files(a).readDir(str(a, "path"), (int) num(a, "page_size"))
+              .forEach(e -> names.add(e.name()));
+          return Map.of("names", names);
+        }
+        case "rename": {
+          int flags = 0;
+          for (Object f : list(a, "flags")) {
+            flags |= "noreplace".equals(f) ? Files.RENAME_NOREPLACE
+                : "exchange".equals(f) ? Files.RENAME_EXCHANGE : ConformanceTest.<Integer>badFlag(f);
+          }
+          files(a).rename(str(a, "from"), str(a, "to"), flags);
+          return Map.of();
+        }
+        case "link":
+          return stat(files(a).link(str(a, "existing"), str(a, "new_path")));
+        case "symlink":
+          return stat(files(a).symlink(str(a, "target"), str(a, "path")));
+        case "readlink":
+          return Map.of("target", files(a).readLink(str(a, "path")));
+        case "unlink":
+          files(a).unlink(str(a, "path"));
+          return Map.of();
+        case "rmdir":
+          files(a).rmdir(str(a, "path"));
+          return Map.of();
+        case "truncate":
+          return stat(files(a).truncate(str(a, "path"), num(a, "size")));
+        case "fsync":
+          files(a).fsync(str(a, "path"), bool(a, "datasync"));
+          return Map.of();
+        case "clone":
+          files(a).clone(str(a, "src_path"), num(a, "src_offset"), str(a, "dst_path"),
+              num(a, "dst_offset"), num(a, "length"));
+          return Map.of();
+        case "fiemap": {
+          List<Object> extents = new ArrayList<>();
+          for (Extent e : files(a).fiemap(str(a, "path"), num(a, "offset"), num(a, "length"))) {
+            extents.add(Map.of("logical", e.logical(), "physical", e.physical(),
+                "length", e.length(), "flags", flagNames(e)));
+          }
+          return Map.of("extents", extents);
+        }
+
+        case "sync":
+          return Map.of("generation", client.sync());
+        case "check":
+          return Map.of("ok", client.check(Duration.ofMinutes(5)).ok());
+
+        case "connect":
+          token = a.containsKey("token") ? str(a, "token") : null;
+          deadline = num(a, "deadline_ms") > 0 ? Duration.ofMillis(num(a, "deadline_ms"))
+              : CowkvOptions.DEFAULT_DEADLINE;
+          connect();
+          return Map.of();
+        case "stop_server":
+          requireOwnServer(op);
+          server.stop();
+          return Map.of();
+        case "restart_server": {
+          requireOwnServer(op);
+          server.stop();
+          long len = num(a, "corrupt_length");
+          if (len > 0) {
+            corrupt(server.device(), num(a, "corrupt_offset"), (int) len);
+          }
+          server.restart();
+          if (!clientSide) {
+            address = server.address();
+          }
+          connect();
+          return Map.of();
+        }
+        case "repeat": {
+          long times = num(a, "times");
+          JsonObject inner = toJson(a.get("step")).getAsJsonObject();
+          for (long i = 0; i < times; i++) {
+            runStep(inner, "repeat " + i);
+          }
+          return Map.of();
+        }
+        default:
+          throw new IllegalArgumentException("unknown op " + op);
+      }
+    }
+
+    private void requireOwnServer(String op) {
+      if (!ownServer) {
+        throw new IllegalStateException(op + " needs a scenario with its own \"server\"");
+      }
+    }
+
+    private static void corrupt(Path device, long offset, int length) throws IOException {
+      try (RandomAccessFile f = new RandomAccessFile(device.toFile(), "rw")) {
+        byte[] buf = new byte[length];
+        f.seek(offset);
+        f.readFully(buf);
+        for (int i = 0; i < length; i++) {
+          buf[i] ^= (byte) 0xFF;
+        }
+        f.seek(offset);
+        f.write(buf);
+        f.getFD().sync();
+      }
+    }
+
+    /** Puts per one-shot txn in put_many (README: 1,000, the last one smaller). */
+    private static final int PUT_MANY_BATCH = 1000;
+
+    private void putMany(Map<String, Object> a) {
+      Subvolume sv = sv(a);
+      String prefix = str(a, "prefix");
+      long count = num(a, "count");
+      long rounds = a.containsKey("rounds") ? num(a, "rounds") : 1;
+      byte[] value = bytes(a, "value");
+      Durability d = dur(a);
+      for (long r = 0; r < rounds; r++) {
+        for (long start = 0; start < count; start += PUT_MANY_BATCH) {
+          long end = Math.min(count, start + PUT_MANY_BATCH);
+          Op[] ops = new Op[(int) (end - start)];
+          for (long i = start; i < end; i++) {
+            ops[(int) (i - start)] = Op.put(
+                (prefix + String.format("%06d", i)).getBytes(StandardCharsets.UTF_8), value);
+          }
+          sv.txn().then(ops).durability(d).commit();
+        }
+      }
+    }
+
+    private long retryConflictOnce(Map<String, Object> a) {
+      Subvolume sv = sv(a);
+      byte[] key = bytes(a, "key");
+      byte[] interfere = bytes(a, "interfere");
+      AtomicInteger attempts = new AtomicInteger();
+      sv.runTransaction(tx -> {
+        int n = attempts.incrementAndGet();
+        long v = tx.get(key).map(b -> Long.parseLong(new String(b, StandardCharsets.UTF_8)))
+            .orElse(0L);
+        if (n == 1) {
+          sv.put(key, interfere);
+        }
+        tx.put(key, Long.toString(v + 1).getBytes(StandardCharsets.UTF_8));
+      });
+      return attempts.get();
+    }
+
+    private Map<String, Object> txn(Map<String, Object> a) {
+      Txn t = sv(a).txn().durability(dur(a));
+      for (Object o : list(a, "compare")) {
+        t.when(compare(asMap(o)));
+      }
+      for (Object o : list(a, "success")) {
+        t.then(op(asMap(o)));
+      }
+      for (Object o : list(a, "failure")) {
+        t.otherwise(op(asMap(o)));
+      }
+      TxnResult r = t.commit();
+      List<Object> responses = new ArrayList<>();
+      for (OpResult res : r.responses()) {
+        if (res instanceof OpResult.Put) {
+          responses.add(Map.of("put", Map.of()));
+        } else if (res instanceof OpResult.Delete d) {
+          responses.add(Map.of("delete", Map.of("deleted", d.deleted())));
+        } else if (res instanceof OpResult.Range rr) {
+          Map<String, Object> m = keysValues(rr.kvs());
+          m.put("count", rr.count());
+          m.put("more", rr.more());
+          responses.add(Map.of("range", m));
+        }
+      }
+      return Map.of("succeeded", r.succeeded(), "revision", r.revision(), "responses", responses);
+    }
+
+    private Compare compare(Map<String, Object> c) {
+      byte[] key = bytes(c, "key");
+      String target = str(c, "target");
+      String op = str(c, "op");
+      if (target.equals("exists")) {
+        boolean exists = bool(c, "exists");
+        boolean want = op.equals("=") ? exists : op.equals("!=") ? !exists : bad("exists op " + op);
+        return want ? Compare.exists(key) : Compare.missing(key);
+      }
+      if (target.equals("value")) {
+        Compare.ValueTarget t = Compare.value(key);
+        byte[] v = bytes(c, "value");
+        switch (op) {
+          case "=": return t.eq(v);
+          case "!=": return t.ne(v);
+          case "<": return t.lt(v);
+          case ">": return t.gt(v);
+          default: return bad("op " + op);
+        }
+      }
+      Compare.NumberTarget t;
+      switch (target) {
+        case "version": t = Compare.version(key); break;
+        case "create_revision": t = Compare.createRevision(key); break;
+        case "mod_revision": t = Compare.modRevision(key); break;
+        default: return bad("target " + target);
+      }
+      long n = num(c, "number");
+      switch (op) {
+        case "=": return t.eq(n);
+        case "!=": return t.ne(n);
+        case "<": return t.lt(n);
+        case ">": return t.gt(n);
+        default: return bad("op " + op);
+      }
+    }
+
+    private Op op(Map<String, Object> o) {
+      if (o.containsKey("put")) {
+        Map<String, Object> p = asMap(o.get("put"));
+        return Op.put(bytes(p, "key"), bytes(p, "value"));
+      }
+      if (o.containsKey("delete")) {
+        return Op.delete(bytes(asMap(o.get("delete")), "key"));
+      }
+      if (o.containsKey("delete_range")) {
+        Map<String, Object> p = asMap(o.get("delete_range"));
+        return Op.deleteRange(bytesOrNull(p, "start"), bytesOrNull(p, "end"));
+      }
+      if (o.containsKey("range")) {
+        Map<String, Object> p = asMap(o.get("range"));
+        Range r = range(p).limit(num(p, "limit"));
+        return bool(p, "count_only") ? Op.count(r) : Op.range(r);
+      }
+      return bad("txn op " + o);
+    }
+
+    /** start/end/prefix/reverse/keys_only of a range op. */
+    private Range range(Map<String, Object> a) {
+      Range r = a.containsKey("prefix") ? Range.prefix(bytes(a, "prefix")) : Range.all();
+      r.start(bytesOrNull(a, "start")).end(bytesOrNull(a, "end")).reverse(bool(a, "reverse"));
+      if (bool(a, "keys_only")) {
+        r.keysOnly();
+      }
+      return r;
+    }
+
+    // Canonical results.
+
+    private static Map<String, Object> info(SubvolumeInfo i) {
+      return Map.of("id", i.id(), "name", i.name(), "parent_id", i.parentId(),
+          "read_only", i.readOnly());
+    }
+
+    private static Map<String, Object> getResult(GetResult g) {
+      KeyValue kv = g.kv();
+      return Map.of("key", kv.key(), "value", kv.value(), "create_revision", kv.createRevision(),
+          "mod_revision", kv.modRevision(), "version", kv.version(), "revision", g.revision());
+    }
+
+    private static Map<String, Object> keysValues(Iterable<KeyValue> kvs) {
+      List<Object> keys = new ArrayList<>();
+      List<Object> values = new ArrayList<>();
+      for (KeyValue kv : kvs) {
+        keys.add(kv.key());
+        values.add(kv.value());
+      }
+      Map<String, Object> out = new LinkedHashMap<>();
+      out.put("keys", keys);
+      out.put("values", values);
+      return out;
+    }
+
+    private static Map<String, Object> stat(FileStat s) {
+      return Map.of("ino", s.ino(), "kind", s.kind().name().toLowerCase(java.util.Locale.ROOT),
+          "mode", (long) s.mode(), "nlink", (long) s.nlink(), "size", s.size());
+    }
+
+    private static List<Object> flagNames(Extent e) {
+      List<Object> out = new ArrayList<>();
+      if ((e.flags() & Extent.FLAG_LAST) != 0) {
+        out.add("LAST");
+      }
+      if ((e.flags() & Extent.FLAG_NOT_ALIGNED) != 0) {
+        out.add("NOT_ALIGNED");
+      }
+      if ((e.flags() & Extent.FLAG_INLINE) != 0) {
+        out.add("INLINE");
+      }
+      if ((e.flags() & Extent.FLAG_SHARED) != 0) {
+        out.add("SHARED");
+      }
+      return out;
+    }
+
+    /** The most specific class name of an error (README, "Error classes"). */
+    static String errorClass(CowkvException e) {
+      if (e instanceof ReadOnlyException) return "read_only";
+      if (e instanceof NoSpaceException) return "no_space";
+      if (e instanceof InvalidArgumentException) return "invalid_argument";
+      if (e instanceof NotFoundException) return "not_found";
+      if (e instanceof AlreadyExistsException) return "already_exists";
+      if (e instanceof FailedPreconditionException) return "failed_precondition";
+      if (e instanceof ConflictException) return "conflict";
+      if (e instanceof TooOldException) return "too_old";
+      if (e instanceof ResourceExhaustedException) return "resource_exhausted";
+      if (e instanceof DataLossException) return "data_loss";
+      if (e instanceof UnavailableException) return "unavailable";
+      if (e instanceof UnauthenticatedException) return "unauthenticated";
+      if (e instanceof DeadlineExceededException) return "deadline_exceeded";
+      if (e instanceof CancelledException) return "cancelled";
+      if (e instanceof PermissionDeniedException) return "permission_denied";
+      if (e instanceof UnimplementedException) return "unimplemented";
+      if (e instanceof InternalException) return "internal";
+      return "unknown";
+    }
+
+    /** The "is-a" relation of the refined classes to their parents. */
+    private static boolean isA(CowkvException e, String cls) {
+      switch (cls) {
+        case "read_only": return e instanceof FailedPreconditionException;
+        case "no_space": return e instanceof ResourceExhaustedException;
+        default: return true;
+      }
+    }
+
+    // Arguments.
+
+    private Subvolume sv(Map<String, Object> a) {
+      return client.subvolume(str(a, "sv"));
+    }
+
+    private Files files(Map<String, Object> a) {
+      return sv(a).files();
+    }
+
+    private Transaction tx(Map<String, Object> a) {
+      Transaction tx = txs.get(str(a, "tx"));
+      if (tx == null) {
+        throw new IllegalArgumentException("no transaction named " + a.get("tx"));
+      }
+      return tx;
+    }
+
+    private static Durability dur(Map<String, Object> a) {
+      String d = str(a, "durability");
+      switch (d) {
+        case "":
+        case "default": return Durability.DEFAULT;
+        case "durable": return Durability.DURABLE;
+        case "async": return Durability.ASYNC;
+        default: return bad("durability " + d);
+      }
+    }
+
+    private static String str(Map<String, Object> a, String k) {
+      Object v = a.get(k);
+      if (v == null) {
+        return "";
+      }
+      if (v instanceof String s) {
+        return s;
+      }
+      if (isBytesSpec(v)) {
+        return new String(specBytes(asMap(v)), StandardCharsets.UTF_8);
+      }
+      return String.valueOf(v);
+    }
+
+    private static byte[] bytes(Map<String, Object> a, String k) {
+      byte[] b = bytesOrNull(a, k);
+      return b == null ? new byte[0] : b;
+    }
+
+    private static byte[] bytesOrNull(Map<String, Object> a, String k) {
+      Object v = a.get(k);
+      if (v == null) {
+        return null;
+      }
+      return toBytes(v);
+    }
+
+    private static byte[] toBytes(Object v) {
+      if (v instanceof byte[] b) {
+        return b;
+      }
+      if (v instanceof String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+      }
+      if (isBytesSpec(v)) {
+        return specBytes(asMap(v));
+      }
+      throw new IllegalArgumentException("not bytes: " + v);
+    }
+
+    private static long num(Map<String, Object> a, String k) {
+      Object v = a.get(k);
+      return v == null ? 0 : ((Number) v).longValue();
+    }
+
+    private static boolean bool(Map<String, Object> a, String k) {
+      Object v = a.get(k);
+      return v != null && (Boolean) v;
+    }
+
+    @SuppressWarnings("unchecked")
+    private static List<Object> list(Map<String, Object> a, String k) {
+      Object v = a.get(k);
+      return v == null ? List.of() : (List<Object>) v;
+    }
+
+    @SuppressWarnings("unchecked")
+    private static Map<String, Object> asMap(Object o) {
+      return (Map<String, Object>) o;
+    }
+
+    private static <T> T bad(String what) {
+      throw new IllegalArgumentException("scenario: bad " + what);
+    }
+
+    // Values: JSON -> Java, variables, byte specs.
+
+    private static Object toJava(JsonElement e) {
+      if (e == null || e.isJsonNull()) {
+        return null;
+      }
+      if (e.isJsonObject()) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        for (Map.Entry<String, JsonElement> en : e.getAsJsonObject().entrySet()) {
+          m.put(en.getKey(), toJava(en.getValue()));
+        }
+        return m;
+      }
+      if (e.isJsonArray()) {
+        List<Object> l = new ArrayList<>();
+        for (JsonElement x : e.getAsJsonArray()) {
+          l.add(toJava(x));
+        }
+        return l;
+      }
+      JsonPrimitive p = e.getAsJsonPrimitive();
+      if (p.isBoolean()) {
+        return p.getAsBoolean();
+      }
+      if (p.isNumber()) {
+        java.math.BigDecimal d = p.getAsBigDecimal();
+        try {
+          return d.longValueExact();
+        } catch (ArithmeticException notIntegral) {
+          return d.doubleValue();
+        }
+      }
+      return p.getAsString();
+    }
+
+    private static JsonElement toJson(Object o) {
+      if (o == null) {
+        return com.google.gson.JsonNull.INSTANCE;
+      }
+      if (o instanceof Map<?, ?> m) {
+        JsonObject j = new JsonObject();
+        m.forEach((k, v) -> j.add((String) k, toJson(v)));
+        return j;
+      }
+      if (o instanceof List<?> l) {
+        JsonArray j = new JsonArray();
+        l.forEach(v -> j.add(toJson(v)));
+        return j;
+      }
+      if (o instanceof Boolean b) {
+        return new JsonPrimitive(b);
+      }
+      if (o instanceof Number n) {
+        return new JsonPrimitive(n);
+      }
+      if (o instanceof byte[] b) {
+        JsonObject j = new JsonObject();
+        j.addProperty("base64", Base64.getEncoder().encodeToString(b));
+        return j;
+      }
+      return new JsonPrimitive(o.toString());
+    }
+
+    private Object expand(Object o) {
+      if (o instanceof String s) {
+        Matcher whole = VAR.matcher(s);
+        if (whole.matches()) {
+          return var(whole.group(1));
+        }
+        Matcher m = VAR.matcher(s);
+        StringBuilder out = new StringBuilder();
+        while (m.find()) {
+          Object v = var(m.group(1));
+          String text = v instanceof byte[] b ? new String(b, StandardCharsets.UTF_8)
+              : String.valueOf(v);
+          m.appendReplacement(out, Matcher.quoteReplacement(text));
+        }
+        m.appendTail(out);
+        return out.toString();
+      }
+      if (o instanceof Map<?, ?> m) {
+        Map<String, Object> out = new LinkedHashMap<>();
+        m.forEach((k, v) -> out.put((String) k, "step".equals(k) ? v : expand(v)));
+        return out;
+      }
+      if (o instanceof List<?> l) {
+        List<Object> out = new ArrayList<>();
+        l.forEach(v -> out.add(expand(v)));
+        return out;
+      }
+      return o;
+    }
+
+    private Object var(String n) {
+      if (!vars.containsKey(n)) {
+        throw new IllegalArgumentException("scenario: undefined variable ${" + n + "}");
+      }
+      return vars.get(n);
+    }
+
+    private static boolean isBytesSpec(Object o) {
+      if (!(o instanceof Map<?, ?> m)) {
+        return false;
+      }
+      return (m.size() == 1 && m.containsKey("base64"))
+          || (m.size() == 2 && m.containsKey("fill") && m.containsKey("size"));
+    }
+
+    private static byte[] specBytes(Map<String, Object> m) {
+      if (m.containsKey("base64")) {
+        return Base64.getDecoder().decode((String) m.get("base64"));
+      }
+      byte[] fill = ((String) m.get("fill")).getBytes(StandardCharsets.UTF_8);
+      int size = (int) ((Number) m.get("size")).longValue();
+      byte[] out = new byte[size];
+      for (int i = 0; i < size; i++) {
+        out[i] = fill[i % fill.length];
+      }
+      return out;
+    }
+
+    private static Object at(Object result, String path, String where) {
+      Object cur = result;
+      for (String part : path.split("\\.")) {
+        if (cur instanceof Map<?, ?> m && m.containsKey(part)) {
+          cur = m.get(part);
+        } else if (cur instanceof List<?> l && part.matches("\\d+")
+            && Integer.parseInt(part) < l.size()) {
+          cur = l.get(Integer.parseInt(part));
+        } else {
+          throw new AssertionError(where + ": nothing at " + path + " in " + show(result));
+        }
+      }
+      return cur;
+    }
+
+    // Matching (README, "Matching"): null = matches, else why not.
+
+    static String match(Object want, Object got, String path) {
+      if (isBytesSpec(want)) {
+        want = specBytes(asMap(want));
+      }
+      if (want instanceof Map<?, ?> m && !m.isEmpty()
+          && m.keySet().stream().allMatch(k -> ((String) k).startsWith("$"))) {
+        for (Map.Entry<?, ?> e : m.entrySet()) {
+          String why = matcher((String) e.getKey(), e.getValue(), got, path);
+          if (why != null) {
+            return why;
+          }
+        }
+        return null;
+      }
+      if (want instanceof Map<?, ?> m) {
+        if (!(got instanceof Map<?, ?> g)) {
+          return path + ": want an object, got " + show(got);
+        }
+        for (Map.Entry<?, ?> e : m.entrySet()) {
+          if (!g.containsKey(e.getKey())) {
+            return path + "." + e.getKey() + ": missing";
+          }
+          String why = match(e.getValue(), g.get(e.getKey()), path + "." + e.getKey());
+          if (why != null) {
+            return why;
+          }
+        }
+        return null;
+      }
+      if (want instanceof List<?> wl) {
+        if (!(got instanceof List<?> gl) || gl.size() != wl.size()) {
+          return path + ": want " + show(want) + ", got " + show(got);
+        }
+        for (int i = 0; i < wl.size(); i++) {
+          String why = match(wl.get(i), gl.get(i), path + "." + i);
+          if (why != null) {
+            return why;
+          }
+        }
+        return null;
+      }
+      return scalarEquals(want, got) ? null
+          : path + ": want " + show(want) + ", got " + show(got);
+    }
+
+    private static boolean scalarEquals(Object want, Object got) {
+      if (got instanceof byte[] gb && (want instanceof String || want instanceof byte[])) {
+        return Arrays.equals(toBytes(want), gb);
+      }
+      if (want instanceof byte[] wb && got instanceof String gs) {
+        return Arrays.equals(wb, gs.getBytes(StandardCharsets.UTF_8));
+      }
+      if (want instanceof Number wn && got instanceof Number gn) {
+        return compare(wn, gn) == 0;
+      }
+      return want != null && want.equals(got);
+    }
+
+    private static int compare(Number a, Number b) {
+      if ((a instanceof Long || a instanceof Integer) && (b instanceof Long || b instanceof Integer)) {
+        return Long.compare(a.longValue(), b.longValue());
+      }
+      return Double.compare(a.doubleValue(), b.doubleValue());
+    }
+
+    private static String matcher(String op, Object arg, Object got, String path) {
+      switch (op) {
+        case "$gt": case "$ge": case "$lt": case "$le": {
+          if (!(got instanceof Number g) || !(arg instanceof Number a)) {
+            return path + ": " + op + " " + show(arg) + " needs numbers, got " + show(got);
+          }
+          int c = compare(g, a);
+          boolean ok = op.equals("$gt") ? c > 0 : op.equals("$ge") ? c >= 0
+              : op.equals("$lt") ? c < 0 : c <= 0;
+          return ok ? null : path + ": want " + op + " " + show(arg) + ", got " + show(got);
+        }
+        case "$ne":
+          return match(arg, got, path) == null
+              ? path + ": want $ne " + show(arg) + ", got " + show(got) : null;
+        case "$len": case "$min_len": {
+          if (!(got instanceof List<?> l)) {
+            return path + ": " + op + " needs an array, got " + show(got);
+          }
+          long n = ((Number) arg).longValue();
+          boolean ok = op.equals("$len") ? l.size() == n : l.size() >= n;
+          return ok ? null : path + ": want " + op + " " + n + ", got " + l.size() + " elements";
+        }
+        case "$contains": case "$not_contains": case "$all": {
+          if (!(got instanceof List<?> l)) {
+            return path + ": " + op + " needs an array, got " + show(got);
+          }
+          long hits = l.stream().filter(x -> match(arg, x, path) == null).count();
+          boolean ok = op.equals("$contains") ? hits > 0
+              : op.equals("$not_contains") ? hits == 0 : hits == l.size();
+          return ok ? null : path + ": want " + op + " " + show(arg) + ", got " + show(got);
+        }
+        default:
+          return path + ": unknown matcher " + op;
+      }
+    }
+
+    static String show(Object o) {
+      if (o instanceof byte[] b) {
+        String s = new String(b, StandardCharsets.UTF_8);
+        return b.length > 64 ? "bytes(" + b.length + ")\"" + s.substring(0, Math.min(40, s.length())) + "...\""
+            : "\"" + s + "\"";
+      }
+      if (o instanceof Map<?, ?> m) {
+        StringBuilder sb = new StringBuilder("{");
+        m.forEach((k, v) -> sb.append(sb.length() > 1 ? ", " : "").append(k).append(": ")
+            .append(show(v)));
+        return sb.append("}").toString();
+      }
+      if (o instanceof List<?> l) {
+        StringBuilder sb = new StringBuilder("[");
+        for (Object x : l) {
+          sb.append(sb.length() > 1 ? ", " : "").append(show(x));
+        }
+        return sb.append("]").toString();
+      }
+      if (o instanceof String s) {
+        return "\"" + s + "\"";
+      }
+      return String.valueOf(o);
+    }
+  }
+}

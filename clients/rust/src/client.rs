@@ -1,0 +1,239 @@
+//! The client: a connection to cowkvd, subvolumes and snapshots, Admin.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use prost::Message;
+
+use crate::error::Result;
+use crate::kv::Subvolume;
+use crate::options::Options;
+use crate::pb;
+use crate::rpc::Rpc;
+use crate::validate;
+
+/// What the store knows about one subvolume.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubvolumeInfo {
+    /// Never reused.
+    pub id: u64,
+    pub name: String,
+    /// The subvolume this is a snapshot of; 0 for a plain one.
+    pub parent_id: u64,
+    /// Engine generation of its root (when it last changed).
+    pub generation: u64,
+    /// Generation of the last snapshot taken of it (0 = none).
+    pub last_snapshot: u64,
+    pub created_unix_ms: u64,
+    /// A read-only snapshot: every write is [`crate::Error::ReadOnly`].
+    pub read_only: bool,
+}
+
+impl From<pb::SubvolumeInfo> for SubvolumeInfo {
+    fn from(m: pb::SubvolumeInfo) -> Self {
+        SubvolumeInfo {
+            id: m.id,
+            name: m.name,
+            parent_id: m.parent_id,
+            generation: m.generation,
+            last_snapshot: m.last_snapshot,
+            created_unix_ms: m.created_unix_ms,
+            read_only: m.read_only,
+        }
+    }
+}
+
+/// The result of an online check; findings are data, not an error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckResult {
+    pub ok: bool,
+    pub problems: Vec<String>,
+    pub generation: u64,
+    pub fsid: String,
+    pub nodesize: u32,
+    pub total_bytes: u64,
+    pub trees: u64,
+    pub nodes: u64,
+    pub items: u64,
+    pub extents: u64,
+    pub used_bytes: u64,
+    /// A commit raced the first run; this is the second, with commits held back.
+    pub rechecked: bool,
+}
+
+/// Versions of the server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VersionInfo {
+    pub version: String,
+    /// "cowkv.v1".
+    pub api: String,
+    pub grpc_version: String,
+    pub protobuf_version: String,
+    pub nodesize: u32,
+}
+
+/// A connection to one cowkvd. Cheap to clone (clones share the connection);
+/// every method is `&self` and safe to call from many tasks at once.
+///
+/// ```no_run
+/// # async fn f() -> cowkv::Result<()> {
+/// let client = cowkv::Client::connect(cowkv::Options::new("127.0.0.1:7420"))?;
+/// client.create_subvolume("data").await?;
+/// let sv = client.subvolume("data")?;
+/// sv.put("k", "v").await?;
+/// client.snapshot("data", "data@2026-11-22", true).await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Client {
+    rpc: Rpc,
+    options: Options,
+}
+
+impl Client {
+    /// Sets up a channel to cowkvd. It connects lazily, on the first call, so
+    /// this fails only on a bad address or unreadable TLS files
+    /// ([`crate::Error::Transport`]); an unreachable server shows as
+    /// [`crate::Error::Unavailable`] on the first call. Needs a Tokio runtime.
+    pub fn connect(options: Options) -> Result<Client> {
+        Ok(Client { rpc: Rpc::new(&options)?, options })
+    }
+
+    /// The options it was made with.
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    /// A handle on a subvolume (or snapshot) by name; no call is made. ""
+    /// is "default". A bad name is refused here ([`crate::Error::InvalidArgument`]).
+    pub fn subvolume(&self, name: &str) -> Result<Subvolume> {
+        Subvolume::new(self.rpc.clone(), name)
+    }
+
+    /// Creates an empty subvolume; AlreadyExists if the name is taken.
+    pub async fn create_subvolume(&self, name: &str) -> Result<SubvolumeInfo> {
+        validate::subvolume_name("create", "name", name)?;
+        let req = pb::CreateSubvolumeRequest { name: name.into() };
+        Ok(Rpc::unary("create", self.rpc.subvolumes().create(self.rpc.request(req, None))).await?.into())
+    }
+
+    /// Every live subvolume and snapshot, "default" included, in id order.
+    pub async fn list_subvolumes(&self) -> Result<Vec<SubvolumeInfo>> {
+        let req = pb::ListSubvolumesRequest {};
+        let r = Rpc::unary("list", self.rpc.subvolumes().list(self.rpc.request(req, None))).await?;
+        Ok(r.subvolumes.into_iter().map(SubvolumeInfo::from).collect())
+    }
+
+    /// One subvolume; NotFound if no subvolume has the name.
+    pub async fn show_subvolume(&self, name: &str) -> Result<SubvolumeInfo> {
+        validate::subvolume_name("show", "name", name)?;
+        let req = pb::ShowSubvolumeRequest { name: name.into() };
+        Ok(Rpc::unary("show", self.rpc.subvolumes().show(self.rpc.request(req, None))).await?.into())
+    }
+
+    /// Renames a subvolume; its id, contents and snapshots stay.
+    pub async fn rename_subvolume(&self, name: &str, new_name: &str) -> Result<()> {
+        validate::subvolume_name("rename", "name", name)?;
+        validate::subvolume_name("rename", "new_name", new_name)?;
+        let req = pb::RenameSubvolumeRequest { name: name.into(), new_name: new_name.into() };
+        Rpc::unary("rename", self.rpc.subvolumes().rename(self.rpc.request(req, None))).await?;
+        Ok(())
+    }
+
+    /// Deletes a subvolume by exact name ("default": FailedPrecondition).
+    pub async fn delete_subvolume(&self, name: &str) -> Result<()> {
+        validate::subvolume_name("delete", "name", name)?;
+        let req = pb::DeleteSubvolumeRequest { name: name.into() };
+        Rpc::unary("delete", self.rpc.subvolumes().delete(self.rpc.request(req, None))).await?;
+        Ok(())
+    }
+
+    /// Snapshots `source` as `name` (O(1)); a read-only snapshot refuses
+    /// every write with [`crate::Error::ReadOnly`].
+    pub async fn snapshot(&self, source: &str, name: &str, read_only: bool) -> Result<SubvolumeInfo> {
+        validate::subvolume_name("snapshot", "source", source)?;
+        validate::subvolume_name("snapshot", "name", name)?;
+        let req = pb::SnapshotRequest { source: source.into(), name: name.into(), read_only };
+        Ok(Rpc::unary("snapshot", self.rpc.subvolumes().snapshot(self.rpc.request(req, None))).await?.into())
+    }
+
+    /// Commits the engine transaction: everything written before survives a
+    /// crash. Returns the commit's generation.
+    pub async fn sync(&self) -> Result<u64> {
+        let r = Rpc::unary("sync", self.rpc.admin().sync(self.rpc.request(pb::SyncRequest {}, None))).await?;
+        Ok(r.generation)
+    }
+
+    /// Every engine and server counter, by the field names of StatsResponse.
+    pub async fn stats(&self) -> Result<BTreeMap<String, u64>> {
+        let r = Rpc::unary("stats", self.rpc.admin().stats(self.rpc.request(pb::StatsRequest {}, None))).await?;
+        Ok(stats_map(&r))
+    }
+
+    /// Online read-only verification; `timeout` overrides the default deadline.
+    pub async fn check(&self, timeout: Option<Duration>) -> Result<CheckResult> {
+        let r = Rpc::unary("check", self.rpc.admin().check(self.rpc.request(pb::CheckRequest {}, timeout))).await?;
+        Ok(CheckResult {
+            ok: r.ok,
+            problems: r.problems,
+            generation: r.generation,
+            fsid: r.fsid,
+            nodesize: r.nodesize,
+            total_bytes: r.total_bytes,
+            trees: r.trees,
+            nodes: r.nodes,
+            items: r.items,
+            extents: r.extents,
+            used_bytes: r.used_bytes,
+            rechecked: r.rechecked,
+        })
+    }
+
+    /// Versions of the server, the API and its libraries.
+    pub async fn version(&self) -> Result<VersionInfo> {
+        let r = Rpc::unary("version", self.rpc.admin().version(self.rpc.request(pb::VersionRequest {}, None))).await?;
+        Ok(VersionInfo {
+            version: r.version,
+            api: r.api,
+            grpc_version: r.grpc_version,
+            protobuf_version: r.protobuf_version,
+            nodesize: r.nodesize,
+        })
+    }
+}
+
+/// StatsResponse as name -> value, decoded from its wire form so that a
+/// counter added to the proto needs no change here: every field is a varint,
+/// and the names come from the field numbers of the generated message.
+fn stats_map(r: &pb::StatsResponse) -> BTreeMap<String, u64> {
+    let names = stats_field_names();
+    let buf = r.encode_to_vec();
+    let mut out: BTreeMap<String, u64> = names.values().map(|n| (n.to_string(), 0)).collect();
+    let mut i = 0;
+    while i < buf.len() {
+        let (tag, n) = varint(&buf[i..]);
+        i += n;
+        let (value, n) = varint(&buf[i..]);
+        i += n;
+        if tag & 7 != 0 {
+            break; // not a varint field: stop rather than misread
+        }
+        if let Some(name) = names.get(&(tag >> 3)) {
+            out.insert(name.to_string(), value);
+        }
+    }
+    out
+}
+
+fn varint(b: &[u8]) -> (u64, usize) {
+    let mut v = 0u64;
+    for (i, byte) in b.iter().enumerate().take(10) {
+        v |= u64::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            return (v, i + 1);
+        }
+    }
+    (v, b.len())
+}
+
+include!(concat!(env!("OUT_DIR"), "/stats_fields.rs"));

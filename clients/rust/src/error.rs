@@ -1,0 +1,382 @@
+//! Errors: one enum variant per kind of failure (docs/api.md, "Errors").
+//!
+//! Every call returns [`Error`] (never a bare `tonic::Status`). Match on the
+//! variant to react: `Err(Error::NotFound(_))`, `Err(e) if e.is_retryable_transaction()`.
+//! [`ErrorInfo`] carries the gRPC code (None when the client refused the call
+//! before sending it), the server's message, and the client operation.
+//!
+//! | variant | gRPC code | what to do |
+//! |---|---|---|
+//! | `InvalidArgument` | INVALID_ARGUMENT | fix the request |
+//! | `NotFound` | NOT_FOUND | key, subvolume, file or handle absent |
+//! | `AlreadyExists` | ALREADY_EXISTS | name taken |
+//! | `FailedPrecondition` | FAILED_PRECONDITION | do not retry until something changes |
+//! | `ReadOnly` | FAILED_PRECONDITION (EROFS, "read-only") | write to a read-only snapshot or store |
+//! | `Conflict` | ABORTED | retry the whole transaction |
+//! | `TooOld` | OUT_OF_RANGE | retry the whole transaction |
+//! | `ResourceExhausted` | RESOURCE_EXHAUSTED | a server limit |
+//! | `NoSpace` | RESOURCE_EXHAUSTED (ENOSPC, "no space") | the device is full |
+//! | `DataLoss` | DATA_LOSS | a checksum failed: run `Client::check` |
+//! | `Unavailable` | UNAVAILABLE | server stopping or unreachable: retry the call |
+//! | `Unauthenticated` | UNAUTHENTICATED | token missing or wrong |
+//! | `PermissionDenied` | PERMISSION_DENIED | |
+//! | `DeadlineExceeded` | DEADLINE_EXCEEDED | the call's deadline passed |
+//! | `Cancelled` | CANCELLED | |
+//! | `Unimplemented` | UNIMPLEMENTED | server too old for this call |
+//! | `Internal` | INTERNAL, UNKNOWN | device I/O error, malformed message |
+//! | `Transport` | — | the endpoint could not be set up (bad address, TLS files) |
+//! | `User` | — | an error returned by your own transaction body |
+
+use std::fmt;
+
+use tonic::Code;
+
+/// What every error variant carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ErrorInfo {
+    /// The gRPC status code; None when the client refused the call itself.
+    pub code: Option<Code>,
+    /// The server's (or the client's) message, without the operation.
+    pub message: String,
+    /// The client operation that failed ("put", "mkdir", ...).
+    pub operation: &'static str,
+}
+
+impl ErrorInfo {
+    fn new(code: Option<Code>, message: impl Into<String>, operation: &'static str) -> Self {
+        ErrorInfo { code, message: message.into(), operation }
+    }
+}
+
+/// Every error the client returns.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// A bad key, value, name, path, range, page token, flag or lease, or a
+    /// request over a size limit (EINVAL, ENAMETOOLONG, EFBIG).
+    InvalidArgument(ErrorInfo),
+    /// An absent key, subvolume, snapshot or file (ENOENT), or an unknown or
+    /// finished transaction handle.
+    NotFound(ErrorInfo),
+    /// A subvolume or file name is taken (EEXIST).
+    AlreadyExists(ErrorInfo),
+    /// Not a directory, is a directory, not empty, link to a directory,
+    /// deleting "default"... (ENOTDIR, EISDIR, ENOTEMPTY, EPERM, EMLINK).
+    FailedPrecondition(ErrorInfo),
+    /// A write to a read-only snapshot or store (EROFS); a kind of
+    /// FAILED_PRECONDITION ([`Error::is_failed_precondition`]).
+    ReadOnly(ErrorInfo),
+    /// The transaction conflicted at commit, or its handle expired: run it again.
+    Conflict(ErrorInfo),
+    /// The transaction outlived the engine's conflict window: run it again.
+    TooOld(ErrorInfo),
+    /// A server limit: open transactions, message size.
+    ResourceExhausted(ErrorInfo),
+    /// The device is full (ENOSPC); a kind of RESOURCE_EXHAUSTED.
+    NoSpace(ErrorInfo),
+    /// A checksum or structure check failed on a read (EIO).
+    DataLoss(ErrorInfo),
+    /// The server is stopping or cannot be reached: retry the call.
+    Unavailable(ErrorInfo),
+    /// The server wants a bearer token and got none or a wrong one.
+    Unauthenticated(ErrorInfo),
+    /// The caller may not do this.
+    PermissionDenied(ErrorInfo),
+    /// The call's deadline passed (ETIMEDOUT).
+    DeadlineExceeded(ErrorInfo),
+    /// The call was cancelled (ECANCELED).
+    Cancelled(ErrorInfo),
+    /// The server does not know this call.
+    Unimplemented(ErrorInfo),
+    /// A device I/O error on the server, or a malformed message.
+    Internal(ErrorInfo),
+    /// The endpoint could not be set up (bad address, unreadable TLS files).
+    Transport(String),
+    /// An error of the caller's own, returned from a transaction body; the
+    /// transaction was aborted and not retried.
+    User(Box<dyn std::error::Error + Send + Sync>),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// Converts a gRPC status into the matching variant.
+    pub fn from_status(status: &tonic::Status, operation: &'static str) -> Error {
+        let code = status.code();
+        let msg = if status.message().is_empty() { format!("{code:?}") } else { status.message().to_string() };
+        let info = ErrorInfo::new(Some(code), msg.clone(), operation);
+        match code {
+            Code::InvalidArgument => Error::InvalidArgument(info),
+            Code::NotFound => Error::NotFound(info),
+            Code::AlreadyExists => Error::AlreadyExists(info),
+            Code::FailedPrecondition if is_read_only(&msg) => Error::ReadOnly(info),
+            Code::FailedPrecondition => Error::FailedPrecondition(info),
+            Code::Aborted => Error::Conflict(info),
+            Code::OutOfRange => Error::TooOld(info),
+            Code::ResourceExhausted if is_no_space(&msg) => Error::NoSpace(info),
+            Code::ResourceExhausted => Error::ResourceExhausted(info),
+            Code::DataLoss => Error::DataLoss(info),
+            Code::Unavailable => Error::Unavailable(info),
+            Code::Unauthenticated => Error::Unauthenticated(info),
+            Code::PermissionDenied => Error::PermissionDenied(info),
+            Code::DeadlineExceeded => Error::DeadlineExceeded(info),
+            // tonic reports its own client-side deadline as CANCELLED "Timeout expired".
+            Code::Cancelled if msg == "Timeout expired" => Error::DeadlineExceeded(info),
+            // hyper's "operation was canceled": the connection closed before the request
+            // was sent (a server stopping, a TLS server spoken to in plaintext).
+            Code::Cancelled if is_connection_lost(status) => Error::Unavailable(info),
+            Code::Cancelled => Error::Cancelled(info),
+            Code::Unimplemented => Error::Unimplemented(info),
+            // A call that raced with the server closing its connection never got an
+            // answer: a transport failure like a refused connection.
+            Code::Unknown if is_connection_lost(status) => Error::Unavailable(info),
+            Code::Internal | Code::Unknown => Error::Internal(info),
+            Code::Ok => Error::Internal(ErrorInfo::new(Some(code), "OK status as an error", operation)),
+        }
+    }
+
+    /// An invalid argument refused by the client before sending (no code).
+    pub(crate) fn invalid(operation: &'static str, message: impl Into<String>) -> Error {
+        Error::InvalidArgument(ErrorInfo::new(None, message, operation))
+    }
+
+    /// Wraps an error of the caller's own, to return from a transaction body.
+    pub fn user(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Error {
+        Error::User(e.into())
+    }
+
+    /// The details of a status-like error; None for `Transport` and `User`.
+    pub fn info(&self) -> Option<&ErrorInfo> {
+        use Error::*;
+        match self {
+            InvalidArgument(i)
+            | NotFound(i)
+            | AlreadyExists(i)
+            | FailedPrecondition(i)
+            | ReadOnly(i)
+            | Conflict(i)
+            | TooOld(i)
+            | ResourceExhausted(i)
+            | NoSpace(i)
+            | DataLoss(i)
+            | Unavailable(i)
+            | Unauthenticated(i)
+            | PermissionDenied(i)
+            | DeadlineExceeded(i)
+            | Cancelled(i)
+            | Unimplemented(i)
+            | Internal(i) => Some(i),
+            Transport(_) | User(_) => None,
+        }
+    }
+
+    /// The gRPC code, if the error came from (or stands for) a status.
+    pub fn code(&self) -> Option<Code> {
+        self.info().and_then(|i| i.code)
+    }
+
+    /// The message without the operation.
+    pub fn message(&self) -> String {
+        match self {
+            Error::Transport(m) => m.clone(),
+            Error::User(e) => e.to_string(),
+            _ => self.info().map(|i| i.message.clone()).unwrap_or_default(),
+        }
+    }
+
+    /// The POSIX name a Files error starts with ("ENOENT"), or None.
+    pub fn errno_name(&self) -> Option<&str> {
+        let m = &self.info()?.message;
+        let (head, _) = m.split_once(": ")?;
+        let ok = head.len() >= 2
+            && head.starts_with('E')
+            && head[1..].bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit());
+        ok.then_some(head)
+    }
+
+    /// True when the whole transaction should run again (Conflict, TooOld).
+    pub fn is_retryable_transaction(&self) -> bool {
+        matches!(self, Error::Conflict(_) | Error::TooOld(_))
+    }
+
+    /// FailedPrecondition or its refinement ReadOnly.
+    pub fn is_failed_precondition(&self) -> bool {
+        matches!(self, Error::FailedPrecondition(_) | Error::ReadOnly(_))
+    }
+
+    /// ResourceExhausted or its refinement NoSpace.
+    pub fn is_resource_exhausted(&self) -> bool {
+        matches!(self, Error::ResourceExhausted(_) | Error::NoSpace(_))
+    }
+
+    /// The class name shared by every cowkv client ("not_found", "read_only", ...).
+    pub fn class(&self) -> &'static str {
+        use Error::*;
+        match self {
+            InvalidArgument(_) => "invalid_argument",
+            NotFound(_) => "not_found",
+            AlreadyExists(_) => "already_exists",
+            FailedPrecondition(_) => "failed_precondition",
+            ReadOnly(_) => "read_only",
+            Conflict(_) => "conflict",
+            TooOld(_) => "too_old",
+            ResourceExhausted(_) => "resource_exhausted",
+            NoSpace(_) => "no_space",
+            DataLoss(_) => "data_loss",
+            Unavailable(_) => "unavailable",
+            Unauthenticated(_) => "unauthenticated",
+            PermissionDenied(_) => "permission_denied",
+            DeadlineExceeded(_) => "deadline_exceeded",
+            Cancelled(_) => "cancelled",
+            Unimplemented(_) => "unimplemented",
+            Internal(_) => "internal",
+            Transport(_) => "transport",
+            User(_) => "user",
+        }
+    }
+}
+
+/// A FAILED_PRECONDITION is a read-only refusal when its message starts with
+/// EROFS or says "read-only" (but not "is not a read-only snapshot").
+pub(crate) fn is_read_only(msg: &str) -> bool {
+    msg.starts_with("EROFS:") || (msg.contains("read-only") && !msg.contains("not a read-only"))
+}
+
+/// A RESOURCE_EXHAUSTED is "no space" when it starts with ENOSPC or says so.
+pub(crate) fn is_no_space(msg: &str) -> bool {
+    msg.starts_with("ENOSPC") || msg.to_ascii_lowercase().contains("no space")
+}
+
+fn is_connection_lost(status: &tonic::Status) -> bool {
+    let mut text = status.message().to_ascii_lowercase();
+    let mut src = std::error::Error::source(status);
+    while let Some(e) = src {
+        text.push(' ');
+        text.push_str(&e.to_string().to_ascii_lowercase());
+        src = e.source();
+    }
+    [
+        "connection closed",
+        "connection reset",
+        "broken pipe",
+        "channel closed",
+        "connection error",
+        "operation was canceled",
+    ]
+    .iter()
+    .any(|p| text.contains(p))
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Transport(m) => write!(f, "transport: {m}"),
+            Error::User(e) => write!(f, "{e}"),
+            _ => {
+                let i = self.info().expect("status-like");
+                if i.operation.is_empty() {
+                    write!(f, "{}", i.message)
+                } else {
+                    write!(f, "{}: {}", i.operation, i.message)
+                }
+            }
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::User(e) => Some(e.as_ref()),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tonic::Status;
+
+    fn map(code: Code, msg: &str) -> Error {
+        Error::from_status(&Status::new(code, msg), "op")
+    }
+
+    #[test]
+    fn every_code_has_its_variant() {
+        let want = [
+            (Code::InvalidArgument, "invalid_argument"),
+            (Code::NotFound, "not_found"),
+            (Code::AlreadyExists, "already_exists"),
+            (Code::FailedPrecondition, "failed_precondition"),
+            (Code::Aborted, "conflict"),
+            (Code::OutOfRange, "too_old"),
+            (Code::ResourceExhausted, "resource_exhausted"),
+            (Code::DataLoss, "data_loss"),
+            (Code::Unavailable, "unavailable"),
+            (Code::Unauthenticated, "unauthenticated"),
+            (Code::PermissionDenied, "permission_denied"),
+            (Code::DeadlineExceeded, "deadline_exceeded"),
+            (Code::Cancelled, "cancelled"),
+            (Code::Unimplemented, "unimplemented"),
+            (Code::Internal, "internal"),
+            (Code::Unknown, "internal"),
+        ];
+        for (code, class) in want {
+            let e = map(code, "something");
+            assert_eq!(e.class(), class, "{code:?}");
+            assert_eq!(e.code(), Some(code));
+        }
+    }
+
+    #[test]
+    fn read_only_and_no_space_are_refined() {
+        assert!(matches!(map(Code::FailedPrecondition, "subvolume 'x' is a read-only snapshot"), Error::ReadOnly(_)));
+        assert!(matches!(map(Code::FailedPrecondition, "EROFS: /a"), Error::ReadOnly(_)));
+        assert!(matches!(
+            map(Code::FailedPrecondition, "snapshot: 'x' is not a read-only snapshot"),
+            Error::FailedPrecondition(_)
+        ));
+        assert!(matches!(map(Code::FailedPrecondition, "ENOTEMPTY: d"), Error::FailedPrecondition(_)));
+        assert!(map(Code::FailedPrecondition, "EROFS: /a").is_failed_precondition());
+        assert!(matches!(map(Code::ResourceExhausted, "ENOSPC: full"), Error::NoSpace(_)));
+        assert!(matches!(map(Code::ResourceExhausted, "No space left on device"), Error::NoSpace(_)));
+        assert!(matches!(map(Code::ResourceExhausted, "too many open transactions"), Error::ResourceExhausted(_)));
+        assert!(map(Code::ResourceExhausted, "ENOSPC: x").is_resource_exhausted());
+    }
+
+    #[test]
+    fn only_conflict_and_too_old_are_retryable() {
+        for c in 1..=16 {
+            let code = Code::from_i32(c);
+            let want = matches!(code, Code::Aborted | Code::OutOfRange);
+            assert_eq!(map(code, "m").is_retryable_transaction(), want, "{code:?}");
+        }
+    }
+
+    #[test]
+    fn message_operation_and_errno() {
+        let e = map(Code::FailedPrecondition, "ENOTEMPTY: directory not empty: /d");
+        assert_eq!(e.to_string(), "op: ENOTEMPTY: directory not empty: /d");
+        assert_eq!(e.message(), "ENOTEMPTY: directory not empty: /d");
+        assert_eq!(e.errno_name(), Some("ENOTEMPTY"));
+        assert_eq!(map(Code::NotFound, "key not found: \"k\"").errno_name(), None);
+        assert_eq!(map(Code::NotFound, "E: x").errno_name(), None);
+    }
+
+    #[test]
+    fn tonic_timeouts_and_lost_connections() {
+        assert!(matches!(map(Code::Cancelled, "Timeout expired"), Error::DeadlineExceeded(_)));
+        assert!(matches!(map(Code::Cancelled, "cancelled by client"), Error::Cancelled(_)));
+        assert!(matches!(map(Code::Cancelled, "operation was canceled"), Error::Unavailable(_)));
+        assert!(matches!(map(Code::Unknown, "transport error: connection closed"), Error::Unavailable(_)));
+        assert!(matches!(map(Code::Internal, "device unavailable: EIO"), Error::Internal(_)));
+    }
+
+    #[test]
+    fn client_side_errors_have_no_code() {
+        let e = Error::invalid("put", "key: a key is 1..1024 bytes, not 0");
+        assert_eq!(e.code(), None);
+        assert_eq!(e.class(), "invalid_argument");
+    }
+}

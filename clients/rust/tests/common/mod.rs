@@ -1,0 +1,166 @@
+//! A cowkvd started by the tests on a fresh image in a temporary directory,
+//! on a free loopback port. The binary is $COWKVD, else
+//! ../../bazel-bin/server/cowkvd (build it with `bazel build //server:cowkvd`).
+//! Stopped (SIGTERM) and its directory removed on drop. Stopping blocks the
+//! calling thread: run live tests on a multi-thread runtime, so the client's
+//! connection tasks can answer the server's GOAWAY meanwhile (on a
+//! current-thread runtime cowkvd waits its full 10 s drain for them).
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+
+pub struct Server {
+    dir: PathBuf,
+    size: String,
+    extra: Vec<String>,
+    child: Option<Child>,
+    pub port: u16,
+}
+
+pub fn binary() -> PathBuf {
+    match std::env::var_os("COWKVD") {
+        Some(p) if !p.is_empty() => PathBuf::from(p),
+        _ => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bazel-bin/server/cowkvd"),
+    }
+}
+
+impl Server {
+    /// A server on a new device of `size`; `token` = require this bearer token.
+    pub fn start(size: &str, token: Option<&str>) -> Server {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "cowkv-rust-test-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let mut extra = Vec::new();
+        if let Some(t) = token {
+            let f = dir.join("token");
+            std::fs::write(&f, t).expect("token file");
+            extra.push("--auth-token-file".to_string());
+            extra.push(f.display().to_string());
+        }
+        let mut s = Server { dir, size: size.to_string(), extra, child: None, port: 0 };
+        s.launch();
+        s
+    }
+
+    /// A server that serves TLS with a self-signed certificate for
+    /// localhost/127.0.0.1 made by openssl; returns it and the certificate
+    /// (the CA to trust). None when openssl is not installed.
+    pub fn start_tls(size: &str) -> Option<(Server, PathBuf)> {
+        let mut s = Server::start(size, None);
+        s.stop();
+        let (ca, cert, key) = (s.dir.join("ca.pem"), s.dir.join("cert.pem"), s.dir.join("key.pem"));
+        let made = make_certificates(&s.dir);
+        if !made {
+            return None;
+        }
+        s.extra.extend(["--tls-cert".to_string(), cert.display().to_string()]);
+        s.extra.extend(["--tls-key".to_string(), key.display().to_string()]);
+        s.launch();
+        Some((s, ca))
+    }
+
+    pub fn device(&self) -> PathBuf {
+        self.dir.join("cowkv.img")
+    }
+
+    pub fn address(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    fn launch(&mut self) {
+        let bin = binary();
+        let mut child = Command::new(&bin)
+            .arg("--device")
+            .arg(self.device())
+            .args(["--create-size", &self.size, "--listen", "127.0.0.1:0", "--metrics-listen", ""])
+            .args(&self.extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "cannot start {} ({e}); build it with `bazel build //server:cowkvd` or set $COWKVD",
+                    bin.display()
+                )
+            });
+        // cowkvd logs "serving ... (port N)" on stderr.
+        let out = child.stderr.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(|l| l.ok()) {
+                if let Some(i) = line.find("(port ") {
+                    let port: String = line[i + 6..].chars().take_while(|c| c.is_ascii_digit()).collect();
+                    let _ = tx.send(port.parse::<u16>().ok());
+                }
+            }
+            let _ = tx.send(None);
+        });
+        match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(Some(port)) => self.port = port,
+            other => {
+                let _ = child.kill();
+                panic!("cowkvd did not start: {other:?}");
+            }
+        }
+        self.child = Some(child);
+    }
+
+    /// SIGTERM (graceful stop) and wait; the device stays.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            unsafe {
+                libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+            }
+            for _ in 0..300 {
+                if let Ok(Some(_)) = child.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts again on the same device (a new port).
+    pub fn restart(&mut self) {
+        self.stop();
+        self.launch();
+    }
+}
+
+/// A test CA (ca.pem) and a server certificate it signed for
+/// localhost/127.0.0.1 (cert.pem, key.pem) in `dir`, made by openssl.
+/// rustls refuses a self-signed CA certificate used as the server's own.
+pub fn make_certificates(dir: &Path) -> bool {
+    let script = r#"set -e
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=cowkv-test-ca -keyout ca.key -out ca.pem
+openssl req -newkey rsa:2048 -nodes -subj /CN=localhost -keyout key.pem -out server.csr
+printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n' > server.ext
+openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -extfile server.ext -out cert.pem
+"#;
+    Command::new("sh")
+        .args(["-c", script])
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map(|st| st.success())
+        .unwrap_or(false)
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
