@@ -149,7 +149,12 @@ absl::Status StoreImpl::FsBackendImpl::Apply(const std::vector<fs::FsWrite>& wri
             tree_->max_value_size(), ")"));
       }
     }
-    ASSIGN_OR_RETURN(std::optional<std::string> old, Get(w.key));
+    std::optional<std::string> old;
+    if (w.old.has_value()) {
+      old = *w.old;
+    } else {
+      ASSIGN_OR_RETURN(old, Get(w.key));
+    }
     if (!old.has_value() && !w.value.has_value()) continue;
     format::DataRef d;
     if (old.has_value() && format::LeafDataRef(w.key, *old, &d)) minus.push_back({d, false});

@@ -33,6 +33,9 @@ struct FsWrite {
   std::string key;
   std::optional<std::string> value;
   bool first_ref = false;
+  // The item's value before the batch, when the operation read it already
+  // (saves Apply a lookup); unset = unknown.
+  std::optional<std::optional<std::string>> old;
 };
 
 // A node on the path from the subvolume root to a leaf (fiemap).

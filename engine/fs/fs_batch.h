@@ -29,7 +29,11 @@ class FsOps::Batch {
   absl::StatusOr<std::optional<std::string>> Get(const std::string& key) {
     auto it = staged_.find(key);
     if (it != staged_.end()) return it->second.value;
-    return b_->Get(key);
+    auto r = read_.find(key);
+    if (r != read_.end()) return r->second;
+    ASSIGN_OR_RETURN(std::optional<std::string> v, b_->Get(key));
+    read_.emplace(key, v);  // the backend does not change until Commit
+    return v;
   }
 
   // Merges staged writes in [start, end) into the backend's items. `fn`
@@ -92,7 +96,11 @@ class FsOps::Batch {
       format::DataRef r;
       const bool first = s.value && format::LeafDataRef(k, *s.value, &r) &&
                          fresh.count(r.bytenr) > 0 && claimed.insert(r.bytenr).second;
-      writes.push_back({k, s.value, first});
+      auto known = read_.find(k);
+      writes.push_back({k, s.value, first,
+                        known == read_.end()
+                            ? std::nullopt
+                            : std::optional<std::optional<std::string>>(known->second)});
     }
     if (!writes.empty()) RETURN_IF_ERROR(b_->Apply(writes));
     // Every fresh extent is referenced now (or was never staged: release).
@@ -120,6 +128,7 @@ class FsOps::Batch {
   };
   FsBackend* const b_;
   std::map<std::string, Staged> staged_;
+  std::map<std::string, std::optional<std::string>> read_;  // backend values read
   std::vector<format::DataRef> written_;
   std::set<std::string> notes_;
 };
