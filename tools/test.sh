@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, then runs every test.
-# Engine tests run twice: optimized with asserts, and under ASan+UBSan.
+# Engine tests run twice: optimized with asserts, and under ASan+UBSan. Then,
+# against live servers built by the same run: the Python client's tests
+# (clients/python/test.sh: mypy --strict, pytest incl. the conformance
+# scenarios) and the CLI's end-to-end test (clients/cli/e2e_test.sh). Each
+# part adds to the pass/fail summary.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh || exit 1
@@ -10,11 +14,48 @@ status=0
 python3 tools/tidy.py || status=1
 bazel test //... 2>&1 | tee -a "$log" || status=1
 bazel test --config=asan //engine/... 2>&1 | tee -a "$log" || status=1
-
 passed=$(grep -cE '^//[^ ]+ +(\(cached\) )?PASSED' "$log")
 failed=$(grep -cE '^//[^ ]+ +(FAILED|TIMEOUT|NO STATUS|FAILED TO BUILD)' "$log")
+summary="bazel ${passed}/${failed}"
+
+# The binaries the live tests run (`bazel test //...` builds them too; this
+# makes sure, and is a no-op when it did).
+if ! bazel build //server:cowkvd //clients/cli:cowkv >"$log" 2>&1; then
+  grep -E 'ERROR|error:' "$log" | head -n 20 >&2
+  echo "test: cannot build cowkvd and cowkv" >&2
+  status=1
+  failed=$((failed + 1))
+else
+  # Python client: pytest's last line, "N passed[, M failed] in Ts".
+  : >"$log"
+  bash clients/python/test.sh 2>&1 | tee "$log"
+  py_rc=${PIPESTATUS[0]}
+  py_passed=$(grep -oE '[0-9]+ passed' "$log" | tail -n 1 | grep -oE '[0-9]+' || echo 0)
+  py_failed=$(grep -oE '[0-9]+ (failed|error)' "$log" | tail -n 1 | grep -oE '[0-9]+' || echo 0)
+  if [ "$py_rc" -ne 0 ]; then
+    status=1
+    [ "$py_failed" -eq 0 ] && py_failed=1  # mypy or set-up failed before pytest
+  fi
+  passed=$((passed + py_passed))
+  failed=$((failed + py_failed))
+  summary="$summary, python ${py_passed}/${py_failed}"
+
+  # CLI end to end: "e2e: N cases passed" or a FAIL line.
+  : >"$log"
+  bash clients/cli/e2e_test.sh 2>&1 | tee "$log"
+  if [ "${PIPESTATUS[0]}" -eq 0 ]; then
+    e2e_passed=$(sed -nE 's/^e2e: ([0-9]+) cases passed.*/\1/p' "$log" | tail -n 1)
+    passed=$((passed + ${e2e_passed:-1}))
+    summary="$summary, cli e2e ${e2e_passed:-1}/0"
+  else
+    status=1
+    failed=$((failed + 1))
+    summary="$summary, cli e2e FAILED"
+  fi
+fi
+
 rm -f "$log"
-echo "tests: ${passed} passed, ${failed} failed"
+echo "tests: ${passed} passed, ${failed} failed (passed/failed: ${summary})"
 if [ "$passed" -eq 0 ]; then
   echo "no test ran" >&2
   exit 1

@@ -1,10 +1,13 @@
-// `cowkv check [--json] PATH`
+// `cowkv check [--json] [PATH]`
 //
-// Runs cowkv::Check on PATH opened read-only and prints each problem, then a
-// summary; with --json one object in btrfs-progs' format instead. Exit 0 when
-// clean; 1 when problems were found (and one stderr line "found N
-// problems"); 1 when PATH cannot be opened, holds no cowkv filesystem, or
-// cannot be read at all.
+// With PATH (offline): runs cowkv::Check on PATH opened read-only and prints
+// each problem, then a summary; with --json one object in btrfs-progs'
+// format instead. Exit 0 when clean; 1 when problems were found (and one
+// stderr line "found N problems"); 1 when PATH cannot be opened, holds no
+// cowkv filesystem, or cannot be read at all.
+//
+// Without PATH (online): the same check run by cowkvd (--server) on the
+// device it serves, through Admin.Check (admin.cc).
 #include <iostream>
 #include <memory>
 #include <string>
@@ -12,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "clients/cli/commands.h"
+#include "clients/cli/online.h"
 #include "engine/io/file_device.h"
 #include "engine/store.h"
 
@@ -109,14 +113,20 @@ int RunCheck(const CheckArgs& a) {
 
 }  // namespace
 
-RunFn AddCheck(CLI::App* app) {
+RunFn AddCheck(CLI::App* app, const GlobalsPtr& g) {
   auto args = std::make_shared<CheckArgs>();
   CLI::App* cmd = app->add_subcommand(
-      "check", "Verify an unmounted cowkv filesystem (read-only)");
-  cmd->add_option("PATH", args->path, "Block device or image file")
-      ->required();
+      "check",
+      "Verify a cowkv filesystem (read-only): PATH offline, or without "
+      "PATH the one cowkvd serves");
+  cmd->add_option("PATH", args->path,
+                  "Block device or image file (omitted: ask the server)");
   cmd->add_flag("--json", args->json, "Print the report as JSON");
-  return [args] { return RunCheck(*args); };
+  return [args, g] {
+    CheckArgs a = *args;
+    a.json = a.json || g->json;
+    return a.path.empty() ? RunOnlineCheck(*g, a.json) : RunCheck(a);
+  };
 }
 
 }  // namespace cli

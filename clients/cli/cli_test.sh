@@ -1,7 +1,9 @@
 #!/bin/bash
 # Goal: the global conventions of `cowkv` (STYLE.md point 22): --help and
 # --version exit 0 on stdout; every usage error is exit 2 with exactly one
-# stderr line "cowkv: <operation>: <reason>".
+# stderr line "cowkv: <operation>: <reason>"; an online command with no
+# server to talk to is exit 10 (unavailable) with one line naming the
+# address. (e2e_test.sh runs every online command against a live cowkvd.)
 source "$(dirname "$0")/test_lib.sh" "$1"
 
 case_ "--version"
@@ -10,12 +12,16 @@ expect_rc 0
 [[ "$OUT" == "cowkv 0.1.0" ]] || fail "want 'cowkv 0.1.0'"
 expect_no_err
 
-case_ "--help lists the offline commands"
+case_ "--help lists the offline and the online commands and global options"
 run --help
 expect_rc 0
-expect_out '^ +mkfs '
-expect_out '^ +check '
-expect_out '^ +dump-tree '
+for c in mkfs check dump-tree subvolume kv fs stats sync; do
+  expect_out "^ +$c "
+done
+expect_out '--server'
+expect_out '--token-file'
+expect_out '--timeout'
+expect_out '--json'
 expect_no_err
 
 case_ "subcommand --help"
@@ -38,10 +44,29 @@ expect_rc 2
 expect_one_err_line
 expect_err "^cowkv: usage: unknown command 'frobnicate'"
 
-case_ "unknown command that is not yet implemented (online commands)"
-run subvolume list
+case_ "online command with no server listening: unavailable (10)"
+run --server 127.0.0.1:1 --timeout 5 subvolume list
+expect_rc 10
+expect_one_err_line
+expect_err '^cowkv: subvolume list: cowkvd at 127.0.0.1:1 is unavailable'
+
+case_ "online group without its subcommand"
+run kv
 expect_rc 2
 expect_one_err_line
+expect_err '^cowkv: kv: '
+
+case_ "online command with a missing argument"
+run kv get --subvolume data
+expect_rc 2
+expect_one_err_line
+expect_err '^cowkv: kv get: KEY is required'
+
+case_ "invalid subvolume name is refused before any call (3)"
+run --server 127.0.0.1:1 subvolume create a/b
+expect_rc 3
+expect_one_err_line
+expect_err "contains '/'"
 
 case_ "unknown global option"
 run --bogus

@@ -1,23 +1,28 @@
-// The `cowkv` command line: one subcommand per .cc (bbolt's cmd/ layout).
+// The `cowkv` command line: one subcommand (or group) per .cc (bbolt's cmd/
+// layout).
 //
-// main.cc builds the CLI11 app, calls every Add*() below to declare the
+// app.cc builds the CLI11 app, calls every Add*() below to declare the
 // subcommands, parses, and runs the RunFn of the one the user chose. Each
 // RunFn returns the process exit code. Every failure prints exactly one
 // stderr line through Fail():
 //
 //   cowkv: <operation>: <reason>
 //
-// Exit codes: 0 success; 1 the operation failed (or `check` found
-// problems); 2 usage error (bad option, unknown command).
+// Exit codes (docs/cli.md has the table): 0 success; 1 the operation failed
+// (or `check` found problems, or a local file could not be read); 2 usage
+// error (bad option, unknown command); 3..12 one per class of gRPC status
+// of an online command (online.h).
 //
 // Offline subcommands work on a device directly through the engine facade
-// (engine/store.h): mkfs, check, dump-tree. Online ones (subvolume, kv, fs,
-// stats, sync) will talk to the server and join this table later.
+// (engine/store.h): mkfs, check PATH, dump-tree. Online ones talk to cowkvd
+// (--server): subvolume, kv, fs, stats, sync, check without PATH.
 #ifndef COWKV_CLIENTS_CLI_COMMANDS_H_
 #define COWKV_CLIENTS_CLI_COMMANDS_H_
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <memory>
 #include <string>
 
 #include "CLI/CLI.hpp"
@@ -33,23 +38,56 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitUsage = 2;
 
+struct Globals;  // online.h
+using GlobalsPtr = std::shared_ptr<const Globals>;
+
 // Runs a parsed subcommand; returns the exit code.
 using RunFn = std::function<int()>;
 
 // Each declares its subcommand and options on `app` and returns the function
 // that runs it with the parsed values.
-RunFn AddMkfs(CLI::App* app);       // mkfs.cc
-RunFn AddCheck(CLI::App* app);      // check.cc
-RunFn AddDumpTree(CLI::App* app);   // dump_tree.cc
+RunFn AddMkfs(CLI::App* app);                           // mkfs.cc
+RunFn AddCheck(CLI::App* app, const GlobalsPtr& g);     // check.cc (+ admin.cc online)
+RunFn AddDumpTree(CLI::App* app);                       // dump_tree.cc
+RunFn AddSubvolume(CLI::App* app, const GlobalsPtr& g); // subvolume.cc
+RunFn AddKv(CLI::App* app, const GlobalsPtr& g);        // kv.cc, kv_txn.cc
+RunFn AddFs(CLI::App* app, const GlobalsPtr& g);        // fs.cc, fs_data.cc
+RunFn AddStats(CLI::App* app, const GlobalsPtr& g);     // admin.cc
+RunFn AddSync(CLI::App* app, const GlobalsPtr& g);      // admin.cc
+
+// `cowkv check` without PATH: Admin.Check on the server. (admin.cc)
+int RunOnlineCheck(const Globals& g, bool json);
+
+// A command with subcommands ("kv get", "kv put", ...): declares each and
+// runs the one chosen.
+class CommandGroup {
+ public:
+  CommandGroup(CLI::App* parent, const std::string& name,
+               const std::string& description);
+  // Declares a subcommand; `run` runs it if the user chose it.
+  CLI::App* Add(const std::string& name, const std::string& description,
+                RunFn run);
+  // Runs the chosen subcommand.
+  RunFn Runner() const;
+  CLI::App* app() const { return app_; }
+
+ private:
+  CLI::App* app_;
+  std::shared_ptr<std::map<std::string, RunFn>> runs_;
+};
 
 // Prints "cowkv: <operation>: <reason>" on stderr, the reason folded onto one
-// line, and returns `exit_code`. (main.cc)
+// line, and returns `exit_code`. (app.cc)
 int Fail(absl::string_view operation, absl::string_view reason,
          int exit_code = kExitFailure);
 
 // Folds a possibly multi-line engine message onto one line ("a:\nb\nc" ->
-// "a: b; c"). (main.cc)
+// "a: b; c"). (app.cc)
 std::string OneLine(absl::string_view text);
+
+// Writes `text` to stdout and flushes; kExitOk, or Fail(op, ...) if stdout
+// cannot be written. (app.cc)
+int Emit(absl::string_view op, absl::string_view text);
 
 // Parses a byte count: digits with an optional K/M/G/T/P/E suffix (powers of
 // 1024, case-insensitive, optionally followed by "iB" or "B"), e.g. "1G",

@@ -12,7 +12,7 @@
 #   flip_byte FILE OFF   inverts one byte of FILE in place
 set -u
 
-COWKV="$PWD/$1"
+if [[ "$1" == /* ]]; then COWKV="$1"; else COWKV="$PWD/$1"; fi
 [[ -x "$COWKV" ]] || { echo "FAIL: cowkv binary not found at $COWKV"; exit 1; }
 WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/cowkv_cli.XXXXXX")"
 cd "$WORK" || exit 1
@@ -51,7 +51,7 @@ expect_one_err_line() {
   local lines
   lines="$(wc -l <"$WORK/.err")"
   [[ "$lines" -eq 1 ]] || fail "want exactly one stderr line, got $lines"
-  grep -Eq '^cowkv: [a-z-]+: .+' <<<"$ERR" || fail "stderr is not 'cowkv: <op>: <reason>'"
+  grep -Eq '^cowkv: [a-z-]+( [a-z-]+)?: .+' <<<"$ERR" || fail "stderr is not 'cowkv: <op>: <reason>'"
 }
 
 flip_byte() {

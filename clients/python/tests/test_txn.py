@@ -42,7 +42,7 @@ def test_explicit_abort_and_finished_handle(sv: cowkv.Subvolume) -> None:
     tx.abort()
     tx.abort()  # idempotent
     assert sv.get("k", default=None) is None
-    with pytest.raises(cowkv.FailedPrecondition):
+    with pytest.raises(cowkv.NotFound):  # a finished handle, as the server says
         tx.put("k", "v")
 
 

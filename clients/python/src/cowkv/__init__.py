@@ -34,7 +34,7 @@ from cowkv.files import (FIEMAP_EXTENT_DATA_INLINE, FIEMAP_EXTENT_LAST, FIEMAP_E
                          FIEMAP_EXTENT_SHARED, RENAME_EXCHANGE, RENAME_NOREPLACE, DirEntry,
                          Extent, FileKind, Files, FileStat)
 from cowkv.kv import Subvolume
-from cowkv.range import RangeIterator
+from cowkv.range import RangeIterator, RangePage
 from cowkv.txn import (Compare, CreateRevision, Delete, DeleteRange, DeleteResult, Exists, Get,
                        Missing, ModRevision, Op, Put, PutResult, Range, RangeResult, Transaction,
                        TransactionState, TxnResult, Value, Version)
@@ -45,7 +45,7 @@ __version__ = "0.1.0"
 __all__ = [
     "connect", "Client", "SubvolumeInfo", "CheckResult", "VersionInfo", "DEFAULT_ADDRESS",
     "DEFAULT_TIMEOUT",
-    "Subvolume", "KeyValue", "Durability", "RangeIterator",
+    "Subvolume", "KeyValue", "Durability", "RangeIterator", "RangePage",
     "Transaction", "TransactionState", "TxnResult", "PutResult", "DeleteResult", "RangeResult",
     "Compare", "Value", "Version", "ModRevision", "CreateRevision", "Exists", "Missing",
     "Op", "Put", "Delete", "DeleteRange", "Range", "Get",

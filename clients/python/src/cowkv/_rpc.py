@@ -7,6 +7,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Sequence, Tuple,
 
 import grpc
 
+from cowkv._validate import check_request
 from cowkv.errors import from_rpc_error
 
 try:
@@ -41,7 +42,9 @@ class Rpc:
 
     def unary(self, method: Callable[..., T], request: Any, op: str,
               timeout: Optional[float] = None) -> T:
-        """Calls a unary RPC with the default deadline; raises CowkvError."""
+        """Calls a unary RPC with the default deadline; raises CowkvError
+        (InvalidArgument without a call for input the server would refuse)."""
+        check_request(request)
         try:
             return method(request, timeout=timeout if timeout is not None else self.timeout,
                           metadata=self.metadata)
@@ -50,6 +53,7 @@ class Rpc:
 
     def server_stream(self, method: Callable[..., Iterable[T]], request: Any, op: str) -> Iterator[T]:
         """Iterates a server-streaming RPC; errors surface as CowkvError."""
+        check_request(request)
         call: Any = method(request, timeout=self.stream_timeout, metadata=self.metadata)
         try:
             for message in call:
@@ -60,7 +64,8 @@ class Rpc:
             call.cancel()  # a no-op after the stream ended; stops it if abandoned
 
     def client_stream(self, method: Callable[..., T], requests: Iterator[Any], op: str) -> T:
-        """Sends a client-streaming RPC; errors surface as CowkvError."""
+        """Sends a client-streaming RPC; errors surface as CowkvError. (The
+        caller checks the first message with check_request.)"""
         try:
             return method(requests, timeout=self.stream_timeout, metadata=self.metadata)
         except grpc.RpcError as e:

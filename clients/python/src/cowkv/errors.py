@@ -163,8 +163,10 @@ _BY_CODE: Dict[grpc.StatusCode, Type[CowkvError]] = {
 
 def _refine(cls: Type[CowkvError], message: str) -> Type[CowkvError]:
     """Picks the subclass the message names (read-only, no space)."""
-    if cls is FailedPrecondition and (message.startswith("EROFS") or "read-only" in message):
-        return ReadOnly
+    read_only = message.startswith("EROFS") or (
+        "read-only" in message and "not a read-only" not in message)
+    if cls is FailedPrecondition and read_only:
+        return ReadOnly  # not "snapshot: 'x' is not a read-only snapshot"
     if cls is ResourceExhausted and (message.startswith("ENOSPC") or "no space" in message.lower()):
         return NoSpace
     return cls

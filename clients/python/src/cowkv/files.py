@@ -21,6 +21,7 @@ import os
 from typing import TYPE_CHECKING, BinaryIO, Iterator, List, Optional, Union
 
 from cowkv import errors
+from cowkv._validate import check_request
 from cowkv.v1 import files_pb2
 
 if TYPE_CHECKING:
@@ -191,6 +192,8 @@ class Files:
     def write_stream(self, head: files_pb2.WriteRequest,
                      chunks: Iterator[bytes]) -> files_pb2.WriteResponse:
         """One Write RPC: ``head`` names the file, then one message per chunk."""
+        check_request(head)
+
         def messages() -> Iterator[files_pb2.WriteRequest]:
             yield head
             for c in chunks:

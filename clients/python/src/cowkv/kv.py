@@ -10,12 +10,12 @@
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Optional, TypeVar, Union
+from typing import Callable, Iterable, Optional, Tuple, TypeVar, Union
 
 from cowkv import errors
 from cowkv._rpc import Rpc
 from cowkv.files import Files
-from cowkv.range import RangeIterator, range_request
+from cowkv.range import RangeIterator, RangePage, range_request
 from cowkv.txn import Compare, Op, Transaction, TxnResult, run_in_transaction, txn_request, txn_result
 from cowkv.values import Durability, Key, KeyValue, durability_proto, opt_bytes, to_bytes
 from cowkv.v1 import kv_pb2
@@ -46,6 +46,13 @@ class Subvolume:
         """The key with its revisions; NotFound if absent."""
         req = kv_pb2.GetRequest(subvolume=self.name, key=to_bytes(key))
         return KeyValue.from_proto(self._rpc.unary(self._rpc.kv.Get, req, "get").kv)
+
+    def get_with_revision(self, key: Key) -> Tuple[KeyValue, int]:
+        """The key with its revisions, and the store revision the read saw;
+        NotFound if absent."""
+        req = kv_pb2.GetRequest(subvolume=self.name, key=to_bytes(key))
+        resp = self._rpc.unary(self._rpc.kv.Get, req, "get")
+        return KeyValue.from_proto(resp.kv), int(resp.revision)
 
     def get(self, key: Key, default: object = _RAISE) -> bytes:
         """The key's value; NotFound if absent unless ``default`` is given."""
@@ -95,6 +102,19 @@ class Subvolume:
             return resp
         return RangeIterator(fetch, req, limit, page_size)
 
+    def range_page(self, start: Optional[Key] = None, end: Optional[Key] = None, *,
+                   prefix: Optional[Key] = None, limit: int = 0, reverse: bool = False,
+                   keys_only: bool = False, count_only: bool = False,
+                   snapshot: Optional[str] = None, page_token: bytes = b"") -> RangePage:
+        """One Range call: a page of at most ``limit`` keys (0 = the server's
+        page limit). Pass the page's ``next_page_token`` with the same
+        arguments to read the next one (:meth:`range` does this for you)."""
+        req = range_request(self.name, start, end, prefix, reverse, keys_only, count_only,
+                            snapshot or "")
+        req.limit = limit
+        req.page_token = page_token
+        return RangePage.from_proto(self._rpc.unary(self._rpc.kv.Range, req, "range"))
+
     def count(self, start: Optional[Key] = None, end: Optional[Key] = None, *,
               prefix: Optional[Key] = None, snapshot: Optional[str] = None) -> int:
         """The exact number of keys in the range."""
@@ -108,12 +128,21 @@ class Subvolume:
         """Deletes every key in [start, end) or with ``prefix`` atomically (at
         most 10,000 per call); returns how many. One bound at least is
         required, so that a call without arguments never empties the subvolume."""
+        return self.delete_range_with_revision(start, end, prefix=prefix,
+                                               durability=durability)[0]
+
+    def delete_range_with_revision(self, start: Optional[Key] = None, end: Optional[Key] = None,
+                                   *, prefix: Optional[Key] = None,
+                                   durability: Durability = Durability.DEFAULT
+                                   ) -> Tuple[int, int]:
+        """As :meth:`delete_range`; returns (keys deleted, revision of the delete)."""
         if start is None and end is None and prefix is None:
             raise errors.InvalidArgument("give start, end or prefix", None, "delete-range")
         req = kv_pb2.DeleteRangeRequest(subvolume=self.name, start=opt_bytes(start),
                                         end=opt_bytes(end), prefix=opt_bytes(prefix),
                                         durability=durability_proto(durability))
-        return int(self._rpc.unary(self._rpc.kv.DeleteRange, req, "delete-range").deleted)
+        resp = self._rpc.unary(self._rpc.kv.DeleteRange, req, "delete-range")
+        return int(resp.deleted), int(resp.revision)
 
     # Transactions.
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import collections
+import dataclasses
 from typing import Callable, Deque, Iterator, List, Optional
 
 from cowkv.values import Key, KeyValue, opt_bytes
 from cowkv.v1 import kv_pb2
 
-__all__ = ["RangeIterator", "range_request"]
+__all__ = ["RangeIterator", "RangePage", "range_request"]
 
 
 def range_request(subvolume: str, start: Optional[Key], end: Optional[Key],
@@ -18,6 +19,22 @@ def range_request(subvolume: str, start: Optional[Key], end: Optional[Key],
     return kv_pb2.RangeRequest(subvolume=subvolume, start=opt_bytes(start), end=opt_bytes(end),
                                prefix=opt_bytes(prefix), reverse=reverse, keys_only=keys_only,
                                count_only=count_only, snapshot=snapshot)
+
+
+@dataclasses.dataclass(frozen=True)
+class RangePage:
+    """One page of a range read (cowkv.v1.RangeResponse)."""
+
+    kvs: List[KeyValue]
+    count: int  # keys from this page's start: exact for count_only or the last page
+    more: bool  # more keys follow this page
+    next_page_token: bytes  # pass as page_token for the next page; empty when not more
+    revision: int  # store revision the page was read at
+
+    @classmethod
+    def from_proto(cls, m: kv_pb2.RangeResponse) -> "RangePage":
+        return cls([KeyValue.from_proto(kv) for kv in m.kvs], int(m.count), bool(m.more),
+                   bytes(m.next_page_token), int(m.revision))
 
 
 class RangeIterator(Iterator[KeyValue]):

@@ -28,6 +28,8 @@ import time
 from types import TracebackType
 from typing import Callable, Iterable, List, Optional, Type, TypeVar, Union
 
+import grpc
+
 from cowkv import errors
 from cowkv._rpc import Rpc
 from cowkv.range import RangeIterator, range_request
@@ -263,9 +265,10 @@ class Transaction:
         self.state = TransactionState.OPEN
 
     def _check_open(self) -> None:
+        # NotFound, as the server answers for a handle that is finished.
         if self.state is not TransactionState.OPEN:
-            raise errors.FailedPrecondition(f"transaction {self.handle} is {self.state.value}",
-                                            None, "transaction")
+            raise errors.NotFound(f"transaction {self.handle} is {self.state.value}",
+                                  grpc.StatusCode.NOT_FOUND, "transaction")
 
     def get_kv(self, key: Key) -> KeyValue:
         """The key with its revisions; NotFound if absent."""

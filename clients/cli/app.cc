@@ -1,0 +1,203 @@
+// The command line: the app, global options, parse-error mapping, dispatch.
+//
+//   cowkv [--server ADDR] [--token-file FILE] [--timeout SECONDS] [--json]
+//         <command> [options] <args>
+//
+// CLI11 reports its own outcomes as exceptions with exit codes of its own
+// (105 validation, 106 required, 109 extras, ...): every one of those is a
+// usage error here (exit 2, one stderr line); --help and --version exit 0.
+#include "clients/cli/app.h"
+
+#include <cstdio>
+#include <iostream>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+namespace cowkv {
+namespace cli {
+
+std::string OneLine(absl::string_view text) {
+  std::string out;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    line = absl::StripAsciiWhitespace(line);
+    if (line.empty()) continue;
+    if (!out.empty()) out += out.back() == ':' ? " " : "; ";
+    absl::StrAppend(&out, line);
+  }
+  return out;
+}
+
+int Fail(absl::string_view operation, absl::string_view reason,
+         int exit_code) {
+  std::cout.flush();
+  std::fflush(stdout);
+  std::cerr << "cowkv: " << operation << ": " << OneLine(reason) << std::endl;
+  return exit_code;
+}
+
+int Emit(absl::string_view op, absl::string_view text) {
+  if (!text.empty() &&
+      std::fwrite(text.data(), 1, text.size(), stdout) != text.size()) {
+    return Fail(op, "error writing to stdout");
+  }
+  if (std::fflush(stdout) != 0) return Fail(op, "error writing to stdout");
+  return kExitOk;
+}
+
+CommandGroup::CommandGroup(CLI::App* parent, const std::string& name,
+                           const std::string& description)
+    : app_(parent->add_subcommand(name, description)),
+      runs_(std::make_shared<std::map<std::string, RunFn>>()) {
+  app_->require_subcommand(1);
+}
+
+CLI::App* CommandGroup::Add(const std::string& name,
+                            const std::string& description, RunFn run) {
+  (*runs_)[name] = std::move(run);
+  return app_->add_subcommand(name, description);
+}
+
+RunFn CommandGroup::Runner() const {
+  return [app = app_, runs = runs_] {
+    return (*runs)[app->get_subcommands().front()->get_name()]();
+  };
+}
+
+namespace {
+
+bool TakesValue(absl::string_view a) {
+  return a == "--server" || a == "--token-file" || a == "--timeout";
+}
+
+bool IsGlobalOption(absl::string_view a) {
+  const absl::string_view name = a.substr(0, a.find('='));
+  return TakesValue(name) || a == "--json";
+}
+
+}  // namespace
+
+const char* FirstCommandWord(int argc, const char* const* argv) {
+  for (int i = 1; i < argc; ++i) {
+    const absl::string_view a = argv[i];
+    if (TakesValue(a)) {
+      ++i;
+      continue;
+    }
+    if (a.empty() || a[0] != '-') return argv[i];
+  }
+  return nullptr;
+}
+
+namespace {
+
+void AddGlobals(CLI::App* app, Globals* g) {
+  app->add_option("--server", g->server, "cowkvd address HOST:PORT")
+      ->envname("COWKV_SERVER")
+      ->type_name("ADDR")
+      ->capture_default_str();
+  app->add_option("--token-file", g->token_file,
+                  "File holding the bearer token (cowkvd --auth-token-file)")
+      ->type_name("FILE");
+  app->add_option("--timeout", g->timeout_seconds,
+                  "Deadline of each call in seconds (0 = none; file "
+                  "transfers and check have none unless given)")
+      ->type_name("SECONDS")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app->add_flag("--json", g->json, "Print JSON for scripts instead of text");
+}
+
+}  // namespace
+
+Cli::Cli()
+    : app_("cowkv: a copy-on-write B+tree key-value store with btrfs "
+           "semantics.\nOffline commands (mkfs, check PATH, dump-tree) work "
+           "on an unmounted device or image file;\nthe others talk to "
+           "cowkvd (--server).",
+           "cowkv"),
+      globals_(std::make_shared<Globals>()) {
+  app_.set_version_flag("--version", absl::StrCat("cowkv ", kVersion),
+                        "Print the version and exit");
+  app_.require_subcommand(1);
+  app_.fallthrough();  // global options may follow the command
+  AddGlobals(&app_, globals_.get());
+  const GlobalsPtr g = globals_;
+  const std::vector<std::pair<std::string, RunFn>> commands = {
+      {"mkfs", AddMkfs(&app_)},           {"check", AddCheck(&app_, g)},
+      {"dump-tree", AddDumpTree(&app_)},  {"subvolume", AddSubvolume(&app_, g)},
+      {"kv", AddKv(&app_, g)},            {"fs", AddFs(&app_, g)},
+      {"stats", AddStats(&app_, g)},      {"sync", AddSync(&app_, g)}};
+  for (const auto& [name, run] : commands) commands_[name] = run;
+}
+
+std::string Cli::chosen() const {
+  std::vector<std::string> words;
+  const CLI::App* cur = &app_;
+  for (;;) {
+    std::vector<CLI::App*> subs = cur->get_subcommands();
+    if (subs.empty()) break;
+    cur = subs.front();
+    words.push_back(cur->get_name());
+  }
+  return absl::StrJoin(words, " ");
+}
+
+int Cli::UsageError(const CLI::ParseError& e, const char* word, int argc,
+                    const char* const* argv) {
+  if (word == nullptr) {
+    // CLI11 reports the missing command before an unknown global option.
+    for (int i = 1; i < argc; ++i) {
+      const absl::string_view a = argv[i];
+      if (TakesValue(a) && i + 1 == argc) {
+        return Fail("usage", absl::StrCat(a, " needs a value"), kExitUsage);
+      } else if (TakesValue(a)) {
+        ++i;
+      } else if (a.substr(0, 1) == "-" && !IsGlobalOption(a)) {
+        return Fail("usage", absl::StrCat("unknown option '", argv[i], "'"),
+                    kExitUsage);
+      }
+    }
+    return Fail("usage", "no command given (see 'cowkv --help')", kExitUsage);
+  }
+  const std::string op = chosen();
+  return Fail(op.empty() ? "usage" : op, e.what(), kExitUsage);
+}
+
+int Cli::Parse(int argc, const char* const* argv) {
+  const char* word = FirstCommandWord(argc, argv);
+  if (word != nullptr && commands_.count(word) == 0) {
+    std::vector<std::string> names;
+    for (const auto& c : commands_) names.push_back(c.first);
+    return Fail("usage",
+                absl::StrCat("unknown command '", word, "' (commands: ",
+                             absl::StrJoin(names, ", "),
+                             "; see 'cowkv --help')"),
+                kExitUsage);
+  }
+  try {
+    app_.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) {
+      return app_.exit(e);  // --help, --version: print to stdout, exit 0
+    }
+    return UsageError(e, word, argc, argv);
+  }
+  globals_->timeout_given = app_.get_option("--timeout")->count() > 0;
+  return -1;
+}
+
+int Cli::Run() {
+  const std::string name = app_.get_subcommands().front()->get_name();
+  try {
+    return commands_[name]();
+  } catch (const std::exception& e) {
+    return Fail(chosen(), e.what());
+  }
+}
+
+}  // namespace cli
+}  // namespace cowkv

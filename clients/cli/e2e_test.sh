@@ -1,0 +1,464 @@
+#!/bin/bash
+# Goal: every online `cowkv` command against a live cowkvd (a temp device,
+# a free port): subvolume create|list|show|rename|delete|snapshot, kv
+# get|put|del|range|txn, fs ls|stat|mkdir|put|cat|mv|ln|rm|rmdir|fsync|
+# clone|fiemap, stats, sync, check, and the global options (--server,
+# --token-file, --timeout, --json, COWKV_SERVER). Each case checks stdout,
+# and each failure case the exit code of its class (docs/cli.md) and the
+# one stderr line "cowkv: <op>: <reason>".
+#
+#   bash clients/cli/e2e_test.sh [COWKV [COWKVD]]
+#
+# Defaults: bazel-bin/clients/cli/cowkv and bazel-bin/server/cowkvd (or
+# $COWKVD); build them with `bazel build //clients/cli:cowkv //server:cowkvd`.
+# tools/test.sh runs it after `bazel test //...`.
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+COWKV_BIN="${1:-$ROOT/bazel-bin/clients/cli/cowkv}"
+COWKVD="${2:-${COWKVD:-$ROOT/bazel-bin/server/cowkvd}}"
+source "$ROOT/clients/cli/test_lib.sh" "$COWKV_BIN"
+[[ -x "$COWKVD" ]] || fail "cowkvd not found at $COWKVD"
+STARTED=$SECONDS
+CASES=0
+PIDS=()
+trap 'for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done' EXIT
+
+case_() { CASE="$*"; CASES=$((CASES + 1)); }
+
+# start_server NAME [cowkvd flags...]: a cowkvd on $WORK/NAME.img at a free
+# port; sets PID and ADDR.
+start_server() {
+  local name="$1" port="" i
+  shift
+  "$COWKVD" --device "$WORK/$name.img" --create-size 256M \
+    --listen 127.0.0.1:0 --metrics-listen "" "$@" 2>"$WORK/$name.log" &
+  PID=$!
+  PIDS+=("$PID")
+  for i in $(seq 300); do
+    port="$(grep -o '(port [0-9]*)' "$WORK/$name.log" | grep -o '[0-9]*')"
+    [[ -n "$port" ]] && break
+    kill -0 "$PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  [[ -n "$port" ]] || fail "cowkvd did not start: $(cat "$WORK/$name.log")"
+  ADDR="127.0.0.1:$port"
+}
+
+# stop_server PID: SIGINT, which must drain, commit and exit 0.
+stop_server() {
+  kill -INT "$1"
+  wait "$1"
+  local rc=$?
+  [[ "$rc" -eq 0 ]] || fail "cowkvd exited $rc on SIGINT"
+}
+
+c() { run --server "$ADDR" "$@"; }
+expect_json() {  # PYTHON_EXPR over d = the parsed stdout must be true
+  python3 -c "import json,sys; d=json.load(sys.stdin); assert d['__header']=={'version':'1'}; assert ($1), d" \
+    <<<"$OUT" 2>"$WORK/.py" || fail "JSON check failed: $1 ($(tail -1 "$WORK/.py"))"
+}
+expect_fail() {  # RC REGEX: exit code RC, one stderr line matching REGEX, no stdout
+  expect_rc "$1"
+  expect_one_err_line
+  expect_err "$2"
+  [[ -z "$OUT" ]] || fail "stdout not empty on failure"
+}
+
+start_server main
+SERVER_PID=$PID
+
+# --- subvolumes -------------------------------------------------------------
+
+case_ "subvolume create"
+c subvolume create data
+expect_rc 0; expect_no_err
+expect_out "^Create subvolume 'data' \(id [0-9]+\)$"
+
+case_ "subvolume create: name taken (already exists: 5)"
+c subvolume create data
+expect_fail 5 '^cowkv: subvolume create: .*data'
+
+case_ "subvolume create: bad name refused before the call (invalid: 3)"
+c subvolume create a/b
+expect_fail 3 "^cowkv: subvolume create: .*contains '/'"
+
+case_ "kv put then subvolume snapshot -r"
+c kv put --subvolume data greeting hello
+expect_rc 0; expect_no_err
+[[ -z "$OUT" ]] || fail "kv put printed something"
+c subvolume snapshot -r data data@2026-11-22
+expect_rc 0
+expect_out "^Create a readonly snapshot of 'data' in 'data@2026-11-22' \(id [0-9]+\)$"
+
+case_ "subvolume snapshot (writable)"
+c subvolume snapshot data data-rw
+expect_rc 0
+expect_out "^Create a snapshot of 'data' in 'data-rw'"
+c kv put -s data-rw only-in-rw 1
+expect_rc 0
+
+case_ "subvolume list (table)"
+c subvolume list
+expect_rc 0
+expect_out '^ +ID +GEN +PARENT +CREATED +FLAGS +NAME$'
+expect_out '^ +5 .* default$'
+expect_out ' readonly +data@2026-11-22$'
+expect_out ' - +data-rw$'
+
+case_ "subvolume list --json"
+c --json subvolume list
+expect_rc 0
+expect_json "[s['name'] for s in d['subvolume-list']] == ['default','data','data@2026-11-22','data-rw'] and d['subvolume-list'][2]['read_only'] and d['subvolume-list'][2]['parent_id'] == d['subvolume-list'][1]['id']"
+
+case_ "subvolume show"
+c subvolume show data@2026-11-22
+expect_rc 0
+expect_out '^data@2026-11-22$'
+expect_out 'Subvolume ID: +[0-9]+'
+expect_out 'Flags: +readonly'
+c subvolume show data --json
+expect_json "d['name'] == 'data' and not d['read_only']"
+
+case_ "subvolume show: absent (not found: 4)"
+c subvolume show nope
+expect_fail 4 "^cowkv: subvolume show: .*nope"
+
+case_ "subvolume rename"
+c subvolume rename data-rw data-rw2
+expect_rc 0
+expect_out "^Rename subvolume 'data-rw' to 'data-rw2'$"
+c kv get -s data-rw2 only-in-rw
+[[ "$OUT" == 1 ]] || fail "renamed subvolume lost its key"
+c subvolume show data-rw
+expect_fail 4 'data-rw'
+
+case_ "subvolume delete"
+c subvolume delete data-rw2
+expect_rc 0
+expect_out "^Delete subvolume 'data-rw2'$"
+c --json subvolume list
+expect_json "'data-rw2' not in [s['name'] for s in d['subvolume-list']]"
+
+case_ "subvolume delete default (precondition: 6)"
+c subvolume delete default
+expect_fail 6 '^cowkv: subvolume delete: '
+
+# --- kv ---------------------------------------------------------------------
+
+case_ "kv get prints the value alone (no newline when not a tty)"
+c kv get --subvolume data greeting
+expect_rc 0; expect_no_err
+[[ "$(wc -c <"$WORK/.out")" -eq 5 && "$OUT" == hello ]] || fail "want exactly 'hello'"
+
+case_ "kv get of a missing key (not found: 4, one line)"
+c kv get --subvolume data missing
+expect_fail 4 '^cowkv: kv get: key not found: "missing"$'
+
+case_ "kv get: empty key (invalid argument: 3)"
+c kv get -s data ""
+expect_fail 3 '^cowkv: kv get: '
+
+case_ "kv get: unknown subvolume (not found: 4)"
+c kv get -s nope k
+expect_fail 4 "^cowkv: kv get: .*nope"
+
+case_ "kv put to a read-only snapshot is refused (precondition: 6)"
+c kv put --subvolume data@2026-11-22 greeting changed
+expect_fail 6 '^cowkv: kv put: .*read-only'
+
+case_ "snapshot keeps the old value; the live subvolume the new one"
+c kv put -s data greeting "hello again"
+c kv get -s data@2026-11-22 greeting
+[[ "$OUT" == hello ]] || fail "snapshot changed"
+c kv get -s data greeting
+[[ "$OUT" == "hello again" ]] || fail "live value not updated"
+
+case_ "kv put from stdin, binary value; get --json gives base64"
+printf 'a\tb\000\377' >"$WORK/bin.val"
+"$COWKV" --server "$ADDR" kv put -s data bin <"$WORK/bin.val" || fail "put from stdin"
+"$COWKV" --server "$ADDR" kv get -s data bin >"$WORK/bin.got" || fail "get"
+cmp -s "$WORK/bin.val" "$WORK/bin.got" || fail "binary value differs"
+c --json kv get -s data bin
+expect_json "d['value'] == {'base64': 'YQliAP8='} and d['version'] == 1 and d['revision'] >= d['mod_revision']"
+
+case_ "kv put --durability async and durable; --json revision"
+c kv put -s data d1 x --durability async --json
+expect_json "d['revision'] > 0"
+c kv put -s data d2 y --durability durable
+expect_rc 0
+
+case_ "kv txn: 25 puts from a spec file"
+python3 -c 'import json; print(json.dumps({"success": [{"put": {"key": "user/%03d" % i, "value": "name %d" % i}} for i in range(1, 26)]}))' >"$WORK/puts.json"
+c kv txn -s data "$WORK/puts.json"
+expect_rc 0
+expect_out '^SUCCESS$'
+expect_out '^\[24\] put$'
+
+case_ "kv range pages through every page"
+c kv range -s data --prefix user/ --page-size 7
+expect_rc 0
+[[ "$(wc -l <<<"$OUT")" -eq 25 ]] || fail "want 25 keys"
+[[ "$(head -1 <<<"$OUT")" == $'user/001\tname 1' ]] || fail "first line"
+[[ "$(tail -1 <<<"$OUT")" == $'user/025\tname 25' ]] || fail "last line"
+
+case_ "kv range --limit --reverse --keys-only"
+c kv range -s data --prefix user/ --limit 3 --reverse --keys-only --page-size 2
+expect_rc 0
+[[ "$OUT" == $'user/025\nuser/024\nuser/023' ]] || fail "want the last 3 keys, reversed"
+
+case_ "kv range --start --end and --count"
+c kv range -s data --start user/010 --end user/013
+[[ "$(cut -f1 <<<"$OUT" | tr '\n' ' ')" == "user/010 user/011 user/012 " ]] || fail "bounds"
+c kv range -s data --prefix user/ --count
+[[ "$OUT" == 25 ]] || fail "want count 25"
+
+case_ "kv range --json (streamed pages)"
+c --json kv range -s data --prefix user/ --page-size 10
+expect_json "d['count'] == 25 and len(d['kvs']) == 25 and d['kvs'][0] == {'key': 'user/001', 'value': 'name 1', 'create_revision': d['kvs'][0]['create_revision'], 'mod_revision': d['kvs'][0]['mod_revision'], 'version': 1}"
+
+case_ "kv range --snapshot reads the read-only snapshot"
+c kv range -s data --snapshot data@2026-11-22 --keys-only
+[[ "$OUT" == greeting ]] || fail "snapshot should hold only 'greeting'"
+
+case_ "kv range: prefix with start (invalid argument: 3)"
+c kv range -s data --prefix a --start b
+expect_fail 3 '^cowkv: kv range: '
+
+case_ "kv del one key; again (not found: 4)"
+c kv del -s data user/001
+expect_rc 0; expect_no_err
+c kv del -s data user/001
+expect_fail 4 '^cowkv: kv del: key not found'
+
+case_ "kv del --prefix prints the count"
+c kv del -s data --prefix user/02
+expect_rc 0
+[[ "$OUT" == 6 ]] || fail "want 6 deleted"
+c kv del -s data --start user/010 --end user/012 --json
+expect_json "d['deleted'] == 2"
+
+case_ "kv del: neither KEY nor range (usage: 2)"
+c kv del -s data
+expect_fail 2 '^cowkv: kv del: give either KEY'
+
+case_ "kv txn: compare holds (SUCCESS), from stdin"
+cat >"$WORK/cas.json" <<'EOF'
+{"compare": [{"key": "greeting", "target": "value", "op": "=", "value": "hello again"},
+             {"key": "lock", "target": "exists", "op": "=", "exists": false}],
+ "success": [{"put": {"key": "lock", "value": "me"}}, {"range": {"prefix": "user/00", "limit": 2}}],
+ "failure": [{"range": {"prefix": "lock"}}]}
+EOF
+"$COWKV" --server "$ADDR" kv txn -s data <"$WORK/cas.json" >"$WORK/.out" || fail "txn"
+OUT="$(cat "$WORK/.out")"
+expect_out '^SUCCESS$'
+expect_out '^\[1\] range: 2 keys \(more follow\)$'
+expect_out $'^user/002\tname 2$'
+
+case_ "kv txn: compare fails (FAILURE is exit 0, as etcdctl)"
+c kv txn -s data "$WORK/cas.json"
+expect_rc 0
+expect_out '^FAILURE$'
+expect_out $'^lock\tme$'
+c --json kv txn -s data "$WORK/cas.json"
+expect_json "d['succeeded'] is False and d['responses'][0]['range']['kvs'][0]['key'] == 'lock'"
+
+case_ "kv txn: malformed spec (invalid argument: 3)"
+echo '{"success": [{"put": {"key": 7}}]}' >"$WORK/bad.json"
+c kv txn -s data "$WORK/bad.json"
+expect_fail 3 '^cowkv: kv txn: success\[0\]\.put\.key'
+
+case_ "kv txn on a read-only snapshot (precondition: 6)"
+c kv txn -s data@2026-11-22 "$WORK/puts.json"
+expect_fail 6 '^cowkv: kv txn: .*read-only'
+
+# --- fs ---------------------------------------------------------------------
+
+head -c 300000 /dev/urandom >"$WORK/big.bin"
+printf 'hello world\n' >"$WORK/notes.txt"
+
+case_ "fs mkdir -p; mkdir of an existing name (exists: 5); -p again is fine"
+c fs mkdir -s data -p /docs/2026/11
+expect_rc 0; expect_no_err
+c fs mkdir -s data /docs
+expect_fail 5 '^cowkv: fs mkdir: EEXIST'
+c fs mkdir -s data -p /docs/2026 --mode 0700
+expect_rc 0
+
+case_ "fs put (file, into a directory, from stdin) and fs cat"
+c fs put -s data "$WORK/notes.txt" /docs/notes.txt
+expect_rc 0; expect_no_err
+c fs put -s data "$WORK/big.bin" /docs
+expect_rc 0
+printf 'from stdin' | "$COWKV" --server "$ADDR" fs put -s data - /docs/stdin.txt || fail "put -"
+"$COWKV" --server "$ADDR" fs cat -s data /docs/big.bin >"$WORK/big.got" || fail "cat"
+cmp -s "$WORK/big.bin" "$WORK/big.got" || fail "big.bin differs after put/cat"
+c fs cat -s data /docs/notes.txt /docs/stdin.txt
+[[ "$OUT" == $'hello world\nfrom stdin' ]] || fail "cat of two files"
+c fs cat -s data --offset 6 --length 5 /docs/notes.txt
+[[ "$OUT" == world ]] || fail "cat --offset --length"
+
+case_ "fs put --json; put to a read-only snapshot (precondition: 6, EROFS)"
+c --json fs put -s data "$WORK/notes.txt" /docs/notes2.txt
+expect_json "d['bytes_written'] == 12 and d['stat']['size'] == 12 and d['path'] == '/docs/notes2.txt'"
+c fs put -s data@2026-11-22 "$WORK/notes.txt" /x
+expect_fail 6 '^cowkv: fs put: EROFS'
+
+case_ "fs put: local file missing (1)"
+c fs put -s data "$WORK/absent" /y
+expect_fail 1 '^cowkv: fs put: cannot open .*absent'
+
+case_ "fs ls, ls -l, --json ls"
+c fs ls -s data /docs
+expect_rc 0
+[[ "$OUT" == $'2026/\nnotes.txt\nbig.bin\nstdin.txt\nnotes2.txt' ]] || fail "ls names"
+c fs ls -l -s data /docs
+expect_out '^MODE +LINKS +SIZE +MODIFIED +NAME$'
+expect_out '^-rw-r--r-- +1 +300000 .* big\.bin$'
+expect_out '^drwxr-xr-x +1 .* 2026$'
+c --json fs ls -s data -l /docs
+expect_json "[e['name'] for e in d['entries']][:3] == ['2026','notes.txt','big.bin'] and d['entries'][2]['stat']['size'] == 300000"
+
+case_ "fs stat, --json stat; stat of a missing path (not found: 4)"
+c fs stat -s data /docs/notes.txt
+expect_out '^  File: /docs/notes.txt$'
+expect_out '^  Size: 12 .*regular file$'
+expect_out '^Access: \(0644/-rw-r--r--\)'
+c --json fs stat -s data /docs
+expect_json "d['kind'] == 'directory' and d['ino'] > 256"
+c fs stat -s data /docs/none
+expect_fail 4 '^cowkv: fs stat: ENOENT'
+
+case_ "fs mv; --no-replace onto an existing name (exists: 5); --exchange"
+c fs mv -s data /docs/notes2.txt /docs/renamed.txt
+expect_rc 0
+c fs mv -s data --no-replace /docs/renamed.txt /docs/notes.txt
+expect_fail 5 '^cowkv: fs mv: EEXIST'
+c fs mv -s data --exchange /docs/stdin.txt /docs/notes.txt
+expect_rc 0
+c fs cat -s data /docs/notes.txt
+[[ "$OUT" == "from stdin" ]] || fail "exchange did not swap"
+
+case_ "fs ln (hard) and ln --symbolic; ls -l shows the target"
+c fs ln -s data /docs/big.bin /docs/big.link
+expect_rc 0
+c fs stat -s data /docs/big.link
+expect_out 'Links: 2$'
+c fs ln -s data --symbolic /docs/big.bin /docs/big.sym
+expect_rc 0
+c fs ls -l -s data /docs
+expect_out '^lrwxrwxrwx .* big\.sym -> /docs/big\.bin$'
+
+case_ "fs rm; rm of a missing name (not found: 4); rm of a directory (6)"
+c fs rm -s data /docs/big.link /docs/big.sym
+expect_rc 0
+c fs rm -s data /docs/big.link
+expect_fail 4 '^cowkv: fs rm: ENOENT'
+c fs rm -s data /docs/2026
+expect_fail 6 '^cowkv: fs rm: EISDIR'
+
+case_ "fs rmdir: not empty (precondition: 6, ENOTEMPTY); empty is fine"
+c fs rmdir -s data /docs/2026
+expect_fail 6 '^cowkv: fs rmdir: ENOTEMPTY'
+c fs rmdir -s data /docs/2026/11 /docs/2026
+expect_rc 0
+
+case_ "fs fsync and fsync --data"
+c fs fsync -s data /docs/big.bin
+expect_rc 0; expect_no_err
+c fs fsync -s data --data /docs/notes.txt
+expect_rc 0
+
+case_ "fs clone: the clone and the source share their extents (fiemap)"
+c fs clone -s data /docs/big.bin /docs/big.clone
+expect_rc 0; expect_no_err
+"$COWKV" --server "$ADDR" fs cat -s data /docs/big.clone | cmp -s - "$WORK/big.bin" || fail "clone differs"
+c fs fiemap -s data /docs/big.clone
+expect_rc 0
+expect_out '^Filesystem type is: cowkv$'
+expect_out '^File size of /docs/big.clone is 300000 \(74 blocks of 4096 bytes\)$'
+expect_out '^ ext: +logical_offset: +physical_offset: length: +expected: flags:$'
+expect_out '^ +0: +0\.\. +[0-9]+: +[0-9]+\.\. +[0-9]+: +[0-9]+: +.*shared'
+expect_out 'last,shared,eof$'
+expect_out '^/docs/big.clone: [0-9]+ extents? found$'
+c fs fiemap -s data /docs/big.bin
+expect_out 'shared'
+
+case_ "fs fiemap --json; an inline file"
+c --json fs fiemap -s data /docs/big.clone
+expect_json "d['size'] == 300000 and all('shared' in e['flags'] for e in d['extents']) and 'last' in d['extents'][-1]['flags']"
+c fs fiemap -s data /docs/notes.txt
+expect_out 'last,not_aligned,inline,eof$'
+
+case_ "fs clone with offsets and a length"
+c fs clone -s data --src-offset 64K --dst-offset 0 --length 64K /docs/big.bin /docs/part
+expect_rc 0
+"$COWKV" --server "$ADDR" fs cat -s data /docs/part >"$WORK/part.got"
+tail -c +65537 "$WORK/big.bin" | head -c 65536 | cmp -s - "$WORK/part.got" || fail "partial clone differs"
+
+case_ "fs clone: missing source (not found: 4)"
+c fs clone -s data /docs/none /docs/x
+expect_fail 4 '^cowkv: fs clone: ENOENT'
+
+case_ "files of a read-only snapshot are readable"
+c fs ls -s data@2026-11-22 /
+expect_rc 0
+[[ -z "$OUT" ]] || fail "the snapshot predates every file"
+
+# --- admin ------------------------------------------------------------------
+
+case_ "stats (table and --json)"
+c stats
+expect_rc 0
+expect_out '^COUNTER +VALUE$'
+expect_out '^commits +[0-9]+$'
+expect_out '^server_rpcs +[1-9][0-9]*$'
+c stats --json
+expect_json "d['nodesize'] > 0 and d['total_bytes'] > d['used_bytes'] > 0"
+
+case_ "sync (silent; --json generation)"
+c sync
+expect_rc 0; expect_no_err
+[[ -z "$OUT" ]] || fail "sync printed something"
+c --json sync
+expect_json "d['generation'] > 0"
+
+case_ "check (online): clean"
+c check
+expect_rc 0; expect_no_err
+expect_out "^Checking filesystem on cowkvd at $ADDR"
+expect_out '^no problems found$'
+c check --json
+expect_json "d['ok'] and d['problems'] == [] and d['trees'] > 0"
+
+# --- global options ---------------------------------------------------------
+
+case_ "COWKV_SERVER names the server"
+COWKV_SERVER="$ADDR" run kv get -s data greeting
+[[ "$OUT" == "hello again" ]] || fail "COWKV_SERVER ignored"
+
+case_ "--timeout: a deadline that cannot be met (timeout: 11)"
+c --timeout 0.000001 check
+expect_fail 11 '^cowkv: check: .*--timeout'
+
+case_ "--token-file: missing or wrong token (auth: 12); right token works"
+printf 's3cret\n' >"$WORK/token"
+printf 'wrong\n' >"$WORK/wrong"
+start_server auth --auth-token-file "$WORK/token"
+AUTH_PID=$PID
+c stats
+expect_fail 12 '^cowkv: stats: '
+c --token-file "$WORK/wrong" subvolume list
+expect_fail 12 '^cowkv: subvolume list: '
+c --token-file "$WORK/token" subvolume list
+expect_rc 0
+expect_out ' default$'
+c --token-file "$WORK/absent" subvolume list
+expect_fail 1 '^cowkv: subvolume list: cannot read --token-file'
+stop_server "$AUTH_PID"
+
+case_ "server stopped: unavailable (10), one line naming the address"
+stop_server "$SERVER_PID"
+c kv get -s data greeting
+expect_fail 10 "^cowkv: kv get: cowkvd at $ADDR is unavailable"
+
+echo "e2e: $CASES cases passed in $((SECONDS - STARTED)) s"
+pass
