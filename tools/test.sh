@@ -3,7 +3,8 @@
 # Engine tests run twice: optimized with asserts, and under ASan+UBSan. Then,
 # against live servers built by the same run: the Python client's tests
 # (clients/python/test.sh: mypy --strict, pytest incl. the conformance
-# scenarios) and the CLI's end-to-end test (clients/cli/e2e_test.sh). Each
+# scenarios), the CLI's end-to-end test (clients/cli/e2e_test.sh) and the
+# Go, TypeScript, Java and Rust clients (clients/run_client_tests.sh). Each
 # part adds to the pass/fail summary.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -52,6 +53,17 @@ else
     failed=$((failed + 1))
     summary="$summary, cli e2e FAILED"
   fi
+
+  # Go, TypeScript, Java and Rust clients: unit tests, bad input and the
+  # conformance scenarios against live servers; one result per client.
+  : >"$log"
+  COWKVD="$PWD/bazel-bin/server/cowkvd" bash clients/run_client_tests.sh all 2>&1 | tee "$log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  c_passed=$(grep -cE '^client tests: [a-z]+: passed' "$log")
+  c_failed=$(grep -cE '^client tests: [a-z]+: FAILED' "$log")
+  passed=$((passed + c_passed))
+  failed=$((failed + c_failed))
+  summary="$summary, clients ${c_passed}/${c_failed}"
 fi
 
 rm -f "$log"
