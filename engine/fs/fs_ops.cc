@@ -344,6 +344,12 @@ absl::StatusOr<Attr> FsOps::Create(absl::string_view path, FileType type, uint32
   Batch b(b_);
   RETURN_IF_ERROR(EnsureRoot(b));
   ASSIGN_OR_RETURN(uint64_t ino, AllocIno());
+  {
+    // The new inode enters the cache (seed 003) knowing it is in no log.
+    std::shared_ptr<InodeMem> m = Mem(ino);
+    m->logged_gen = b_->generation();
+    m->logged = false;
+  }
   InodeItem it;
   it.generation = it.transid = b_->generation();
   it.nlink = 1;
