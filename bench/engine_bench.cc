@@ -365,36 +365,6 @@ void RegisterAll() {
   RegisterSubvolumeBenchmarks(g_dir, g_config.stream_bytes, g_config.stream_value_bytes);
 }
 
-// ---- Reporting: exact BM_<Workload>/<system> names --------------------------------
-
-// Forwards to `inner`, with the "/iterations:K", "/min_time:..." and
-// "/manual_time" / "/real_time" parts of each run name cleared.
-class ExactNameReporter : public benchmark::BenchmarkReporter {
- public:
-  explicit ExactNameReporter(benchmark::BenchmarkReporter* inner) : inner_(inner) {}
-
-  bool ReportContext(const Context& context) override {
-    // RunSpecifiedBenchmarks set our streams (e.g. the --benchmark_out file).
-    inner_->SetOutputStream(&GetOutputStream());
-    inner_->SetErrorStream(&GetErrorStream());
-    return inner_->ReportContext(context);
-  }
-  void ReportRuns(const std::vector<Run>& runs) override {
-    std::vector<Run> renamed(runs);
-    for (Run& r : renamed) {
-      r.run_name.min_time.clear();
-      r.run_name.min_warmup_time.clear();
-      r.run_name.iterations.clear();
-      r.run_name.time_type.clear();
-    }
-    inner_->ReportRuns(renamed);
-  }
-  void Finalize() override { inner_->Finalize(); }
-
- private:
-  benchmark::BenchmarkReporter* inner_;
-};
-
 // ---- main -------------------------------------------------------------------------
 
 // Removes our flags from argv; false on a bad value.
@@ -441,14 +411,6 @@ bool ParseOwnFlags(int* argc, char** argv) {
   return true;
 }
 
-std::string FlagValue(int argc, char** argv, const std::string& prefix) {
-  std::string v;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], prefix.c_str(), prefix.size()) == 0) v = argv[i] + prefix.size();
-  }
-  return v;
-}
-
 int Main(int argc, char** argv) {
   if (!ParseOwnFlags(&argc, argv)) return 2;
   // benchmark::Initialize consumes --benchmark_out*, so look first.
@@ -461,15 +423,12 @@ int Main(int argc, char** argv) {
 
 
   const char* tmp = std::getenv("TEST_TMPDIR");
-  std::string tmpl = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") +
-                     "/engine_bench.XXXXXX";
-  std::vector<char> tbuf(tmpl.begin(), tmpl.end());
-  tbuf.push_back('\0');
-  if (mkdtemp(tbuf.data()) == nullptr) {
-    std::fprintf(stderr, "mkdtemp %s: %s\n", tmpl.c_str(), std::strerror(errno));
+  std::string err;
+  g_dir = MakeRunDir(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp", "engine_bench", &err);
+  if (g_dir.empty()) {
+    std::fprintf(stderr, "engine_bench: %s\n", err.c_str());
     return 1;
   }
-  g_dir = tbuf.data();
 
   g_data = std::make_unique<Dataset>(g_config.num);
   RegisterAll();
@@ -489,23 +448,11 @@ int Main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) {
     rc = 1;
   } else {
-    ExactNameReporter display(benchmark::CreateDefaultDisplayReporter());
-    std::unique_ptr<benchmark::BenchmarkReporter> file_inner;
-    std::unique_ptr<ExactNameReporter> file;
-    if (!out_file.empty()) {
-      if (out_format == "console") {
-        file_inner = std::make_unique<benchmark::ConsoleReporter>(
-            benchmark::ConsoleReporter::OO_None);
-      } else {
-        file_inner = std::make_unique<benchmark::JSONReporter>();
-      }
-      file = std::make_unique<ExactNameReporter>(file_inner.get());
-    }
-    benchmark::RunSpecifiedBenchmarks(&display, file.get());
+    RunWithExactNames(out_file, out_format);
   }
   benchmark::Shutdown();
 
-  std::string err = CloseFilled();
+  err = CloseFilled();
   if (!err.empty()) {
     std::fprintf(stderr, "engine_bench: closing filled stores: %s\n", err.c_str());
     rc = 1;

@@ -965,35 +965,24 @@ bool ParseOwnFlags(int* argc, char** argv) {
   return true;
 }
 
-// Creates --dir if needed and a fresh mkdtemp directory inside it.
-bool MakeRunDir() {
-  std::string base = g_config.dir;
-  if (base.empty()) {
-    const char* tmp = std::getenv("TEST_TMPDIR");
-    base = (tmp != nullptr && *tmp != '\0') ? tmp : "/tmp/cowkv-kvbench";
-  }
-  std::error_code ec;
-  std::filesystem::create_directories(base, ec);
-  if (ec) {
-    std::fprintf(stderr, "kv_bench: mkdir %s: %s\n", base.c_str(), ec.message().c_str());
-    return false;
-  }
-  std::string tmpl = base + "/kv_bench.XXXXXX";
-  std::vector<char> buf(tmpl.begin(), tmpl.end());
-  buf.push_back('\0');
-  if (mkdtemp(buf.data()) == nullptr) {
-    std::fprintf(stderr, "kv_bench: mkdtemp %s: %s\n", tmpl.c_str(), std::strerror(errno));
-    return false;
-  }
-  g_run_dir = buf.data();
-  return true;
-}
-
 int Main(int argc, char** argv) {
   if (!ParseOwnFlags(&argc, argv)) return 2;
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
-  if (!MakeRunDir()) return 1;
+  {
+    // --dir (created if needed), else $TEST_TMPDIR, else /tmp/cowkv-kvbench.
+    std::string base = g_config.dir;
+    if (base.empty()) {
+      const char* tmp = std::getenv("TEST_TMPDIR");
+      base = (tmp != nullptr && *tmp != '\0') ? tmp : "/tmp/cowkv-kvbench";
+    }
+    std::string err;
+    g_run_dir = MakeRunDir(base, "kv_bench", &err);
+    if (g_run_dir.empty()) {
+      std::fprintf(stderr, "kv_bench: %s\n", err.c_str());
+      return 1;
+    }
+  }
   // Debian builds Abseil without NDEBUG, which turns on Mutex deadlock
   // detection (a graph update on every lock); production binaries turn it off.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);

@@ -669,36 +669,6 @@ void RegisterAll() {
   }
 }
 
-// ---- Reporting: exact names -----------------------------------------------------------
-
-// Forwards to `inner`, with the "/iterations:K", "/min_time:..." and
-// "/manual_time" / "/real_time" parts of each run name cleared ("/threads:N"
-// stays).
-class ExactNameReporter : public benchmark::BenchmarkReporter {
- public:
-  explicit ExactNameReporter(benchmark::BenchmarkReporter* inner) : inner_(inner) {}
-
-  bool ReportContext(const Context& context) override {
-    inner_->SetOutputStream(&GetOutputStream());
-    inner_->SetErrorStream(&GetErrorStream());
-    return inner_->ReportContext(context);
-  }
-  void ReportRuns(const std::vector<Run>& runs) override {
-    std::vector<Run> renamed(runs);
-    for (Run& r : renamed) {
-      r.run_name.min_time.clear();
-      r.run_name.min_warmup_time.clear();
-      r.run_name.iterations.clear();
-      r.run_name.time_type.clear();
-    }
-    inner_->ReportRuns(renamed);
-  }
-  void Finalize() override { inner_->Finalize(); }
-
- private:
-  benchmark::BenchmarkReporter* inner_;
-};
-
 // ---- main -----------------------------------------------------------------------------
 
 bool ParseCount(const std::string& a, const char* flag, uint64_t* out) {
@@ -742,37 +712,6 @@ void ParseOwnFlags(int* argc, char** argv) {
   argv[out] = nullptr;
 }
 
-bool MakeRunDir() {
-  std::string base = g_config.dir;
-  if (base.empty()) {
-    const char* tmp = std::getenv("TEST_TMPDIR");
-    base = (tmp != nullptr && *tmp != '\0') ? tmp : "/tmp";
-  }
-  std::error_code ec;
-  std::filesystem::create_directories(base, ec);
-  if (ec) {
-    std::fprintf(stderr, "seeds_bench: mkdir %s: %s\n", base.c_str(), ec.message().c_str());
-    return false;
-  }
-  std::string tmpl = base + "/seeds_bench.XXXXXX";
-  std::vector<char> buf(tmpl.begin(), tmpl.end());
-  buf.push_back('\0');
-  if (mkdtemp(buf.data()) == nullptr) {
-    std::fprintf(stderr, "seeds_bench: mkdtemp %s: %s\n", tmpl.c_str(), std::strerror(errno));
-    return false;
-  }
-  g_run_dir = buf.data();
-  return true;
-}
-
-std::string FlagValue(int argc, char** argv, const std::string& prefix) {
-  std::string v;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], prefix.c_str(), prefix.size()) == 0) v = argv[i] + prefix.size();
-  }
-  return v;
-}
-
 int Main(int argc, char** argv) {
   ParseOwnFlags(&argc, argv);
   // benchmark::Initialize consumes --benchmark_out*, so look first.
@@ -788,28 +727,26 @@ int Main(int argc, char** argv) {
   RegisterAll();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
-  if (!MakeRunDir()) return 1;
+  {
+    std::string base = g_config.dir;
+    if (base.empty()) {
+      const char* tmp = std::getenv("TEST_TMPDIR");
+      base = (tmp != nullptr && *tmp != '\0') ? tmp : "/tmp";
+    }
+    std::string err;
+    g_run_dir = MakeRunDir(base, "seeds_bench", &err);
+    if (g_run_dir.empty()) {
+      std::fprintf(stderr, "seeds_bench: %s\n", err.c_str());
+      return 1;
+    }
+  }
   benchmark::AddCustomContext("files_dir", g_run_dir);
   benchmark::AddCustomContext("device", g_config.zero_device ? "zeroed" : "sparse");
   benchmark::AddCustomContext("seed000_files", std::to_string(g_config.seed000_files));
   benchmark::AddCustomContext("seed002_extents", std::to_string(g_config.seed002_extents));
   benchmark::AddCustomContext("seed003_files", std::to_string(g_config.seed003_files));
 
-  std::unique_ptr<benchmark::BenchmarkReporter> display_inner(
-      benchmark::CreateDefaultDisplayReporter());
-  ExactNameReporter display(display_inner.get());
-  std::unique_ptr<benchmark::BenchmarkReporter> file_inner;
-  std::unique_ptr<ExactNameReporter> file;
-  if (!out_file.empty()) {
-    if (out_format == "console") {
-      file_inner =
-          std::make_unique<benchmark::ConsoleReporter>(benchmark::ConsoleReporter::OO_None);
-    } else {
-      file_inner = std::make_unique<benchmark::JSONReporter>();
-    }
-    file = std::make_unique<ExactNameReporter>(file_inner.get());
-  }
-  benchmark::RunSpecifiedBenchmarks(&display, file.get());
+  RunWithExactNames(out_file, out_format);
   benchmark::Shutdown();
   int rc = 0;
   std::string err = RemovePath(g_run_dir);
