@@ -124,11 +124,16 @@ async fn tokens_and_deadlines() {
     let client = Client::connect(Options::new(server.address()).token("t0ken")).unwrap();
     assert!(client.list_subvolumes().await.unwrap().iter().any(|s| s.name == "default"));
 
-    // A deadline too short for a durable write is DeadlineExceeded.
+    // A server that never answers: the deadline fires and is DeadlineExceeded. (A tiny
+    // deadline against a live server is a race: both tonic's timer and the server's
+    // deadline have millisecond granularity, so a fast put can still win.)
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_addr = format!("127.0.0.1:{}", silent.local_addr().unwrap().port());
     let hurried =
-        Client::connect(Options::new(server.address()).token("t0ken").deadline(Some(Duration::from_nanos(1)))).unwrap();
+        Client::connect(Options::new(silent_addr).token("t0ken").deadline(Some(Duration::from_millis(200)))).unwrap();
     let e = hurried.subvolume("").unwrap().put("k", "v").await.unwrap_err();
     assert!(matches!(e, Error::DeadlineExceeded(_)), "{e}");
+    drop(silent);
 
     // Nothing listens: Unavailable.
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
