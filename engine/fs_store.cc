@@ -222,6 +222,7 @@ absl::Status StoreImpl::FsWrite(uint64_t subvol,
   std::shared_ptr<fs::FsState> st = FsStateFor(subvol);
   for (int attempt = 0;; ++attempt) {
     absl::Status s;
+    ThrottleSample sample;
     {
       absl::WriterMutexLock l(&mu_);
       RETURN_IF_ERROR(txn_->fatal());
@@ -234,7 +235,10 @@ absl::Status StoreImpl::FsWrite(uint64_t subvol,
       FsBackendImpl be(this, subvol, *tree);
       fs::FsOps ops(&be, st.get(), fs_options_);
       ops.BeginWrite();
+      const uint64_t heads_before = txn_->pending_ref_heads();
       s = fn(ops);
+      if (s.ok()) PayDelayedRefsLocked(heads_before);
+      sample = SampleThrottleLocked();
     }
     if (absl::IsResourceExhausted(s) && attempt == 0) {
       // Space freed in this generation is pinned until it commits.
@@ -244,7 +248,7 @@ absl::Status StoreImpl::FsWrite(uint64_t subvol,
     if (absl::IsResourceExhausted(s) && !absl::StartsWith(s.message(), "ENOSPC")) {
       return absl::ResourceExhaustedError(absl::StrCat("ENOSPC: ", s.message()));
     }
-    if (s.ok()) Throttle();
+    if (s.ok()) Throttle(sample);
     return s;
   }
 }

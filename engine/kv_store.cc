@@ -319,11 +319,15 @@ void StoreImpl::RunInWriteGroup(GroupWrite* w) {
   uint64_t durable_point = 0;
   {
     absl::WriterMutexLock l(&mu_);
+    const uint64_t heads_before = txn_->pending_ref_heads();
     for (GroupWrite* g : batch) {
       g->before = revision_;
       g->rev = (*g->apply)();
       if (g->durable && g->rev.ok() && *g->rev > g->before) durable_point = durable_seq_;
     }
+    PayDelayedRefsLocked(heads_before);
+    const ThrottleSample sample = SampleThrottleLocked();
+    for (GroupWrite* g : batch) g->throttle = sample;
   }
   const absl::Status synced =
       durable_point > 0 ? WaitDurable(durable_point) : absl::OkStatus();
@@ -357,7 +361,7 @@ absl::StatusOr<uint64_t> StoreImpl::KvWrite(
       RETURN_IF_ERROR(w.durable_status);
       durable_commits_.fetch_add(1, std::memory_order_relaxed);
     }
-    if (changed) Throttle();
+    if (changed) Throttle(w.throttle);
     return w.rev;
   }
 }

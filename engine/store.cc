@@ -473,14 +473,13 @@ absl::StatusOr<std::unique_ptr<Subvolume>> StoreImpl::OpenSubvolume(absl::string
   return std::unique_ptr<Subvolume>(new Subvolume(this, id));
 }
 
-void StoreImpl::Throttle() {
-  uint64_t heads, dirty, updates;
-  {
-    absl::ReaderMutexLock l(&mu_);
-    heads = txn_->pending_ref_heads();
-    dirty = txn_->dirty_bytes();
-    updates = txn_->ref_updates_this_txn();
-  }
+ThrottleSample StoreImpl::SampleThrottleLocked() const {
+  return ThrottleSample{txn_->pending_ref_heads(), txn_->dirty_bytes(),
+                        txn_->ref_updates_this_txn()};
+}
+
+void StoreImpl::Throttle(const ThrottleSample& sample) {
+  const uint64_t heads = sample.heads, dirty = sample.dirty, updates = sample.updates;
   auto wait_for_commit = [&](CommitTrigger why) {
     absl::Time start = absl::Now();
     Commit(why).IgnoreError();
@@ -507,13 +506,15 @@ void StoreImpl::Throttle() {
     KickCommit(CommitTrigger::kDelayedRefs);
     return;
   }
-  if (heads >= options_.delayed_refs_soft) {
-    absl::WriterMutexLock l(&mu_);
-    if (txn_->RunDelayedRefBatch(static_cast<int>(options_.delayed_refs_batch)).ok()) {
-      ++throttle_batches_;
-    }
-  }
   MaybeCommitForDirtyBytes(dirty);
+}
+
+void StoreImpl::PayDelayedRefsLocked(uint64_t heads_before) {
+  if (options_.throttle_policy != Options::ThrottlePolicy::kDelayedRefs) return;
+  const uint64_t heads = txn_->pending_ref_heads();
+  if (heads < options_.delayed_refs_soft || heads <= heads_before) return;
+  const uint64_t n = std::min<uint64_t>(2 * (heads - heads_before), options_.delayed_refs_batch);
+  if (txn_->RunDelayedRefBatch(static_cast<int>(n)).ok()) ++throttle_batches_;
 }
 
 void StoreImpl::MaybeCommitForDirtyBytes(uint64_t dirty) {

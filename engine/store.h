@@ -94,8 +94,9 @@ struct Options {
   uint64_t commit_interval_ms = 30000;
   uint64_t dirty_bytes_max = 256ull << 20;
   // The throttler (seed 001). Writers are paced by delayed refs: with
-  // `delayed_refs_soft` heads pending a writer runs `delayed_refs_batch` of
-  // them itself; once the transaction has made `delayed_refs_commit` ref
+  // `delayed_refs_soft` heads pending, a writer runs twice as many heads as
+  // its write added (at most `delayed_refs_batch`) itself, in the same hold
+  // of the tree lock as the write; once the transaction has made `delayed_refs_commit` ref
   // updates (pending or already run) the writer commits; with
   // `delayed_refs_hard` heads pending it waits for that commit. kReservedBytes is the
   // older policy, kept for comparison: writers wait for a commit whenever

@@ -84,6 +84,14 @@ struct KvOp {
 };
 
 // One writer's commit in the write group (StoreImpl::RunInWriteGroup).
+// What the throttler decides on, read by a writer while it still holds the
+// tree lock for its write, so that pacing it needs no second trip to the lock.
+struct ThrottleSample {
+  uint64_t heads = 0;    // delayed-ref heads pending
+  uint64_t dirty = 0;    // dirty metadata bytes
+  uint64_t updates = 0;  // ref updates this transaction made
+};
+
 struct GroupWrite {
   const std::function<absl::StatusOr<uint64_t>()>* apply = nullptr;
   bool durable = false;
@@ -91,6 +99,7 @@ struct GroupWrite {
   absl::StatusOr<uint64_t> rev;     // what the apply returned
   absl::Status durable_status;      // the group's log sync, if durable
   bool done = false;
+  ThrottleSample throttle;          // after the group's write
 };
 
 class StoreImpl {
@@ -229,8 +238,14 @@ class StoreImpl {
   // Kicks a commit once dirty metadata (read by the caller) passes
   // dirty_bytes_max.
   void MaybeCommitForDirtyBytes(uint64_t dirty);
-  // Paces a writer that holds no handle (seed 001); see Options.
-  void Throttle();
+  ThrottleSample SampleThrottleLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Paces a writer that holds no handle (seed 001) from the sample its
+  // write took; see Options.
+  void Throttle(const ThrottleSample& sample);
+  // Above the soft limit, the writer that just added delayed-ref heads runs
+  // twice as many (at most delayed_refs_batch) in the same hold of the tree
+  // lock as its write. `heads_before`: pending heads before the write.
+  void PayDelayedRefsLocked(uint64_t heads_before) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CommitterLoop();
   // Asks the background committer for a commit now (or commits here when
   // there is none).
