@@ -62,8 +62,15 @@ class StoreImpl::FsBackendImpl : public fs::FsBackend {
     TreeIterator it(tree_);
     std::vector<fs::PathNode> path;
     for (it.Seek(start); it.Valid() && it.key() < end; it.Next()) {
-      path.clear();
-      for (const auto& [bytenr, gen] : it.PathNodes()) path.push_back({bytenr, gen});
+      // Rebuilt only when the iterator moved to another leaf.
+      if (path.empty() || path[0].bytenr != it.PathNode(0).first ||
+          path[0].generation != it.PathNode(0).second ||
+          path.size() != static_cast<size_t>(it.path_levels())) {
+        path.clear();
+        for (int lv = 0; lv < it.path_levels(); ++lv) {
+          path.push_back({it.PathNode(lv).first, it.PathNode(lv).second});
+        }
+      }
       if (!fn(it.key(), it.value(), path)) break;
     }
     return it.status();
@@ -105,8 +112,12 @@ class StoreImpl::FsBackendImpl : public fs::FsBackend {
   }
   bool LogHasFsEntries() override { return s_->log_->HasFsEntries(subvol_); }
 
+  // With the fiemap path cache (seed 002), the extent-tree leaf of the last
+  // lookup is kept for the next: fiemap asks about extents in file order,
+  // which for a file written sequentially is disk order too.
   absl::StatusOr<uint64_t> DataExtentRefs(uint64_t bytenr, uint64_t len) override {
-    return s_->txn_->DataExtentRefs(bytenr, len);
+    return s_->txn_->DataExtentRefs(
+        bytenr, len, s_->options_.fiemap_path_cache ? &extent_hint_ : nullptr);
   }
   absl::StatusOr<bool> TreeBlockShared(const fs::PathNode& n) override {
     return s_->txn_->TreeBlockShared(subvol_, n.bytenr, n.generation);
@@ -120,6 +131,7 @@ class StoreImpl::FsBackendImpl : public fs::FsBackend {
   StoreImpl* const s_;
   const uint64_t subvol_;
   Tree* const tree_;
+  Tree::LeafHint extent_hint_;
 };
 
 // The item writes first (space for all of them reserved up front), then

@@ -107,7 +107,8 @@ struct Options {
   uint64_t inode_cache_entries = 1 << 16;  // in-memory inodes per subvolume (seed 003)
   bool fs_dir_index_offset = true;         // seed 000
   bool fs_precise_logged_check = true;     // seed 004
-  bool fiemap_path_cache = true;           // seed 002
+  bool fiemap_path_cache = true;           // seed 002 (the subvolume path's sharedness
+                                           // and the extent-tree leaf, per fiemap)
   enum class ThrottlePolicy { kDelayedRefs, kReservedBytes };
   ThrottlePolicy throttle_policy = ThrottlePolicy::kDelayedRefs;
   uint64_t delayed_refs_soft = 16384;

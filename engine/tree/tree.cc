@@ -73,6 +73,35 @@ absl::StatusOr<std::string> Tree::Get(absl::string_view key) {
   return absl::NotFoundError("key not found");
 }
 
+absl::StatusOr<absl::string_view> Tree::Get(absl::string_view key, LeafHint* hint) {
+  const uint64_t version = this->version();
+  const bool reuse = hint->leaf != nullptr && hint->version == version && key >= hint->lo &&
+                     (!hint->has_hi || key < hint->hi);
+  if (reuse) {
+    ++hint->hits;
+  } else {
+    // Descend, narrowing [lo, hi) to the range of each child taken: child
+    // s > 0 of an internal node holds keys in [key(s), key(s + 1)).
+    std::string lo, hi;
+    bool has_hi = false;
+    ASSIGN_OR_RETURN(NodeRef node, ReadRoot());
+    while (!node->leaf()) {
+      const int s = node->ChildSlot(key);
+      if (s > 0) lo = std::string(node->key(s));
+      if (s + 1 < node->nritems()) {
+        hi = std::string(node->key(s + 1));
+        has_hi = true;
+      }
+      ASSIGN_OR_RETURN(node, ReadChild(*node, s));
+    }
+    *hint = LeafHint{std::move(node), std::move(lo), std::move(hi), has_hi, version, hint->hits};
+  }
+  const Node& leaf = *hint->leaf;
+  const int slot = leaf.LowerBound(key);
+  if (slot < leaf.nritems() && leaf.key(slot) == key) return leaf.value(slot);
+  return absl::NotFoundError("key not found");
+}
+
 absl::StatusOr<NodeRef> Tree::NewNode(uint8_t level) {
   COWKV_CHECK(hooks_ != nullptr);
   ASSIGN_OR_RETURN(uint64_t bytenr, hooks_->AllocTreeBlock(id_, level));
@@ -422,12 +451,6 @@ void TreeIterator::SeekToLast() {
 
 void TreeIterator::Seek(absl::string_view key) { SeekImpl(key, false); }
 void TreeIterator::SeekForPrev(absl::string_view key) { SeekImpl(key, true); }
-
-std::vector<std::pair<uint64_t, uint64_t>> TreeIterator::PathNodes() const {
-  std::vector<std::pair<uint64_t, uint64_t>> out;
-  for (int lv = 0; lv < levels_; ++lv) out.push_back({nodes_[lv]->bytenr, nodes_[lv]->generation});
-  return out;
-}
 
 void TreeIterator::SeekImpl(absl::string_view key, bool for_prev) {
   status_ = absl::OkStatus();

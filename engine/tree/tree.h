@@ -85,6 +85,21 @@ class Tree {
 
   // NOT_FOUND when absent.
   absl::StatusOr<std::string> Get(absl::string_view key);
+  // The leaf a lookup ended in and the key range it covers, kept between
+  // lookups that move through the tree in key order (fiemap's extent-tree
+  // lookups, seed 002): while the tree is unchanged (version) and the key
+  // falls in [lo, hi), Get answers from the leaf without descending.
+  struct LeafHint {
+    NodeRef leaf;
+    std::string lo;         // inclusive
+    std::string hi;         // exclusive, if has_hi
+    bool has_hi = false;
+    uint64_t version = 0;
+    uint64_t hits = 0;      // lookups answered from the leaf
+  };
+  // The value views the hinted leaf: valid while `hint` holds it and the
+  // tree does not change.
+  absl::StatusOr<absl::string_view> Get(absl::string_view key, LeafHint* hint);
   // Inserts or overwrites.
   absl::Status Put(absl::string_view key, absl::string_view value);
   // NOT_FOUND when absent (and nothing is CoWed).
@@ -173,9 +188,12 @@ class TreeIterator {
   absl::string_view key() const { return key_view_; }
   absl::string_view value() const { return value_view_; }
   const absl::Status& status() const { return status_; }
-  // The nodes from the current item's leaf (index 0) up to the root:
+  // The nodes from the current item's leaf (level 0) up to the root:
   // {bytenr, generation}. Valid while Valid().
-  std::vector<std::pair<uint64_t, uint64_t>> PathNodes() const;
+  int path_levels() const { return levels_; }
+  std::pair<uint64_t, uint64_t> PathNode(int level) const {
+    return {nodes_[level]->bytenr, nodes_[level]->generation};
+  }
 
  private:
   enum class Edge { kFirst, kLast };

@@ -381,12 +381,20 @@ absl::StatusOr<bool> TxnManager::DataExtentCommitted(const format::DataRef& d) {
   return true;
 }
 
-absl::StatusOr<uint64_t> TxnManager::DataExtentRefs(uint64_t bytenr, uint64_t len) {
+absl::StatusOr<uint64_t> TxnManager::DataExtentRefs(uint64_t bytenr, uint64_t len,
+                                                    Tree::LeafHint* hint) {
   const DelayedRefHead* head = refs_.Find(bytenr);
   int64_t refs = 0;
   if (head == nullptr || !head->must_insert) {
-    absl::StatusOr<std::string> raw =
-        extent_tree_->Get(format::EncodeKey17(Key17{bytenr, format::kExtentItem, len}));
+    const std::string key = format::EncodeKey17(Key17{bytenr, format::kExtentItem, len});
+    std::string copy;
+    absl::StatusOr<absl::string_view> raw = absl::NotFoundError("");
+    if (hint != nullptr) {
+      raw = extent_tree_->Get(key, hint);
+    } else {
+      absl::StatusOr<std::string> got = extent_tree_->Get(key);
+      raw = got.ok() ? absl::StatusOr<absl::string_view>(copy = std::move(*got)) : got.status();
+    }
     if (!raw.ok() && !absl::IsNotFound(raw.status())) return raw.status();
     if (raw.ok()) {
       ASSIGN_OR_RETURN(format::ExtentItem e, format::DecodeExtentItem(*raw, bytenr));

@@ -169,7 +169,10 @@ class TxnManager : public TreeHooks {
   // fiemap: a data extent's refcount (extent item plus queued updates),
   // and whether a node of tree `tree_id` is shared (it may be: written no
   // later than the tree's last snapshot; and it is: more than one ref).
-  absl::StatusOr<uint64_t> DataExtentRefs(uint64_t bytenr, uint64_t len);
+  // `hint`, if given, carries the extent-tree leaf from one call to the
+  // next (callers asking in disk order).
+  absl::StatusOr<uint64_t> DataExtentRefs(uint64_t bytenr, uint64_t len,
+                                          Tree::LeafHint* hint = nullptr);
   absl::StatusOr<bool> TreeBlockShared(uint64_t tree_id, uint64_t bytenr, uint64_t generation);
 
   // Written into the superblock of the next sealed generation.
