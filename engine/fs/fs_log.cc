@@ -157,7 +157,10 @@ absl::Status FsOps::LogInodeKeys(Batch& b, uint64_t ino, const InodeItem& item, 
     if (TypeOf(item) == FileType::kDirectory) {
       for (uint64_t owner : LostNameOwners(*st_, ino, ino)) also->push_back({owner, false});
     }
-    for (const std::string& k : d->second) Note(b, k);
+    // In key order, so the log's contents do not depend on hashing.
+    std::vector<std::string> keys(d->second.begin(), d->second.end());
+    std::sort(keys.begin(), keys.end());
+    for (const std::string& k : keys) Note(b, k);
     st_->deleted.erase(d);
   }
   if (TypeOf(item) != FileType::kDirectory) {

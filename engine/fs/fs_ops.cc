@@ -142,8 +142,12 @@ absl::StatusOr<uint64_t> FsOps::LookupAt(uint64_t dir, absl::string_view name) {
 }
 
 absl::StatusOr<uint64_t> FsOps::Lookup(absl::string_view path) {
-  ASSIGN_OR_RETURN(std::vector<absl::string_view> parts, SplitPath(path));
   Batch b(b_);
+  return LookupIn(b, path);
+}
+
+absl::StatusOr<uint64_t> FsOps::LookupIn(Batch& b, absl::string_view path) {
+  ASSIGN_OR_RETURN(std::vector<absl::string_view> parts, SplitPath(path));
   uint64_t ino = kRootDirIno;
   for (size_t i = 0; i < parts.size(); ++i) {
     ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
@@ -159,14 +163,13 @@ absl::StatusOr<uint64_t> FsOps::Lookup(absl::string_view path) {
   return ino;
 }
 
-absl::StatusOr<FsOps::Resolved> FsOps::ResolveParent(absl::string_view path) {
+absl::StatusOr<FsOps::Resolved> FsOps::ResolveParent(Batch& b, absl::string_view path) {
   ASSIGN_OR_RETURN(std::vector<absl::string_view> parts, SplitPath(path));
   if (parts.empty()) return PosixError("EINVAL", "the root directory has no name to change");
   Resolved r;
   r.name = std::string(parts.back());
   std::string parent_path = absl::StrJoin(parts.begin(), parts.end() - 1, "/");
-  ASSIGN_OR_RETURN(r.parent, Lookup(parent_path));
-  Batch b(b_);
+  ASSIGN_OR_RETURN(r.parent, LookupIn(b, parent_path));
   ASSIGN_OR_RETURN(InodeItem pit, LoadInode(b, r.parent));
   if (!IsDir(pit)) return PosixError("ENOTDIR", absl::StrCat("\"/", parent_path, "\" is not a directory"));
   ASSIGN_OR_RETURN(std::optional<DirEntry> e, FindEntry(b, r.parent, r.name));
@@ -339,9 +342,9 @@ absl::StatusOr<Attr> FsOps::Create(absl::string_view path, FileType type, uint32
     return PosixError("EINVAL", absl::StrCat("a symlink target is 1..", kMaxSymlinkLen,
                                              " bytes without NUL"));
   }
-  ASSIGN_OR_RETURN(Resolved r, ResolveParent(path));
-  if (r.ino != 0) return PosixError("EEXIST", absl::StrCat(path, " exists"));
   Batch b(b_);
+  ASSIGN_OR_RETURN(Resolved r, ResolveParent(b, path));
+  if (r.ino != 0) return PosixError("EEXIST", absl::StrCat(path, " exists"));
   RETURN_IF_ERROR(EnsureRoot(b));
   ASSIGN_OR_RETURN(uint64_t ino, AllocIno());
   {
@@ -369,9 +372,9 @@ absl::StatusOr<Attr> FsOps::Create(absl::string_view path, FileType type, uint32
 }
 
 absl::Status FsOps::Unlink(absl::string_view path, bool dir) {
-  ASSIGN_OR_RETURN(Resolved r, ResolveParent(path));
-  if (r.ino == 0) return PosixError("ENOENT", absl::StrCat("no such file: ", path));
   Batch b(b_);
+  ASSIGN_OR_RETURN(Resolved r, ResolveParent(b, path));
+  if (r.ino == 0) return PosixError("ENOENT", absl::StrCat("no such file: ", path));
   ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, r.ino));
   if (dir && !IsDir(it)) return PosixError("ENOTDIR", absl::StrCat(path, " is not a directory"));
   if (!dir && IsDir(it)) return PosixError("EISDIR", absl::StrCat(path, " is a directory"));
@@ -449,12 +452,12 @@ absl::Status FsOps::Rename(absl::string_view from, absl::string_view to, uint32_
       flags == (kRenameNoReplace | kRenameExchange)) {
     return PosixError("EINVAL", absl::StrCat("bad rename flags ", flags));
   }
-  ASSIGN_OR_RETURN(Resolved f, ResolveParent(from));
+  Batch b(b_);
+  ASSIGN_OR_RETURN(Resolved f, ResolveParent(b, from));
   if (f.ino == 0) return PosixError("ENOENT", absl::StrCat("no such file: ", from));
-  ASSIGN_OR_RETURN(Resolved t, ResolveParent(to));
+  ASSIGN_OR_RETURN(Resolved t, ResolveParent(b, to));
   // Two names of one inode: nothing to do (but no-replace still refuses an existing `to`).
   if (f.ino == t.ino && !(flags & kRenameNoReplace)) return absl::OkStatus();
-  Batch b(b_);
   RETURN_IF_ERROR(RenameChecks(b, f, t, flags));
   std::vector<uint64_t> involved = {f.ino, f.parent, t.parent};
   if (t.ino != 0) involved.push_back(t.ino);
@@ -483,9 +486,9 @@ absl::Status FsOps::Rename(absl::string_view from, absl::string_view to, uint32_
 }
 
 absl::StatusOr<Attr> FsOps::Link(absl::string_view existing, absl::string_view new_path) {
-  ASSIGN_OR_RETURN(uint64_t ino, Lookup(existing));
-  ASSIGN_OR_RETURN(Resolved t, ResolveParent(new_path));
   Batch b(b_);
+  ASSIGN_OR_RETURN(uint64_t ino, LookupIn(b, existing));
+  ASSIGN_OR_RETURN(Resolved t, ResolveParent(b, new_path));
   ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
   if (IsDir(it)) return PosixError("EPERM", "hard links to directories are not allowed");
   if (it.nlink >= kMaxLinks) return PosixError("EMLINK", absl::StrCat(existing, " has ", it.nlink, " links"));

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -88,7 +89,7 @@ struct FsState {
   // Keys deleted in generation `gen` per inode, not logged since: the
   // first fsync of the inode logs their tombstones.
   uint64_t gen = 0;
-  absl::flat_hash_map<uint64_t, std::set<std::string>> deleted;
+  absl::flat_hash_map<uint64_t, absl::flat_hash_set<std::string>> deleted;
   // Seed 002: sharedness of the last fiemap path, by level.
   struct PathCacheEntry {
     uint64_t bytenr = 0;
@@ -195,7 +196,10 @@ class FsOps {
     uint64_t ino = 0;  // 0 = absent
     FileType type = FileType::kRegular;
   };
-  absl::StatusOr<Resolved> ResolveParent(absl::string_view path);
+  // Both resolve through `b`, whose read cache then serves the operation
+  // that follows (a rename's two paths share their parents' items).
+  absl::StatusOr<Resolved> ResolveParent(Batch& b, absl::string_view path);
+  absl::StatusOr<uint64_t> LookupIn(Batch& b, absl::string_view path);
   absl::StatusOr<std::optional<DirEntry>> FindEntry(Batch& b, uint64_t dir,
                                                     absl::string_view name);
   absl::StatusOr<InodeItem> LoadInode(Batch& b, uint64_t ino);
