@@ -144,7 +144,7 @@ absl::Status StoreImpl::FsBackendImpl::Apply(const std::vector<fs::FsWrite>& wri
     bool first;
   };
   std::vector<Ref> plus, minus;
-  std::vector<const fs::FsWrite*> todo;
+  std::vector<std::pair<const fs::FsWrite*, bool>> todo;  // {write, may delete nothing}
   // The reservation: a batch that only deletes or shrinks items cannot
   // grow the tree (a full store can always unlink); its worst case is one
   // path per leaf it touches — an fs operation's items are clustered by
@@ -161,6 +161,17 @@ absl::Status StoreImpl::FsBackendImpl::Apply(const std::vector<fs::FsWrite>& wri
             tree_->max_value_size(), ")"));
       }
     }
+    fs::FsKey k;
+    const bool fs_key = fs::DecodeFsKey(w.key, &k);
+    if (fs_key) inodes.insert(k.objectid);
+    if (!w.old.has_value() && !w.value.has_value() && fs_key && k.type != fs::kExtentData) {
+      // A delete of an item the operation did not read, which cannot hold
+      // a data reference: no need to read it first (it shrinks the tree
+      // either way, and an absent key is simply nothing to delete).
+      bytes += w.key.size() + 16;
+      todo.push_back({&w, true});
+      continue;
+    }
     std::optional<std::string> old;
     if (w.old.has_value()) {
       old = *w.old;
@@ -175,17 +186,16 @@ absl::Status StoreImpl::FsBackendImpl::Apply(const std::vector<fs::FsWrite>& wri
     }
     shrinks = shrinks && (!w.value.has_value() || (old.has_value() && w.value->size() <= old->size()));
     bytes += w.key.size() + std::max(old ? old->size() : 0, w.value ? w.value->size() : 0) + 16;
-    fs::FsKey k;
-    if (fs::DecodeFsKey(w.key, &k)) inodes.insert(k.objectid);
-    todo.push_back(&w);
+    todo.push_back({&w, false});
   }
   if (todo.empty()) return absl::OkStatus();
   const uint64_t leaves = inodes.size() + bytes / (s_->nodesize_ / 4) + 1;
   RETURN_IF_ERROR(s_->txn_->ReserveForWrite(
       tree_, shrinks ? TxnManager::WriteKind::kDelete : TxnManager::WriteKind::kInsert,
       std::min<uint64_t>(todo.size(), leaves), bytes));
-  for (const fs::FsWrite* w : todo) {
+  for (const auto& [w, may_be_absent] : todo) {
     absl::Status st = w->value ? tree_->Put(w->key, *w->value) : tree_->Delete(w->key);
+    if (may_be_absent && absl::IsNotFound(st)) continue;  // nothing was changed
     if (!st.ok()) {
       s_->txn_->SetFatal(st);  // half applied in memory: this generation must not commit
       return st;

@@ -27,13 +27,19 @@ class FsOps::Batch {
   }
 
   absl::StatusOr<std::optional<std::string>> Get(const std::string& key) {
+    ASSIGN_OR_RETURN(const std::optional<std::string>* v, Find(key));
+    return *v;
+  }
+  // Get without the copy: the value stays valid until this key is next
+  // staged (map nodes do not move).
+  absl::StatusOr<const std::optional<std::string>*> Find(const std::string& key) {
     auto it = staged_.find(key);
-    if (it != staged_.end()) return it->second.value;
+    if (it != staged_.end()) return &it->second.value;
     auto r = read_.find(key);
-    if (r != read_.end()) return r->second;
+    if (r != read_.end()) return &r->second;
     ASSIGN_OR_RETURN(std::optional<std::string> v, b_->Get(key));
-    read_.emplace(key, v);  // the backend does not change until Commit
-    return v;
+    // The backend does not change until Commit.
+    return &read_.emplace(key, std::move(v)).first->second;
   }
 
   // Merges staged writes in [start, end) into the backend's items. `fn`

@@ -107,12 +107,12 @@ std::shared_ptr<InodeMem> FsOps::Mem(uint64_t ino) {
 }
 
 absl::StatusOr<InodeItem> FsOps::LoadInode(Batch& b, uint64_t ino) {
-  ASSIGN_OR_RETURN(std::optional<std::string> v, b.Get(InodeKey(ino)));
-  if (!v.has_value()) {
+  ASSIGN_OR_RETURN(const std::optional<std::string>* v, b.Find(InodeKey(ino)));
+  if (!v->has_value()) {
     if (ino == kRootDirIno) return RootItem();
     return PosixError("ENOENT", absl::StrCat("no inode ", ino));
   }
-  return DecodeInodeItem(*v, ino);
+  return DecodeInodeItem(**v, ino);
 }
 
 absl::Status FsOps::CheckDir(Batch& b, uint64_t ino) {
@@ -123,9 +123,9 @@ absl::Status FsOps::CheckDir(Batch& b, uint64_t ino) {
 
 absl::StatusOr<std::optional<DirEntry>> FsOps::FindEntry(Batch& b, uint64_t dir,
                                                         absl::string_view name) {
-  ASSIGN_OR_RETURN(std::optional<std::string> v, b.Get(DirItemKey(dir, name)));
-  if (!v.has_value()) return std::optional<DirEntry>();
-  ASSIGN_OR_RETURN(std::vector<DirEntry> entries, DecodeDirEntries(*v, dir));
+  ASSIGN_OR_RETURN(const std::optional<std::string>* v, b.Find(DirItemKey(dir, name)));
+  if (!v->has_value()) return std::optional<DirEntry>();
+  ASSIGN_OR_RETURN(std::vector<DirEntry> entries, DecodeDirEntries(**v, dir));
   for (DirEntry& e : entries) {
     if (e.name == name) return std::optional<DirEntry>(std::move(e));
   }
