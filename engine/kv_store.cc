@@ -175,7 +175,7 @@ absl::StatusOr<RangeResult> StoreImpl::Range(uint64_t subvol, const RangeRequest
 absl::StatusOr<Tree*> StoreImpl::WritableTree(uint64_t subvol) {
   ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
   if (txn_->IsReadOnly(subvol)) {
-    absl::StatusOr<SubvolInfo> info = txn_->GetSubvolume(subvol);
+    absl::StatusOr<SubvolInfo> info = subvols_->Get(subvol);
     return absl::FailedPreconditionError(absl::StrCat(
         "subvolume '", info.ok() ? info->name : absl::StrCat(subvol),
         "' is a read-only snapshot"));

@@ -160,6 +160,8 @@ absl::Status StoreImpl::Init() {
     absl::MutexLock cl(&commit_mu_);
     absl::WriterMutexLock l(&mu_);
     const format::Superblock& sb = txn_->superblock();
+    subvols_ = std::make_unique<Subvolumes>(txn_.get());
+    RETURN_IF_ERROR(subvols_->Load());
     revision_ = std::max(sb.revision, r.revision);
     log_ = std::make_unique<log::LogManager>(txn_.get(), options_.log_max_pending_keys);
     if (r.root_blocks == 0) {
@@ -180,7 +182,7 @@ absl::Status StoreImpl::Init() {
     committer_ = std::thread([this] { CommitterLoop(); });
   }
   if (options_.background_cleaner && !options_.read_only) {
-    cleaner_work_ = txn_->HasDeadRoots();  // resume a deletion a crash interrupted
+    cleaner_work_ = subvols_->HasDeadRoots();  // resume a deletion a crash interrupted
     cleaner_ = std::thread([this] { CleanerLoop(); });
   }
   return absl::OkStatus();
@@ -297,7 +299,7 @@ absl::Status StoreImpl::HandlePut(absl::string_view key, absl::string_view value
 absl::Status StoreImpl::HandleDelete(absl::string_view key) { return WriteOnce(key, nullptr); }
 
 absl::StatusOr<uint64_t> StoreImpl::ManageSubvolumes(
-    const std::function<absl::StatusOr<uint64_t>(TxnManager*)>& op, bool commit_first,
+    const std::function<absl::StatusOr<uint64_t>(Subvolumes*)>& op, bool commit_first,
     TxnManager::WriteKind kind) {
   RETURN_IF_ERROR(CheckOpen());
   if (options_.read_only) return absl::FailedPreconditionError("store is opened read-only");
@@ -312,7 +314,7 @@ absl::StatusOr<uint64_t> StoreImpl::ManageSubvolumes(
     absl::WriterMutexLock l(&mu_);
     absl::Status s = commit_first ? CommitLocked(CommitTrigger::kExplicit) : absl::OkStatus();
     if (s.ok()) s = txn_->ReserveForWrite(txn_->fs_tree(format::kDefaultTreeId), kind);
-    id = s.ok() ? op(txn_.get()) : absl::StatusOr<uint64_t>(s);
+    id = s.ok() ? op(subvols_.get()) : absl::StatusOr<uint64_t>(s);
     if (id.ok()) s = CommitLocked(CommitTrigger::kExplicit);
     if (!s.ok()) id = s;
   }
@@ -322,9 +324,9 @@ absl::StatusOr<uint64_t> StoreImpl::ManageSubvolumes(
 
 absl::Status StoreImpl::DeleteSubvolume(absl::string_view name) {
   RETURN_IF_ERROR(ManageSubvolumes(
-                      [&](TxnManager* t) -> absl::StatusOr<uint64_t> {
-                        ASSIGN_OR_RETURN(uint64_t id, t->LookupSubvolume(name));
-                        RETURN_IF_ERROR(t->DeleteSubvolume(id));
+                      [&](Subvolumes* t) -> absl::StatusOr<uint64_t> {
+                        ASSIGN_OR_RETURN(uint64_t id, t->Lookup(name));
+                        RETURN_IF_ERROR(t->Delete(id));
                         ForgetFsState(id);
                         return id;
                       },
@@ -340,7 +342,7 @@ absl::StatusOr<int> StoreImpl::CleanerBatch(int max_steps) {
   absl::StatusOr<int> steps;
   {
     absl::WriterMutexLock l(&mu_);
-    steps = txn_->CleanDeadRoots(max_steps);
+    steps = subvols_->CleanDeadRoots(max_steps);
     if (steps.ok()) cleaner_steps_ += *steps;
     if (steps.ok() && *steps > 0) drop_epoch_.fetch_add(1, std::memory_order_acq_rel);
   }
@@ -375,7 +377,7 @@ void StoreImpl::CleanerLoop() {
     bool more;
     {
       absl::ReaderMutexLock l(&mu_);
-      more = txn_->HasDeadRoots();
+      more = subvols_->HasDeadRoots();
     }
     if (!steps.ok() || !more) {
       absl::MutexLock hl(&handles_mu_);
@@ -395,7 +397,7 @@ absl::Status StoreImpl::DropDeletedSubvolumes(uint64_t max_steps) {
   for (;;) {
     {
       absl::ReaderMutexLock l(&mu_);
-      if (!txn_->HasDeadRoots()) break;
+      if (!subvols_->HasDeadRoots()) break;
     }
     if (max_steps != 0 && done >= max_steps) break;
     int batch = max_steps == 0 ? 256 : static_cast<int>(std::min<uint64_t>(256, max_steps - done));
@@ -422,21 +424,21 @@ SubvolumeInfo ToSubvolumeInfo(const SubvolInfo& s) {
 absl::StatusOr<SubvolumeInfo> StoreImpl::ShowSubvolume(absl::string_view name) {
   RETURN_IF_ERROR(CheckOpen());
   absl::ReaderMutexLock l(&mu_);
-  ASSIGN_OR_RETURN(uint64_t id, txn_->LookupSubvolume(name));
-  ASSIGN_OR_RETURN(SubvolInfo s, txn_->GetSubvolume(id));
+  ASSIGN_OR_RETURN(uint64_t id, subvols_->Lookup(name));
+  ASSIGN_OR_RETURN(SubvolInfo s, subvols_->Get(id));
   return ToSubvolumeInfo(s);
 }
 
 std::vector<SubvolumeInfo> StoreImpl::ListSubvolumes() {
   std::vector<SubvolumeInfo> out;
   absl::ReaderMutexLock l(&mu_);
-  for (const SubvolInfo& s : txn_->ListSubvolumes()) out.push_back(ToSubvolumeInfo(s));
+  for (const SubvolInfo& s : subvols_->List()) out.push_back(ToSubvolumeInfo(s));
   return out;
 }
 
 absl::StatusOr<SubvolumeInfo> StoreImpl::CreateSubvolume(absl::string_view name) {
   ASSIGN_OR_RETURN(uint64_t id, ManageSubvolumes(
-      [&](TxnManager* t) { return t->CreateSubvolume(name); }, false));
+      [&](Subvolumes* t) { return t->Create(name); }, false));
   (void)id;
   return ShowSubvolume(name);
 }
@@ -445,8 +447,8 @@ absl::StatusOr<SubvolumeInfo> StoreImpl::CreateSnapshot(absl::string_view source
                                                         absl::string_view name, bool read_only) {
   RETURN_IF_ERROR(ValidateSubvolName(name));
   ASSIGN_OR_RETURN(uint64_t id, ManageSubvolumes(
-      [&](TxnManager* t) -> absl::StatusOr<uint64_t> {
-        ASSIGN_OR_RETURN(uint64_t src, t->LookupSubvolume(source));
+      [&](Subvolumes* t) -> absl::StatusOr<uint64_t> {
+        ASSIGN_OR_RETURN(uint64_t src, t->Lookup(source));
         snapshot_epoch_.fetch_add(1, std::memory_order_acq_rel);
         return t->Snapshot(src, name, read_only);
       },
@@ -457,9 +459,9 @@ absl::StatusOr<SubvolumeInfo> StoreImpl::CreateSnapshot(absl::string_view source
 
 absl::Status StoreImpl::RenameSubvolume(absl::string_view name, absl::string_view new_name) {
   return ManageSubvolumes(
-             [&](TxnManager* t) -> absl::StatusOr<uint64_t> {
-               ASSIGN_OR_RETURN(uint64_t id, t->LookupSubvolume(name));
-               RETURN_IF_ERROR(t->RenameSubvolume(id, new_name));
+             [&](Subvolumes* t) -> absl::StatusOr<uint64_t> {
+               ASSIGN_OR_RETURN(uint64_t id, t->Lookup(name));
+               RETURN_IF_ERROR(t->Rename(id, new_name));
                return id;
              },
              false)
@@ -469,7 +471,7 @@ absl::Status StoreImpl::RenameSubvolume(absl::string_view name, absl::string_vie
 absl::StatusOr<std::unique_ptr<Subvolume>> StoreImpl::OpenSubvolume(absl::string_view name) {
   RETURN_IF_ERROR(CheckOpen());
   absl::ReaderMutexLock l(&mu_);
-  ASSIGN_OR_RETURN(uint64_t id, txn_->LookupSubvolume(name));
+  ASSIGN_OR_RETURN(uint64_t id, subvols_->Lookup(name));
   return std::unique_ptr<Subvolume>(new Subvolume(this, id));
 }
 
@@ -682,8 +684,8 @@ StoreStats StoreImpl::Stats() {
   s.cache_evictions = t.cache.evictions;
   s.corruptions_detected = CorruptionsDetected();
   s.enospc_errors = t.enospc_errors;
-  s.subvolumes = txn_->ListSubvolumes().size();
-  s.deleted_subvolumes_pending = txn_->dead_roots();
+  s.subvolumes = subvols_->List().size();
+  s.deleted_subvolumes_pending = subvols_->dead_roots();
   s.cleaner_steps = cleaner_steps_;
   s.revision = revision_;
   s.kv_commits = kv_commits_;
@@ -727,7 +729,8 @@ absl::Status Store::Mkfs(BlockDevice* device, const MkfsOptions& options) {
     fsid.resize(format::kFsidSize);
     for (char& c : fsid) c = static_cast<char>(rng());
   }
-  return TxnManager::Mkfs(device, options.nodesize, options.sectorsize, fsid);
+  return TxnManager::Mkfs(device, options.nodesize, options.sectorsize, fsid,
+                         &Subvolumes::NameDefault);
 }
 
 absl::StatusOr<std::unique_ptr<Store>> Store::Open(BlockDevice* device, const Options& options) {

@@ -43,6 +43,7 @@
 #include "engine/log/log_manager.h"
 #include "engine/store.h"
 #include "engine/tree/tree.h"
+#include "engine/subvol/subvolumes.h"
 #include "engine/txn/txn_manager.h"
 
 namespace cowkv {
@@ -227,7 +228,7 @@ class StoreImpl {
   absl::Status WriteOnce(absl::string_view key, const absl::string_view* value);
   // Runs `op` under the exclusive lock with no handle open, then commits.
   absl::StatusOr<uint64_t> ManageSubvolumes(
-      const std::function<absl::StatusOr<uint64_t>(TxnManager*)>& op, bool commit_first,
+      const std::function<absl::StatusOr<uint64_t>(Subvolumes*)>& op, bool commit_first,
       TxnManager::WriteKind kind = TxnManager::WriteKind::kInsert);
   absl::StatusOr<Tree*> TreeFor(uint64_t tree_id) ABSL_SHARED_LOCKS_REQUIRED(mu_);
   absl::Status CommitLocked(CommitTrigger trigger)
@@ -272,6 +273,8 @@ class StoreImpl {
 
   absl::Mutex mu_;
   std::unique_ptr<TxnManager> txn_ ABSL_PT_GUARDED_BY(mu_);
+  // The names over txn_'s fs trees; loaded by Init().
+  std::unique_ptr<Subvolumes> subvols_ ABSL_PT_GUARDED_BY(mu_);
 
   uint64_t commits_by_[static_cast<int>(CommitTrigger::kCount)] ABSL_GUARDED_BY(mu_) = {};
 

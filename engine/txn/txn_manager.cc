@@ -60,10 +60,6 @@ std::vector<Superblock> SuperblockCandidates(BlockDevice* device, std::string* n
 
 std::string RootItemKey(uint64_t tree_id) { return RootItemKeyFor(tree_id); }
 
-uint64_t NowMs() {
-  return static_cast<uint64_t>(absl::ToUnixMillis(absl::Now()));
-}
-
 }  // namespace
 
 absl::StatusOr<Superblock> ReadBestSuperblock(BlockDevice* device, std::string* notes) {
@@ -84,7 +80,8 @@ TxnManager::TxnManager(BlockDevice* device, const Superblock& sb, uint64_t cache
 TxnManager::~TxnManager() = default;
 
 absl::Status TxnManager::Mkfs(BlockDevice* device, uint32_t nodesize, uint32_t sectorsize,
-                              const std::string& fsid) {
+                              const std::string& fsid,
+                              const std::function<absl::Status(TxnManager*)>& populate) {
   if (!format::ValidNodesize(nodesize)) {
     return absl::InvalidArgumentError(
         absl::StrCat("nodesize ", nodesize, " is not a power of two in [4096, 65536]"));
@@ -116,12 +113,10 @@ absl::Status TxnManager::Mkfs(BlockDevice* device, uint32_t nodesize, uint32_t s
   m->AddDeviceFreeSpace();
   ASSIGN_OR_RETURN(m->root_tree_, Tree::CreateEmpty(format::kRootTreeId, m->cache(), m.get()));
   ASSIGN_OR_RETURN(m->extent_tree_, Tree::CreateEmpty(format::kExtentTreeId, m->cache(), m.get()));
-  Subvol& def = m->subvols_[format::kDefaultTreeId];
+  FsRoot& def = m->fs_roots_[format::kDefaultTreeId];
   ASSIGN_OR_RETURN(def.tree, Tree::CreateEmpty(format::kDefaultTreeId, m->cache(), m.get()));
-  def.info.id = format::kDefaultTreeId;
-  def.info.name = "default";
-  def.info.ctime_ms = NowMs();
   def.dirty = true;
+  if (populate) RETURN_IF_ERROR(populate(m.get()));
   return m->Commit();
 }
 
@@ -156,10 +151,6 @@ absl::Status TxnManager::LoadTrees() {
   for (it.SeekToFirst(); it.Valid(); it.Next()) {
     Key17 k;
     if (!format::DecodeKey17(it.key(), &k)) continue;
-    if (k.type == format::kSubvolInfo) {
-      RETURN_IF_ERROR(LoadSubvolInfo(k.objectid, it.value()));
-      continue;
-    }
     if (k.type != format::kRootItem) continue;
     ASSIGN_OR_RETURN(format::RootItem ri, format::DecodeRootItem(it.value(), k.objectid));
     auto tree = std::make_unique<Tree>(k.objectid, RootRef{ri.bytenr, ri.generation, ri.level},
@@ -168,22 +159,14 @@ absl::Status TxnManager::LoadTrees() {
     if (k.objectid == format::kExtentTreeId) {
       extent_tree_ = std::move(tree);
     } else {
-      Subvol& sv = subvols_[k.objectid];
-      sv.tree = std::move(tree);
-      sv.item = ri;
-      sv.info.id = k.objectid;
+      FsRoot& r = fs_roots_[k.objectid];
+      r.tree = std::move(tree);
+      r.item = ri;
     }
   }
   RETURN_IF_ERROR(it.status());
-  if (extent_tree_ == nullptr || subvols_.count(format::kDefaultTreeId) == 0) {
+  if (extent_tree_ == nullptr || fs_roots_.count(format::kDefaultTreeId) == 0) {
     return absl::DataLossError("root tree lacks the extent tree or default tree root item");
-  }
-  for (auto& [id, sv] : subvols_) {
-    if (sv.tree == nullptr) {
-      return absl::DataLossError(absl::StrCat("subvolume ", id, " has info but no root item"));
-    }
-    if (sv.dying()) sv.info_removed = true;
-    if (sv.info.name.empty() && !sv.dying()) sv.info.name = absl::StrCat("subvol-", id);
   }
   return absl::OkStatus();
 }
@@ -223,10 +206,6 @@ absl::Status TxnManager::RebuildFreeSpace() {
   return it.status();
 }
 
-Tree* TxnManager::fs_tree(uint64_t id) {
-  auto it = subvols_.find(id);
-  return it == subvols_.end() || it->second.dying() ? nullptr : it->second.tree.get();
-}
 
 absl::StatusOr<uint64_t> TxnManager::AllocTreeBlock(uint64_t owner, uint8_t level) {
   absl::StatusOr<uint64_t> bytenr = free_.Allocate(sb_.nodesize, sb_.nodesize);
@@ -268,7 +247,7 @@ void TxnManager::OnExtentFreed(uint64_t bytenr, uint64_t num_bytes) {
 uint64_t TxnManager::CommitReserveNodes(uint64_t extra_heads) const {
   const uint64_t heads = refs_.num_heads() + extra_heads;
   const uint64_t per_head = 2 * (extent_tree_->height() + 2);
-  const uint64_t roots = (subvols_.size() + 2) * 2 * (root_tree_->height() + 2);
+  const uint64_t roots = (fs_roots_.size() + 2) * 2 * (root_tree_->height() + 2);
   auto it = nodes_per_tree_.find(format::kExtentTreeId);
   const uint64_t ext_nodes = it == nodes_per_tree_.end() ? 0 : std::max<int64_t>(0, it->second);
   // Bound (a): every head CoWs and splits its own extent-tree path.
@@ -300,8 +279,8 @@ absl::Status TxnManager::ReserveForWrite(Tree* tree, WriteKind kind, uint64_t co
   // children: up to a full internal node's worth per level on the path.
   // Inserts reserve for it; deletes rely on the margin inserts leave, so a
   // full store can still delete (see docs/design.md, "Space reservation").
-  auto sv = subvols_.find(tree->id());
-  if (kind == WriteKind::kInsert && sv != subvols_.end() && sv->second.item.last_snapshot > 0) {
+  auto sv = fs_roots_.find(tree->id());
+  if (kind == WriteKind::kInsert && sv != fs_roots_.end() && sv->second.item.last_snapshot > 0) {
     const uint64_t max_fanout =
         format::NodeCapacity(sb_.nodesize) / (format::kSlotSize + 1 + format::kChildPtrSize);
     extra_heads += std::min(static_cast<uint64_t>(tree->height()) * count, op) * max_fanout;
@@ -407,8 +386,8 @@ absl::StatusOr<uint64_t> TxnManager::DataExtentRefs(uint64_t bytenr, uint64_t le
 
 absl::StatusOr<bool> TxnManager::TreeBlockShared(uint64_t tree_id, uint64_t bytenr,
                                                  uint64_t generation) {
-  auto sv = subvols_.find(tree_id);
-  if (sv == subvols_.end() || generation > sv->second.item.last_snapshot) return false;
+  auto sv = fs_roots_.find(tree_id);
+  if (sv == fs_roots_.end() || generation > sv->second.item.last_snapshot) return false;
   ASSIGN_OR_RETURN(auto info, LookupExtentInfo(bytenr));
   return info.first > 1;
 }
@@ -453,8 +432,8 @@ absl::StatusOr<int> TxnManager::RunDelayedRefBatch(int max_heads) {
 bool TxnManager::HasChanges() const {
   if (superblocks_need_rewrite_) return true;
   if (!refs_.empty() || root_tree_->root_changed() || extent_tree_->root_changed()) return true;
-  for (const auto& [id, sv] : subvols_) {
-    if (sv.tree->root_changed() || sv.dirty) return true;
+  for (const auto& [id, r] : fs_roots_) {
+    if (r.tree->root_changed() || r.dirty) return true;
   }
   return false;
 }
@@ -545,19 +524,13 @@ absl::Status PutRootItem(Tree* root_tree, Tree* tree, format::RootItem ri) {
 }  // namespace
 
 absl::Status TxnManager::UpdateRootItems() {
-  for (auto& [id, sv] : subvols_) {
-    if (!sv.tree->root_changed() && !sv.dirty) continue;
-    sv.item.bytenr = sv.tree->root().bytenr;
-    sv.item.generation = sv.tree->root().generation;
-    sv.item.level = sv.tree->root().level;
-    RETURN_IF_ERROR(PutRootItem(root_tree_.get(), sv.tree.get(), sv.item));
-    if (sv.dirty && !sv.dying()) RETURN_IF_ERROR(PutSubvolInfo(sv));
-    if (sv.dying() && !sv.info_removed) {
-      absl::Status s = root_tree_->Delete(format::EncodeKey17(Key17{id, format::kSubvolInfo, 0}));
-      if (!s.ok() && !absl::IsNotFound(s)) return s;
-      sv.info_removed = true;
-    }
-    sv.dirty = false;
+  for (auto& [id, r] : fs_roots_) {
+    if (!r.tree->root_changed() && !r.dirty) continue;
+    r.item.bytenr = r.tree->root().bytenr;
+    r.item.generation = r.tree->root().generation;
+    r.item.level = r.tree->root().level;
+    RETURN_IF_ERROR(PutRootItem(root_tree_.get(), r.tree.get(), r.item));
+    r.dirty = false;
   }
   return absl::OkStatus();
 }

@@ -36,9 +36,11 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -65,23 +67,9 @@ struct TxnStats {
   NodeCacheStats cache;
 };
 
-// A subvolume as the root tree records it.
-struct SubvolInfo {
-  uint64_t id = 0;
-  std::string name;
-  uint64_t parent_id = 0;  // the source of a snapshot; 0 for a plain subvolume
-  uint64_t ctime_ms = 0;   // creation time, Unix milliseconds
-  uint64_t flags = 0;      // format::kRootFlagReadOnly
-  uint64_t last_snapshot = 0;
-  uint64_t generation = 0;  // generation of its root node
-};
-
 inline std::string RootItemKeyFor(uint64_t tree_id) {
   return format::EncodeKey17(format::Key17{tree_id, format::kRootItem, 0});
 }
-
-// Subvolume names: 1..255 bytes, no '/' and no NUL.
-absl::Status ValidateSubvolName(absl::string_view name);
 
 // Reads every superblock copy and returns the newest one whose checksum and
 // root node verify. `notes` (optional) receives one line per rejected copy.
@@ -93,9 +81,11 @@ class TxnManager : public TreeHooks {
   enum class WriteKind { kInsert, kDelete };
 
   // Formats `device`: zeroes every superblock location, creates the root,
-  // extent and default trees in generation 1 and commits them.
+  // extent and default trees in generation 1, lets `populate` (optional;
+  // engine/subvol names the default tree) add root-tree items, and commits.
   static absl::Status Mkfs(BlockDevice* device, uint32_t nodesize, uint32_t sectorsize,
-                           const std::string& fsid);
+                           const std::string& fsid,
+                           const std::function<absl::Status(TxnManager*)>& populate = nullptr);
   static absl::StatusOr<std::unique_ptr<TxnManager>> Mount(BlockDevice* device,
                                                            uint64_t cache_bytes);
   ~TxnManager() override;
@@ -110,30 +100,39 @@ class TxnManager : public TreeHooks {
   absl::Status DropChild(uint64_t tree_id, const Node& parent, int slot) override;
   absl::Status DropRoot(uint64_t tree_id, const Node& root) override;
 
-  // The fs tree of subvolume `id`, or null.
+  // The fs trees (one per subvolume; engine/subvol names them) and their
+  // root items (txn/tree_roots.cc). Ids are never reused.
+  //
+  // The fs tree `id`, or null (absent, or being dropped).
   Tree* fs_tree(uint64_t id);
-
-  // Subvolumes (txn/subvolumes.cc). Ids are never reused.
-  absl::StatusOr<uint64_t> CreateSubvolume(absl::string_view name);
-  // Makes `name` a snapshot of `source_id`: a new root node copied from the
-  // source's, sharing every other node (O(fanout), whatever the size). The
-  // source must have no dirty nodes: call right after a commit.
-  absl::StatusOr<uint64_t> Snapshot(uint64_t source_id, absl::string_view name,
-                                    bool read_only);
-  absl::Status RenameSubvolume(uint64_t id, absl::string_view new_name);
-  // Deletes a subvolume at once (its name is gone); its tree is dropped
-  // later by CleanDeadRoots, across as many commits as it takes.
-  absl::Status DeleteSubvolume(uint64_t id);
-  bool HasDeadRoots() const;
-  // Drops up to `max_steps` child pointers of deleted trees; a tree that
-  // becomes empty loses its root item. Returns the steps done.
-  absl::StatusOr<int> CleanDeadRoots(int max_steps);
-  // Number of deleted subvolumes whose trees are not fully dropped yet.
-  uint64_t dead_roots() const;
-  absl::StatusOr<uint64_t> LookupSubvolume(absl::string_view name) const;
-  absl::StatusOr<SubvolInfo> GetSubvolume(uint64_t id) const;
-  std::vector<SubvolInfo> ListSubvolumes() const;
+  // A new empty tree.
+  absl::StatusOr<uint64_t> CreateTree();
+  // A snapshot of tree `source_id`: a new tree whose root item points at
+  // the source's root node, sharing every node (O(1), whatever the size);
+  // both trees' last_snapshot become this generation. The source must have
+  // no dirty nodes: call right after a commit.
+  absl::StatusOr<uint64_t> CloneTree(uint64_t source_id, bool read_only);
+  // Marks tree `id` for dropping: fs_tree() forgets it at once, and
+  // DropTreeStep() takes it apart across as many commits as it takes.
+  absl::Status MarkTreeDropping(uint64_t id);
+  // Drops one child pointer of dying tree `id` (Tree::DropLeftmost); when
+  // the tree is gone, its root item goes too and this returns false.
+  absl::StatusOr<bool> DropTreeStep(uint64_t id);
+  // Live (dropping = false) or dying tree ids, ascending.
+  std::vector<uint64_t> TreeIds(bool dropping) const;
+  // Tree `id`'s root item, with its current root pointer.
+  absl::StatusOr<format::RootItem> TreeRootItem(uint64_t id) const;
   bool IsReadOnly(uint64_t id) const;
+  // The root tree's other items (engine/subvol's SUBVOL_INFO). Callers
+  // reserve first (ReserveRootTreeWrites), so a write cannot fail for
+  // space half-way through an operation.
+  absl::Status ReserveRootTreeWrites(uint64_t count);
+  absl::Status PutRootTreeItem(absl::string_view key, absl::string_view value);
+  absl::Status DeleteRootTreeItem(absl::string_view key);  // absent: OK
+  // Every root-tree item of `type`, in key order.
+  absl::Status ScanRootTree(uint8_t type,
+                            const std::function<absl::Status(uint64_t objectid,
+                                                             absl::string_view value)>& fn);
   bool HasDirtyNodes() { return cache_->Stats().dirty_nodes > 0; }
 
   // Checks that `count` writes to `tree` fit (see the header comment).
@@ -225,22 +224,17 @@ class TxnManager : public TreeHooks {
 
  private:
   TxnManager(BlockDevice* device, const format::Superblock& sb, uint64_t cache_bytes);
-  struct Subvol {
+  struct FsRoot {
     std::unique_ptr<Tree> tree;
     format::RootItem item;
-    SubvolInfo info;
-    bool dirty = false;  // item or info changed beyond the root pointer
-    bool info_removed = false;  // SUBVOL_INFO of a deleted subvolume is gone
+    bool dirty = false;  // item changed beyond the root pointer
     bool dying() const { return item.flags & format::kRootFlagDropping; }
   };
   absl::Status LoadTrees();
-  absl::Status LoadSubvolInfo(uint64_t id, absl::string_view value);
-  absl::Status PutSubvolInfo(const Subvol& sv);
   absl::StatusOr<std::pair<uint64_t, uint64_t>> LookupExtentInfo(uint64_t bytenr);
   void AddChildRefs(const Node& node, bool full_backref, uint64_t tree_id, int64_t delta);
   void DropTreeRef(uint64_t tree_id, const Node& node);
-  absl::Status CheckNewName(absl::string_view name) const;
-  absl::Status RemoveRootItems(uint64_t id);
+
   absl::Status RebuildFreeSpace();
   void AddDeviceFreeSpace();
   absl::Status UpdateRootItems();
@@ -256,7 +250,7 @@ class TxnManager : public TreeHooks {
   DelayedRefs refs_;
   std::unique_ptr<Tree> root_tree_;
   std::unique_ptr<Tree> extent_tree_;
-  std::map<uint64_t, Subvol> subvols_;
+  std::map<uint64_t, FsRoot> fs_roots_;
   std::map<uint64_t, int64_t> nodes_per_tree_;  // live tree blocks by owner
   uint64_t generation_ = 0;  // the running engine transaction
   uint64_t next_tree_id_ = 0;

@@ -1,4 +1,6 @@
-// Subvolumes, snapshots and the lazy refcounting that makes snapshots O(1).
+// The fs trees' root items, O(1) snapshots (CloneTree), tree drops, and the
+// lazy refcounting that makes snapshots O(1). Names, info items and the
+// cleaner that drives the drops live a layer up, in engine/subvol.
 //
 // Back-references (format.md): the pointer from a parent node P to a child
 // C is recorded on C as TREE_BLOCK_REF(owner of P) when P is a normal node,
@@ -48,60 +50,25 @@ namespace cowkv {
 
 using format::Key17;
 
-absl::Status ValidateSubvolName(absl::string_view name) {
-  if (name.empty() || name.size() > format::kMaxSubvolNameSize) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "subvolume name must be 1..", format::kMaxSubvolNameSize, " bytes, got ", name.size()));
-  }
-  if (name.find('/') != absl::string_view::npos || name.find('\0') != absl::string_view::npos) {
-    return absl::InvalidArgumentError("subvolume name must not contain '/' or NUL");
-  }
-  return absl::OkStatus();
+Tree* TxnManager::fs_tree(uint64_t id) {
+  auto it = fs_roots_.find(id);
+  return it == fs_roots_.end() || it->second.dying() ? nullptr : it->second.tree.get();
 }
 
-absl::Status TxnManager::LoadSubvolInfo(uint64_t id, absl::string_view value) {
-  ASSIGN_OR_RETURN(format::SubvolInfoItem si, format::DecodeSubvolInfo(value, id));
-  Subvol& sv = subvols_[id];
-  sv.info.name = si.name;
-  sv.info.parent_id = si.parent_id;
-  sv.info.ctime_ms = si.ctime_ms;
-  return absl::OkStatus();
-}
-
-absl::Status TxnManager::PutSubvolInfo(const Subvol& sv) {
-  format::SubvolInfoItem si{sv.info.parent_id, sv.info.ctime_ms, sv.info.name};
-  return root_tree_->Put(format::EncodeKey17(Key17{sv.info.id, format::kSubvolInfo, 0}),
-                         format::EncodeSubvolInfo(si));
-}
-
-absl::Status TxnManager::CheckNewName(absl::string_view name) const {
-  RETURN_IF_ERROR(ValidateSubvolName(name));
-  if (LookupSubvolume(name).ok()) {
-    return absl::AlreadyExistsError(absl::StrCat("subvolume '", name, "' already exists"));
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<uint64_t> TxnManager::CreateSubvolume(absl::string_view name) {
-  RETURN_IF_ERROR(CheckNewName(name));
+absl::StatusOr<uint64_t> TxnManager::CreateTree() {
   const uint64_t id = next_tree_id_++;
-  Subvol& sv = subvols_[id];
-  ASSIGN_OR_RETURN(sv.tree, Tree::CreateEmpty(id, cache_.get(), this));
-  sv.info.id = id;
-  sv.info.name = std::string(name);
-  sv.info.ctime_ms = static_cast<uint64_t>(absl::ToUnixMillis(absl::Now()));
-  sv.dirty = true;
+  FsRoot& r = fs_roots_[id];
+  ASSIGN_OR_RETURN(r.tree, Tree::CreateEmpty(id, cache_.get(), this));
+  r.dirty = true;
   return id;
 }
 
-absl::StatusOr<uint64_t> TxnManager::Snapshot(uint64_t source_id, absl::string_view name,
-                                              bool read_only) {
-  RETURN_IF_ERROR(CheckNewName(name));
-  auto src = subvols_.find(source_id);
-  if (src == subvols_.end() || src->second.dying()) {
-    return absl::NotFoundError(absl::StrCat("no subvolume ", source_id));
+absl::StatusOr<uint64_t> TxnManager::CloneTree(uint64_t source_id, bool read_only) {
+  auto src = fs_roots_.find(source_id);
+  if (src == fs_roots_.end() || src->second.dying()) {
+    return absl::NotFoundError(absl::StrCat("no tree ", source_id));
   }
-  COWKV_CHECK_MSG(!HasDirtyNodes(), "snapshot of a subvolume with dirty nodes");
+  COWKV_CHECK_MSG(!HasDirtyNodes(), "snapshot of a tree with dirty nodes");
   ASSIGN_OR_RETURN(NodeRef root, src->second.tree->ReadRoot());
   const uint64_t id = next_tree_id_++;
   // The snapshot's root item points at the source's root node: one more
@@ -110,65 +77,76 @@ absl::StatusOr<uint64_t> TxnManager::Snapshot(uint64_t source_id, absl::string_v
   refs_.Add(root->bytenr, sb_.nodesize, root->level, {format::kTreeBlockRef, id}, +1, false,
             generation_);
   ++nodes_per_tree_[id];
-  Subvol& sv = subvols_[id];
-  sv.tree = std::make_unique<Tree>(id, RootRef{root->bytenr, root->generation, root->level},
-                                   cache_.get(), this);
-  sv.item.last_snapshot = generation_;
-  sv.item.flags = read_only ? format::kRootFlagReadOnly : 0;
-  sv.info.id = id;
-  sv.info.name = std::string(name);
-  sv.info.parent_id = source_id;
-  sv.info.ctime_ms = static_cast<uint64_t>(absl::ToUnixMillis(absl::Now()));
-  sv.dirty = true;
+  FsRoot& r = fs_roots_[id];
+  r.tree = std::make_unique<Tree>(id, RootRef{root->bytenr, root->generation, root->level},
+                                  cache_.get(), this);
+  r.item.last_snapshot = generation_;
+  r.item.flags = read_only ? format::kRootFlagReadOnly : 0;
+  r.dirty = true;
   // Every node of the source up to now may be shared from here on.
-  Subvol& s = subvols_[source_id];
+  FsRoot& s = fs_roots_[source_id];
   s.item.last_snapshot = generation_;
   s.dirty = true;
   return id;
 }
 
-absl::Status TxnManager::RenameSubvolume(uint64_t id, absl::string_view new_name) {
-  auto it = subvols_.find(id);
-  if (it == subvols_.end() || it->second.dying()) {
-    return absl::NotFoundError(absl::StrCat("no subvolume ", id));
+absl::Status TxnManager::MarkTreeDropping(uint64_t id) {
+  if (id == format::kDefaultTreeId) {
+    return absl::FailedPreconditionError("the default subvolume cannot be deleted");
   }
-  if (it->second.info.name == new_name) return absl::OkStatus();
-  RETURN_IF_ERROR(CheckNewName(new_name));
-  it->second.info.name = std::string(new_name);
+  auto it = fs_roots_.find(id);
+  if (it == fs_roots_.end() || it->second.dying()) {
+    return absl::NotFoundError(absl::StrCat("no tree ", id));
+  }
+  it->second.item.flags |= format::kRootFlagDropping;
   it->second.dirty = true;
   return absl::OkStatus();
 }
 
-absl::StatusOr<uint64_t> TxnManager::LookupSubvolume(absl::string_view name) const {
-  for (const auto& [id, sv] : subvols_) {
-    if (!sv.dying() && sv.info.name == name) return id;
-  }
-  return absl::NotFoundError(absl::StrCat("no subvolume named '", name, "'"));
-}
-
-absl::StatusOr<SubvolInfo> TxnManager::GetSubvolume(uint64_t id) const {
-  auto it = subvols_.find(id);
-  if (it == subvols_.end() || it->second.dying()) {
-    return absl::NotFoundError(absl::StrCat("no subvolume ", id));
-  }
-  SubvolInfo info = it->second.info;
-  info.flags = it->second.item.flags;
-  info.last_snapshot = it->second.item.last_snapshot;
-  info.generation = it->second.tree->root().generation;
-  return info;
-}
-
-std::vector<SubvolInfo> TxnManager::ListSubvolumes() const {
-  std::vector<SubvolInfo> out;
-  for (const auto& [id, sv] : subvols_) {
-    if (!sv.dying()) out.push_back(*GetSubvolume(id));
+std::vector<uint64_t> TxnManager::TreeIds(bool dropping) const {
+  std::vector<uint64_t> out;
+  for (const auto& [id, r] : fs_roots_) {
+    if (r.dying() == dropping) out.push_back(id);
   }
   return out;
 }
 
+absl::StatusOr<format::RootItem> TxnManager::TreeRootItem(uint64_t id) const {
+  auto it = fs_roots_.find(id);
+  if (it == fs_roots_.end()) return absl::NotFoundError(absl::StrCat("no tree ", id));
+  format::RootItem ri = it->second.item;
+  ri.bytenr = it->second.tree->root().bytenr;
+  ri.generation = it->second.tree->root().generation;
+  ri.level = it->second.tree->root().level;
+  return ri;
+}
+
 bool TxnManager::IsReadOnly(uint64_t id) const {
-  auto it = subvols_.find(id);
-  return it != subvols_.end() && (it->second.item.flags & format::kRootFlagReadOnly);
+  auto it = fs_roots_.find(id);
+  return it != fs_roots_.end() && (it->second.item.flags & format::kRootFlagReadOnly);
+}
+
+absl::Status TxnManager::ReserveRootTreeWrites(uint64_t count) {
+  return ReserveForWrite(root_tree_.get(), WriteKind::kInsert, count);
+}
+
+absl::Status TxnManager::PutRootTreeItem(absl::string_view key, absl::string_view value) {
+  return root_tree_->Put(key, value);
+}
+
+absl::Status TxnManager::DeleteRootTreeItem(absl::string_view key) {
+  absl::Status s = root_tree_->Delete(key);
+  return absl::IsNotFound(s) ? absl::OkStatus() : s;
+}
+
+absl::Status TxnManager::ScanRootTree(
+    uint8_t type, const std::function<absl::Status(uint64_t, absl::string_view)>& fn) {
+  TreeIterator it(root_tree_.get());
+  for (it.SeekToFirst(); it.Valid(); it.Next()) {
+    Key17 k;
+    if (format::DecodeKey17(it.key(), &k) && k.type == type) RETURN_IF_ERROR(fn(k.objectid, it.value()));
+  }
+  return it.status();
 }
 
 // refs and flags of a tree block: the extent item plus what is queued.
@@ -228,8 +206,8 @@ void TxnManager::AddChildRefs(const Node& node, bool full_backref, uint64_t tree
 
 absl::Status TxnManager::CowTreeBlock(uint64_t tree_id, const Node& old) {
   // Roots too: a fresh snapshot shares its source's root node.
-  auto sv = subvols_.find(tree_id);
-  const bool may_be_shared = sv != subvols_.end() &&
+  auto sv = fs_roots_.find(tree_id);
+  const bool may_be_shared = sv != fs_roots_.end() &&
                              old.generation <= sv->second.item.last_snapshot;
   uint64_t refs = 1, flags = 0;
   if (may_be_shared) {
@@ -263,9 +241,9 @@ absl::Status TxnManager::CowTreeBlock(uint64_t tree_id, const Node& old) {
 // Subvolume states (root item flags; every transition commits with the rest
 // of its engine transaction):
 //
-//   live --DeleteSubvolume--> dying --CleanDeadRoots (steps, many commits)--> gone
+//   live --MarkTreeDropping--> dying --DropTreeStep (steps, many commits)--> gone
 //
-//   - live: listed, has a SUBVOL_INFO item and a name.
+//   - live: in engine/subvol, listed, with a SUBVOL_INFO item and a name.
 //   - dying: ROOT_ITEM carries kRootFlagDropping; no name, not listed; the
 //     tree shrinks by one child pointer per step (Tree::DropLeftmost), so the
 //     root item's root pointer is the persisted progress: after a crash or
@@ -280,33 +258,11 @@ absl::Status TxnManager::CowTreeBlock(uint64_t tree_id, const Node& old) {
 // no tree holds and a later CoW by T would drop the wrong one. Test:
 // SubvolModel.* (deletions mixed with snapshots, check after every commit).
 
-absl::Status TxnManager::DeleteSubvolume(uint64_t id) {
-  if (id == format::kDefaultTreeId) {
-    return absl::FailedPreconditionError("the default subvolume cannot be deleted");
-  }
-  auto it = subvols_.find(id);
-  if (it == subvols_.end() || it->second.dying()) {
-    return absl::NotFoundError(absl::StrCat("no subvolume ", id));
-  }
-  it->second.item.flags |= format::kRootFlagDropping;
-  it->second.info.name.clear();
-  it->second.dirty = true;
-  return absl::OkStatus();
-}
-
-bool TxnManager::HasDeadRoots() const { return dead_roots() > 0; }
-
-uint64_t TxnManager::dead_roots() const {
-  uint64_t n = 0;
-  for (const auto& [id, sv] : subvols_) n += sv.dying();
-  return n;
-}
-
 absl::StatusOr<bool> TxnManager::ShouldDescendForDrop(uint64_t tree_id, format::ChildPtr c,
                                                       int level) {
   if (level == 0) return false;  // leaves hold no tree-block references
-  auto sv = subvols_.find(tree_id);
-  if (sv == subvols_.end() || c.generation > sv->second.item.last_snapshot) return true;
+  auto sv = fs_roots_.find(tree_id);
+  if (sv == fs_roots_.end() || c.generation > sv->second.item.last_snapshot) return true;
   ASSIGN_OR_RETURN(auto info, LookupExtentInfo(c.bytenr));
   return info.first == 1;
 }
@@ -318,9 +274,9 @@ absl::Status TxnManager::DropChild(uint64_t tree_id, const Node& parent, int slo
 }
 
 absl::Status TxnManager::DropRoot(uint64_t tree_id, const Node& node) {
-  auto sv = subvols_.find(tree_id);
+  auto sv = fs_roots_.find(tree_id);
   const bool may_be_shared =
-      sv != subvols_.end() && node.generation <= sv->second.item.last_snapshot;
+      sv != fs_roots_.end() && node.generation <= sv->second.item.last_snapshot;
   uint64_t refs = 1, flags = 0;
   if (may_be_shared) {
     ASSIGN_OR_RETURN(std::tie(refs, flags), LookupExtentInfo(node.bytenr));
@@ -341,27 +297,17 @@ absl::Status TxnManager::DropRoot(uint64_t tree_id, const Node& node) {
   return FreeTreeBlock(tree_id, node);  // frees at once what this txn allocated
 }
 
-absl::Status TxnManager::RemoveRootItems(uint64_t id) {
-  absl::Status s = root_tree_->Delete(RootItemKeyFor(id));
-  if (!s.ok() && !absl::IsNotFound(s)) return s;
-  s = root_tree_->Delete(format::EncodeKey17(Key17{id, format::kSubvolInfo, 0}));
-  if (!s.ok() && !absl::IsNotFound(s)) return s;
-  subvols_.erase(id);
-  return absl::OkStatus();
-}
-
-absl::StatusOr<int> TxnManager::CleanDeadRoots(int max_steps) {
-  int steps = 0;
-  while (steps < max_steps) {
-    auto it = std::find_if(subvols_.begin(), subvols_.end(),
-                           [](const auto& e) { return e.second.dying(); });
-    if (it == subvols_.end()) break;
-    RETURN_IF_ERROR(ReserveForWrite(it->second.tree.get(), WriteKind::kDelete));
-    ASSIGN_OR_RETURN(bool more, it->second.tree->DropLeftmost());
-    ++steps;
-    if (!more) RETURN_IF_ERROR(RemoveRootItems(it->first));
+absl::StatusOr<bool> TxnManager::DropTreeStep(uint64_t id) {
+  auto it = fs_roots_.find(id);
+  if (it == fs_roots_.end() || !it->second.dying()) {
+    return absl::NotFoundError(absl::StrCat("no dying tree ", id));
   }
-  return steps;
+  RETURN_IF_ERROR(ReserveForWrite(it->second.tree.get(), WriteKind::kDelete));
+  ASSIGN_OR_RETURN(bool more, it->second.tree->DropLeftmost());
+  if (more) return true;
+  RETURN_IF_ERROR(DeleteRootTreeItem(RootItemKeyFor(id)));
+  fs_roots_.erase(it);
+  return false;
 }
 
 }  // namespace cowkv

@@ -1,0 +1,175 @@
+#include "engine/subvol/subvolumes.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "engine/base/status.h"
+#include "engine/format/items.h"
+#include "engine/format/layout.h"
+
+namespace cowkv {
+
+using format::Key17;
+
+namespace {
+std::string InfoKey(uint64_t id) {
+  return format::EncodeKey17(Key17{id, format::kSubvolInfo, 0});
+}
+uint64_t NowMs() { return static_cast<uint64_t>(absl::ToUnixMillis(absl::Now())); }
+}  // namespace
+
+absl::Status ValidateSubvolName(absl::string_view name) {
+  if (name.empty() || name.size() > format::kMaxSubvolNameSize) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "subvolume name must be 1..", format::kMaxSubvolNameSize, " bytes, got ", name.size()));
+  }
+  if (name.find('/') != absl::string_view::npos || name.find('\0') != absl::string_view::npos) {
+    return absl::InvalidArgumentError("subvolume name must not contain '/' or NUL");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Subvolumes::NameDefault(TxnManager* txn) {
+  format::SubvolInfoItem si{0, NowMs(), "default"};
+  return txn->PutRootTreeItem(InfoKey(format::kDefaultTreeId), format::EncodeSubvolInfo(si));
+}
+
+absl::Status Subvolumes::Load() {
+  live_.clear();
+  by_name_.clear();
+  std::vector<uint64_t> live_ids = txn_->TreeIds(/*dropping=*/false);
+  for (uint64_t id : live_ids) live_[id];
+  RETURN_IF_ERROR(txn_->ScanRootTree(
+      format::kSubvolInfo, [&](uint64_t id, absl::string_view value) -> absl::Status {
+        auto it = live_.find(id);
+        if (it == live_.end()) {
+          return absl::DataLossError(absl::StrCat("subvolume ", id, " has info but no live root item"));
+        }
+        ASSIGN_OR_RETURN(format::SubvolInfoItem si, format::DecodeSubvolInfo(value, id));
+        it->second = Entry{si.name, si.parent_id, si.ctime_ms};
+        return absl::OkStatus();
+      }));
+  for (auto& [id, e] : live_) {
+    if (e.name.empty()) e.name = absl::StrCat("subvol-", id);
+    if (!by_name_.emplace(e.name, id).second) {
+      return absl::DataLossError(absl::StrCat("two subvolumes named '", e.name, "'"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Subvolumes::CheckNewName(absl::string_view name) const {
+  RETURN_IF_ERROR(ValidateSubvolName(name));
+  if (by_name_.find(name) != by_name_.end()) {
+    return absl::AlreadyExistsError(absl::StrCat("subvolume '", name, "' already exists"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Subvolumes::PutInfo(uint64_t id, const Entry& e) {
+  format::SubvolInfoItem si{e.parent_id, e.ctime_ms, e.name};
+  return txn_->PutRootTreeItem(InfoKey(id), format::EncodeSubvolInfo(si));
+}
+
+absl::StatusOr<uint64_t> Subvolumes::Create(absl::string_view name) {
+  RETURN_IF_ERROR(CheckNewName(name));
+  RETURN_IF_ERROR(txn_->ReserveRootTreeWrites(2));
+  ASSIGN_OR_RETURN(uint64_t id, txn_->CreateTree());
+  Entry e{std::string(name), 0, NowMs()};
+  RETURN_IF_ERROR(PutInfo(id, e));
+  by_name_[e.name] = id;
+  live_[id] = std::move(e);
+  return id;
+}
+
+absl::StatusOr<uint64_t> Subvolumes::Snapshot(uint64_t source_id, absl::string_view name,
+                                              bool read_only) {
+  RETURN_IF_ERROR(CheckNewName(name));
+  if (live_.count(source_id) == 0) return absl::NotFoundError(absl::StrCat("no subvolume ", source_id));
+  RETURN_IF_ERROR(txn_->ReserveRootTreeWrites(3));
+  ASSIGN_OR_RETURN(uint64_t id, txn_->CloneTree(source_id, read_only));
+  Entry e{std::string(name), source_id, NowMs()};
+  RETURN_IF_ERROR(PutInfo(id, e));
+  by_name_[e.name] = id;
+  live_[id] = std::move(e);
+  return id;
+}
+
+absl::Status Subvolumes::Rename(uint64_t id, absl::string_view new_name) {
+  auto it = live_.find(id);
+  if (it == live_.end()) return absl::NotFoundError(absl::StrCat("no subvolume ", id));
+  if (it->second.name == new_name) return absl::OkStatus();
+  RETURN_IF_ERROR(CheckNewName(new_name));
+  RETURN_IF_ERROR(txn_->ReserveRootTreeWrites(1));
+  Entry e = it->second;
+  e.name = std::string(new_name);
+  RETURN_IF_ERROR(PutInfo(id, e));
+  by_name_.erase(it->second.name);
+  by_name_[e.name] = id;
+  it->second = std::move(e);
+  return absl::OkStatus();
+}
+
+absl::Status Subvolumes::Delete(uint64_t id) {
+  if (id == format::kDefaultTreeId) {
+    return absl::FailedPreconditionError("the default subvolume cannot be deleted");
+  }
+  auto it = live_.find(id);
+  if (it == live_.end()) return absl::NotFoundError(absl::StrCat("no subvolume ", id));
+  RETURN_IF_ERROR(txn_->MarkTreeDropping(id));
+  // Both changes are in this engine transaction: after a crash the
+  // subvolume is either whole or nameless and dropping.
+  RETURN_IF_ERROR(txn_->DeleteRootTreeItem(InfoKey(id)));
+  by_name_.erase(it->second.name);
+  live_.erase(it);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint64_t> Subvolumes::Lookup(absl::string_view name) const {
+  auto it = by_name_.find(name);
+  if (it == by_name_.end()) {
+    return absl::NotFoundError(absl::StrCat("no subvolume named '", name, "'"));
+  }
+  return it->second;
+}
+
+absl::StatusOr<SubvolInfo> Subvolumes::Get(uint64_t id) const {
+  auto it = live_.find(id);
+  if (it == live_.end()) return absl::NotFoundError(absl::StrCat("no subvolume ", id));
+  ASSIGN_OR_RETURN(format::RootItem ri, txn_->TreeRootItem(id));
+  SubvolInfo info;
+  info.id = id;
+  info.name = it->second.name;
+  info.parent_id = it->second.parent_id;
+  info.ctime_ms = it->second.ctime_ms;
+  info.flags = ri.flags;
+  info.last_snapshot = ri.last_snapshot;
+  info.generation = ri.generation;
+  return info;
+}
+
+std::vector<SubvolInfo> Subvolumes::List() const {
+  std::vector<SubvolInfo> out;
+  for (const auto& [id, e] : live_) {
+    absl::StatusOr<SubvolInfo> info = Get(id);
+    if (info.ok()) out.push_back(*std::move(info));
+  }
+  return out;
+}
+
+absl::StatusOr<int> Subvolumes::CleanDeadRoots(int max_steps) {
+  int steps = 0;
+  while (steps < max_steps) {
+    std::vector<uint64_t> dying = txn_->TreeIds(/*dropping=*/true);
+    if (dying.empty()) break;
+    const uint64_t id = dying.front();
+    bool more = true;
+    while (more && steps < max_steps) {
+      ASSIGN_OR_RETURN(more, txn_->DropTreeStep(id));
+      ++steps;
+    }
+  }
+  return steps;
+}
+
+}  // namespace cowkv
