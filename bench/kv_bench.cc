@@ -967,6 +967,13 @@ bool ParseOwnFlags(int* argc, char** argv) {
 
 int Main(int argc, char** argv) {
   if (!ParseOwnFlags(&argc, argv)) return 2;
+  // Read before Initialize() consumes them (RunWithExactNames needs them).
+  const std::string out_file = FlagValue(argc, argv, "--benchmark_out=");
+  const std::string out_format = FlagValue(argc, argv, "--benchmark_out_format=");
+  if (out_format == "csv") {
+    std::fprintf(stderr, "kv_bench: --benchmark_out_format=csv is not supported\n");
+    return 2;
+  }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
   {
@@ -998,7 +1005,9 @@ int Main(int argc, char** argv) {
                                                      std::to_string(ROCKSDB_MINOR) + "." +
                                                      std::to_string(ROCKSDB_PATCH));
   benchmark::AddCustomContext("lmdb_version", MDB_VERSION_STRING);
-  benchmark::RunSpecifiedBenchmarks();
+  // Names exactly BM_<Workload>/<system> (no /real_time suffix), so tools
+  // can pair cowkv with its peers.
+  RunWithExactNames(out_file, out_format);
   benchmark::Shutdown();
 
   int rc = 0;
