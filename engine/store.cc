@@ -692,6 +692,7 @@ StoreStats StoreImpl::Stats() {
   s.durable_commits = durable_commits_.load(std::memory_order_relaxed);
   log::LogStats ls = log_->Stats();
   s.log_syncs = ls.syncs;
+  s.device_flushes += ls.syncs;  // one flush per log sync
   s.log_inline_syncs = ls.inline_syncs;
   s.log_synced_keys = ls.synced_keys;
   s.log_sync_bytes = ls.sync_bytes;

@@ -145,7 +145,7 @@ struct StoreStats {
   uint64_t throttle_batches = 0;   // delayed-ref batches run by writers
   uint64_t throttle_waits = 0;     // writers that waited for a commit
   uint64_t throttle_wait_us = 0;   // total time they waited
-  uint64_t device_flushes = 0;
+  uint64_t device_flushes = 0;   // all: engine commits' and log syncs'
   uint64_t dirty_nodes = 0;
   uint64_t dirty_bytes = 0;
   uint64_t delayed_ref_heads = 0;    // pending heads (one per extent)
