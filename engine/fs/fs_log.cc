@@ -177,9 +177,8 @@ absl::Status FsOps::LogInodeKeys(Batch& b, uint64_t ino, const InodeItem& item, 
                 });
 }
 
-absl::Status FsOps::LogNames(Batch& b, uint64_t ino, std::vector<std::pair<uint64_t, bool>>* also) {
-  const uint64_t gen = b_->generation();
-  std::vector<std::pair<uint64_t, std::vector<InodeRef>>> refs;
+absl::StatusOr<std::vector<FsOps::ParentRefs>> FsOps::LoadRefs(Batch& b, uint64_t ino) {
+  std::vector<ParentRefs> refs;
   absl::Status bad;
   RETURN_IF_ERROR(b.Scan(TypeStart(ino, kInodeRef), TypeStart(ino, kInodeRef + 1), false,
                          [&](absl::string_view k, absl::string_view v) {
@@ -194,6 +193,12 @@ absl::Status FsOps::LogNames(Batch& b, uint64_t ino, std::vector<std::pair<uint6
                            return true;
                          }));
   RETURN_IF_ERROR(bad);
+  return refs;
+}
+
+absl::Status FsOps::LogNames(Batch& b, uint64_t ino, std::vector<std::pair<uint64_t, bool>>* also) {
+  const uint64_t gen = b_->generation();
+  ASSIGN_OR_RETURN(std::vector<ParentRefs> refs, LoadRefs(b, ino));
   for (const auto& [parent, names] : refs) {
     Note(b, RefKey(ino, parent));
     bool taken = false;
@@ -319,18 +324,9 @@ absl::Status FsOps::FixNames(Batch& b, const ReplayNotes& n) {
     // name change touched): the tree's names stand.
     auto lr = n.logged_refs.find(ino);
     if (lr == n.logged_refs.end()) continue;
-    std::vector<std::pair<uint64_t, std::string>> stale;
-    RETURN_IF_ERROR(b.Scan(TypeStart(ino, kInodeRef), TypeStart(ino, kInodeRef + 1), false,
-                           [&](absl::string_view k, absl::string_view v) {
-                             FsKey fk;
-                             DecodeFsKey(k, &fk);
-                             if (!lr->second.count(fk.offset)) {
-                               stale.push_back({fk.offset, std::string(v)});
-                             }
-                             return true;
-                           }));
-    for (const auto& [parent, v] : stale) {
-      ASSIGN_OR_RETURN(std::vector<InodeRef> refs, DecodeInodeRefs(v, ino));
+    ASSIGN_OR_RETURN(std::vector<ParentRefs> all, LoadRefs(b, ino));
+    for (const auto& [parent, refs] : all) {
+      if (lr->second.count(parent)) continue;  // logged: it stands
       auto& l = lost[{ino, parent}];
       l.insert(l.end(), refs.begin(), refs.end());
       b.Del(RefKey(ino, parent));
@@ -460,16 +456,8 @@ absl::Status FsOps::FixInode(Batch& b, uint64_t ino) {
   if (!raw.has_value()) {
     if (ino == kRootDirIno) return absl::OkStatus();
     // A deleted inode: its names left in directories go, then its remnants.
-    std::vector<std::pair<uint64_t, std::string>> refs;
-    RETURN_IF_ERROR(b.Scan(TypeStart(ino, kInodeRef), TypeStart(ino, kInodeRef + 1), false,
-                           [&](absl::string_view k, absl::string_view v) {
-                             FsKey fk;
-                             DecodeFsKey(k, &fk);
-                             refs.push_back({fk.offset, std::string(v)});
-                             return true;
-                           }));
-    for (const auto& [parent, v] : refs) {
-      ASSIGN_OR_RETURN(std::vector<InodeRef> rs, DecodeInodeRefs(v, ino));
+    ASSIGN_OR_RETURN(std::vector<ParentRefs> refs, LoadRefs(b, ino));
+    for (const auto& [parent, rs] : refs) {
       for (const InodeRef& r : rs) RETURN_IF_ERROR(DropEntry(b, parent, r.name, r.index, ino));
     }
     return DeleteInode(b, ino);
@@ -504,22 +492,14 @@ absl::Status FsOps::FixInode(Batch& b, uint64_t ino) {
 // Re-adds the directory entries of every name of `ino`; returns how many
 // names it has. A name in a directory that is gone is dropped.
 absl::StatusOr<uint32_t> FsOps::FixRefs(Batch& b, uint64_t ino, FileType type) {
-  std::vector<std::pair<uint64_t, std::string>> refs;
-  RETURN_IF_ERROR(b.Scan(TypeStart(ino, kInodeRef), TypeStart(ino, kInodeRef + 1), false,
-                         [&](absl::string_view k, absl::string_view v) {
-                           FsKey fk;
-                           DecodeFsKey(k, &fk);
-                           refs.push_back({fk.offset, std::string(v)});
-                           return true;
-                         }));
+  ASSIGN_OR_RETURN(std::vector<ParentRefs> refs, LoadRefs(b, ino));
   uint32_t names = 0;
-  for (const auto& [parent, v] : refs) {
+  for (const auto& [parent, rs] : refs) {
     ASSIGN_OR_RETURN(std::optional<std::string> p, b.Get(InodeKey(parent)));
     if (!p.has_value() && parent != kRootDirIno) {
       b.Del(RefKey(ino, parent));
       continue;
     }
-    ASSIGN_OR_RETURN(std::vector<InodeRef> rs, DecodeInodeRefs(v, ino));
     std::vector<InodeRef> kept;
     for (const InodeRef& r : rs) {
       ASSIGN_OR_RETURN(bool ok, EnsureEntry(b, parent, r, ino, type));

@@ -244,6 +244,9 @@ class FsOps {
   absl::Status LogInodeKeys(Batch& b, uint64_t ino, const InodeItem& item, bool names,
                             LogWork* also);
   absl::Status LogNames(Batch& b, uint64_t ino, LogWork* also);
+  // `ino`'s names, per parent directory in key order (its INODE_REF items).
+  using ParentRefs = std::pair<uint64_t, std::vector<InodeRef>>;
+  static absl::StatusOr<std::vector<ParentRefs>> LoadRefs(Batch& b, uint64_t ino);
   absl::Status LogDirEntries(Batch& b, uint64_t dir, LogWork* also);
   void Note(Batch& b, const std::string& key);
 
