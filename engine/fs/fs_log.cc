@@ -32,13 +32,12 @@ std::vector<uint64_t> LostNameOwners(const FsState& st, uint64_t dir, uint64_t e
   std::set<uint64_t> out;
   auto d = st.deleted.find(dir);
   if (d != st.deleted.end()) {
-    for (const std::string& k : d->second) {
-      FsKey fk;
-      if (DecodeFsKey(k, &fk) && fk.type == kInodeRef && fk.offset == dir) out.insert(fk.objectid);
+    for (const FsKey& fk : d->second) {
+      if (fk.type == kInodeRef && fk.offset == dir) out.insert(fk.objectid);
     }
   }
   for (const auto& [ino, keys] : st.deleted) {
-    if (ino != dir && keys.count(RefKey(ino, dir))) out.insert(ino);
+    if (ino != dir && keys.count(FsKey{ino, kInodeRef, dir})) out.insert(ino);
   }
   out.erase(except);
   return std::vector<uint64_t>(out.begin(), out.end());
@@ -47,7 +46,7 @@ std::vector<uint64_t> LostNameOwners(const FsState& st, uint64_t dir, uint64_t e
 // Whether `dir` lost an entry of that name in this transaction (not logged since).
 bool LostEntry(const FsState& st, uint64_t dir, absl::string_view name) {
   auto d = st.deleted.find(dir);
-  return d != st.deleted.end() && d->second.count(DirItemKey(dir, name)) > 0;
+  return d != st.deleted.end() && d->second.count(FsKey{dir, kDirItem, NameHash(name)}) > 0;
 }
 }  // namespace
 
@@ -158,7 +157,9 @@ absl::Status FsOps::LogInodeKeys(Batch& b, uint64_t ino, const InodeItem& item, 
       for (uint64_t owner : LostNameOwners(*st_, ino, ino)) also->push_back({owner, false});
     }
     // In key order, so the log's contents do not depend on hashing.
-    std::vector<std::string> keys(d->second.begin(), d->second.end());
+    std::vector<std::string> keys;
+    keys.reserve(d->second.size());
+    for (const FsKey& k : d->second) keys.push_back(EncodeFsKey(k));
     std::sort(keys.begin(), keys.end());
     for (const std::string& k : keys) Note(b, k);
     st_->deleted.erase(d);

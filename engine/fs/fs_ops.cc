@@ -321,7 +321,10 @@ absl::Status FsOps::DropLink(Batch& b, uint64_t ino, InodeItem* item) {
 }
 
 void FsOps::RecordDeleted(uint64_t ino, const std::string& key) {
-  st_->deleted[ino].insert(key);
+  FsKey k;
+  const bool fs_key = DecodeFsKey(key, &k);
+  COWKV_CHECK(fs_key);  // every key the fs layer deletes is an fs key
+  st_->deleted[ino].insert(k);
 }
 
 absl::Status FsOps::EnsureRoot(Batch& b) {

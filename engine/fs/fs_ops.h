@@ -24,6 +24,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/hash/hash.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -89,7 +90,17 @@ struct FsState {
   // Keys deleted in generation `gen` per inode, not logged since: the
   // first fsync of the inode logs their tombstones.
   uint64_t gen = 0;
-  absl::flat_hash_map<uint64_t, absl::flat_hash_set<std::string>> deleted;
+  struct KeyHash {
+    size_t operator()(const FsKey& k) const {
+      return absl::HashOf(k.objectid, k.type, k.offset);
+    }
+  };
+  struct KeyEq {
+    bool operator()(const FsKey& a, const FsKey& b) const {
+      return a.objectid == b.objectid && a.type == b.type && a.offset == b.offset;
+    }
+  };
+  absl::flat_hash_map<uint64_t, absl::flat_hash_set<FsKey, KeyHash, KeyEq>> deleted;
   // Seed 002: sharedness of the last fiemap path, by level.
   struct PathCacheEntry {
     uint64_t bytenr = 0;
