@@ -1,8 +1,9 @@
 // Goal: every decoder accepts exactly what its encoder writes and refuses
 // anything else with DATA_LOSS, never a crash.
 // Method: round trips; then single-byte flips and truncations of encoded
-// superblocks and nodes (a brief, deterministic mutation loop; the node fuzz
-// test in engine/tree runs the long version under asan).
+// superblocks and nodes (a brief, deterministic mutation loop; the mutation
+// fuzz tests of every decoder are in engine/fuzz, and
+// //engine/fuzz:decoders_fuzz_test_long runs the long version under asan).
 #include <random>
 #include <string>
 #include <vector>

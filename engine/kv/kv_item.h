@@ -45,7 +45,10 @@ inline bool IsKvTreeKey(absl::string_view tree_key) {
   return !tree_key.empty() && tree_key[0] == kKvPrefix;
 }
 // The user key of a KV tree key (caller checked IsKvTreeKey).
-inline absl::string_view UserKey(absl::string_view tree_key) { return tree_key.substr(1); }
+// The user key of a KV tree key (empty for an empty tree key).
+inline absl::string_view UserKey(absl::string_view tree_key) {
+  return tree_key.empty() ? tree_key : tree_key.substr(1);
+}
 
 std::string EncodeItem(const ItemMeta& meta, absl::string_view value);
 

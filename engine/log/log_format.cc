@@ -53,8 +53,11 @@ std::string EncodeLogRoot(const LogRootBlock& b, uint32_t sectorsize) {
 }
 
 namespace {
+// Compares with the last node's start: `b + nodesize` wraps past zero for a
+// nodesize-aligned b in the top node of the 64-bit range.
 bool BadBytenr(uint64_t b, const LogRootExpect& e) {
-  return b % e.nodesize != 0 || b < kReservedHead || b + e.nodesize > e.device_size;
+  return b % e.nodesize != 0 || b < kReservedHead || e.device_size < e.nodesize ||
+         b > e.device_size - e.nodesize;
 }
 }  // namespace
 

@@ -293,8 +293,14 @@ absl::Status VerifyData(BlockDevice* device, const std::vector<LogEntry>& entrie
   for (size_t i = from; i < entries.size(); ++i) {
     format::DataRef d;
     if (!format::LeafDataRef(entries[i].key, entries[i].value, &d)) continue;
-    if (d.bytenr + d.len > device->Size()) {
-      return absl::DataLossError(absl::StrCat("logged data extent ", d.bytenr, " out of range"));
+    // Written so that no sum can wrap: a checksummed block may still carry
+    // a malformed entry (a buggy writer), and resize() must not be asked for
+    // 2^63 bytes.
+    const uint64_t size = device->Size();
+    if (d.len > size || d.bytenr > size - d.len || d.value_len > d.len) {
+      return absl::DataLossError(absl::StrCat("logged data extent ", d.bytenr, " (", d.len,
+                                              " bytes, value ", d.value_len,
+                                              ") out of range"));
     }
     buf.resize(d.value_len);
     RETURN_IF_ERROR(device->ReadAt(d.bytenr, buf.data(), buf.size()));
