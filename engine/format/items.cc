@@ -55,6 +55,9 @@ absl::StatusOr<ExtentItem> DecodeExtentItem(absl::string_view v, uint64_t bytenr
   if (e.level >= kMaxLevel) {
     return COWKV_CORRUPTION(site, "bad level", absl::StrCat(e.level), "");
   }
+  if (EncodeExtentItem(e) != v) {
+    return COWKV_CORRUPTION(site, "nonzero reserved bytes", "", "0");
+  }
   return e;
 }
 
@@ -94,6 +97,9 @@ absl::StatusOr<RootItem> DecodeRootItem(absl::string_view v, uint64_t tree_id) {
   }
   if (r.bytenr < kReservedHead) {
     return COWKV_CORRUPTION(site, "bad root bytenr", absl::StrCat(r.bytenr), "");
+  }
+  if (EncodeRootItem(r) != v) {
+    return COWKV_CORRUPTION(site, "nonzero reserved bytes", "", "0");
   }
   return r;
 }

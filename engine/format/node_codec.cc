@@ -113,6 +113,12 @@ absl::Status CheckHeader(absl::string_view data, absl::string_view fsid,
     return COWKV_CORRUPTION(site, "unknown header flags",
                             absl::StrCat(DecodeLE32(p + kNodeFlagsOff)), "0");
   }
+  for (size_t i = kNodeLevelOff + 1; i < kNodeHeaderSize; ++i) {
+    if (p[i] != 0) {
+      return COWKV_CORRUPTION(site, "nonzero reserved header byte",
+                              absl::StrCat("byte ", i, " = ", static_cast<uint8_t>(p[i])), "0");
+    }
+  }
   return absl::OkStatus();
 }
 

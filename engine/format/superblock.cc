@@ -87,6 +87,16 @@ absl::StatusOr<Superblock> DecodeSuperblock(absl::string_view data,
   sb.next_tree_id = DecodeLE64(p + kSbNextTreeIdOff);
   sb.revision = DecodeLE64(p + kSbRevisionOff);
   RETURN_IF_ERROR(ValidateFields(sb, expected_bytenr, site));
+  // Every byte that is not a field is zero: the encoder writes back exactly
+  // the input, or some reserved byte is set (a writer this code does not
+  // know, or damage under a valid checksum).
+  const std::string again = EncodeSuperblock(sb);
+  if (again != data) {
+    size_t i = 0;
+    while (i < again.size() && again[i] == data[i]) ++i;
+    return COWKV_CORRUPTION(site, "nonzero reserved superblock byte",
+                            absl::StrCat("byte ", i, " = ", static_cast<uint8_t>(data[i])), "0");
+  }
   return sb;
 }
 

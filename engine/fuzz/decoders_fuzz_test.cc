@@ -354,9 +354,9 @@ std::vector<std::string> SuperSeeds() {
 absl::Status DecodeSuper(absl::string_view in) {
   absl::StatusOr<format::Superblock> sb = format::DecodeSuperblock(in, kSbAt);
   if (!sb.ok()) return sb.status();
-  // Not exact: padding and the zero tail [kSbUsedSize, 4096) are not checked.
+  // Exact: every byte that is not a field must be zero.
   ExpectStable(
-      in, format::EncodeSuperblock(*sb), false,
+      in, format::EncodeSuperblock(*sb), true,
       [](absl::string_view v) { return format::DecodeSuperblock(v, kSbAt); },
       format::EncodeSuperblock);
   return absl::OkStatus();
@@ -456,10 +456,9 @@ absl::Status DecodeNodeChecked(absl::string_view in, uint32_t ns, const NodeExpe
   s = format::DecodeNode(in, kFsid, ns, kSector, expect, &h2, &items);
   EXPECT_TRUE(s.ok()) << "DecodeNode disagrees with DecodeNodeViews: " << s;
   if (!s.ok()) return absl::OkStatus();
-  // Every byte but the reserved header tail after the level is checked, so
-  // the encoder writes back the very same node.
+  // Every byte is checked (the reserved header tail must be zero), so the
+  // encoder writes back the very same node.
   std::string want(in);
-  std::fill(want.begin() + format::kNodeLevelOff + 1, want.begin() + format::kNodeHeaderSize, 0);
   RestampCrc(&want);
   EXPECT_TRUE(Node(h2, items, ns) == want)
       << "re-encoding differs at byte " << FirstDifference(Node(h2, items, ns), want);
@@ -505,8 +504,8 @@ TEST(FormatItemsFuzz, ExtentItem) {
   RunTarget({"extent item", 301, seeds, {}, [&](absl::string_view in) {
                absl::StatusOr<ExtentItem> e = decode(in);
                if (!e.ok()) return e.status();
-               // Not exact: the 7 pad bytes after the level are not checked.
-               ExpectStable(in, format::EncodeExtentItem(*e), false, decode,
+               // Exact: the pad bytes must be zero.
+               ExpectStable(in, format::EncodeExtentItem(*e), true, decode,
                             format::EncodeExtentItem);
                return absl::OkStatus();
              }});
@@ -530,8 +529,8 @@ TEST(FormatItemsFuzz, RootItem) {
   RunTarget({"root item", 302, seeds, {}, [&](absl::string_view in) {
                absl::StatusOr<format::RootItem> d = decode(in);
                if (!d.ok()) return d.status();
-               // Not exact: the pad bytes after both levels are not checked.
-               ExpectStable(in, format::EncodeRootItem(*d), false, decode,
+               // Exact: the pad bytes must be zero.
+               ExpectStable(in, format::EncodeRootItem(*d), true, decode,
                             format::EncodeRootItem);
                return absl::OkStatus();
              }});
