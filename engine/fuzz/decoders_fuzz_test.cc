@@ -930,10 +930,10 @@ absl::Status DecodeLog(absl::string_view in) {
   for (const log::LogTreeRef& t : b->trees) {
     EXPECT_TRUE(InDevice(t.bytenr, e)) << "log tree root at " << t.bytenr;
   }
-  // Not exact: tree entries' padding and the bytes after the entries are not checked.
+  // Exact: padding and the bytes after the entries must be zero.
   const uint32_t size = static_cast<uint32_t>(in.size());
   auto encode = [size](const log::LogRootBlock& v) { return log::EncodeLogRoot(v, size); };
-  ExpectStable(in, encode(*b), false, decode, encode);
+  ExpectStable(in, encode(*b), true, decode, encode);
   return absl::OkStatus();
 }
 

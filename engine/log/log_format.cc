@@ -115,6 +115,11 @@ absl::StatusOr<LogRootBlock> DecodeLogRoot(absl::string_view data, const LogRoot
     q += klen + vlen;
     b.entries.push_back(std::move(en));
   }
+  // Everything else — the tree entries' padding, the bytes after the last
+  // entry — is zero: the encoder writes back exactly this block.
+  if (EncodeLogRoot(b, static_cast<uint32_t>(data.size())) != data) {
+    return bad("nonzero reserved bytes");
+  }
   return b;
 }
 
