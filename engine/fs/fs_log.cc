@@ -36,8 +36,11 @@ std::vector<uint64_t> LostNameOwners(const FsState& st, uint64_t dir, uint64_t e
       if (fk.type == kInodeRef && fk.offset == dir) out.insert(fk.objectid);
     }
   }
-  for (const auto& [ino, keys] : st.deleted) {
-    if (ino != dir && keys.count(FsKey{ino, kInodeRef, dir})) out.insert(ino);
+  auto r = st.ref_losers.find(dir);
+  if (r != st.ref_losers.end()) {
+    for (uint64_t ino : r->second) {
+      if (ino != dir) out.insert(ino);
+    }
   }
   out.erase(except);
   return std::vector<uint64_t>(out.begin(), out.end());
@@ -162,7 +165,7 @@ absl::Status FsOps::LogInodeKeys(Batch& b, uint64_t ino, const InodeItem& item, 
     for (const FsKey& k : d->second) keys.push_back(EncodeFsKey(k));
     std::sort(keys.begin(), keys.end());
     for (const std::string& k : keys) Note(b, k);
-    st_->deleted.erase(d);
+    st_->ForgetDeleted(ino);
   }
   if (TypeOf(item) != FileType::kDirectory) {
     RETURN_IF_ERROR(b.Scan(TypeStart(ino, kExtentData), TypeStart(ino, kExtentData + 1), false,

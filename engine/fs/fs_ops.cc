@@ -93,6 +93,7 @@ void FsOps::BeginWrite() {
   if (st_->gen != b_->generation()) {
     st_->gen = b_->generation();
     st_->deleted.clear();
+    st_->ref_losers.clear();
   }
 }
 
@@ -306,7 +307,7 @@ absl::Status FsOps::DeleteInode(Batch& b, uint64_t ino) {
                            return true;
                          }));
   for (const std::string& k : keys) b.Del(k);
-  st_->deleted.erase(ino);
+  st_->ForgetDeleted(ino);
   st_->cache.Erase(ino);
   return absl::OkStatus();
 }
@@ -325,6 +326,7 @@ void FsOps::RecordDeleted(uint64_t ino, const std::string& key) {
   const bool fs_key = DecodeFsKey(key, &k);
   COWKV_CHECK(fs_key);  // every key the fs layer deletes is an fs key
   st_->deleted[ino].insert(k);
+  if (k.type == kInodeRef && k.objectid == ino) st_->ref_losers[k.offset].insert(ino);
 }
 
 absl::Status FsOps::EnsureRoot(Batch& b) {

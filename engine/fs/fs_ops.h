@@ -101,6 +101,23 @@ struct FsState {
     }
   };
   absl::flat_hash_map<uint64_t, absl::flat_hash_set<FsKey, KeyHash, KeyEq>> deleted;
+  // dir → the inodes whose INODE_REF for dir is in their own deleted set:
+  // who lost a name in dir (rename, fsync logging) without a scan of
+  // `deleted`. Kept in step by RecordDeleted and ForgetDeleted.
+  absl::flat_hash_map<uint64_t, absl::flat_hash_set<uint64_t>> ref_losers;
+  // Drops `ino`'s deleted set (logged, or the inode is gone).
+  void ForgetDeleted(uint64_t ino) {
+    auto d = deleted.find(ino);
+    if (d == deleted.end()) return;
+    for (const FsKey& k : d->second) {
+      if (k.type != kInodeRef || k.objectid != ino) continue;
+      auto r = ref_losers.find(k.offset);
+      if (r == ref_losers.end()) continue;
+      r->second.erase(ino);
+      if (r->second.empty()) ref_losers.erase(r);
+    }
+    deleted.erase(d);
+  }
   // Seed 002: sharedness of the last fiemap path, by level.
   struct PathCacheEntry {
     uint64_t bytenr = 0;
