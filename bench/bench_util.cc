@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -43,6 +44,16 @@ std::string FlagValue(int argc, char** argv, const std::string& prefix) {
     if (std::strncmp(argv[i], prefix.c_str(), prefix.size()) == 0) v = argv[i] + prefix.size();
   }
   return v;
+}
+
+bool ReadOutFlags(int argc, char** argv, const char* program, OutFlags* out) {
+  out->file = FlagValue(argc, argv, "--benchmark_out=");
+  out->format = FlagValue(argc, argv, "--benchmark_out_format=");
+  if (out->format == "csv") {
+    std::fprintf(stderr, "%s: --benchmark_out_format=csv is not supported\n", program);
+    return false;
+  }
+  return true;
 }
 
 std::string MakeRunDir(const std::string& base, const std::string& prefix, std::string* err) {
@@ -93,7 +104,9 @@ class ExactNameReporter : public benchmark::BenchmarkReporter {
 
 }  // namespace
 
-void RunWithExactNames(const std::string& out_file, const std::string& out_format) {
+void RunWithExactNames(const OutFlags& out) {
+  const std::string& out_file = out.file;
+  const std::string& out_format = out.format;
   std::unique_ptr<benchmark::BenchmarkReporter> display_inner(
       benchmark::CreateDefaultDisplayReporter());
   ExactNameReporter display(display_inner.get());

@@ -25,13 +25,20 @@ std::string FlagValue(int argc, char** argv, const std::string& prefix);
 // `base/<prefix>.XXXXXX` inside it: its path, or "" with `*err` set.
 std::string MakeRunDir(const std::string& base, const std::string& prefix, std::string* err);
 
+// --benchmark_out and --benchmark_out_format, read before
+// benchmark::Initialize consumes them. False (with a message naming
+// `program`) for csv, which the exact-name reporter does not write.
+struct OutFlags {
+  std::string file;
+  std::string format;
+};
+bool ReadOutFlags(int argc, char** argv, const char* program, OutFlags* out);
+
 // Runs the registered benchmarks with exact BM_<Workload>/<system> names:
 // the "/iterations:K", "/min_time:..." and "/manual_time" / "/real_time"
-// parts of each run name are cleared ("/threads:N" stays). `out_file` and
-// `out_format` are --benchmark_out and --benchmark_out_format, read before
-// benchmark::Initialize consumes them (json or console; csv is refused by
-// the callers).
-void RunWithExactNames(const std::string& out_file, const std::string& out_format);
+// parts of each run name are cleared ("/threads:N" stays); results also go
+// to `out.file` (json or console) if set.
+void RunWithExactNames(const OutFlags& out);
 
 }  // namespace cowkv_bench
 

@@ -414,12 +414,8 @@ bool ParseOwnFlags(int* argc, char** argv) {
 int Main(int argc, char** argv) {
   if (!ParseOwnFlags(&argc, argv)) return 2;
   // benchmark::Initialize consumes --benchmark_out*, so look first.
-  const std::string out_file = FlagValue(argc, argv, "--benchmark_out=");
-  const std::string out_format = FlagValue(argc, argv, "--benchmark_out_format=");
-  if (out_format == "csv") {
-    std::fprintf(stderr, "engine_bench: --benchmark_out_format=csv is not supported\n");
-    return 2;
-  }
+  OutFlags out_flags;
+  if (!ReadOutFlags(argc, argv, "engine_bench", &out_flags)) return 2;
 
 
   const char* tmp = std::getenv("TEST_TMPDIR");
@@ -448,7 +444,7 @@ int Main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) {
     rc = 1;
   } else {
-    RunWithExactNames(out_file, out_format);
+    RunWithExactNames(out_flags);
   }
   benchmark::Shutdown();
 

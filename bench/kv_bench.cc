@@ -968,12 +968,8 @@ bool ParseOwnFlags(int* argc, char** argv) {
 int Main(int argc, char** argv) {
   if (!ParseOwnFlags(&argc, argv)) return 2;
   // Read before Initialize() consumes them (RunWithExactNames needs them).
-  const std::string out_file = FlagValue(argc, argv, "--benchmark_out=");
-  const std::string out_format = FlagValue(argc, argv, "--benchmark_out_format=");
-  if (out_format == "csv") {
-    std::fprintf(stderr, "kv_bench: --benchmark_out_format=csv is not supported\n");
-    return 2;
-  }
+  OutFlags out_flags;
+  if (!ReadOutFlags(argc, argv, "kv_bench", &out_flags)) return 2;
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
   {
@@ -1007,7 +1003,7 @@ int Main(int argc, char** argv) {
   benchmark::AddCustomContext("lmdb_version", MDB_VERSION_STRING);
   // Names exactly BM_<Workload>/<system> (no /real_time suffix), so tools
   // can pair cowkv with its peers.
-  RunWithExactNames(out_file, out_format);
+  RunWithExactNames(out_flags);
   benchmark::Shutdown();
 
   int rc = 0;

@@ -295,6 +295,18 @@ std::string FreshStore(const cowkv::Options& opts, FsStore* s) {
 
 void Fail(benchmark::State& state, const std::string& what) { state.SkipWithError(what.c_str()); }
 
+// Durability work between two Stats() samples: log syncs (one flush each),
+// the engine commits' own flushes, commits, and keys the fs noted for the log.
+void SyncCounters(benchmark::State& state, const cowkv::StoreStats& before,
+                  const cowkv::StoreStats& after) {
+  state.counters["log_syncs"] = static_cast<double>(after.log_syncs - before.log_syncs);
+  state.counters["commit_flushes"] = static_cast<double>(
+      (after.device_flushes - after.log_syncs) - (before.device_flushes - before.log_syncs));
+  state.counters["commits"] = static_cast<double>(after.commits - before.commits);
+  state.counters["fs_logged_keys"] =
+      static_cast<double>(after.fs_logged_keys - before.fs_logged_keys);
+}
+
 // ---- The device's floor ----------------------------------------------------------------
 
 // 4 KiB pwrite + fdatasync to a file of 256 allocated blocks in --dir, the
@@ -380,14 +392,9 @@ void BM_Seed000DirFsync(benchmark::State& state, bool optimised) {
     state.counters["p95_us"] = PercentileUs(&lat, 0.95);
     state.counters["p99_us"] = PercentileUs(&lat, 0.99);
     state.counters["max_us"] = PercentileUs(&lat, 1.0);
-    state.counters["log_syncs"] = static_cast<double>(after.log_syncs - before.log_syncs);
-    state.counters["commit_flushes"] = static_cast<double>(
-        (after.device_flushes - after.log_syncs) - (before.device_flushes - before.log_syncs));
-    state.counters["commits"] = static_cast<double>(after.commits - before.commits);
+    SyncCounters(state, before, after);
     state.counters["log_full_commits"] =
         static_cast<double>(after.commits_by_log_full - before.commits_by_log_full);
-    state.counters["fs_logged_keys"] =
-        static_cast<double>(after.fs_logged_keys - before.fs_logged_keys);
     state.counters["used_mib"] = static_cast<double>(after.used_bytes) / (1 << 20);
     err = s.Close();
     if (!err.empty()) return Fail(state, err);
@@ -603,12 +610,7 @@ void BM_Seed004Rename(benchmark::State& state, bool optimised) {
     state.counters["fs_logged_lookups"] =
         static_cast<double>(after.fs_logged_lookups - before.fs_logged_lookups);
     state.counters["log_lookups"] = static_cast<double>(after.log_lookups - before.log_lookups);
-    state.counters["fs_logged_keys"] =
-        static_cast<double>(after.fs_logged_keys - before.fs_logged_keys);
-    state.counters["log_syncs"] = static_cast<double>(after.log_syncs - before.log_syncs);
-    state.counters["commit_flushes"] = static_cast<double>(
-        (after.device_flushes - after.log_syncs) - (before.device_flushes - before.log_syncs));
-    state.counters["commits"] = static_cast<double>(after.commits - before.commits);
+    SyncCounters(state, before, after);
     err = s.Close();
     if (!err.empty()) return Fail(state, err);
   }
@@ -715,12 +717,8 @@ void ParseOwnFlags(int* argc, char** argv) {
 int Main(int argc, char** argv) {
   ParseOwnFlags(&argc, argv);
   // benchmark::Initialize consumes --benchmark_out*, so look first.
-  const std::string out_file = FlagValue(argc, argv, "--benchmark_out=");
-  const std::string out_format = FlagValue(argc, argv, "--benchmark_out_format=");
-  if (out_format == "csv") {
-    std::fprintf(stderr, "seeds_bench: --benchmark_out_format=csv is not supported\n");
-    return 2;
-  }
+  OutFlags out_flags;
+  if (!ReadOutFlags(argc, argv, "seeds_bench", &out_flags)) return 2;
   // Debian builds Abseil without NDEBUG, which turns on Mutex deadlock
   // detection (a graph update on every lock); production binaries turn it off.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
@@ -746,7 +744,7 @@ int Main(int argc, char** argv) {
   benchmark::AddCustomContext("seed002_extents", std::to_string(g_config.seed002_extents));
   benchmark::AddCustomContext("seed003_files", std::to_string(g_config.seed003_files));
 
-  RunWithExactNames(out_file, out_format);
+  RunWithExactNames(out_flags);
   benchmark::Shutdown();
   int rc = 0;
   std::string err = RemovePath(g_run_dir);

@@ -63,8 +63,8 @@ class StoreImpl::FsBackendImpl : public fs::FsBackend {
     std::vector<fs::PathNode> path;
     for (it.Seek(start); it.Valid() && it.key() < end; it.Next()) {
       // Rebuilt only when the iterator moved to another leaf.
-      if (path.empty() || path[0].bytenr != it.PathNode(0).first ||
-          path[0].generation != it.PathNode(0).second ||
+      const auto [leaf, leaf_gen] = it.PathNode(0);
+      if (path.empty() || path[0].bytenr != leaf || path[0].generation != leaf_gen ||
           path.size() != static_cast<size_t>(it.path_levels())) {
         path.clear();
         for (int lv = 0; lv < it.path_levels(); ++lv) {
@@ -259,8 +259,7 @@ absl::Status StoreImpl::FsWrite(uint64_t subvol,
       ops.BeginWrite();
       const uint64_t heads_before = txn_->pending_ref_heads();
       s = fn(ops);
-      if (s.ok()) PayDelayedRefsLocked(heads_before);
-      sample = SampleThrottleLocked();
+      if (s.ok()) sample = PayDelayedRefsLocked(heads_before);
     }
     if (absl::IsResourceExhausted(s) && attempt == 0) {
       // Space freed in this generation is pinned until it commits.

@@ -325,8 +325,7 @@ void StoreImpl::RunInWriteGroup(GroupWrite* w) {
       g->rev = (*g->apply)();
       if (g->durable && g->rev.ok() && *g->rev > g->before) durable_point = durable_seq_;
     }
-    PayDelayedRefsLocked(heads_before);
-    const ThrottleSample sample = SampleThrottleLocked();
+    const ThrottleSample sample = PayDelayedRefsLocked(heads_before);
     for (GroupWrite* g : batch) g->throttle = sample;
   }
   const absl::Status synced =

@@ -475,11 +475,6 @@ absl::StatusOr<std::unique_ptr<Subvolume>> StoreImpl::OpenSubvolume(absl::string
   return std::unique_ptr<Subvolume>(new Subvolume(this, id));
 }
 
-ThrottleSample StoreImpl::SampleThrottleLocked() const {
-  return ThrottleSample{txn_->pending_ref_heads(), txn_->dirty_bytes(),
-                        txn_->ref_updates_this_txn()};
-}
-
 void StoreImpl::Throttle(const ThrottleSample& sample) {
   const uint64_t heads = sample.heads, dirty = sample.dirty, updates = sample.updates;
   auto wait_for_commit = [&](CommitTrigger why) {
@@ -511,12 +506,15 @@ void StoreImpl::Throttle(const ThrottleSample& sample) {
   MaybeCommitForDirtyBytes(dirty);
 }
 
-void StoreImpl::PayDelayedRefsLocked(uint64_t heads_before) {
-  if (options_.throttle_policy != Options::ThrottlePolicy::kDelayedRefs) return;
+ThrottleSample StoreImpl::PayDelayedRefsLocked(uint64_t heads_before) {
   const uint64_t heads = txn_->pending_ref_heads();
-  if (heads < options_.delayed_refs_soft || heads <= heads_before) return;
-  const uint64_t n = std::min<uint64_t>(2 * (heads - heads_before), options_.delayed_refs_batch);
-  if (txn_->RunDelayedRefBatch(static_cast<int>(n)).ok()) ++throttle_batches_;
+  if (options_.throttle_policy == Options::ThrottlePolicy::kDelayedRefs &&
+      heads >= options_.delayed_refs_soft && heads > heads_before) {
+    const uint64_t n = std::min<uint64_t>(2 * (heads - heads_before), options_.delayed_refs_batch);
+    if (txn_->RunDelayedRefBatch(static_cast<int>(n)).ok()) ++throttle_batches_;
+  }
+  return ThrottleSample{txn_->pending_ref_heads(), txn_->dirty_bytes(),
+                        txn_->ref_updates_this_txn()};
 }
 
 void StoreImpl::MaybeCommitForDirtyBytes(uint64_t dirty) {

@@ -239,14 +239,14 @@ class StoreImpl {
   // Kicks a commit once dirty metadata (read by the caller) passes
   // dirty_bytes_max.
   void MaybeCommitForDirtyBytes(uint64_t dirty);
-  ThrottleSample SampleThrottleLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Paces a writer that holds no handle (seed 001) from the sample its
   // write took; see Options.
   void Throttle(const ThrottleSample& sample);
-  // Above the soft limit, the writer that just added delayed-ref heads runs
-  // twice as many (at most delayed_refs_batch) in the same hold of the tree
-  // lock as its write. `heads_before`: pending heads before the write.
-  void PayDelayedRefsLocked(uint64_t heads_before) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ends a write, still in its hold of the tree lock: above the soft limit
+  // the writer that just added delayed-ref heads runs twice as many (at
+  // most delayed_refs_batch), then samples what Throttle() decides on.
+  // `heads_before`: pending heads before the write.
+  ThrottleSample PayDelayedRefsLocked(uint64_t heads_before) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CommitterLoop();
   // Asks the background committer for a commit now (or commits here when
   // there is none).

@@ -58,8 +58,6 @@ std::vector<Superblock> SuperblockCandidates(BlockDevice* device, std::string* n
   return out;
 }
 
-std::string RootItemKey(uint64_t tree_id) { return RootItemKeyFor(tree_id); }
-
 }  // namespace
 
 absl::StatusOr<Superblock> ReadBestSuperblock(BlockDevice* device, std::string* notes) {
@@ -514,7 +512,7 @@ absl::Status TxnManager::FinishCommit(std::unique_ptr<CommitBatch> batch, absl::
 
 namespace {
 absl::Status PutRootItem(Tree* root_tree, Tree* tree, format::RootItem ri) {
-  std::string key = RootItemKey(tree->id());
+  std::string key = RootItemKeyFor(tree->id());
   ri.bytenr = tree->root().bytenr;
   ri.generation = tree->root().generation;
   ri.level = tree->root().level;
