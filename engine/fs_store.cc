@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/match.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "engine/base/crc32c.h"
 #include "engine/base/status.h"
@@ -34,10 +35,7 @@ class StoreImpl::FsBackendImpl : public fs::FsBackend {
   size_t max_value_size() const override { return tree_->max_value_size(); }
 
   absl::StatusOr<std::optional<std::string>> Get(absl::string_view key) override {
-    absl::StatusOr<std::string> v = tree_->Get(key);
-    if (absl::IsNotFound(v.status())) return std::optional<std::string>();
-    RETURN_IF_ERROR(v.status());
-    return std::optional<std::string>(*std::move(v));
+    return tree_->Lookup(key);
   }
 
   absl::Status Scan(absl::string_view start, absl::string_view end, bool reverse,
@@ -144,58 +142,79 @@ absl::Status StoreImpl::FsBackendImpl::Apply(const std::vector<fs::FsWrite>& wri
     bool first;
   };
   std::vector<Ref> plus, minus;
-  std::vector<std::pair<const fs::FsWrite*, bool>> todo;  // {write, may delete nothing}
+  enum class Delete { kProbe, kPresent };  // how a delete finds its item
+  struct Todo {
+    const fs::FsWrite* w;
+    Delete del;
+  };
+  std::vector<Todo> todo;
+  todo.reserve(writes.size());
   // The reservation: a batch that only deletes or shrinks items cannot
   // grow the tree (a full store can always unlink); its worst case is one
   // path per leaf it touches — an fs operation's items are clustered by
   // inode, so count the inodes plus the leaves their bytes can span.
   bool shrinks = true;
   uint64_t bytes = 0;
-  std::set<uint64_t> inodes;
+  absl::InlinedVector<uint64_t, 8> inodes;
   for (const fs::FsWrite& w : writes) {
-    if (w.value.has_value()) {
-      absl::Status v = tree_->ValidatePut(w.key, *w.value);
+    const std::optional<std::string>& value = *w.value;
+    if (value.has_value()) {
+      absl::Status v = tree_->ValidatePut(w.key, *value);
       if (!v.ok()) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "EINVAL: an item of ", w.value->size(), " bytes does not fit in a node (at most ",
+            "EINVAL: an item of ", value->size(), " bytes does not fit in a node (at most ",
             tree_->max_value_size(), ")"));
       }
     }
     fs::FsKey k;
     const bool fs_key = fs::DecodeFsKey(w.key, &k);
-    if (fs_key) inodes.insert(k.objectid);
-    if (!w.old.has_value() && !w.value.has_value() && fs_key && k.type != fs::kExtentData) {
-      // A delete of an item the operation did not read, which cannot hold
-      // a data reference: no need to read it first (it shrinks the tree
-      // either way, and an absent key is simply nothing to delete).
-      bytes += w.key.size() + 16;
-      todo.push_back({&w, true});
+    if (fs_key && std::find(inodes.begin(), inodes.end(), k.objectid) == inodes.end()) {
+      inodes.push_back(k.objectid);
+    }
+    if (fs_key && k.type != fs::kExtentData && w.old == nullptr) {
+      // An item the operation did not read, which cannot hold a data
+      // reference: no need to read it first. A delete shrinks the tree
+      // either way (an absent key is simply nothing to delete); a put is
+      // reserved as an insert over an old item of the largest size.
+      if (value.has_value()) {
+        shrinks = false;
+        bytes += w.key.size() + std::max(value->size(), tree_->max_value_size()) + 16;
+      } else {
+        bytes += w.key.size() + 16;
+      }
+      todo.push_back({&w, Delete::kProbe});
       continue;
     }
-    std::optional<std::string> old;
-    if (w.old.has_value()) {
-      old = *w.old;
-    } else {
-      ASSIGN_OR_RETURN(old, Get(w.key));
+    std::optional<std::string> fetched;
+    const std::optional<std::string>* old = w.old;
+    if (old == nullptr) {
+      ASSIGN_OR_RETURN(fetched, Get(w.key));
+      old = &fetched;
     }
-    if (!old.has_value() && !w.value.has_value()) continue;
+    if (!old->has_value() && !value.has_value()) continue;
     format::DataRef d;
-    if (old.has_value() && format::LeafDataRef(w.key, *old, &d)) minus.push_back({d, false});
-    if (w.value.has_value() && format::LeafDataRef(w.key, *w.value, &d)) {
+    if (old->has_value() && format::LeafDataRef(w.key, **old, &d)) minus.push_back({d, false});
+    if (value.has_value() && format::LeafDataRef(w.key, *value, &d)) {
       plus.push_back({d, w.first_ref});
     }
-    shrinks = shrinks && (!w.value.has_value() || (old.has_value() && w.value->size() <= old->size()));
-    bytes += w.key.size() + std::max(old ? old->size() : 0, w.value ? w.value->size() : 0) + 16;
-    todo.push_back({&w, false});
+    shrinks = shrinks && (!value.has_value() || (old->has_value() && value->size() <= (*old)->size()));
+    bytes += w.key.size() +
+             std::max(old->has_value() ? (*old)->size() : 0, value ? value->size() : 0) + 16;
+    // The item was just read (or is known): a delete needs no probe.
+    todo.push_back({&w, Delete::kPresent});
   }
   if (todo.empty()) return absl::OkStatus();
   const uint64_t leaves = inodes.size() + bytes / (s_->nodesize_ / 4) + 1;
   RETURN_IF_ERROR(s_->txn_->ReserveForWrite(
       tree_, shrinks ? TxnManager::WriteKind::kDelete : TxnManager::WriteKind::kInsert,
       std::min<uint64_t>(todo.size(), leaves), bytes));
-  for (const auto& [w, may_be_absent] : todo) {
-    absl::Status st = w->value ? tree_->Put(w->key, *w->value) : tree_->Delete(w->key);
-    if (may_be_absent && absl::IsNotFound(st)) continue;  // nothing was changed
+  for (const Todo& t : todo) {
+    const fs::FsWrite* w = t.w;
+    absl::Status st = w->value->has_value()    ? tree_->Put(w->key, **w->value)
+                      : t.del == Delete::kProbe ? tree_->Delete(w->key)
+                                                : tree_->DeletePresent(w->key);
+    // An unread delete of an absent item: nothing was changed.
+    if (t.del == Delete::kProbe && !w->value->has_value() && absl::IsNotFound(st)) continue;
     if (!st.ok()) {
       s_->txn_->SetFatal(st);  // half applied in memory: this generation must not commit
       return st;

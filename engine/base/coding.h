@@ -16,38 +16,38 @@
 
 namespace cowkv {
 
-inline void EncodeLE16(char* p, uint16_t v) {
-  p[0] = static_cast<char>(v);
-  p[1] = static_cast<char>(v >> 8);
+// Fixed-width integers, little- or big-endian, at any alignment: memcpy
+// compiles to one load or store (plus a byte swap where the order differs).
+namespace coding_internal {
+template <typename T>
+inline T Swap(T v) {
+  if constexpr (sizeof(T) == 2) return static_cast<T>(__builtin_bswap16(v));
+  if constexpr (sizeof(T) == 4) return static_cast<T>(__builtin_bswap32(v));
+  if constexpr (sizeof(T) == 8) return static_cast<T>(__builtin_bswap64(v));
 }
-inline void EncodeLE32(char* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<char>(v >> (8 * i));
+template <typename T>
+inline void Store(char* p, T v, bool little) {
+  const bool host_little = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__;
+  if (little != host_little) v = Swap(v);
+  std::memcpy(p, &v, sizeof(T));
 }
-inline void EncodeLE64(char* p, uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<char>(v >> (8 * i));
+template <typename T>
+inline T Load(const char* p, bool little) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  const bool host_little = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__;
+  return little != host_little ? Swap(v) : v;
 }
-inline uint16_t DecodeLE16(const char* p) {
-  return static_cast<uint16_t>(static_cast<uint8_t>(p[0]) |
-                               (static_cast<uint16_t>(static_cast<uint8_t>(p[1])) << 8));
-}
-inline uint32_t DecodeLE32(const char* p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
-  return v;
-}
-inline uint64_t DecodeLE64(const char* p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
-  return v;
-}
-inline void EncodeBE64(char* p, uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<char>(v >> (56 - 8 * i));
-}
-inline uint64_t DecodeBE64(const char* p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v = (v << 8) | static_cast<uint8_t>(p[i]);
-  return v;
-}
+}  // namespace coding_internal
+
+inline void EncodeLE16(char* p, uint16_t v) { coding_internal::Store(p, v, true); }
+inline void EncodeLE32(char* p, uint32_t v) { coding_internal::Store(p, v, true); }
+inline void EncodeLE64(char* p, uint64_t v) { coding_internal::Store(p, v, true); }
+inline uint16_t DecodeLE16(const char* p) { return coding_internal::Load<uint16_t>(p, true); }
+inline uint32_t DecodeLE32(const char* p) { return coding_internal::Load<uint32_t>(p, true); }
+inline uint64_t DecodeLE64(const char* p) { return coding_internal::Load<uint64_t>(p, true); }
+inline void EncodeBE64(char* p, uint64_t v) { coding_internal::Store(p, v, false); }
+inline uint64_t DecodeBE64(const char* p) { return coding_internal::Load<uint64_t>(p, false); }
 
 inline void PutLE32(std::string* dst, uint32_t v) {
   char b[4];

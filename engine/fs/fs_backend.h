@@ -26,16 +26,17 @@
 namespace cowkv {
 namespace fs {
 
-// One item write of a batch: a put (value) or a delete (nullopt).
+// One item write of a batch: a put (*value set) or a delete (nullopt).
+// The views point into the caller's batch, which outlives Apply.
 // `first_ref`: the item's data extent was just written by WriteData and
 // this is its first reference (its allocation becomes an extent item).
 struct FsWrite {
-  std::string key;
-  std::optional<std::string> value;
+  absl::string_view key;
+  const std::optional<std::string>* value = nullptr;  // never null
   bool first_ref = false;
   // The item's value before the batch, when the operation read it already
-  // (saves Apply a lookup); unset = unknown.
-  std::optional<std::optional<std::string>> old;
+  // (saves Apply a lookup); null = unknown.
+  const std::optional<std::string>* old = nullptr;
 };
 
 // A node on the path from the subvolume root to a leaf (fiemap).

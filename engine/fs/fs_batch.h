@@ -26,29 +26,30 @@ class FsOps::Batch {
     for (const format::DataRef& d : written_) b_->ReleaseData(d);
   }
 
-  absl::StatusOr<std::optional<std::string>> Get(const std::string& key) {
+  absl::StatusOr<std::optional<std::string>> Get(absl::string_view key) {
     ASSIGN_OR_RETURN(const std::optional<std::string>* v, Find(key));
     return *v;
   }
   // Get without the copy: the value stays valid until this key is next
   // staged (map nodes do not move).
-  absl::StatusOr<const std::optional<std::string>*> Find(const std::string& key) {
+  absl::StatusOr<const std::optional<std::string>*> Find(absl::string_view key) {
     auto it = staged_.find(key);
-    if (it != staged_.end()) return &it->second.value;
+    if (it != staged_.end()) return &it->second;
     auto r = read_.find(key);
     if (r != read_.end()) return &r->second;
     ASSIGN_OR_RETURN(std::optional<std::string> v, b_->Get(key));
     // The backend does not change until Commit.
-    return &read_.emplace(key, std::move(v)).first->second;
+    return &read_.emplace(ItemKey(key), std::move(v)).first->second;
   }
 
   // Merges staged writes in [start, end) into the backend's items. `fn`
   // must not stage keys inside the range.
-  absl::Status Scan(const std::string& start, const std::string& end, bool reverse,
+  absl::Status Scan(absl::string_view start, absl::string_view end, bool reverse,
                     const FsBackend::ScanFn& fn) {
-    std::vector<std::pair<const std::string*, const std::optional<std::string>*>> st;
-    for (auto it = staged_.lower_bound(start); it != staged_.end() && it->first < end; ++it) {
-      st.push_back({&it->first, &it->second.value});
+    std::vector<std::pair<absl::string_view, const std::optional<std::string>*>> st;
+    for (auto it = staged_.lower_bound(start); it != staged_.end() && it->first.view() < end;
+         ++it) {
+      st.push_back({it->first.view(), &it->second});
     }
     if (reverse) std::reverse(st.begin(), st.end());
     size_t i = 0;
@@ -59,24 +60,24 @@ class FsOps::Batch {
       return !stopped;
     };
     RETURN_IF_ERROR(b_->Scan(start, end, reverse, [&](absl::string_view k, absl::string_view v) {
-      while (i < st.size() && before(*st[i].first, k)) {
-        if (!emit(*st[i].first, *st[i].second)) return false;
+      while (i < st.size() && before(st[i].first, k)) {
+        if (!emit(st[i].first, *st[i].second)) return false;
         ++i;
       }
-      if (i < st.size() && *st[i].first == k) return emit(k, *st[i++].second);
+      if (i < st.size() && st[i].first == k) return emit(k, *st[i++].second);
       if (!fn(k, v)) stopped = true;
       return !stopped;
     }));
-    for (; !stopped && i < st.size(); ++i) emit(*st[i].first, *st[i].second);
+    for (; !stopped && i < st.size(); ++i) emit(st[i].first, *st[i].second);
     return absl::OkStatus();
   }
 
-  void Put(const std::string& key, std::string value) { staged_[key].value = std::move(value); }
-  void Del(const std::string& key) { staged_[key].value.reset(); }
-  bool staged(const std::string& key) const { return staged_.count(key) > 0; }
+  void Put(absl::string_view key, std::string value) { Slot(key) = std::move(value); }
+  void Del(absl::string_view key) { Slot(key).reset(); }
+  bool staged(absl::string_view key) const { return staged_.count(key) > 0; }
   std::vector<std::string> StagedKeys() const {
     std::vector<std::string> keys;
-    for (const auto& [k, v] : staged_) keys.push_back(k);
+    for (const auto& [k, v] : staged_) keys.push_back(k.str());
     return keys;
   }
 
@@ -86,7 +87,7 @@ class FsOps::Batch {
     return d;
   }
 
-  void Note(const std::string& key) { notes_.insert(key); }
+  void Note(absl::string_view key) { notes_.insert(ItemKey(key)); }
   size_t notes() const { return notes_.size(); }
 
   absl::Status Commit() {
@@ -98,45 +99,36 @@ class FsOps::Batch {
     // holding a fresh extent keeps referencing it.
     std::set<uint64_t> fresh, claimed;
     for (const format::DataRef& d : written_) fresh.insert(d.bytenr);
-    for (auto& [k, s] : staged_) {
+    for (const auto& [k, v] : staged_) {
       format::DataRef r;
-      const bool first = s.value && format::LeafDataRef(k, *s.value, &r) &&
+      const bool first = !fresh.empty() && v && format::LeafDataRef(k, *v, &r) &&
                          fresh.count(r.bytenr) > 0 && claimed.insert(r.bytenr).second;
-      auto known = read_.find(k);
-      writes.push_back({k, s.value, first,
-                        known == read_.end()
-                            ? std::nullopt
-                            : std::optional<std::optional<std::string>>(known->second)});
+      auto known = read_.find(k.view());
+      writes.push_back({k.view(), &v, first, known == read_.end() ? nullptr : &known->second});
     }
     if (!writes.empty()) RETURN_IF_ERROR(b_->Apply(writes));
     // Every fresh extent is referenced now (or was never staged: release).
     std::vector<format::DataRef> unused;
     for (const format::DataRef& d : written_) {
-      bool used = false;
-      for (const FsWrite& w : writes) {
-        format::DataRef r;
-        if (w.first_ref && w.value && format::LeafDataRef(w.key, *w.value, &r) &&
-            r.bytenr == d.bytenr) {
-          used = true;
-          break;
-        }
-      }
-      if (!used) unused.push_back(d);
+      if (claimed.count(d.bytenr) == 0) unused.push_back(d);
     }
     written_ = std::move(unused);
-    for (const std::string& k : notes_) b_->NoteLog(k);
+    for (const ItemKey& k : notes_) b_->NoteLog(k);
     return absl::OkStatus();
   }
 
  private:
-  struct Staged {
-    std::optional<std::string> value;
-  };
+  std::optional<std::string>& Slot(absl::string_view key) {
+    auto it = staged_.find(key);
+    if (it == staged_.end()) it = staged_.emplace(ItemKey(key), std::nullopt).first;
+    return it->second;
+  }
+
   FsBackend* const b_;
-  std::map<std::string, Staged> staged_;
-  std::map<std::string, std::optional<std::string>> read_;  // backend values read
+  std::map<ItemKey, std::optional<std::string>, ItemKeyLess> staged_;
+  std::map<ItemKey, std::optional<std::string>, ItemKeyLess> read_;  // backend values read
   std::vector<format::DataRef> written_;
-  std::set<std::string> notes_;
+  std::set<ItemKey, ItemKeyLess> notes_;
 };
 
 }  // namespace fs

@@ -88,7 +88,7 @@ absl::StatusOr<std::vector<std::pair<uint64_t, FileExtent>>> FsOps::Extents(Batc
                            return false;
                          }));
   RETURN_IF_ERROR(bad);
-  const std::string stop = end == kNoEnd ? TypeStart(ino, kExtentData + 1) : ExtentKey(ino, end);
+  const ItemKey stop = end == kNoEnd ? TypeStart(ino, kExtentData + 1) : ExtentKey(ino, end);
   if (start + 1 < end) {
     RETURN_IF_ERROR(b.Scan(ExtentKey(ino, start + 1), stop, false, take));
   }
@@ -104,7 +104,7 @@ absl::Status FsOps::Punch(Batch& b, uint64_t ino, uint64_t start, uint64_t end, 
   const uint64_t gen = b_->generation();
   for (auto& [s, e] : items) {
     const uint64_t n = e.length();
-    const std::string key = ExtentKey(ino, s);
+    const ItemKey key = ExtentKey(ino, s);
     b.Del(key);
     RecordDeleted(ino, key);
     *nbytes -= static_cast<int64_t>(n);

@@ -1,7 +1,10 @@
 #include "engine/fs/fs_items.h"
 
+#include <cstring>
+
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "engine/base/check.h"
 #include "engine/base/coding.h"
 #include "engine/base/crc32c.h"
 #include "engine/base/status.h"
@@ -33,22 +36,66 @@ bool KnownType(uint8_t t) {
          t == static_cast<uint8_t>(FileType::kSymlink);
 }
 
-void PutEntry(std::string* out, const DirEntry& e) {
-  PutLE64(out, e.child);
-  out->push_back(static_cast<char>(e.type));
-  PutLE64(out, e.transid);
-  PutU16(out, static_cast<uint16_t>(e.name.size()));
-  out->append(e.name);
+// Fills a buffer sized up front: one allocation per encoded item.
+class Filler {
+ public:
+  Filler(std::string* out, size_t n) {
+    const size_t at = out->size();
+    out->resize(at + n);
+    p_ = out->data() + at;
+  }
+  void LE64(uint64_t v) { EncodeLE64(Take(8), v); }
+  void LE32(uint32_t v) { EncodeLE32(Take(4), v); }
+  void LE16(uint16_t v) { EncodeLE16(Take(2), v); }
+  void U8(uint8_t v) { *Take(1) = static_cast<char>(v); }
+  void Bytes(absl::string_view b) { std::memcpy(Take(b.size()), b.data(), b.size()); }
+
+ private:
+  char* Take(size_t n) {
+    char* at = p_;
+    p_ += n;
+    return at;
+  }
+  char* p_;
+};
+
+constexpr size_t kEntryHeader = 8 + 1 + 8 + 2;
+constexpr size_t kRefHeader = 8 + 2;
+
+void PutEntry(Filler* f, const DirEntry& e) {
+  f->LE64(e.child);
+  f->U8(static_cast<uint8_t>(e.type));
+  f->LE64(e.transid);
+  f->LE16(static_cast<uint16_t>(e.name.size()));
+  f->Bytes(e.name);
+}
+
+// One entry, its name viewing the encoded bytes.
+struct EntryView {
+  uint64_t child = 0;
+  uint8_t type = 0;
+  uint64_t transid = 0;
+  absl::string_view name;
+};
+
+bool ReadEntryView(Reader* r, EntryView* e) {
+  e->child = r->LE64();
+  e->type = r->U8();
+  e->transid = r->LE64();
+  const uint16_t len = r->LE16();
+  e->name = r->Bytes(len);
+  return r->ok() && KnownType(e->type) && SaneName(e->name) && e->child != 0;
+}
+
+DirEntry ToEntry(const EntryView& v) {
+  return DirEntry{v.child, static_cast<FileType>(v.type), v.transid, std::string(v.name)};
 }
 
 bool ReadEntry(Reader* r, DirEntry* e) {
-  e->child = r->LE64();
-  const uint8_t type = r->U8();
-  e->transid = r->LE64();
-  const uint16_t len = r->LE16();
-  e->name = std::string(r->Bytes(len));
-  e->type = static_cast<FileType>(type);
-  return r->ok() && KnownType(type) && SaneName(e->name) && e->child != 0;
+  EntryView v;
+  if (!ReadEntryView(r, &v)) return false;
+  *e = ToEntry(v);
+  return true;
 }
 
 }  // namespace
@@ -60,6 +107,19 @@ std::string EncodeFsKey(const FsKey& k) {
   out[9] = static_cast<char>(k.type);
   EncodeBE64(out.data() + 10, k.offset);
   return out;
+}
+
+ItemKey::ItemKey(const FsKey& k) {
+  buf_[0] = kFsPrefix;
+  EncodeBE64(buf_ + 1, k.objectid);
+  buf_[9] = static_cast<char>(k.type);
+  EncodeBE64(buf_ + 10, k.offset);
+}
+
+ItemKey::ItemKey(absl::string_view encoded) {
+  COWKV_CHECK_MSG(encoded.size() == kFsKeySize && encoded[0] == kFsPrefix,
+                  "not an encoded fs key");
+  std::memcpy(buf_, encoded.data(), kFsKeySize);
 }
 
 bool DecodeFsKey(absl::string_view tree_key, FsKey* k) {
@@ -89,21 +149,21 @@ absl::Status ValidateName(absl::string_view name) {
 
 std::string EncodeInodeItem(const InodeItem& it) {
   std::string out;
-  out.reserve(kInodeItemSize);
-  PutLE64(&out, it.generation);
-  PutLE64(&out, it.transid);
-  PutLE64(&out, it.size);
-  PutLE64(&out, it.nbytes);
-  PutLE32(&out, it.nlink);
-  PutLE32(&out, it.uid);
-  PutLE32(&out, it.gid);
-  PutLE32(&out, it.mode);
-  PutLE64(&out, it.rdev);
-  PutLE64(&out, it.flags);
-  PutLE64(&out, static_cast<uint64_t>(it.atime_ns));
-  PutLE64(&out, static_cast<uint64_t>(it.ctime_ns));
-  PutLE64(&out, static_cast<uint64_t>(it.mtime_ns));
-  PutLE64(&out, static_cast<uint64_t>(it.otime_ns));
+  Filler f(&out, kInodeItemSize);
+  f.LE64(it.generation);
+  f.LE64(it.transid);
+  f.LE64(it.size);
+  f.LE64(it.nbytes);
+  f.LE32(it.nlink);
+  f.LE32(it.uid);
+  f.LE32(it.gid);
+  f.LE32(it.mode);
+  f.LE64(it.rdev);
+  f.LE64(it.flags);
+  f.LE64(static_cast<uint64_t>(it.atime_ns));
+  f.LE64(static_cast<uint64_t>(it.ctime_ns));
+  f.LE64(static_cast<uint64_t>(it.mtime_ns));
+  f.LE64(static_cast<uint64_t>(it.otime_ns));
   return out;
 }
 
@@ -136,11 +196,14 @@ absl::StatusOr<InodeItem> DecodeInodeItem(absl::string_view v, uint64_t ino) {
 }
 
 std::string EncodeInodeRefs(const std::vector<InodeRef>& refs) {
+  size_t n = 0;
+  for (const InodeRef& r : refs) n += kRefHeader + r.name.size();
   std::string out;
+  Filler f(&out, n);
   for (const InodeRef& r : refs) {
-    PutLE64(&out, r.index);
-    PutU16(&out, static_cast<uint16_t>(r.name.size()));
-    out.append(r.name);
+    f.LE64(r.index);
+    f.LE16(static_cast<uint16_t>(r.name.size()));
+    f.Bytes(r.name);
   }
   return out;
 }
@@ -161,8 +224,11 @@ absl::StatusOr<std::vector<InodeRef>> DecodeInodeRefs(absl::string_view v, uint6
 }
 
 std::string EncodeDirEntries(const std::vector<DirEntry>& entries) {
+  size_t n = 0;
+  for (const DirEntry& e : entries) n += kEntryHeader + e.name.size();
   std::string out;
-  for (const DirEntry& e : entries) PutEntry(&out, e);
+  Filler f(&out, n);
+  for (const DirEntry& e : entries) PutEntry(&f, e);
   return out;
 }
 
@@ -176,6 +242,19 @@ absl::StatusOr<std::vector<DirEntry>> DecodeDirEntries(absl::string_view v, uint
   }
   if (out.empty()) return Bad("dir item", dir, "empty");
   return out;
+}
+
+absl::StatusOr<std::optional<DirEntry>> FindDirEntry(absl::string_view v, uint64_t dir,
+                                                     absl::string_view name) {
+  Reader r(v);
+  std::optional<DirEntry> found;
+  while (r.remaining() > 0) {
+    EntryView e;
+    if (!ReadEntryView(&r, &e)) return Bad("dir item", dir, "truncated or bad entry");
+    if (!found.has_value() && e.name == name) found = ToEntry(e);
+  }
+  if (v.empty()) return Bad("dir item", dir, "empty");
+  return found;
 }
 
 absl::StatusOr<DirEntry> DecodeDirIndex(absl::string_view v, uint64_t dir) {

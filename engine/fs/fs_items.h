@@ -16,6 +16,7 @@
 #define COWKV_ENGINE_FS_FS_ITEMS_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,27 @@ struct FsKey {
 std::string EncodeFsKey(const FsKey& k);
 // False unless `tree_key` is an 18-byte fs key.
 bool DecodeFsKey(absl::string_view tree_key, FsKey* k);
+
+// An encoded fs key held inline: what the key builders return and what an
+// operation's batch is keyed by, so building or staging a key allocates
+// nothing (a std::string of 18 bytes is past the small-string buffer).
+class ItemKey {
+ public:
+  explicit ItemKey(const FsKey& k);
+  // `encoded` must be an encoded fs key (kFsKeySize bytes).
+  explicit ItemKey(absl::string_view encoded);
+  absl::string_view view() const { return absl::string_view(buf_, kFsKeySize); }
+  operator absl::string_view() const { return view(); }  // NOLINT: used as a key
+  std::string str() const { return std::string(view()); }
+
+ private:
+  char buf_[kFsKeySize];
+};
+// Orders ItemKeys and string_views alike (heterogeneous lookup).
+struct ItemKeyLess {
+  using is_transparent = void;
+  bool operator()(absl::string_view a, absl::string_view b) const { return a < b; }
+};
 
 // Name hash for DIR_ITEM and XATTR_ITEM keys: crc32c of the name.
 uint64_t NameHash(absl::string_view name);
@@ -98,6 +120,10 @@ struct DirEntry {
 std::string EncodeDirEntries(const std::vector<DirEntry>& entries);
 absl::StatusOr<std::vector<DirEntry>> DecodeDirEntries(absl::string_view v, uint64_t dir);
 absl::StatusOr<DirEntry> DecodeDirIndex(absl::string_view v, uint64_t dir);
+// The entry named `name` in a DIR_ITEM value, or nullopt; every entry is
+// checked as DecodeDirEntries does, but only the match is copied out.
+absl::StatusOr<std::optional<DirEntry>> FindDirEntry(absl::string_view v, uint64_t dir,
+                                                     absl::string_view name);
 
 // EXTENT_DATA value: u64 generation, u8 kind, 7 bytes zero, then
 //   inline:  the data bytes (the extent covers exactly them);

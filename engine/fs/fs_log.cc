@@ -53,7 +53,7 @@ bool LostEntry(const FsState& st, uint64_t dir, absl::string_view name) {
 }
 }  // namespace
 
-void FsOps::Note(Batch& b, const std::string& key) {
+void FsOps::Note(Batch& b, absl::string_view key) {
   b.Note(key);
   st_->counters.logged_keys.fetch_add(1, std::memory_order_relaxed);
 }
@@ -170,13 +170,13 @@ absl::Status FsOps::LogInodeKeys(Batch& b, uint64_t ino, const InodeItem& item, 
   if (TypeOf(item) != FileType::kDirectory) {
     RETURN_IF_ERROR(b.Scan(TypeStart(ino, kExtentData), TypeStart(ino, kExtentData + 1), false,
                            [&](absl::string_view k, absl::string_view v) {
-                             if (ItemGeneration(v) == gen) Note(b, std::string(k));
+                             if (ItemGeneration(v) == gen) Note(b, k);
                              return true;
                            }));
   }
   return b.Scan(TypeStart(ino, kXattrItem), TypeStart(ino, kXattrItem + 1), false,
                 [&](absl::string_view k, absl::string_view) {
-                  Note(b, std::string(k));
+                  Note(b, k);
                   return true;
                 });
 }
@@ -263,7 +263,7 @@ absl::Status FsOps::LogDirEntries(Batch& b, uint64_t dir,
                              return false;
                            }
                            if (e->transid != gen) return true;
-                           Note(b, std::string(k));
+                           Note(b, k);
                            Note(b, DirItemKey(dir, e->name));
                            children.push_back(*std::move(e));
                            return true;
@@ -347,7 +347,7 @@ absl::Status FsOps::FixNames(Batch& b, const ReplayNotes& n) {
 // `ino`, DIR_INDEX), if present.
 absl::Status FsOps::DropEntry(Batch& b, uint64_t dir, absl::string_view name, uint64_t index,
                               uint64_t ino) {
-  const std::string dk = DirItemKey(dir, name);
+  const ItemKey dk = DirItemKey(dir, name);
   ASSIGN_OR_RETURN(std::optional<std::string> cur, b.Get(dk));
   if (cur.has_value()) {
     ASSIGN_OR_RETURN(std::vector<DirEntry> es, DecodeDirEntries(*cur, dir));
@@ -361,7 +361,7 @@ absl::Status FsOps::DropEntry(Batch& b, uint64_t dir, absl::string_view name, ui
       b.Put(dk, EncodeDirEntries(es));
     }
   }
-  const std::string ik = DirIndexKey(dir, index);
+  const ItemKey ik = DirIndexKey(dir, index);
   ASSIGN_OR_RETURN(std::optional<std::string> iv, b.Get(ik));
   if (iv.has_value()) {
     ASSIGN_OR_RETURN(DirEntry e, DecodeDirIndex(*iv, dir));
@@ -527,7 +527,7 @@ absl::StatusOr<bool> FsOps::EnsureEntry(Batch& b, uint64_t dir, const InodeRef& 
   if (e.has_value() && e->child != ino) return false;
   DirEntry ne{ino, type, b_->generation(), r.name};
   if (!e.has_value()) {
-    const std::string dk = DirItemKey(dir, r.name);
+    const ItemKey dk = DirItemKey(dir, r.name);
     ASSIGN_OR_RETURN(std::optional<std::string> cur, b.Get(dk));
     std::vector<DirEntry> es;
     if (cur.has_value()) {

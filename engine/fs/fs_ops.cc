@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "absl/types/span.h"
 #include "engine/base/check.h"
 #include "engine/base/coding.h"
 #include "engine/base/status.h"
@@ -17,19 +19,19 @@ namespace fs {
 
 // ---- Keys and errors ----------------------------------------------------------------
 
-std::string InodeKey(uint64_t ino) { return EncodeFsKey({ino, kInodeItem, 0}); }
-std::string RefKey(uint64_t ino, uint64_t parent) { return EncodeFsKey({ino, kInodeRef, parent}); }
-std::string DirItemKey(uint64_t dir, absl::string_view name) {
-  return EncodeFsKey({dir, kDirItem, NameHash(name)});
+ItemKey InodeKey(uint64_t ino) { return ItemKey(FsKey{ino, kInodeItem, 0}); }
+ItemKey RefKey(uint64_t ino, uint64_t parent) { return ItemKey(FsKey{ino, kInodeRef, parent}); }
+ItemKey DirItemKey(uint64_t dir, absl::string_view name) {
+  return ItemKey(FsKey{dir, kDirItem, NameHash(name)});
 }
-std::string DirIndexKey(uint64_t dir, uint64_t index) {
-  return EncodeFsKey({dir, kDirIndex, index});
+ItemKey DirIndexKey(uint64_t dir, uint64_t index) {
+  return ItemKey(FsKey{dir, kDirIndex, index});
 }
-std::string ExtentKey(uint64_t ino, uint64_t offset) {
-  return EncodeFsKey({ino, kExtentData, offset});
+ItemKey ExtentKey(uint64_t ino, uint64_t offset) {
+  return ItemKey(FsKey{ino, kExtentData, offset});
 }
-std::string InodeStart(uint64_t ino) { return EncodeFsKey({ino, 0, 0}); }
-std::string TypeStart(uint64_t ino, uint8_t type) { return EncodeFsKey({ino, type, 0}); }
+ItemKey InodeStart(uint64_t ino) { return ItemKey(FsKey{ino, 0, 0}); }
+ItemKey TypeStart(uint64_t ino, uint8_t type) { return ItemKey(FsKey{ino, type, 0}); }
 
 absl::Status PosixError(absl::string_view errno_name, absl::string_view what) {
   const std::string msg = absl::StrCat(errno_name, ": ", what);
@@ -61,14 +63,14 @@ InodeItem RootItem() {
 }
 
 // Splits a path into validated components.
-absl::StatusOr<std::vector<absl::string_view>> SplitPath(absl::string_view path) {
+absl::StatusOr<PathParts> SplitPath(absl::string_view path) {
   if (path.size() > kMaxPathLen) {
     return PosixError("ENAMETOOLONG", absl::StrCat("a path is at most ", kMaxPathLen, " bytes"));
   }
   if (path.find('\0') != absl::string_view::npos) {
     return PosixError("EINVAL", "a path may not contain NUL");
   }
-  std::vector<absl::string_view> parts;
+  PathParts parts;
   for (absl::string_view p : absl::StrSplit(path, '/', absl::SkipEmpty())) {
     if (p == "." || p == "..") {
       return PosixError("EINVAL", absl::StrCat("\"", p, "\" is not allowed in a path"));
@@ -126,11 +128,7 @@ absl::StatusOr<std::optional<DirEntry>> FsOps::FindEntry(Batch& b, uint64_t dir,
                                                         absl::string_view name) {
   ASSIGN_OR_RETURN(const std::optional<std::string>* v, b.Find(DirItemKey(dir, name)));
   if (!v->has_value()) return std::optional<DirEntry>();
-  ASSIGN_OR_RETURN(std::vector<DirEntry> entries, DecodeDirEntries(**v, dir));
-  for (DirEntry& e : entries) {
-    if (e.name == name) return std::optional<DirEntry>(std::move(e));
-  }
-  return std::optional<DirEntry>();
+  return FindDirEntry(**v, dir, name);
 }
 
 absl::StatusOr<uint64_t> FsOps::LookupAt(uint64_t dir, absl::string_view name) {
@@ -147,32 +145,57 @@ absl::StatusOr<uint64_t> FsOps::Lookup(absl::string_view path) {
   return LookupIn(b, path);
 }
 
-absl::StatusOr<uint64_t> FsOps::LookupIn(Batch& b, absl::string_view path) {
-  ASSIGN_OR_RETURN(std::vector<absl::string_view> parts, SplitPath(path));
+namespace {
+std::string JoinParts(absl::Span<const absl::string_view> parts) {
+  return absl::StrCat("/", absl::StrJoin(parts, "/"));
+}
+}  // namespace
+
+// The inode `parts` name, walking from the root directory; `path` names
+// them in errors.
+absl::StatusOr<uint64_t> FsOps::Walk(Batch& b, absl::Span<const absl::string_view> parts,
+                                     absl::string_view path) {
   uint64_t ino = kRootDirIno;
   for (size_t i = 0; i < parts.size(); ++i) {
     ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
     if (!IsDir(it)) {
-      return PosixError("ENOTDIR", absl::StrCat("\"", absl::StrJoin(parts.begin(),
-                                                                     parts.begin() + i, "/"),
+      return PosixError("ENOTDIR", absl::StrCat("\"", JoinParts(parts.subspan(0, i)),
                                                 "\" is not a directory"));
     }
     ASSIGN_OR_RETURN(std::optional<DirEntry> e, FindEntry(b, ino, parts[i]));
-    if (!e.has_value()) return PosixError("ENOENT", absl::StrCat("no such file: ", path));
+    if (!e.has_value()) {
+      return PosixError("ENOENT", absl::StrCat("no such file: ", path));
+    }
     ino = e->child;
   }
   return ino;
 }
 
-absl::StatusOr<FsOps::Resolved> FsOps::ResolveParent(Batch& b, absl::string_view path) {
-  ASSIGN_OR_RETURN(std::vector<absl::string_view> parts, SplitPath(path));
+absl::StatusOr<uint64_t> FsOps::LookupIn(Batch& b, absl::string_view path) {
+  ASSIGN_OR_RETURN(PathParts parts, SplitPath(path));
+  return Walk(b, parts, path);
+}
+
+absl::StatusOr<FsOps::Resolved> FsOps::ResolveParent(Batch& b, absl::string_view path,
+                                                     const Resolved* sibling) {
+  ASSIGN_OR_RETURN(PathParts parts, SplitPath(path));
   if (parts.empty()) return PosixError("EINVAL", "the root directory has no name to change");
   Resolved r;
   r.name = std::string(parts.back());
-  std::string parent_path = absl::StrJoin(parts.begin(), parts.end() - 1, "/");
-  ASSIGN_OR_RETURN(r.parent, LookupIn(b, parent_path));
-  ASSIGN_OR_RETURN(InodeItem pit, LoadInode(b, r.parent));
-  if (!IsDir(pit)) return PosixError("ENOTDIR", absl::StrCat("\"/", parent_path, "\" is not a directory"));
+  const absl::Span<const absl::string_view> dir_parts =
+      absl::MakeConstSpan(parts).subspan(0, parts.size() - 1);
+  r.dir_parts.assign(dir_parts.begin(), dir_parts.end());
+  if (sibling != nullptr && sibling->dir_parts == r.dir_parts) {
+    // Same directory path, resolved by this operation already: the same
+    // parent (nothing can have changed under the operation's lock).
+    r.parent = sibling->parent;
+  } else {
+    ASSIGN_OR_RETURN(r.parent, Walk(b, dir_parts, path));
+    ASSIGN_OR_RETURN(InodeItem pit, LoadInode(b, r.parent));
+    if (!IsDir(pit)) {
+      return PosixError("ENOTDIR", absl::StrCat("\"", JoinParts(dir_parts), "\" is not a directory"));
+    }
+  }
   ASSIGN_OR_RETURN(std::optional<DirEntry> e, FindEntry(b, r.parent, r.name));
   if (e.has_value()) {
     r.ino = e->child;
@@ -234,20 +257,20 @@ absl::Status FsOps::AddName(Batch& b, uint64_t parent, absl::string_view name, u
   ASSIGN_OR_RETURN(uint64_t index, NextIndex(b, parent));
   const uint64_t gen = b_->generation();
   DirEntry e{ino, type, gen, std::string(name)};
-  const std::string dk = DirItemKey(parent, name);
-  ASSIGN_OR_RETURN(std::optional<std::string> cur, b.Get(dk));
+  const ItemKey dk = DirItemKey(parent, name);
+  ASSIGN_OR_RETURN(const std::optional<std::string>* cur, b.Find(dk));
   std::vector<DirEntry> entries;
-  if (cur.has_value()) {
-    ASSIGN_OR_RETURN(entries, DecodeDirEntries(*cur, parent));
+  if (cur->has_value()) {
+    ASSIGN_OR_RETURN(entries, DecodeDirEntries(**cur, parent));
   }
   entries.push_back(e);
   b.Put(dk, EncodeDirEntries(entries));
   b.Put(DirIndexKey(parent, index), EncodeDirEntries({e}));
-  const std::string rk = RefKey(ino, parent);
-  ASSIGN_OR_RETURN(std::optional<std::string> rv, b.Get(rk));
+  const ItemKey rk = RefKey(ino, parent);
+  ASSIGN_OR_RETURN(const std::optional<std::string>* rv, b.Find(rk));
   std::vector<InodeRef> refs;
-  if (rv.has_value()) {
-    ASSIGN_OR_RETURN(refs, DecodeInodeRefs(*rv, ino));
+  if (rv->has_value()) {
+    ASSIGN_OR_RETURN(refs, DecodeInodeRefs(**rv, ino));
   }
   refs.push_back({index, std::string(name)});
   b.Put(rk, EncodeInodeRefs(refs));
@@ -255,11 +278,11 @@ absl::Status FsOps::AddName(Batch& b, uint64_t parent, absl::string_view name, u
 }
 
 absl::Status FsOps::RemoveName(Batch& b, uint64_t parent, absl::string_view name, uint64_t ino) {
-  const std::string dk = DirItemKey(parent, name);
-  ASSIGN_OR_RETURN(std::optional<std::string> cur, b.Get(dk));
+  const ItemKey dk = DirItemKey(parent, name);
+  ASSIGN_OR_RETURN(const std::optional<std::string>* cur, b.Find(dk));
   std::vector<DirEntry> entries;
-  if (cur.has_value()) {
-    ASSIGN_OR_RETURN(entries, DecodeDirEntries(*cur, parent));
+  if (cur->has_value()) {
+    ASSIGN_OR_RETURN(entries, DecodeDirEntries(**cur, parent));
   }
   auto e = std::find_if(entries.begin(), entries.end(),
                         [&](const DirEntry& d) { return d.name == name && d.child == ino; });
@@ -273,18 +296,18 @@ absl::Status FsOps::RemoveName(Batch& b, uint64_t parent, absl::string_view name
   } else {
     b.Put(dk, EncodeDirEntries(entries));
   }
-  const std::string rk = RefKey(ino, parent);
-  ASSIGN_OR_RETURN(std::optional<std::string> rv, b.Get(rk));
+  const ItemKey rk = RefKey(ino, parent);
+  ASSIGN_OR_RETURN(const std::optional<std::string>* rv, b.Find(rk));
   std::vector<InodeRef> refs;
-  if (rv.has_value()) {
-    ASSIGN_OR_RETURN(refs, DecodeInodeRefs(*rv, ino));
+  if (rv->has_value()) {
+    ASSIGN_OR_RETURN(refs, DecodeInodeRefs(**rv, ino));
   }
   auto r = std::find_if(refs.begin(), refs.end(), [&](const InodeRef& x) { return x.name == name; });
   if (r == refs.end()) {
     return absl::DataLossError(absl::StrCat("inode ", ino, " has no name \"", name, "\" in ",
                                             parent));
   }
-  const std::string ik = DirIndexKey(parent, r->index);
+  const ItemKey ik = DirIndexKey(parent, r->index);
   b.Del(ik);
   refs.erase(r);
   if (refs.empty()) {
@@ -321,7 +344,7 @@ absl::Status FsOps::DropLink(Batch& b, uint64_t ino, InodeItem* item) {
   return absl::OkStatus();
 }
 
-void FsOps::RecordDeleted(uint64_t ino, const std::string& key) {
+void FsOps::RecordDeleted(uint64_t ino, absl::string_view key) {
   FsKey k;
   const bool fs_key = DecodeFsKey(key, &k);
   COWKV_CHECK(fs_key);  // every key the fs layer deletes is an fs key
@@ -443,9 +466,9 @@ absl::Status FsOps::RenameChecks(Batch& b, const Resolved& f, const Resolved& t,
 }
 
 absl::Status FsOps::TouchInode(Batch& b, uint64_t ino) {
-  ASSIGN_OR_RETURN(std::optional<std::string> v, b.Get(InodeKey(ino)));
-  if (!v.has_value()) return absl::OkStatus();  // deleted by this operation
-  ASSIGN_OR_RETURN(InodeItem it, DecodeInodeItem(*v, ino));
+  ASSIGN_OR_RETURN(const std::optional<std::string>* v, b.Find(InodeKey(ino)));
+  if (!v->has_value()) return absl::OkStatus();  // deleted by this operation
+  ASSIGN_OR_RETURN(InodeItem it, DecodeInodeItem(**v, ino));
   it.ctime_ns = NowNs();
   it.transid = b_->generation();
   b.Put(InodeKey(ino), EncodeInodeItem(it));
@@ -460,7 +483,7 @@ absl::Status FsOps::Rename(absl::string_view from, absl::string_view to, uint32_
   Batch b(b_);
   ASSIGN_OR_RETURN(Resolved f, ResolveParent(b, from));
   if (f.ino == 0) return PosixError("ENOENT", absl::StrCat("no such file: ", from));
-  ASSIGN_OR_RETURN(Resolved t, ResolveParent(b, to));
+  ASSIGN_OR_RETURN(Resolved t, ResolveParent(b, to, &f));
   // Two names of one inode: nothing to do (but no-replace still refuses an existing `to`).
   if (f.ino == t.ino && !(flags & kRenameNoReplace)) return absl::OkStatus();
   RETURN_IF_ERROR(RenameChecks(b, f, t, flags));

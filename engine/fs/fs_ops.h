@@ -24,11 +24,13 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/hash/hash.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
 #include "engine/fs/fs_backend.h"
 #include "engine/fs/fs_items.h"
 #include "engine/fs/inode_cache.h"
@@ -167,6 +169,9 @@ struct ReplayNotes {
   std::set<std::string> dir_keys;  // DIR_ITEM / DIR_INDEX keys replayed
 };
 
+// A path's components (views into the caller's path).
+using PathParts = absl::InlinedVector<absl::string_view, 8>;
+
 class FsOps {
  public:
   FsOps(FsBackend* backend, FsState* state, const FsOptions& options);
@@ -220,14 +225,20 @@ class FsOps {
   using LogWork = std::vector<std::pair<uint64_t, bool>>;  // inode, with entries
   struct Resolved {
     uint64_t parent = 0;
+    PathParts dir_parts;  // the parent's path; views into the caller's path
     std::string name;
     uint64_t ino = 0;  // 0 = absent
     FileType type = FileType::kRegular;
   };
   // Both resolve through `b`, whose read cache then serves the operation
   // that follows (a rename's two paths share their parents' items).
-  absl::StatusOr<Resolved> ResolveParent(Batch& b, absl::string_view path);
+  // `sibling`: a path this operation resolved already; when it has the
+  // same parent path its parent is reused instead of walked again.
+  absl::StatusOr<Resolved> ResolveParent(Batch& b, absl::string_view path,
+                                         const Resolved* sibling = nullptr);
   absl::StatusOr<uint64_t> LookupIn(Batch& b, absl::string_view path);
+  absl::StatusOr<uint64_t> Walk(Batch& b, absl::Span<const absl::string_view> parts,
+                                absl::string_view path);
   absl::StatusOr<std::optional<DirEntry>> FindEntry(Batch& b, uint64_t dir,
                                                     absl::string_view name);
   absl::StatusOr<InodeItem> LoadInode(Batch& b, uint64_t ino);
@@ -266,7 +277,7 @@ class FsOps {
   absl::StatusOr<bool> IsLogged(Batch& b, uint64_t ino);
   absl::StatusOr<bool> AnyLogged(Batch& b, const std::vector<uint64_t>& inodes);
   void MarkLogged(uint64_t ino);
-  void RecordDeleted(uint64_t ino, const std::string& key);
+  void RecordDeleted(uint64_t ino, absl::string_view key);
   absl::Status UpdateLog(Batch& b, const std::vector<uint64_t>& named);
   absl::Status LogQueue(Batch& b, LogWork& work);
   absl::Status LogInodeKeys(Batch& b, uint64_t ino, const InodeItem& item, bool names,
@@ -276,7 +287,7 @@ class FsOps {
   using ParentRefs = std::pair<uint64_t, std::vector<InodeRef>>;
   static absl::StatusOr<std::vector<ParentRefs>> LoadRefs(Batch& b, uint64_t ino);
   absl::Status LogDirEntries(Batch& b, uint64_t dir, LogWork* also);
-  void Note(Batch& b, const std::string& key);
+  void Note(Batch& b, absl::string_view key);
 
   // fiemap.
   absl::StatusOr<bool> PathShared(const std::vector<PathNode>& path)
@@ -306,14 +317,14 @@ class FsOps {
 };
 
 // Builders of tree keys.
-std::string InodeKey(uint64_t ino);
-std::string RefKey(uint64_t ino, uint64_t parent);
-std::string DirItemKey(uint64_t dir, absl::string_view name);
-std::string DirIndexKey(uint64_t dir, uint64_t index);
-std::string ExtentKey(uint64_t ino, uint64_t offset);
+ItemKey InodeKey(uint64_t ino);
+ItemKey RefKey(uint64_t ino, uint64_t parent);
+ItemKey DirItemKey(uint64_t dir, absl::string_view name);
+ItemKey DirIndexKey(uint64_t dir, uint64_t index);
+ItemKey ExtentKey(uint64_t ino, uint64_t offset);
 // Every key of `ino` lies in [InodeStart(ino), InodeStart(ino + 1)).
-std::string InodeStart(uint64_t ino);
-std::string TypeStart(uint64_t ino, uint8_t type);
+ItemKey InodeStart(uint64_t ino);
+ItemKey TypeStart(uint64_t ino, uint8_t type);
 
 // A POSIX-flavoured error: "<ERRNO>: <what>".
 absl::Status PosixError(absl::string_view errno_name, absl::string_view what);

@@ -61,16 +61,22 @@ absl::StatusOr<NodeRef> Tree::ReadChild(const Node& parent, int slot) {
   return cache_->Read({c.bytenr, c.generation, expect_owner_, parent.level - 1});
 }
 
-absl::StatusOr<std::string> Tree::Get(absl::string_view key) {
+absl::StatusOr<std::optional<std::string>> Tree::Lookup(absl::string_view key) {
   ASSIGN_OR_RETURN(NodeRef node, ReadRoot());
   while (!node->leaf()) {
     ASSIGN_OR_RETURN(node, ReadChild(*node, node->ChildSlot(key)));
   }
   int slot = node->LowerBound(key);
   if (slot < node->nritems() && node->key(slot) == key) {
-    return std::string(node->value(slot));
+    return std::optional<std::string>(std::string(node->value(slot)));
   }
-  return absl::NotFoundError("key not found");
+  return std::optional<std::string>();
+}
+
+absl::StatusOr<std::string> Tree::Get(absl::string_view key) {
+  ASSIGN_OR_RETURN(std::optional<std::string> v, Lookup(key));
+  if (!v.has_value()) return absl::NotFoundError("key not found");
+  return *std::move(v);
 }
 
 absl::StatusOr<absl::string_view> Tree::Get(absl::string_view key, LeafHint* hint) {
@@ -166,12 +172,24 @@ absl::Status Tree::Put(absl::string_view key, absl::string_view value) {
 
 absl::Status Tree::Delete(absl::string_view key) {
   // Probe first so a miss CoWs nothing.
-  absl::StatusOr<std::string> probe = Get(key);
-  if (!probe.ok()) return probe.status();
+  ASSIGN_OR_RETURN(NodeRef node, ReadRoot());
+  while (!node->leaf()) {
+    ASSIGN_OR_RETURN(node, ReadChild(*node, node->ChildSlot(key)));
+  }
+  const int slot = node->LowerBound(key);
+  if (slot >= node->nritems() || node->key(slot) != key) {
+    return absl::NotFoundError("key not found");
+  }
+  return DeletePresent(key);
+}
+
+absl::Status Tree::DeletePresent(absl::string_view key) {
   Path path;
   RETURN_IF_ERROR(SearchForWrite(key, path));
   Node* leaf = path[0].node.get();
-  COWKV_CHECK(path[0].slot < leaf->nritems() && leaf->key(path[0].slot) == key);
+  if (path[0].slot >= leaf->nritems() || leaf->key(path[0].slot) != key) {
+    return absl::NotFoundError("key not found");
+  }
   leaf->EraseItem(path[0].slot);
   ++version_;
   return Repair(path, 0, -1);

@@ -22,6 +22,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,8 @@ class Tree {
 
   // NOT_FOUND when absent.
   absl::StatusOr<std::string> Get(absl::string_view key);
+  // Get with absence as nullopt (no NOT_FOUND status to build).
+  absl::StatusOr<std::optional<std::string>> Lookup(absl::string_view key);
   // The leaf a lookup ended in and the key range it covers, kept between
   // lookups that move through the tree in key order (fiemap's extent-tree
   // lookups, seed 002): while the tree is unchanged (version) and the key
@@ -104,6 +107,10 @@ class Tree {
   absl::Status Put(absl::string_view key, absl::string_view value);
   // NOT_FOUND when absent (and nothing is CoWed).
   absl::Status Delete(absl::string_view key);
+  // Delete of a key the caller has just seen in the tree (under the same
+  // lock): no probe descent first. A key that is absent after all is
+  // still NOT_FOUND, with the path to its leaf CoWed.
+  absl::Status DeletePresent(absl::string_view key);
 
   // Validates sizes without touching the tree.
   absl::Status ValidatePut(absl::string_view key, absl::string_view value) const;
