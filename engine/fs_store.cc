@@ -142,10 +142,9 @@ absl::Status StoreImpl::FsBackendImpl::Apply(const std::vector<fs::FsWrite>& wri
     bool first;
   };
   std::vector<Ref> plus, minus;
-  enum class Delete { kProbe, kPresent };  // how a delete finds its item
   struct Todo {
     const fs::FsWrite* w;
-    Delete del;
+    bool may_be_absent;  // an unread delete: absent means nothing to do
   };
   std::vector<Todo> todo;
   todo.reserve(writes.size());
@@ -182,7 +181,7 @@ absl::Status StoreImpl::FsBackendImpl::Apply(const std::vector<fs::FsWrite>& wri
       } else {
         bytes += w.key.size() + 16;
       }
-      todo.push_back({&w, Delete::kProbe});
+      todo.push_back({&w, !value.has_value()});
       continue;
     }
     std::optional<std::string> fetched;
@@ -200,8 +199,7 @@ absl::Status StoreImpl::FsBackendImpl::Apply(const std::vector<fs::FsWrite>& wri
     shrinks = shrinks && (!value.has_value() || (old->has_value() && value->size() <= (*old)->size()));
     bytes += w.key.size() +
              std::max(old->has_value() ? (*old)->size() : 0, value ? value->size() : 0) + 16;
-    // The item was just read (or is known): a delete needs no probe.
-    todo.push_back({&w, Delete::kPresent});
+    todo.push_back({&w, false});
   }
   if (todo.empty()) return absl::OkStatus();
   const uint64_t leaves = inodes.size() + bytes / (s_->nodesize_ / 4) + 1;
@@ -210,11 +208,12 @@ absl::Status StoreImpl::FsBackendImpl::Apply(const std::vector<fs::FsWrite>& wri
       std::min<uint64_t>(todo.size(), leaves), bytes));
   for (const Todo& t : todo) {
     const fs::FsWrite* w = t.w;
-    absl::Status st = w->value->has_value()    ? tree_->Put(w->key, **w->value)
-                      : t.del == Delete::kProbe ? tree_->Delete(w->key)
-                                                : tree_->DeletePresent(w->key);
-    // An unread delete of an absent item: nothing was changed.
-    if (t.del == Delete::kProbe && !w->value->has_value() && absl::IsNotFound(st)) continue;
+    // Deletes skip Tree::Delete's probe descent: the item was just read,
+    // or (unread) is one the namespace holds, so a miss is rare (a damaged
+    // tree) and costs only a needlessly CoWed path, within the reservation.
+    absl::Status st = w->value->has_value() ? tree_->Put(w->key, **w->value)
+                                            : tree_->DeletePresent(w->key);
+    if (t.may_be_absent && absl::IsNotFound(st)) continue;  // nothing was changed
     if (!st.ok()) {
       s_->txn_->SetFatal(st);  // half applied in memory: this generation must not commit
       return st;

@@ -33,13 +33,17 @@ class FsOps::Batch {
   // Get without the copy: the value stays valid until this key is next
   // staged (map nodes do not move).
   absl::StatusOr<const std::optional<std::string>*> Find(absl::string_view key) {
-    auto it = staged_.find(key);
-    if (it != staged_.end()) return &it->second;
-    auto r = read_.find(key);
-    if (r != read_.end()) return &r->second;
+    auto it = items_.find(key);
+    if (it != items_.end()) {
+      if (it->second.staged) return &it->second.value;
+      if (it->second.read) return &it->second.old;
+    }
     ASSIGN_OR_RETURN(std::optional<std::string> v, b_->Get(key));
     // The backend does not change until Commit.
-    return &read_.emplace(ItemKey(key), std::move(v)).first->second;
+    if (it == items_.end()) it = items_.emplace(ItemKey(key), Item()).first;
+    it->second.read = true;
+    it->second.old = std::move(v);
+    return &it->second.old;
   }
 
   // Merges staged writes in [start, end) into the backend's items. `fn`
@@ -47,9 +51,9 @@ class FsOps::Batch {
   absl::Status Scan(absl::string_view start, absl::string_view end, bool reverse,
                     const FsBackend::ScanFn& fn) {
     std::vector<std::pair<absl::string_view, const std::optional<std::string>*>> st;
-    for (auto it = staged_.lower_bound(start); it != staged_.end() && it->first.view() < end;
+    for (auto it = items_.lower_bound(start); it != items_.end() && it->first.view() < end;
          ++it) {
-      st.push_back({it->first.view(), &it->second});
+      if (it->second.staged) st.push_back({it->first.view(), &it->second.value});
     }
     if (reverse) std::reverse(st.begin(), st.end());
     size_t i = 0;
@@ -74,10 +78,15 @@ class FsOps::Batch {
 
   void Put(absl::string_view key, std::string value) { Slot(key) = std::move(value); }
   void Del(absl::string_view key) { Slot(key).reset(); }
-  bool staged(absl::string_view key) const { return staged_.count(key) > 0; }
+  bool staged(absl::string_view key) const {
+    auto it = items_.find(key);
+    return it != items_.end() && it->second.staged;
+  }
   std::vector<std::string> StagedKeys() const {
     std::vector<std::string> keys;
-    for (const auto& [k, v] : staged_) keys.push_back(k.str());
+    for (const auto& [k, item] : items_) {
+      if (item.staged) keys.push_back(k.str());
+    }
     return keys;
   }
 
@@ -92,19 +101,20 @@ class FsOps::Batch {
 
   absl::Status Commit() {
     std::vector<FsWrite> writes;
-    writes.reserve(staged_.size());
+    writes.reserve(items_.size());
     // A fresh extent's first reference in key order (the order Apply adds
     // them) is the one that creates its extent item. Worked out here, not
     // flagged at Put: a punch that deletes and re-puts (or moves) the item
     // holding a fresh extent keeps referencing it.
     std::set<uint64_t> fresh, claimed;
     for (const format::DataRef& d : written_) fresh.insert(d.bytenr);
-    for (const auto& [k, v] : staged_) {
+    for (const auto& [k, item] : items_) {
+      if (!item.staged) continue;
+      const std::optional<std::string>& v = item.value;
       format::DataRef r;
       const bool first = !fresh.empty() && v && format::LeafDataRef(k, *v, &r) &&
                          fresh.count(r.bytenr) > 0 && claimed.insert(r.bytenr).second;
-      auto known = read_.find(k.view());
-      writes.push_back({k.view(), &v, first, known == read_.end() ? nullptr : &known->second});
+      writes.push_back({k.view(), &v, first, item.read ? &item.old : nullptr});
     }
     if (!writes.empty()) RETURN_IF_ERROR(b_->Apply(writes));
     // Every fresh extent is referenced now (or was never staged: release).
@@ -119,14 +129,22 @@ class FsOps::Batch {
 
  private:
   std::optional<std::string>& Slot(absl::string_view key) {
-    auto it = staged_.find(key);
-    if (it == staged_.end()) it = staged_.emplace(ItemKey(key), std::nullopt).first;
-    return it->second;
+    auto it = items_.find(key);
+    if (it == items_.end()) it = items_.emplace(ItemKey(key), Item()).first;
+    it->second.staged = true;
+    return it->second.value;
   }
 
+  // What the operation knows of one key: the backend's value, if read
+  // (`old`), and the value it staged, if any.
+  struct Item {
+    bool read = false;
+    bool staged = false;
+    std::optional<std::string> old;
+    std::optional<std::string> value;
+  };
   FsBackend* const b_;
-  std::map<ItemKey, std::optional<std::string>, ItemKeyLess> staged_;
-  std::map<ItemKey, std::optional<std::string>, ItemKeyLess> read_;  // backend values read
+  std::map<ItemKey, Item, ItemKeyLess> items_;
   std::vector<format::DataRef> written_;
   std::set<ItemKey, ItemKeyLess> notes_;
 };

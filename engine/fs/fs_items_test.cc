@@ -3,7 +3,9 @@
 // well-formed item (never a crash or an over-read; ASan in CI).
 #include "engine/fs/fs_items.h"
 
+#include <algorithm>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -115,6 +117,55 @@ TEST(FsItems, InodeRefsAndDirEntries) {
   ASSERT_OK_AND_ASSIGN(DirEntry one, DecodeDirIndex(EncodeDirEntries({ents[0]}), 256));
   EXPECT_EQ(one.child, 300u);
   EXPECT_THAT(DecodeDirEntries("", 256), StatusIs(absl::StatusCode::kDataLoss));
+}
+
+// FindDirEntry (the lookup that copies only the match) accepts exactly what
+// DecodeDirEntries accepts and finds what a search of its result finds, on
+// the encoding and on every prefix and bit flip of it.
+TEST(FsItems, FindDirEntryAgreesWithDecodeDirEntries) {
+  std::vector<DirEntry> ents = {{300, FileType::kRegular, 4, "same-hash-1"},
+                                {301, FileType::kDirectory, 5, "same-hash-2"},
+                                {302, FileType::kSymlink, 6, "same-hash-1"}};
+  const std::string de = EncodeDirEntries(ents);
+  auto agree = [](absl::string_view v) -> absl::Status {
+    absl::StatusOr<std::vector<DirEntry>> all = DecodeDirEntries(v, 256);
+    for (absl::string_view name : {"same-hash-1", "same-hash-2", "other"}) {
+      absl::StatusOr<std::optional<DirEntry>> one = FindDirEntry(v, 256, name);
+      EXPECT_EQ(one.ok(), all.ok()) << name;
+      if (!one.ok() || !all.ok()) continue;
+      auto it = std::find_if(all->begin(), all->end(),
+                             [&](const DirEntry& e) { return e.name == name; });
+      EXPECT_EQ(one->has_value(), it != all->end()) << name;
+      if (it == all->end() || !one->has_value()) continue;
+      EXPECT_EQ((*one)->child, it->child);
+      EXPECT_EQ((*one)->type, it->type);
+      EXPECT_EQ((*one)->transid, it->transid);
+      EXPECT_EQ((*one)->name, it->name);
+    }
+    return all.status();
+  };
+  EXPECT_THAT(agree(de), IsOk());
+  ASSERT_OK_AND_ASSIGN(std::optional<DirEntry> first, FindDirEntry(de, 256, "same-hash-1"));
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->child, 300u);  // the first of two equal names
+  Mangle(de, agree);
+  EXPECT_THAT(FindDirEntry("", 256, "a").status(), StatusIs(absl::StatusCode::kDataLoss));
+}
+
+TEST(FsItems, ItemKeyIsTheEncodedKey) {
+  for (const FsKey& k : {FsKey{256, kInodeItem, 0}, FsKey{~0ull, kExtentData, ~0ull},
+                         FsKey{1ull << 40, kDirItem, 0x1234567890abcdefull}}) {
+    const ItemKey ik(k);
+    EXPECT_EQ(ik.view(), EncodeFsKey(k));
+    EXPECT_EQ(ItemKey(ik.view()).str(), EncodeFsKey(k));
+    FsKey back;
+    ASSERT_TRUE(DecodeFsKey(ik, &back));
+    EXPECT_EQ(back.objectid, k.objectid);
+    EXPECT_EQ(back.type, k.type);
+    EXPECT_EQ(back.offset, k.offset);
+  }
+  EXPECT_TRUE(ItemKeyLess()(ItemKey(FsKey{256, kDirIndex, 2}), ItemKey(FsKey{256, kDirIndex, 10})));
+  EXPECT_FALSE(ItemKeyLess()(ItemKey(FsKey{257, 0, 0}), ItemKey(FsKey{256, kExtentData, 9})));
 }
 
 TEST(FsItems, FileExtents) {

@@ -253,7 +253,7 @@ absl::Status FsOps::TouchDir(Batch& b, uint64_t dir, int64_t size_delta) {
 }
 
 absl::Status FsOps::AddName(Batch& b, uint64_t parent, absl::string_view name, uint64_t ino,
-                            FileType type) {
+                            FileType type, int64_t* touch_later) {
   ASSIGN_OR_RETURN(uint64_t index, NextIndex(b, parent));
   const uint64_t gen = b_->generation();
   DirEntry e{ino, type, gen, std::string(name)};
@@ -274,10 +274,16 @@ absl::Status FsOps::AddName(Batch& b, uint64_t parent, absl::string_view name, u
   }
   refs.push_back({index, std::string(name)});
   b.Put(rk, EncodeInodeRefs(refs));
-  return TouchDir(b, parent, 2 * static_cast<int64_t>(name.size()));
+  const int64_t grow = 2 * static_cast<int64_t>(name.size());
+  if (touch_later != nullptr) {
+    *touch_later += grow;
+    return absl::OkStatus();
+  }
+  return TouchDir(b, parent, grow);
 }
 
-absl::Status FsOps::RemoveName(Batch& b, uint64_t parent, absl::string_view name, uint64_t ino) {
+absl::Status FsOps::RemoveName(Batch& b, uint64_t parent, absl::string_view name, uint64_t ino,
+                               int64_t* touch_later) {
   const ItemKey dk = DirItemKey(parent, name);
   ASSIGN_OR_RETURN(const std::optional<std::string>* cur, b.Find(dk));
   std::vector<DirEntry> entries;
@@ -319,7 +325,12 @@ absl::Status FsOps::RemoveName(Batch& b, uint64_t parent, absl::string_view name
   RecordDeleted(parent, ik);
   RecordDeleted(ino, rk);
   RecordDeleted(parent, rk);  // a later fsync of the directory logs the inode that lost it
-  return TouchDir(b, parent, -2 * static_cast<int64_t>(name.size()));
+  const int64_t shrink = -2 * static_cast<int64_t>(name.size());
+  if (touch_later != nullptr) {
+    *touch_later += shrink;
+    return absl::OkStatus();
+  }
+  return TouchDir(b, parent, shrink);
 }
 
 absl::Status FsOps::DeleteInode(Batch& b, uint64_t ino) {
@@ -490,7 +501,11 @@ absl::Status FsOps::Rename(absl::string_view from, absl::string_view to, uint32_
   std::vector<uint64_t> involved = {f.ino, f.parent, t.parent};
   if (t.ino != 0) involved.push_back(t.ino);
   ASSIGN_OR_RETURN(bool log, AnyLogged(b, involved));
-  RETURN_IF_ERROR(RemoveName(b, f.parent, f.name, f.ino));
+  // A plain rename within one directory touches the directory once, after
+  // both names changed (`removed`: the size the old name took off).
+  int64_t removed = 0;
+  const bool defer = !(flags & kRenameExchange) && t.ino == 0 && f.parent == t.parent;
+  RETURN_IF_ERROR(RemoveName(b, f.parent, f.name, f.ino, defer ? &removed : nullptr));
   if (flags & kRenameExchange) {
     RETURN_IF_ERROR(RemoveName(b, t.parent, t.name, t.ino));
     RETURN_IF_ERROR(AddName(b, t.parent, t.name, f.ino, f.type));
@@ -502,7 +517,9 @@ absl::Status FsOps::Rename(absl::string_view from, absl::string_view to, uint32_
       RETURN_IF_ERROR(RemoveName(b, t.parent, t.name, t.ino));
       RETURN_IF_ERROR(DropLink(b, t.ino, &tit));
     }
-    RETURN_IF_ERROR(AddName(b, t.parent, t.name, f.ino, f.type));
+    int64_t added = 0;
+    RETURN_IF_ERROR(AddName(b, t.parent, t.name, f.ino, f.type, defer ? &added : nullptr));
+    if (defer) RETURN_IF_ERROR(TouchDir(b, t.parent, removed + added));
   }
   RETURN_IF_ERROR(TouchInode(b, f.ino));
   if (log) {

@@ -247,9 +247,13 @@ class FsOps {
   absl::StatusOr<uint64_t> AllocIno();
   absl::StatusOr<uint64_t> NextIndex(Batch& b, uint64_t dir);
   std::shared_ptr<InodeMem> Mem(uint64_t ino);
+  // Both update the parent directory's inode (size, times) unless
+  // `touch_later` is given: then its size change is added there and the
+  // caller touches the directory itself.
   absl::Status AddName(Batch& b, uint64_t parent, absl::string_view name, uint64_t ino,
-                       FileType type);
-  absl::Status RemoveName(Batch& b, uint64_t parent, absl::string_view name, uint64_t ino);
+                       FileType type, int64_t* touch_later = nullptr);
+  absl::Status RemoveName(Batch& b, uint64_t parent, absl::string_view name, uint64_t ino,
+                          int64_t* touch_later = nullptr);
   absl::Status DropLink(Batch& b, uint64_t ino, InodeItem* item);
   absl::Status DeleteInode(Batch& b, uint64_t ino);
   absl::Status TouchDir(Batch& b, uint64_t dir, int64_t size_delta);

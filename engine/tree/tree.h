@@ -107,9 +107,9 @@ class Tree {
   absl::Status Put(absl::string_view key, absl::string_view value);
   // NOT_FOUND when absent (and nothing is CoWed).
   absl::Status Delete(absl::string_view key);
-  // Delete of a key the caller has just seen in the tree (under the same
-  // lock): no probe descent first. A key that is absent after all is
-  // still NOT_FOUND, with the path to its leaf CoWed.
+  // Delete without the probe descent, for a key the caller has just seen
+  // in the tree or expects there: an absent key is still NOT_FOUND, but
+  // the path to where it would be has been CoWed.
   absl::Status DeletePresent(absl::string_view key);
 
   // Validates sizes without touching the tree.

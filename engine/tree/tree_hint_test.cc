@@ -1,7 +1,10 @@
 // Tree::Get with a LeafHint (seed 002's extent-tree lookups) answers exactly
 // like the plain Get, in any key order and across changes to the tree, and
-// reuses the leaf for lookups in key order.
+// reuses the leaf for lookups in key order. Also the fs layer's other
+// shortcuts (seed 004): Lookup (absence as nullopt) and DeletePresent (no
+// probe descent) against the same kind of model.
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 
@@ -90,6 +93,52 @@ TEST(TreeLeafHint, MatchesTheModelInAnyOrderAndAcrossChanges) {
     ExpectSame(tree->get(), model, Key(i), &hint);
     if (HasFatalFailure()) return;
   }
+}
+
+TEST(TreeShortcuts, LookupAndDeletePresentMatchTheModel) {
+  MemDevice dev(64 << 20);
+  NodeCache cache(&dev, std::string(16, 'f'), 4096, 4096, 64 << 20);
+  InMemoryHooks hooks;
+  auto tree = Tree::CreateEmpty(5, &cache, &hooks);
+  ASSERT_TRUE(tree.ok()) << tree.status();
+  std::map<std::string, std::string> model;
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 40000; ++round) {
+    const std::string k = Key(rng() % 6000);
+    const int op = static_cast<int>(rng() % 3);
+    if (op == 0) {
+      std::string v(1 + rng() % 300, static_cast<char>('a' + round % 26));
+      ASSERT_TRUE((*tree)->Put(k, v).ok());
+      model[k] = v;
+    } else if (op == 1) {
+      // Present or not: DeletePresent's answer must match the model, and a
+      // miss must change nothing readable.
+      absl::Status st = (*tree)->DeletePresent(k);
+      if (model.erase(k) == 1) {
+        ASSERT_TRUE(st.ok()) << k << ": " << st;
+      } else {
+        ASSERT_TRUE(absl::IsNotFound(st)) << k << ": " << st;
+      }
+    }
+    absl::StatusOr<std::optional<std::string>> got = (*tree)->Lookup(k);
+    ASSERT_TRUE(got.ok()) << got.status();
+    auto it = model.find(k);
+    if (it == model.end()) {
+      EXPECT_FALSE(got->has_value()) << k;
+    } else {
+      ASSERT_TRUE(got->has_value()) << k;
+      EXPECT_EQ(**got, it->second) << k;
+    }
+  }
+  // Every key, in order, after the churn (merges and splits included).
+  for (uint64_t i = 0; i < 6000; ++i) {
+    absl::StatusOr<std::optional<std::string>> got = (*tree)->Lookup(Key(i));
+    ASSERT_TRUE(got.ok());
+    auto it = model.find(Key(i));
+    ASSERT_EQ(got->has_value(), it != model.end()) << Key(i);
+    if (it != model.end()) EXPECT_EQ(**got, it->second);
+  }
+  EXPECT_GE((*tree)->height(), 2);
 }
 
 }  // namespace
