@@ -8,6 +8,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "engine/io/fault_device.h"
 #include "engine/io/mem_device.h"
 #include "engine/store.h"
@@ -195,6 +196,35 @@ TEST_F(FsTest, HardLinksAndUnlink) {
   EXPECT_THAT(f().StatInode(fi).status(), StatusIs(absl::StatusCode::kNotFound));
   ASSERT_OK(store_->Commit());
   EXPECT_EQ(store_->Stats().used_bytes, store_->Stats().used_bytes);
+}
+
+// An inode's names in one directory share one INODE_REF item (4 KiB nodes
+// here): when it is full the next link there is EMLINK, not a failed write,
+// and a link from another directory or a rename within it still works.
+TEST_F(FsTest, LinksInOneDirectoryStopAtEmlink) {
+  ASSERT_OK(f().Mkdir("/d").status());
+  ASSERT_OK(f().Mkdir("/e").status());
+  ASSERT_OK(f().Create("/d/f").status());
+  const uint64_t fi = Ino("/d/f");
+  int links = 0;
+  absl::Status st;
+  for (; links < 10000; ++links) {
+    st = f().Link("/d/f", absl::StrFormat("/d/link-%05d", links)).status();
+    if (!st.ok()) break;
+  }
+  EXPECT_THAT(st, StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_TRUE(absl::StartsWith(st.message(), "EMLINK")) << st;
+  EXPECT_GT(links, 20);
+  EXPECT_EQ(f().StatInode(fi)->nlink, static_cast<uint32_t>(links + 1));
+  EXPECT_THAT(f().Lookup(absl::StrFormat("/d/link-%05d", links)).status(),
+              StatusIs(absl::StatusCode::kNotFound));
+  ASSERT_OK(f().Link("/d/f", "/e/elsewhere").status());
+  // Same-length rename in the full directory: the item does not grow.
+  ASSERT_OK(f().Rename("/d/link-00000", "/d/LINK-00000"));
+  ASSERT_OK(f().Unlink("/d/link-00001"));
+  ASSERT_OK(f().Link("/d/f", "/d/again-00").status());
+  EXPECT_EQ(f().StatInode(fi)->nlink, static_cast<uint32_t>(links + 2));
+  ASSERT_OK(store_->Commit());
 }
 
 TEST_F(FsTest, DataInlineExtentsHolesTruncate) {

@@ -60,7 +60,6 @@ class Filler {
 };
 
 constexpr size_t kEntryHeader = 8 + 1 + 8 + 2;
-constexpr size_t kRefHeader = 8 + 2;
 
 void PutEntry(Filler* f, const DirEntry& e) {
   f->LE64(e.child);
@@ -197,7 +196,7 @@ absl::StatusOr<InodeItem> DecodeInodeItem(absl::string_view v, uint64_t ino) {
 
 std::string EncodeInodeRefs(const std::vector<InodeRef>& refs) {
   size_t n = 0;
-  for (const InodeRef& r : refs) n += kRefHeader + r.name.size();
+  for (const InodeRef& r : refs) n += kInodeRefHeader + r.name.size();
   std::string out;
   Filler f(&out, n);
   for (const InodeRef& r : refs) {

@@ -106,6 +106,7 @@ struct InodeRef {
   uint64_t index = 0;  // the DIR_INDEX offset of this name in the parent
   std::string name;
 };
+inline constexpr size_t kInodeRefHeader = 8 + 2;  // index, name length; then the name
 std::string EncodeInodeRefs(const std::vector<InodeRef>& refs);
 absl::StatusOr<std::vector<InodeRef>> DecodeInodeRefs(absl::string_view v, uint64_t ino);
 

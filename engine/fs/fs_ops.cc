@@ -254,6 +254,20 @@ absl::Status FsOps::TouchDir(Batch& b, uint64_t dir, int64_t size_delta) {
 
 absl::Status FsOps::AddName(Batch& b, uint64_t parent, absl::string_view name, uint64_t ino,
                             FileType type, int64_t* touch_later) {
+  // All of an inode's names in one directory share one INODE_REF item: when
+  // it is full the inode has as many links there as it can (EMLINK, as
+  // btrfs without extended refs).
+  const ItemKey rk = RefKey(ino, parent);
+  ASSIGN_OR_RETURN(const std::optional<std::string>* rv, b.Find(rk));
+  const size_t ref_bytes = (rv->has_value() ? (*rv)->size() : 0) + kInodeRefHeader + name.size();
+  if (ref_bytes > b_->max_value_size()) {
+    return PosixError("EMLINK", absl::StrCat("inode ", ino, " has as many names in directory ",
+                                             parent, " as one ref item holds"));
+  }
+  std::vector<InodeRef> refs;
+  if (rv->has_value()) {
+    ASSIGN_OR_RETURN(refs, DecodeInodeRefs(**rv, ino));
+  }
   ASSIGN_OR_RETURN(uint64_t index, NextIndex(b, parent));
   const uint64_t gen = b_->generation();
   DirEntry e{ino, type, gen, std::string(name)};
@@ -266,12 +280,6 @@ absl::Status FsOps::AddName(Batch& b, uint64_t parent, absl::string_view name, u
   entries.push_back(e);
   b.Put(dk, EncodeDirEntries(entries));
   b.Put(DirIndexKey(parent, index), EncodeDirEntries({e}));
-  const ItemKey rk = RefKey(ino, parent);
-  ASSIGN_OR_RETURN(const std::optional<std::string>* rv, b.Find(rk));
-  std::vector<InodeRef> refs;
-  if (rv->has_value()) {
-    ASSIGN_OR_RETURN(refs, DecodeInodeRefs(**rv, ino));
-  }
   refs.push_back({index, std::string(name)});
   b.Put(rk, EncodeInodeRefs(refs));
   const int64_t grow = 2 * static_cast<int64_t>(name.size());
