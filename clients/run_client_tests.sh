@@ -4,17 +4,30 @@
 # live cowkvd processes the tests start themselves.
 #
 #   bash clients/run_client_tests.sh go ts java rust   # or: all
+#   bash clients/run_client_tests.sh --check all       # toolchains only
 #
 # Installs what a client needs from its registry when missing (Go modules,
 # npm packages; stubs are generated from proto/ on every run) and builds
-# cowkvd with Bazel unless $COWKVD names a binary. Works on a clean clone.
+# cowkvd with Bazel unless $COWKVD names a binary. Every client runs one
+# private copy of that binary, made here (a Bazel build meanwhile replaces
+# bazel-bin's file). Works on a clean clone.
+#
+# Toolchains it does not install: Go >= 1.26, Node >= 20 with npm, Rust >=
+# 1.85 with cargo (the JDK and Maven come from Debian, clients/java/
+# run_tests.sh installs them). A missing or too old one fails that client
+# (and --check) with what is missing and how to install it.
 # Exit status: non-zero if any client failed.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
+check_only=0
+if [ "${1:-}" = "--check" ]; then
+  check_only=1
+  shift
+fi
 if [ $# -eq 0 ]; then
-  echo "usage: $0 go|ts|java|rust|all ..." >&2
+  echo "usage: $0 [--check] go|ts|java|rust|all ..." >&2
   exit 2
 fi
 langs=()
@@ -27,20 +40,87 @@ for a in "$@"; do
   esac
 done
 
+# version_at_least HAVE WANT: dotted versions, compared numerically.
+version_at_least() {
+  [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n 1)" = "$2" ]
+}
+
+# check_<lang>: 0 if the toolchain is there, else says what is missing and
+# how to install it (on stderr) and returns 1.
+check_go() {
+  # /usr/local/go/bin: where Go's release tarball goes, often not on PATH.
+  if ! command -v go >/dev/null && [ -x /usr/local/go/bin/go ]; then
+    export PATH="/usr/local/go/bin:$PATH"
+  fi
+  local v
+  v=$(go env GOVERSION 2>/dev/null | sed 's/^go//')
+  if [ -n "$v" ] && version_at_least "$v" 1.26; then return 0; fi
+  echo "go: missing Go >= 1.26 (google.golang.org/grpc v1.85 needs it); found: ${v:-no go command}" >&2
+  echo "go:   install Go's release tarball from https://go.dev/dl/ into /usr/local/go" \
+    "(tar -C /usr/local -xzf go1.26.<n>.linux-amd64.tar.gz); Debian 12's golang-go (1.19) is too old" >&2
+  return 1
+}
+
+check_ts() {
+  local v
+  v=$(node --version 2>/dev/null | sed 's/^v//')
+  if [ -n "$v" ] && version_at_least "$v" 20 && command -v npm >/dev/null; then return 0; fi
+  echo "ts: missing Node >= 20 with npm; found: node ${v:-none}, npm $(npm --version 2>/dev/null || echo none)" >&2
+  echo "ts:   install Node 20 or later with npm, e.g. the nodejs package of NodeSource's node_20.x" \
+    "apt repository (it includes npm); Debian 12's nodejs (18) is too old" >&2
+  return 1
+}
+
+check_rust() {
+  if ! command -v cargo >/dev/null && [ -x "$HOME/.cargo/bin/cargo" ]; then
+    export PATH="$HOME/.cargo/bin:$PATH"
+  fi
+  local v
+  v=$(rustc --version 2>/dev/null | awk '{print $2}')
+  if command -v cargo >/dev/null && [ -n "$v" ] && version_at_least "$v" 1.85; then return 0; fi
+  echo "rust: missing Rust >= 1.85 with cargo (tonic 0.14 needs it); found: rustc ${v:-none}," \
+    "cargo $(command -v cargo >/dev/null && echo present || echo none)" >&2
+  echo "rust:   install it with rustup (https://rustup.rs: rustup-init -y --profile minimal," \
+    "then ~/.cargo/bin is used); Debian 12's rustc/cargo (1.63) are too old" >&2
+  return 1
+}
+
+check_java() {
+  local need=()
+  command -v javac >/dev/null || need+=(openjdk-17-jdk-headless)
+  command -v mvn >/dev/null || need+=(maven)
+  [ ${#need[@]} -eq 0 ] && return 0
+  # Not an error: clients/java/run_tests.sh installs them.
+  echo "java: missing ${need[*]}; clients/java/run_tests.sh installs them from Debian" >&2
+  return 0
+}
+
+if [ $check_only -eq 1 ]; then
+  status=0
+  for lang in "${langs[@]}"; do "check_$lang" || status=1; done
+  [ $status -eq 0 ] && echo "client toolchains: ok (${langs[*]})"
+  exit $status
+fi
+
 if [ -z "${COWKVD:-}" ]; then
-  export COWKVD="$root/bazel-bin/server/cowkvd"
+  COWKVD="$root/bazel-bin/server/cowkvd"
   if [ ! -x "$COWKVD" ]; then
     bazel build //server:cowkvd || exit 1
   fi
 fi
+if [ ! -x "$COWKVD" ]; then
+  echo "$0: COWKVD=$COWKVD is not an executable" >&2
+  exit 1
+fi
+bindir=$(mktemp -d "${TMPDIR:-/tmp}/cowkv-client-tests.XXXXXX")
+trap 'rm -rf "$bindir"' EXIT
+cp "$COWKVD" "$bindir/cowkvd" || exit 1
+export COWKVD="$bindir/cowkvd"
 # The conformance runners must not skip for want of a server.
 export COWKV_REQUIRE_SERVER=1
 
 run_go() {
-  if ! command -v go >/dev/null; then
-    echo "go: not installed (need Go >= 1.26 for google.golang.org/grpc v1.85)" >&2
-    return 1
-  fi
+  check_go || return 1
   cd "$root/clients/go" || return 1
   go mod download || return 1
   go generate ./... || return 1
@@ -49,10 +129,7 @@ run_go() {
 }
 
 run_ts() {
-  if ! command -v npm >/dev/null; then
-    echo "ts: node and npm not installed (need Node >= 20)" >&2
-    return 1
-  fi
+  check_ts || return 1
   cd "$root/clients/typescript" || return 1
   # The lockfile pins everything; no install scripts are needed.
   if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
@@ -62,7 +139,10 @@ run_ts() {
 }
 
 run_java() { bash "$root/clients/java/run_tests.sh"; }
-run_rust() { bash "$root/clients/rust/run_tests.sh"; }
+run_rust() {
+  check_rust || return 1
+  bash "$root/clients/rust/run_tests.sh"
+}
 
 status=0
 summary=()

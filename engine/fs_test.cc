@@ -227,6 +227,25 @@ TEST_F(FsTest, LinksInOneDirectoryStopAtEmlink) {
   ASSERT_OK(store_->Commit());
 }
 
+// A file has at most kMaxLinks (65,535) names, wherever they are.
+TEST_F(FsTest, AFileHasAtMost65535Links) {
+  ASSERT_OK(f().Create("/f").status());
+  constexpr int kPerDir = 50;  // well inside one INODE_REF item at 4 KiB nodes
+  for (int i = 1; i < 65535; ++i) {
+    const std::string dir = absl::StrFormat("/d%04d", i / kPerDir);
+    if (i % kPerDir == 0 || i == 1) ASSERT_OK(f().Mkdir(dir).status());
+    ASSERT_OK(f().Link("/f", absl::StrFormat("%s/%05d", dir, i)).status()) << i;
+  }
+  EXPECT_EQ(f().StatInode(Ino("/f"))->nlink, 65535u);
+  absl::Status over = f().Link("/f", "/over").status();
+  EXPECT_THAT(over, StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_TRUE(absl::StartsWith(over.message(), "EMLINK")) << over;
+  EXPECT_THAT(f().Lookup("/over").status(), StatusIs(absl::StatusCode::kNotFound));
+  ASSERT_OK(f().Unlink("/d0000/00001"));
+  ASSERT_OK(f().Link("/f", "/over").status());
+  ASSERT_OK(store_->Commit());
+}
+
 TEST_F(FsTest, DataInlineExtentsHolesTruncate) {
   ASSERT_OK(f().Create("/f").status());
   const uint64_t ino = Ino("/f");

@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
-# Installs every Debian package that cowkv's build, tests and benchmarks need.
+# Installs every Debian package that cowkv's build, tests and benchmarks need
+# (openssl: the clients' TLS tests make their certificates with it).
 # Idempotent: on a ready machine it checks with dpkg and does nothing.
+# Then checks the toolchains of the Go, TypeScript and Rust clients, which it
+# does not install (Go >= 1.26, Node >= 20 with npm, Rust >= 1.85 with
+# cargo): each one missing is named with how to install it, and its client
+# fails in tools/test.sh; the rest of the tests still run.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 PACKAGES=(
   bazel-bootstrap bazel-rules-java
@@ -10,7 +16,14 @@ PACKAGES=(
   libisal-dev libcli11-dev liblmdb-dev librocksdb-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler grpc-proto
   libcpp-httplib-dev nlohmann-json3-dev
+  openssl
 )
+
+check_client_toolchains() {
+  if ! bash clients/run_client_tests.sh --check all >/dev/null; then
+    echo "setup: the clients above fail in tools/test.sh until their toolchain is installed" >&2
+  fi
+}
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -20,6 +33,7 @@ for p in "${PACKAGES[@]}"; do
 done
 
 if [ ${#missing[@]} -eq 0 ]; then
+  check_client_toolchains
   exit 0
 fi
 
@@ -29,3 +43,4 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+check_client_toolchains

@@ -142,6 +142,18 @@ func (r *runner) tx(a args) *cowkv.Tx {
 	return tx
 }
 
+// linksPerDir: link_many's names per directory. All names of one inode in one
+// directory share one inode-ref item, which must fit in a node.
+const linksPerDir = 400
+
+// dedicated is the scenario's own server (runner-control ops need one).
+func (r *runner) dedicated(op string) *server {
+	if !r.own {
+		r.t.Fatalf("%s needs a scenario with its own \"server\"", op)
+	}
+	return r.srv
+}
+
 func (r *runner) exec(op string, a args) (any, error) {
 	ctx, db := r.ctx, r.db
 	sv := db.Subvolume(a.str("sv"))
@@ -332,6 +344,19 @@ func (r *runner) exec(op string, a args) (any, error) {
 		return stat(s), err
 	case "fsync":
 		return empty, sv.Fsync(ctx, a.str("path"), a.flag("datasync"))
+	case "link_many":
+		for i := uint64(0); i < a.num("count"); i++ {
+			dir := fmt.Sprintf("%s%04d", a.str("prefix"), i/linksPerDir)
+			if i%linksPerDir == 0 {
+				if _, err := sv.Mkdir(ctx, dir, 0); err != nil {
+					return nil, err
+				}
+			}
+			if _, err := sv.Link(ctx, a.str("existing"), fmt.Sprintf("%s/%06d", dir, i)); err != nil {
+				return nil, err
+			}
+		}
+		return empty, nil
 	case "clone":
 		return empty, sv.Clone(ctx, cowkv.CloneRange{Src: a.str("src_path"), SrcOffset: a.num("src_offset"),
 			Dst: a.str("dst_path"), DstOffset: a.num("dst_offset"), Length: a.num("length")})
@@ -395,6 +420,15 @@ func (r *runner) exec(op string, a args) (any, error) {
 		r.srv.start()
 		r.addr = r.srv.addr
 		r.connect(r.opts...)
+		return empty, nil
+	case "pause_server":
+		r.dedicated(op).pause()
+		return empty, nil
+	case "resume_server":
+		r.dedicated(op).resume()
+		return empty, nil
+	case "sleep":
+		time.Sleep(time.Duration(a.num("ms")) * time.Millisecond)
 		return empty, nil
 	case "repeat":
 		var s step

@@ -50,6 +50,7 @@ type server struct {
 	cmd    *exec.Cmd
 	addr   string
 	exited chan struct{}
+	paused bool
 }
 
 var portLine = regexp.MustCompile(`\(port (\d+)\)`)
@@ -101,9 +102,48 @@ func (s *server) start() {
 	}
 }
 
+// pause stops the process (SIGSTOP) and waits until every thread is stopped:
+// the signal is asynchronous, and a thread still running could answer.
+func (s *server) pause() {
+	s.paused = true
+	s.cmd.Process.Signal(syscall.SIGSTOP)
+	pid := s.cmd.Process.Pid
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+		stopped := len(tasks) > 0
+		for _, f := range tasks {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				continue // a thread that just ended
+			}
+			st := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+			if len(st) == 0 || (st[0] != "T" && st[0] != "t") {
+				stopped = false
+			}
+		}
+		if stopped {
+			return
+		}
+		if time.Now().After(end) {
+			s.t.Fatalf("cowkvd %d not stopped 10 s after SIGSTOP", pid)
+		}
+	}
+}
+
+// resume continues a paused process (SIGCONT).
+func (s *server) resume() {
+	if s.cmd != nil {
+		s.cmd.Process.Signal(syscall.SIGCONT)
+	}
+	s.paused = false
+}
+
 func (s *server) stop() {
 	if s.cmd == nil {
 		return
+	}
+	if s.paused {
+		s.resume() // a step failed between pause_server and resume_server
 	}
 	s.cmd.Process.Signal(syscall.SIGTERM)
 	select {
@@ -152,6 +192,7 @@ type runner struct {
 	txs    map[string]*cowkv.Tx
 	ctx    context.Context
 	prefix string
+	own    bool // srv is the scenario's dedicated server
 }
 
 func (r *runner) connect(opts ...cowkv.Option) {
@@ -403,7 +444,8 @@ func runScenario(t *testing.T, sc scenario, shared *server, bin, run string, add
 			cfg.CreateSize = "32M"
 		}
 		r.srv = startServer(t, bin, t.TempDir(), cfg.CreateSize, r.expand(cfg.AuthToken).(string))
-		defer r.srv.stop()
+		r.own = true
+		defer r.srv.stop() // resumes a paused server first
 	}
 	if r.addr == "" {
 		r.addr = r.srv.addr

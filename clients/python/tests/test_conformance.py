@@ -20,6 +20,7 @@ import os
 import pathlib
 import re
 import secrets
+import signal
 import socket
 import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
@@ -243,6 +244,7 @@ class Runner:
         self.txs: Dict[str, cowkv.Transaction] = {}
         self.token: Optional[str] = None
         self.deadline_ms = 0
+        self.paused = False
         self.dead_addr = f"127.0.0.1:{free_port()}"
         self.client = self._connect()
 
@@ -256,7 +258,15 @@ class Runner:
                              options=[("grpc.use_local_subchannel_pool", 1)])
 
     def close(self) -> None:
+        self.resume()
         self.client.close()
+
+    def resume(self) -> None:
+        """SIGCONT to a server left stopped by pause_server (a step failed before
+        resume_server), so that it can be stopped."""
+        if self.paused and self.server.proc is not None and self.server.proc.poll() is None:
+            self.server.proc.send_signal(signal.SIGCONT)
+        self.paused = False
 
     def sv(self, a: Dict[str, Any]) -> cowkv.Subvolume:
         return self.client.subvolume(as_str(a.get("sv")))
@@ -493,6 +503,14 @@ class Runner:
         self.fs(a).fsync(as_str(a.get("path")), datasync=bool(a.get("datasync")))
         return {}
 
+    def op_link_many(self, a: Dict[str, Any]) -> Any:
+        fs, existing, prefix = self.fs(a), as_str(a.get("existing")), as_str(a.get("prefix"))
+        for i in range(int(a.get("count", 0))):
+            if i % LINKS_PER_DIR == 0:
+                fs.mkdir(f"{prefix}{i // LINKS_PER_DIR:04d}")
+            fs.link(existing, f"{prefix}{i // LINKS_PER_DIR:04d}/{i:06d}")
+        return {}
+
     def op_clone(self, a: Dict[str, Any]) -> Any:
         self.fs(a).clone(as_str(a.get("src_path")), as_str(a.get("dst_path")),
                          int(a.get("src_offset", 0)), int(a.get("dst_offset", 0)),
@@ -543,10 +561,52 @@ class Runner:
         self.client = self._connect()
         return {}
 
+    def op_pause_server(self, a: Dict[str, Any]) -> Any:
+        assert self.dedicated, "pause_server needs a dedicated server"
+        assert self.server.proc is not None
+        self.paused = True
+        self.server.proc.send_signal(signal.SIGSTOP)
+        wait_stopped(self.server.proc.pid)
+        return {}
+
+    def op_resume_server(self, a: Dict[str, Any]) -> Any:
+        assert self.dedicated, "resume_server needs a dedicated server"
+        assert self.server.proc is not None
+        self.server.proc.send_signal(signal.SIGCONT)
+        self.paused = False
+        return {}
+
+    def op_sleep(self, a: Dict[str, Any]) -> Any:
+        time.sleep(int(a.get("ms", 0)) / 1000)
+        return {}
+
     def op_repeat(self, a: Dict[str, Any]) -> Any:
         for i in range(int(a.get("times", 0))):
             self.run_step(i, a["step"])
         return {}
+
+
+def wait_stopped(pid: int, timeout: float = 10.0) -> None:
+    """Until every thread of `pid` is stopped (state T in /proc): SIGSTOP is
+    asynchronous, and a thread still running could answer the next call."""
+    end = time.monotonic() + timeout
+    while True:
+        states = []
+        for task in pathlib.Path(f"/proc/{pid}/task").iterdir():
+            try:
+                states.append(task.joinpath("stat").read_text().rsplit(")", 1)[1].split()[0])
+            except (OSError, IndexError):
+                pass  # a thread that just ended
+        if states and all(st in ("T", "t") for st in states):
+            return
+        assert time.monotonic() < end, f"cowkvd {pid} not stopped after {timeout} s: {states}"
+        time.sleep(0.005)
+
+
+# link_many: names per directory. All names of one inode in one directory
+# share one inode-ref item, which must fit in a node (about 440 six-digit
+# names at 16 KiB nodes; one more is EMLINK).
+LINKS_PER_DIR = 400
 
 
 def compare(c: Dict[str, Any]) -> cowkv.Compare:
@@ -648,7 +708,7 @@ def test_every_op_of_the_readme_is_implemented() -> None:
         # classes and durability names in the README's tables, not ops
         "invalid_argument", "not_found", "already_exists", "failed_precondition", "read_only",
         "conflict", "too_old", "resource_exhausted", "no_space", "data_loss", "unavailable",
-        "unauthenticated", "name", "server", "client_side", "steps", "op", "args", "expect",
+        "unauthenticated", "deadline_exceeded", "name", "server", "client_side", "steps", "op", "args", "expect",
         "save", "note"}}
     missing = sorted(n for n in ops if not hasattr(Runner, "op_" + n))
     assert not missing, f"ops in the README without a runner: {missing}"

@@ -545,6 +545,18 @@ impl Ctx {
                 self.sv(a)?.files().fsync_with(&s(a, "path"), bl(a, "datasync")).await?;
                 V::empty()
             }
+            "link_many" => {
+                let f = self.sv(a)?.files();
+                let (existing, prefix) = (s(a, "existing"), s(a, "prefix"));
+                for i in 0..nm(a, "count") {
+                    let dir = format!("{prefix}{:04}", i / LINKS_PER_DIR);
+                    if i % LINKS_PER_DIR == 0 {
+                        f.mkdir(&dir).await?;
+                    }
+                    f.link(&existing, &format!("{dir}/{i:06}")).await?;
+                }
+                V::empty()
+            }
             "clone" => {
                 let f = self.sv(a)?.files();
                 f.clone_range(
@@ -589,6 +601,18 @@ impl Ctx {
                     self.address = addr;
                 }
                 self.connect();
+                V::empty()
+            }
+            "pause_server" => {
+                self.server(op).pause();
+                V::empty()
+            }
+            "resume_server" => {
+                self.server(op).resume();
+                V::empty()
+            }
+            "sleep" => {
+                tokio::time::sleep(Duration::from_millis(nm(a, "ms"))).await;
                 V::empty()
             }
             "repeat" => {
@@ -639,6 +663,10 @@ impl Ctx {
         ]))
     }
 }
+
+/// link_many's names per directory: all names of one inode in one directory
+/// share one inode-ref item, which must fit in a node.
+const LINKS_PER_DIR: u64 = 400;
 
 /// Puts per one-shot txn in put_many (README: 1,000, the last one smaller).
 const PUT_MANY_BATCH: u64 = 1000;

@@ -157,13 +157,19 @@ function txnOps(list: Json[] | undefined): cowkv.TxnOp[] {
 
 // ---- the runner ----
 
+/**
+ * link_many's names per directory: all names of one inode in one directory
+ * share one inode-ref item, which must fit in a node.
+ */
+const LINKS_PER_DIR = 400;
+
 class Runner {
   client!: cowkv.Client;
   connectOpts: cowkv.ConnectOptions = {};
   vars: Record<string, Json>;
   txs = new Map<string, cowkv.Transaction>();
 
-  constructor(readonly sc: Scenario, public addr: string, readonly server?: Server) {
+  constructor(readonly sc: Scenario, public addr: string, readonly server?: Server, readonly own = false) {
     this.vars = { run, sv: `c-${run}-${sc.name}` };
   }
 
@@ -171,6 +177,12 @@ class Runner {
     this.client?.close();
     this.connectOpts = opts;
     this.client = await cowkv.connect(this.addr, opts);
+  }
+
+  /** The scenario's own server, which runner-control ops need. */
+  dedicated(op: string): Server {
+    if (!this.own || !this.server) throw new Error(`${op} needs a scenario with its own "server"`);
+    return this.server;
   }
 
   tx(a: Json): cowkv.Transaction {
@@ -261,6 +273,13 @@ class Runner {
       case "rmdir": return done(sv.rmdir(a.path));
       case "truncate": return stat(await sv.truncate(a.path, a.size));
       case "fsync": return done(sv.fsync(a.path, { datasync: a.datasync }));
+      case "link_many":
+        for (let i = 0; i < a.count; i++) {
+          const dir = `${a.prefix}${String(Math.floor(i / LINKS_PER_DIR)).padStart(4, "0")}`;
+          if (i % LINKS_PER_DIR === 0) await sv.mkdir(dir);
+          await sv.link(a.existing, `${dir}/${String(i).padStart(6, "0")}`);
+        }
+        return {};
       case "clone":
         await sv.clone({ src: a.src_path, srcOffset: a.src_offset, dst: a.dst_path, dstOffset: a.dst_offset, length: a.length });
         return {};
@@ -294,6 +313,9 @@ class Runner {
         await this.connect(this.connectOpts);
         return {};
       }
+      case "pause_server": await this.dedicated(op).pause(); return {};
+      case "resume_server": this.dedicated(op).resume(); return {};
+      case "sleep": await new Promise((r) => setTimeout(r, a.ms ?? 0)); return {};
       case "repeat":
         for (let i = 0; i < a.times; i++) await this.step(i, a.step);
         return {};
@@ -338,13 +360,13 @@ async function runScenario(sc: Scenario, shared: Server | undefined, dead?: stri
     own = server = new Server(bin!, tempDir(), sc.server.create_size ?? "32M", token);
     await own.start();
   }
-  const r = new Runner(sc, dead ?? server!.addr, server);
+  const r = new Runner(sc, dead ?? server!.addr, server, own !== undefined);
   try {
     await r.connect({});
     for (const [i, s] of sc.steps.entries()) await r.step(i, s);
   } finally {
     r.client?.close();
-    await own?.stop();
+    await own?.stop(); // resumes a server left paused by a failed step
   }
 }
 

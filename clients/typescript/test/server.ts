@@ -22,6 +22,7 @@ export class Server {
   addr = "";
   private proc?: ChildProcess;
   private exited?: Promise<void>;
+  private paused = false;
 
   constructor(readonly bin: string, readonly dir: string, size: string, token = "", extra: string[] = []) {
     this.device = path.join(dir, "cowkv.img");
@@ -59,10 +60,42 @@ export class Server {
     });
   }
 
-  /** SIGTERM, then waits for the exit (SIGKILL after 30 s). */
+  /**
+   * SIGSTOP, and waits until every thread is stopped (/proc/PID/task/TID/stat
+   * state T): the signal is asynchronous, and a thread still running could answer.
+   */
+  async pause(): Promise<void> {
+    const pid = this.proc!.pid!;
+    this.paused = true;
+    this.proc!.kill("SIGSTOP");
+    const end = Date.now() + 10000;
+    for (;;) {
+      const states: string[] = [];
+      for (const task of fs.readdirSync(`/proc/${pid}/task`)) {
+        try {
+          const stat = fs.readFileSync(`/proc/${pid}/task/${task}/stat`, "utf8");
+          states.push(stat.slice(stat.lastIndexOf(")") + 1).trim().split(/\s+/)[0]);
+        } catch {
+          // a thread that just ended
+        }
+      }
+      if (states.length > 0 && states.every((s) => s === "T" || s === "t")) return;
+      if (Date.now() > end) throw new Error(`cowkvd ${pid} not stopped 10 s after SIGSTOP: ${states}`);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  }
+
+  /** SIGCONT: runs a paused server again. */
+  resume(): void {
+    this.proc?.kill("SIGCONT");
+    this.paused = false;
+  }
+
+  /** SIGTERM (after SIGCONT if paused), then waits for the exit (SIGKILL after 30 s). */
   async stop(): Promise<void> {
     const proc = this.proc;
     if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
+    if (this.paused) this.resume();
     this.proc = undefined;
     proc.kill("SIGTERM");
     const t = setTimeout(() => proc.kill("SIGKILL"), 30000);

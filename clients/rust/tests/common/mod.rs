@@ -20,6 +20,7 @@ pub struct Server {
     extra: Vec<String>,
     child: Option<Child>,
     pub port: u16,
+    paused: bool,
 }
 
 pub fn binary() -> PathBuf {
@@ -46,26 +47,32 @@ impl Server {
             extra.push("--auth-token-file".to_string());
             extra.push(f.display().to_string());
         }
-        let mut s = Server { dir, size: size.to_string(), extra, child: None, port: 0 };
+        let mut s = Server { dir, size: size.to_string(), extra, child: None, port: 0, paused: false };
         s.launch();
         s
     }
 
-    /// A server that serves TLS with a self-signed certificate for
-    /// localhost/127.0.0.1 made by openssl; returns it and the certificate
-    /// (the CA to trust). None when openssl is not installed.
-    pub fn start_tls(size: &str) -> Option<(Server, PathBuf)> {
+    /// A server that serves TLS with a certificate for localhost/127.0.0.1
+    /// signed by a test CA, made by openssl; returns it and the CA
+    /// certificate to trust. Panics, saying so, when openssl is missing (a
+    /// dependency of the tests), rather than leaving TLS untested.
+    pub fn start_tls(size: &str) -> (Server, PathBuf) {
+        let have_openssl = Command::new("openssl")
+            .arg("version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .map(|st| st.success())
+            .unwrap_or(false);
+        assert!(have_openssl, "{NEED_OPENSSL}");
         let mut s = Server::start(size, None);
         s.stop();
         let (ca, cert, key) = (s.dir.join("ca.pem"), s.dir.join("cert.pem"), s.dir.join("key.pem"));
-        let made = make_certificates(&s.dir);
-        if !made {
-            return None;
-        }
+        assert!(make_certificates(&s.dir), "openssl could not make the test certificates in {}", s.dir.display());
         s.extra.extend(["--tls-cert".to_string(), cert.display().to_string()]);
         s.extra.extend(["--tls-key".to_string(), key.display().to_string()]);
         s.launch();
-        Some((s, ca))
+        (s, ca)
     }
 
     pub fn device(&self) -> PathBuf {
@@ -114,8 +121,48 @@ impl Server {
         self.child = Some(child);
     }
 
-    /// SIGTERM (graceful stop) and wait; the device stays.
+    /// SIGSTOP, and waits until every thread is stopped (state T in
+    /// /proc/PID/task/TID/stat): the signal is asynchronous, and a thread
+    /// still running could answer a call.
+    pub fn pause(&mut self) {
+        let pid = self.child.as_ref().expect("server not running").id();
+        self.paused = true;
+        unsafe {
+            libc::kill(pid as libc::pid_t, libc::SIGSTOP);
+        }
+        let end = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let mut states = Vec::new();
+            for task in std::fs::read_dir(format!("/proc/{pid}/task")).expect("/proc").flatten() {
+                // A thread that just ended has no stat any more.
+                if let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) {
+                    let after = &stat[stat.rfind(')').map(|i| i + 1).unwrap_or(0)..];
+                    states.push(after.split_whitespace().next().unwrap_or("").to_string());
+                }
+            }
+            if !states.is_empty() && states.iter().all(|s| s == "T" || s == "t") {
+                return;
+            }
+            assert!(std::time::Instant::now() < end, "cowkvd {pid} not stopped 10 s after SIGSTOP: {states:?}");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// SIGCONT: a paused server runs again.
+    pub fn resume(&mut self) {
+        if let Some(child) = &self.child {
+            unsafe {
+                libc::kill(child.id() as libc::pid_t, libc::SIGCONT);
+            }
+        }
+        self.paused = false;
+    }
+
+    /// SIGTERM (graceful stop; SIGCONT first if paused) and wait; the device stays.
     pub fn stop(&mut self) {
+        if self.paused {
+            self.resume();
+        }
         if let Some(mut child) = self.child.take() {
             unsafe {
                 libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
@@ -137,6 +184,10 @@ impl Server {
         self.launch();
     }
 }
+
+/// What to do when openssl is missing.
+pub const NEED_OPENSSL: &str = "openssl is not installed: the TLS test makes its certificates with it \
+(a dependency of the tests: tools/setup.sh installs Debian's openssl, or apt-get install openssl)";
 
 /// A test CA (ca.pem) and a server certificate it signed for
 /// localhost/127.0.0.1 (cert.pem, key.pem) in `dir`, made by openssl.

@@ -129,7 +129,7 @@ class ConformanceTest {
       } finally {
         client.close();
         if (ownServer) {
-          server.close();
+          server.close(); // resumes a server left paused by a failed step
         }
       }
     }
@@ -321,6 +321,17 @@ class ConformanceTest {
         case "fsync":
           files(a).fsync(str(a, "path"), bool(a, "datasync"));
           return Map.of();
+        case "link_many": {
+          Files f = files(a);
+          for (long i = 0; i < num(a, "count"); i++) {
+            String dir = str(a, "prefix") + String.format("%04d", i / LINKS_PER_DIR);
+            if (i % LINKS_PER_DIR == 0) {
+              f.mkdir(dir, 0);
+            }
+            f.link(str(a, "existing"), dir + String.format("/%06d", i));
+          }
+          return Map.of();
+        }
         case "clone":
           files(a).clone(str(a, "src_path"), num(a, "src_offset"), str(a, "dst_path"),
               num(a, "dst_offset"), num(a, "length"));
@@ -363,6 +374,17 @@ class ConformanceTest {
           connect();
           return Map.of();
         }
+        case "pause_server":
+          requireOwnServer(op);
+          server.pause();
+          return Map.of();
+        case "resume_server":
+          requireOwnServer(op);
+          server.resume();
+          return Map.of();
+        case "sleep":
+          Thread.sleep(num(a, "ms"));
+          return Map.of();
         case "repeat": {
           long times = num(a, "times");
           JsonObject inner = toJson(a.get("step")).getAsJsonObject();
@@ -395,6 +417,12 @@ class ConformanceTest {
         f.getFD().sync();
       }
     }
+
+    /**
+     * link_many's names per directory: all names of one inode in one directory share one
+     * inode-ref item, which must fit in a node.
+     */
+    private static final long LINKS_PER_DIR = 400;
 
     /** Puts per one-shot txn in put_many (README: 1,000, the last one smaller). */
     private static final int PUT_MANY_BATCH = 1000;

@@ -28,6 +28,7 @@ final class CowkvdServer implements AutoCloseable {
   private final List<String> extra;
   private Process process;
   private int port;
+  private boolean paused;
 
   /** One server for the whole test run (256 MiB), stopped when the JVM exits. */
   static synchronized CowkvdServer shared() {
@@ -79,21 +80,32 @@ final class CowkvdServer implements AutoCloseable {
     launch();
   }
 
+  /** What to do when openssl is missing: it is a declared dependency of the tests. */
+  static final String NEED_OPENSSL = "openssl is not installed: the TLS test makes its"
+      + " certificates with it (a dependency of the tests: tools/setup.sh installs Debian's"
+      + " openssl, or apt-get install openssl)";
+
   /**
    * A server serving TLS with a certificate for localhost/127.0.0.1 signed by a test CA
-   * ({@link #caCertificate()}), made with openssl; null when openssl is not installed.
+   * ({@link #caCertificate()}), made with openssl. Fails (IllegalStateException saying so)
+   * when openssl is not installed, rather than leaving TLS untested.
    */
   static CowkvdServer startTls(String size) {
     try {
-      if (new ProcessBuilder("openssl", "version").start().waitFor() != 0) {
-        return null;
+      if (new ProcessBuilder("openssl", "version").redirectErrorStream(true)
+          .redirectOutput(ProcessBuilder.Redirect.DISCARD).start().waitFor() != 0) {
+        throw new IllegalStateException(NEED_OPENSSL);
       }
-      return new CowkvdServer(size, null, true);
     } catch (IOException e) {
-      return null;
+      throw new IllegalStateException(NEED_OPENSSL, e);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      return null;
+      throw new IllegalStateException(e);
+    }
+    try {
+      return new CowkvdServer(size, null, true);
+    } catch (IOException e) {
+      throw new IllegalStateException("cannot start a TLS cowkvd: " + e.getMessage(), e);
     }
   }
 
@@ -173,10 +185,68 @@ final class CowkvdServer implements AutoCloseable {
     return CowkvClient.connect(CowkvOptions.of(address()));
   }
 
-  /** SIGTERM (graceful stop) and wait for the exit; the device stays. */
+  /**
+   * SIGSTOP, and waits until every thread is stopped (state T in /proc/PID/task/TID/stat):
+   * the signal is asynchronous, and a thread still running could answer a call.
+   */
+  void pause() throws IOException, InterruptedException {
+    paused = true;
+    signal("STOP");
+    long pid = process.pid();
+    long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (true) {
+      List<String> states = new ArrayList<>();
+      try (var tasks = java.nio.file.Files.list(Paths.get("/proc", Long.toString(pid), "task"))) {
+        for (Path task : (Iterable<Path>) tasks::iterator) {
+          try {
+            String stat = java.nio.file.Files.readString(task.resolve("stat"));
+            states.add(stat.substring(stat.lastIndexOf(')') + 1).trim().split("\\s+")[0]);
+          } catch (IOException threadEnded) {
+            // a thread that just ended
+          }
+        }
+      }
+      if (!states.isEmpty() && states.stream().allMatch(s -> s.equals("T") || s.equals("t"))) {
+        return;
+      }
+      if (System.nanoTime() > end) {
+        throw new IllegalStateException("cowkvd " + pid + " not stopped 10 s after SIGSTOP: "
+            + states);
+      }
+      Thread.sleep(5);
+    }
+  }
+
+  /** SIGCONT: a paused server runs again. */
+  void resume() throws IOException, InterruptedException {
+    if (process != null) {
+      signal("CONT");
+    }
+    paused = false;
+  }
+
+  private void signal(String name) throws IOException, InterruptedException {
+    Process kill = new ProcessBuilder("kill", "-" + name, Long.toString(process.pid()))
+        .inheritIO().start();
+    if (kill.waitFor() != 0) {
+      throw new IOException("kill -" + name + " " + process.pid() + " failed");
+    }
+  }
+
+  /** SIGTERM (graceful stop; SIGCONT first if paused) and wait for the exit; the device stays. */
   void stop() {
     if (process == null) {
       return;
+    }
+    if (paused) {
+      try {
+        resume();
+      } catch (IOException e) {
+        process.destroyForcibly();
+      } catch (InterruptedException e) {
+        process.destroyForcibly();
+        Thread.currentThread().interrupt();
+      }
     }
     process.destroy();
     try {
