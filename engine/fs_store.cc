@@ -91,15 +91,25 @@ class StoreImpl::FsBackendImpl : public fs::FsBackend {
   }
   void ReleaseData(const format::DataRef& d) override { s_->txn_->ReleaseUnusedData(d); }
 
+  // Corrupt bytes are reported through CorruptionError, as every other
+  // read of the device does: one message shape, and counted in
+  // corruptions_detected (the KV value path, LoadValue, does the same).
   absl::StatusOr<std::string> ReadData(const format::DataRef& d) override {
+    CorruptionSite site;
+    site.what = "data extent";
+    site.bytenr = d.bytenr;
+    site.owner = subvol_;
     if (d.bytenr + d.value_len > s_->device_->Size() || d.value_len > d.len) {
-      return absl::DataLossError(absl::StrCat("data extent ", d.bytenr, " past the device"));
+      return COWKV_CORRUPTION(site, "extent past the end of the device",
+                              absl::StrCat(d.bytenr + d.value_len),
+                              absl::StrCat(s_->device_->Size()));
     }
     std::string buf(d.value_len, '\0');
     RETURN_IF_ERROR(s_->device_->ReadAt(d.bytenr, buf.data(), buf.size()));
-    if (Crc32c(buf.data(), buf.size()) != d.crc) {
-      return absl::DataLossError(absl::StrCat("data extent ", d.bytenr, " (", d.len,
-                                              " bytes): checksum mismatch"));
+    const uint32_t crc = Crc32c(buf.data(), buf.size());
+    if (crc != d.crc) {
+      return COWKV_CORRUPTION(site, absl::StrCat("checksum mismatch over ", d.value_len, " bytes"),
+                              absl::StrCat(crc), absl::StrCat(d.crc));
     }
     return buf;
   }

@@ -20,6 +20,7 @@ constexpr ServiceEnv::Errors kPosix = ServiceEnv::Errors::kPosix;
 
 grpc::Status FilesService::Stat(ServerContext* ctx, const v1::StatRequest* req, v1::FileStat* resp) {
   return env_->Run(ctx, "cowkv.v1.Files/Stat", kPosix, [&]() -> absl::Status {
+    COWKV_RETURN_IF_ERROR(ValidatePathOrIno("path", req->path(), req->ino()));
     COWKV_ASSIGN_OR_RETURN(Files files, OpenFiles(env_, req->subvolume()));
     COWKV_ASSIGN_OR_RETURN(uint64_t ino, Resolve(files, "path", req->path(), req->ino()));
     COWKV_ASSIGN_OR_RETURN(FileStat st, files.StatInode(ino));
@@ -31,7 +32,7 @@ grpc::Status FilesService::Stat(ServerContext* ctx, const v1::StatRequest* req, 
 grpc::Status FilesService::Mkdir(ServerContext* ctx, const v1::MkdirRequest* req,
                                  v1::FileStat* resp) {
   return env_->Run(ctx, "cowkv.v1.Files/Mkdir", kPosix, [&]() -> absl::Status {
-    COWKV_RETURN_IF_ERROR(ValidatePath("path", req->path()));
+    COWKV_RETURN_IF_ERROR(ValidateNamedPath("path", req->path()));
     COWKV_RETURN_IF_ERROR(ValidateMode(req->mode()));
     COWKV_ASSIGN_OR_RETURN(Files files, OpenFiles(env_, req->subvolume()));
     COWKV_ASSIGN_OR_RETURN(FileStat st, files.Mkdir(req->path(), req->mode() ? req->mode() : 0755));
@@ -43,7 +44,7 @@ grpc::Status FilesService::Mkdir(ServerContext* ctx, const v1::MkdirRequest* req
 grpc::Status FilesService::Create(ServerContext* ctx, const v1::CreateFileRequest* req,
                                   v1::FileStat* resp) {
   return env_->Run(ctx, "cowkv.v1.Files/Create", kPosix, [&]() -> absl::Status {
-    COWKV_RETURN_IF_ERROR(ValidatePath("path", req->path()));
+    COWKV_RETURN_IF_ERROR(ValidateNamedPath("path", req->path()));
     COWKV_RETURN_IF_ERROR(ValidateMode(req->mode()));
     COWKV_ASSIGN_OR_RETURN(Files files, OpenFiles(env_, req->subvolume()));
     COWKV_ASSIGN_OR_RETURN(FileStat st, files.Create(req->path(), req->mode() ? req->mode() : 0644));
@@ -55,6 +56,7 @@ grpc::Status FilesService::Create(ServerContext* ctx, const v1::CreateFileReques
 grpc::Status FilesService::ReadDir(ServerContext* ctx, const v1::ReadDirRequest* req,
                                    v1::ReadDirResponse* resp) {
   return env_->Run(ctx, "cowkv.v1.Files/ReadDir", kPosix, [&]() -> absl::Status {
+    COWKV_RETURN_IF_ERROR(ValidatePathOrIno("path", req->path(), req->ino()));
     COWKV_ASSIGN_OR_RETURN(Files files, OpenFiles(env_, req->subvolume()));
     COWKV_ASSIGN_OR_RETURN(uint64_t ino, Resolve(files, "path", req->path(), req->ino()));
     const uint64_t limit =
@@ -76,6 +78,8 @@ grpc::Status FilesService::ReadDir(ServerContext* ctx, const v1::ReadDirRequest*
 grpc::Status FilesService::Truncate(ServerContext* ctx, const v1::TruncateRequest* req,
                                     v1::FileStat* resp) {
   return env_->Run(ctx, "cowkv.v1.Files/Truncate", kPosix, [&]() -> absl::Status {
+    COWKV_RETURN_IF_ERROR(ValidatePathOrIno("path", req->path(), req->ino()));
+    COWKV_RETURN_IF_ERROR(ValidateFileEnd("size", req->size(), 0));
     COWKV_ASSIGN_OR_RETURN(Files files, OpenFiles(env_, req->subvolume()));
     COWKV_ASSIGN_OR_RETURN(uint64_t ino, Resolve(files, "path", req->path(), req->ino()));
     COWKV_RETURN_IF_ERROR(files.Truncate(ino, req->size()));
@@ -88,8 +92,8 @@ grpc::Status FilesService::Truncate(ServerContext* ctx, const v1::TruncateReques
 grpc::Status FilesService::Rename(ServerContext* ctx, const v1::RenameRequest* req,
                                   v1::RenameResponse* resp) {
   return env_->Run(ctx, "cowkv.v1.Files/Rename", kPosix, [&]() -> absl::Status {
-    COWKV_RETURN_IF_ERROR(ValidatePath("from", req->from()));
-    COWKV_RETURN_IF_ERROR(ValidatePath("to", req->to()));
+    COWKV_RETURN_IF_ERROR(ValidateNamedPath("from", req->from()));
+    COWKV_RETURN_IF_ERROR(ValidateNamedPath("to", req->to()));
     constexpr uint32_t kKnown = v1::RENAME_FLAG_NOREPLACE | v1::RENAME_FLAG_EXCHANGE;
     if ((req->flags() & ~kKnown) != 0 || req->flags() == kKnown) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -105,7 +109,7 @@ grpc::Status FilesService::Rename(ServerContext* ctx, const v1::RenameRequest* r
 grpc::Status FilesService::Link(ServerContext* ctx, const v1::LinkRequest* req, v1::FileStat* resp) {
   return env_->Run(ctx, "cowkv.v1.Files/Link", kPosix, [&]() -> absl::Status {
     COWKV_RETURN_IF_ERROR(ValidatePath("existing", req->existing()));
-    COWKV_RETURN_IF_ERROR(ValidatePath("new_path", req->new_path()));
+    COWKV_RETURN_IF_ERROR(ValidateNamedPath("new_path", req->new_path()));
     COWKV_ASSIGN_OR_RETURN(Files files, OpenFiles(env_, req->subvolume()));
     COWKV_ASSIGN_OR_RETURN(FileStat st, files.Link(req->existing(), req->new_path()));
     ToProto(st, resp);
@@ -116,11 +120,8 @@ grpc::Status FilesService::Link(ServerContext* ctx, const v1::LinkRequest* req, 
 grpc::Status FilesService::Symlink(ServerContext* ctx, const v1::SymlinkRequest* req,
                                    v1::FileStat* resp) {
   return env_->Run(ctx, "cowkv.v1.Files/Symlink", kPosix, [&]() -> absl::Status {
-    COWKV_RETURN_IF_ERROR(ValidatePath("path", req->path()));
-    if (req->target().empty() || req->target().size() > kMaxSymlinkTargetBytes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "EINVAL: target: a symlink target is 1..", kMaxSymlinkTargetBytes, " bytes"));
-    }
+    COWKV_RETURN_IF_ERROR(ValidateNamedPath("path", req->path()));
+    COWKV_RETURN_IF_ERROR(ValidateSymlinkTarget(req->target()));
     COWKV_ASSIGN_OR_RETURN(Files files, OpenFiles(env_, req->subvolume()));
     COWKV_ASSIGN_OR_RETURN(FileStat st, files.Symlink(req->target(), req->path()));
     ToProto(st, resp);
@@ -142,7 +143,7 @@ grpc::Status FilesService::ReadLink(ServerContext* ctx, const v1::ReadLinkReques
 grpc::Status FilesService::Unlink(ServerContext* ctx, const v1::UnlinkRequest* req,
                                   v1::UnlinkResponse* resp) {
   return env_->Run(ctx, "cowkv.v1.Files/Unlink", kPosix, [&]() -> absl::Status {
-    COWKV_RETURN_IF_ERROR(ValidatePath("path", req->path()));
+    COWKV_RETURN_IF_ERROR(ValidateNamedPath("path", req->path()));
     COWKV_ASSIGN_OR_RETURN(Files files, OpenFiles(env_, req->subvolume()));
     return files.Unlink(req->path());
   });
@@ -151,7 +152,7 @@ grpc::Status FilesService::Unlink(ServerContext* ctx, const v1::UnlinkRequest* r
 grpc::Status FilesService::Rmdir(ServerContext* ctx, const v1::RmdirRequest* req,
                                  v1::RmdirResponse* resp) {
   return env_->Run(ctx, "cowkv.v1.Files/Rmdir", kPosix, [&]() -> absl::Status {
-    COWKV_RETURN_IF_ERROR(ValidatePath("path", req->path()));
+    COWKV_RETURN_IF_ERROR(ValidateNamedPath("path", req->path()));
     COWKV_ASSIGN_OR_RETURN(Files files, OpenFiles(env_, req->subvolume()));
     return files.Rmdir(req->path());
   });
@@ -162,6 +163,8 @@ grpc::Status FilesService::Clone(ServerContext* ctx, const v1::CloneRequest* req
   return env_->Run(ctx, "cowkv.v1.Files/Clone", kPosix, [&]() -> absl::Status {
     COWKV_RETURN_IF_ERROR(ValidateByteRange("src", req->src_offset(), req->length()));
     COWKV_RETURN_IF_ERROR(ValidateByteRange("dst", req->dst_offset(), req->length()));
+    COWKV_RETURN_IF_ERROR(ValidatePathOrIno("src_path", req->src_path(), req->src_ino()));
+    COWKV_RETURN_IF_ERROR(ValidatePathOrIno("dst_path", req->dst_path(), req->dst_ino()));
     COWKV_ASSIGN_OR_RETURN(Files files, OpenFiles(env_, req->subvolume()));
     COWKV_ASSIGN_OR_RETURN(uint64_t src, Resolve(files, "src_path", req->src_path(), req->src_ino()));
     COWKV_ASSIGN_OR_RETURN(uint64_t dst, Resolve(files, "dst_path", req->dst_path(), req->dst_ino()));
@@ -172,6 +175,7 @@ grpc::Status FilesService::Clone(ServerContext* ctx, const v1::CloneRequest* req
 grpc::Status FilesService::Fsync(ServerContext* ctx, const v1::FsyncRequest* req,
                                  v1::FsyncResponse* resp) {
   return env_->Run(ctx, "cowkv.v1.Files/Fsync", kPosix, [&]() -> absl::Status {
+    COWKV_RETURN_IF_ERROR(ValidatePathOrIno("path", req->path(), req->ino()));
     COWKV_ASSIGN_OR_RETURN(Files files, OpenFiles(env_, req->subvolume()));
     COWKV_ASSIGN_OR_RETURN(uint64_t ino, Resolve(files, "path", req->path(), req->ino()));
     return files.Fsync(ino, req->datasync());
@@ -182,6 +186,7 @@ grpc::Status FilesService::Fiemap(ServerContext* ctx, const v1::FiemapRequest* r
                                   v1::FiemapResponse* resp) {
   return env_->Run(ctx, "cowkv.v1.Files/Fiemap", kPosix, [&]() -> absl::Status {
     COWKV_RETURN_IF_ERROR(ValidateByteRange("fiemap", req->offset(), req->length()));
+    COWKV_RETURN_IF_ERROR(ValidatePathOrIno("path", req->path(), req->ino()));
     COWKV_ASSIGN_OR_RETURN(Files files, OpenFiles(env_, req->subvolume()));
     COWKV_ASSIGN_OR_RETURN(uint64_t ino, Resolve(files, "path", req->path(), req->ino()));
     COWKV_ASSIGN_OR_RETURN(std::vector<FiemapExtent> extents,

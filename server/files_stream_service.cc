@@ -2,6 +2,7 @@
 // (client-streaming). Both check the call's deadline and cancellation
 // between chunks, so a long transfer stops when the client gives up.
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "server/convert.h"
@@ -19,6 +20,7 @@ namespace {
 absl::Status StreamRead(ServerContext* ctx, Files& files, uint64_t ino, uint64_t offset,
                         uint64_t length, ServerWriter<v1::ReadResponse>* writer) {
   COWKV_ASSIGN_OR_RETURN(FileStat st, files.StatInode(ino));
+  COWKV_RETURN_IF_ERROR(CheckRegularFile(st));  // even where no byte would be read
   const uint64_t eof = st.size;
   uint64_t end = eof;
   if (length != 0 && offset + length < eof) end = offset + length;
@@ -28,7 +30,14 @@ absl::Status StreamRead(ServerContext* ctx, Files& files, uint64_t ino, uint64_t
     const uint64_t want = pos < end ? std::min<uint64_t>(kReadChunkBytes, end - pos) : 0;
     std::string data;
     if (want > 0) {
-      COWKV_ASSIGN_OR_RETURN(data, files.Read(ino, pos, want));
+      absl::StatusOr<std::string> read = files.Read(ino, pos, want);
+      if (absl::IsDataLoss(read.status())) {
+        // The engine names the damaged extent; say which file and range too.
+        return absl::DataLossError(absl::StrCat("EIO: inode ", ino, " [", pos, ", +", want,
+                                                "): ", read.status().message()));
+      }
+      COWKV_RETURN_IF_ERROR(read.status());
+      data = std::move(*read);
     }
     v1::ReadResponse chunk;
     chunk.set_offset(pos);
@@ -54,6 +63,8 @@ absl::StatusOr<uint64_t> OpenForWrite(Files& files, const v1::WriteRequest& firs
     ino = st.ino;
   }
   if (!ino.ok()) return ino.status();
+  COWKV_ASSIGN_OR_RETURN(FileStat st, files.StatInode(*ino));
+  COWKV_RETURN_IF_ERROR(CheckRegularFile(st));  // even for a stream without data
   if (first.truncate()) COWKV_RETURN_IF_ERROR(files.Truncate(*ino, first.offset()));
   return *ino;
 }
@@ -65,6 +76,15 @@ absl::Status CheckLaterChunk(const v1::WriteRequest& m) {
         "EINVAL: only the first message of a Write stream names the file and offset");
   }
   return absl::OkStatus();
+}
+
+// Everything about the first message that the request alone decides, so
+// that a bad one changes nothing (no file is created or truncated first).
+absl::Status CheckFirstMessage(const v1::WriteRequest& first) {
+  COWKV_RETURN_IF_ERROR(ValidateMode(first.mode()));
+  COWKV_RETURN_IF_ERROR(ValidatePathOrIno("path", first.path(), first.ino()));
+  COWKV_RETURN_IF_ERROR(ValidateByteRange("write", first.offset(), first.data().size()));
+  return ValidateFileEnd("write", first.offset(), first.data().size());
 }
 
 absl::Status CheckChunkSize(const v1::WriteRequest& m) {
@@ -82,6 +102,7 @@ grpc::Status FilesService::Read(ServerContext* ctx, const v1::ReadRequest* req,
                                 ServerWriter<v1::ReadResponse>* writer) {
   return env_->Run(ctx, "cowkv.v1.Files/Read", ServiceEnv::Errors::kPosix, [&]() -> absl::Status {
     COWKV_RETURN_IF_ERROR(ValidateByteRange("read", req->offset(), req->length()));
+    COWKV_RETURN_IF_ERROR(ValidatePathOrIno("path", req->path(), req->ino()));
     COWKV_ASSIGN_OR_RETURN(Files files, OpenFiles(env_, req->subvolume()));
     COWKV_ASSIGN_OR_RETURN(uint64_t ino, Resolve(files, "path", req->path(), req->ino()));
     return StreamRead(ctx, files, ino, req->offset(), req->length(), writer);
@@ -93,10 +114,16 @@ grpc::Status FilesService::Write(ServerContext* ctx, ServerReader<v1::WriteReque
   return env_->Run(ctx, "cowkv.v1.Files/Write", ServiceEnv::Errors::kPosix, [&]() -> absl::Status {
     v1::WriteRequest msg;
     if (!reader->Read(&msg)) {
-      return absl::InvalidArgumentError("EINVAL: a Write stream needs at least one message");
+      // gRPC reports a message that does not parse (invalid UTF-8 in
+      // subvolume or path) exactly like the end of the stream.
+      return absl::InvalidArgumentError(
+          "EINVAL: the Write stream ended before its first message, or that message did not "
+          "parse (subvolume and path must be UTF-8)");
     }
     COWKV_RETURN_IF_ERROR(CheckChunkSize(msg));
+    COWKV_RETURN_IF_ERROR(CheckFirstMessage(msg));
     COWKV_ASSIGN_OR_RETURN(Files files, OpenFiles(env_, msg.subvolume()));
+    COWKV_RETURN_IF_ERROR(CheckWritable(env_, msg.subvolume()));  // even a stream without data
     COWKV_ASSIGN_OR_RETURN(uint64_t ino, OpenForWrite(files, msg));
     uint64_t pos = msg.offset();
     uint64_t written = 0;
@@ -106,6 +133,7 @@ grpc::Status FilesService::Write(ServerContext* ctx, ServerReader<v1::WriteReque
         COWKV_RETURN_IF_ERROR(CheckChunkSize(msg));
       }
       COWKV_RETURN_IF_ERROR(ValidateByteRange("write", pos, msg.data().size()));
+      COWKV_RETURN_IF_ERROR(ValidateFileEnd("write", pos, msg.data().size()));
       if (!msg.data().empty()) COWKV_RETURN_IF_ERROR(files.Write(ino, pos, msg.data()));
       pos += msg.data().size();
       written += msg.data().size();

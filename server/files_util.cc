@@ -1,6 +1,8 @@
 // Files handler helpers; see files_util.h.
 #include "server/files_util.h"
 
+#include <string>
+
 #include "absl/strings/str_cat.h"
 #include "server/status_macros.h"
 #include "server/validate.h"
@@ -18,6 +20,27 @@ absl::StatusOr<uint64_t> Resolve(Files& files, absl::string_view path_field,
   if (ino != 0) return ino;
   COWKV_RETURN_IF_ERROR(ValidatePath(path_field, path));
   return files.Lookup(path);
+}
+
+absl::Status CheckRegularFile(const FileStat& st) {
+  if (st.kind == FileKind::kDirectory) {
+    return absl::FailedPreconditionError(absl::StrCat("EISDIR: inode ", st.ino, " is a directory"));
+  }
+  if (st.kind != FileKind::kRegular) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("EINVAL: inode ", st.ino, " is not a regular file"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckWritable(ServiceEnv* env, absl::string_view name) {
+  const std::string sv = name.empty() ? "default" : std::string(name);
+  COWKV_ASSIGN_OR_RETURN(SubvolumeInfo info, env->store().ShowSubvolume(sv));
+  if (info.read_only) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("EROFS: subvolume '", sv, "' is a read-only snapshot"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status ValidateMode(uint32_t mode) {

@@ -26,6 +26,15 @@ absl::StatusOr<uint64_t> Resolve(Files& files, absl::string_view path_field,
 // Permission bits: 0 (the default) or within 07777.
 absl::Status ValidateMode(uint32_t mode);
 
+// Data calls need a regular file: EISDIR (FAILED_PRECONDITION) for a
+// directory, EINVAL for a symlink, whatever the offset and length.
+absl::Status CheckRegularFile(const FileStat& st);
+
+// EROFS (FAILED_PRECONDITION) when subvolume `name` ("" = "default") is a
+// read-only snapshot: for calls that would otherwise find nothing to write
+// (an empty Write stream) and still must refuse.
+absl::Status CheckWritable(ServiceEnv* env, absl::string_view name);
+
 }  // namespace server
 }  // namespace cowkv
 

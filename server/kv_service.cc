@@ -142,7 +142,12 @@ grpc::Status KvService::Get(ServerContext* ctx, const v1::GetRequest* req, v1::G
     one.start = req->key();
     one.end = absl::StrCat(req->key(), std::string(1, '\0'));
     one.limit = 1;
-    COWKV_ASSIGN_OR_RETURN(RangeResult r, sv->Range(one));
+    absl::StatusOr<RangeResult> read = sv->Range(one);
+    if (absl::IsDataLoss(read.status())) {  // the engine names the extent; add the key
+      return absl::DataLossError(absl::StrCat("key \"", KeyForMessage(req->key()), "\": ",
+                                              read.status().message()));
+    }
+    COWKV_ASSIGN_OR_RETURN(RangeResult r, std::move(read));
     if (r.kvs.empty()) {
       return absl::NotFoundError(absl::StrCat("key not found: \"", KeyForMessage(req->key()), "\""));
     }
@@ -155,9 +160,18 @@ grpc::Status KvService::Get(ServerContext* ctx, const v1::GetRequest* req, v1::G
 grpc::Status KvService::Range(ServerContext* ctx, const v1::RangeRequest* req,
                               v1::RangeResponse* resp) {
   return env_->Run(ctx, "cowkv.v1.KV/Range", ServiceEnv::Errors::kPlain, [&]() -> absl::Status {
-    std::string scope = absl::StrCat("sv:", req->subvolume());
-    std::string name = req->subvolume();
-    if (!req->snapshot().empty()) {
+    // Every field the request alone decides (bounds, names, the page token,
+    // whose scope is the names) is checked before any lookup, so a
+    // malformed request is INVALID_ARGUMENT whatever the store holds.
+    const bool at_snapshot = !req->snapshot().empty();
+    const std::string scope = at_snapshot ? absl::StrCat("snap:", req->snapshot())
+                                          : absl::StrCat("sv:", req->subvolume());
+    const RangeFields fields = FieldsOf(*req);
+    COWKV_ASSIGN_OR_RETURN(RangeRequest page, PlanPage(fields, scope, req->page_token()));
+    if (!req->subvolume().empty()) {
+      COWKV_RETURN_IF_ERROR(ValidateSubvolumeName("subvolume", req->subvolume()));
+    }
+    if (at_snapshot) {
       COWKV_RETURN_IF_ERROR(ValidateSubvolumeName("snapshot", req->snapshot()));
       COWKV_ASSIGN_OR_RETURN(SubvolumeInfo snap, env_->store().ShowSubvolume(req->snapshot()));
       if (!snap.read_only) {
@@ -166,18 +180,14 @@ grpc::Status KvService::Range(ServerContext* ctx, const v1::RangeRequest* req,
             "consistent view; read at a snapshot created with read_only"));
       }
       if (!req->subvolume().empty()) {
-        COWKV_RETURN_IF_ERROR(ValidateSubvolumeName("subvolume", req->subvolume()));
         COWKV_ASSIGN_OR_RETURN(SubvolumeInfo src, env_->store().ShowSubvolume(req->subvolume()));
         if (snap.parent_id != src.id) {
           return absl::InvalidArgumentError(absl::StrCat(
               "snapshot: '", req->snapshot(), "' is not a snapshot of '", req->subvolume(), "'"));
         }
       }
-      scope = absl::StrCat("snap:", req->snapshot());
-      name = req->snapshot();
     }
-    const RangeFields fields = FieldsOf(*req);
-    COWKV_ASSIGN_OR_RETURN(RangeRequest page, PlanPage(fields, scope, req->page_token()));
+    const std::string& name = at_snapshot ? req->snapshot() : req->subvolume();
     COWKV_ASSIGN_OR_RETURN(std::unique_ptr<Subvolume> sv, env_->OpenSubvolume("subvolume", name));
     COWKV_RETURN_IF_ERROR(ServiceEnv::CheckAlive(ctx));
     COWKV_ASSIGN_OR_RETURN(RangeResult r, sv->Range(page));

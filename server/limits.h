@@ -37,6 +37,8 @@ inline constexpr size_t kMaxNameBytes = kMaxNameLen;
 inline constexpr size_t kMaxPathBytes = kMaxPathLen;
 inline constexpr size_t kMaxPathDepth = ::cowkv::kMaxPathDepth;
 inline constexpr size_t kMaxSymlinkTargetBytes = kMaxSymlinkLen;
+// Files end at 2^50 bytes (the engine's): writes and truncates past it are EFBIG.
+inline constexpr uint64_t kMaxFileBytes = kMaxFileSize;
 // Files.Read sends chunks of at most this size; Files.Write accepts
 // chunks of at most kMaxWriteChunkBytes.
 inline constexpr size_t kReadChunkBytes = 1u << 20;

@@ -13,6 +13,7 @@
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "httplib.h"
+#include "server/request_parse_interceptor.h"
 #include "server/status_macros.h"
 
 namespace cowkv {
@@ -109,6 +110,9 @@ absl::Status Server::StartGrpc() {
   builder.RegisterService(kv_.get());
   builder.RegisterService(files_.get());
   builder.RegisterService(admin_.get());
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(std::make_unique<RequestParseInterceptorFactory>(metrics_.get()));
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   grpc_ = builder.BuildAndStart();
   if (grpc_ == nullptr || port_ == 0) {
     return absl::UnavailableError(absl::StrCat(

@@ -1,5 +1,6 @@
 // Server: cowkvd in one object — the locked device, the engine Store, the
-// gRPC server with the cowkv.v1 services, grpc.health.v1 and reflection,
+// gRPC server with the cowkv.v1 services (and request_parse_interceptor.h
+// for requests that do not parse), grpc.health.v1 and reflection,
 // the /metrics HTTP listener, and the lease reaper for interactive
 // transactions. main.cc wraps it in flags and signals; server_test.cc runs
 // it in-process.

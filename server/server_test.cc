@@ -725,6 +725,9 @@ TEST_F(Rpc, FilesWriteReadTruncate) {
   tr.set_size((1ull << 50) + 1);
   EXPECT_POSIX(fs().Truncate(Ctx().get(), tr, &st), INVALID_ARGUMENT, "EFBIG");
   tr.set_path("/none");
+  // A size no file may have is wrong whatever the path names: checked first.
+  EXPECT_POSIX(fs().Truncate(Ctx().get(), tr, &st), INVALID_ARGUMENT, "EFBIG");
+  tr.set_size(10);
   EXPECT_POSIX(fs().Truncate(Ctx().get(), tr, &st), NOT_FOUND, "ENOENT");
 }
 

@@ -4,6 +4,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 
 namespace cowkv {
 namespace server {
@@ -103,6 +104,18 @@ grpc::Status StoppingStatus() {
 grpc::Status UnauthenticatedStatus(absl::string_view why) {
   return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                       absl::StrCat(why, " (send metadata 'authorization: Bearer <token>')"));
+}
+
+grpc::Status UnparsableRequestStatus(absl::string_view method, absl::string_view request_type,
+                                     absl::string_view grpc_message) {
+  absl::string_view name = absl::StripPrefix(method, "/");
+  std::string msg = absl::StrCat(
+      absl::StartsWith(name, "cowkv.v1.Files/") ? "EINVAL: " : "", name,
+      ": the request does not parse as ", request_type,
+      ": a string field (a name, path or symlink target) holds invalid UTF-8, or the bytes "
+      "are not a protobuf message of that type");
+  if (!grpc_message.empty()) absl::StrAppend(&msg, " (gRPC: ", grpc_message, ")");
+  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, msg);
 }
 
 }  // namespace server

@@ -46,6 +46,14 @@ grpc::Status StoppingStatus();
 // The status of a call without the right bearer token.
 grpc::Status UnauthenticatedStatus(absl::string_view why);
 
+// The status of a call whose request message did not parse (gRPC would
+// answer INTERNAL with an empty message; see request_parse_interceptor.h):
+// INVALID_ARGUMENT naming the method and the message type, with "EINVAL: "
+// first for Files methods. `method` is "/cowkv.v1.KV/Get", `request_type`
+// "cowkv.v1.GetRequest", `grpc_message` what gRPC said (may be empty).
+grpc::Status UnparsableRequestStatus(absl::string_view method, absl::string_view request_type,
+                                     absl::string_view grpc_message);
+
 }  // namespace server
 }  // namespace cowkv
 

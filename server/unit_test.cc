@@ -178,6 +178,48 @@ TEST(Validate, EdgeChecks) {
   EXPECT_EQ(KeyForMessage(std::string("a\0b", 3)), "a\\x00\\x62");
 }
 
+// docs/api.md "Limits": a path has at most 256 components; one more is
+// INVALID_ARGUMENT with the POSIX name EINVAL and the limit in the message.
+TEST(Validate, PathDepth) {
+  std::string deep;
+  for (int i = 0; i < 256; ++i) deep += "/d";
+  EXPECT_TRUE(ValidatePath("path", deep).ok());
+  EXPECT_TRUE(ValidatePath("path", deep + "//").ok());  // empty components do not count
+  const absl::Status s = ValidatePath("path", deep + "/d");
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_EQ(s.message(), "EINVAL: path: a path has at most 256 components");
+}
+
+TEST(Validate, PathComponentsNamesAndRanges) {
+  for (const char* bad : {"/a/../b", "..", "/.", "a/./b", "/a/.."}) {
+    const absl::Status s = ValidatePath("path", bad);
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << bad;
+    EXPECT_EQ(s.message().rfind("EINVAL: ", 0), 0u) << s;
+  }
+  EXPECT_TRUE(ValidatePath("path", "/a/.b/..c/...").ok());
+  std::string longest;  // 16 components of 255 bytes: 4096 bytes, the limit
+  for (int i = 0; i < 16; ++i) longest += "/" + std::string(255, 'p');
+  EXPECT_TRUE(ValidatePath("path", longest).ok());
+  EXPECT_EQ(ValidatePath("path", longest + "q").message().rfind("ENAMETOOLONG: ", 0), 0u);
+  EXPECT_EQ(ValidatePath("path", "/" + std::string(256, 'n')).message().rfind("ENAMETOOLONG: ", 0),
+            0u);
+  for (const char* root : {"", "/", "///"}) {
+    EXPECT_TRUE(ValidatePath("path", root).ok()) << root;
+    EXPECT_TRUE(absl::IsInvalidArgument(ValidateNamedPath("path", root))) << root;
+  }
+  EXPECT_TRUE(ValidateNamedPath("path", "/a").ok());
+  EXPECT_TRUE(ValidatePathOrIno("path", std::string("\0", 1), 257).ok());  // the ino wins
+  EXPECT_FALSE(ValidatePathOrIno("path", std::string("\0", 1), 0).ok());
+  EXPECT_TRUE(ValidateSymlinkTarget("../x").ok());
+  EXPECT_FALSE(ValidateSymlinkTarget("").ok());
+  EXPECT_FALSE(ValidateSymlinkTarget(std::string(4096, 't')).ok());
+  EXPECT_FALSE(ValidateSymlinkTarget(std::string("a\0b", 3)).ok());
+  EXPECT_TRUE(ValidateFileEnd("w", (1ull << 50) - 1, 1).ok());
+  const absl::Status efbig = ValidateFileEnd("w", (1ull << 50) - 1, 2);
+  EXPECT_EQ(efbig.message().rfind("EFBIG: ", 0), 0u) << efbig;
+  EXPECT_FALSE(ValidateFileEnd("w", UINT64_MAX, 0).ok());
+}
+
 }  // namespace
 }  // namespace server
 }  // namespace cowkv

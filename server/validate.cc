@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "server/limits.h"
+#include "server/status_macros.h"
 
 namespace cowkv {
 namespace server {
@@ -59,6 +60,10 @@ absl::Status ValidatePath(absl::string_view field, absl::string_view path) {
   }
   size_t depth = 0;
   for (absl::string_view part : absl::StrSplit(path, '/', absl::SkipEmpty())) {
+    if (part == "." || part == "..") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "EINVAL: ", field, ": \"", part, "\" is not allowed in a path"));
+    }
     if (part.size() > kMaxNameBytes) {
       return absl::InvalidArgumentError(absl::StrCat(
           "ENAMETOOLONG: ", field, ": a name is at most ", kMaxNameBytes, " bytes, not ",
@@ -68,6 +73,41 @@ absl::Status ValidatePath(absl::string_view field, absl::string_view path) {
       return absl::InvalidArgumentError(absl::StrCat(
           "EINVAL: ", field, ": a path has at most ", kMaxPathDepth, " components"));
     }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateNamedPath(absl::string_view field, absl::string_view path) {
+  COWKV_RETURN_IF_ERROR(ValidatePath(field, path));
+  if (path.find_first_not_of('/') == absl::string_view::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("EINVAL: ", field, ": the root directory has no name to change"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidatePathOrIno(absl::string_view field, absl::string_view path, uint64_t ino) {
+  if (ino != 0) return absl::OkStatus();
+  return ValidatePath(field, path);
+}
+
+absl::Status ValidateSymlinkTarget(absl::string_view target) {
+  if (target.empty() || target.size() > kMaxSymlinkTargetBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "EINVAL: target: a symlink target is 1..", kMaxSymlinkTargetBytes, " bytes, not ",
+        target.size()));
+  }
+  if (target.find('\0') != absl::string_view::npos) {
+    return absl::InvalidArgumentError("EINVAL: target: a symlink target may not contain NUL");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateFileEnd(absl::string_view what, uint64_t offset, uint64_t length) {
+  if (offset > kMaxFileBytes || length > kMaxFileBytes - offset) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "EFBIG: ", what, ": offset ", offset, " + length ", length, " is past the largest file (",
+        kMaxFileBytes, " bytes)"));
   }
   return absl::OkStatus();
 }

@@ -27,11 +27,24 @@ absl::Status ValidateKey(absl::string_view field, absl::string_view key);
 absl::Status ValidateValue(absl::string_view value);
 // A range bound: at most 1025 bytes (a key plus one byte, for exclusive ends).
 absl::Status ValidateBound(absl::string_view field, absl::string_view bound);
-// A file path: at most 4096 bytes and 256 components of 1..255 bytes, no NUL.
-// Empty is the root directory.
+// A file path: at most 4096 bytes and 256 components of 1..255 bytes, no NUL,
+// no "." or ".." component. Empty is the root directory.
 absl::Status ValidatePath(absl::string_view field, absl::string_view path);
+// A path whose last component is the name a call creates, removes or
+// changes (Mkdir, Create, Symlink, Link's new path, Rename, Unlink, Rmdir):
+// as ValidatePath, and not the root directory, which has no name.
+absl::Status ValidateNamedPath(absl::string_view field, absl::string_view path);
+// A path field that names a file unless `ino` (non-zero) does: the path is
+// checked only when it is used.
+absl::Status ValidatePathOrIno(absl::string_view field, absl::string_view path, uint64_t ino);
+// A symlink target: 1..4095 bytes without NUL.
+absl::Status ValidateSymlinkTarget(absl::string_view target);
 // offset + length must not overflow the 2^63 range the engine computes in.
 absl::Status ValidateByteRange(absl::string_view what, uint64_t offset, uint64_t length);
+// Data written at [offset, offset + length) must end within the largest
+// file (2^50 bytes): EFBIG otherwise. Also for a truncate to `offset`
+// (length 0).
+absl::Status ValidateFileEnd(absl::string_view what, uint64_t offset, uint64_t length);
 // A short, printable form of a key for messages ("a\x00b", cut at 64 bytes).
 std::string KeyForMessage(absl::string_view key);
 

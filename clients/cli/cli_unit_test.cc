@@ -122,6 +122,21 @@ TEST(Parse, HelpAndVersionExit0) {
   EXPECT_EQ(ParseArgs({"fs", "fiemap", "--help"}).rc, 0);
 }
 
+// `fs ln --help` names the symlink flag by its real name: -s is
+// --subvolume everywhere, so help that says "with -s" sends people astray.
+TEST(Parse, FsLnHelpNamesTheSymlinkFlag) {
+  const char* argv[] = {"cowkv", "fs", "ln", "--help"};
+  Cli cli;
+  testing::internal::CaptureStdout();
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(cli.Parse(4, argv), 0);
+  const std::string help = testing::internal::GetCapturedStdout() +
+                           testing::internal::GetCapturedStderr();
+  EXPECT_NE(help.find("symlink target with --symbolic"), std::string::npos) << help;
+  EXPECT_EQ(help.find("with -s)"), std::string::npos) << help;
+  EXPECT_NE(help.find("-s,--subvolume"), std::string::npos) << help;
+}
+
 TEST(Parse, FirstCommandWordSkipsOptionValues) {
   const char* argv[] = {"cowkv", "--server", "kv", "--timeout", "3",
                         "--json", "fs", "ls"};

@@ -380,7 +380,7 @@ void AddNameCommands(CommandGroup* group, const std::shared_ptr<FsArgs>& a,
                               [a, g] { return RunLn(*a, *g); }, a);
   ln->add_flag("--symbolic", a->symbolic,
                "Make NEW a symlink holding EXISTING (never followed)");
-  ln->add_option("EXISTING", a->from, "Existing file (symlink target with -s)")
+  ln->add_option("EXISTING", a->from, "Existing file (the symlink target with --symbolic)")
       ->required();
   ln->add_option("NEW", a->to, "The new name")->required();
   AddFsCommand(group, "rm", "Remove files or symlinks",

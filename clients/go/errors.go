@@ -33,7 +33,7 @@ var (
 	ErrDeadlineExceeded   = errors.New("cowkv: deadline exceeded")    // DEADLINE_EXCEEDED (also matches context.DeadlineExceeded)
 	ErrCanceled           = errors.New("cowkv: canceled")             // CANCELLED (also matches context.Canceled)
 	ErrUnimplemented      = errors.New("cowkv: unimplemented")        // UNIMPLEMENTED: server too old for this call
-	ErrInternal           = errors.New("cowkv: internal")             // INTERNAL, UNKNOWN: device I/O error, malformed message
+	ErrInternal           = errors.New("cowkv: internal")             // INTERNAL, UNKNOWN: device I/O error, unparsable response
 )
 
 // Error is the error of a failed call: the operation, the gRPC code, the

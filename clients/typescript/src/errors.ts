@@ -20,7 +20,7 @@
  *     ├── DeadlineExceededError      DEADLINE_EXCEEDED    the call's deadline passed
  *     ├── CancelledError             CANCELLED
  *     ├── UnimplementedError         UNIMPLEMENTED        server too old for this call
- *     └── InternalError              INTERNAL, UNKNOWN    device I/O error, malformed message
+ *     └── InternalError              INTERNAL, UNKNOWN    device I/O error, unparsable response
  */
 import { status as Status } from "@grpc/grpc-js";
 

@@ -24,7 +24,7 @@ empty: /d"``), or None.
     ├── DeadlineExceeded      DEADLINE_EXCEEDED    the call's timeout passed
     ├── Cancelled             CANCELLED
     ├── Unimplemented         UNIMPLEMENTED        server too old for this call
-    └── Internal              INTERNAL, UNKNOWN    device I/O error, malformed message
+    └── Internal              INTERNAL, UNKNOWN    device I/O error, unparsable response
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ import java.util.regex.Pattern;
  * ├── DeadlineExceededException     DEADLINE_EXCEEDED    the call's deadline passed
  * ├── CancelledException            CANCELLED
  * ├── UnimplementedException        UNIMPLEMENTED        server too old for this call
- * └── InternalException             INTERNAL, UNKNOWN    device I/O error, malformed message
+ * └── InternalException             INTERNAL, UNKNOWN    device I/O error, unparsable response
  * </pre>
  */
 public class CowkvException extends RuntimeException {
