@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "engine/base/coding.h"
+
 namespace cowkv {
 
 namespace {
@@ -35,12 +37,10 @@ uint32_t Node::Append(absl::string_view key, absl::string_view value) {
 }
 
 uint64_t Node::WordOf(absl::string_view key) const {
-  unsigned char b[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  char b[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   size_t p = prefix_.size();
   if (key.size() > p) std::memcpy(b, key.data() + p, std::min<size_t>(8, key.size() - p));
-  uint64_t w = 0;
-  for (unsigned char c : b) w = (w << 8) | c;
-  return w;
+  return DecodeBE64(b);
 }
 
 int Node::ComparePrefix(absl::string_view key) const {
