@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <functional>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "absl/strings/escaping.h"
 #include "engine/testing/status_matchers.h"
 #include "gtest/gtest.h"
 
@@ -164,8 +166,19 @@ TEST(FsItems, ItemKeyIsTheEncodedKey) {
     EXPECT_EQ(back.type, k.type);
     EXPECT_EQ(back.offset, k.offset);
   }
-  EXPECT_TRUE(ItemKeyLess()(ItemKey(FsKey{256, kDirIndex, 2}), ItemKey(FsKey{256, kDirIndex, 10})));
-  EXPECT_FALSE(ItemKeyLess()(ItemKey(FsKey{257, 0, 0}), ItemKey(FsKey{256, kExtentData, 9})));
+  // ItemKeyLess orders exactly as the encoded bytes do (every byte position
+  // deciding, high bytes included), and falls back for other lengths.
+  std::mt19937_64 rng(3);
+  for (int i = 0; i < 20000; ++i) {
+    std::string a = EncodeFsKey({rng() % 4 == 0 ? rng() : 256 + rng() % 3,
+                                 static_cast<uint8_t>(rng()), rng() % 2 ? rng() : rng() % 4});
+    std::string b = a;
+    b[rng() % kFsKeySize] = static_cast<char>(rng());
+    EXPECT_EQ(ItemKeyLess()(a, b), a < b) << absl::CHexEscape(a) << " " << absl::CHexEscape(b);
+    EXPECT_EQ(ItemKeyLess()(b, a), b < a);
+  }
+  EXPECT_TRUE(ItemKeyLess()("f", ItemKey(FsKey{0, 0, 0})));
+  EXPECT_FALSE(ItemKeyLess()(ItemKey(FsKey{0, 0, 0}), "f"));
 }
 
 TEST(FsItems, FileExtents) {
