@@ -136,28 +136,29 @@ class StoreImpl::FsBackendImpl : public fs::FsBackend {
   uint64_t drop_epoch() const override { return s_->drop_epoch_.load(std::memory_order_acquire); }
 
  private:
+  struct ApplyPlan;
+  // Adds one write to `plan` (sizes checked, old value looked up if needed).
+  absl::Status PlanWrite(const fs::FsWrite& w, ApplyPlan* plan);
+
   StoreImpl* const s_;
   const uint64_t subvol_;
   Tree* const tree_;
   Tree::LeafHint extent_hint_;
 };
 
-// The item writes first (space for all of them reserved up front), then
-// the data references: every +1 before any -1, so an extent that one item
-// lets go of and another takes (a trimmed extent, a clone) never touches
-// zero on the way.
-absl::Status StoreImpl::FsBackendImpl::Apply(const std::vector<fs::FsWrite>& writes) {
+// What applying a batch will do: its tree writes in order, the data
+// references they add and drop, and what to reserve for them.
+struct StoreImpl::FsBackendImpl::ApplyPlan {
   struct Ref {
     format::DataRef d;
     bool first;
   };
-  std::vector<Ref> plus, minus;
   struct Todo {
     const fs::FsWrite* w;
     bool may_be_absent;  // an unread delete: absent means nothing to do
   };
+  std::vector<Ref> plus, minus;
   std::vector<Todo> todo;
-  todo.reserve(writes.size());
   // The reservation: a batch that only deletes or shrinks items cannot
   // grow the tree (a full store can always unlink); its worst case is one
   // path per leaf it touches — an fs operation's items are clustered by
@@ -165,58 +166,72 @@ absl::Status StoreImpl::FsBackendImpl::Apply(const std::vector<fs::FsWrite>& wri
   bool shrinks = true;
   uint64_t bytes = 0;
   absl::InlinedVector<uint64_t, 8> inodes;
-  for (const fs::FsWrite& w : writes) {
-    const std::optional<std::string>& value = *w.value;
-    if (value.has_value()) {
-      absl::Status v = tree_->ValidatePut(w.key, *value);
-      if (!v.ok()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "EINVAL: an item of ", value->size(), " bytes does not fit in a node (at most ",
-            tree_->max_value_size(), ")"));
-      }
+};
+
+absl::Status StoreImpl::FsBackendImpl::PlanWrite(const fs::FsWrite& w, ApplyPlan* plan) {
+  const std::optional<std::string>& value = *w.value;
+  if (value.has_value()) {
+    absl::Status v = tree_->ValidatePut(w.key, *value);
+    if (!v.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "EINVAL: an item of ", value->size(), " bytes does not fit in a node (at most ",
+          tree_->max_value_size(), ")"));
     }
-    fs::FsKey k;
-    const bool fs_key = fs::DecodeFsKey(w.key, &k);
-    if (fs_key && std::find(inodes.begin(), inodes.end(), k.objectid) == inodes.end()) {
-      inodes.push_back(k.objectid);
-    }
-    if (fs_key && k.type != fs::kExtentData && w.old == nullptr) {
-      // An item the operation did not read, which cannot hold a data
-      // reference: no need to read it first. A delete shrinks the tree
-      // either way (an absent key is simply nothing to delete); a put is
-      // reserved as an insert over an old item of the largest size.
-      if (value.has_value()) {
-        shrinks = false;
-        bytes += w.key.size() + std::max(value->size(), tree_->max_value_size()) + 16;
-      } else {
-        bytes += w.key.size() + 16;
-      }
-      todo.push_back({&w, !value.has_value()});
-      continue;
-    }
-    std::optional<std::string> fetched;
-    const std::optional<std::string>* old = w.old;
-    if (old == nullptr) {
-      ASSIGN_OR_RETURN(fetched, Get(w.key));
-      old = &fetched;
-    }
-    if (!old->has_value() && !value.has_value()) continue;
-    format::DataRef d;
-    if (old->has_value() && format::LeafDataRef(w.key, **old, &d)) minus.push_back({d, false});
-    if (value.has_value() && format::LeafDataRef(w.key, *value, &d)) {
-      plus.push_back({d, w.first_ref});
-    }
-    shrinks = shrinks && (!value.has_value() || (old->has_value() && value->size() <= (*old)->size()));
-    bytes += w.key.size() +
-             std::max(old->has_value() ? (*old)->size() : 0, value ? value->size() : 0) + 16;
-    todo.push_back({&w, false});
   }
-  if (todo.empty()) return absl::OkStatus();
-  const uint64_t leaves = inodes.size() + bytes / (s_->nodesize_ / 4) + 1;
+  fs::FsKey k;
+  const bool fs_key = fs::DecodeFsKey(w.key, &k);
+  if (fs_key && std::find(plan->inodes.begin(), plan->inodes.end(), k.objectid) ==
+                    plan->inodes.end()) {
+    plan->inodes.push_back(k.objectid);
+  }
+  if (fs_key && k.type != fs::kExtentData && w.old == nullptr) {
+    // An item the operation did not read, which cannot hold a data
+    // reference: no need to read it first. A delete shrinks the tree
+    // either way (an absent key is simply nothing to delete); a put is
+    // reserved as an insert over an old item of the largest size.
+    if (value.has_value()) {
+      plan->shrinks = false;
+      plan->bytes += w.key.size() + std::max(value->size(), tree_->max_value_size()) + 16;
+    } else {
+      plan->bytes += w.key.size() + 16;
+    }
+    plan->todo.push_back({&w, !value.has_value()});
+    return absl::OkStatus();
+  }
+  std::optional<std::string> fetched;
+  const std::optional<std::string>* old = w.old;
+  if (old == nullptr) {
+    ASSIGN_OR_RETURN(fetched, Get(w.key));
+    old = &fetched;
+  }
+  if (!old->has_value() && !value.has_value()) return absl::OkStatus();
+  format::DataRef d;
+  if (old->has_value() && format::LeafDataRef(w.key, **old, &d)) plan->minus.push_back({d, false});
+  if (value.has_value() && format::LeafDataRef(w.key, *value, &d)) {
+    plan->plus.push_back({d, w.first_ref});
+  }
+  plan->shrinks = plan->shrinks &&
+                  (!value.has_value() || (old->has_value() && value->size() <= (*old)->size()));
+  plan->bytes += w.key.size() +
+                 std::max(old->has_value() ? (*old)->size() : 0, value ? value->size() : 0) + 16;
+  plan->todo.push_back({&w, false});
+  return absl::OkStatus();
+}
+
+// The item writes first (space for all of them reserved up front), then
+// the data references: every +1 before any -1, so an extent that one item
+// lets go of and another takes (a trimmed extent, a clone) never touches
+// zero on the way.
+absl::Status StoreImpl::FsBackendImpl::Apply(const std::vector<fs::FsWrite>& writes) {
+  ApplyPlan plan;
+  plan.todo.reserve(writes.size());
+  for (const fs::FsWrite& w : writes) RETURN_IF_ERROR(PlanWrite(w, &plan));
+  if (plan.todo.empty()) return absl::OkStatus();
+  const uint64_t leaves = plan.inodes.size() + plan.bytes / (s_->nodesize_ / 4) + 1;
   RETURN_IF_ERROR(s_->txn_->ReserveForWrite(
-      tree_, shrinks ? TxnManager::WriteKind::kDelete : TxnManager::WriteKind::kInsert,
-      std::min<uint64_t>(todo.size(), leaves), bytes));
-  for (const Todo& t : todo) {
+      tree_, plan.shrinks ? TxnManager::WriteKind::kDelete : TxnManager::WriteKind::kInsert,
+      std::min<uint64_t>(plan.todo.size(), leaves), plan.bytes));
+  for (const ApplyPlan::Todo& t : plan.todo) {
     const fs::FsWrite* w = t.w;
     // Deletes skip Tree::Delete's probe descent: the item was just read,
     // or (unread) is one the namespace holds, so a miss is rare (a damaged
@@ -229,8 +244,8 @@ absl::Status StoreImpl::FsBackendImpl::Apply(const std::vector<fs::FsWrite>& wri
       return st;
     }
   }
-  for (const Ref& r : plus) s_->txn_->AddDataRef(subvol_, r.d, +1, r.first);
-  for (const Ref& r : minus) s_->txn_->AddDataRef(subvol_, r.d, -1, false);
+  for (const ApplyPlan::Ref& r : plan.plus) s_->txn_->AddDataRef(subvol_, r.d, +1, r.first);
+  for (const ApplyPlan::Ref& r : plan.minus) s_->txn_->AddDataRef(subvol_, r.d, -1, false);
   return absl::OkStatus();
 }
 
