@@ -1,6 +1,9 @@
 #include "engine/store.h"
 
+#include <algorithm>
+#include <chrono>
 #include <random>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
@@ -536,6 +539,7 @@ absl::Status StoreImpl::Commit(CommitTrigger trigger) {
   if (trigger != CommitTrigger::kClose) RETURN_IF_ERROR(CheckOpen());
   if (options_.read_only) return absl::OkStatus();
   absl::MutexLock cl(&commit_mu_);
+  const auto start = std::chrono::steady_clock::now();  // the commit's latency starts here
   DrainDelayedRefs();
   std::unique_ptr<TxnManager::CommitBatch> batch;
   std::vector<uint64_t> retired;
@@ -580,7 +584,7 @@ absl::Status StoreImpl::Commit(CommitTrigger trigger) {
     absl::WriterMutexLock l(&mu_);
     s = txn_->FinishCommit(std::move(batch), written);
     if (s.ok()) txn_->FreeLogBlocks(retired);
-    if (s.ok()) s = AfterCommitLocked(trigger);
+    if (s.ok()) s = AfterCommitLocked(trigger, start);
   }
   PublishDurable(gen, sealed_point, s);
   return s;
@@ -608,12 +612,13 @@ absl::Status StoreImpl::CommitLocked(CommitTrigger trigger) {
     PublishDurable(0, durable_seq_, txn_->fatal());
     return txn_->fatal();
   }
+  const auto start = std::chrono::steady_clock::now();
   std::vector<uint64_t> retired;
   const uint64_t sealed_point = SealLogLocked(&retired);
   const uint64_t gen = txn_->generation();
   absl::Status s = txn_->Commit();
   if (s.ok()) txn_->FreeLogBlocks(retired);
-  if (s.ok()) s = AfterCommitLocked(trigger);
+  if (s.ok()) s = AfterCommitLocked(trigger, start);
   PublishDurable(gen, sealed_point, s);
   return s;
 }
@@ -636,7 +641,11 @@ void StoreImpl::PublishDurable(uint64_t generation, uint64_t point, const absl::
   sync_cv_.SignalAll();
 }
 
-absl::Status StoreImpl::AfterCommitLocked(CommitTrigger trigger) {
+absl::Status StoreImpl::AfterCommitLocked(CommitTrigger trigger,
+                                          std::chrono::steady_clock::time_point start) {
+  // The clock stops before the paranoid check, which is not commit work.
+  const CommitTrigger slot = trigger == CommitTrigger::kClose ? CommitTrigger::kExplicit : trigger;
+  commit_latency_[static_cast<int>(slot)].Record(std::chrono::steady_clock::now() - start);
   ++commits_by_[static_cast<int>(trigger)];
   if (options_.paranoid_checks) {
     ASSIGN_OR_RETURN(CheckReport r, Check(device_));
@@ -646,6 +655,63 @@ absl::Status StoreImpl::AfterCommitLocked(CommitTrigger trigger) {
     }
   }
   return absl::OkStatus();
+}
+
+namespace {
+
+LatencyHistogramSnapshot ToSnapshot(const LatencyRecorder::Reading& r) {
+  LatencyHistogramSnapshot out;
+  out.upper_bounds_seconds.reserve(LatencyRecorder::kBuckets);
+  out.cumulative_counts.reserve(LatencyRecorder::kBuckets);
+  uint64_t cumulative = 0;
+  for (int i = 0; i < LatencyRecorder::kBuckets; ++i) {
+    cumulative += r.buckets[i];
+    out.upper_bounds_seconds.push_back(static_cast<double>(LatencyRecorder::UpperBoundNs(i)) *
+                                       1e-9);
+    out.cumulative_counts.push_back(cumulative);
+  }
+  out.count = r.count;
+  out.sum_seconds = static_cast<double>(r.sum_ns) * 1e-9;
+  COWKV_DCHECK(cumulative + r.buckets[LatencyRecorder::kBuckets] == out.count);
+  return out;
+}
+
+// StoreStats' trigger names, in the order of its commits_by_* fields
+// (kClose is counted as kExplicit).
+constexpr std::pair<CommitTrigger, const char*> kTriggerNames[] = {
+    {CommitTrigger::kExplicit, "explicit"},       {CommitTrigger::kInterval, "interval"},
+    {CommitTrigger::kDirtyBytes, "dirty_bytes"},  {CommitTrigger::kSpace, "space"},
+    {CommitTrigger::kDelayedRefs, "delayed_refs"}, {CommitTrigger::kLogFull, "log_full"},
+};
+
+}  // namespace
+
+double LatencyHistogramSnapshot::MeanSeconds() const {
+  return count == 0 ? 0 : sum_seconds / static_cast<double>(count);
+}
+
+double LatencyHistogramSnapshot::QuantileSeconds(double q) const {
+  if (count == 0 || upper_bounds_seconds.empty()) return 0;
+  const double rank = std::min(std::max(q, 0.0), 1.0) * static_cast<double>(count);
+  uint64_t below = 0;  // observations in the buckets before i
+  for (size_t i = 0; i < cumulative_counts.size(); ++i) {
+    if (static_cast<double>(cumulative_counts[i]) >= rank && cumulative_counts[i] > below) {
+      const double lo = i == 0 ? 0 : upper_bounds_seconds[i - 1];
+      const double in_bucket = static_cast<double>(cumulative_counts[i] - below);
+      return lo + (upper_bounds_seconds[i] - lo) * (rank - static_cast<double>(below)) / in_bucket;
+    }
+    below = cumulative_counts[i];
+  }
+  return upper_bounds_seconds.back();  // in the +Inf bucket
+}
+
+void StoreImpl::LatencyStatsLocked(StoreStats* s) {
+  s->commit_latency.clear();
+  for (const auto& [trigger, name] : kTriggerNames) {
+    s->commit_latency.push_back(
+        CommitLatency{name, ToSnapshot(commit_latency_[static_cast<int>(trigger)].Read())});
+  }
+  s->log_sync_latency = ToSnapshot(log_sync_latency_.Read());
 }
 
 StoreStats StoreImpl::Stats() {
@@ -699,6 +765,7 @@ StoreStats StoreImpl::Stats() {
   s.kv_too_old = kv_too_old_.load(std::memory_order_relaxed);
   s.open_transactions = open_txns_;
   s.log_lookups = log_->Stats().lookups;
+  LatencyStatsLocked(&s);
   absl::MutexLock fl(&fs_mu_);
   for (const auto& [id, st] : fs_states_) {
     const fs::FsCounters& c = st->counters;

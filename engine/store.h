@@ -128,6 +128,33 @@ struct Options {
 #endif
 };
 
+// A latency histogram read at one moment (StoreStats). Buckets are fixed
+// and exponential: upper_bounds_seconds[i] = 8 µs × 2^i (22 bounds, 8 µs ..
+// ~16.8 s), and cumulative_counts[i] counts the observations no longer than
+// upper_bounds_seconds[i]. `count` counts all of them (the +Inf bucket):
+// cumulative_counts never decreases and never exceeds `count`, even when
+// read during a recording. `sum_seconds` is their total (it may miss an
+// observation recorded at the same moment).
+struct LatencyHistogramSnapshot {
+  std::vector<double> upper_bounds_seconds;
+  std::vector<uint64_t> cumulative_counts;  // same length as the bounds
+  uint64_t count = 0;
+  double sum_seconds = 0;
+
+  // sum_seconds / count; 0 when empty.
+  double MeanSeconds() const;
+  // An estimate of the q-quantile (0 < q <= 1), as Prometheus's
+  // histogram_quantile: linear inside the bucket that holds it, the last
+  // bound when it falls past it; 0 when empty.
+  double QuantileSeconds(double q) const;
+};
+
+// The latency of the engine commits one trigger started.
+struct CommitLatency {
+  std::string trigger;  // as in StoreStats::commits_by_<trigger>: "explicit", ...
+  LatencyHistogramSnapshot latency;
+};
+
 struct StoreStats {
   uint64_t generation = 0;
   uint32_t nodesize = 0;
@@ -184,6 +211,14 @@ struct StoreStats {
   uint64_t inode_cache_evictions = 0;
   uint64_t fiemap_path_cache_hits = 0;  // seed 002
   uint64_t fiemap_shared_checks = 0;    // tree-block sharedness lookups
+  // Latency. An engine commit is timed from when it holds the commit lock
+  // to its generation being durable and published (docs/design.md
+  // "Commit and log-sync latency"); one entry per trigger, in the order of
+  // commits_by_*: explicit (close included), interval, dirty_bytes, space,
+  // delayed_refs, log_full. Each count equals its commits_by_* counter.
+  std::vector<CommitLatency> commit_latency;
+  // Each log sync's write of its blocks and its flush; count == log_syncs.
+  LatencyHistogramSnapshot log_sync_latency;
 };
 
 // ---- The transactional key space ----------------------------------------------

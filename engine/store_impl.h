@@ -23,6 +23,7 @@
 #define COWKV_ENGINE_STORE_IMPL_H_
 
 #include <atomic>
+#include <chrono>
 #include <deque>
 #include <functional>
 #include <map>
@@ -36,6 +37,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "engine/base/latency_histogram.h"
 #include "engine/format/items.h"
 #include "engine/fs/fs_ops.h"
 #include "engine/kv/conflict_window.h"
@@ -233,7 +235,13 @@ class StoreImpl {
   absl::StatusOr<Tree*> TreeFor(uint64_t tree_id) ABSL_SHARED_LOCKS_REQUIRED(mu_);
   absl::Status CommitLocked(CommitTrigger trigger)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_, commit_mu_);
-  absl::Status AfterCommitLocked(CommitTrigger trigger) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Counts a commit that made its generation durable and records its
+  // latency since `start` (when the commit took commit_mu_).
+  absl::Status AfterCommitLocked(CommitTrigger trigger,
+                                 std::chrono::steady_clock::time_point start)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // StoreStats' latency snapshots.
+  void LatencyStatsLocked(StoreStats* s) ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Runs most queued delayed refs in short batches before a commit seals.
   void DrainDelayedRefs() ABSL_EXCLUSIVE_LOCKS_REQUIRED(commit_mu_);
   // Kicks a commit once dirty metadata (read by the caller) passes
@@ -277,6 +285,12 @@ class StoreImpl {
   std::unique_ptr<Subvolumes> subvols_ ABSL_PT_GUARDED_BY(mu_);
 
   uint64_t commits_by_[static_cast<int>(CommitTrigger::kCount)] ABSL_GUARDED_BY(mu_) = {};
+  // Latency of those commits (kClose recorded as kExplicit, as counted in
+  // StoreStats) and of log syncs. Lock-free themselves; recorded under mu_
+  // next to commits_by_ and the log's sync count, so that Stats() sees
+  // counts that agree.
+  LatencyRecorder commit_latency_[static_cast<int>(CommitTrigger::kCount)];
+  LatencyRecorder log_sync_latency_;
 
   // The key space and the log (guarded by mu_).
   uint64_t revision_ ABSL_GUARDED_BY(mu_) = 0;

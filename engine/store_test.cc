@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "engine/io/mem_device.h"
 #include "engine/store.h"
@@ -191,6 +192,156 @@ TEST(Store, ParanoidChecksAndReadOnly) {
   EXPECT_THAT(store->Begin(), StatusIs(absl::StatusCode::kFailedPrecondition));
   ASSERT_OK(store->Close());
   EXPECT_THAT(store->Get("k1"), StatusIs(absl::StatusCode::kFailedPrecondition));
+}
+
+// ---- Commit and log-sync latency ---------------------------------------------
+
+const std::vector<std::string> kTriggers = {"explicit",  "interval",     "dirty_bytes",
+                                            "space",     "delayed_refs", "log_full"};
+
+// A histogram's shape: 22 exponential bounds from 8 µs, cumulative counts
+// that never decrease and reach `count` (nothing here takes 16 s), and a
+// sum, mean and quantiles that agree with the count.
+void ExpectWellFormed(const LatencyHistogramSnapshot& h, const std::string& what) {
+  SCOPED_TRACE(what);
+  ASSERT_EQ(h.upper_bounds_seconds.size(), 22u);
+  ASSERT_EQ(h.cumulative_counts.size(), h.upper_bounds_seconds.size());
+  EXPECT_DOUBLE_EQ(h.upper_bounds_seconds[0], 8e-6);
+  for (size_t i = 1; i < h.upper_bounds_seconds.size(); ++i) {
+    EXPECT_DOUBLE_EQ(h.upper_bounds_seconds[i], 2 * h.upper_bounds_seconds[i - 1]);
+    EXPECT_LE(h.cumulative_counts[i - 1], h.cumulative_counts[i]) << "bucket " << i;
+  }
+  EXPECT_EQ(h.cumulative_counts.back(), h.count);  // the +Inf bucket adds nothing
+  if (h.count == 0) {
+    EXPECT_EQ(h.sum_seconds, 0);
+    return;
+  }
+  EXPECT_GT(h.sum_seconds, 0);
+  EXPECT_DOUBLE_EQ(h.MeanSeconds(), h.sum_seconds / h.count);
+  EXPECT_GT(h.QuantileSeconds(0.5), 0);
+  EXPECT_LE(h.QuantileSeconds(0.5), h.QuantileSeconds(0.99));
+  EXPECT_LE(h.QuantileSeconds(0.99), h.upper_bounds_seconds.back());
+}
+
+// Histogram counts by trigger, checked against the counters they must equal.
+std::map<std::string, uint64_t> CommitCounts(const StoreStats& s) {
+  std::map<std::string, uint64_t> out;
+  std::vector<std::string> names;
+  for (const CommitLatency& c : s.commit_latency) {
+    names.push_back(c.trigger);
+    out[c.trigger] = c.latency.count;
+    ExpectWellFormed(c.latency, c.trigger);
+  }
+  EXPECT_EQ(names, kTriggers);
+  EXPECT_EQ(out["explicit"], s.commits_by_explicit);
+  EXPECT_EQ(out["interval"], s.commits_by_interval);
+  EXPECT_EQ(out["dirty_bytes"], s.commits_by_dirty_bytes);
+  EXPECT_EQ(out["space"], s.commits_by_space);
+  EXPECT_EQ(out["delayed_refs"], s.commits_by_delayed_refs);
+  EXPECT_EQ(out["log_full"], s.commits_by_log_full);
+  EXPECT_EQ(s.log_sync_latency.count, s.log_syncs);
+  ExpectWellFormed(s.log_sync_latency, "log sync");
+  return out;
+}
+
+double CommitSum(const StoreStats& s, const std::string& trigger) {
+  for (const CommitLatency& c : s.commit_latency) {
+    if (c.trigger == trigger) return c.latency.sum_seconds;
+  }
+  ADD_FAILURE() << "no trigger " << trigger;
+  return 0;
+}
+
+TEST(Store, CommitAndLogSyncLatencyHistograms) {
+  // Goal: every engine commit is timed under its trigger and every log sync
+  // is timed: per trigger the count moves by exactly the commits made (and
+  // equals commits_by_<trigger>), the log-sync count by exactly the syncs
+  // made (and equals log_syncs); the sums grow with them; buckets are
+  // cumulative and end at the count.
+  // Method: no background commits, so every commit is the test's: an
+  // explicit commit, sequential durable puts (one log sync each), a durable
+  // put after an engine handle's write (the log cannot take it: log_full),
+  // then, reopened with a small dirty_bytes_max, async puts until the writer
+  // commits for dirty bytes itself.
+  MemDevice dev(64 << 20);
+  ASSERT_OK(Store::Mkfs(&dev, TestMkfs()));
+  ASSERT_OK_AND_ASSIGN(auto store, Store::Open(&dev, TestOptions()));
+  StoreStats before = store->Stats();
+  std::map<std::string, uint64_t> want = CommitCounts(before);
+  for (const std::string& t : kTriggers) EXPECT_EQ(want[t], 0u) << t;
+  EXPECT_EQ(before.log_sync_latency.count, 0u);
+
+  // An explicit commit (it also starts the log chain the durable puts use).
+  ASSERT_OK(store->Put("seed", "v"));
+  ASSERT_OK(store->Commit());
+  StoreStats after = store->Stats();
+  ++want["explicit"];
+  EXPECT_EQ(CommitCounts(after), want);
+  EXPECT_GT(CommitSum(after, "explicit"), 0);
+  EXPECT_EQ(after.log_sync_latency.count, 0u);
+
+  // Five durable puts, one after another: five log syncs, no commit.
+  before = after;
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_OK(store->Put("durable" + std::to_string(i), "v", Durability::kDurable));
+  }
+  after = store->Stats();
+  EXPECT_EQ(CommitCounts(after), want);
+  EXPECT_EQ(after.log_sync_latency.count, before.log_sync_latency.count + 5);
+  EXPECT_GT(after.log_sync_latency.sum_seconds, before.log_sync_latency.sum_seconds);
+
+  // A handle's write makes the next durable put an engine commit.
+  before = after;
+  {
+    ASSERT_OK_AND_ASSIGN(auto h, store->Begin());
+    ASSERT_OK(h->Put("handle", "v"));
+    h->End();
+  }
+  ASSERT_OK(store->Put("after-handle", "v", Durability::kDurable));
+  after = store->Stats();
+  ++want["log_full"];
+  EXPECT_EQ(CommitCounts(after), want);
+  EXPECT_GT(CommitSum(after, "log_full"), 0);
+  EXPECT_EQ(after.log_sync_latency.count, before.log_sync_latency.count);
+  // Commit() with nothing new to write is no commit and is not timed.
+  ASSERT_OK(store->Commit());
+  EXPECT_EQ(CommitCounts(store->Stats()), want);
+  ASSERT_OK(store->Close());
+
+  // Dirty bytes: with no background committer the writer commits itself.
+  Options o = TestOptions();
+  o.dirty_bytes_max = 64 << 10;
+  ASSERT_OK_AND_ASSIGN(store, Store::Open(&dev, o));
+  for (int i = 0; i < 20000 && store->Stats().commits_by_dirty_bytes < 2; ++i) {
+    ASSERT_OK(store->Put("k" + std::to_string(i), std::string(200, 'd')));
+  }
+  after = store->Stats();
+  want = CommitCounts(after);
+  EXPECT_GE(want["dirty_bytes"], 2u);
+  EXPECT_GT(CommitSum(after, "dirty_bytes"), 0);
+  for (const std::string& t : kTriggers) {
+    if (t != "dirty_bytes") {
+      EXPECT_EQ(want[t], 0u) << t;
+    }
+  }
+  ASSERT_OK(store->Close());
+  ExpectCheckClean(&dev);
+}
+
+TEST(Store, LatencySnapshotMeanAndQuantiles) {
+  // Goal: the mean and the quantile estimates read a snapshot as
+  // Prometheus's histogram_quantile does. Method: a hand-made snapshot.
+  LatencyHistogramSnapshot h;
+  EXPECT_EQ(h.MeanSeconds(), 0);
+  EXPECT_EQ(h.QuantileSeconds(0.5), 0);
+  h.upper_bounds_seconds = {1, 2, 4};
+  h.cumulative_counts = {0, 10, 10};
+  h.count = 12;  // two past the last bound
+  h.sum_seconds = 30;
+  EXPECT_DOUBLE_EQ(h.MeanSeconds(), 2.5);
+  EXPECT_DOUBLE_EQ(h.QuantileSeconds(0.25), 1.3);  // rank 3 of the 10 in (1, 2]
+  EXPECT_DOUBLE_EQ(h.QuantileSeconds(0.5), 1.6);
+  EXPECT_DOUBLE_EQ(h.QuantileSeconds(0.99), 4);    // in the +Inf bucket: the last bound
 }
 
 }  // namespace

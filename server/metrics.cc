@@ -32,6 +32,7 @@ std::string JoinLabels(absl::string_view a, absl::string_view b) {
 void RenderStats(const StoreStats& stats, std::string* out) {
   absl::string_view last;
   for (const StatField& f : StatFields()) {
+    if (f.metric == nullptr) continue;  // Admin.Stats only
     if (f.metric != last) {
       Header(f.metric, f.counter ? "counter" : "gauge", f.help, out);
       last = f.metric;
@@ -40,6 +41,38 @@ void RenderStats(const StoreStats& stats, std::string* out) {
     absl::StrAppend(out, f.metric, *f.labels ? absl::StrCat("{", f.labels, "}") : "", " ",
                     Number(v), "\n");
   }
+}
+
+// One engine histogram: cumulative buckets, +Inf, _sum and _count.
+void RenderSnapshot(absl::string_view name, absl::string_view labels,
+                    const LatencyHistogramSnapshot& h, std::string* out) {
+  for (size_t i = 0; i < h.upper_bounds_seconds.size() && i < h.cumulative_counts.size(); ++i) {
+    absl::StrAppend(
+        out, name, "_bucket{",
+        JoinLabels(labels, absl::StrCat("le=\"", Number(h.upper_bounds_seconds[i]), "\"")), "} ",
+        h.cumulative_counts[i], "\n");
+  }
+  const std::string braces = labels.empty() ? "" : absl::StrCat("{", labels, "}");
+  absl::StrAppend(out, name, "_bucket{", JoinLabels(labels, "le=\"+Inf\""), "} ", h.count, "\n");
+  absl::StrAppend(out, name, "_sum", braces, " ", Number(h.sum_seconds), "\n");
+  absl::StrAppend(out, name, "_count", braces, " ", h.count, "\n");
+}
+
+// The engine's own latency histograms (StoreStats::commit_latency and
+// log_sync_latency): every engine commit by trigger, every log sync.
+void RenderEngineLatency(const StoreStats& stats, std::string* out) {
+  Header("cowkv_commit_duration_seconds", "histogram",
+         "Latency of every engine commit, by trigger: from the commit taking the commit lock "
+         "(delayed refs, waiting for open handles, seal, node writes, flush, superblocks, "
+         "flush) to its generation published.",
+         out);
+  for (const CommitLatency& c : stats.commit_latency) {
+    RenderSnapshot("cowkv_commit_duration_seconds", absl::StrCat("trigger=\"", c.trigger, "\""),
+                   c.latency, out);
+  }
+  Header("cowkv_log_sync_duration_seconds", "histogram",
+         "Latency of every log sync: writing its log nodes and root block, and the flush.", out);
+  RenderSnapshot("cowkv_log_sync_duration_seconds", "", stats.log_sync_latency, out);
 }
 
 }  // namespace
@@ -151,6 +184,7 @@ std::string RenderPrometheus(const StoreStats& stats, const RpcMetrics& rpcs,
   std::string out;
   rpcs.Render(&out);
   RenderStats(stats, &out);
+  RenderEngineLatency(stats, &out);
   Header("cowkv_server_open_transaction_handles", "gauge",
          "Interactive transaction handles open on the server.", &out);
   absl::StrAppend(&out, "cowkv_server_open_transaction_handles ", gauges.open_handles, "\n");

@@ -1,7 +1,7 @@
 // Server metrics in the Prometheus text format (version 0.0.4), served on
 // --metrics-listen at /metrics.
 //
-// Three sources:
+// Four sources:
 //  - per-RPC latency histograms and per-code counts, measured by the server
 //    around every call (grpc_server_handling_seconds and
 //    grpc_server_handled_total, the names go-grpc-prometheus made familiar);
@@ -9,7 +9,11 @@
 //    commit: cowkv_sync_commit_duration_seconds) and durable KV writes
 //    (which wait for a log sync or commit:
 //    cowkv_durable_write_duration_seconds);
-//  - every StoreStats counter (stats_table.h), read at scrape time.
+//  - every StoreStats counter (stats_table.h), read at scrape time;
+//  - the engine's own latency histograms in StoreStats, read at scrape
+//    time: every engine commit by trigger
+//    (cowkv_commit_duration_seconds{trigger}) and every log sync
+//    (cowkv_log_sync_duration_seconds).
 //
 // Invariant: the set of methods is fixed at construction (from the service
 // descriptors), so recording never allocates or locks.

@@ -8,8 +8,10 @@
 // the server (a full device, a token, the stopping state) get their own
 // server. Health, reflection and /metrics are checked over the wire too.
 #include <chrono>
+#include <map>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -906,6 +908,17 @@ TEST_F(Rpc, AdminSyncStatsCheckVersion) {
   EXPECT_GT(stats.revision(), 0u);
   EXPECT_GT(stats.server_rpcs(), 0u);
   EXPECT_GT(stats.server_rpc_errors(), 0u);
+  // The engine's latency figures: the Sync above was a timed explicit commit
+  // and the Put a timed log sync (durable by default).
+  EXPECT_GT(stats.commit_us_by_explicit(), 0u);
+  EXPECT_GT(stats.commit_mean_us(), 0u);
+  EXPECT_GT(stats.commit_p50_us(), 0u);
+  EXPECT_LE(stats.commit_p50_us(), stats.commit_p99_us());
+  EXPECT_GT(stats.log_syncs(), 0u);
+  EXPECT_GT(stats.log_sync_us(), 0u);
+  EXPECT_GT(stats.log_sync_mean_us(), 0u);
+  EXPECT_GT(stats.log_sync_p50_us(), 0u);
+  EXPECT_LE(stats.log_sync_p50_us(), stats.log_sync_p99_us());
   v1::CheckResponse check;
   ASSERT_GRPC_OK(admin().Check(Ctx().get(), v1::CheckRequest(), &check));
   EXPECT_TRUE(check.ok()) << (check.problems_size() ? check.problems(0) : "");
@@ -985,6 +998,84 @@ TEST_F(Rpc, ServerReflection) {
   EXPECT_NE(kv.find("cowkv/v1/kv.proto"), std::string::npos);
 }
 
+// One Prometheus histogram series as scraped: buckets in page order.
+struct ScrapedHistogram {
+  std::vector<std::pair<std::string, double>> buckets;  // le, cumulative count
+  double sum = -1;
+  double count = -1;
+};
+
+// Every series of histogram `name` on a /metrics page, by its labels other
+// than `le` (e.g. `trigger="explicit"`, or "" for an unlabelled one).
+std::map<std::string, ScrapedHistogram> ScrapeHistograms(const std::string& body,
+                                                         const std::string& name) {
+  std::map<std::string, ScrapedHistogram> out;
+  size_t pos = 0;
+  while (pos < body.size()) {
+    const size_t nl = body.find('\n', pos);
+    const std::string line = body.substr(pos, nl - pos);
+    pos = nl == std::string::npos ? body.size() : nl + 1;
+    if (line.rfind(name + "_", 0) != 0) continue;
+    const size_t space = line.rfind(' ');
+    const std::string series = line.substr(0, space);
+    const double value = std::stod(line.substr(space + 1));
+    const size_t brace = series.find('{');
+    const std::string metric = series.substr(0, brace);
+    std::string labels = brace == std::string::npos
+                             ? ""
+                             : series.substr(brace + 1, series.size() - brace - 2);
+    std::string le;
+    const size_t le_at = labels.find("le=\"");
+    if (le_at != std::string::npos) {
+      le = labels.substr(le_at + 4, labels.find('"', le_at + 4) - le_at - 4);
+      labels = labels.substr(0, le_at == 0 ? 0 : le_at - 1);  // drop ",le=..."
+    }
+    ScrapedHistogram& h = out[labels];
+    if (metric == name + "_bucket") {
+      EXPECT_FALSE(le.empty()) << line;
+      h.buckets.push_back({le, value});
+    } else if (metric == name + "_sum") {
+      h.sum = value;
+    } else if (metric == name + "_count") {
+      h.count = value;
+    } else {
+      ADD_FAILURE() << "unexpected series " << line;
+    }
+  }
+  return out;
+}
+
+// A scraped histogram is well formed: ascending bounds ending at +Inf,
+// cumulative counts that never decrease, +Inf == _count, a sum that is
+// there (and positive once something was observed).
+void ExpectWellFormed(const std::string& what, const ScrapedHistogram& h) {
+  SCOPED_TRACE(what);
+  ASSERT_GE(h.buckets.size(), 2u);
+  EXPECT_EQ(h.buckets.back().first, "+Inf");
+  for (size_t i = 1; i < h.buckets.size(); ++i) {
+    if (i + 1 < h.buckets.size()) {
+      EXPECT_LT(std::stod(h.buckets[i - 1].first), std::stod(h.buckets[i].first));
+    }
+    EXPECT_LE(h.buckets[i - 1].second, h.buckets[i].second) << "le=" << h.buckets[i].first;
+  }
+  EXPECT_EQ(h.buckets.back().second, h.count);
+  EXPECT_GE(h.sum, 0);
+  if (h.count > 0) {
+    EXPECT_GT(h.sum, 0);
+  }
+}
+
+// The value of one plain sample, `series` exactly as on the page.
+double Sample(const std::string& body, const std::string& series) {
+  const size_t at = body.find("\n" + series + " ");
+  if (at == std::string::npos) {
+    ADD_FAILURE() << "no sample " << series;
+    return -1;
+  }
+  const size_t start = at + series.size() + 2;
+  return std::stod(body.substr(start, body.find('\n', start) - start));
+}
+
 TEST_F(Rpc, PrometheusMetrics) {
   ASSERT_GRPC_OK(Put("", "metrics-key", "v"));
   v1::SyncResponse sync;
@@ -1015,6 +1106,56 @@ TEST_F(Rpc, PrometheusMetrics) {
     if (line.empty() || line[0] == '#') continue;
     EXPECT_NE(line.rfind(' '), std::string::npos) << line;
   }
+
+  // The engine's histograms: every commit by trigger, every log sync. Their
+  // counts equal the engine counters on the same page (one StoreStats).
+  const std::vector<std::string> triggers = {"delayed_refs", "dirty_bytes", "explicit",
+                                             "interval", "log_full", "space"};
+  auto scrape = [&](std::map<std::string, ScrapedHistogram>* commits, ScrapedHistogram* syncs) {
+    auto page = http.Get("/metrics");
+    ASSERT_TRUE(page);
+    const std::string& b = page->body;
+    for (const char* want : {"# TYPE cowkv_commit_duration_seconds histogram\n",
+                             "# HELP cowkv_commit_duration_seconds ",
+                             "# TYPE cowkv_log_sync_duration_seconds histogram\n",
+                             "# HELP cowkv_log_sync_duration_seconds "}) {
+      EXPECT_NE(b.find(want), std::string::npos) << want;
+    }
+    *commits = ScrapeHistograms(b, "cowkv_commit_duration_seconds");
+    std::vector<std::string> labels;
+    for (const auto& [l, h] : *commits) {
+      labels.push_back(l.substr(std::string("trigger=\"").size(),
+                                l.size() - std::string("trigger=\"").size() - 1));
+      ExpectWellFormed(l, h);
+      EXPECT_EQ(h.buckets.size(), 23u) << l;  // 22 bounds and +Inf
+      EXPECT_EQ(h.count, Sample(b, "cowkv_engine_commits_by_trigger_total{" + l + "}")) << l;
+    }
+    EXPECT_EQ(labels, triggers);
+    const std::map<std::string, ScrapedHistogram> log =
+        ScrapeHistograms(b, "cowkv_log_sync_duration_seconds");
+    ASSERT_EQ(log.size(), 1u);
+    ASSERT_EQ(log.count(""), 1u) << "the log-sync histogram has no labels";
+    *syncs = log.at("");
+    ExpectWellFormed("log sync", *syncs);
+    EXPECT_EQ(syncs->count, Sample(b, "cowkv_log_syncs_total"));
+  };
+  std::map<std::string, ScrapedHistogram> commits_before, commits_after;
+  ScrapedHistogram syncs_before, syncs_after;
+  ASSERT_NO_FATAL_FAILURE(scrape(&commits_before, &syncs_before));
+  // A durable put (one log sync) and a Sync (one explicit commit) later:
+  v1::PutRequest put;
+  put.set_key("metrics-key-2");
+  put.set_value("v");
+  put.set_durability(v1::DURABILITY_DURABLE);
+  v1::PutResponse put_resp;
+  ASSERT_GRPC_OK(kv().Put(Ctx().get(), put, &put_resp));
+  ASSERT_GRPC_OK(admin().Sync(Ctx().get(), v1::SyncRequest(), &sync));
+  ASSERT_NO_FATAL_FAILURE(scrape(&commits_after, &syncs_after));
+  const std::string expl = "trigger=\"explicit\"";
+  EXPECT_EQ(commits_after[expl].count, commits_before[expl].count + 1);
+  EXPECT_GT(commits_after[expl].sum, commits_before[expl].sum);
+  EXPECT_EQ(syncs_after.count, syncs_before.count + 1);
+  EXPECT_GT(syncs_after.sum, syncs_before.sum);
 }
 
 // Runs last in the suite: every method of every service was called.

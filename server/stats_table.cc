@@ -1,8 +1,48 @@
 // The StoreStats table; see stats_table.h.
 #include "server/stats_table.h"
 
+#include <cmath>
+#include <string>
+
 namespace cowkv {
 namespace server {
+namespace {
+
+uint64_t Micros(double seconds) { return static_cast<uint64_t>(std::llround(seconds * 1e6)); }
+
+const LatencyHistogramSnapshot& CommitLatencyOf(const StoreStats& s, const char* trigger) {
+  static const LatencyHistogramSnapshot* const kEmpty = new LatencyHistogramSnapshot();
+  for (const CommitLatency& c : s.commit_latency) {
+    if (c.trigger == trigger) return c.latency;
+  }
+  return *kEmpty;
+}
+
+// Every trigger's commits in one histogram (the engine's buckets are the
+// same for all).
+LatencyHistogramSnapshot AllCommits(const StoreStats& s) {
+  LatencyHistogramSnapshot all;
+  for (const CommitLatency& c : s.commit_latency) {
+    const LatencyHistogramSnapshot& h = c.latency;
+    if (all.upper_bounds_seconds.empty() && !h.upper_bounds_seconds.empty()) {
+      all.upper_bounds_seconds = h.upper_bounds_seconds;
+      all.cumulative_counts.assign(h.cumulative_counts.size(), 0);
+    }
+    for (size_t i = 0; i < all.cumulative_counts.size() && i < h.cumulative_counts.size(); ++i) {
+      all.cumulative_counts[i] += h.cumulative_counts[i];
+    }
+    all.count += h.count;
+    all.sum_seconds += h.sum_seconds;
+  }
+  return all;
+}
+
+}  // namespace
+
+// A latency figure of Admin.Stats only (no metric: /metrics has the
+// histogram itself), in microseconds; `expr` reads it from StoreStats `s`.
+#define COWKV_LATENCY(field, expr) \
+  StatField { #field, [](const StoreStats& s) -> uint64_t { return Micros(expr); }, nullptr, "", false, 1, "" }
 
 #define COWKV_STAT(field, metric, labels, counter, scale, help) \
   StatField {                                                   \
@@ -10,8 +50,28 @@ namespace server {
         scale, help                                              \
   }
 
+// The latency rows, after the counters (field numbers 54..66).
+void AddLatencyFields(std::vector<StatField>* fields) {
+  fields->insert(fields->end(), {
+      COWKV_LATENCY(commit_us_by_explicit, CommitLatencyOf(s, "explicit").sum_seconds),
+      COWKV_LATENCY(commit_us_by_interval, CommitLatencyOf(s, "interval").sum_seconds),
+      COWKV_LATENCY(commit_us_by_dirty_bytes, CommitLatencyOf(s, "dirty_bytes").sum_seconds),
+      COWKV_LATENCY(commit_us_by_space, CommitLatencyOf(s, "space").sum_seconds),
+      COWKV_LATENCY(commit_us_by_delayed_refs, CommitLatencyOf(s, "delayed_refs").sum_seconds),
+      COWKV_LATENCY(commit_us_by_log_full, CommitLatencyOf(s, "log_full").sum_seconds),
+      COWKV_LATENCY(commit_mean_us, AllCommits(s).MeanSeconds()),
+      COWKV_LATENCY(commit_p50_us, AllCommits(s).QuantileSeconds(0.5)),
+      COWKV_LATENCY(commit_p99_us, AllCommits(s).QuantileSeconds(0.99)),
+      COWKV_LATENCY(log_sync_us, s.log_sync_latency.sum_seconds),
+      COWKV_LATENCY(log_sync_mean_us, s.log_sync_latency.MeanSeconds()),
+      COWKV_LATENCY(log_sync_p50_us, s.log_sync_latency.QuantileSeconds(0.5)),
+      COWKV_LATENCY(log_sync_p99_us, s.log_sync_latency.QuantileSeconds(0.99)),
+  });
+}
+
 const std::vector<StatField>& StatFields() {
-  static const std::vector<StatField>* const kFields = new std::vector<StatField>{
+  static const std::vector<StatField>* const kFields = [] {
+    auto* fields = new std::vector<StatField>{
       COWKV_STAT(generation, "cowkv_generation", "", false, 1, "Generation of the running engine transaction."),
       COWKV_STAT(nodesize, "cowkv_nodesize_bytes", "", false, 1, "Node size."),
       COWKV_STAT(total_bytes, "cowkv_space_bytes", "kind=\"total\"", false, 1, "Device space: total usable, used (allocated), free (allocatable now), pinned (free after the next commit)."),
@@ -65,11 +125,15 @@ const std::vector<StatField>& StatFields() {
       COWKV_STAT(inode_cache_evictions, "cowkv_inode_cache_evictions_total", "", true, 1, "Inodes evicted from the cache."),
       COWKV_STAT(fiemap_path_cache_hits, "cowkv_fiemap_path_cache_hits_total", "", true, 1, "Fiemap sharedness answers from the path cache."),
       COWKV_STAT(fiemap_shared_checks, "cowkv_fiemap_shared_checks_total", "", true, 1, "Tree-block sharedness lookups made by fiemap."),
-  };
+    };
+    AddLatencyFields(fields);
+    return fields;
+  }();
   return *kFields;
 }
 
 #undef COWKV_STAT
+#undef COWKV_LATENCY
 
 }  // namespace server
 }  // namespace cowkv

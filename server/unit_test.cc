@@ -3,6 +3,7 @@
 // against the StatsResponse proto, metrics rendering, input checks.
 // Method: direct calls, a MemDevice-backed Store where a KvTransaction is
 // needed, and an explicit clock (absl::Time values) for leases.
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -159,6 +160,44 @@ TEST(Metrics, RendersCountsAndCumulativeBuckets) {
   EXPECT_NE(page.find("# TYPE cowkv_space_bytes gauge"), std::string::npos);
   EXPECT_EQ(page.find("# TYPE cowkv_space_bytes gauge", page.find("# TYPE cowkv_space_bytes gauge") + 1),
             std::string::npos) << "one HELP/TYPE per metric";
+}
+
+TEST(Metrics, RendersEngineLatencyHistograms) {
+  StoreStats stats;
+  LatencyHistogramSnapshot h;
+  h.upper_bounds_seconds = {0.5, 1};
+  h.cumulative_counts = {1, 3};
+  h.count = 4;
+  h.sum_seconds = 6;
+  stats.commit_latency = {{"explicit", h}, {"interval", LatencyHistogramSnapshot()}};
+  stats.log_sync_latency = h;
+  const std::string page = RenderPrometheus(stats, RpcMetrics({}), ServerGauges());
+  for (const char* want : {
+           "# TYPE cowkv_commit_duration_seconds histogram\n",
+           "cowkv_commit_duration_seconds_bucket{trigger=\"explicit\",le=\"0.5\"} 1\n",
+           "cowkv_commit_duration_seconds_bucket{trigger=\"explicit\",le=\"1\"} 3\n",
+           "cowkv_commit_duration_seconds_bucket{trigger=\"explicit\",le=\"+Inf\"} 4\n",
+           "cowkv_commit_duration_seconds_sum{trigger=\"explicit\"} 6\n",
+           "cowkv_commit_duration_seconds_count{trigger=\"explicit\"} 4\n",
+           "cowkv_commit_duration_seconds_count{trigger=\"interval\"} 0\n",
+           "# TYPE cowkv_log_sync_duration_seconds histogram\n",
+           "\ncowkv_log_sync_duration_seconds_bucket{le=\"1\"} 3\n",
+           "\ncowkv_log_sync_duration_seconds_sum 6\n",
+           "\ncowkv_log_sync_duration_seconds_count 4\n"}) {
+    EXPECT_NE(page.find(want), std::string::npos) << want;
+  }
+  // Admin.Stats' latency summaries are no metrics of their own.
+  EXPECT_EQ(page.find("commit_us_by"), std::string::npos);
+  EXPECT_EQ(page.find("log_sync_p50"), std::string::npos);
+  // ... and read the same histograms.
+  std::map<std::string, uint64_t> got;
+  for (const StatField& f : StatFields()) got[f.name] = f.get(stats);
+  EXPECT_EQ(got["commit_us_by_explicit"], 6000000u);
+  EXPECT_EQ(got["commit_us_by_interval"], 0u);
+  EXPECT_EQ(got["commit_mean_us"], 1500000u);
+  EXPECT_EQ(got["commit_p50_us"], 750000u);  // rank 2 of 4: halfway into (0.5, 1]
+  EXPECT_EQ(got["log_sync_mean_us"], 1500000u);
+  EXPECT_EQ(got["log_sync_p99_us"], 1000000u);  // past the last bound: the last bound
 }
 
 TEST(Validate, EdgeChecks) {

@@ -1,10 +1,14 @@
-// Goal: the byte-level helpers every decoder relies on are exact.
-// Method: known-answer crc32c, round trips of LE/BE coding, and Reader's
-// refusal to read past the end of a buffer.
+// Goal: the byte-level helpers every decoder relies on are exact, and the
+// latency recorder puts each duration in the right bucket.
+// Method: known-answer crc32c, round trips of LE/BE coding, Reader's
+// refusal to read past the end of a buffer; durations on and either side
+// of every bucket bound.
+#include <chrono>
 #include <string>
 
 #include "engine/base/coding.h"
 #include "engine/base/crc32c.h"
+#include "engine/base/latency_histogram.h"
 #include "engine/base/status.h"
 #include "gtest/gtest.h"
 
@@ -52,6 +56,33 @@ TEST(Status, CorruptionShape) {
             std::string::npos)
       << s.message();
   EXPECT_EQ(CorruptionsDetected(), before + 1);
+}
+
+TEST(LatencyRecorder, BucketsAreExponentialAndInclusive) {
+  EXPECT_EQ(LatencyRecorder::BucketOf(0), 0);
+  for (int i = 0; i < LatencyRecorder::kBuckets; ++i) {
+    const uint64_t bound = LatencyRecorder::UpperBoundNs(i);
+    EXPECT_EQ(bound, 8000ull << i);
+    EXPECT_EQ(LatencyRecorder::BucketOf(bound), i) << bound;
+    EXPECT_EQ(LatencyRecorder::BucketOf(bound + 1), i + 1) << bound;
+    if (i > 0) {
+      EXPECT_EQ(LatencyRecorder::BucketOf(bound - 1), i) << bound;
+    }
+  }
+  EXPECT_EQ(LatencyRecorder::BucketOf(~0ull), LatencyRecorder::kBuckets);
+
+  LatencyRecorder r;
+  r.Record(std::chrono::microseconds(5));    // bucket 0
+  r.Record(std::chrono::microseconds(8));    // bucket 0 (bounds are inclusive)
+  r.Record(std::chrono::microseconds(100));  // 64 < 100 <= 128 µs: bucket 4
+  r.Record(std::chrono::seconds(20));        // past 16.8 s: the +Inf bucket
+  r.Record(std::chrono::nanoseconds(-1));    // a clock step back counts as 0
+  const LatencyRecorder::Reading got = r.Read();
+  EXPECT_EQ(got.count, 5u);
+  EXPECT_EQ(got.buckets[0], 3u);
+  EXPECT_EQ(got.buckets[4], 1u);
+  EXPECT_EQ(got.buckets[LatencyRecorder::kBuckets], 1u);
+  EXPECT_EQ(got.sum_ns, 5000u + 8000u + 100000u + 20000000000u);
 }
 
 }  // namespace

@@ -232,16 +232,21 @@ absl::Status LogManager::WriteSync(const SyncBatch& b) {
 }
 
 void LogManager::FinishSync(const SyncBatch& b, const absl::Status& written) {
+  if (written.ok()) {
+    // Counted even when a commit retired the chain meanwhile: the sync was
+    // written and flushed all the same (the store's latency histogram
+    // counts it too).
+    ++stats_.syncs;
+    stats_.inline_syncs += b.inline_entries;
+    stats_.synced_keys += b.keys;
+    stats_.sync_bytes += b.nodes.size() * txn_->nodesize() + b.root_block.size();
+  }
   if (b.nonce != nonce_) return;  // the chain was retired meanwhile
   if (!written.ok()) {
     broken_ = true;
     return;
   }
   cache_->MarkWritten(b.nodes);
-  ++stats_.syncs;
-  stats_.inline_syncs += b.inline_entries;
-  stats_.synced_keys += b.keys;
-  stats_.sync_bytes += b.nodes.size() * txn_->nodesize() + b.root_block.size();
 }
 
 LogStats LogManager::Stats() const {
