@@ -3,9 +3,10 @@
 # Engine tests run twice: optimized with asserts, and under ASan+UBSan. Then,
 # against live servers built by the same run: the Python client's tests
 # (clients/python/test.sh: mypy --strict, pytest incl. the conformance
-# scenarios), the CLI's end-to-end test (clients/cli/e2e_test.sh) and the
-# Go, TypeScript, Java and Rust clients (clients/run_client_tests.sh). Each
-# part adds to the pass/fail summary.
+# scenarios), the CLI's end-to-end test (clients/cli/e2e_test.sh), README's
+# tour (tools/readme_tour_test.sh) and the Go, TypeScript, Java and Rust
+# clients (clients/run_client_tests.sh). Each part adds to the pass/fail
+# summary.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh || exit 1
@@ -52,6 +53,19 @@ else
     status=1
     failed=$((failed + 1))
     summary="$summary, cli e2e FAILED"
+  fi
+
+  # README's tour, every command and output against a live cowkvd:
+  # "readme tour: N commands matched" or a FAIL line; counts as one test.
+  : >"$log"
+  bash tools/readme_tour_test.sh 2>&1 | tee "$log"
+  if [ "${PIPESTATUS[0]}" -eq 0 ] && grep -qE '^readme tour: [0-9]+ commands matched' "$log"; then
+    passed=$((passed + 1))
+    summary="$summary, readme 1/0"
+  else
+    status=1
+    failed=$((failed + 1))
+    summary="$summary, readme 0/1"
   fi
 
   # Go, TypeScript, Java and Rust clients: unit tests, bad input and the
