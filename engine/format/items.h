@@ -96,6 +96,8 @@ struct Key17 {
 };
 
 std::string EncodeKey17(const Key17& k);
+// The same 17 bytes into `out` (no allocation).
+void EncodeKey17To(char* out, const Key17& k);
 // False when `s` is not exactly 17 bytes.
 bool DecodeKey17(absl::string_view s, Key17* k);
 
@@ -109,6 +111,7 @@ inline constexpr uint64_t kExtentFlagFullBackref = 256;
 
 // EXTENT_ITEM value: refs u64, generation u64, flags u64, level u8, pad 7.
 inline constexpr size_t kExtentItemSize = 32;
+inline constexpr size_t kExtentItemFieldBytes = 25;  // the rest is reserved (zero)
 struct ExtentItem {
   uint64_t refs = 0;
   uint64_t generation = 0;  // generation that allocated the extent

@@ -1,5 +1,6 @@
 // File data: extents, read, write (CoW), truncate, clone, xattrs, fiemap.
 #include <algorithm>
+#include <functional>
 #include <optional>
 
 #include "absl/container/flat_hash_map.h"
@@ -446,7 +447,7 @@ absl::Status FsOps::RemoveXattr(uint64_t ino, absl::string_view name) {
 // and is cached so: its own refcount says "not shared" only until that
 // ancestor is CoWed, which moves the sharing down to it (lazy refcounting)
 // without a snapshot.
-absl::StatusOr<bool> FsOps::PathShared(const std::vector<PathNode>& path) {
+absl::StatusOr<bool> FsOps::PathShared(const std::vector<PathNode>& path, PathCounts* counts) {
   std::vector<FsState::PathCacheEntry>& cache = st_->path_cache;
   if (cache.size() < path.size()) cache.resize(path.size());
   const uint64_t snap = b_->snapshot_epoch(), drop = b_->drop_epoch();
@@ -454,9 +455,9 @@ absl::StatusOr<bool> FsOps::PathShared(const std::vector<PathNode>& path) {
     const PathNode& n = path[level];
     FsState::PathCacheEntry& c = cache[level];
     if (opt_.fiemap_path_cache && c.bytenr == n.bytenr && c.epoch == (c.shared ? drop : snap)) {
-      st_->counters.path_cache_hits.fetch_add(1, std::memory_order_relaxed);
+      ++counts->hits;
     } else {
-      st_->counters.shared_checks.fetch_add(1, std::memory_order_relaxed);
+      ++counts->checks;
       ASSIGN_OR_RETURN(bool shared, b_->TreeBlockShared(n));
       c = {n.bytenr, shared, shared ? drop : snap};
     }
@@ -489,7 +490,10 @@ absl::StatusOr<std::vector<FiemapEntry>> FsOps::Fiemap(uint64_t ino, uint64_t of
   bool reached_end = true;
   absl::Status bad;
   std::optional<absl::flat_hash_map<uint64_t, uint64_t>> own;  // counted on first need
-  auto own_refs = [&](uint64_t bytenr) -> absl::StatusOr<uint64_t> {
+  // Made a std::function once, not per extent (its captures do not fit
+  // std::function's inline buffer: a conversion per call allocated).
+  const std::function<absl::StatusOr<uint64_t>(uint64_t)> own_refs =
+      [&](uint64_t bytenr) -> absl::StatusOr<uint64_t> {
     if (!own.has_value()) {
       ASSIGN_OR_RETURN(own, CountOwnRefs(b_, ino));
     }
@@ -497,7 +501,8 @@ absl::StatusOr<std::vector<FiemapEntry>> FsOps::Fiemap(uint64_t ino, uint64_t of
     return it == own->end() ? 0 : it->second;
   };
   absl::MutexLock l(&st_->path_mu);
-  RETURN_IF_ERROR(b_->ScanWithPath(
+  PathCounts counts;
+  absl::Status scanned = b_->ScanWithPath(
       ExtentKey(ino, first), TypeStart(ino, kExtentData + 1),
       [&](absl::string_view k, absl::string_view v, const std::vector<PathNode>& path) {
         FsKey fk;
@@ -508,14 +513,18 @@ absl::StatusOr<std::vector<FiemapEntry>> FsOps::Fiemap(uint64_t ino, uint64_t of
         }
         absl::StatusOr<FileExtent> e = DecodeFileExtent(v, ino, fk.offset);
         absl::StatusOr<FiemapEntry> m =
-            e.ok() ? MapExtent(fk.offset, *e, path, own_refs) : absl::StatusOr<FiemapEntry>(e.status());
+            e.ok() ? MapExtent(fk.offset, *e, path, own_refs, &counts)
+                   : absl::StatusOr<FiemapEntry>(e.status());
         if (!m.ok()) {
           bad = m.status();
           return false;
         }
         if (fk.offset + m->length > offset) out.push_back(*m);
         return true;
-      }));
+      });
+  st_->counters.path_cache_hits.fetch_add(counts.hits, std::memory_order_relaxed);
+  st_->counters.shared_checks.fetch_add(counts.checks, std::memory_order_relaxed);
+  RETURN_IF_ERROR(scanned);
   RETURN_IF_ERROR(bad);
   if (reached_end && !out.empty()) out.back().flags |= kFiemapLast;
   return out;
@@ -523,7 +532,7 @@ absl::StatusOr<std::vector<FiemapEntry>> FsOps::Fiemap(uint64_t ino, uint64_t of
 
 absl::StatusOr<FiemapEntry> FsOps::MapExtent(
     uint64_t logical, const FileExtent& e, const std::vector<PathNode>& path,
-    const std::function<absl::StatusOr<uint64_t>(uint64_t)>& own_refs) {
+    const std::function<absl::StatusOr<uint64_t>(uint64_t)>& own_refs, PathCounts* counts) {
   FiemapEntry m;
   m.logical = logical;
   m.length = e.length();
@@ -542,7 +551,7 @@ absl::StatusOr<FiemapEntry> FsOps::MapExtent(
     shared = own == kSharedWithin || refs > own;
   }
   if (!shared) {
-    ASSIGN_OR_RETURN(shared, PathShared(path));
+    ASSIGN_OR_RETURN(shared, PathShared(path, counts));
   }
   if (shared) m.flags |= kFiemapShared;
   return m;

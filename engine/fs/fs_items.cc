@@ -284,22 +284,25 @@ std::string EncodeFileExtent(const FileExtent& e) {
 }
 
 absl::StatusOr<FileExtent> DecodeFileExtent(absl::string_view v, uint64_t ino, uint64_t offset) {
-  const std::string what = absl::StrCat("file extent at ", offset);
-  if (v.size() < kFileExtentHeaderSize) return Bad(what, ino, "short");
+  // Built only on the error paths: a fiemap decodes every extent item.
+  auto bad = [&](absl::string_view why) {
+    return Bad(absl::StrCat("file extent at ", offset), ino, why);
+  };
+  if (v.size() < kFileExtentHeaderSize) return bad("short");
   Reader r(v);
   FileExtent e;
   e.generation = r.LE64();
   e.kind = r.U8();
   for (int i = 0; i < 7; ++i) {
-    if (r.U8() != 0) return Bad(what, ino, "non-zero padding");
+    if (r.U8() != 0) return bad("non-zero padding");
   }
   if (e.kind == kExtentInline) {
     e.inline_data = std::string(v.substr(kFileExtentHeaderSize));
-    if (e.inline_data.empty()) return Bad(what, ino, "empty inline extent");
+    if (e.inline_data.empty()) return bad("empty inline extent");
     return e;
   }
   if (e.kind != kExtentRegular || v.size() != kFileExtentRegularSize) {
-    return Bad(what, ino, absl::StrCat("kind ", int{e.kind}, " of ", v.size(), " bytes"));
+    return bad(absl::StrCat("kind ", int{e.kind}, " of ", v.size(), " bytes"));
   }
   e.disk_bytenr = r.LE64();
   e.disk_len = r.LE64();
@@ -309,8 +312,7 @@ absl::StatusOr<FileExtent> DecodeFileExtent(absl::string_view v, uint64_t ino, u
   const uint32_t pad = r.LE32();
   if (!r.ok() || pad != 0 || e.disk_len == 0 || e.num_bytes == 0 || e.offset >= e.disk_len ||
       e.num_bytes > e.disk_len - e.offset || offset + e.num_bytes < offset) {
-    return Bad(what, ino,
-               absl::StrCat("extent [", e.disk_bytenr, ", +", e.disk_len, ") range ", e.offset,
+    return bad(absl::StrCat("extent [", e.disk_bytenr, ", +", e.disk_len, ") range ", e.offset,
                             "+", e.num_bytes));
   }
   return e;

@@ -293,14 +293,19 @@ class FsOps {
   absl::Status LogDirEntries(Batch& b, uint64_t dir, LogWork* also);
   void Note(Batch& b, absl::string_view key);
 
-  // fiemap.
-  absl::StatusOr<bool> PathShared(const std::vector<PathNode>& path)
+  // fiemap. The walk's cache hits and sharedness lookups, added to the
+  // state's counters once per call rather than per extent and level.
+  struct PathCounts {
+    uint64_t hits = 0;
+    uint64_t checks = 0;
+  };
+  absl::StatusOr<bool> PathShared(const std::vector<PathNode>& path, PathCounts* counts)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(st_->path_mu);
   // `own_refs(bytenr)`: how many of the file's own items reference that
   // data extent (they do not make it shared).
   absl::StatusOr<FiemapEntry> MapExtent(
       uint64_t logical, const FileExtent& e, const std::vector<PathNode>& path,
-      const std::function<absl::StatusOr<uint64_t>(uint64_t)>& own_refs)
+      const std::function<absl::StatusOr<uint64_t>(uint64_t)>& own_refs, PathCounts* counts)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(st_->path_mu);
 
   // Replay fix-up steps.

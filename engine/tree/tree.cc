@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/base/check.h"
+#include "engine/base/coding.h"
 #include "engine/base/status.h"
 
 namespace cowkv {
@@ -79,10 +80,23 @@ absl::StatusOr<std::string> Tree::Get(absl::string_view key) {
   return *std::move(v);
 }
 
+namespace {
+// Key order by a first 8-byte big-endian word where both have one (keys
+// that differ there, such as two extents' items, need no memcmp call).
+int CompareKeys(absl::string_view a, absl::string_view b) {
+  if (a.size() >= 8 && b.size() >= 8) {
+    const uint64_t x = DecodeBE64(a.data()), y = DecodeBE64(b.data());
+    if (x != y) return x < y ? -1 : 1;
+  }
+  return a.compare(b);
+}
+}  // namespace
+
 absl::StatusOr<absl::string_view> Tree::Get(absl::string_view key, LeafHint* hint) {
   const uint64_t version = this->version();
-  const bool reuse = hint->leaf != nullptr && hint->version == version && key >= hint->lo &&
-                     (!hint->has_hi || key < hint->hi);
+  const bool reuse = hint->leaf != nullptr && hint->version == version &&
+                     CompareKeys(key, hint->lo) >= 0 &&
+                     (!hint->has_hi || CompareKeys(key, hint->hi) < 0);
   if (reuse) {
     ++hint->hits;
   } else {
@@ -100,11 +114,27 @@ absl::StatusOr<absl::string_view> Tree::Get(absl::string_view key, LeafHint* hin
       }
       ASSIGN_OR_RETURN(node, ReadChild(*node, s));
     }
-    *hint = LeafHint{std::move(node), std::move(lo), std::move(hi), has_hi, version, hint->hits};
+    *hint = LeafHint{std::move(node), std::move(lo), std::move(hi), has_hi, version, hint->hits, -1};
   }
   const Node& leaf = *hint->leaf;
-  const int slot = leaf.LowerBound(key);
-  if (slot < leaf.nritems() && leaf.key(slot) == key) return leaf.value(slot);
+  const int n = leaf.nritems();
+  int slot = -1;
+  if (reuse && hint->slot >= 0 && hint->slot < n && CompareKeys(leaf.key(hint->slot), key) <= 0) {
+    // Lookups in key order (seed 002's walk) land a few slots after the
+    // last one (an extent item, then its back references): a short scan
+    // forward instead of a binary search.
+    constexpr int kScan = 8;
+    for (int s = hint->slot; s < n && s <= hint->slot + kScan; ++s) {
+      if (CompareKeys(leaf.key(s), key) >= 0) {
+        slot = s;
+        break;
+      }
+      if (s + 1 == n) slot = n;
+    }
+  }
+  if (slot < 0) slot = leaf.LowerBound(key);
+  hint->slot = slot;
+  if (slot < n && leaf.key(slot) == key) return leaf.value(slot);
   return absl::NotFoundError("key not found");
 }
 

@@ -99,6 +99,7 @@ class Tree {
     bool has_hi = false;
     uint64_t version = 0;
     uint64_t hits = 0;      // lookups answered from the leaf
+    int slot = -1;          // the leaf slot the last lookup landed on
   };
   // The value views the hinted leaf: valid while `hint` holds it and the
   // tree does not change.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -363,18 +364,29 @@ absl::StatusOr<uint64_t> TxnManager::DataExtentRefs(uint64_t bytenr, uint64_t le
   const DelayedRefHead* head = refs_.Find(bytenr);
   int64_t refs = 0;
   if (head == nullptr || !head->must_insert) {
-    const std::string key = format::EncodeKey17(Key17{bytenr, format::kExtentItem, len});
-    std::string copy;
-    absl::StatusOr<absl::string_view> raw = absl::NotFoundError("");
+    char key_buf[format::kKeySize17];
+    format::EncodeKey17To(key_buf, Key17{bytenr, format::kExtentItem, len});
+    const absl::string_view key(key_buf, sizeof(key_buf));
+    absl::string_view raw;
+    bool found = false;
+    std::optional<std::string> copy;
     if (hint != nullptr) {
-      raw = extent_tree_->Get(key, hint);
+      absl::StatusOr<absl::string_view> got = extent_tree_->Get(key, hint);
+      if (got.ok()) {
+        raw = *got;
+        found = true;
+      } else if (!absl::IsNotFound(got.status())) {
+        return got.status();
+      }
     } else {
-      absl::StatusOr<std::string> got = extent_tree_->Get(key);
-      raw = got.ok() ? absl::StatusOr<absl::string_view>(copy = std::move(*got)) : got.status();
+      ASSIGN_OR_RETURN(copy, extent_tree_->Lookup(key));
+      if (copy.has_value()) {
+        raw = *copy;
+        found = true;
+      }
     }
-    if (!raw.ok() && !absl::IsNotFound(raw.status())) return raw.status();
-    if (raw.ok()) {
-      ASSIGN_OR_RETURN(format::ExtentItem e, format::DecodeExtentItem(*raw, bytenr));
+    if (found) {
+      ASSIGN_OR_RETURN(format::ExtentItem e, format::DecodeExtentItem(raw, bytenr));
       refs = static_cast<int64_t>(e.refs);
     }
   }
