@@ -153,12 +153,12 @@ struct StoreImpl::FsBackendImpl::ApplyPlan {
     format::DataRef d;
     bool first;
   };
-  struct Todo {
+  struct Step {
     const fs::FsWrite* w;
     bool may_be_absent;  // an unread delete: absent means nothing to do
   };
   std::vector<Ref> plus, minus;
-  std::vector<Todo> todo;
+  std::vector<Step> steps;
   // The reservation: a batch that only deletes or shrinks items cannot
   // grow the tree (a full store can always unlink); its worst case is one
   // path per leaf it touches — an fs operation's items are clustered by
@@ -195,7 +195,7 @@ absl::Status StoreImpl::FsBackendImpl::PlanWrite(const fs::FsWrite& w, ApplyPlan
     } else {
       plan->bytes += w.key.size() + 16;
     }
-    plan->todo.push_back({&w, !value.has_value()});
+    plan->steps.push_back({&w, !value.has_value()});
     return absl::OkStatus();
   }
   std::optional<std::string> fetched;
@@ -214,7 +214,7 @@ absl::Status StoreImpl::FsBackendImpl::PlanWrite(const fs::FsWrite& w, ApplyPlan
                   (!value.has_value() || (old->has_value() && value->size() <= (*old)->size()));
   plan->bytes += w.key.size() +
                  std::max(old->has_value() ? (*old)->size() : 0, value ? value->size() : 0) + 16;
-  plan->todo.push_back({&w, false});
+  plan->steps.push_back({&w, false});
   return absl::OkStatus();
 }
 
@@ -224,14 +224,14 @@ absl::Status StoreImpl::FsBackendImpl::PlanWrite(const fs::FsWrite& w, ApplyPlan
 // zero on the way.
 absl::Status StoreImpl::FsBackendImpl::Apply(const std::vector<fs::FsWrite>& writes) {
   ApplyPlan plan;
-  plan.todo.reserve(writes.size());
+  plan.steps.reserve(writes.size());
   for (const fs::FsWrite& w : writes) RETURN_IF_ERROR(PlanWrite(w, &plan));
-  if (plan.todo.empty()) return absl::OkStatus();
+  if (plan.steps.empty()) return absl::OkStatus();
   const uint64_t leaves = plan.inodes.size() + plan.bytes / (s_->nodesize_ / 4) + 1;
   RETURN_IF_ERROR(s_->txn_->ReserveForWrite(
       tree_, plan.shrinks ? TxnManager::WriteKind::kDelete : TxnManager::WriteKind::kInsert,
-      std::min<uint64_t>(plan.todo.size(), leaves), plan.bytes));
-  for (const ApplyPlan::Todo& t : plan.todo) {
+      std::min<uint64_t>(plan.steps.size(), leaves), plan.bytes));
+  for (const ApplyPlan::Step& t : plan.steps) {
     const fs::FsWrite* w = t.w;
     // Deletes skip Tree::Delete's probe descent: the item was just read,
     // or (unread) is one the namespace holds, so a miss is rare (a damaged

@@ -250,6 +250,14 @@ class BadInput {
   std::string UnknownSubvolume() { return PickOf<std::string>({"absent-sv", ".", "..", "Seed"}); }
   uint64_t UnknownHandle();
   std::string Utf8Bomb();  // a placeholder that Serialize() turns into invalid UTF-8
+  // A write's target with one flaw drawn into `f` (unparsable one time in
+  // `unparsable_one_in`): a malformed request, an unknown subvolume, the
+  // read-only snapshot, or (`state`) a flaw of the store's state on the seed.
+  struct WriteTarget {
+    std::string sv;
+    bool state = false;
+  };
+  WriteTarget DrawWriteTarget(uint64_t unparsable_one_in, Flaws* f);
   template <typename M>
   std::string Serialize(const M& m, bool unparsable);
 
@@ -895,20 +903,26 @@ void BadInput::KvRange() {
               req.keys_only(), req.count_only());
 }
 
+BadInput::WriteTarget BadInput::DrawWriteTarget(uint64_t unparsable_one_in, Flaws* f) {
+  f->unparsable = OneIn(unparsable_one_in);
+  const uint64_t k = U(4);
+  f->malformed = k == 0;
+  f->unknown_subvolume = k == 1 || (f->malformed && OneIn(4));
+  f->read_only = k == 2 || (f->malformed && OneIn(4));
+  WriteTarget t;
+  t.sv = f->unparsable          ? Utf8Bomb()
+         : f->unknown_subvolume ? UnknownSubvolume()
+         : f->read_only         ? std::string(kReadOnly)
+                                : std::string(kSeed);
+  t.state = k == 3;  // then neither malformed, unknown nor read-only
+  return t;
+}
+
 // Put, Delete, DeleteRange: never a write that would succeed on the seed.
 void BadInput::KvWrites() {
   Flaws f;
-  f.unparsable = OneIn(10);
   // One flaw of the request, of the target, or of the key's state.
-  const uint64_t k = U(4);
-  f.malformed = k == 0;
-  f.unknown_subvolume = k == 1 || (f.malformed && OneIn(4));
-  f.read_only = k == 2 || (f.malformed && OneIn(4));
-  const bool state = k == 3;
-  const std::string sv = f.unparsable          ? Utf8Bomb()
-                         : f.unknown_subvolume ? UnknownSubvolume()
-                         : f.read_only         ? kReadOnly
-                                               : kSeed;
+  const auto [sv, state] = DrawWriteTarget(10, &f);
   const bool bad_durability = f.malformed && OneIn(4);
   const v1::Durability durability =
       bad_durability ? static_cast<v1::Durability>(3 + U(100))
@@ -1492,17 +1506,7 @@ void BadInput::FilesWriteStream() {
 // Mkdir, Create, Rename, Link, Symlink, Unlink, Rmdir: never valid on the seed.
 void BadInput::FilesNamespace() {
   Flaws f;
-  f.unparsable = OneIn(8);
-  const uint64_t k = U(4);
-  f.malformed = k == 0;
-  f.unknown_subvolume = k == 1 || (f.malformed && OneIn(4));
-  f.read_only = k == 2 || (f.malformed && OneIn(4));
-  const std::string sv = f.unparsable          ? Utf8Bomb()
-                         : f.unknown_subvolume ? UnknownSubvolume()
-                         : f.read_only         ? kReadOnly
-                                               : kSeed;
-  // k == 3: a flaw of the store's state, on the seed.
-  const bool state = k == 3 && !f.unknown_subvolume && !f.read_only;
+  const auto [sv, state] = DrawWriteTarget(8, &f);
   const std::string bad =
       f.malformed ? (OneIn(4) ? PickOf<std::string>({"", "/", "//"}) : BadPath()) : "";
   switch (U(7)) {
@@ -1672,16 +1676,7 @@ void BadInput::FilesNamespace() {
 // Truncate and Clone: never valid on the seed.
 void BadInput::FilesData() {
   Flaws f;
-  f.unparsable = OneIn(8);
-  const uint64_t k = U(4);
-  f.malformed = k == 0;
-  f.unknown_subvolume = k == 1 || (f.malformed && OneIn(4));
-  f.read_only = k == 2 || (f.malformed && OneIn(4));
-  const std::string sv = f.unparsable          ? Utf8Bomb()
-                         : f.unknown_subvolume ? UnknownSubvolume()
-                         : f.read_only         ? kReadOnly
-                                               : kSeed;
-  const bool state = k == 3 && !f.unknown_subvolume && !f.read_only;
+  const auto [sv, state] = DrawWriteTarget(8, &f);
   if (OneIn(2)) {
     v1::TruncateRequest req;
     req.set_subvolume(sv);

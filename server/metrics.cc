@@ -100,21 +100,18 @@ void LatencyHistogram::Observe(absl::Duration d) {
 
 void LatencyHistogram::Render(absl::string_view name, absl::string_view labels,
                               std::string* out) const {
-  // Prometheus buckets are cumulative; ours are per bucket.
+  // Prometheus buckets are cumulative; ours are per bucket (and +Inf is
+  // the count: an observation past the last bound lands in none).
+  LatencyHistogramSnapshot h;
   uint64_t cumulative = 0;
   for (size_t i = 0; i < kBucketsSeconds.size(); ++i) {
     cumulative += buckets_[i].load(std::memory_order_relaxed);
-    absl::StrAppend(out, name, "_bucket{",
-                    JoinLabels(labels, absl::StrCat("le=\"", Number(kBucketsSeconds[i]), "\"")),
-                    "} ", cumulative, "\n");
+    h.upper_bounds_seconds.push_back(kBucketsSeconds[i]);
+    h.cumulative_counts.push_back(cumulative);
   }
-  const uint64_t count = count_.load(std::memory_order_relaxed);
-  const std::string braces = labels.empty() ? "" : absl::StrCat("{", labels, "}");
-  absl::StrAppend(out, name, "_bucket{", JoinLabels(labels, "le=\"+Inf\""), "} ", count, "\n");
-  absl::StrAppend(out, name, "_sum", braces, " ",
-                  Number(static_cast<double>(sum_ns_.load(std::memory_order_relaxed)) * 1e-9),
-                  "\n");
-  absl::StrAppend(out, name, "_count", braces, " ", count, "\n");
+  h.count = count_.load(std::memory_order_relaxed);
+  h.sum_seconds = static_cast<double>(sum_ns_.load(std::memory_order_relaxed)) * 1e-9;
+  RenderSnapshot(name, labels, h, out);
 }
 
 RpcMetrics::RpcMetrics(const std::vector<std::string>& methods) {

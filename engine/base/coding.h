@@ -49,6 +49,23 @@ inline uint64_t DecodeLE64(const char* p) { return coding_internal::Load<uint64_
 inline void EncodeBE64(char* p, uint64_t v) { coding_internal::Store(p, v, false); }
 inline uint64_t DecodeBE64(const char* p) { return coding_internal::Load<uint64_t>(p, false); }
 
+// Byte-wise key order (as memcmp, shorter first on a tie), comparing
+// 8-byte big-endian words while both keys have one: keys that differ early,
+// such as two extents' or two inodes' keys, need no memcmp call.
+inline int CompareKeyBytes(absl::string_view a, absl::string_view b) {
+  const size_t n = a.size() < b.size() ? a.size() : b.size();
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const uint64_t x = DecodeBE64(a.data() + i), y = DecodeBE64(b.data() + i);
+    if (x != y) return x < y ? -1 : 1;
+  }
+  for (; i < n; ++i) {
+    const uint8_t x = static_cast<uint8_t>(a[i]), y = static_cast<uint8_t>(b[i]);
+    if (x != y) return x < y ? -1 : 1;
+  }
+  return a.size() == b.size() ? 0 : (a.size() < b.size() ? -1 : 1);
+}
+
 inline void PutLE32(std::string* dst, uint32_t v) {
   char b[4];
   EncodeLE32(b, v);

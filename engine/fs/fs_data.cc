@@ -1,6 +1,5 @@
 // File data: extents, read, write (CoW), truncate, clone, xattrs, fiemap.
 #include <algorithm>
-#include <functional>
 #include <optional>
 
 #include "absl/container/flat_hash_map.h"
@@ -490,10 +489,7 @@ absl::StatusOr<std::vector<FiemapEntry>> FsOps::Fiemap(uint64_t ino, uint64_t of
   bool reached_end = true;
   absl::Status bad;
   std::optional<absl::flat_hash_map<uint64_t, uint64_t>> own;  // counted on first need
-  // Made a std::function once, not per extent (its captures do not fit
-  // std::function's inline buffer: a conversion per call allocated).
-  const std::function<absl::StatusOr<uint64_t>(uint64_t)> own_refs =
-      [&](uint64_t bytenr) -> absl::StatusOr<uint64_t> {
+  auto own_refs = [&](uint64_t bytenr) -> absl::StatusOr<uint64_t> {
     if (!own.has_value()) {
       ASSIGN_OR_RETURN(own, CountOwnRefs(b_, ino));
     }
@@ -532,7 +528,7 @@ absl::StatusOr<std::vector<FiemapEntry>> FsOps::Fiemap(uint64_t ino, uint64_t of
 
 absl::StatusOr<FiemapEntry> FsOps::MapExtent(
     uint64_t logical, const FileExtent& e, const std::vector<PathNode>& path,
-    const std::function<absl::StatusOr<uint64_t>(uint64_t)>& own_refs, PathCounts* counts) {
+    absl::FunctionRef<absl::StatusOr<uint64_t>(uint64_t)> own_refs, PathCounts* counts) {
   FiemapEntry m;
   m.logical = logical;
   m.length = e.length();

@@ -66,19 +66,12 @@ class ItemKey {
  private:
   char buf_[kFsKeySize];
 };
-// Orders ItemKeys and string_views alike (heterogeneous lookup); two fs
-// keys compare as two big-endian words and a tail, without a memcmp call.
+// Orders ItemKeys and string_views alike (heterogeneous lookup), as the
+// bytes do, without a memcmp call for two fs keys (CompareKeyBytes).
 struct ItemKeyLess {
   using is_transparent = void;
   bool operator()(absl::string_view a, absl::string_view b) const {
-    if (a.size() != kFsKeySize || b.size() != kFsKeySize) return a < b;
-    const uint64_t a0 = DecodeBE64(a.data()), b0 = DecodeBE64(b.data());
-    if (a0 != b0) return a0 < b0;
-    const uint64_t a1 = DecodeBE64(a.data() + 8), b1 = DecodeBE64(b.data() + 8);
-    if (a1 != b1) return a1 < b1;
-    return static_cast<uint8_t>(a[16]) != static_cast<uint8_t>(b[16])
-               ? static_cast<uint8_t>(a[16]) < static_cast<uint8_t>(b[16])
-               : static_cast<uint8_t>(a[17]) < static_cast<uint8_t>(b[17]);
+    return CompareKeyBytes(a, b) < 0;
   }
 };
 

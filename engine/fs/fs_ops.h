@@ -25,6 +25,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/container/inlined_vector.h"
+#include "absl/functional/function_ref.h"
 #include "absl/hash/hash.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -305,7 +306,7 @@ class FsOps {
   // data extent (they do not make it shared).
   absl::StatusOr<FiemapEntry> MapExtent(
       uint64_t logical, const FileExtent& e, const std::vector<PathNode>& path,
-      const std::function<absl::StatusOr<uint64_t>(uint64_t)>& own_refs, PathCounts* counts)
+      absl::FunctionRef<absl::StatusOr<uint64_t>(uint64_t)> own_refs, PathCounts* counts)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(st_->path_mu);
 
   // Replay fix-up steps.

@@ -62,16 +62,20 @@ absl::StatusOr<NodeRef> Tree::ReadChild(const Node& parent, int slot) {
   return cache_->Read({c.bytenr, c.generation, expect_owner_, parent.level - 1});
 }
 
-absl::StatusOr<std::optional<std::string>> Tree::Lookup(absl::string_view key) {
+absl::StatusOr<std::pair<NodeRef, int>> Tree::FindInLeaf(absl::string_view key) {
   ASSIGN_OR_RETURN(NodeRef node, ReadRoot());
   while (!node->leaf()) {
     ASSIGN_OR_RETURN(node, ReadChild(*node, node->ChildSlot(key)));
   }
-  int slot = node->LowerBound(key);
-  if (slot < node->nritems() && node->key(slot) == key) {
-    return std::optional<std::string>(std::string(node->value(slot)));
-  }
-  return std::optional<std::string>();
+  const int slot = node->LowerBound(key);
+  const bool found = slot < node->nritems() && node->key(slot) == key;
+  return std::make_pair(std::move(node), found ? slot : -1);
+}
+
+absl::StatusOr<std::optional<std::string>> Tree::Lookup(absl::string_view key) {
+  ASSIGN_OR_RETURN(auto found, FindInLeaf(key));
+  if (found.second < 0) return std::optional<std::string>();
+  return std::optional<std::string>(std::string(found.first->value(found.second)));
 }
 
 absl::StatusOr<std::string> Tree::Get(absl::string_view key) {
@@ -80,23 +84,11 @@ absl::StatusOr<std::string> Tree::Get(absl::string_view key) {
   return *std::move(v);
 }
 
-namespace {
-// Key order by a first 8-byte big-endian word where both have one (keys
-// that differ there, such as two extents' items, need no memcmp call).
-int CompareKeys(absl::string_view a, absl::string_view b) {
-  if (a.size() >= 8 && b.size() >= 8) {
-    const uint64_t x = DecodeBE64(a.data()), y = DecodeBE64(b.data());
-    if (x != y) return x < y ? -1 : 1;
-  }
-  return a.compare(b);
-}
-}  // namespace
-
 absl::StatusOr<absl::string_view> Tree::Get(absl::string_view key, LeafHint* hint) {
   const uint64_t version = this->version();
   const bool reuse = hint->leaf != nullptr && hint->version == version &&
-                     CompareKeys(key, hint->lo) >= 0 &&
-                     (!hint->has_hi || CompareKeys(key, hint->hi) < 0);
+                     CompareKeyBytes(key, hint->lo) >= 0 &&
+                     (!hint->has_hi || CompareKeyBytes(key, hint->hi) < 0);
   if (reuse) {
     ++hint->hits;
   } else {
@@ -119,13 +111,13 @@ absl::StatusOr<absl::string_view> Tree::Get(absl::string_view key, LeafHint* hin
   const Node& leaf = *hint->leaf;
   const int n = leaf.nritems();
   int slot = -1;
-  if (reuse && hint->slot >= 0 && hint->slot < n && CompareKeys(leaf.key(hint->slot), key) <= 0) {
+  if (reuse && hint->slot >= 0 && hint->slot < n && CompareKeyBytes(leaf.key(hint->slot), key) <= 0) {
     // Lookups in key order (seed 002's walk) land a few slots after the
     // last one (an extent item, then its back references): a short scan
     // forward instead of a binary search.
     constexpr int kScan = 8;
     for (int s = hint->slot; s < n && s <= hint->slot + kScan; ++s) {
-      if (CompareKeys(leaf.key(s), key) >= 0) {
+      if (CompareKeyBytes(leaf.key(s), key) >= 0) {
         slot = s;
         break;
       }
@@ -202,14 +194,8 @@ absl::Status Tree::Put(absl::string_view key, absl::string_view value) {
 
 absl::Status Tree::Delete(absl::string_view key) {
   // Probe first so a miss CoWs nothing.
-  ASSIGN_OR_RETURN(NodeRef node, ReadRoot());
-  while (!node->leaf()) {
-    ASSIGN_OR_RETURN(node, ReadChild(*node, node->ChildSlot(key)));
-  }
-  const int slot = node->LowerBound(key);
-  if (slot >= node->nritems() || node->key(slot) != key) {
-    return absl::NotFoundError("key not found");
-  }
+  ASSIGN_OR_RETURN(auto found, FindInLeaf(key));
+  if (found.second < 0) return absl::NotFoundError("key not found");
   return DeletePresent(key);
 }
 

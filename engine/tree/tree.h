@@ -24,6 +24,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -148,6 +149,9 @@ class Tree {
     int slot = 0;
   };
   using Path = std::array<PathEntry, format::kMaxLevel>;
+
+  // The leaf `key` belongs in, and its slot there (-1: absent). Reads only.
+  absl::StatusOr<std::pair<NodeRef, int>> FindInLeaf(absl::string_view key);
 
   absl::Status SearchForWrite(absl::string_view key, Path& path);
   absl::StatusOr<NodeRef> CowIfNeeded(NodeRef node, Node* parent, int parent_slot);

@@ -4,6 +4,7 @@
 // shortcuts (seed 004): Lookup (absence as nullopt) and DeletePresent (no
 // probe descent) against the same kind of model.
 #include <map>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
@@ -41,6 +42,23 @@ class InMemoryHooks : public TreeHooks {
   uint64_t next_ = 1 << 20;
 };
 
+// One tree on an in-memory device.
+class InMemoryTree : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto t = Tree::CreateEmpty(5, &cache_, &hooks_);
+    ASSERT_TRUE(t.ok()) << t.status();
+    tree_ = *std::move(t);
+  }
+
+  MemDevice dev_{64 << 20};
+  NodeCache cache_{&dev_, std::string(16, 'f'), 4096, 4096, 64 << 20};
+  InMemoryHooks hooks_;
+  std::unique_ptr<Tree> tree_;
+};
+class TreeLeafHint : public InMemoryTree {};
+class TreeShortcuts : public InMemoryTree {};
+
 std::string Key(uint64_t i) { return absl::StrFormat("k%010d", i); }
 
 void ExpectSame(Tree* tree, const std::map<std::string, std::string>& model,
@@ -55,28 +73,23 @@ void ExpectSame(Tree* tree, const std::map<std::string, std::string>& model,
   }
 }
 
-TEST(TreeLeafHint, MatchesTheModelInAnyOrderAndAcrossChanges) {
-  MemDevice dev(64 << 20);
-  NodeCache cache(&dev, std::string(16, 'f'), 4096, 4096, 64 << 20);
-  InMemoryHooks hooks;
-  auto tree = Tree::CreateEmpty(5, &cache, &hooks);
-  ASSERT_TRUE(tree.ok()) << tree.status();
+TEST_F(TreeLeafHint, MatchesTheModelInAnyOrderAndAcrossChanges) {
   std::map<std::string, std::string> model;
   std::mt19937_64 rng(42);
   for (uint64_t i = 0; i < 20000; i += 2) {  // odd keys stay absent
     std::string v(1 + rng() % 200, static_cast<char>('a' + i % 26));
-    ASSERT_TRUE((*tree)->Put(Key(i), v).ok());
+    ASSERT_TRUE(tree_->Put(Key(i), v).ok());
     model[Key(i)] = v;
   }
-  ASSERT_GE((*tree)->height(), 3);
+  ASSERT_GE(tree_->height(), 3);
 
   // In key order: one descent per leaf, every other lookup from the hint.
   Tree::LeafHint hint;
-  for (uint64_t i = 0; i < 20000; ++i) ExpectSame(tree->get(), model, Key(i), &hint);
+  for (uint64_t i = 0; i < 20000; ++i) ExpectSame(tree_.get(), model, Key(i), &hint);
   EXPECT_GT(hint.hits, 19000u);
   // Keys outside every stored one: below the first and above the last.
-  ExpectSame(tree->get(), model, "a", &hint);
-  ExpectSame(tree->get(), model, "z", &hint);
+  ExpectSame(tree_.get(), model, "a", &hint);
+  ExpectSame(tree_.get(), model, "z", &hint);
 
   // Random order, interleaved with changes that move items between leaves.
   for (int round = 0; round < 20000; ++round) {
@@ -84,23 +97,18 @@ TEST(TreeLeafHint, MatchesTheModelInAnyOrderAndAcrossChanges) {
     if (rng() % 4 == 0) {
       if (rng() % 2 == 0) {
         std::string v(1 + rng() % 300, 'x');
-        ASSERT_TRUE((*tree)->Put(Key(i), v).ok());
+        ASSERT_TRUE(tree_->Put(Key(i), v).ok());
         model[Key(i)] = v;
       } else if (model.erase(Key(i)) == 1) {
-        ASSERT_TRUE((*tree)->Delete(Key(i)).ok());
+        ASSERT_TRUE(tree_->Delete(Key(i)).ok());
       }
     }
-    ExpectSame(tree->get(), model, Key(i), &hint);
+    ExpectSame(tree_.get(), model, Key(i), &hint);
     if (HasFatalFailure()) return;
   }
 }
 
-TEST(TreeShortcuts, LookupAndDeletePresentMatchTheModel) {
-  MemDevice dev(64 << 20);
-  NodeCache cache(&dev, std::string(16, 'f'), 4096, 4096, 64 << 20);
-  InMemoryHooks hooks;
-  auto tree = Tree::CreateEmpty(5, &cache, &hooks);
-  ASSERT_TRUE(tree.ok()) << tree.status();
+TEST_F(TreeShortcuts, LookupAndDeletePresentMatchTheModel) {
   std::map<std::string, std::string> model;
   std::mt19937_64 rng(7);
   for (int round = 0; round < 40000; ++round) {
@@ -108,19 +116,19 @@ TEST(TreeShortcuts, LookupAndDeletePresentMatchTheModel) {
     const int op = static_cast<int>(rng() % 3);
     if (op == 0) {
       std::string v(1 + rng() % 300, static_cast<char>('a' + round % 26));
-      ASSERT_TRUE((*tree)->Put(k, v).ok());
+      ASSERT_TRUE(tree_->Put(k, v).ok());
       model[k] = v;
     } else if (op == 1) {
       // Present or not: DeletePresent's answer must match the model, and a
       // miss must change nothing readable.
-      absl::Status st = (*tree)->DeletePresent(k);
+      absl::Status st = tree_->DeletePresent(k);
       if (model.erase(k) == 1) {
         ASSERT_TRUE(st.ok()) << k << ": " << st;
       } else {
         ASSERT_TRUE(absl::IsNotFound(st)) << k << ": " << st;
       }
     }
-    absl::StatusOr<std::optional<std::string>> got = (*tree)->Lookup(k);
+    absl::StatusOr<std::optional<std::string>> got = tree_->Lookup(k);
     ASSERT_TRUE(got.ok()) << got.status();
     auto it = model.find(k);
     if (it == model.end()) {
@@ -132,13 +140,13 @@ TEST(TreeShortcuts, LookupAndDeletePresentMatchTheModel) {
   }
   // Every key, in order, after the churn (merges and splits included).
   for (uint64_t i = 0; i < 6000; ++i) {
-    absl::StatusOr<std::optional<std::string>> got = (*tree)->Lookup(Key(i));
+    absl::StatusOr<std::optional<std::string>> got = tree_->Lookup(Key(i));
     ASSERT_TRUE(got.ok());
     auto it = model.find(Key(i));
     ASSERT_EQ(got->has_value(), it != model.end()) << Key(i);
     if (it != model.end()) EXPECT_EQ(**got, it->second);
   }
-  EXPECT_GE((*tree)->height(), 2);
+  EXPECT_GE(tree_->height(), 2);
 }
 
 }  // namespace
