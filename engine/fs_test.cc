@@ -439,6 +439,43 @@ TEST_F(FsTest, FsyncSurvivesPowerLossWithoutCommit) {
   Reopen();
 }
 
+// An fsync whose picture needs a removed or moved name is an engine commit
+// (trigger "fsync"); one that only adds names and data is one log sync.
+TEST_F(FsTest, FsyncFallsBackToACommitOnlyAfterANameWentAway) {
+  ASSERT_OK(f().Mkdir("/a").status());
+  ASSERT_OK(f().Mkdir("/b").status());
+  ASSERT_OK(f().Create("/a/x").status());
+  ASSERT_OK(f().Create("/b/y").status());
+  ASSERT_OK(store_->Commit());
+  ASSERT_OK(f().Fsync(Ino("/a/x")));  // starts this transaction's log
+  struct Case {
+    const char* what;
+    std::function<absl::Status()> change;
+    const char* fsync;
+    bool commits;
+  };
+  const std::vector<Case> cases = {
+      {"a new file", [&] { return f().Create("/a/n1").status(); }, "/a/n1", false},
+      {"a new link in another directory", [&] { return f().Link("/a/x", "/b/x2").status(); }, "/a/x",
+       false},
+      {"an unrelated directory lost an entry", [&] { return f().Unlink("/b/x2"); }, "/a/n1", false},
+      {"the file was renamed", [&] { return f().Rename("/a/n1", "/a/n2"); }, "/a/n2", true},
+      {"its directory lost an entry", [&] { return f().Unlink("/a/n2"); }, "/a/x", true},
+      {"an ancestor moved", [&] { return f().Rename("/b", "/a/b"); }, "/a/b/y", true},
+      {"the directory itself lost an entry", [&] { return f().Unlink("/a/b/y"); }, "/a/b", true},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    ASSERT_OK(c.change());
+    const StoreStats before = store_->Stats();
+    ASSERT_OK(f().Fsync(Ino(c.fsync)));
+    const StoreStats after = store_->Stats();
+    EXPECT_EQ(after.commits_by_fsync - before.commits_by_fsync, c.commits ? 1u : 0u);
+    EXPECT_EQ(after.commits - before.commits, c.commits ? 1u : 0u);
+    EXPECT_EQ(after.log_syncs - before.log_syncs, c.commits ? 0u : 1u);
+  }
+}
+
 TEST(FsFullTest, FullDeviceRefusesCleanlyAndStillUnlinks) {
   MemDevice dev(24ull << 20);
   ASSERT_OK(Store::Mkfs(&dev, testing::TestMkfs(4096)));

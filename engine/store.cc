@@ -682,6 +682,7 @@ constexpr std::pair<CommitTrigger, const char*> kTriggerNames[] = {
     {CommitTrigger::kExplicit, "explicit"},       {CommitTrigger::kInterval, "interval"},
     {CommitTrigger::kDirtyBytes, "dirty_bytes"},  {CommitTrigger::kSpace, "space"},
     {CommitTrigger::kDelayedRefs, "delayed_refs"}, {CommitTrigger::kLogFull, "log_full"},
+    {CommitTrigger::kFsync, "fsync"},
 };
 
 }  // namespace
@@ -732,6 +733,7 @@ StoreStats StoreImpl::Stats() {
   s.commits_by_space = commits_by_[static_cast<int>(CommitTrigger::kSpace)];
   s.commits_by_delayed_refs = commits_by_[static_cast<int>(CommitTrigger::kDelayedRefs)];
   s.commits_by_log_full = commits_by_[static_cast<int>(CommitTrigger::kLogFull)];
+  s.commits_by_fsync = commits_by_[static_cast<int>(CommitTrigger::kFsync)];
   s.throttle_batches = throttle_batches_;
   s.throttle_waits = throttle_waits_.load(std::memory_order_relaxed);
   s.throttle_wait_us = throttle_wait_us_.load(std::memory_order_relaxed);

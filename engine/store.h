@@ -109,6 +109,17 @@ struct Options {
   bool fs_precise_logged_check = true;     // seed 004
   bool fiemap_path_cache = true;           // seed 002 (the subvolume path's sharedness
                                            // and the extent-tree leaf, per fiemap)
+  // Testing only: puts back one of the fsync and replay bugs the crash
+  // generator found (issue 13), so that engine/crash_test/fs_gen_test.cc
+  // can show it catches each. Never set outside tests.
+  enum class PlantedBug {
+    kNone,
+    kNoFullCommit,        // fsync logs even when names it depends on were removed or moved
+    kItemCountsAsNames,   // an inode whose item a name change logged counts as logged with its names
+    kLateInodeCounter,    // the inode counter loaded after a delete (reuses the number)
+    kEagerReplayDrops,    // replay drops a replaced item's extent reference at once
+  };
+  PlantedBug planted_bug = PlantedBug::kNone;
   enum class ThrottlePolicy { kDelayedRefs, kReservedBytes };
   ThrottlePolicy throttle_policy = ThrottlePolicy::kDelayedRefs;
   uint64_t delayed_refs_soft = 16384;
@@ -169,6 +180,7 @@ struct StoreStats {
   uint64_t commits_by_space = 0;
   uint64_t commits_by_delayed_refs = 0;
   uint64_t commits_by_log_full = 0;  // durable commits the log could not take
+  uint64_t commits_by_fsync = 0;     // fsyncs the log could not carry (a name removed or moved)
   uint64_t throttle_batches = 0;   // delayed-ref batches run by writers
   uint64_t throttle_waits = 0;     // writers that waited for a commit
   uint64_t throttle_wait_us = 0;   // total time they waited
@@ -215,7 +227,7 @@ struct StoreStats {
   // to its generation being durable and published (docs/design.md
   // "Commit and log-sync latency"); one entry per trigger, in the order of
   // commits_by_*: explicit (close included), interval, dirty_bytes, space,
-  // delayed_refs, log_full. Each count equals its commits_by_* counter.
+  // delayed_refs, log_full, fsync. Each count equals its commits_by_* counter.
   std::vector<CommitLatency> commit_latency;
   // Each log sync's write of its blocks and its flush; count == log_syncs.
   LatencyHistogramSnapshot log_sync_latency;

@@ -51,7 +51,7 @@
 namespace cowkv {
 
 enum class CommitTrigger {
-  kExplicit, kInterval, kDirtyBytes, kSpace, kClose, kDelayedRefs, kLogFull, kCount
+  kExplicit, kInterval, kDirtyBytes, kSpace, kClose, kDelayedRefs, kLogFull, kFsync, kCount
 };
 
 // What a KV commit applies, already validated.
@@ -168,8 +168,11 @@ class StoreImpl {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status FixupFsReplay(std::map<uint64_t, fs::ReplayNotes>& notes)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Applies one log entry; the references of the items it replaces go to
+  // `drops` (ReplayLog drops them after the last entry).
   absl::Status ReplayEntry(const log::LogEntry& e, std::set<uint64_t>* claimed,
-                           std::map<uint64_t, fs::ReplayNotes>* notes)
+                           std::map<uint64_t, fs::ReplayNotes>* notes,
+                           std::vector<std::pair<uint64_t, format::DataRef>>* drops)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // KV internals (kv_store.cc).

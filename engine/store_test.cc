@@ -197,7 +197,8 @@ TEST(Store, ParanoidChecksAndReadOnly) {
 // ---- Commit and log-sync latency ---------------------------------------------
 
 const std::vector<std::string> kTriggers = {"explicit",  "interval",     "dirty_bytes",
-                                            "space",     "delayed_refs", "log_full"};
+                                            "space",     "delayed_refs", "log_full",
+                                            "fsync"};
 
 // A histogram's shape: 22 exponential bounds from 8 µs, cumulative counts
 // that never decrease and reach `count` (nothing here takes 16 s), and a
@@ -239,6 +240,7 @@ std::map<std::string, uint64_t> CommitCounts(const StoreStats& s) {
   EXPECT_EQ(out["space"], s.commits_by_space);
   EXPECT_EQ(out["delayed_refs"], s.commits_by_delayed_refs);
   EXPECT_EQ(out["log_full"], s.commits_by_log_full);
+  EXPECT_EQ(out["fsync"], s.commits_by_fsync);
   EXPECT_EQ(s.log_sync_latency.count, s.log_syncs);
   ExpectWellFormed(s.log_sync_latency, "log sync");
   return out;

@@ -1109,7 +1109,7 @@ TEST_F(Rpc, PrometheusMetrics) {
 
   // The engine's histograms: every commit by trigger, every log sync. Their
   // counts equal the engine counters on the same page (one StoreStats).
-  const std::vector<std::string> triggers = {"delayed_refs", "dirty_bytes", "explicit",
+  const std::vector<std::string> triggers = {"delayed_refs", "dirty_bytes", "explicit", "fsync",
                                              "interval", "log_full", "space"};
   auto scrape = [&](std::map<std::string, ScrapedHistogram>* commits, ScrapedHistogram* syncs) {
     auto page = http.Get("/metrics");

@@ -50,7 +50,7 @@ LatencyHistogramSnapshot AllCommits(const StoreStats& s) {
         scale, help                                              \
   }
 
-// The latency rows, after the counters (field numbers 54..66).
+// The latency rows, after the counters (field numbers 54..66, 68).
 void AddLatencyFields(std::vector<StatField>* fields) {
   fields->insert(fields->end(), {
       COWKV_LATENCY(commit_us_by_explicit, CommitLatencyOf(s, "explicit").sum_seconds),
@@ -59,6 +59,7 @@ void AddLatencyFields(std::vector<StatField>* fields) {
       COWKV_LATENCY(commit_us_by_space, CommitLatencyOf(s, "space").sum_seconds),
       COWKV_LATENCY(commit_us_by_delayed_refs, CommitLatencyOf(s, "delayed_refs").sum_seconds),
       COWKV_LATENCY(commit_us_by_log_full, CommitLatencyOf(s, "log_full").sum_seconds),
+      COWKV_LATENCY(commit_us_by_fsync, CommitLatencyOf(s, "fsync").sum_seconds),
       COWKV_LATENCY(commit_mean_us, AllCommits(s).MeanSeconds()),
       COWKV_LATENCY(commit_p50_us, AllCommits(s).QuantileSeconds(0.5)),
       COWKV_LATENCY(commit_p99_us, AllCommits(s).QuantileSeconds(0.99)),
@@ -85,6 +86,7 @@ const std::vector<StatField>& StatFields() {
       COWKV_STAT(commits_by_space, "cowkv_engine_commits_by_trigger_total", "trigger=\"space\"", true, 1, ""),
       COWKV_STAT(commits_by_delayed_refs, "cowkv_engine_commits_by_trigger_total", "trigger=\"delayed_refs\"", true, 1, ""),
       COWKV_STAT(commits_by_log_full, "cowkv_engine_commits_by_trigger_total", "trigger=\"log_full\"", true, 1, ""),
+      COWKV_STAT(commits_by_fsync, "cowkv_engine_commits_by_trigger_total", "trigger=\"fsync\"", true, 1, ""),
       COWKV_STAT(throttle_batches, "cowkv_throttle_batches_total", "", true, 1, "Delayed-ref batches run by writers (throttle)."),
       COWKV_STAT(throttle_waits, "cowkv_throttle_waits_total", "", true, 1, "Writers that waited for a commit (throttle)."),
       COWKV_STAT(throttle_wait_us, "cowkv_throttle_wait_seconds_total", "", true, 1e-6, "Time writers waited for a commit (throttle)."),

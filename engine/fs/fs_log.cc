@@ -62,6 +62,7 @@ void FsOps::MarkLogged(uint64_t ino) {
   std::shared_ptr<InodeMem> m = Mem(ino);
   m->logged_gen = b_->generation();
   m->logged = true;
+  if (opt_.bug_item_counts_as_names) m->names_logged_gen = b_->generation();
 }
 
 // Seed 004: whether `ino` is in this transaction's log. Memory answers when
@@ -121,19 +122,23 @@ absl::Status FsOps::UpdateLog(Batch& b, const std::vector<uint64_t>& named) {
   return LogQueue(b, also);
 }
 
-// Logs the inodes queued by LogInodeKeys/LogDirEntries (new parents and
-// new children), each at most once.
+// Logs the inodes queued by LogInodeKeys/LogDirEntries/QueueLinkDirs (new
+// parents, new children, directories of new links): each one's keys at
+// most once, and a directory's entries at most once (also when it was
+// first queued without them).
 absl::Status FsOps::LogQueue(Batch& b, std::vector<std::pair<uint64_t, bool>>& work) {
-  std::set<uint64_t> done;
+  std::set<uint64_t> done, done_entries;
   while (!work.empty()) {
     auto [ino, entries] = work.back();
     work.pop_back();
-    if (!done.insert(ino).second) continue;
+    const bool keys = done.insert(ino).second;
+    const bool want_entries = entries && done_entries.insert(ino).second;
+    if (!keys && !want_entries) continue;
     absl::StatusOr<InodeItem> it = LoadInode(b, ino);
     if (absl::IsNotFound(it.status())) continue;
     RETURN_IF_ERROR(it.status());
-    RETURN_IF_ERROR(LogInodeKeys(b, ino, *it, /*names=*/true, &work));
-    if (entries && TypeOf(*it) == FileType::kDirectory) {
+    if (keys) RETURN_IF_ERROR(LogInodeKeys(b, ino, *it, /*names=*/true, &work));
+    if (want_entries && TypeOf(*it) == FileType::kDirectory) {
       RETURN_IF_ERROR(LogDirEntries(b, ino, &work));
     }
   }
@@ -153,7 +158,11 @@ absl::Status FsOps::LogInodeKeys(Batch& b, uint64_t ino, const InodeItem& item, 
   const uint64_t gen = b_->generation();
   Note(b, InodeKey(ino));
   MarkLogged(ino);
-  if (names) RETURN_IF_ERROR(LogNames(b, ino, also));
+  if (st_->lost_name.count(ino)) needs_full_commit_ = true;
+  if (names) {
+    RETURN_IF_ERROR(LogNames(b, ino, also));
+    Mem(ino)->names_logged_gen = gen;
+  }
   auto d = st_->deleted.find(ino);
   if (d != st_->deleted.end()) {
     if (TypeOf(item) == FileType::kDirectory) {
@@ -204,6 +213,9 @@ absl::Status FsOps::LogNames(Batch& b, uint64_t ino, std::vector<std::pair<uint6
   const uint64_t gen = b_->generation();
   ASSIGN_OR_RETURN(std::vector<ParentRefs> refs, LoadRefs(b, ino));
   for (const auto& [parent, names] : refs) {
+    // A directory that lost an entry: the log would show the new name
+    // beside the old entries (btrfs logs the directory, or commits).
+    if (st_->lost_entry.count(parent)) needs_full_commit_ = true;
     Note(b, RefKey(ino, parent));
     bool taken = false;
     for (const InodeRef& r : names) {
@@ -223,9 +235,10 @@ absl::Status FsOps::LogNames(Batch& b, uint64_t ino, std::vector<std::pair<uint6
     }
     absl::StatusOr<InodeItem> p = LoadInode(b, parent);
     RETURN_IF_ERROR(p.status());
-    if (p->generation == gen) {
-      ASSIGN_OR_RETURN(bool logged, IsLogged(b, parent));
-      if (!logged) also->push_back({parent, false});
+    // A parent created in this transaction needs its own names in the log
+    // (its item alone, logged by a name change inside it, is not enough).
+    if (p->generation == gen && Mem(parent)->names_logged_gen != gen) {
+      also->push_back({parent, false});
     }
   }
   return absl::OkStatus();
@@ -242,6 +255,8 @@ absl::Status FsOps::LogNames(Batch& b, uint64_t ino, std::vector<std::pair<uint6
 absl::Status FsOps::LogDirEntries(Batch& b, uint64_t dir,
                                   std::vector<std::pair<uint64_t, bool>>* also) {
   const uint64_t gen = b_->generation();
+  // Its removed entries would need tombstones beside the new ones.
+  if (st_->lost_entry.count(dir)) needs_full_commit_ = true;
   std::shared_ptr<InodeMem> m = Mem(dir);
   uint64_t start = 0;
   if (opt_.dir_index_offset && m->index_logged_gen == gen) {
@@ -271,29 +286,104 @@ absl::Status FsOps::LogDirEntries(Batch& b, uint64_t dir,
   RETURN_IF_ERROR(bad);
   m->index_logged_gen = gen;
   m->last_logged_index = last;
+  // Subdirectories created in this transaction whose entries here were
+  // logged by an earlier fsync: their own new entries go too.
+  auto sub = st_->new_subdirs.find(dir);
+  if (sub != st_->new_subdirs.end()) {
+    for (uint64_t d : sub->second) also->push_back({d, true});
+  }
   for (const DirEntry& e : children) {
+    // A child logged with its names already is skipped, unless it is a
+    // directory created in this transaction: its own new entries go too,
+    // recursively (btrfs's log_new_dir_dentries).
     std::shared_ptr<InodeMem> cm = Mem(e.child);
-    if (cm->logged_gen == gen && cm->logged) continue;
+    const bool logged = cm->names_logged_gen == gen && !st_->lost_name.count(e.child);
+    if (logged && e.type != FileType::kDirectory) continue;
     absl::StatusOr<InodeItem> it = LoadInode(b, e.child);
     if (absl::IsNotFound(it.status())) continue;
     RETURN_IF_ERROR(it.status());
-    also->push_back({e.child, it->generation == gen && e.type == FileType::kDirectory});
+    const bool new_dir = it->generation == gen && e.type == FileType::kDirectory;
+    if (logged && !new_dir) continue;
+    also->push_back({e.child, new_dir});
   }
   return absl::OkStatus();
 }
 
-absl::Status FsOps::LogForFsync(uint64_t ino, bool datasync) {
+// The directories where `ino` gained a name by a link or a rename in this
+// transaction (for an inode created in it: every directory of its names,
+// when it has more than one) are logged with their new entries: btrfs
+// logs the parents of a new link, so the other names added there in the
+// transaction persist with it (xfstests generic/104, 343).
+absl::Status FsOps::QueueLinkDirs(Batch& b, uint64_t ino, const InodeItem& item, LogWork* work) {
+  const uint64_t gen = b_->generation();
+  if (item.generation == gen && item.nlink < 2) return absl::OkStatus();
+  ASSIGN_OR_RETURN(std::vector<ParentRefs> refs, LoadRefs(b, ino));
+  for (const auto& [parent, names] : refs) {
+    bool linked = item.generation == gen;
+    for (size_t i = 0; i < names.size() && !linked; ++i) {
+      ASSIGN_OR_RETURN(std::optional<std::string> v, b.Get(DirIndexKey(parent, names[i].index)));
+      if (!v.has_value()) continue;
+      ASSIGN_OR_RETURN(DirEntry e, DecodeDirIndex(*v, parent));
+      linked = e.transid == gen;
+    }
+    if (linked) work->push_back({parent, true});
+  }
+  return absl::OkStatus();
+}
+
+// Whether the way from `ino` up to the root changed in a way the log does
+// not carry: a parent that lost an entry, or an ancestor directory that
+// was moved (lost its name) in this transaction.
+absl::StatusOr<bool> FsOps::PathChanged(Batch& b, uint64_t ino) {
+  ASSIGN_OR_RETURN(std::vector<ParentRefs> refs, LoadRefs(b, ino));
+  for (const auto& pr : refs) {
+    if (st_->lost_entry.count(pr.first)) return true;
+    uint64_t dir = pr.first;
+    for (size_t depth = 0; dir != kRootDirIno; ++depth) {
+      if (depth > kMaxPathDepth + 1) return absl::DataLossError("directory chain deeper than the path limit");
+      if (st_->lost_name.count(dir)) return true;
+      uint64_t up = 0;
+      RETURN_IF_ERROR(b.Scan(TypeStart(dir, kInodeRef), TypeStart(dir, kInodeRef + 1), false,
+                             [&](absl::string_view k, absl::string_view) {
+                               FsKey fk;
+                               if (DecodeFsKey(k, &fk)) up = fk.offset;
+                               return false;
+                             }));
+      if (up == 0) return absl::DataLossError(absl::StrCat("directory ", dir, " has no parent"));
+      dir = up;
+    }
+  }
+  return false;
+}
+
+// The log carries what grew in this transaction: new inodes, new names,
+// data, xattrs. When the fsync's picture needs a name that was removed or
+// moved (the inode's own, a parent's entry, an ancestor's), it answers
+// false and the caller commits (btrfs falls back to a transaction commit
+// in the same cases it cannot log: BTRFS_LOG_FORCE_COMMIT).
+absl::StatusOr<bool> FsOps::LogForFsync(uint64_t ino, bool datasync) {
   Batch b(b_);
   ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
   st_->counters.fsyncs.fetch_add(1, std::memory_order_relaxed);
-  std::vector<std::pair<uint64_t, bool>> work;
   // fdatasync of an inode older than this transaction: its names are
   // durable already; only the data and the item matter.
   const bool names = !(datasync && it.generation < b_->generation());
+  if (st_->lost_name.count(ino) && !opt_.bug_no_full_commit) return false;
+  if (names && !opt_.bug_no_full_commit) {
+    ASSIGN_OR_RETURN(bool changed, PathChanged(b, ino));
+    if (changed) return false;
+  }
+  needs_full_commit_ = false;
+  std::vector<std::pair<uint64_t, bool>> work;
   RETURN_IF_ERROR(LogInodeKeys(b, ino, it, names, &work));
-  if (TypeOf(it) == FileType::kDirectory) RETURN_IF_ERROR(LogDirEntries(b, ino, &work));
+  if (TypeOf(it) == FileType::kDirectory) {
+    RETURN_IF_ERROR(LogDirEntries(b, ino, &work));
+  } else if (names) {
+    RETURN_IF_ERROR(QueueLinkDirs(b, ino, it, &work));
+  }
   RETURN_IF_ERROR(LogQueue(b, work));
-  return b.Commit();
+  RETURN_IF_ERROR(b.Commit());
+  return !needs_full_commit_ || opt_.bug_no_full_commit;
 }
 
 // ---- Replay fix-up -----------------------------------------------------------------

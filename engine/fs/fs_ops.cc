@@ -96,6 +96,9 @@ void FsOps::BeginWrite() {
     st_->gen = b_->generation();
     st_->deleted.clear();
     st_->ref_losers.clear();
+    st_->lost_name.clear();
+    st_->lost_entry.clear();
+    st_->new_subdirs.clear();
   }
 }
 
@@ -210,21 +213,43 @@ absl::StatusOr<Attr> FsOps::Stat(uint64_t ino) {
   return Attr{ino, it};
 }
 
+// Inode numbers come from one counter, loaded from the highest objectid in
+// the tree. It must be loaded before the first inode is deleted: loaded
+// after, it would hand out the deleted inode's number again in the same
+// transaction, while the committed tree and the log still hold that
+// inode (DeleteInode loads it first).
+absl::Status FsOps::LoadNextIno() {
+  if (st_->next_ino != 0) return absl::OkStatus();
+  uint64_t next = kRootDirIno + 1;
+  RETURN_IF_ERROR(b_->Scan(InodeStart(0), std::string(1, kFsPrefix + 1), true,
+                           [&](absl::string_view k, absl::string_view) {
+                             FsKey fk;
+                             if (DecodeFsKey(k, &fk)) next = std::max(next, fk.objectid + 1);
+                             return false;
+                           }));
+  st_->next_ino = next;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<uint64_t> FsOps::AllocIno() {
-  if (st_->next_ino == 0) {
-    uint64_t next = kRootDirIno + 1;
-    RETURN_IF_ERROR(b_->Scan(InodeStart(0), std::string(1, kFsPrefix + 1), true,
-                             [&](absl::string_view k, absl::string_view) {
-                               FsKey fk;
-                               if (DecodeFsKey(k, &fk)) next = std::max(next, fk.objectid + 1);
-                               return false;
-                             }));
-    st_->next_ino = next;
-  }
+  RETURN_IF_ERROR(LoadNextIno());
   return st_->next_ino++;
 }
 
 absl::StatusOr<uint64_t> FsOps::NextIndex(Batch& b, uint64_t dir) {
+  RETURN_IF_ERROR(LoadNextIndex(b, dir));
+  std::shared_ptr<InodeMem> m = Mem(dir);
+  if (m->first_index_gen != b_->generation()) {
+    m->first_index_gen = b_->generation();
+    m->first_index = m->next_index;
+  }
+  return m->next_index++;
+}
+
+// A directory's index counter, loaded from its highest DIR_INDEX. Loaded
+// before the directory loses an entry (RemoveName), so that a removed
+// last index is not handed out again in the same transaction.
+absl::Status FsOps::LoadNextIndex(Batch& b, uint64_t dir) {
   std::shared_ptr<InodeMem> m = Mem(dir);
   if (m->next_index == 0) {
     uint64_t next = 2;  // btrfs starts at 2 ("." and "..")
@@ -236,11 +261,7 @@ absl::StatusOr<uint64_t> FsOps::NextIndex(Batch& b, uint64_t dir) {
                            }));
     m->next_index = next;
   }
-  if (m->first_index_gen != b_->generation()) {
-    m->first_index_gen = b_->generation();
-    m->first_index = m->next_index;
-  }
-  return m->next_index++;
+  return absl::OkStatus();
 }
 
 absl::Status FsOps::TouchDir(Batch& b, uint64_t dir, int64_t size_delta) {
@@ -292,6 +313,7 @@ absl::Status FsOps::AddName(Batch& b, uint64_t parent, absl::string_view name, u
 
 absl::Status FsOps::RemoveName(Batch& b, uint64_t parent, absl::string_view name, uint64_t ino,
                                int64_t* touch_later) {
+  RETURN_IF_ERROR(LoadNextIndex(b, parent));
   const ItemKey dk = DirItemKey(parent, name);
   ASSIGN_OR_RETURN(const std::optional<std::string>* cur, b.Find(dk));
   std::vector<DirEntry> entries;
@@ -333,6 +355,8 @@ absl::Status FsOps::RemoveName(Batch& b, uint64_t parent, absl::string_view name
   RecordDeleted(parent, ik);
   RecordDeleted(ino, rk);
   RecordDeleted(parent, rk);  // a later fsync of the directory logs the inode that lost it
+  st_->lost_entry.insert(parent);
+  st_->lost_name.insert(ino);
   const int64_t shrink = -2 * static_cast<int64_t>(name.size());
   if (touch_later != nullptr) {
     *touch_later += shrink;
@@ -342,6 +366,7 @@ absl::Status FsOps::RemoveName(Batch& b, uint64_t parent, absl::string_view name
 }
 
 absl::Status FsOps::DeleteInode(Batch& b, uint64_t ino) {
+  if (!opt_.bug_late_inode_counter) RETURN_IF_ERROR(LoadNextIno());
   std::vector<std::string> keys;
   RETURN_IF_ERROR(b.Scan(InodeStart(ino), InodeStart(ino + 1), false,
                          [&](absl::string_view k, absl::string_view) {
@@ -415,6 +440,7 @@ absl::StatusOr<Attr> FsOps::Create(absl::string_view path, FileType type, uint32
   b.Put(InodeKey(ino), EncodeInodeItem(it));
   RETURN_IF_ERROR(AddName(b, r.parent, r.name, ino, type));
   RETURN_IF_ERROR(b.Commit());
+  if (type == FileType::kDirectory) st_->new_subdirs[r.parent].push_back(ino);
   return Attr{ino, it};
 }
 

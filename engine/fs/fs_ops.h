@@ -54,6 +54,10 @@ struct FsOptions {
   bool precise_logged_check = true;  // seed 004
   bool fiemap_path_cache = true;   // seed 002
   size_t inode_cache_entries = 1 << 16;
+  // Testing only (Options::planted_bug).
+  bool bug_no_full_commit = false;
+  bool bug_item_counts_as_names = false;
+  bool bug_late_inode_counter = false;
 };
 
 // Relaxed atomics: statistics, bumped under a shared lock too.
@@ -74,6 +78,10 @@ struct InodeMem {
   // (0 = unknown: never asked since it was cached).
   uint64_t logged_gen = 0;
   bool logged = false;
+  // The generation in which its names were logged (an fsync, or a log
+  // update of a name change). Its item alone in the log (a directory a
+  // name change touched) does not count: the names still have to go.
+  uint64_t names_logged_gen = 0;
   // Seed 000: the last DIR_INDEX offset logged in `index_logged_gen`.
   uint64_t index_logged_gen = 0;
   uint64_t last_logged_index = 0;
@@ -108,6 +116,17 @@ struct FsState {
   // who lost a name in dir (rename, fsync logging) without a scan of
   // `deleted`. Kept in step by RecordDeleted and ForgetDeleted.
   absl::flat_hash_map<uint64_t, absl::flat_hash_set<uint64_t>> ref_losers;
+  // Inodes that lost a name (unlink with names left, rename, exchange)
+  // and directories that lost an entry, in generation `gen` (btrfs's
+  // last_unlink_trans). The log carries only names that grew: an fsync
+  // whose picture includes one of these, or whose object sits under a
+  // moved directory, needs a full engine commit.
+  absl::flat_hash_set<uint64_t> lost_name;
+  absl::flat_hash_set<uint64_t> lost_entry;
+  // Directories created in generation `gen`, by the directory they were
+  // created in: a directory's fsync logs their new entries, recursively,
+  // also when their own entry was logged by an earlier fsync.
+  absl::flat_hash_map<uint64_t, std::vector<uint64_t>> new_subdirs;
   // Drops `ino`'s deleted set (logged, or the inode is gone).
   void ForgetDeleted(uint64_t ino) {
     auto d = deleted.find(ino);
@@ -208,8 +227,11 @@ class FsOps {
 
   // Notes what fsync of `ino` must log; the caller then waits for a log
   // sync. `datasync`: skip the names of an inode older than this
-  // transaction.
-  absl::Status LogForFsync(uint64_t ino, bool datasync);
+  // transaction. False: the log cannot carry this fsync (a name it
+  // depends on was removed or moved in this transaction) and the caller
+  // must commit the engine transaction instead (btrfs's "needs a full
+  // commit"); what was noted stays noted.
+  absl::StatusOr<bool> LogForFsync(uint64_t ino, bool datasync);
 
   absl::StatusOr<std::vector<FiemapEntry>> Fiemap(uint64_t ino, uint64_t offset,
                                                   uint64_t length);
@@ -246,6 +268,8 @@ class FsOps {
   absl::Status CheckDir(Batch& b, uint64_t ino);
   absl::Status EnsureRoot(Batch& b);
   absl::StatusOr<uint64_t> AllocIno();
+  absl::Status LoadNextIno();
+  absl::Status LoadNextIndex(Batch& b, uint64_t dir);
   absl::StatusOr<uint64_t> NextIndex(Batch& b, uint64_t dir);
   std::shared_ptr<InodeMem> Mem(uint64_t ino);
   // Both update the parent directory's inode (size, times) unless
@@ -292,6 +316,12 @@ class FsOps {
   using ParentRefs = std::pair<uint64_t, std::vector<InodeRef>>;
   static absl::StatusOr<std::vector<ParentRefs>> LoadRefs(Batch& b, uint64_t ino);
   absl::Status LogDirEntries(Batch& b, uint64_t dir, LogWork* also);
+  // Whether a directory on the way from `ino` to the root (the root
+  // excepted) was moved or lost an entry it would need in this
+  // transaction: `ino`'s parents must not have lost entries, and no
+  // ancestor may have lost its own name.
+  absl::StatusOr<bool> PathChanged(Batch& b, uint64_t ino);
+  absl::Status QueueLinkDirs(Batch& b, uint64_t ino, const InodeItem& item, LogWork* work);
   void Note(Batch& b, absl::string_view key);
 
   // fiemap. The walk's cache hits and sharedness lookups, added to the
@@ -324,6 +354,9 @@ class FsOps {
   FsBackend* const b_;
   FsState* const st_;
   const FsOptions& opt_;
+  // Set while logging for an fsync when its picture needs a name that was
+  // removed or moved in this transaction (LogForFsync then answers false).
+  bool needs_full_commit_ = false;
 };
 
 // Builders of tree keys.

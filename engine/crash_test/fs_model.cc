@@ -1,0 +1,758 @@
+#include "engine/crash_test/fs_model.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+namespace cowkv {
+namespace crashgen {
+
+namespace {
+constexpr uint64_t kMaxModelFile = 1 << 20;
+
+bool Under(const std::string& path, const std::string& dir) {
+  if (dir == "/") return path != "/";
+  return path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/';
+}
+
+std::string KindName(FileKind k) {
+  return k == FileKind::kDirectory ? "dir" : k == FileKind::kSymlink ? "symlink" : "file";
+}
+}  // namespace
+
+std::string ParentOf(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+std::string BaseOf(const std::string& path) { return path.substr(path.rfind('/') + 1); }
+
+std::string WriteBytes(const Op& op, size_t position) {
+  std::string s(op.y, '\0');
+  for (size_t i = 0; i < op.y; ++i) {
+    s[i] = static_cast<char>('a' + (i * 7 + position * 13 + (op.x + i) / 509) % 26);
+  }
+  return s;
+}
+
+std::string Op::Describe() const {
+  switch (kind) {
+    case OpKind::kCreate: return "create " + a;
+    case OpKind::kMkdir: return "mkdir " + a;
+    case OpKind::kSymlink: return "symlink " + a + " " + b;
+    case OpKind::kLink: return "link " + a + " " + b;
+    case OpKind::kUnlink: return "unlink " + a;
+    case OpKind::kRmdir: return "rmdir " + a;
+    case OpKind::kRename:
+      return std::string(flags == kRenameExchange    ? "rename-exchange "
+                         : flags == kRenameNoReplace ? "rename-noreplace "
+                                                     : "rename ") +
+             a + " " + b;
+    case OpKind::kWrite: return absl::StrCat("write ", a, " ", x, " ", y);
+    case OpKind::kTruncate: return absl::StrCat("truncate ", a, " ", x);
+    case OpKind::kClone: return absl::StrCat("clone ", a, " ", x, " ", b, " ", y, " ", len);
+    case OpKind::kSetXattr: return absl::StrCat("setxattr ", a, " ", s1, " ", s2);
+    case OpKind::kRemoveXattr: return absl::StrCat("removexattr ", a, " ", s1);
+    case OpKind::kFsync: return "fsync " + a;
+    case OpKind::kFdatasync: return "fdatasync " + a;
+    case OpKind::kCommit: return "commit";
+  }
+  return "?";
+}
+
+std::string Workload::Describe() const {
+  std::string s = name.empty() ? "" : name + ": ";
+  std::vector<std::string> parts;
+  for (const Op& o : ops) parts.push_back(o.Describe());
+  return s + absl::StrJoin(parts, "; ");
+}
+
+// ---- The model -------------------------------------------------------------------
+
+MState::MState() {
+  paths_["/"] = 0;
+  inodes_[0] = MInode{FileKind::kDirectory, "", {}, kRootInode};
+}
+
+std::optional<int> MState::At(const std::string& path) const {
+  auto it = paths_.find(path);
+  if (it == paths_.end()) return std::nullopt;
+  return it->second;
+}
+
+bool MState::IsDir(const std::string& path) const {
+  std::optional<int> id = At(path);
+  return id.has_value() && inodes_.at(*id).kind == FileKind::kDirectory;
+}
+
+bool MState::ParentIsDir(const std::string& path) const { return path != "/" && IsDir(ParentOf(path)); }
+
+std::vector<std::string> MState::PathsOf(int id) const {
+  std::vector<std::string> out;
+  for (const auto& [p, i] : paths_) {
+    if (i == id && p != "/") out.push_back(p);
+  }
+  return out;
+}
+
+std::map<std::string, int> MState::Entries(const std::string& dir) const {
+  std::map<std::string, int> out;
+  for (auto it = paths_.upper_bound(dir); it != paths_.end(); ++it) {
+    if (!Under(it->first, dir)) {
+      if (dir != "/") break;
+      continue;
+    }
+    if (ParentOf(it->first) == dir) out[BaseOf(it->first)] = it->second;
+  }
+  return out;
+}
+
+std::map<std::string, int> MState::EntriesOf(int dir_id) const {
+  std::vector<std::string> ps = dir_id == 0 ? std::vector<std::string>{"/"} : PathsOf(dir_id);
+  if (ps.empty()) return {};
+  return Entries(ps.front());
+}
+
+bool MState::Create(const std::string& path, FileKind kind, std::string data, int* made) {
+  if (!ParentIsDir(path) || paths_.count(path)) return false;
+  const int id = next_id_++;
+  inodes_[id] = MInode{kind, std::move(data), {}, 0};
+  paths_[path] = id;
+  if (made) *made = id;
+  return true;
+}
+
+void MState::MoveSubtree(const std::string& from, const std::string& to) {
+  std::vector<std::pair<std::string, int>> moved;
+  for (auto it = paths_.begin(); it != paths_.end();) {
+    if (it->first == from || Under(it->first, from)) {
+      moved.push_back({to + it->first.substr(from.size()), it->second});
+      it = paths_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto& [p, id] : moved) paths_[p] = id;
+}
+
+void MState::DropSubtreePaths(const std::string& from) {
+  for (auto it = paths_.begin(); it != paths_.end();) {
+    it = (it->first == from || Under(it->first, from)) ? paths_.erase(it) : std::next(it);
+  }
+}
+
+bool MState::Apply(const Op& op, size_t position, int* made) {
+  if (made) *made = 0;
+  auto file = [&](const std::string& p) -> MInode* {
+    std::optional<int> id = At(p);
+    if (!id || inodes_[*id].kind != FileKind::kRegular) return nullptr;
+    return &inodes_[*id];
+  };
+  auto gone_if_unnamed = [&](int id) {
+    if (PathsOf(id).empty()) inodes_.erase(id);
+  };
+  switch (op.kind) {
+    case OpKind::kCreate: return Create(op.a, FileKind::kRegular, "", made);
+    case OpKind::kMkdir: return Create(op.a, FileKind::kDirectory, "", made);
+    case OpKind::kSymlink:
+      return !op.a.empty() && Create(op.b, FileKind::kSymlink, op.a, made);
+    case OpKind::kLink: {
+      std::optional<int> id = At(op.a);
+      if (!id || *id == 0 || inodes_[*id].kind == FileKind::kDirectory) return false;
+      if (!ParentIsDir(op.b) || paths_.count(op.b)) return false;
+      paths_[op.b] = *id;
+      return true;
+    }
+    case OpKind::kUnlink: {
+      std::optional<int> id = At(op.a);
+      if (!id || *id == 0 || inodes_[*id].kind == FileKind::kDirectory) return false;
+      paths_.erase(op.a);
+      gone_if_unnamed(*id);
+      return true;
+    }
+    case OpKind::kRmdir: {
+      if (op.a == "/" || !IsDir(op.a) || !Entries(op.a).empty()) return false;
+      const int id = *At(op.a);
+      paths_.erase(op.a);
+      inodes_.erase(id);
+      return true;
+    }
+    case OpKind::kRename: {
+      std::optional<int> f = At(op.a);
+      if (!f || op.a == "/" || op.b == "/" || !ParentIsDir(op.b)) return false;
+      std::optional<int> t = At(op.b);
+      const bool fdir = inodes_[*f].kind == FileKind::kDirectory;
+      if (fdir && (op.b == op.a || Under(op.b, op.a))) return false;  // into itself
+      if ((op.flags & kRenameNoReplace) && t) return false;
+      if (op.flags & kRenameExchange) {
+        if (!t) return false;
+        const bool tdir = inodes_[*t].kind == FileKind::kDirectory;
+        if (tdir && Under(op.a, op.b)) return false;
+        if (*f == *t) return true;
+        // Swap the two subtrees through a temporary prefix.
+        const std::string tmp = "/\x01swap";
+        MoveSubtree(op.a, tmp);
+        MoveSubtree(op.b, op.a);
+        MoveSubtree(tmp, op.b);
+        return true;
+      }
+      if (t && *t == *f) return true;  // two names of one inode: nothing happens
+      if (t) {
+        const bool tdir = inodes_[*t].kind == FileKind::kDirectory;
+        if (fdir != tdir) return false;
+        if (tdir && !Entries(op.b).empty()) return false;
+        paths_.erase(op.b);
+        gone_if_unnamed(*t);
+      }
+      MoveSubtree(op.a, op.b);
+      return true;
+    }
+    case OpKind::kWrite: {
+      MInode* m = file(op.a);
+      if (!m || op.y == 0 || op.x + op.y > kMaxModelFile) return false;
+      if (m->data.size() < op.x + op.y) m->data.resize(op.x + op.y, '\0');
+      m->data.replace(op.x, op.y, WriteBytes(op, position));
+      return true;
+    }
+    case OpKind::kTruncate: {
+      MInode* m = file(op.a);
+      if (!m || op.x > kMaxModelFile) return false;
+      m->data.resize(op.x, '\0');
+      return true;
+    }
+    case OpKind::kClone: {
+      MInode* src = file(op.a);
+      MInode* dst = file(op.b);
+      if (!src || !dst || op.len == 0 || op.x + op.len > src->data.size()) return false;
+      if (op.y + op.len > kMaxModelFile) return false;
+      if (At(op.a) == At(op.b) && op.x < op.y + op.len && op.y < op.x + op.len) return false;
+      const std::string bytes = src->data.substr(op.x, op.len);
+      if (dst->data.size() < op.y + op.len) dst->data.resize(op.y + op.len, '\0');
+      dst->data.replace(op.y, op.len, bytes);
+      return true;
+    }
+    case OpKind::kSetXattr: {
+      std::optional<int> id = At(op.a);
+      if (!id || op.s1.empty()) return false;
+      inodes_[*id].xattrs[op.s1] = op.s2;
+      return true;
+    }
+    case OpKind::kRemoveXattr: {
+      std::optional<int> id = At(op.a);
+      if (!id || inodes_[*id].xattrs.erase(op.s1) == 0) return false;
+      return true;
+    }
+    case OpKind::kFsync:
+    case OpKind::kFdatasync: return At(op.a).has_value();
+    case OpKind::kCommit: return true;
+  }
+  return false;
+}
+
+// ---- Capture ---------------------------------------------------------------------
+
+namespace {
+absl::Status Walk(Files f, const std::string& path, uint64_t dir, int depth, Recovered* out) {
+  if (depth > 32) return absl::InternalError(absl::StrCat("directory loop at ", path));
+  absl::StatusOr<ReadDirResult> r = f.ReadDirInode(dir);
+  if (!r.ok()) return r.status();
+  for (const DirEntryInfo& e : r->entries) {
+    std::string p = (path == "/" ? "/" : path + "/") + e.name;
+    absl::StatusOr<FileStat> st = f.StatInode(e.ino);
+    if (!st.ok()) return absl::Status(st.status().code(), absl::StrCat(p, ": ", st.status().message()));
+    RNode n{st->kind, e.ino, "", st->size, st->nlink, {}};
+    absl::StatusOr<uint64_t> by_name = f.LookupAt(dir, e.name);
+    if (!by_name.ok() || *by_name != e.ino) out->problems.push_back(p + ": lookup by name disagrees");
+    if (e.kind != st->kind) out->problems.push_back(p + ": entry kind disagrees with the inode");
+    if (st->kind == FileKind::kRegular) {
+      absl::StatusOr<std::string> d = f.Read(e.ino, 0, st->size);
+      if (!d.ok()) return absl::Status(d.status().code(), absl::StrCat(p, ": ", d.status().message()));
+      n.data = *std::move(d);
+    } else if (st->kind == FileKind::kSymlink) {
+      absl::StatusOr<std::string> t = f.ReadLink(p);
+      if (!t.ok()) return t.status();
+      n.data = *std::move(t);
+    }
+    absl::StatusOr<std::vector<std::string>> xs = f.ListXattrs(e.ino);
+    if (!xs.ok()) return xs.status();
+    for (const std::string& x : *xs) {
+      absl::StatusOr<std::string> v = f.GetXattr(e.ino, x);
+      if (!v.ok()) return v.status();
+      n.xattrs[x] = *v;
+    }
+    if (out->paths.count(p)) {
+      out->problems.push_back(p + ": two entries of one name");
+      continue;
+    }
+    out->paths[p] = n;
+    if (st->kind == FileKind::kDirectory) {
+      absl::Status s = Walk(f, p, e.ino, depth + 1, out);
+      if (!s.ok()) return s;
+    }
+  }
+  return absl::OkStatus();
+}
+}  // namespace
+
+absl::StatusOr<Recovered> CaptureNamespace(Files f) {
+  Recovered r;
+  absl::StatusOr<FileStat> root = f.StatInode(kRootInode);
+  if (!root.ok()) return root.status();
+  r.root_size = root->size;
+  absl::Status s = Walk(f, "/", kRootInode, 0, &r);
+  if (!s.ok()) return s;
+  return r;
+}
+
+// ---- The oracle ------------------------------------------------------------------
+
+namespace {
+
+// One inode as the oracle compares it; fields not asked for stay empty.
+struct Proj {
+  bool exists = false;
+  FileKind kind = FileKind::kRegular;
+  std::string data;
+  std::vector<std::string> paths;
+  std::map<std::string, std::string> xattrs;
+  std::map<std::string, int> entries;  // directories
+  bool operator==(const Proj& o) const {
+    return exists == o.exists && kind == o.kind && data == o.data && paths == o.paths &&
+           xattrs == o.xattrs && entries == o.entries;
+  }
+};
+
+enum Parts : unsigned {
+  kExists = 0,
+  kPaths = 1,
+  kData = 2,     // file bytes, symlink target, xattrs
+  kEntries = 4,  // a directory's entries
+};
+
+std::string Render(const Proj& p) {
+  if (!p.exists) return "(absent)";
+  std::string s = KindName(p.kind);
+  if (!p.paths.empty()) absl::StrAppend(&s, " at {", absl::StrJoin(p.paths, ", "), "}");
+  if (p.kind != FileKind::kDirectory && (!p.data.empty())) {
+    absl::StrAppend(&s, " data ", p.data.size(), " bytes");
+    if (p.data.size() <= 12) absl::StrAppend(&s, " \"", absl::CEscape(p.data), "\"");
+  }
+  for (const auto& [k, v] : p.xattrs) absl::StrAppend(&s, " ", k, "=", v);
+  if (p.kind == FileKind::kDirectory) {
+    std::vector<std::string> es;
+    for (const auto& [n, id] : p.entries) es.push_back(absl::StrCat(n, "->#", id));
+    absl::StrAppend(&s, " entries [", absl::StrJoin(es, " "), "]");
+  }
+  return s;
+}
+
+Proj FromModel(const MState& s, int id, unsigned parts) {
+  Proj p;
+  if (!s.Exists(id)) return p;
+  const MInode& m = s.Inode(id);
+  p.exists = true;
+  p.kind = m.kind;
+  if (parts & kPaths) p.paths = id == 0 ? std::vector<std::string>{"/"} : s.PathsOf(id);
+  if (parts & kData) {
+    p.data = m.data;
+    p.xattrs = m.xattrs;
+  }
+  if ((parts & kEntries) && m.kind == FileKind::kDirectory) p.entries = s.EntriesOf(id);
+  return p;
+}
+
+// The recovered namespace indexed by model inode.
+struct RIndex {
+  std::map<int, std::vector<std::string>> paths;
+  std::map<int, const RNode*> node;
+  std::map<std::string, int> id_at;  // path -> model inode
+};
+
+Proj FromRecovered(const Recovered& r, const RIndex& ix, int id, unsigned parts) {
+  Proj p;
+  if (id == 0) {
+    p.exists = true;
+    p.kind = FileKind::kDirectory;
+    if (parts & kPaths) p.paths = {"/"};
+  } else {
+    auto n = ix.node.find(id);
+    if (n == ix.node.end()) return p;
+    p.exists = true;
+    p.kind = n->second->kind;
+    if (parts & kPaths) p.paths = ix.paths.at(id);
+    if (parts & kData) {
+      p.data = n->second->data;
+      p.xattrs = n->second->xattrs;
+    }
+  }
+  if ((parts & kEntries) && p.kind == FileKind::kDirectory) {
+    std::string dir = id == 0 ? "/" : ix.paths.at(id).front();
+    for (const auto& [path, rid] : ix.id_at) {
+      if (path != "/" && ParentOf(path) == dir) p.entries[BaseOf(path)] = rid;
+    }
+  }
+  return p;
+}
+
+}  // namespace
+
+std::vector<std::string> Judge(const std::vector<MState>& history,
+                               const std::vector<Point>& completed,
+                               const std::optional<Point>& in_flight, const Recovered& r) {
+  std::vector<std::string> bad = r.problems;
+  // Engine inode -> model inode, over every inode the workload ever had.
+  std::map<uint64_t, int> by_eng;
+  for (const MState& s : history) {
+    for (const auto& [id, m] : s.inodes()) by_eng[m.eng] = id;
+  }
+  RIndex ix;
+  std::map<int, uint64_t> dir_sizes;
+  for (const auto& [path, n] : r.paths) {
+    auto id = by_eng.find(n.ino);
+    if (id == by_eng.end()) {
+      bad.push_back(absl::StrCat(path, ": inode ", n.ino, " the workload never had"));
+      continue;
+    }
+    ix.paths[id->second].push_back(path);
+    ix.node[id->second] = &n;
+    ix.id_at[path] = id->second;
+  }
+  // Link counts equal names; directory sizes are 2 x their names' bytes.
+  std::map<std::string, uint64_t> names_bytes;
+  for (const auto& [path, n] : r.paths) names_bytes[ParentOf(path)] += 2 * BaseOf(path).size();
+  if (r.root_size != names_bytes["/"]) {
+    bad.push_back(absl::StrCat("/: size ", r.root_size, ", its names take ", names_bytes["/"]));
+  }
+  for (const auto& [id, n] : ix.node) {
+    const std::vector<std::string>& ps = ix.paths[id];
+    if (n->kind != FileKind::kDirectory && n->nlink != ps.size()) {
+      bad.push_back(absl::StrCat(ps.front(), ": nlink ", n->nlink, " with ", ps.size(), " names"));
+    }
+    if (n->kind == FileKind::kDirectory) {
+      if (ps.size() != 1) bad.push_back(absl::StrCat(ps.front(), ": a directory with ", ps.size(), " names"));
+      if (n->size != names_bytes[ps.front()]) {
+        bad.push_back(absl::StrCat(ps.front(), ": size ", n->size, ", its names take ",
+                                   names_bytes[ps.front()]));
+      }
+    }
+  }
+
+  // The window of states each persistence point may have left: from its
+  // own state to the latest one a point (completed or in flight) reached.
+  size_t hi = 0;
+  for (const Point& p : completed) hi = std::max(hi, p.state);
+  const size_t last_done = hi;
+  if (in_flight) hi = std::max(hi, in_flight->state);
+
+  auto expect_in = [&](int id, unsigned parts, size_t lo, const std::string& why) {
+    const Proj got = FromRecovered(r, ix, id, parts);
+    for (size_t m = lo; m <= hi; ++m) {
+      if (FromModel(history[m], id, parts) == got) return;
+    }
+    std::string allowed;
+    for (size_t m = lo; m <= hi; ++m) {
+      absl::StrAppend(&allowed, "\n      state ", m, ": ", Render(FromModel(history[m], id, parts)));
+    }
+    bad.push_back(absl::StrCat("#", id, " (", why, "): recovered ", Render(got), "; allowed:", allowed));
+  };
+
+  // The committed state each point's transaction started from: the setup,
+  // or the state of the last completed point that committed.
+  size_t base = 0;
+  for (const Point& p : completed) {
+    const MState& s0 = history[base];
+    if (p.commit) base = p.state;
+    const MState& at = history[p.state];
+    if (!at.Exists(p.inode)) continue;  // fsync of something already gone is a no-op
+    const bool old = s0.Exists(p.inode);
+    const MInode& m = at.Inode(p.inode);
+    const std::string what = absl::StrCat(p.datasync ? "fdatasync" : "fsync", " after op ", p.state);
+    // The object itself: data, and (unless fdatasync of an old inode) its
+    // full paths; a directory's entries.
+    unsigned parts = kData | kEntries;
+    if (!(p.datasync && old)) parts |= kPaths;
+    expect_in(p.inode, parts, p.state, what);
+    if (p.datasync && old) continue;
+    // Names this inode had in the committed state and lost, now held by
+    // another inode: that inode is persisted at its names (btrfs logs the
+    // conflicting inode; xfstests generic/342).
+    std::set<int> related;
+    for (const std::string& path : s0.PathsOf(p.inode)) {
+      std::optional<int> now = at.At(path);
+      if (now && *now != p.inode) related.insert(*now);
+    }
+    // Directories where the inode gained a name by a link or a rename (an
+    // inode created in this transaction with one name gained none), or
+    // lost one, and the directory itself when fsynced: their entries
+    // persist exactly, and the inodes that entered or left them are at
+    // their names (btrfs logs the parent directories of new and removed
+    // links; xfstests generic/104, 343, 336). New subdirectories of a
+    // fsynced directory have their entries persisted too, recursively
+    // (btrfs's log_new_dir_dentries).
+    std::set<int> dirs;
+    if (m.kind == FileKind::kDirectory) {
+      std::vector<int> todo = {p.inode};
+      while (!todo.empty()) {
+        const int d = todo.back();
+        todo.pop_back();
+        if (!dirs.insert(d).second) continue;
+        for (const auto& [name, child] : at.EntriesOf(d)) {
+          if (!s0.Exists(child) && at.Inode(child).kind == FileKind::kDirectory) todo.push_back(child);
+        }
+      }
+    }
+    std::vector<std::string> before = s0.PathsOf(p.inode), now = at.PathsOf(p.inode);
+    std::set<std::string> b(before.begin(), before.end()), n(now.begin(), now.end());
+    for (const std::string& x : b) {
+      if (!n.count(x)) {
+        std::optional<int> d = s0.At(ParentOf(x));
+        if (d && at.Exists(*d)) dirs.insert(*d);
+      }
+    }
+    for (const std::string& x : n) {
+      if (!b.count(x) && (old || n.size() >= 2)) dirs.insert(*at.At(ParentOf(x)));
+    }
+    for (int d : dirs) {
+      if (d != p.inode) expect_in(d, kEntries, p.state, what + ", a directory it changed");
+      std::map<std::string, int> e0 = s0.EntriesOf(d), e1 = at.EntriesOf(d);
+      for (const auto& [name, id] : e0) {
+        if (e1.count(name) == 0 || e1[name] != id) related.insert(id);
+      }
+      for (const auto& [name, id] : e1) {
+        if (e0.count(name) == 0 || e0[name] != id) related.insert(id);
+      }
+    }
+    related.erase(p.inode);
+    for (int id : related) {
+      if (at.Exists(id)) expect_in(id, kPaths, p.state, what + ", an inode it moved");
+    }
+  }
+
+  // Every inode, fsynced or not: present only at a set of names it had at
+  // one time (never a mix, never a duplicate), with bytes it had at one
+  // time; one that existed in the committed state and through the last
+  // completed point is not lost.
+  for (const auto& [id, node] : ix.node) {
+    bool names_ok = false, data_ok = false;
+    for (const MState& s : history) {
+      if (!s.Exists(id)) continue;
+      names_ok = names_ok || s.PathsOf(id) == ix.paths[id];
+      data_ok = data_ok || (s.Inode(id).data == node->data && s.Inode(id).kind == node->kind);
+    }
+    if (!names_ok) {
+      bad.push_back(absl::StrCat("#", id, " at {", absl::StrJoin(ix.paths[id], ", "),
+                                 "}: a set of names it never had"));
+    }
+    if (!data_ok) {
+      bad.push_back(absl::StrCat("#", id, " at ", ix.paths[id].front(), ": ", node->data.size(),
+                                 " bytes it never had"));
+    }
+  }
+  const MState& s0 = history[base];
+  for (const auto& [id, m] : s0.inodes()) {
+    if (id == 0 || ix.node.count(id)) continue;
+    bool always = true;
+    for (size_t k = last_done; k <= hi; ++k) always = always && history[k].Exists(id);
+    if (always) bad.push_back(absl::StrCat("#", id, " (committed at ", absl::StrJoin(s0.PathsOf(id), ", "), "): lost"));
+  }
+  return bad;
+}
+
+// ---- The generator's space ----------------------------------------------------------
+
+namespace {
+Op Mk(OpKind k, std::string a, std::string b = "", uint64_t x = 0, uint64_t y = 0) {
+  Op o;
+  o.kind = k;
+  o.a = std::move(a);
+  o.b = std::move(b);
+  o.x = x;
+  o.y = y;
+  return o;
+}
+// The names the generator uses: two levels under the committed /A and /B.
+const std::vector<std::string>& FileNames() {
+  static const auto* v = new std::vector<std::string>{"/A/foo", "/A/bar", "/B/foo", "/A/C/foo"};
+  return *v;
+}
+const std::vector<std::string>& DirNames() {
+  static const auto* v = new std::vector<std::string>{"/A/C"};
+  return *v;
+}
+}  // namespace
+
+// Committed before every generated workload: two directories, a file with
+// two names in one of them (8 KiB: data in an extent) and a small inline
+// file in the other.
+std::vector<Op> GeneratorSetup() {
+  return {Mk(OpKind::kMkdir, "/A"),          Mk(OpKind::kMkdir, "/B"),
+          Mk(OpKind::kCreate, "/A/foo"),     Mk(OpKind::kWrite, "/A/foo", "", 0, 8192),
+          Mk(OpKind::kLink, "/A/foo", "/A/bar"), Mk(OpKind::kCreate, "/B/foo"),
+          Mk(OpKind::kWrite, "/B/foo", "", 0, 100)};
+}
+
+std::vector<Op> CoreOps(const MState& s, bool metadata_only) {
+  std::vector<Op> out;
+  auto add = [&](Op o) {
+    MState t = s;
+    if (t.Apply(o, 0)) out.push_back(std::move(o));
+  };
+  for (const std::string& f : FileNames()) add(Mk(OpKind::kCreate, f));
+  for (const std::string& d : DirNames()) add(Mk(OpKind::kMkdir, d));
+  if (!metadata_only) {
+    for (const std::string& f : FileNames()) add(Mk(OpKind::kSymlink, "foo", f));
+  }
+  // Every existing name (but the committed top directories) to every name
+  // of the pool: plain renames, renames over files and empty directories,
+  // exchanges; links of files to free names; unlinks. Two names of one
+  // inode are one object: renames and exchanges between them are skipped.
+  std::vector<std::string> pool = FileNames();
+  pool.insert(pool.end(), DirNames().begin(), DirNames().end());
+  std::set<int> data_done;
+  for (const auto& [path, id] : s.paths()) {
+    if (path == "/" || path == "/A" || path == "/B") continue;
+    const FileKind k = s.Inode(id).kind;
+    if (k != FileKind::kDirectory) add(Mk(OpKind::kUnlink, path));
+    for (const std::string& to : pool) {
+      std::optional<int> there = s.At(to);
+      if (to == path || (there && *there == id)) continue;
+      add(Mk(OpKind::kRename, path, to));
+      if (path < to && there) {
+        Op x = Mk(OpKind::kRename, path, to);
+        x.flags = kRenameExchange;
+        add(x);
+      }
+      if (k != FileKind::kDirectory && !there) add(Mk(OpKind::kLink, path, to));
+    }
+    if (k == FileKind::kRegular && !metadata_only && data_done.insert(id).second) {
+      const uint64_t size = s.Inode(id).data.size();
+      add(Mk(OpKind::kWrite, path, "", size, 3000));  // append
+      if (size > 0) add(Mk(OpKind::kWrite, path, "", size / 3, std::max<uint64_t>(1, size / 3)));
+      if (size > 0) add(Mk(OpKind::kTruncate, path, "", size / 2));  // down
+      add(Mk(OpKind::kTruncate, path, "", size + 5000));               // up
+    }
+  }
+  // Moving a committed top directory into the other one, and back.
+  add(Mk(OpKind::kRename, "/B", "/A/C"));
+  add(Mk(OpKind::kRename, "/A/C", "/B"));
+  return out;
+}
+
+std::vector<std::string> InvolvedPaths(const MState& after, const Op& op) {
+  std::vector<std::string> out;
+  auto add = [&](const std::string& p) {
+    if (p.empty() || !after.At(p)) return;
+    if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+  };
+  std::vector<std::string> own;
+  switch (op.kind) {
+    case OpKind::kSymlink: own = {op.b}; break;
+    case OpKind::kLink: own = {op.b, op.a}; break;
+    case OpKind::kRename: own = {op.b, op.a}; break;
+    case OpKind::kClone: own = {op.b, op.a}; break;
+    default: own = {op.a}; break;
+  }
+  for (const std::string& p : own) add(p);
+  for (const std::string& p : own) {
+    if (p != "/") add(ParentOf(p));
+  }
+  add("/");
+  return out;
+}
+
+// ---- Text workloads -----------------------------------------------------------------
+
+absl::StatusOr<std::vector<Workload>> ParseWorkloads(const std::string& text) {
+  std::vector<Workload> out;
+  Workload cur;
+  bool in = false;
+  int line_no = 0;
+  std::vector<Op> ops;
+  for (absl::string_view raw : absl::StrSplit(text, '\n')) {
+    ++line_no;
+    absl::string_view line = absl::StripAsciiWhitespace(raw);
+    const size_t hash = line.find('#');
+    if (hash != absl::string_view::npos) line = absl::StripAsciiWhitespace(line.substr(0, hash));
+    if (line.empty()) continue;
+    std::vector<std::string> w = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    auto fail = [&](const std::string& why) {
+      return absl::InvalidArgumentError(absl::StrCat("line ", line_no, ": ", why, ": ", line));
+    };
+    auto num = [&](size_t i, uint64_t* v) { return i < w.size() && absl::SimpleAtoi(w[i], v); };
+    if (w[0] == "workload") {
+      if (in || w.size() != 2) return fail("unexpected workload");
+      cur = Workload{w[1], {}, {}};
+      ops.clear();
+      in = true;
+      continue;
+    }
+    if (!in) return fail("outside a workload");
+    if (w[0] == "end") {
+      // Everything up to the last commit is the setup.
+      size_t last_commit = 0;
+      for (size_t i = 0; i < ops.size(); ++i) {
+        if (ops[i].kind == OpKind::kCommit) last_commit = i + 1;
+      }
+      cur.setup.assign(ops.begin(), ops.begin() + last_commit);
+      cur.ops.assign(ops.begin() + last_commit, ops.end());
+      out.push_back(cur);
+      in = false;
+      continue;
+    }
+    Op o;
+    const std::string& v = w[0];
+    size_t want = 2;
+    if (v == "mkdir") o.kind = OpKind::kMkdir;
+    else if (v == "create") o.kind = OpKind::kCreate;
+    else if (v == "unlink") o.kind = OpKind::kUnlink;
+    else if (v == "rmdir") o.kind = OpKind::kRmdir;
+    else if (v == "fsync") o.kind = OpKind::kFsync;
+    else if (v == "fdatasync") o.kind = OpKind::kFdatasync;
+    else if (v == "commit") { o.kind = OpKind::kCommit; want = 1; }
+    else if (v == "link") { o.kind = OpKind::kLink; want = 3; }
+    else if (v == "symlink") { o.kind = OpKind::kSymlink; want = 3; }
+    else if (v == "rename") { o.kind = OpKind::kRename; want = 3; }
+    else if (v == "rename-exchange") { o.kind = OpKind::kRename; o.flags = kRenameExchange; want = 3; }
+    else if (v == "rename-noreplace") { o.kind = OpKind::kRename; o.flags = kRenameNoReplace; want = 3; }
+    else if (v == "write") { o.kind = OpKind::kWrite; want = 4; }
+    else if (v == "truncate") { o.kind = OpKind::kTruncate; want = 3; }
+    else if (v == "clone") { o.kind = OpKind::kClone; want = 6; }
+    else if (v == "setxattr") { o.kind = OpKind::kSetXattr; want = 4; }
+    else if (v == "removexattr") { o.kind = OpKind::kRemoveXattr; want = 3; }
+    else return fail("unknown verb");
+    if (w.size() != want) return fail(absl::StrCat("expected ", want - 1, " arguments"));
+    if (want >= 2) o.a = w[1];
+    switch (o.kind) {
+      case OpKind::kLink:
+      case OpKind::kSymlink:
+      case OpKind::kRename: o.b = w[2]; break;
+      case OpKind::kWrite:
+        if (!num(2, &o.x) || !num(3, &o.y)) return fail("bad numbers");
+        break;
+      case OpKind::kTruncate:
+        if (!num(2, &o.x)) return fail("bad size");
+        break;
+      case OpKind::kClone:
+        o.b = w[3];
+        if (!num(2, &o.x) || !num(4, &o.y) || !num(5, &o.len)) return fail("bad numbers");
+        break;
+      case OpKind::kSetXattr:
+        o.s1 = w[2];
+        o.s2 = w[3];
+        break;
+      case OpKind::kRemoveXattr: o.s1 = w[2]; break;
+      default: break;
+    }
+    ops.push_back(o);
+  }
+  if (in) return absl::InvalidArgumentError("the last workload has no end");
+  return out;
+}
+
+}  // namespace crashgen
+}  // namespace cowkv
