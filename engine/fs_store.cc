@@ -269,6 +269,7 @@ fs::FsOptions StoreImpl::FsOptionsFromStore() const {
   o.inode_cache_entries = options_.inode_cache_entries;
   o.bug_no_full_commit = options_.planted_bug == Options::PlantedBug::kNoFullCommit;
   o.bug_item_counts_as_names = options_.planted_bug == Options::PlantedBug::kItemCountsAsNames;
+  o.bug_replay_drops_new_name = options_.planted_bug == Options::PlantedBug::kReplayDropsNewName;
   o.bug_late_inode_counter = options_.planted_bug == Options::PlantedBug::kLateInodeCounter;
   return o;
 }

@@ -115,9 +115,11 @@ struct Options {
   enum class PlantedBug {
     kNone,
     kNoFullCommit,        // fsync logs even when names it depends on were removed or moved
-    kItemCountsAsNames,   // an inode whose item a name change logged counts as logged with its names
+    kItemCountsAsNames,   // an inode whose item a name change logged counts as logged with its names,
+                          // and a directory fsync skips logged children (before issue 13's fix)
     kLateInodeCounter,    // the inode counter loaded after a delete (reuses the number)
     kEagerReplayDrops,    // replay drops a replaced item's extent reference at once
+    kReplayDropsNewName,  // replay drops the DIR_ITEM of a name that came back under a new index
   };
   PlantedBug planted_bug = PlantedBug::kNone;
   enum class ThrottlePolicy { kDelayedRefs, kReservedBytes };

@@ -146,72 +146,45 @@ void MState::DropSubtreePaths(const std::string& from) {
   }
 }
 
-bool MState::Apply(const Op& op, size_t position, int* made) {
-  if (made) *made = 0;
+bool MState::Rename(const Op& op) {
+  std::optional<int> f = At(op.a);
+  if (!f || op.a == "/" || op.b == "/" || !ParentIsDir(op.b)) return false;
+  std::optional<int> t = At(op.b);
+  const bool fdir = inodes_[*f].kind == FileKind::kDirectory;
+  if (fdir && (op.b == op.a || Under(op.b, op.a))) return false;  // into itself
+  if ((op.flags & kRenameNoReplace) && t) return false;
+  if (op.flags & kRenameExchange) {
+    if (!t) return false;
+    const bool tdir = inodes_[*t].kind == FileKind::kDirectory;
+    if (tdir && Under(op.a, op.b)) return false;
+    if (*f == *t) return true;
+    // Swap the two subtrees through a temporary prefix.
+    const std::string tmp = "/\x01swap";
+    MoveSubtree(op.a, tmp);
+    MoveSubtree(op.b, op.a);
+    MoveSubtree(tmp, op.b);
+    return true;
+  }
+  if (t && *t == *f) return true;  // two names of one inode: nothing happens
+  if (t) {
+    const bool tdir = inodes_[*t].kind == FileKind::kDirectory;
+    if (fdir != tdir) return false;
+    if (tdir && !Entries(op.b).empty()) return false;
+    paths_.erase(op.b);
+    if (PathsOf(*t).empty()) inodes_.erase(*t);
+  }
+  MoveSubtree(op.a, op.b);
+  return true;
+}
+
+// Writes, truncates, clones and xattrs.
+bool MState::ApplyData(const Op& op, size_t position) {
   auto file = [&](const std::string& p) -> MInode* {
     std::optional<int> id = At(p);
     if (!id || inodes_[*id].kind != FileKind::kRegular) return nullptr;
     return &inodes_[*id];
   };
-  auto gone_if_unnamed = [&](int id) {
-    if (PathsOf(id).empty()) inodes_.erase(id);
-  };
   switch (op.kind) {
-    case OpKind::kCreate: return Create(op.a, FileKind::kRegular, "", made);
-    case OpKind::kMkdir: return Create(op.a, FileKind::kDirectory, "", made);
-    case OpKind::kSymlink:
-      return !op.a.empty() && Create(op.b, FileKind::kSymlink, op.a, made);
-    case OpKind::kLink: {
-      std::optional<int> id = At(op.a);
-      if (!id || *id == 0 || inodes_[*id].kind == FileKind::kDirectory) return false;
-      if (!ParentIsDir(op.b) || paths_.count(op.b)) return false;
-      paths_[op.b] = *id;
-      return true;
-    }
-    case OpKind::kUnlink: {
-      std::optional<int> id = At(op.a);
-      if (!id || *id == 0 || inodes_[*id].kind == FileKind::kDirectory) return false;
-      paths_.erase(op.a);
-      gone_if_unnamed(*id);
-      return true;
-    }
-    case OpKind::kRmdir: {
-      if (op.a == "/" || !IsDir(op.a) || !Entries(op.a).empty()) return false;
-      const int id = *At(op.a);
-      paths_.erase(op.a);
-      inodes_.erase(id);
-      return true;
-    }
-    case OpKind::kRename: {
-      std::optional<int> f = At(op.a);
-      if (!f || op.a == "/" || op.b == "/" || !ParentIsDir(op.b)) return false;
-      std::optional<int> t = At(op.b);
-      const bool fdir = inodes_[*f].kind == FileKind::kDirectory;
-      if (fdir && (op.b == op.a || Under(op.b, op.a))) return false;  // into itself
-      if ((op.flags & kRenameNoReplace) && t) return false;
-      if (op.flags & kRenameExchange) {
-        if (!t) return false;
-        const bool tdir = inodes_[*t].kind == FileKind::kDirectory;
-        if (tdir && Under(op.a, op.b)) return false;
-        if (*f == *t) return true;
-        // Swap the two subtrees through a temporary prefix.
-        const std::string tmp = "/\x01swap";
-        MoveSubtree(op.a, tmp);
-        MoveSubtree(op.b, op.a);
-        MoveSubtree(tmp, op.b);
-        return true;
-      }
-      if (t && *t == *f) return true;  // two names of one inode: nothing happens
-      if (t) {
-        const bool tdir = inodes_[*t].kind == FileKind::kDirectory;
-        if (fdir != tdir) return false;
-        if (tdir && !Entries(op.b).empty()) return false;
-        paths_.erase(op.b);
-        gone_if_unnamed(*t);
-      }
-      MoveSubtree(op.a, op.b);
-      return true;
-    }
     case OpKind::kWrite: {
       MInode* m = file(op.a);
       if (!m || op.y == 0 || op.x + op.y > kMaxModelFile) return false;
@@ -247,6 +220,47 @@ bool MState::Apply(const Op& op, size_t position, int* made) {
       if (!id || inodes_[*id].xattrs.erase(op.s1) == 0) return false;
       return true;
     }
+    default: return false;
+  }
+}
+
+bool MState::Apply(const Op& op, size_t position, int* made) {
+  if (made) *made = 0;
+  auto gone_if_unnamed = [&](int id) {
+    if (PathsOf(id).empty()) inodes_.erase(id);
+  };
+  switch (op.kind) {
+    case OpKind::kCreate: return Create(op.a, FileKind::kRegular, "", made);
+    case OpKind::kMkdir: return Create(op.a, FileKind::kDirectory, "", made);
+    case OpKind::kSymlink:
+      return !op.a.empty() && Create(op.b, FileKind::kSymlink, op.a, made);
+    case OpKind::kLink: {
+      std::optional<int> id = At(op.a);
+      if (!id || *id == 0 || inodes_[*id].kind == FileKind::kDirectory) return false;
+      if (!ParentIsDir(op.b) || paths_.count(op.b)) return false;
+      paths_[op.b] = *id;
+      return true;
+    }
+    case OpKind::kUnlink: {
+      std::optional<int> id = At(op.a);
+      if (!id || *id == 0 || inodes_[*id].kind == FileKind::kDirectory) return false;
+      paths_.erase(op.a);
+      gone_if_unnamed(*id);
+      return true;
+    }
+    case OpKind::kRmdir: {
+      if (op.a == "/" || !IsDir(op.a) || !Entries(op.a).empty()) return false;
+      const int id = *At(op.a);
+      paths_.erase(op.a);
+      inodes_.erase(id);
+      return true;
+    }
+    case OpKind::kRename: return Rename(op);
+    case OpKind::kWrite:
+    case OpKind::kTruncate:
+    case OpKind::kClone:
+    case OpKind::kSetXattr:
+    case OpKind::kRemoveXattr: return ApplyData(op, position);
     case OpKind::kFsync:
     case OpKind::kFdatasync: return At(op.a).has_value();
     case OpKind::kCommit: return true;
@@ -401,166 +415,212 @@ Proj FromRecovered(const Recovered& r, const RIndex& ix, int id, unsigned parts)
 
 }  // namespace
 
-std::vector<std::string> Judge(const std::vector<MState>& history,
-                               const std::vector<Point>& completed,
-                               const std::optional<Point>& in_flight, const Recovered& r) {
-  std::vector<std::string> bad = r.problems;
-  // Engine inode -> model inode, over every inode the workload ever had.
+namespace {
+
+// One judgement of a recovered namespace (Judge).
+class Judgement {
+ public:
+  Judgement(const std::vector<MState>& history, const std::vector<Point>& completed,
+            const std::optional<Point>& in_flight, const Recovered& r)
+      : history_(history), completed_(completed), r_(r) {
+    for (const Point& p : completed) hi_ = std::max(hi_, p.state);
+    last_done_ = hi_;
+    if (in_flight) hi_ = std::max(hi_, in_flight->state);
+  }
+  std::vector<std::string> Run() {
+    bad_ = r_.problems;
+    Index();
+    CheckShape();
+    // The committed state each point's transaction started from: the
+    // setup, or the state of the last completed point that committed.
+    size_t base = 0;
+    for (const Point& p : completed_) {
+      CheckPoint(p, history_[base]);
+      if (p.commit) base = p.state;
+    }
+    CheckEveryInode(history_[base]);
+    return bad_;
+  }
+
+ private:
+  void Index();
+  void CheckShape();
+  void CheckPoint(const Point& p, const MState& s0);
+  void CheckEveryInode(const MState& s0);
+  std::set<int> ChangedDirs(const Point& p, const MState& s0) const;
+  // The recovered projection of `id` must equal its projection in one of
+  // the states from `lo` to the latest a point reached.
+  void ExpectIn(int id, unsigned parts, size_t lo, const std::string& why);
+
+  const std::vector<MState>& history_;
+  const std::vector<Point>& completed_;
+  const Recovered& r_;
+  size_t hi_ = 0;         // the latest state a point (completed or in flight) reached
+  size_t last_done_ = 0;  // the latest state a completed point reached
+  RIndex ix_;
+  std::vector<std::string> bad_;
+};
+
+// Engine inode -> model inode, over every inode the workload ever had.
+void Judgement::Index() {
   std::map<uint64_t, int> by_eng;
-  for (const MState& s : history) {
+  for (const MState& s : history_) {
     for (const auto& [id, m] : s.inodes()) by_eng[m.eng] = id;
   }
-  RIndex ix;
-  std::map<int, uint64_t> dir_sizes;
-  for (const auto& [path, n] : r.paths) {
+  for (const auto& [path, n] : r_.paths) {
     auto id = by_eng.find(n.ino);
     if (id == by_eng.end()) {
-      bad.push_back(absl::StrCat(path, ": inode ", n.ino, " the workload never had"));
+      bad_.push_back(absl::StrCat(path, ": inode ", n.ino, " the workload never had"));
       continue;
     }
-    ix.paths[id->second].push_back(path);
-    ix.node[id->second] = &n;
-    ix.id_at[path] = id->second;
+    ix_.paths[id->second].push_back(path);
+    ix_.node[id->second] = &n;
+    ix_.id_at[path] = id->second;
   }
-  // Link counts equal names; directory sizes are 2 x their names' bytes.
+}
+
+// Link counts equal names; directory sizes are 2 x their names' bytes; a
+// directory has one name.
+void Judgement::CheckShape() {
   std::map<std::string, uint64_t> names_bytes;
-  for (const auto& [path, n] : r.paths) names_bytes[ParentOf(path)] += 2 * BaseOf(path).size();
-  if (r.root_size != names_bytes["/"]) {
-    bad.push_back(absl::StrCat("/: size ", r.root_size, ", its names take ", names_bytes["/"]));
+  for (const auto& [path, n] : r_.paths) names_bytes[ParentOf(path)] += 2 * BaseOf(path).size();
+  if (r_.root_size != names_bytes["/"]) {
+    bad_.push_back(absl::StrCat("/: size ", r_.root_size, ", its names take ", names_bytes["/"]));
   }
-  for (const auto& [id, n] : ix.node) {
-    const std::vector<std::string>& ps = ix.paths[id];
+  for (const auto& [id, n] : ix_.node) {
+    const std::vector<std::string>& ps = ix_.paths[id];
     if (n->kind != FileKind::kDirectory && n->nlink != ps.size()) {
-      bad.push_back(absl::StrCat(ps.front(), ": nlink ", n->nlink, " with ", ps.size(), " names"));
+      bad_.push_back(absl::StrCat(ps.front(), ": nlink ", n->nlink, " with ", ps.size(), " names"));
     }
-    if (n->kind == FileKind::kDirectory) {
-      if (ps.size() != 1) bad.push_back(absl::StrCat(ps.front(), ": a directory with ", ps.size(), " names"));
-      if (n->size != names_bytes[ps.front()]) {
-        bad.push_back(absl::StrCat(ps.front(), ": size ", n->size, ", its names take ",
-                                   names_bytes[ps.front()]));
+    if (n->kind != FileKind::kDirectory) continue;
+    if (ps.size() != 1) bad_.push_back(absl::StrCat(ps.front(), ": a directory with ", ps.size(), " names"));
+    if (n->size != names_bytes[ps.front()]) {
+      bad_.push_back(absl::StrCat(ps.front(), ": size ", n->size, ", its names take ",
+                                  names_bytes[ps.front()]));
+    }
+  }
+}
+
+void Judgement::ExpectIn(int id, unsigned parts, size_t lo, const std::string& why) {
+  const Proj got = FromRecovered(r_, ix_, id, parts);
+  for (size_t m = lo; m <= hi_; ++m) {
+    if (FromModel(history_[m], id, parts) == got) return;
+  }
+  std::string allowed;
+  for (size_t m = lo; m <= hi_; ++m) {
+    absl::StrAppend(&allowed, "\n      state ", m, ": ", Render(FromModel(history_[m], id, parts)));
+  }
+  bad_.push_back(absl::StrCat("#", id, " (", why, "): recovered ", Render(got), "; allowed:", allowed));
+}
+
+// Directories whose entries the point persists exactly: where the inode
+// gained a name by a link or a rename (an inode created in this
+// transaction with one name gained none) or lost one, and a fsynced
+// directory with its new subdirectories, recursively (btrfs logs the
+// parents of new and removed links, xfstests generic/104, 343, 336, and
+// new subdirectories' entries, log_new_dir_dentries).
+std::set<int> Judgement::ChangedDirs(const Point& p, const MState& s0) const {
+  const MState& at = history_[p.state];
+  std::set<int> dirs;
+  if (at.Inode(p.inode).kind == FileKind::kDirectory) {
+    std::vector<int> todo = {p.inode};
+    while (!todo.empty()) {
+      const int d = todo.back();
+      todo.pop_back();
+      if (!dirs.insert(d).second) continue;
+      for (const auto& [name, child] : at.EntriesOf(d)) {
+        if (!s0.Exists(child) && at.Inode(child).kind == FileKind::kDirectory) todo.push_back(child);
       }
     }
   }
+  const bool old = s0.Exists(p.inode);
+  std::vector<std::string> before = s0.PathsOf(p.inode), now = at.PathsOf(p.inode);
+  std::set<std::string> b(before.begin(), before.end()), n(now.begin(), now.end());
+  for (const std::string& x : b) {
+    std::optional<int> d = s0.At(ParentOf(x));
+    if (!n.count(x) && d && at.Exists(*d)) dirs.insert(*d);
+  }
+  for (const std::string& x : n) {
+    if (!b.count(x) && (old || n.size() >= 2)) dirs.insert(*at.At(ParentOf(x)));
+  }
+  return dirs;
+}
 
-  // The window of states each persistence point may have left: from its
-  // own state to the latest one a point (completed or in flight) reached.
-  size_t hi = 0;
-  for (const Point& p : completed) hi = std::max(hi, p.state);
-  const size_t last_done = hi;
-  if (in_flight) hi = std::max(hi, in_flight->state);
-
-  auto expect_in = [&](int id, unsigned parts, size_t lo, const std::string& why) {
-    const Proj got = FromRecovered(r, ix, id, parts);
-    for (size_t m = lo; m <= hi; ++m) {
-      if (FromModel(history[m], id, parts) == got) return;
+void Judgement::CheckPoint(const Point& p, const MState& s0) {
+  const MState& at = history_[p.state];
+  if (!at.Exists(p.inode)) return;  // fsync of something already gone is a no-op
+  const bool old = s0.Exists(p.inode);
+  const std::string what = absl::StrCat(p.datasync ? "fdatasync" : "fsync", " after op ", p.state);
+  // The object itself: data, and (unless fdatasync of an old inode) its
+  // full paths; a directory's entries.
+  unsigned parts = kData | kEntries;
+  if (!(p.datasync && old)) parts |= kPaths;
+  ExpectIn(p.inode, parts, p.state, what);
+  if (p.datasync && old) return;
+  // Names this inode had in the committed state and lost, now held by
+  // another inode: that inode is persisted at its names (btrfs logs the
+  // conflicting inode; xfstests generic/342).
+  std::set<int> related;
+  for (const std::string& path : s0.PathsOf(p.inode)) {
+    std::optional<int> now = at.At(path);
+    if (now && *now != p.inode) related.insert(*now);
+  }
+  // The changed directories' entries persist exactly, and the inodes that
+  // entered or left them are at their names.
+  for (int d : ChangedDirs(p, s0)) {
+    if (d != p.inode) ExpectIn(d, kEntries, p.state, what + ", a directory it changed");
+    std::map<std::string, int> e0 = s0.EntriesOf(d), e1 = at.EntriesOf(d);
+    for (const auto& [name, id] : e0) {
+      if (e1.count(name) == 0 || e1[name] != id) related.insert(id);
     }
-    std::string allowed;
-    for (size_t m = lo; m <= hi; ++m) {
-      absl::StrAppend(&allowed, "\n      state ", m, ": ", Render(FromModel(history[m], id, parts)));
-    }
-    bad.push_back(absl::StrCat("#", id, " (", why, "): recovered ", Render(got), "; allowed:", allowed));
-  };
-
-  // The committed state each point's transaction started from: the setup,
-  // or the state of the last completed point that committed.
-  size_t base = 0;
-  for (const Point& p : completed) {
-    const MState& s0 = history[base];
-    if (p.commit) base = p.state;
-    const MState& at = history[p.state];
-    if (!at.Exists(p.inode)) continue;  // fsync of something already gone is a no-op
-    const bool old = s0.Exists(p.inode);
-    const MInode& m = at.Inode(p.inode);
-    const std::string what = absl::StrCat(p.datasync ? "fdatasync" : "fsync", " after op ", p.state);
-    // The object itself: data, and (unless fdatasync of an old inode) its
-    // full paths; a directory's entries.
-    unsigned parts = kData | kEntries;
-    if (!(p.datasync && old)) parts |= kPaths;
-    expect_in(p.inode, parts, p.state, what);
-    if (p.datasync && old) continue;
-    // Names this inode had in the committed state and lost, now held by
-    // another inode: that inode is persisted at its names (btrfs logs the
-    // conflicting inode; xfstests generic/342).
-    std::set<int> related;
-    for (const std::string& path : s0.PathsOf(p.inode)) {
-      std::optional<int> now = at.At(path);
-      if (now && *now != p.inode) related.insert(*now);
-    }
-    // Directories where the inode gained a name by a link or a rename (an
-    // inode created in this transaction with one name gained none), or
-    // lost one, and the directory itself when fsynced: their entries
-    // persist exactly, and the inodes that entered or left them are at
-    // their names (btrfs logs the parent directories of new and removed
-    // links; xfstests generic/104, 343, 336). New subdirectories of a
-    // fsynced directory have their entries persisted too, recursively
-    // (btrfs's log_new_dir_dentries).
-    std::set<int> dirs;
-    if (m.kind == FileKind::kDirectory) {
-      std::vector<int> todo = {p.inode};
-      while (!todo.empty()) {
-        const int d = todo.back();
-        todo.pop_back();
-        if (!dirs.insert(d).second) continue;
-        for (const auto& [name, child] : at.EntriesOf(d)) {
-          if (!s0.Exists(child) && at.Inode(child).kind == FileKind::kDirectory) todo.push_back(child);
-        }
-      }
-    }
-    std::vector<std::string> before = s0.PathsOf(p.inode), now = at.PathsOf(p.inode);
-    std::set<std::string> b(before.begin(), before.end()), n(now.begin(), now.end());
-    for (const std::string& x : b) {
-      if (!n.count(x)) {
-        std::optional<int> d = s0.At(ParentOf(x));
-        if (d && at.Exists(*d)) dirs.insert(*d);
-      }
-    }
-    for (const std::string& x : n) {
-      if (!b.count(x) && (old || n.size() >= 2)) dirs.insert(*at.At(ParentOf(x)));
-    }
-    for (int d : dirs) {
-      if (d != p.inode) expect_in(d, kEntries, p.state, what + ", a directory it changed");
-      std::map<std::string, int> e0 = s0.EntriesOf(d), e1 = at.EntriesOf(d);
-      for (const auto& [name, id] : e0) {
-        if (e1.count(name) == 0 || e1[name] != id) related.insert(id);
-      }
-      for (const auto& [name, id] : e1) {
-        if (e0.count(name) == 0 || e0[name] != id) related.insert(id);
-      }
-    }
-    related.erase(p.inode);
-    for (int id : related) {
-      if (at.Exists(id)) expect_in(id, kPaths, p.state, what + ", an inode it moved");
+    for (const auto& [name, id] : e1) {
+      if (e0.count(name) == 0 || e0[name] != id) related.insert(id);
     }
   }
+  related.erase(p.inode);
+  for (int id : related) {
+    if (at.Exists(id)) ExpectIn(id, kPaths, p.state, what + ", an inode it moved");
+  }
+}
 
-  // Every inode, fsynced or not: present only at a set of names it had at
-  // one time (never a mix, never a duplicate), with bytes it had at one
-  // time; one that existed in the committed state and through the last
-  // completed point is not lost.
-  for (const auto& [id, node] : ix.node) {
+// Every inode, fsynced or not: present only at a set of names it had at
+// one time (never a mix, never a duplicate), with bytes it had at one
+// time; one that existed in the committed state and through the last
+// completed point is not lost.
+void Judgement::CheckEveryInode(const MState& s0) {
+  for (const auto& [id, node] : ix_.node) {
     bool names_ok = false, data_ok = false;
-    for (const MState& s : history) {
+    for (const MState& s : history_) {
       if (!s.Exists(id)) continue;
-      names_ok = names_ok || s.PathsOf(id) == ix.paths[id];
+      names_ok = names_ok || s.PathsOf(id) == ix_.paths[id];
       data_ok = data_ok || (s.Inode(id).data == node->data && s.Inode(id).kind == node->kind);
     }
     if (!names_ok) {
-      bad.push_back(absl::StrCat("#", id, " at {", absl::StrJoin(ix.paths[id], ", "),
-                                 "}: a set of names it never had"));
+      bad_.push_back(absl::StrCat("#", id, " at {", absl::StrJoin(ix_.paths[id], ", "),
+                                  "}: a set of names it never had"));
     }
     if (!data_ok) {
-      bad.push_back(absl::StrCat("#", id, " at ", ix.paths[id].front(), ": ", node->data.size(),
-                                 " bytes it never had"));
+      bad_.push_back(absl::StrCat("#", id, " at ", ix_.paths[id].front(), ": ", node->data.size(),
+                                  " bytes it never had"));
     }
   }
-  const MState& s0 = history[base];
   for (const auto& [id, m] : s0.inodes()) {
-    if (id == 0 || ix.node.count(id)) continue;
+    if (id == 0 || ix_.node.count(id)) continue;
     bool always = true;
-    for (size_t k = last_done; k <= hi; ++k) always = always && history[k].Exists(id);
-    if (always) bad.push_back(absl::StrCat("#", id, " (committed at ", absl::StrJoin(s0.PathsOf(id), ", "), "): lost"));
+    for (size_t k = last_done_; k <= hi_; ++k) always = always && history_[k].Exists(id);
+    if (always) {
+      bad_.push_back(absl::StrCat("#", id, " (committed at ", absl::StrJoin(s0.PathsOf(id), ", "),
+                                  "): lost"));
+    }
   }
-  return bad;
+}
+
+}  // namespace
+
+std::vector<std::string> Judge(const std::vector<MState>& history,
+                               const std::vector<Point>& completed,
+                               const std::optional<Point>& in_flight, const Recovered& r) {
+  return Judgement(history, completed, in_flight, r).Run();
 }
 
 // ---- The generator's space ----------------------------------------------------------
@@ -667,88 +727,93 @@ std::vector<std::string> InvolvedPaths(const MState& after, const Op& op) {
 
 // ---- Text workloads -----------------------------------------------------------------
 
+namespace {
+
+// One op line, split into words.
+absl::StatusOr<Op> ParseOp(const std::vector<std::string>& w) {
+  static const auto* verbs = new std::map<std::string, std::pair<OpKind, size_t>>{
+      {"mkdir", {OpKind::kMkdir, 2}},        {"create", {OpKind::kCreate, 2}},
+      {"unlink", {OpKind::kUnlink, 2}},      {"rmdir", {OpKind::kRmdir, 2}},
+      {"fsync", {OpKind::kFsync, 2}},        {"fdatasync", {OpKind::kFdatasync, 2}},
+      {"commit", {OpKind::kCommit, 1}},      {"link", {OpKind::kLink, 3}},
+      {"symlink", {OpKind::kSymlink, 3}},    {"rename", {OpKind::kRename, 3}},
+      {"rename-exchange", {OpKind::kRename, 3}}, {"rename-noreplace", {OpKind::kRename, 3}},
+      {"write", {OpKind::kWrite, 4}},        {"truncate", {OpKind::kTruncate, 3}},
+      {"clone", {OpKind::kClone, 6}},        {"setxattr", {OpKind::kSetXattr, 4}},
+      {"removexattr", {OpKind::kRemoveXattr, 3}},
+  };
+  auto v = verbs->find(w[0]);
+  if (v == verbs->end()) return absl::InvalidArgumentError("unknown verb");
+  if (w.size() != v->second.second) {
+    return absl::InvalidArgumentError(absl::StrCat("expected ", v->second.second - 1, " arguments"));
+  }
+  Op o;
+  o.kind = v->second.first;
+  if (w[0] == "rename-exchange") o.flags = kRenameExchange;
+  if (w[0] == "rename-noreplace") o.flags = kRenameNoReplace;
+  if (w.size() >= 2) o.a = w[1];
+  auto num = [&](size_t i, uint64_t* x) { return absl::SimpleAtoi(w[i], x); };
+  bool ok = true;
+  switch (o.kind) {
+    case OpKind::kLink:
+    case OpKind::kSymlink:
+    case OpKind::kRename: o.b = w[2]; break;
+    case OpKind::kWrite: ok = num(2, &o.x) && num(3, &o.y); break;
+    case OpKind::kTruncate: ok = num(2, &o.x); break;
+    case OpKind::kClone:
+      o.b = w[3];
+      ok = num(2, &o.x) && num(4, &o.y) && num(5, &o.len);
+      break;
+    case OpKind::kSetXattr:
+      o.s1 = w[2];
+      o.s2 = w[3];
+      break;
+    case OpKind::kRemoveXattr: o.s1 = w[2]; break;
+    default: break;
+  }
+  if (!ok) return absl::InvalidArgumentError("bad numbers");
+  return o;
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<Workload>> ParseWorkloads(const std::string& text) {
   std::vector<Workload> out;
   Workload cur;
   bool in = false;
   int line_no = 0;
-  std::vector<Op> ops;
   for (absl::string_view raw : absl::StrSplit(text, '\n')) {
     ++line_no;
-    absl::string_view line = absl::StripAsciiWhitespace(raw);
+    absl::string_view line = raw;
     const size_t hash = line.find('#');
-    if (hash != absl::string_view::npos) line = absl::StripAsciiWhitespace(line.substr(0, hash));
+    if (hash != absl::string_view::npos) line = line.substr(0, hash);
+    line = absl::StripAsciiWhitespace(line);
     if (line.empty()) continue;
     std::vector<std::string> w = absl::StrSplit(line, ' ', absl::SkipEmpty());
-    auto fail = [&](const std::string& why) {
+    auto fail = [&](absl::string_view why) {
       return absl::InvalidArgumentError(absl::StrCat("line ", line_no, ": ", why, ": ", line));
     };
-    auto num = [&](size_t i, uint64_t* v) { return i < w.size() && absl::SimpleAtoi(w[i], v); };
     if (w[0] == "workload") {
       if (in || w.size() != 2) return fail("unexpected workload");
       cur = Workload{w[1], {}, {}};
-      ops.clear();
       in = true;
-      continue;
-    }
-    if (!in) return fail("outside a workload");
-    if (w[0] == "end") {
+    } else if (!in) {
+      return fail("outside a workload");
+    } else if (w[0] == "end") {
       // Everything up to the last commit is the setup.
       size_t last_commit = 0;
-      for (size_t i = 0; i < ops.size(); ++i) {
-        if (ops[i].kind == OpKind::kCommit) last_commit = i + 1;
+      for (size_t i = 0; i < cur.ops.size(); ++i) {
+        if (cur.ops[i].kind == OpKind::kCommit) last_commit = i + 1;
       }
-      cur.setup.assign(ops.begin(), ops.begin() + last_commit);
-      cur.ops.assign(ops.begin() + last_commit, ops.end());
+      cur.setup.assign(cur.ops.begin(), cur.ops.begin() + last_commit);
+      cur.ops.erase(cur.ops.begin(), cur.ops.begin() + last_commit);
       out.push_back(cur);
       in = false;
-      continue;
+    } else {
+      absl::StatusOr<Op> o = ParseOp(w);
+      if (!o.ok()) return fail(o.status().message());
+      cur.ops.push_back(*std::move(o));
     }
-    Op o;
-    const std::string& v = w[0];
-    size_t want = 2;
-    if (v == "mkdir") o.kind = OpKind::kMkdir;
-    else if (v == "create") o.kind = OpKind::kCreate;
-    else if (v == "unlink") o.kind = OpKind::kUnlink;
-    else if (v == "rmdir") o.kind = OpKind::kRmdir;
-    else if (v == "fsync") o.kind = OpKind::kFsync;
-    else if (v == "fdatasync") o.kind = OpKind::kFdatasync;
-    else if (v == "commit") { o.kind = OpKind::kCommit; want = 1; }
-    else if (v == "link") { o.kind = OpKind::kLink; want = 3; }
-    else if (v == "symlink") { o.kind = OpKind::kSymlink; want = 3; }
-    else if (v == "rename") { o.kind = OpKind::kRename; want = 3; }
-    else if (v == "rename-exchange") { o.kind = OpKind::kRename; o.flags = kRenameExchange; want = 3; }
-    else if (v == "rename-noreplace") { o.kind = OpKind::kRename; o.flags = kRenameNoReplace; want = 3; }
-    else if (v == "write") { o.kind = OpKind::kWrite; want = 4; }
-    else if (v == "truncate") { o.kind = OpKind::kTruncate; want = 3; }
-    else if (v == "clone") { o.kind = OpKind::kClone; want = 6; }
-    else if (v == "setxattr") { o.kind = OpKind::kSetXattr; want = 4; }
-    else if (v == "removexattr") { o.kind = OpKind::kRemoveXattr; want = 3; }
-    else return fail("unknown verb");
-    if (w.size() != want) return fail(absl::StrCat("expected ", want - 1, " arguments"));
-    if (want >= 2) o.a = w[1];
-    switch (o.kind) {
-      case OpKind::kLink:
-      case OpKind::kSymlink:
-      case OpKind::kRename: o.b = w[2]; break;
-      case OpKind::kWrite:
-        if (!num(2, &o.x) || !num(3, &o.y)) return fail("bad numbers");
-        break;
-      case OpKind::kTruncate:
-        if (!num(2, &o.x)) return fail("bad size");
-        break;
-      case OpKind::kClone:
-        o.b = w[3];
-        if (!num(2, &o.x) || !num(4, &o.y) || !num(5, &o.len)) return fail("bad numbers");
-        break;
-      case OpKind::kSetXattr:
-        o.s1 = w[2];
-        o.s2 = w[3];
-        break;
-      case OpKind::kRemoveXattr: o.s1 = w[2]; break;
-      default: break;
-    }
-    ops.push_back(o);
   }
   if (in) return absl::InvalidArgumentError("the last workload has no end");
   return out;

@@ -95,6 +95,8 @@ class MState {
  private:
   bool Create(const std::string& path, FileKind kind, std::string data, int* made);
   bool ParentIsDir(const std::string& path) const;
+  bool Rename(const Op& op);
+  bool ApplyData(const Op& op, size_t position);
   void MoveSubtree(const std::string& from, const std::string& to);
   void DropSubtreePaths(const std::string& from);
 

@@ -289,7 +289,7 @@ absl::Status FsOps::LogDirEntries(Batch& b, uint64_t dir,
   // Subdirectories created in this transaction whose entries here were
   // logged by an earlier fsync: their own new entries go too.
   auto sub = st_->new_subdirs.find(dir);
-  if (sub != st_->new_subdirs.end()) {
+  if (sub != st_->new_subdirs.end() && !opt_.bug_item_counts_as_names) {
     for (uint64_t d : sub->second) also->push_back({d, true});
   }
   for (const DirEntry& e : children) {
@@ -298,7 +298,7 @@ absl::Status FsOps::LogDirEntries(Batch& b, uint64_t dir,
     // recursively (btrfs's log_new_dir_dentries).
     std::shared_ptr<InodeMem> cm = Mem(e.child);
     const bool logged = cm->names_logged_gen == gen && !st_->lost_name.count(e.child);
-    if (logged && e.type != FileType::kDirectory) continue;
+    if (logged && (e.type != FileType::kDirectory || opt_.bug_item_counts_as_names)) continue;
     absl::StatusOr<InodeItem> it = LoadInode(b, e.child);
     if (absl::IsNotFound(it.status())) continue;
     RETURN_IF_ERROR(it.status());
@@ -428,18 +428,25 @@ absl::Status FsOps::FixNames(Batch& b, const ReplayNotes& n) {
   }
   for (const auto& [who, refs] : lost) {
     const auto [ino, parent] = who;
-    for (const InodeRef& r : refs) RETURN_IF_ERROR(DropEntry(b, parent, r.name, r.index, ino));
+    for (const InodeRef& r : refs) {
+      // The same name under a new index (removed and added again, or
+      // renamed over): only the old DIR_INDEX goes; the DIR_ITEM is the
+      // new name's.
+      ASSIGN_OR_RETURN(bool still, HasName(b, ino, parent, r.name));
+      if (opt_.bug_replay_drops_new_name) still = false;
+      RETURN_IF_ERROR(DropEntry(b, parent, r.name, r.index, ino, /*keep_item=*/still));
+    }
   }
   return absl::OkStatus();
 }
 
-// Removes `name` -> `ino` from `dir` (DIR_ITEM and, when it still points at
-// `ino`, DIR_INDEX), if present.
+// Removes `name` -> `ino` from `dir` (DIR_ITEM unless `keep_item` and, when
+// it still points at `ino`, DIR_INDEX `index`), if present.
 absl::Status FsOps::DropEntry(Batch& b, uint64_t dir, absl::string_view name, uint64_t index,
-                              uint64_t ino) {
+                              uint64_t ino, bool keep_item) {
   const ItemKey dk = DirItemKey(dir, name);
   ASSIGN_OR_RETURN(std::optional<std::string> cur, b.Get(dk));
-  if (cur.has_value()) {
+  if (cur.has_value() && !keep_item) {
     ASSIGN_OR_RETURN(std::vector<DirEntry> es, DecodeDirEntries(*cur, dir));
     const size_t before = es.size();
     es.erase(std::remove_if(es.begin(), es.end(),

@@ -57,6 +57,7 @@ struct FsOptions {
   // Testing only (Options::planted_bug).
   bool bug_no_full_commit = false;
   bool bug_item_counts_as_names = false;
+  bool bug_replay_drops_new_name = false;
   bool bug_late_inode_counter = false;
 };
 
@@ -342,7 +343,7 @@ class FsOps {
   // Replay fix-up steps.
   absl::Status FixNames(Batch& b, const ReplayNotes& n);
   absl::Status DropEntry(Batch& b, uint64_t dir, absl::string_view name, uint64_t index,
-                         uint64_t ino);
+                         uint64_t ino, bool keep_item = false);
   absl::Status FixDirEntries(Batch& b, const ReplayNotes& n);
   absl::Status FixStaleIndexes(Batch& b, const ReplayNotes& n, std::set<uint64_t>* fix);
   absl::StatusOr<bool> HasName(Batch& b, uint64_t ino, uint64_t parent, absl::string_view name);
