@@ -801,7 +801,8 @@ absl::StatusOr<bool> StoreImpl::RunLogSync() {
   if (batch != nullptr) {
     // A log sync's latency: its nodes, its root block and the flush.
     const auto start = std::chrono::steady_clock::now();
-    absl::Status w = log_->WriteSync(*batch);
+    absl::Status w = txn_->CheckDeviceOwned();
+    if (w.ok()) w = log_->WriteSync(*batch);
     const auto elapsed = std::chrono::steady_clock::now() - start;
     {
       absl::WriterMutexLock l(&mu_);

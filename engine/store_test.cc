@@ -346,5 +346,33 @@ TEST(Store, LatencySnapshotMeanAndQuantiles) {
   EXPECT_DOUBLE_EQ(h.QuantileSeconds(0.99), 4);    // in the +Inf bucket: the last bound
 }
 
+// Something outside the store formats its device while it is mounted (an
+// mkfs that ignored the lock): the next log sync or commit finds the
+// primary superblock changed and refuses to write, the store stays
+// read-only, and the new filesystem is left intact.
+TEST(Store, StopsWritingWhenItsDeviceIsReformatted) {
+  MemDevice dev(64 << 20);
+  ASSERT_OK(Store::Mkfs(&dev, TestMkfs()));
+  ASSERT_OK_AND_ASSIGN(auto store, Store::Open(&dev, TestOptions()));
+  ASSERT_OK(store->Put("before", "1", Durability::kDurable));
+  ASSERT_OK(store->Commit());
+  ASSERT_OK(store->Put("after-commit", "2", Durability::kDurable));  // a log sync
+  MkfsOptions other = TestMkfs();
+  other.fsid = std::string(16, '\x42');
+  ASSERT_OK(Store::Mkfs(&dev, other));
+  EXPECT_THAT(store->Put("lost", "3", Durability::kDurable),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_THAT(store->Commit(), StatusIs(absl::StatusCode::kFailedPrecondition));
+  absl::Status again = store->Put("again", "4", Durability::kAsync);
+  EXPECT_FALSE(again.ok() && store->Commit().ok()) << "the store must stay read-only";
+  (void)store->Close();
+  store.reset();
+  ExpectCheckClean(&dev);
+  ASSERT_OK_AND_ASSIGN(auto fresh, Store::Open(&dev, TestOptions()));
+  EXPECT_THAT(fresh->Get("before"), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(fresh->Get("lost"), StatusIs(absl::StatusCode::kNotFound));
+  ASSERT_OK(fresh->Close());
+}
+
 }  // namespace
 }  // namespace cowkv

@@ -53,7 +53,9 @@ absl::StatusOr<int> OpenOrCreate(const std::string& path, bool* created) {
 absl::Status Fill(int fd, const std::string& path, uint64_t size) {
   const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(size));
   if (err != 0) return ErrnoError("allocate", path, err);
-  COWKV_ASSIGN_OR_RETURN(std::unique_ptr<FileDevice> dev, FileDevice::Open(path));
+  FileDeviceOptions o;
+  o.lock = false;  // the caller holds it
+  COWKV_ASSIGN_OR_RETURN(std::unique_ptr<FileDevice> dev, FileDevice::Open(path, o));
   const std::vector<char> zeros(1u << 20, 0);
   for (uint64_t off = 0; off < size; off += zeros.size()) {
     const size_t n = size - off < zeros.size() ? size - off : zeros.size();
@@ -73,14 +75,8 @@ absl::StatusOr<std::unique_ptr<LockedDevice>> LockedDevice::Open(const DeviceOpt
     ::close(fd);
     return s;
   };
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    const int err = errno;
-    if (err == EWOULDBLOCK) {
-      return fail(absl::FailedPreconditionError(absl::StrCat(
-          "device ", options.path, " is in use: another cowkvd holds its lock")));
-    }
-    return fail(ErrnoError("lock", options.path, err));
-  }
+  absl::Status locked = LockDevice(fd, options.path, /*shared=*/false);
+  if (!locked.ok()) return fail(locked);
   if (created) {
     if (options.create_size < kMinDeviceBytes) {
       return fail(absl::InvalidArgumentError(absl::StrCat(
@@ -89,7 +85,9 @@ absl::StatusOr<std::unique_ptr<LockedDevice>> LockedDevice::Open(const DeviceOpt
     absl::Status filled = Fill(fd, options.path, options.create_size);
     if (!filled.ok()) return fail(filled);
   }
-  absl::StatusOr<std::unique_ptr<FileDevice>> dev = FileDevice::Open(options.path);
+  FileDeviceOptions o;
+  o.lock = false;  // held on fd
+  absl::StatusOr<std::unique_ptr<FileDevice>> dev = FileDevice::Open(options.path, o);
   if (!dev.ok()) return fail(dev.status());
   const bool format = created || options.mkfs;
   if (format) {

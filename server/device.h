@@ -14,8 +14,12 @@
 //     it, a device with no cowkv superblock is FAILED_PRECONDITION.
 //  3. The device is locked with flock(LOCK_EX | LOCK_NB) on its own file
 //     descriptor for the LockedDevice's lifetime; a second server on the
-//     same path fails with FAILED_PRECONDITION ("in use"). The lock is
-//     advisory: offline tools that do not take it are not stopped by it.
+//     same path fails with FAILED_PRECONDITION ("in use"). Every tool that
+//     opens a device through FileDevice takes the same lock (shared for
+//     read-only opens), so `cowkv mkfs`, `check` and `dump-tree` refuse a
+//     served device. The lock is advisory: a program that ignores it is
+//     caught at the next log sync or commit, which finds the primary
+//     superblock changed and stops writing (TxnManager::CheckDeviceOwned).
 //
 // Thread safety: the object is immutable after Open; device() is
 // thread-safe like every BlockDevice.

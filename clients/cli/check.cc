@@ -92,7 +92,7 @@ int RunCheck(const CheckArgs& a) {
   options.read_only = true;
   absl::StatusOr<std::unique_ptr<FileDevice>> dev =
       FileDevice::Open(a.path, options);
-  if (!dev.ok()) return Fail(kOp, dev.status().message());
+  if (!dev.ok()) return Fail(kOp, dev.status().message(), OpenExitCode(dev.status()));
   if (!HasCowkvSignature(dev->get())) {
     return Fail(kOp, absl::StrCat(a.path, ": no cowkv filesystem found (no ",
                                   "superblock copy has the cowkv magic)"));

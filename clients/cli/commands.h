@@ -27,6 +27,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 
 namespace cowkv {
@@ -37,6 +38,14 @@ inline constexpr char kVersion[] = "0.1.0";
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitUsage = 2;
+// An offline tool's device is in use (a cowkvd or another tool holds its
+// lock): the failed-precondition class of online.h's table.
+inline constexpr int kExitInUse = 6;
+// The exit code for a failed device open: kExitInUse when it was refused
+// for being in use, else kExitFailure.
+inline int OpenExitCode(const absl::Status& s) {
+  return s.code() == absl::StatusCode::kFailedPrecondition ? kExitInUse : kExitFailure;
+}
 
 struct Globals;  // online.h
 using GlobalsPtr = std::shared_ptr<const Globals>;

@@ -29,7 +29,7 @@ int RunDumpTree(const DumpTreeArgs& a) {
   options.read_only = true;
   absl::StatusOr<std::unique_ptr<FileDevice>> dev =
       FileDevice::Open(a.path, options);
-  if (!dev.ok()) return Fail(kOp, dev.status().message());
+  if (!dev.ok()) return Fail(kOp, dev.status().message(), OpenExitCode(dev.status()));
   absl::Status s = DumpTree(dev->get(), a.tree, std::cout);
   if (!s.ok()) return Fail(kOp, absl::StrCat(a.path, ": ", s.message()));
   std::cout.flush();

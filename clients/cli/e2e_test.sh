@@ -65,6 +65,7 @@ expect_fail() {  # RC REGEX: exit code RC, one stderr line matching REGEX, no st
 
 start_server main
 SERVER_PID=$PID
+MAIN_ADDR=$ADDR
 
 # --- subvolumes -------------------------------------------------------------
 
@@ -454,6 +455,30 @@ expect_out ' default$'
 c --token-file "$WORK/absent" subvolume list
 expect_fail 1 '^cowkv: subvolume list: cannot read --token-file'
 stop_server "$AUTH_PID"
+
+case_ "offline tools refuse a served device (in use: 6); nothing acknowledged is lost"
+ADDR="$MAIN_ADDR"
+c kv put --subvolume data served-key kept
+expect_rc 0
+run mkfs --force --size 32M "$WORK/main.img"
+expect_fail 6 '^cowkv: mkfs: .*is in use'
+run mkfs --force "$WORK/main.img"
+expect_fail 6 '^cowkv: mkfs: .*is in use'
+run check "$WORK/main.img"
+expect_fail 6 '^cowkv: check: .*is in use'
+run dump-tree "$WORK/main.img"
+expect_fail 6 '^cowkv: dump-tree: .*is in use'
+[[ "$(stat -c %s "$WORK/main.img")" -eq $((256 << 20)) ]] || fail "mkfs resized a served device"
+c sync
+expect_rc 0
+stop_server "$SERVER_PID"
+run check "$WORK/main.img"
+expect_rc 0
+start_server main
+SERVER_PID=$PID
+c kv get --subvolume data served-key
+expect_rc 0
+[[ "$OUT" == "kept" ]] || fail "served-key lost after the refused tools and a restart: '$OUT'"
 
 case_ "server stopped: unavailable (10), one line naming the address"
 stop_server "$SERVER_PID"

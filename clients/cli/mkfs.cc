@@ -168,7 +168,7 @@ int RunMkfs(const MkfsArgs& a) {
     return Fail(kOp, absl::StrCat(a.path, ": does not exist; give --size to "
                                           "create it as a sparse file"));
   }
-  if (!create && !probe.ok()) return Fail(kOp, probe.status().message());
+  if (!create && !probe.ok()) return Fail(kOp, probe.status().message(), OpenExitCode(probe.status()));
   if (!create) {
     absl::Status s = CheckExisting(a, probe->get(), size);
     if (!s.ok()) return Fail(kOp, s.message());
@@ -179,7 +179,7 @@ int RunMkfs(const MkfsArgs& a) {
   options.create_size = create ? *size : 0;
   absl::StatusOr<std::unique_ptr<FileDevice>> dev =
       FileDevice::Open(a.path, options);
-  if (!dev.ok()) return Fail(kOp, dev.status().message());
+  if (!dev.ok()) return Fail(kOp, dev.status().message(), OpenExitCode(dev.status()));
   MkfsOptions mkfs;
   mkfs.nodesize = nodesize;
   mkfs.sectorsize = kSectorsize;

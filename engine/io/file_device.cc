@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -240,11 +241,38 @@ Chunk NextChunk(uint64_t pos, uint64_t request_end) {
 
 }  // namespace
 
+absl::Status LockDevice(int fd, const std::string& path, bool shared) {
+  int r;
+  do {
+    r = ::flock(fd, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB);
+  } while (r != 0 && errno == EINTR);
+  if (r == 0) return absl::OkStatus();
+  const int err = errno;
+  if (err == EWOULDBLOCK) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "device ", path, " is in use: a cowkvd or another cowkv tool holds its lock",
+        shared ? "" : " (stop it first; this refuses even with --force)"));
+  }
+  return IoError(err, absl::StrCat("lock ", path));
+}
+
 absl::StatusOr<std::unique_ptr<FileDevice>> FileDevice::Open(
     const std::string& path, const FileDeviceOptions& options) {
   int flags = (options.read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC;
   if (options.direct_io) flags |= O_DIRECT;
+  // A writable block device is also claimed with O_EXCL: the kernel refuses
+  // it (EBUSY) while a filesystem is mounted on it or another exclusive
+  // opener holds it, as mkfs.btrfs does.
+  struct stat pre;
+  if (options.lock && !options.read_only && ::stat(path.c_str(), &pre) == 0 &&
+      S_ISBLK(pre.st_mode)) {
+    flags |= O_EXCL;
+  }
   int fd = OpenRetry(path, flags);
+  if (fd < 0 && errno == EBUSY && (flags & O_EXCL)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "device ", path, " is in use: mounted, or held open exclusively by another program"));
+  }
   // A read-only open never creates: it must not change the filesystem.
   if (fd < 0 && errno == ENOENT && options.create_size > 0 &&
       !options.read_only) {
@@ -252,6 +280,13 @@ absl::StatusOr<std::unique_ptr<FileDevice>> FileDevice::Open(
     fd = OpenRetry(path, flags);
   }
   if (fd < 0) return OpenError(errno, "open", path, options.direct_io);
+  if (options.lock) {
+    absl::Status locked = LockDevice(fd, path, options.read_only);
+    if (!locked.ok()) {
+      CloseFd(fd);
+      return locked;
+    }
+  }
 
   bool is_block_device = false;
   absl::StatusOr<uint64_t> size = DeviceSize(fd, path, &is_block_device);

@@ -7,7 +7,8 @@
 // alignment), so callers need not align.
 //
 // Errors, beyond BlockDevice's:
-//  - Open: a missing path is NOT_FOUND when create_size is 0 or read_only is
+//  - Open: a device locked by another process (FileDeviceOptions::lock) is
+//    FAILED_PRECONDITION; a missing path is NOT_FOUND when create_size is 0 or read_only is
 //    set (a read-only open never creates); an existing file keeps its size
 //    whatever create_size says; anything but a regular file or block device
 //    is INVALID_ARGUMENT; with direct_io, a filesystem that refuses O_DIRECT
@@ -43,7 +44,18 @@ struct FileDeviceOptions {
   // When the path does not exist: create a sparse regular file of this many
   // bytes (0 = refuse with NOT_FOUND).
   uint64_t create_size = 0;
+  // flock the device for the object's lifetime, without waiting: shared when
+  // read_only, exclusive otherwise, so no tool writes a device another
+  // process has open (a server, mkfs, check, dump-tree). A device held by
+  // another process is FAILED_PRECONDITION ("in use"). false only where the
+  // caller already holds the lock on another descriptor of the same file
+  // (cowkvd's LockedDevice): flock locks per open file, so a second lock
+  // from the same process would conflict with its own.
+  bool lock = true;
 };
+
+// Takes the device lock FileDeviceOptions::lock describes on `fd`.
+absl::Status LockDevice(int fd, const std::string& path, bool shared);
 
 class FileDevice : public BlockDevice {
  public:

@@ -113,6 +113,7 @@ TEST(FileDevice, RoundTripSurvivesReopen) {
   ASSERT_TRUE(dev->Flush().ok());
   EXPECT_EQ(ReadAll(dev.get()), model);
 
+  dev.reset();  // releases the lock before the reopen
   dev = MustOpen(path, {});
   ASSERT_NE(dev, nullptr);
   EXPECT_EQ(dev->Size(), 10000u);
@@ -205,6 +206,7 @@ TEST(FileDevice, DirectIoUnalignedRequests) {
     ASSERT_EQ(std::string(out, r_n), model.substr(r_off, r_n)) << "i=" << i;
   }
   ASSERT_TRUE(dev->Flush().ok());
+  dev.reset();
   dev = MustOpen(path, {});  // Reopen buffered: the file itself is right.
   ASSERT_NE(dev, nullptr);
   EXPECT_TRUE(ReadAll(dev.get()) == model);
@@ -233,6 +235,37 @@ TEST(FileDevice, DirectIoConcurrentReadModifyWrites) {
     ASSERT_EQ(image[i], static_cast<char>('A' + (i / 100) % kThreads))
         << "byte " << i;
   }
+}
+
+// Every open takes the device's lock: exclusive for writers, shared for
+// readers; a second opener is refused with FAILED_PRECONDITION, never
+// blocked, and the lock goes with the object (flock locks an open file, so
+// two opens in one process conflict exactly as two processes do).
+TEST(FileDevice, OpensLockTheDevice) {
+  const std::string path = TestPath("locked");
+  FileDeviceOptions create;
+  create.create_size = 1 << 20;
+  std::unique_ptr<FileDevice> writer = MustOpen(path, create);
+  ASSERT_NE(writer, nullptr);
+  FileDeviceOptions read_only;
+  read_only.read_only = true;
+  absl::Status second = FileDevice::Open(path).status();
+  EXPECT_EQ(second.code(), absl::StatusCode::kFailedPrecondition) << second;
+  EXPECT_NE(second.message().find("in use"), absl::string_view::npos) << second;
+  EXPECT_EQ(FileDevice::Open(path, read_only).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  // Without the lock (a caller that holds it on another descriptor).
+  FileDeviceOptions unlocked;
+  unlocked.lock = false;
+  EXPECT_TRUE(FileDevice::Open(path, unlocked).ok());
+  writer.reset();
+  // Readers share; a writer waits for none of them but is refused.
+  std::unique_ptr<FileDevice> r1 = MustOpen(path, read_only);
+  std::unique_ptr<FileDevice> r2 = MustOpen(path, read_only);
+  EXPECT_EQ(FileDevice::Open(path).status().code(), absl::StatusCode::kFailedPrecondition);
+  r1.reset();
+  r2.reset();
+  EXPECT_TRUE(FileDevice::Open(path).ok());
 }
 
 }  // namespace

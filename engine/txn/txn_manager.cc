@@ -134,6 +134,12 @@ absl::StatusOr<std::unique_ptr<TxnManager>> TxnManager::Mount(BlockDevice* devic
       int fresh = 0;
       for (const Superblock& c : candidates) fresh += c.generation == sb.generation;
       m->superblocks_need_rewrite_ = fresh < format::MirrorCount(device->Size());
+      std::string primary(format::kSuperblockSize, '\0');
+      RETURN_IF_ERROR(device->ReadAt(format::kSuperblockOffsets[0], primary.data(), primary.size()));
+      {
+        absl::MutexLock l(&m->owned_mu_);
+        m->primary_ = std::move(primary);
+      }
       return m;
     }
     if (!absl::IsDataLoss(s)) return s;
@@ -488,8 +494,32 @@ absl::StatusOr<std::unique_ptr<TxnManager::CommitBatch>> TxnManager::PrepareComm
   return batch;
 }
 
+absl::Status TxnManager::CheckDeviceOwned() {
+  std::string now(format::kSuperblockSize, '\0');
+  RETURN_IF_ERROR(device_->ReadAt(format::kSuperblockOffsets[0], now.data(), now.size()));
+  absl::MutexLock l(&owned_mu_);
+  // A manager made by Mkfs has read nothing yet: its first commit writes
+  // the first superblock.
+  if (primary_.empty() || now == primary_ || (!primary_pending_.empty() && now == primary_pending_)) {
+    return absl::OkStatus();
+  }
+  std::string what = "bytes that are not a cowkv superblock";
+  absl::StatusOr<Superblock> sb = format::DecodeSuperblock(now, format::kSuperblockOffsets[0]);
+  if (sb.ok()) {
+    what = sb->fsid != sb_.fsid ? "another filesystem's superblock (a new mkfs?)"
+                                : absl::StrCat("a superblock of generation ", sb->generation,
+                                               " this store did not write");
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "the device's primary superblock was overwritten by something other than this store: it "
+      "now holds ",
+      what, "; stopped writing so as not to mix two filesystems (was the device formatted or "
+      "opened by another tool while in use?)"));
+}
+
 absl::Status TxnManager::WriteCommit(const CommitBatch& batch) {
   for (const NodeRef& n : batch.nodes) COWKV_CHECK(n->generation == batch.generation);
+  RETURN_IF_ERROR(CheckDeviceOwned());
   RETURN_IF_ERROR(WriteNodes(device_, batch.nodes, batch.sb.fsid, batch.sb.nodesize));
   flushes_.fetch_add(1, std::memory_order_relaxed);
   RETURN_IF_ERROR(device_->Flush());
@@ -497,6 +527,10 @@ absl::Status TxnManager::WriteCommit(const CommitBatch& batch) {
   for (int i = 0; i < format::MirrorCount(device_->Size()); ++i) {
     sb.bytenr = format::kSuperblockOffsets[i];
     std::string enc = format::EncodeSuperblock(sb);
+    if (i == 0) {
+      absl::MutexLock l(&owned_mu_);
+      primary_pending_ = enc;
+    }
     RETURN_IF_ERROR(device_->WriteAt(sb.bytenr, enc.data(), enc.size()));
   }
   flushes_.fetch_add(1, std::memory_order_relaxed);
@@ -518,6 +552,11 @@ absl::Status TxnManager::FinishCommit(std::unique_ptr<CommitBatch> batch, absl::
   free_.Unpin(batch->pinned);
   sb_ = batch->sb;
   sb_.bytenr = format::kSuperblockOffsets[0];
+  {
+    absl::MutexLock l(&owned_mu_);
+    primary_ = format::EncodeSuperblock(sb_);
+    primary_pending_.clear();
+  }
   ++commits_;
   return absl::OkStatus();
 }

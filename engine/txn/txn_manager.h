@@ -42,8 +42,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "engine/alloc/free_space.h"
 #include "engine/format/items.h"
 #include "engine/format/superblock.h"
@@ -216,6 +218,14 @@ class TxnManager : public TreeHooks {
   // Non-OK once a commit failed after touching the device.
   const absl::Status& fatal() const { return fatal_; }
 
+  // Whether the device still holds this store: the primary superblock's
+  // bytes are the ones this manager read at mount or last wrote (or is
+  // writing). Anything else means something outside the store wrote it —
+  // an mkfs or a second writer — and writing on would mix two filesystems:
+  // FAILED_PRECONDITION. WriteCommit checks it before writing; the store
+  // checks it before each log sync. Thread-safe.
+  absl::Status CheckDeviceOwned() ABSL_LOCKS_EXCLUDED(owned_mu_);
+
   TxnStats Stats();
   uint32_t nodesize() const { return sb_.nodesize; }
   uint64_t dirty_bytes() { return cache_->Stats().dirty_bytes; }
@@ -266,6 +276,12 @@ class TxnManager : public TreeHooks {
   // Some superblock copy is missing, corrupt or older than the one mounted:
   // the next commit (Close() forces one) rewrites every copy.
   bool superblocks_need_rewrite_ = false;
+
+  // The primary superblock's bytes as read at mount or last written, and
+  // those a commit is writing now (empty when none is).
+  absl::Mutex owned_mu_;
+  std::string primary_ ABSL_GUARDED_BY(owned_mu_);
+  std::string primary_pending_ ABSL_GUARDED_BY(owned_mu_);
 };
 
 }  // namespace cowkv
