@@ -128,8 +128,10 @@ absl::StatusOr<std::string> StoreImpl::LoadByTreeKey(uint64_t subvol, absl::stri
 }
 
 absl::StatusOr<RangeResult> StoreImpl::RangeLocked(Tree* tree, const RangeRequest& req,
-                                                   uint64_t limit) {
+                                                   uint64_t limit, bool* bytes_cut) {
   RangeResult r;
+  uint64_t bytes = 0;
+  if (bytes_cut != nullptr) *bytes_cut = false;
   r.revision = revision_;
   if (!req.end.empty() && req.start >= req.end) return r;
   TreeIterator it(tree);
@@ -152,9 +154,21 @@ absl::StatusOr<RangeResult> StoreImpl::RangeLocked(Tree* tree, const RangeReques
       break;
     }
     ASSIGN_OR_RETURN(kv::ItemView item, kv::DecodeItem(it.key(), it.value()));
+    if (req.max_bytes != 0) {
+      const uint64_t value_bytes =
+          req.keys_only ? 0 : (item.in_extent ? item.extent.value_len : item.value.size());
+      const uint64_t pair = uk.size() + value_bytes + kRangeEntryOverheadBytes;
+      if (!r.kvs.empty() && bytes + pair > req.max_bytes) {
+        r.more = true;  // count stays a lower bound, as with the limit
+        if (bytes_cut != nullptr) *bytes_cut = true;
+        break;
+      }
+      bytes += pair;
+    }
     std::string value;
     if (!req.keys_only) {
       ASSIGN_OR_RETURN(value, LoadValue(item));
+      kv_range_value_bytes_.fetch_add(value.size(), std::memory_order_relaxed);
     }
     r.kvs.push_back(MakeKeyValue(uk, item, std::move(value)));
   }
@@ -355,7 +369,7 @@ absl::StatusOr<uint64_t> StoreImpl::KvWrite(
     w.apply = &apply;
     w.durable = Resolve(d) == Durability::kDurable;
     RunInWriteGroup(&w);
-    if (absl::IsResourceExhausted(w.rev.status()) && attempt == 0) {
+    if (absl::IsResourceExhausted(w.rev.status()) && !IsLimitError(w.rev.status()) && attempt == 0) {
       // Space freed in this generation is pinned until it commits.
       RETURN_IF_ERROR(Commit(CommitTrigger::kSpace));
       continue;
@@ -519,13 +533,33 @@ absl::StatusOr<TxnResponse> StoreImpl::TxnLocked(uint64_t subvol, const TxnReque
   KvWriteSet& ws = resp.succeeded ? branches[0] : branches[1];
   ws.writes.clear();
   ws.delete_ranges.clear();
-  for (const TxnOp& op : ops) {
+  uint64_t response_bytes = 0;  // of the Range ops so far (RangeRequest::max_bytes's count)
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const TxnOp& op = ops[i];
     TxnOpResult res;
     switch (op.type) {
       case TxnOp::Type::kRange: {
         RangeRequest n = op.range;
         RETURN_IF_ERROR(NormaliseRange(op.range, &n.start, &n.end));
-        ASSIGN_OR_RETURN(res.range, RangeLocked(tree, n, n.limit));
+        const uint64_t budget = req.max_response_bytes;
+        const uint64_t left = budget == 0 ? 0 : budget - std::min(budget, response_bytes);
+        if (budget != 0 && (n.max_bytes == 0 || n.max_bytes > left)) n.max_bytes = std::max<uint64_t>(left, 1);
+        bool cut = false;
+        ASSIGN_OR_RETURN(res.range, RangeLocked(tree, n, n.limit, &cut));
+        if (budget != 0) {
+          for (const KeyValue& kv : res.range.kvs) {
+            response_bytes += kv.key.size() + kv.value.size() + kRangeEntryOverheadBytes;
+          }
+          // Cut by the Txn's budget rather than the op's own bound, or a
+          // first pair larger than what was left.
+          const bool op_bound = op.range.max_bytes != 0 && op.range.max_bytes <= left;
+          if ((cut && !op_bound) || response_bytes > budget) {
+            return LimitError(absl::StrCat(
+                "Txn: the range results pass the response budget of ", budget,
+                " bytes at op ", i, " (", ops.size(), " ops); nothing was applied. Lower the "
+                "ranges' limits, use keys_only or count_only, or read them with Range, which pages"));
+          }
+        }
         break;
       }
       case TxnOp::Type::kPut:
@@ -647,6 +681,9 @@ absl::StatusOr<KeyValue> StoreImpl::TxnGet(KvTxnState* t, absl::string_view key)
 namespace {
 // Merges a transaction's own writes into the range the tree holds, then
 // cuts it to the request's limit and order.
+// The most a transaction's range read that overlaps its own writes scans.
+constexpr uint64_t kOverlapScanBytes = 64ull << 20;
+
 void OverlayOwnWrites(const KvTxnState& t, const RangeRequest& n, RangeResult* r) {
   std::map<std::string, KeyValue> merged;
   for (KeyValue& kv : r->kvs) merged[kv.key] = std::move(kv);
@@ -669,11 +706,16 @@ void OverlayOwnWrites(const KvTxnState& t, const RangeRequest& n, RangeResult* r
   r->count = merged.size();
   r->more = false;
   if (n.count_only) return;
+  uint64_t bytes = 0;
   auto take = [&](KeyValue& kv) {
-    if (n.limit != 0 && r->kvs.size() >= n.limit) {
+    if (r->more) return;
+    const uint64_t pair = kv.key.size() + kv.value.size() + kRangeEntryOverheadBytes;
+    if ((n.limit != 0 && r->kvs.size() >= n.limit) ||
+        (n.max_bytes != 0 && !r->kvs.empty() && bytes + pair > n.max_bytes)) {
       r->more = true;
       return;
     }
+    bytes += pair;
     r->kvs.push_back(std::move(kv));
   };
   if (n.reverse) {
@@ -702,7 +744,20 @@ absl::StatusOr<RangeResult> StoreImpl::TxnRange(KvTxnState* t, const RangeReques
     ASSIGN_OR_RETURN(Tree * tree, TreeFor(t->subvol));
     RangeRequest scan = n;
     scan.count_only = n.count_only && !overlap;
-    ASSIGN_OR_RETURN(r, RangeLocked(tree, scan, overlap ? 0 : n.limit));
+    // Overlapping this transaction's own writes, the whole range is read
+    // and merged (own deletes may hide any number of keys), within a fixed
+    // bound rather than the request's.
+    if (overlap) {
+      scan.max_bytes = kOverlapScanBytes;
+      scan.keys_only = n.keys_only || n.count_only;
+    }
+    bool cut = false;
+    ASSIGN_OR_RETURN(r, RangeLocked(tree, scan, overlap ? 0 : n.limit, &cut));
+    if (overlap && cut) {
+      return LimitError(absl::StrCat(
+          "range overlapping this transaction's own writes reads more than ", kOverlapScanBytes,
+          " bytes; narrow it, or read it before writing into it"));
+    }
   }
   for (const KeyValue& kv : r.kvs) {
     if (kv.mod_revision > t->read_revision) {

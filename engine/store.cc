@@ -765,6 +765,7 @@ StoreStats StoreImpl::Stats() {
   s.log_replayed_entries = replayed_entries_;
   s.kv_conflicts = kv_conflicts_.load(std::memory_order_relaxed);
   s.kv_too_old = kv_too_old_.load(std::memory_order_relaxed);
+  s.kv_range_value_bytes = kv_range_value_bytes_.load(std::memory_order_relaxed);
   s.open_transactions = open_txns_;
   s.log_lookups = log_->Stats().lookups;
   LatencyStatsLocked(&s);

@@ -214,6 +214,7 @@ struct StoreStats {
   uint64_t kv_conflicts = 0;        // transactions aborted by validation
   uint64_t kv_too_old = 0;          // transactions past the conflict window
   uint64_t open_transactions = 0;   // client transactions not yet finished
+  uint64_t kv_range_value_bytes = 0;  // value bytes range reads (and Txn ranges) loaded
   // The file namespace.
   uint64_t fs_fsyncs = 0;
   uint64_t fs_logged_keys = 0;      // keys fsync and name-change log updates noted
@@ -254,7 +255,14 @@ struct RangeRequest {
   bool reverse = false;
   bool keys_only = false;
   bool count_only = false;
+  // 0 = no bound. Else the result holds at most this many bytes of keys and
+  // values, each pair counted with kRangeEntryOverheadBytes more (its
+  // revisions and framing): the scan stops before the pair that would pass
+  // it — the first pair is always returned, whatever its size — and sets
+  // `more`. A value is never loaded past the bound.
+  uint64_t max_bytes = 0;
 };
+inline constexpr uint64_t kRangeEntryOverheadBytes = 64;
 
 struct RangeResult {
   std::vector<KeyValue> kvs;
@@ -293,6 +301,11 @@ struct TxnRequest {
   std::vector<TxnOp> success;
   std::vector<TxnOp> failure;
   Durability durability = Durability::kDefault;
+  // 0 = no bound. Else the Range ops of the branch taken may return at most
+  // this many bytes together (counted as RangeRequest::max_bytes counts):
+  // past it the Txn is RESOURCE_EXHAUSTED and applies nothing. Each op's
+  // own max_bytes still cuts it short (`more`) within its share.
+  uint64_t max_response_bytes = 0;
 };
 
 struct TxnOpResult {

@@ -201,8 +201,10 @@ class StoreImpl {
   absl::StatusOr<uint64_t> KvWrite(
       const std::function<absl::StatusOr<uint64_t>()>& apply, Durability d);
   absl::StatusOr<Tree*> WritableTree(uint64_t subvol) ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // `*bytes_cut` (when given) tells whether req.max_bytes, rather than the
+  // limit or the range's end, stopped the scan.
   absl::StatusOr<RangeResult> RangeLocked(Tree* tree, const RangeRequest& req,
-                                          uint64_t scan_limit)
+                                          uint64_t scan_limit, bool* bytes_cut = nullptr)
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   absl::StatusOr<bool> ComparesHold(Tree* tree, const std::vector<Compare>& compares)
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
@@ -306,6 +308,7 @@ class StoreImpl {
   uint64_t kv_commits_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<uint64_t> kv_conflicts_{0};  // relaxed: statistics
   std::atomic<uint64_t> kv_too_old_{0};    // relaxed: statistics
+  std::atomic<uint64_t> kv_range_value_bytes_{0};  // relaxed: statistics
   uint64_t open_txns_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t replayed_entries_ = 0;  // set by Init
   std::atomic<uint64_t> durable_commits_{0};  // relaxed: statistics

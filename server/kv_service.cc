@@ -70,10 +70,11 @@ absl::StatusOr<TxnOp> ToEngineOp(const v1::RequestOp& op) {
 }
 
 absl::StatusOr<std::vector<TxnOp>> ToEngineOps(absl::string_view branch,
-                                               const google::protobuf::RepeatedPtrField<v1::RequestOp>& ops) {
-  if (static_cast<size_t>(ops.size()) > kMaxTxnOps) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(branch, ": at most ", kMaxTxnOps, " ops, not ", ops.size()));
+                                               const google::protobuf::RepeatedPtrField<v1::RequestOp>& ops,
+                                               size_t max_ops) {
+  if (static_cast<size_t>(ops.size()) > max_ops) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        branch, ": at most ", max_ops, " ops, not ", ops.size(), " (cowkvd --max-txn-ops)"));
   }
   std::vector<TxnOp> out;
   out.reserve(ops.size());
@@ -84,17 +85,19 @@ absl::StatusOr<std::vector<TxnOp>> ToEngineOps(absl::string_view branch,
   return out;
 }
 
-absl::StatusOr<TxnRequest> ToEngineTxn(const v1::TxnRequest& req) {
+absl::StatusOr<TxnRequest> ToEngineTxn(const v1::TxnRequest& req, const RequestLimits& limits) {
   TxnRequest txn;
-  if (static_cast<size_t>(req.compare_size()) > kMaxTxnOps) {
-    return absl::InvalidArgumentError(absl::StrCat("compare: at most ", kMaxTxnOps, " compares"));
+  if (static_cast<size_t>(req.compare_size()) > limits.max_txn_ops) {
+    return absl::InvalidArgumentError(absl::StrCat("compare: at most ", limits.max_txn_ops,
+                                                   " compares (cowkvd --max-txn-ops)"));
   }
   for (const v1::Compare& c : req.compare()) {
     COWKV_RETURN_IF_ERROR(ValidateCompare(c));
     txn.compare.push_back(ToEngine(c));
   }
-  COWKV_ASSIGN_OR_RETURN(txn.success, ToEngineOps("success", req.success()));
-  COWKV_ASSIGN_OR_RETURN(txn.failure, ToEngineOps("failure", req.failure()));
+  COWKV_ASSIGN_OR_RETURN(txn.success, ToEngineOps("success", req.success(), limits.max_txn_ops));
+  COWKV_ASSIGN_OR_RETURN(txn.failure, ToEngineOps("failure", req.failure(), limits.max_txn_ops));
+  txn.max_response_bytes = limits.txn_response_bytes;
   COWKV_RETURN_IF_ERROR(ValidateDurability(req.durability()));
   txn.durability = ToEngine(req.durability());
   return txn;
@@ -267,7 +270,7 @@ grpc::Status KvService::DeleteRange(ServerContext* ctx, const v1::DeleteRangeReq
 
 grpc::Status KvService::Txn(ServerContext* ctx, const v1::TxnRequest* req, v1::TxnResponse* resp) {
   return env_->Run(ctx, "cowkv.v1.KV/Txn", ServiceEnv::Errors::kPlain, [&]() -> absl::Status {
-    COWKV_ASSIGN_OR_RETURN(TxnRequest txn, ToEngineTxn(*req));
+    COWKV_ASSIGN_OR_RETURN(TxnRequest txn, ToEngineTxn(*req, env_->limits()));
     COWKV_ASSIGN_OR_RETURN(TxnResponse r, RunTxn(req->subvolume(), txn));
     ToProtoResults(r, r.succeeded ? txn.success : txn.failure, resp);
     return absl::OkStatus();

@@ -26,10 +26,27 @@ inline constexpr size_t kMaxKeyBytes = kMaxKeySize;
 inline constexpr size_t kMaxValueBytes = kMaxValueSize;
 // A range page: at most this many keys and (after the first key) bytes of
 // keys and values. A request's `limit` may only lower them.
+// Bytes are counted as the engine's RangeRequest::max_bytes counts them
+// (each pair's key and value plus kRangeEntryOverheadBytes), and the engine
+// stops reading there: a page never costs more than it returns. 3 MiB keeps
+// a page under the 4 MiB receive limit of stock gRPC clients (grpcurl too)
+// unless its first pair alone is larger.
 inline constexpr uint64_t kRangePageKeys = 10000;
-inline constexpr size_t kRangePageBytes = 8u << 20;
-// Ops per Txn branch, and compares per Txn (the engine's kMaxTxnOps).
+inline constexpr size_t kRangePageBytes = 3u << 20;
+// Ops per Txn branch, and compares per Txn: the hard bound (the engine's
+// kMaxTxnOps) and the default (etcd's --max-txn-ops), which --max-txn-ops
+// sets up to the bound.
 inline constexpr size_t kMaxTxnOps = ::cowkv::kMaxTxnOps;
+inline constexpr size_t kDefaultMaxTxnOps = 128;
+// All Range results of one Txn together (the engine's max_response_bytes):
+// room for one largest value and its key, within one message.
+inline constexpr size_t kTxnResponseBytes = kMaxValueBytes + kMaxKeyBytes + (2u << 20);
+
+// The per-request bounds a server runs with (ServerOptions::limits).
+struct RequestLimits {
+  size_t max_txn_ops = kDefaultMaxTxnOps;
+  size_t txn_response_bytes = kTxnResponseBytes;
+};
 
 // Subvolume names and path components: 1..255 bytes.
 inline constexpr size_t kMaxNameBytes = kMaxNameLen;
@@ -63,6 +80,8 @@ static_assert(kMaxWriteChunkBytes + 2 * kMaxPathBytes < kMaxMessageBytes, "invar
 // A page holds at most kRangePageBytes of keys and values (or one pair, the
 // first, when it alone is larger: invariant 1), plus per-entry framing.
 static_assert(kRangePageBytes + kRangePageKeys * 64 < kMaxMessageBytes, "invariant 2");
+static_assert(kRangePageBytes + kRangePageKeys * 64 < (4u << 20), "a page fits stock clients");
+static_assert(kTxnResponseBytes + kMaxTxnOps * 64 < kMaxMessageBytes, "a Txn's response fits");
 
 }  // namespace server
 }  // namespace cowkv

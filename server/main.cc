@@ -3,7 +3,7 @@
 //   cowkvd --device PATH [--create-size 1G] [--mkfs]
 //          [--listen 127.0.0.1:7420] [--metrics-listen 127.0.0.1:7421]
 //          [--tls-cert FILE --tls-key FILE] [--auth-token-file FILE]
-//          [--commit-interval-ms N] [--async-default]
+//          [--commit-interval-ms N] [--async-default] [--max-txn-ops N]
 //
 // Binds loopback unless told otherwise. Creates and formats the device file
 // if it is absent; never formats an existing device unless --mkfs. Refuses
@@ -24,6 +24,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "server/limits.h"
 #include "server/server.h"
 
 namespace cowkv {
@@ -76,6 +77,7 @@ struct Flags {
   std::string tls_cert, tls_key, token_file;
   uint64_t commit_interval_ms = 30000;
   bool async_default = false;
+  size_t max_txn_ops = kDefaultMaxTxnOps;
 };
 
 void DeclareFlags(CLI::App& app, Flags& f) {
@@ -93,6 +95,9 @@ void DeclareFlags(CLI::App& app, Flags& f) {
                  "Engine commit interval (default 30000; 0 = none)");
   app.add_flag("--async-default", f.async_default,
                "Acknowledge DURABILITY_DEFAULT writes before they are durable");
+  app.add_option("--max-txn-ops", f.max_txn_ops,
+                 absl::StrCat("Ops per Txn branch and compares per Txn (default ",
+                              kDefaultMaxTxnOps, ", at most ", kMaxTxnOps, ")"));
 }
 
 absl::StatusOr<ServerOptions> ToOptions(const Flags& f) {
@@ -121,6 +126,11 @@ absl::StatusOr<ServerOptions> ToOptions(const Flags& f) {
     o.auth_token = std::string(absl::StripAsciiWhitespace(*token));
     if (o.auth_token.empty()) return absl::InvalidArgumentError("--auth-token-file: the file is empty");
   }
+  if (f.max_txn_ops == 0 || f.max_txn_ops > kMaxTxnOps) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max-txn-ops: from 1 to ", kMaxTxnOps, ", not ", f.max_txn_ops));
+  }
+  o.limits.max_txn_ops = f.max_txn_ops;
   o.engine.commit_interval_ms = f.commit_interval_ms;
   if (f.async_default) o.engine.default_durability = Durability::kAsync;
   return o;

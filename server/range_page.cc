@@ -85,6 +85,7 @@ absl::StatusOr<RangeRequest> PlanPage(const RangeFields& fields, absl::string_vi
   req.count_only = fields.count_only;
   req.limit = fields.limit == 0 || fields.limit > kRangePageKeys ? kRangePageKeys : fields.limit;
   if (req.count_only) req.limit = 0;
+  if (!req.count_only) req.max_bytes = kRangePageBytes;  // the engine stops reading there
   if (page_token.empty()) return req;
   const uint64_t fp = Fingerprint(scope, req.start, req.end, req.reverse);
   if (page_token.size() < kTokenMagic.size() + 8 || !absl::StartsWith(page_token, kTokenMagic) ||
@@ -110,7 +111,7 @@ void FinishPage(RangeResult result, const RangeFields& fields, absl::string_view
   size_t keep = result.kvs.size();
   size_t bytes = 0;
   for (size_t i = 0; i < result.kvs.size(); ++i) {
-    bytes += result.kvs[i].key.size() + result.kvs[i].value.size();
+    bytes += result.kvs[i].key.size() + result.kvs[i].value.size() + kRangeEntryOverheadBytes;
     if (i > 0 && bytes > kRangePageBytes) {
       keep = i;
       break;

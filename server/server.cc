@@ -75,7 +75,7 @@ absl::Status Server::Init() {
       TxnRegistry::Limits{options_.max_txns_per_peer, options_.max_txns_total});
   env_ = std::make_unique<ServiceEnv>(
       store_.get(), device_->device(), metrics_.get(), txns_.get(), options_.auth_token,
-      options_.engine.default_durability != Durability::kAsync);
+      options_.engine.default_durability != Durability::kAsync, options_.limits);
   subvolumes_ = std::make_unique<SubvolumesService>(env_.get());
   kv_ = std::make_unique<KvService>(env_.get());
   files_ = std::make_unique<FilesService>(env_.get());

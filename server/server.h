@@ -69,6 +69,7 @@ struct ServerOptions {
   std::string auth_token;
   // The engine's options (durability default, commit interval, ...).
   Options engine;
+  RequestLimits limits;
   int max_txns_per_peer = kMaxOpenTxnsPerPeer;
   int max_txns_total = kMaxOpenTxnsTotal;
   absl::Duration drain_timeout = absl::Milliseconds(kDrainTimeoutMs);

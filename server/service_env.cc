@@ -25,13 +25,15 @@ bool ConstantTimeEqual(absl::string_view a, absl::string_view b) {
 }  // namespace
 
 ServiceEnv::ServiceEnv(Store* store, BlockDevice* device, RpcMetrics* metrics,
-                       TxnRegistry* txns, std::string auth_token, bool default_durable)
+                       TxnRegistry* txns, std::string auth_token, bool default_durable,
+                       RequestLimits limits)
     : store_(store),
       device_(device),
       metrics_(metrics),
       txns_(txns),
       auth_token_(std::move(auth_token)),
-      default_durable_(default_durable) {}
+      default_durable_(default_durable),
+      limits_(limits) {}
 
 absl::Status ServiceEnv::Authenticate(grpc::ServerContext* ctx) const {
   if (auth_token_.empty()) return absl::OkStatus();

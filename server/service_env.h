@@ -27,6 +27,7 @@
 #include "engine/io/block_device.h"
 #include "engine/store.h"
 #include "grpcpp/server_context.h"
+#include "server/limits.h"
 #include "server/metrics.h"
 #include "server/txn_registry.h"
 
@@ -40,7 +41,7 @@ class ServiceEnv {
   // `auth_token` empty = no authentication. `default_durable`: what
   // DURABILITY_DEFAULT means on this store (for the durable-write metric).
   ServiceEnv(Store* store, BlockDevice* device, RpcMetrics* metrics, TxnRegistry* txns,
-             std::string auth_token, bool default_durable);
+             std::string auth_token, bool default_durable, RequestLimits limits = {});
   ServiceEnv(const ServiceEnv&) = delete;
   ServiceEnv& operator=(const ServiceEnv&) = delete;
 
@@ -48,6 +49,7 @@ class ServiceEnv {
   BlockDevice& device() { return *device_; }
   RpcMetrics& metrics() { return *metrics_; }
   TxnRegistry& txns() { return *txns_; }
+  const RequestLimits& limits() const { return limits_; }
 
   // Runs one RPC body; see the file comment. `method` is the full method
   // name, "cowkv.v1.KV/Get".
@@ -81,6 +83,7 @@ class ServiceEnv {
   TxnRegistry* const txns_;
   const std::string auth_token_;
   const bool default_durable_;
+  const RequestLimits limits_;
 
   // Release/acquire: a call that sees `true` also sees everything the
   // stopping thread did before setting it (it is set once, never cleared).

@@ -117,6 +117,7 @@ const std::vector<StatField>& StatFields() {
       COWKV_STAT(kv_conflicts, "cowkv_kv_conflicts_total", "", true, 1, "Client transactions aborted by validation."),
       COWKV_STAT(kv_too_old, "cowkv_kv_too_old_total", "", true, 1, "Client transactions past the conflict window."),
       COWKV_STAT(open_transactions, "cowkv_kv_open_transactions", "", false, 1, "Client transactions not yet finished."),
+      COWKV_STAT(kv_range_value_bytes, "cowkv_kv_range_value_bytes_total", "", true, 1, "Value bytes loaded by range reads and Txn ranges."),
       COWKV_STAT(fs_fsyncs, "cowkv_fs_fsyncs_total", "", true, 1, "File fsyncs."),
       COWKV_STAT(fs_logged_keys, "cowkv_fs_logged_keys_total", "", true, 1, "Keys noted by fsync and name-change log updates."),
       COWKV_STAT(fs_log_updates, "cowkv_fs_log_updates_total", "", true, 1, "Rename/link/unlink calls that updated the log."),

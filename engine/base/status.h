@@ -13,6 +13,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/cord.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
@@ -67,6 +68,19 @@ uint64_t CorruptionsDetected();
 // Convenience constructors with errno-like meaning used across layers.
 inline absl::Status NoSpaceError(absl::string_view msg) {
   return absl::ResourceExhaustedError(absl::StrCat("no space left on device: ", msg));
+}
+
+// RESOURCE_EXHAUSTED for a request over a per-call bound (a Txn's response
+// budget): unlike a lack of space, committing and retrying cannot help, so
+// it carries a payload that says so (IsLimitError).
+inline constexpr char kLimitPayloadUrl[] = "type.cowkv.dev/cowkv.limit";
+inline absl::Status LimitError(absl::string_view msg) {
+  absl::Status s = absl::ResourceExhaustedError(msg);
+  s.SetPayload(kLimitPayloadUrl, absl::Cord("limit"));
+  return s;
+}
+inline bool IsLimitError(const absl::Status& s) {
+  return absl::IsResourceExhausted(s) && s.GetPayload(kLimitPayloadUrl).has_value();
 }
 
 }  // namespace cowkv
