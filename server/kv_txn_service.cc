@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "server/connections.h"
 #include "server/convert.h"
 #include "server/limits.h"
 #include "server/range_page.h"
@@ -27,7 +28,7 @@ grpc::Status KvService::Begin(ServerContext* ctx, const v1::BeginRequest* req,
                            env_->OpenSubvolume("subvolume", req->subvolume()));
     COWKV_ASSIGN_OR_RETURN(std::unique_ptr<KvTransaction> txn, sv->BeginTransaction());
     COWKV_ASSIGN_OR_RETURN(TxnRegistry::Begun begun,
-                           env_->txns().Add(ctx->peer(), std::move(txn),
+                           env_->txns().Add(PeerAddress(ctx->peer()), ctx->peer(), std::move(txn),
                                             absl::Milliseconds(lease_ms), absl::Now()));
     resp->set_handle(begun.handle);
     resp->set_read_revision(begun.read_revision);

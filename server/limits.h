@@ -64,11 +64,14 @@ inline constexpr uint64_t kReadDirPageEntries = 10000;
 inline constexpr size_t kFiemapMaxExtents = 65536;
 
 // Interactive transactions: lease default and bound, open handles per client
-// connection (gRPC peer) and in all.
+// (its address: every connection of one host counts as one client) and in
+// all. One client can hold at most a sixteenth of the table; the handles
+// of a connection that closed are aborted within a reap interval.
 inline constexpr uint64_t kDefaultLeaseMs = 30000;
 inline constexpr uint64_t kMaxLeaseMs = 600000;
-inline constexpr int kMaxOpenTxnsPerPeer = 64;
+inline constexpr int kMaxOpenTxnsPerPeer = 256;
 inline constexpr int kMaxOpenTxnsTotal = 4096;
+static_assert(kMaxOpenTxnsPerPeer * 16 <= kMaxOpenTxnsTotal, "one client cannot fill the table");
 
 // Graceful stop: in-flight calls get this long to finish before gRPC
 // cancels them.

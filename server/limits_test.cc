@@ -5,9 +5,13 @@
 // Method: an in-process cowkvd; the bound is asserted from the server's own
 // accounting (Admin.Stats kv_range_value_bytes: value bytes range reads
 // loaded), never from RSS or timing.
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
 #include "server/limits.h"
 #include "server/server.h"
@@ -110,6 +114,54 @@ TEST(Limits, MaxTxnOpsIsConfigurable) {
   ASSERT_GRPC_OK(c.kv->Txn(Ctx().get(), txn, &resp));
   txn.add_success()->mutable_put()->set_key("one-more");
   EXPECT_CODE(c.kv->Txn(Ctx().get(), txn, &resp), INVALID_ARGUMENT);
+  ASSERT_TRUE((*server)->Stop().ok());
+}
+
+// A client with its own connection (gRPC channels to one target share
+// connections unless told not to).
+std::unique_ptr<v1::KV::Stub> OwnConnection(int port) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  return v1::KV::NewStub(grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", port),
+                                                   grpc::InsecureChannelCredentials(), args));
+}
+
+uint64_t OpenHandles(Client& c) {
+  v1::StatsResponse stats;
+  grpc::Status s = c.admin->Stats(Ctx().get(), v1::StatsRequest(), &stats);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  return stats.server_open_handles();
+}
+
+// Issue 14.3: 70 connections x 64 Begins took every server-wide slot, and
+// they stayed taken for the attacker's leases after it left. Now the limit
+// holds per client (its address), not per connection, and a connection
+// that closes gives its handles back within a reap interval.
+TEST(Limits, TransactionSlotsArePerClientAndFreedOnClose) {
+  ServerOptions o = TestOptions("txn-slots");
+  o.max_txns_per_peer = 8;
+  o.max_txns_total = 128;
+  auto server = Server::Start(o);
+  ASSERT_TRUE(server.ok()) << server.status();
+  Client admin((*server)->port());
+  v1::BeginRequest begin;
+  begin.set_lease_ms(600000);  // the longest lease: only the close frees them
+  v1::BeginResponse resp;
+  std::vector<std::unique_ptr<v1::KV::Stub>> conns;
+  for (int i = 0; i < 4; ++i) conns.push_back(OwnConnection((*server)->port()));
+  for (int i = 0; i < 8; ++i) ASSERT_GRPC_OK(conns[i % 3]->Begin(Ctx().get(), begin, &resp));
+  for (auto& conn : conns) {
+    grpc::Status s = conn->Begin(Ctx().get(), begin, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+        << "another connection of the same client: " << s.error_message();
+  }
+  EXPECT_EQ(OpenHandles(admin), 8u);
+  // The three connections that hold them go away.
+  conns.erase(conns.begin(), conns.begin() + 3);
+  const absl::Time give_up = absl::Now() + absl::Seconds(10);
+  while (OpenHandles(admin) > 0 && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(20));
+  EXPECT_EQ(OpenHandles(admin), 0u) << "handles of closed connections still open";
+  ASSERT_GRPC_OK(conns[0]->Begin(Ctx().get(), begin, &resp));
   ASSERT_TRUE((*server)->Stop().ok());
 }
 

@@ -78,6 +78,8 @@ struct Flags {
   uint64_t commit_interval_ms = 30000;
   bool async_default = false;
   size_t max_txn_ops = kDefaultMaxTxnOps;
+  int max_txns_per_client = kMaxOpenTxnsPerPeer;
+  int max_txns = kMaxOpenTxnsTotal;
 };
 
 void DeclareFlags(CLI::App& app, Flags& f) {
@@ -98,6 +100,11 @@ void DeclareFlags(CLI::App& app, Flags& f) {
   app.add_option("--max-txn-ops", f.max_txn_ops,
                  absl::StrCat("Ops per Txn branch and compares per Txn (default ",
                               kDefaultMaxTxnOps, ", at most ", kMaxTxnOps, ")"));
+  app.add_option("--max-txns-per-client", f.max_txns_per_client,
+                 absl::StrCat("Open interactive transactions per client address (default ",
+                              kMaxOpenTxnsPerPeer, ")"));
+  app.add_option("--max-txns", f.max_txns,
+                 absl::StrCat("Open interactive transactions in all (default ", kMaxOpenTxnsTotal, ")"));
 }
 
 absl::StatusOr<ServerOptions> ToOptions(const Flags& f) {
@@ -131,6 +138,12 @@ absl::StatusOr<ServerOptions> ToOptions(const Flags& f) {
         absl::StrCat("--max-txn-ops: from 1 to ", kMaxTxnOps, ", not ", f.max_txn_ops));
   }
   o.limits.max_txn_ops = f.max_txn_ops;
+  if (f.max_txns_per_client < 1 || f.max_txns < f.max_txns_per_client) {
+    return absl::InvalidArgumentError(
+        "--max-txns-per-client: at least 1, and --max-txns at least as many");
+  }
+  o.max_txns_per_peer = f.max_txns_per_client;
+  o.max_txns_total = f.max_txns;
   o.engine.commit_interval_ms = f.commit_interval_ms;
   if (f.async_default) o.engine.default_durability = Durability::kAsync;
   return o;

@@ -1,4 +1,5 @@
 // cowkvd's assembly and lifecycle; see server.h.
+#include "server/connections.h"
 #include "server/server.h"
 
 #include <chrono>
@@ -156,6 +157,11 @@ std::string Server::RenderMetrics() {
 void Server::ReapLoop() {
   while (!stop_reaper_.WaitForNotificationWithTimeout(options_.reap_interval)) {
     txns_->ExpireIdle(absl::Now());
+    // The handles of a connection that closed go now, not at their lease.
+    if (txns_->open() == 0) continue;
+    absl::StatusOr<OpenConnections> open = OpenConnections::Read(port_);
+    if (!open.ok()) continue;  // leases alone
+    txns_->ExpireClosed([&](const std::string& c) { return open->Has(c); });
   }
 }
 

@@ -10,10 +10,12 @@ namespace cowkv {
 namespace server {
 
 absl::StatusOr<TxnRegistry::Begun> TxnRegistry::Add(const std::string& peer,
+                                                    const std::string& connection,
                                                     std::unique_ptr<KvTransaction> txn,
                                                     absl::Duration lease, absl::Time now) {
   auto e = std::make_shared<Entry>();
   e->peer = peer;
+  e->connection = connection;
   e->lease = lease;
   Begun out;
   out.read_revision = txn->read_revision();
@@ -51,6 +53,10 @@ absl::StatusOr<TxnRegistry::Begun> TxnRegistry::Add(const std::string& peer,
 }
 
 absl::Status TxnRegistry::MissingLocked(uint64_t handle) const {
+  if (closed_.contains(handle)) {
+    return absl::AbortedError(absl::StrCat(
+        "transaction ", handle, " aborted: the connection that began it closed; start again"));
+  }
   if (expired_.contains(handle)) {
     return absl::AbortedError(absl::StrCat(
         "transaction ", handle, " expired: unused for longer than its lease; start again"));
@@ -68,6 +74,7 @@ void TxnRegistry::RemoveLocked(uint64_t handle, const Entry& e, bool expired) {
   expired_.insert(handle);
   expired_order_.push_back(handle);
   if (expired_order_.size() > kRememberExpired) {
+    closed_.erase(expired_order_.front());
     expired_.erase(expired_order_.front());
     expired_order_.pop_front();
   }
@@ -141,11 +148,30 @@ absl::Status TxnRegistry::Abort(uint64_t handle, absl::Time now) {
 }
 
 void TxnRegistry::ExpireIdle(absl::Time now) {
+  ExpireWhere([now](const Entry& e) { return now > e.deadline; });
+}
+
+void TxnRegistry::ExpireClosed(const std::function<bool(const std::string&)>& is_open) {
+  // The connections are asked once each, outside mu_.
+  std::vector<std::string> connections;
+  {
+    absl::MutexLock l(&mu_);
+    for (const auto& [handle, e] : entries_) connections.push_back(e->connection);
+  }
+  absl::flat_hash_set<std::string> gone;
+  for (const std::string& c : connections) {
+    if (!gone.contains(c) && !is_open(c)) gone.insert(c);
+  }
+  if (gone.empty()) return;
+  ExpireWhere([&](const Entry& e) { return gone.contains(e.connection); }, /*closed=*/true);
+}
+
+void TxnRegistry::ExpireWhere(const std::function<bool(const Entry&)>& doomed, bool closed) {
   std::vector<std::pair<uint64_t, std::shared_ptr<Entry>>> candidates;
   {
     absl::MutexLock l(&mu_);
     for (const auto& [handle, e] : entries_) {
-      if (now > e->deadline) candidates.emplace_back(handle, e);
+      if (doomed(*e)) candidates.emplace_back(handle, e);
     }
   }
   for (auto& [handle, e] : candidates) {
@@ -154,9 +180,10 @@ void TxnRegistry::ExpireIdle(absl::Time now) {
     {
       absl::MutexLock l(&mu_);  // entry before registry: the lock order
       auto it = entries_.find(handle);
-      // Still registered and still idle (a call may have renewed it meanwhile).
-      if (it != entries_.end() && it->second == e && now > e->deadline) {
+      // Still registered and still doomed (a call may have renewed it meanwhile).
+      if (it != entries_.end() && it->second == e && doomed(*e)) {
         RemoveLocked(handle, *e, /*expired=*/true);
+        if (closed) closed_.insert(handle);
         expire = true;
       }
     }

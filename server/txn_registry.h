@@ -10,13 +10,18 @@
 //               +-- Commit()/Abort() -------------> finished (removed)
 //               +-- ExpireIdle() past the lease ---> expired (removed,
 //               |                                    remembered for ABORTED)
+//               +-- ExpireClosed() its connection -> expired (likewise)
+//               |   is gone
 //               +-- AbortAll() (server stop) ------> finished (removed)
 //
 // Invariants:
 //  1. An entry is in `entries_` iff it is open; its KvTransaction is
 //     finished exactly once, by whoever removes it.
-//  2. open_per_peer_[p] equals the number of open entries of peer p, and no
-//     peer exceeds Limits::per_peer, nor the total Limits::total.
+//  2. open_per_peer_[p] equals the number of open entries of client p, and
+//     no client exceeds Limits::per_peer, nor the total Limits::total. A
+//     client is a peer identity (PeerIdentity: its address without the
+//     port, and its token), not a connection: opening more connections
+//     gives one client no more slots.
 //  3. Calls on one handle are serialized by its entry's mutex
 //     (KvTransaction is not thread-safe); an entry being used is never
 //     expired (ExpireIdle skips entries whose mutex is held).
@@ -67,10 +72,12 @@ class TxnRegistry {
   TxnRegistry(const TxnRegistry&) = delete;
   TxnRegistry& operator=(const TxnRegistry&) = delete;
 
-  // Registers `txn` for `peer`. RESOURCE_EXHAUSTED (and `txn` aborted) over
-  // a limit.
-  absl::StatusOr<Begun> Add(const std::string& peer, std::unique_ptr<KvTransaction> txn,
-                            absl::Duration lease, absl::Time now);
+  // Registers `txn` for client `identity`, begun on `connection` (the gRPC
+  // peer string, "ipv4:127.0.0.1:43210"). RESOURCE_EXHAUSTED (and `txn`
+  // aborted) over a limit.
+  absl::StatusOr<Begun> Add(const std::string& identity, const std::string& connection,
+                            std::unique_ptr<KvTransaction> txn, absl::Duration lease,
+                            absl::Time now);
 
   // Runs `fn` on the handle's transaction, serialized with other calls on
   // it, and renews its lease.
@@ -83,6 +90,9 @@ class TxnRegistry {
 
   // Aborts every open handle idle past its lease at `now`.
   void ExpireIdle(absl::Time now);
+  // Aborts every open handle whose connection `is_open` says is gone (not
+  // one being used by a call right now: its call decides).
+  void ExpireClosed(const std::function<bool(const std::string& connection)>& is_open);
   // Aborts every open handle (server stop).
   void AbortAll();
 
@@ -98,7 +108,8 @@ class TxnRegistry {
     std::unique_ptr<KvTransaction> txn ABSL_GUARDED_BY(mu);
     bool finished ABSL_GUARDED_BY(mu) = false;
     // Constant after Add().
-    std::string peer;
+    std::string peer;        // the client identity
+    std::string connection;  // the gRPC peer that began it
     absl::Duration lease;
     // Guarded by the registry's mu_.
     absl::Time deadline;
@@ -109,6 +120,8 @@ class TxnRegistry {
   // reaper's timing).
   absl::StatusOr<std::shared_ptr<Entry>> Lookup(uint64_t handle, absl::Time now, bool remove);
   absl::Status MissingLocked(uint64_t handle) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Expires the idle entries `doomed` picks (under mu_).
+  void ExpireWhere(const std::function<bool(const Entry&)>& doomed, bool closed = false);
   void RemoveLocked(uint64_t handle, const Entry& e, bool expired)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -119,6 +132,7 @@ class TxnRegistry {
   absl::flat_hash_map<std::string, int> open_per_peer_ ABSL_GUARDED_BY(mu_);
   std::deque<uint64_t> expired_order_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<uint64_t> expired_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<uint64_t> closed_ ABSL_GUARDED_BY(mu_);  // of expired_: by a closed connection
   uint64_t expired_total_ ABSL_GUARDED_BY(mu_) = 0;
   absl::BitGen rng_ ABSL_GUARDED_BY(mu_);
 };

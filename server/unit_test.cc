@@ -12,6 +12,7 @@
 #include "cowkv/v1/admin.pb.h"
 #include "engine/io/mem_device.h"
 #include "gtest/gtest.h"
+#include "server/connections.h"
 #include "server/metrics.h"
 #include "server/range_page.h"
 #include "server/stats_table.h"
@@ -88,13 +89,13 @@ class Registry : public ::testing::Test {
 TEST_F(Registry, LeasesLimitsAndFinishing) {
   TxnRegistry reg({/*per_peer=*/2, /*total=*/3});
   const absl::Time t0 = absl::Now();
-  auto a = reg.Add("p1", Txn(), absl::Seconds(1), t0);
-  auto b = reg.Add("p1", Txn(), absl::Seconds(1), t0);
+  auto a = reg.Add("p1", "ipv4:10.0.0.1:1100", Txn(), absl::Seconds(1), t0);
+  auto b = reg.Add("p1", "ipv4:10.0.0.1:1100", Txn(), absl::Seconds(1), t0);
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_NE(a->handle, b->handle);
-  EXPECT_TRUE(absl::IsResourceExhausted(reg.Add("p1", Txn(), absl::Seconds(1), t0).status()));
-  ASSERT_TRUE(reg.Add("p2", Txn(), absl::Seconds(1), t0).ok());
-  EXPECT_TRUE(absl::IsResourceExhausted(reg.Add("p3", Txn(), absl::Seconds(1), t0).status()));
+  EXPECT_TRUE(absl::IsResourceExhausted(reg.Add("p1", "ipv4:10.0.0.1:1100", Txn(), absl::Seconds(1), t0).status()));
+  ASSERT_TRUE(reg.Add("p2", "ipv4:10.0.0.1:1200", Txn(), absl::Seconds(1), t0).ok());
+  EXPECT_TRUE(absl::IsResourceExhausted(reg.Add("p3", "ipv4:10.0.0.1:1300", Txn(), absl::Seconds(1), t0).status()));
   EXPECT_EQ(reg.open(), 3u);
   EXPECT_EQ(store_->Stats().open_transactions, 3u);
 
@@ -114,17 +115,68 @@ TEST_F(Registry, LeasesLimitsAndFinishing) {
   EXPECT_EQ(reg.open(), 0u);
   EXPECT_EQ(store_->Stats().open_transactions, 0u);
 
-  auto c = reg.Add("p1", Txn(), absl::Seconds(10), t0);
+  auto c = reg.Add("p1", "ipv4:10.0.0.1:1100", Txn(), absl::Seconds(10), t0);
   ASSERT_TRUE(c.ok());
   ASSERT_TRUE(reg.With(c->handle, t0, [](KvTransaction& t) { return t.Put("c", "1"); }).ok());
   absl::StatusOr<uint64_t> rev = reg.Commit(c->handle, Durability::kDurable, t0);
   ASSERT_TRUE(rev.ok()) << rev.status();
   EXPECT_TRUE(absl::IsNotFound(reg.Commit(c->handle, Durability::kDurable, t0).status()));
-  auto d = reg.Add("p1", Txn(), absl::Seconds(10), t0);
+  auto d = reg.Add("p1", "ipv4:10.0.0.1:1100", Txn(), absl::Seconds(10), t0);
   ASSERT_TRUE(d.ok());
   reg.AbortAll();
   EXPECT_EQ(reg.open(), 0u);
   EXPECT_EQ(store_->Stats().open_transactions, 0u);
+}
+
+// The handles of a closed connection are aborted (ABORTED naming the
+// closed connection), other connections' stay, a handle in use stays.
+TEST_F(Registry, ClosedConnectionsLoseTheirHandles) {
+  TxnRegistry reg({/*per_peer=*/8, /*total=*/8});
+  const absl::Time t0 = absl::Now();
+  auto a = reg.Add("ipv4:10.0.0.1", "ipv4:10.0.0.1:5001", Txn(), absl::Seconds(60), t0);
+  auto b = reg.Add("ipv4:10.0.0.1", "ipv4:10.0.0.1:5001", Txn(), absl::Seconds(60), t0);
+  auto c = reg.Add("ipv4:10.0.0.1", "ipv4:10.0.0.1:5002", Txn(), absl::Seconds(60), t0);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  std::vector<std::string> asked;
+  reg.ExpireClosed([&](const std::string& conn) {
+    asked.push_back(conn);
+    return conn != "ipv4:10.0.0.1:5001";
+  });
+  EXPECT_EQ(asked.size(), 2u) << "each connection asked once";
+  EXPECT_EQ(reg.open(), 1u);
+  absl::Status gone = reg.Abort(a->handle, t0);
+  EXPECT_TRUE(absl::IsAborted(gone)) << gone;
+  EXPECT_NE(gone.message().find("connection"), absl::string_view::npos) << gone;
+  // A handle whose call is running is left to that call.
+  ASSERT_TRUE(reg.With(c->handle, t0, [&](KvTransaction&) {
+                   reg.ExpireClosed([](const std::string&) { return false; });
+                   return absl::OkStatus();
+                 }).ok());
+  EXPECT_EQ(reg.open(), 1u);
+  reg.ExpireClosed([](const std::string&) { return false; });
+  EXPECT_EQ(reg.open(), 0u);
+  EXPECT_EQ(store_->Stats().open_transactions, 0u);
+}
+
+TEST(Connections, TcpTablesAndPeers) {
+  EXPECT_EQ(PeerAddress("ipv4:127.0.0.1:43210"), "ipv4:127.0.0.1");
+  EXPECT_EQ(PeerAddress("ipv6:[::1]:43210"), "ipv6:[::1]");
+  EXPECT_EQ(PeerAddress("unix:/tmp/s"), "unix:/tmp/s");
+  EXPECT_EQ(PeerPort("ipv6:[::1]:443"), 443);
+  EXPECT_FALSE(PeerPort("unix:/tmp/s").has_value());
+  OpenConnections c;
+  // Port 7420 = 0x1CFC; 43210 = 0xA8CA, 43211 = 0xA8CB (state 06: TIME_WAIT), 50000 = 0xC350.
+  c.AddTable(
+      "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+      "   0: 0100007F:1CFC 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1\n"
+      "   1: 0100007F:1CFC 0100007F:A8CA 01 00000000:00000000 00:00000000 00000000     0        0 2\n"
+      "   2: 0100007F:1CFC 0100007F:A8CB 06 00000000:00000000 00:00000000 00000000     0        0 3\n"
+      "   3: 0100007F:1F90 0100007F:C350 01 00000000:00000000 00:00000000 00000000     0        0 4\n",
+      7420);
+  EXPECT_TRUE(c.Has("ipv4:127.0.0.1:43210"));
+  EXPECT_FALSE(c.Has("ipv4:127.0.0.1:43211")) << "not established";
+  EXPECT_FALSE(c.Has("ipv4:127.0.0.1:50000")) << "another local port";
+  EXPECT_TRUE(c.Has("unix:/tmp/s")) << "cannot tell: kept";
 }
 
 TEST(StatsTable, CoversEveryEngineFieldOfStatsResponse) {
