@@ -269,6 +269,13 @@ TEST(Subvolumes, NamesAndErrors) {
   EXPECT_THAT(store->DeleteSubvolume("default"),
               StatusIs(absl::StatusCode::kFailedPrecondition));
   EXPECT_THAT(store->DeleteSubvolume("nope"), StatusIs(absl::StatusCode::kNotFound));
+  // Issue 14.6: renaming "default" left every request without a subvolume
+  // name pointing at nothing, and a new "default" silently took its place.
+  EXPECT_THAT(store->RenameSubvolume("default", "old-default"),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
+  ASSERT_OK(store->RenameSubvolume("default", "default"));  // a no-op
+  EXPECT_THAT(store->CreateSubvolume("default"), StatusIs(absl::StatusCode::kAlreadyExists));
+  ASSERT_OK(store->ShowSubvolume("default").status());
   EXPECT_THAT(store->RenameSubvolume("snap", "data@2026-11-22"),
               StatusIs(absl::StatusCode::kAlreadyExists));
   ASSERT_OK(store->RenameSubvolume("snap", "snap2"));

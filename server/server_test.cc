@@ -210,6 +210,11 @@ TEST_F(Rpc, SubvolumeRenameDelete) {
   EXPECT_CODE(sv().Rename(Ctx().get(), ren, &ren_resp), ALREADY_EXISTS);
   ren.set_new_name("bad/name");
   EXPECT_CODE(sv().Rename(Ctx().get(), ren, &ren_resp), INVALID_ARGUMENT);
+  // "default" keeps its name: requests without a subvolume name mean it.
+  ren.set_name("default");
+  ren.set_new_name("old-default");
+  EXPECT_CODE(sv().Rename(Ctx().get(), ren, &ren_resp), FAILED_PRECONDITION);
+  ASSERT_GRPC_OK(Put("", "still-default", "1"));
 
   v1::DeleteSubvolumeRequest del;
   v1::DeleteSubvolumeResponse del_resp;

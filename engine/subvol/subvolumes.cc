@@ -96,6 +96,11 @@ absl::StatusOr<uint64_t> Subvolumes::Snapshot(uint64_t source_id, absl::string_v
 }
 
 absl::Status Subvolumes::Rename(uint64_t id, absl::string_view new_name) {
+  if (id == format::kDefaultTreeId && new_name != "default") {
+    // Requests that name no subvolume mean "default": renaming it would
+    // point them at nothing, or at whatever took the name next.
+    return absl::FailedPreconditionError("the default subvolume cannot be renamed");
+  }
   auto it = live_.find(id);
   if (it == live_.end()) return absl::NotFoundError(absl::StrCat("no subvolume ", id));
   if (it->second.name == new_name) return absl::OkStatus();
