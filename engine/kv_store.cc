@@ -12,6 +12,7 @@
 #include <set>
 #include <thread>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -204,13 +205,21 @@ namespace {
 
 // The existing keys `ws`'s delete-ranges remove (those it does not put
 // again), sorted and unique.
-absl::Status ExpandDeleteRanges(Tree* tree, const KvWriteSet& ws, std::vector<KvOp>* ops) {
+// `leaves` and `inner` collect the nodes on the paths to the keys deleted
+// (their distinct bytenrs): what deleting them can CoW.
+absl::Status ExpandDeleteRanges(Tree* tree, const KvWriteSet& ws, std::vector<KvOp>* ops,
+                                absl::flat_hash_set<uint64_t>* leaves,
+                                absl::flat_hash_set<uint64_t>* inner) {
   for (const auto& [start, end] : ws.delete_ranges) {
     TreeIterator it(tree);
     for (it.Seek(kv::TreeKey(start)); it.Valid() && kv::IsKvTreeKey(it.key()); it.Next()) {
       const absl::string_view uk = kv::UserKey(it.key());
       if (!InRange(uk, start, end)) break;
       if (ws.writes.count(std::string(uk)) == 0) {
+        // Neighbouring keys share their path: only a new leaf adds nodes.
+        if (leaves->insert(it.PathNode(0).first).second) {
+          for (int l = 1; l < it.path_levels(); ++l) inner->insert(it.PathNode(l).first);
+        }
         KvOp op{std::string(it.key()), std::nullopt, {}, {}};
         format::LeafDataRef(it.key(), it.value(), &op.old_data);
         ops->push_back(std::move(op));
@@ -256,7 +265,9 @@ absl::StatusOr<uint64_t> StoreImpl::ApplyLocked(uint64_t subvol, uint64_t read_r
   // the delete-ranges and deletes remove, and the current revisions of the
   // keys put.
   std::vector<KvOp> ops;
-  RETURN_IF_ERROR(ExpandDeleteRanges(tree, ws, &ops));
+  absl::flat_hash_set<uint64_t> leaves, inner;
+  RETURN_IF_ERROR(ExpandDeleteRanges(tree, ws, &ops, &leaves, &inner));
+  const size_t range_deletes = ops.size();
 
   const uint64_t rev = revision_ + 1;
   bool all_deletes = true;
@@ -292,9 +303,20 @@ absl::StatusOr<uint64_t> StoreImpl::ApplyLocked(uint64_t subvol, uint64_t read_r
   }
   uint64_t bytes = 0;
   for (const KvOp& op : ops) bytes += op.tree_key.size() + (op.item ? op.item->size() : 0) + 16;
+  // Deletes CoW each node on their keys' paths at most once. Rebalancing
+  // merges neighbours that are on those paths too, except at the two edges
+  // of each range (a sibling per edge and level); an internal node may split
+  // once when a separator grows; the root may change. So: the leaves, twice
+  // the internal nodes, a sibling per level per range edge, a path for the
+  // root, and a worst case per point delete (whose path was not walked).
+  const uint64_t levels = static_cast<uint64_t>(tree->height()) + 1;
+  const uint64_t delete_nodes =
+      all_deletes ? leaves.size() + 2 * inner.size() + 2 * levels * ws.delete_ranges.size() +
+                        levels + tree->WorstCaseNodesPerOp() * (ops.size() - range_deletes)
+                  : 0;
   RETURN_IF_ERROR(txn_->ReserveForWrite(
       tree, all_deletes ? TxnManager::WriteKind::kDelete : TxnManager::WriteKind::kInsert,
-      ops.size(), bytes));
+      ops.size(), bytes, delete_nodes));
   for (const KvOp& op : ops) {
     absl::Status s = ApplyOp(tree, subvol, op);
     if (!s.ok()) {

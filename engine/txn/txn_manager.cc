@@ -265,7 +265,7 @@ uint64_t TxnManager::CommitReserveNodes(uint64_t extra_heads) const {
 }
 
 absl::Status TxnManager::ReserveForWrite(Tree* tree, WriteKind kind, uint64_t count,
-                                         uint64_t bytes) {
+                                         uint64_t bytes, uint64_t delete_nodes) {
   if (!fatal_.ok()) return fatal_;
   // Inserts leave room for deletes, so a full store can always shrink.
   constexpr uint64_t kDeleteMarginNodes = 64;
@@ -279,6 +279,7 @@ absl::Status TxnManager::ReserveForWrite(Tree* tree, WriteKind kind, uint64_t co
         (2 * bytes / sb_.nodesize + 1) * static_cast<uint64_t>(tree->height() + 1) * 2;
     op = std::min(op, existing + added + tree->WorstCaseNodesPerOp());
   }
+  if (kind == WriteKind::kDelete && delete_nodes > 0) op = std::min(op, delete_nodes);
   uint64_t extra_heads = 2 * op;
   // CoW of a node shared with a snapshot queues a ref for each of its
   // children: up to a full internal node's worth per level on the path.

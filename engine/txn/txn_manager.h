@@ -140,9 +140,13 @@ class TxnManager : public TreeHooks {
   // Checks that `count` writes to `tree` fit (see the header comment).
   // `bytes` (optional): the keys and values the writes carry; with it, a
   // large batch reserves no more than the nodes that exist plus what its
-  // bytes can add, instead of a full path per write.
+  // bytes can add, instead of a full path per write. `delete_nodes`
+  // (optional, kDelete only): a bound the caller measured on the nodes a
+  // batch of deletes can CoW (DeleteNodesBound), which replaces the
+  // per-write worst case when smaller, so a large delete of neighbouring
+  // keys on a full device needs what it touches, not a path per key.
   absl::Status ReserveForWrite(Tree* tree, WriteKind kind, uint64_t count = 1,
-                               uint64_t bytes = 0);
+                               uint64_t bytes = 0, uint64_t delete_nodes = 0);
 
   // Log blocks (engine/log): nodesize extents outside the extent tree, held
   // by the log while its chain lives. AllocLogBlock refuses
