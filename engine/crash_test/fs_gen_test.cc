@@ -540,6 +540,23 @@ std::vector<Workload> RegressionWorkloads() {
                          O(K::kRename, "/A/bar", "/B/foo"), O(K::kRename, "/A/foo", "/A/bar"),
                          O(K::kFsync, "/")}));
   out.back().ops[2].flags = kRenameExchange;
+  // Found by the full enumeration: a logged file renamed over an inode
+  // that had moved out of /B in the same transaction: replay dropped /B's
+  // entry with the deleted inode but left /B's size (check failed).
+  out.push_back(Issue13("RenameOverMovedInodeKeepsDirSizes", GeneratorSetup(),
+                        {O(K::kWrite, "/A/bar", "", 8192, 3000), O(K::kFsync, "/A/bar"),
+                         O(K::kRename, "/B/foo", "/A/C"), O(K::kRename, "/A/bar", "/A/C"),
+                         O(K::kFsync, "/")}));
+  // Found by the full enumeration: a rename into a logged directory removed
+  // /B/foo, a name the other inode of an earlier exchange held at the last
+  // commit; the log carried the tombstone but not that inode's new name,
+  // and replay left it nameless (lost). A log update that removes an entry
+  // now logs the inodes that lost a name in that directory, with their names.
+  out.push_back(Issue13("RenameAfterExchangeIntoLoggedDir", GeneratorSetup(),
+                        {O(K::kMkdir, "/A/C"), O(K::kFsync, "/A/C"),
+                         O(K::kRename, "/A/bar", "/B/foo"), O(K::kRename, "/B/foo", "/A/C/foo"),
+                         O(K::kFsync, "/")}));
+  out.back().ops[2].flags = kRenameExchange;
   return out;
 }
 

@@ -501,12 +501,41 @@ void Judgement::CheckShape() {
   }
 }
 
+// A directory's entries are judged name by name: each name is as in one of
+// the states (absent, or the same inode), not the whole listing as in one
+// state. Names added after a point are separate operations, and a later
+// fsync may persist one of them without the others (an fsync of a new
+// file persists its own entry, not its new siblings, as btrfs's does); a
+// name persisting twice or half a rename is caught by the inodes' paths.
 void Judgement::ExpectIn(int id, unsigned parts, size_t lo, const std::string& why) {
   const Proj got = FromRecovered(r_, ix_, id, parts);
+  Proj got_rest = got;
+  got_rest.entries.clear();
+  bool rest_ok = false;
+  std::set<std::string> names;
+  for (const auto& [name, child] : got.entries) names.insert(name);
   for (size_t m = lo; m <= hi_; ++m) {
-    if (FromModel(history_[m], id, parts) == got) return;
+    Proj want = FromModel(history_[m], id, parts);
+    for (const auto& [name, child] : want.entries) names.insert(name);
+    want.entries.clear();
+    rest_ok = rest_ok || want == got_rest;
   }
+  std::vector<std::string> bad_names;
+  for (const std::string& name : names) {
+    auto g = got.entries.find(name);
+    const std::optional<int> have =
+        g == got.entries.end() ? std::nullopt : std::optional<int>(g->second);
+    bool seen = false;
+    for (size_t m = lo; m <= hi_ && !seen; ++m) {
+      const Proj want = FromModel(history_[m], id, parts);
+      auto w = want.entries.find(name);
+      seen = (w == want.entries.end() ? std::nullopt : std::optional<int>(w->second)) == have;
+    }
+    if (!seen) bad_names.push_back(name);
+  }
+  if (rest_ok && bad_names.empty()) return;
   std::string allowed;
+  if (!bad_names.empty()) absl::StrAppend(&allowed, " (names in no allowed state: ", absl::StrJoin(bad_names, ", "), ")");
   for (size_t m = lo; m <= hi_; ++m) {
     absl::StrAppend(&allowed, "\n      state ", m, ": ", Render(FromModel(history_[m], id, parts)));
   }

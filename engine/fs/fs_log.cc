@@ -107,12 +107,27 @@ absl::StatusOr<bool> FsOps::AnyLogged(Batch& b, const std::vector<uint64_t>& ino
 // consistent picture.
 absl::Status FsOps::UpdateLog(Batch& b, const std::vector<uint64_t>& named) {
   st_->counters.log_updates.fetch_add(1, std::memory_order_relaxed);
+  std::vector<std::pair<uint64_t, bool>> also;
+  std::set<uint64_t> emptied;  // directories whose entries the operation removed
   for (const std::string& k : b.StagedKeys()) {
     Note(b, k);
     FsKey fk;
-    if (DecodeFsKey(k, &fk) && fk.type == kInodeItem) MarkLogged(fk.objectid);
+    if (!DecodeFsKey(k, &fk)) continue;
+    if (fk.type == kInodeItem) MarkLogged(fk.objectid);
+    if (fk.type == kDirItem || fk.type == kDirIndex) {
+      ASSIGN_OR_RETURN(std::optional<std::string> v, b.Get(k));
+      if (!v.has_value()) emptied.insert(fk.objectid);
+    }
   }
-  std::vector<std::pair<uint64_t, bool>> also;
+  // A removed entry's tombstone also removes the name from whoever held it
+  // at the last commit: an inode that lost that name earlier in this
+  // transaction (an exchange, a rename over it) goes to the log with its
+  // current names, or replay would leave it nameless.
+  for (uint64_t dir : emptied) {
+    for (uint64_t owner : LostNameOwners(*st_, dir, 0)) {
+      if (std::find(named.begin(), named.end(), owner) == named.end()) also.push_back({owner, false});
+    }
+  }
   for (uint64_t ino : named) {
     absl::StatusOr<InodeItem> it = LoadInode(b, ino);
     if (absl::IsNotFound(it.status())) continue;  // deleted by the operation
@@ -389,6 +404,7 @@ absl::StatusOr<bool> FsOps::LogForFsync(uint64_t ino, bool datasync) {
 // ---- Replay fix-up -----------------------------------------------------------------
 
 absl::Status FsOps::ReplayFixup(const ReplayNotes& n) {
+  dropped_in_.clear();
   Batch b(b_);
   RETURN_IF_ERROR(FixNames(b, n));
   RETURN_IF_ERROR(b.Commit());
@@ -404,6 +420,20 @@ absl::Status FsOps::ReplayFixup(const ReplayNotes& n) {
     Batch b3(b_);
     RETURN_IF_ERROR(FixInode(b3, ino));
     RETURN_IF_ERROR(b3.Commit());
+  }
+  // Directories that lost entries on the way (a deleted inode's names left
+  // in a directory the log did not carry): their sizes follow. Fixing one
+  // can drop entries elsewhere, so until nothing changes (each round
+  // removes entries, so it ends).
+  for (size_t round = 0; !dropped_in_.empty(); ++round) {
+    if (round > 64) return absl::DataLossError("replay fix-up of directory sizes did not settle");
+    std::set<uint64_t> dirs;
+    dirs.swap(dropped_in_);
+    for (uint64_t dir : dirs) {
+      Batch b4(b_);
+      RETURN_IF_ERROR(FixInode(b4, dir));
+      RETURN_IF_ERROR(b4.Commit());
+    }
   }
   return absl::OkStatus();
 }
@@ -462,7 +492,10 @@ absl::Status FsOps::DropEntry(Batch& b, uint64_t dir, absl::string_view name, ui
   ASSIGN_OR_RETURN(std::optional<std::string> iv, b.Get(ik));
   if (iv.has_value()) {
     ASSIGN_OR_RETURN(DirEntry e, DecodeDirIndex(*iv, dir));
-    if (e.child == ino && e.name == name) b.Del(ik);
+    if (e.child == ino && e.name == name) {
+      b.Del(ik);
+      dropped_in_.insert(dir);
+    }
   }
   return absl::OkStatus();
 }

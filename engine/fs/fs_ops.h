@@ -358,6 +358,9 @@ class FsOps {
   // Set while logging for an fsync when its picture needs a name that was
   // removed or moved in this transaction (LogForFsync then answers false).
   bool needs_full_commit_ = false;
+  // Replay: directories DropEntry removed entries from (their sizes are
+  // recomputed at the end of the fix-up).
+  std::set<uint64_t> dropped_in_;
 };
 
 // Builders of tree keys.
