@@ -32,6 +32,7 @@ KeyValue MakeKeyValue(absl::string_view user_key, const kv::ItemView& item, std:
   KeyValue kv;
   kv.key = std::string(user_key);
   kv.value = std::move(value);
+  kv.value_size = kv.value.size();
   kv.create_revision = item.meta.create_revision;
   kv.mod_revision = item.meta.mod_revision;
   kv.version = item.meta.version;
@@ -167,11 +168,13 @@ absl::StatusOr<RangeResult> StoreImpl::RangeLocked(Tree* tree, const RangeReques
       bytes += pair;
     }
     std::string value;
-    if (!req.keys_only) {
+    const uint64_t value_size = item.in_extent ? item.extent.value_len : item.value.size();
+    if (!req.keys_only && (req.max_value_load == 0 || value_size <= req.max_value_load)) {
       ASSIGN_OR_RETURN(value, LoadValue(item));
       kv_range_value_bytes_.fetch_add(value.size(), std::memory_order_relaxed);
     }
     r.kvs.push_back(MakeKeyValue(uk, item, std::move(value)));
+    r.kvs.back().value_size = value_size;
   }
   RETURN_IF_ERROR(it.status());
   return r;
@@ -722,6 +725,7 @@ void OverlayOwnWrites(const KvTxnState& t, const RangeRequest& n, RangeResult* r
       KeyValue& kv = merged[it->first];
       kv.key = it->first;
       kv.value = n.keys_only ? "" : *it->second;
+      kv.value_size = it->second->size();
     }
   }
   r->kvs.clear();

@@ -241,6 +241,9 @@ struct StoreStats {
 struct KeyValue {
   std::string key;
   std::string value;  // empty for keys_only reads
+  // The value's size, also when it was not loaded (keys_only, or over
+  // RangeRequest::max_value_load).
+  uint64_t value_size = 0;
   uint64_t create_revision = 0;
   uint64_t mod_revision = 0;
   uint64_t version = 0;  // writes since the key was created; 1 = just created
@@ -261,6 +264,10 @@ struct RangeRequest {
   // it — the first pair is always returned, whatever its size — and sets
   // `more`. A value is never loaded past the bound.
   uint64_t max_bytes = 0;
+  // 0 = no bound. Else a value larger than this is not loaded: its pair
+  // comes back with an empty value and value_size set (a server reserves
+  // memory for it before reading it again).
+  uint64_t max_value_load = 0;
 };
 inline constexpr uint64_t kRangeEntryOverheadBytes = 64;
 

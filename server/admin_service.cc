@@ -72,6 +72,10 @@ grpc::Status AdminService::Stats(ServerContext* ctx, const v1::StatsRequest* req
     resp->set_server_expired_handles(env_->txns().expired_total());
     resp->set_server_rpcs(env_->metrics().calls());
     resp->set_server_rpc_errors(env_->metrics().errors());
+    resp->set_server_inflight_bytes(env_->budget().in_use());
+    resp->set_server_inflight_peak_bytes(env_->budget().peak());
+    resp->set_server_admission_waits(env_->budget().waits());
+    resp->set_server_admission_refusals(env_->budget().refusals());
     return absl::OkStatus();
   });
 }

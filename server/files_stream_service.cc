@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "server/admission.h"
 #include "server/convert.h"
 #include "server/files_util.h"
 #include "server/limits.h"
@@ -18,7 +19,8 @@ namespace {
 
 // Sends [offset, offset + length) of `ino` (length 0 = to EOF) in chunks.
 absl::Status StreamRead(ServerContext* ctx, Files& files, uint64_t ino, uint64_t offset,
-                        uint64_t length, ServerWriter<v1::ReadResponse>* writer) {
+                        uint64_t length, ServerWriter<v1::ReadResponse>* writer,
+                        MemoryBudget* budget) {
   COWKV_ASSIGN_OR_RETURN(FileStat st, files.StatInode(ino));
   COWKV_RETURN_IF_ERROR(CheckRegularFile(st));  // even where no byte would be read
   const uint64_t eof = st.size;
@@ -28,6 +30,9 @@ absl::Status StreamRead(ServerContext* ctx, Files& files, uint64_t ino, uint64_t
   do {
     COWKV_RETURN_IF_ERROR(ServiceEnv::CheckAlive(ctx));
     const uint64_t want = pos < end ? std::min<uint64_t>(kReadChunkBytes, end - pos) : 0;
+    // The chunk's bytes are admitted before the read and held until the
+    // client took the message: an unread stream holds one chunk at most.
+    COWKV_ASSIGN_OR_RETURN(MemoryBudget::Grant grant, budget->Acquire(want, ctx));
     std::string data;
     if (want > 0) {
       absl::StatusOr<std::string> read = files.Read(ino, pos, want);
@@ -105,7 +110,7 @@ grpc::Status FilesService::Read(ServerContext* ctx, const v1::ReadRequest* req,
     COWKV_RETURN_IF_ERROR(ValidatePathOrIno("path", req->path(), req->ino()));
     COWKV_ASSIGN_OR_RETURN(Files files, OpenFiles(env_, req->subvolume()));
     COWKV_ASSIGN_OR_RETURN(uint64_t ino, Resolve(files, "path", req->path(), req->ino()));
-    return StreamRead(ctx, files, ino, req->offset(), req->length(), writer);
+    return StreamRead(ctx, files, ino, req->offset(), req->length(), writer, &env_->budget());
   });
 }
 

@@ -62,6 +62,7 @@ absl::StatusOr<TxnOp> ToEngineOp(const v1::RequestOp& op) {
     case v1::RequestOp::kRange: {
       out.type = TxnOp::Type::kRange;
       COWKV_ASSIGN_OR_RETURN(out.range, PlanPage(FieldsOf(op.range()), "txn", ""));
+      out.range.max_value_load = 0;  // a Txn reads whole values: its budget bounds them
       return out;
     }
     default:
@@ -145,7 +146,15 @@ grpc::Status KvService::Get(ServerContext* ctx, const v1::GetRequest* req, v1::G
     one.start = req->key();
     one.end = absl::StrCat(req->key(), std::string(1, '\0'));
     one.limit = 1;
+    // A large value is read only once its bytes are admitted.
+    one.max_value_load = kAdmitFreeValueBytes;
     absl::StatusOr<RangeResult> read = sv->Range(one);
+    MemoryBudget::Grant grant;
+    if (read.ok() && !read->kvs.empty() && read->kvs[0].value.size() < read->kvs[0].value_size) {
+      COWKV_ASSIGN_OR_RETURN(grant, env_->budget().Acquire(read->kvs[0].value_size, ctx));
+      one.max_value_load = 0;
+      read = sv->Range(one);
+    }
     if (absl::IsDataLoss(read.status())) {  // the engine names the extent; add the key
       return absl::DataLossError(absl::StrCat("key \"", KeyForMessage(req->key()), "\": ",
                                               read.status().message()));
@@ -193,7 +202,18 @@ grpc::Status KvService::Range(ServerContext* ctx, const v1::RangeRequest* req,
     const std::string& name = at_snapshot ? req->snapshot() : req->subvolume();
     COWKV_ASSIGN_OR_RETURN(std::unique_ptr<Subvolume> sv, env_->OpenSubvolume("subvolume", name));
     COWKV_RETURN_IF_ERROR(ServiceEnv::CheckAlive(ctx));
+    MemoryBudget::Grant grant;
+    if (!page.count_only) {
+      COWKV_ASSIGN_OR_RETURN(grant, env_->budget().Acquire(PageBytes(page), ctx));
+    }
     COWKV_ASSIGN_OR_RETURN(RangeResult r, sv->Range(page));
+    if (!page.keys_only && !r.kvs.empty() && r.kvs[0].value.size() < r.kvs[0].value_size) {
+      // A first pair larger than a page: admitted on its own, then read.
+      grant.Release();
+      COWKV_ASSIGN_OR_RETURN(grant, env_->budget().Acquire(r.kvs[0].value_size + PageBytes(page), ctx));
+      page.max_value_load = 0;
+      COWKV_ASSIGN_OR_RETURN(r, sv->Range(page));
+    }
     COWKV_RETURN_IF_ERROR(ServiceEnv::CheckAlive(ctx));  // don't build a reply nobody reads
     FinishPage(std::move(r), fields, scope, resp);
     return absl::OkStatus();
@@ -271,6 +291,20 @@ grpc::Status KvService::DeleteRange(ServerContext* ctx, const v1::DeleteRangeReq
 grpc::Status KvService::Txn(ServerContext* ctx, const v1::TxnRequest* req, v1::TxnResponse* resp) {
   return env_->Run(ctx, "cowkv.v1.KV/Txn", ServiceEnv::Errors::kPlain, [&]() -> absl::Status {
     COWKV_ASSIGN_OR_RETURN(TxnRequest txn, ToEngineTxn(*req, env_->limits()));
+    // Its range results, at most a page each, within its response budget.
+    uint64_t ranges = 0;
+    for (const std::vector<TxnOp>* branch : {&txn.success, &txn.failure}) {
+      uint64_t n = 0;
+      for (const TxnOp& op : *branch) n += op.type == TxnOp::Type::kRange && !op.range.count_only;
+      ranges = std::max(ranges, n);
+    }
+    MemoryBudget::Grant grant;
+    if (ranges > 0) {
+      COWKV_ASSIGN_OR_RETURN(grant, env_->budget().Acquire(
+                                        std::min<uint64_t>(txn.max_response_bytes,
+                                                           ranges * (kRangePageBytes + (1u << 20))),
+                                        ctx));
+    }
     COWKV_ASSIGN_OR_RETURN(TxnResponse r, RunTxn(req->subvolume(), txn));
     ToProtoResults(r, r.succeeded ? txn.success : txn.failure, resp);
     return absl::OkStatus();

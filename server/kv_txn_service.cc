@@ -60,6 +60,14 @@ grpc::Status KvService::TxnRange(ServerContext* ctx, const v1::TxnRangeRequest* 
     const std::string scope = absl::StrCat("txn:", req->handle());
     const RangeFields fields = FieldsOf(req->range());
     COWKV_ASSIGN_OR_RETURN(RangeRequest page, PlanPage(fields, scope, req->range().page_token()));
+    // A transaction's read is recorded as it is made: read whole values
+    // (a page's first may be up to a value's limit), admitted first.
+    page.max_value_load = 0;
+    MemoryBudget::Grant grant;
+    if (!page.count_only) {
+      COWKV_ASSIGN_OR_RETURN(grant, env_->budget().Acquire(
+                                        PageBytes(page) + (page.keys_only ? 0 : kMaxValueBytes), ctx));
+    }
     return env_->txns().With(req->handle(), absl::Now(), [&](KvTransaction& txn) -> absl::Status {
       COWKV_ASSIGN_OR_RETURN(RangeResult r, txn.Range(page));
       FinishPage(std::move(r), fields, scope, resp);

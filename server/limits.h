@@ -42,10 +42,19 @@ inline constexpr size_t kDefaultMaxTxnOps = 128;
 // room for one largest value and its key, within one message.
 inline constexpr size_t kTxnResponseBytes = kMaxValueBytes + kMaxKeyBytes + (2u << 20);
 
+// Admission control (server/admission.h): bytes that built responses may
+// hold at once, server-wide, and the gRPC threads (one per running call).
+// A value larger than kAdmitFreeValueBytes is reserved before it is read.
+inline constexpr uint64_t kDefaultInflightBytes = 1ull << 30;
+inline constexpr int kDefaultMaxThreads = 512;
+inline constexpr uint64_t kAdmitFreeValueBytes = 64u << 10;
+
 // The per-request bounds a server runs with (ServerOptions::limits).
 struct RequestLimits {
   size_t max_txn_ops = kDefaultMaxTxnOps;
   size_t txn_response_bytes = kTxnResponseBytes;
+  uint64_t inflight_bytes = kDefaultInflightBytes;
+  int max_threads = kDefaultMaxThreads;
 };
 
 // Subvolume names and path components: 1..255 bytes.

@@ -80,6 +80,8 @@ struct Flags {
   size_t max_txn_ops = kDefaultMaxTxnOps;
   int max_txns_per_client = kMaxOpenTxnsPerPeer;
   int max_txns = kMaxOpenTxnsTotal;
+  std::string max_inflight_bytes = "1G";
+  int max_threads = kDefaultMaxThreads;
 };
 
 void DeclareFlags(CLI::App& app, Flags& f) {
@@ -103,6 +105,12 @@ void DeclareFlags(CLI::App& app, Flags& f) {
   app.add_option("--max-txns-per-client", f.max_txns_per_client,
                  absl::StrCat("Open interactive transactions per client address (default ",
                               kMaxOpenTxnsPerPeer, ")"));
+  app.add_option("--max-inflight-bytes", f.max_inflight_bytes,
+                 "Response bytes all running calls may hold at once; more wait, then RESOURCE_EXHAUSTED "
+                 "(default 1G)");
+  app.add_option("--max-threads", f.max_threads,
+                 absl::StrCat("gRPC threads, one per running call; calls past it are refused (default ",
+                              kDefaultMaxThreads, ")"));
   app.add_option("--max-txns", f.max_txns,
                  absl::StrCat("Open interactive transactions in all (default ", kMaxOpenTxnsTotal, ")"));
 }
@@ -143,6 +151,13 @@ absl::StatusOr<ServerOptions> ToOptions(const Flags& f) {
         "--max-txns-per-client: at least 1, and --max-txns at least as many");
   }
   o.max_txns_per_peer = f.max_txns_per_client;
+  absl::StatusOr<uint64_t> inflight = ParseSize(f.max_inflight_bytes);
+  if (!inflight.ok() || *inflight < (64u << 20)) {
+    return absl::InvalidArgumentError("--max-inflight-bytes: a size of at least 64M");
+  }
+  o.limits.inflight_bytes = *inflight;
+  if (f.max_threads < 16) return absl::InvalidArgumentError("--max-threads: at least 16");
+  o.limits.max_threads = f.max_threads;
   o.max_txns_total = f.max_txns;
   o.engine.commit_interval_ms = f.commit_interval_ms;
   if (f.async_default) o.engine.default_durability = Durability::kAsync;

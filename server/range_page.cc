@@ -85,7 +85,10 @@ absl::StatusOr<RangeRequest> PlanPage(const RangeFields& fields, absl::string_vi
   req.count_only = fields.count_only;
   req.limit = fields.limit == 0 || fields.limit > kRangePageKeys ? kRangePageKeys : fields.limit;
   if (req.count_only) req.limit = 0;
-  if (!req.count_only) req.max_bytes = kRangePageBytes;  // the engine stops reading there
+  if (!req.count_only) {
+    req.max_bytes = kRangePageBytes;  // the engine stops reading there
+    req.max_value_load = kRangePageBytes;
+  }
   if (page_token.empty()) return req;
   const uint64_t fp = Fingerprint(scope, req.start, req.end, req.reverse);
   if (page_token.size() < kTokenMagic.size() + 8 || !absl::StartsWith(page_token, kTokenMagic) ||
@@ -104,6 +107,10 @@ absl::StatusOr<RangeRequest> PlanPage(const RangeFields& fields, absl::string_vi
     req.end = std::string(resume);
   }
   return req;
+}
+
+uint64_t PageBytes(const RangeRequest& page) {
+  return page.count_only ? 0 : kRangePageBytes + kRangePageKeys * kRangeEntryOverheadBytes;
 }
 
 void FinishPage(RangeResult result, const RangeFields& fields, absl::string_view scope,

@@ -69,6 +69,12 @@ absl::StatusOr<RangeRequest> PlanPage(const RangeFields& fields, absl::string_vi
 void FinishPage(RangeResult result, const RangeFields& fields, absl::string_view scope,
                 v1::RangeResponse* out);
 
+// What admission control reserves for a page (PlanPage's bounds and its
+// framing). PlanPage leaves values over kRangePageBytes unloaded (only a
+// page's first pair can be that large): ReadPageAdmitted reserves for it
+// and reads the page again.
+uint64_t PageBytes(const RangeRequest& page);
+
 // The first key after every key with prefix `p` ("" = none: unbounded).
 std::string PrefixEnd(absl::string_view p);
 

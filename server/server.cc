@@ -101,6 +101,11 @@ absl::Status Server::StartGrpc() {
     creds = grpc::SslServerCredentials(ssl);
   }
   grpc::ServerBuilder builder;
+  // One thread per running call in the synchronous server: bounded here;
+  // calls past it are refused by gRPC (RESOURCE_EXHAUSTED).
+  grpc::ResourceQuota quota("cowkvd");
+  quota.SetMaxThreads(options_.limits.max_threads);
+  builder.SetResourceQuota(quota);
   builder.AddListeningPort(options_.listen, creds, &port_);
   builder.SetMaxReceiveMessageSize(static_cast<int>(kMaxMessageBytes));
   builder.SetMaxSendMessageSize(static_cast<int>(kMaxMessageBytes));

@@ -33,7 +33,8 @@ ServiceEnv::ServiceEnv(Store* store, BlockDevice* device, RpcMetrics* metrics,
       txns_(txns),
       auth_token_(std::move(auth_token)),
       default_durable_(default_durable),
-      limits_(limits) {}
+      limits_(limits),
+      budget_(limits.inflight_bytes) {}
 
 absl::Status ServiceEnv::Authenticate(grpc::ServerContext* ctx) const {
   if (auth_token_.empty()) return absl::OkStatus();

@@ -27,6 +27,7 @@
 #include "engine/io/block_device.h"
 #include "engine/store.h"
 #include "grpcpp/server_context.h"
+#include "server/admission.h"
 #include "server/limits.h"
 #include "server/metrics.h"
 #include "server/txn_registry.h"
@@ -50,6 +51,7 @@ class ServiceEnv {
   RpcMetrics& metrics() { return *metrics_; }
   TxnRegistry& txns() { return *txns_; }
   const RequestLimits& limits() const { return limits_; }
+  MemoryBudget& budget() { return budget_; }
 
   // Runs one RPC body; see the file comment. `method` is the full method
   // name, "cowkv.v1.KV/Get".
@@ -84,6 +86,7 @@ class ServiceEnv {
   const std::string auth_token_;
   const bool default_durable_;
   const RequestLimits limits_;
+  MemoryBudget budget_;
 
   // Release/acquire: a call that sees `true` also sees everything the
   // stopping thread did before setting it (it is set once, never cleared).

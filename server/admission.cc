@@ -1,0 +1,79 @@
+// Admission control for response bytes; see admission.h.
+#include "server/admission.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+
+namespace cowkv {
+namespace server {
+
+MemoryBudget::Grant& MemoryBudget::Grant::operator=(Grant&& o) noexcept {
+  if (this != &o) {
+    Release();
+    budget_ = o.budget_;
+    bytes_ = o.bytes_;
+    o.budget_ = nullptr;
+  }
+  return *this;
+}
+
+void MemoryBudget::Grant::Release() {
+  if (budget_ != nullptr) budget_->Release(bytes_);
+  budget_ = nullptr;
+}
+
+absl::StatusOr<MemoryBudget::Grant> MemoryBudget::Acquire(uint64_t bytes, grpc::ServerContext* ctx) {
+  bytes = std::min(bytes, limit_);
+  const absl::Time give_up = absl::Now() + max_wait_;
+  absl::MutexLock l(&mu_);
+  bool waited = false;
+  while (in_use_ + bytes > limit_) {
+    if (!waited) ++waits_;
+    waited = true;
+    if (ctx != nullptr && ctx->IsCancelled()) {
+      return absl::CancelledError("the call was cancelled while waiting for memory");
+    }
+    if (ctx != nullptr && absl::FromChrono(ctx->deadline()) < absl::Now()) {
+      return absl::DeadlineExceededError("the deadline passed while waiting for memory");
+    }
+    if (absl::Now() >= give_up) {
+      ++refusals_;
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "server busy: responses in flight hold ", in_use_, " bytes of the ", limit_,
+          "-byte budget (cowkvd --max-inflight-bytes) and this call needs ", bytes,
+          "; retry later"));
+    }
+    freed_.WaitWithTimeout(&mu_, absl::Milliseconds(50));
+  }
+  in_use_ += bytes;
+  peak_ = std::max(peak_, in_use_);
+  return Grant(this, bytes);
+}
+
+void MemoryBudget::Release(uint64_t bytes) {
+  absl::MutexLock l(&mu_);
+  in_use_ -= std::min(in_use_, bytes);
+  freed_.SignalAll();
+}
+
+uint64_t MemoryBudget::in_use() const {
+  absl::MutexLock l(&mu_);
+  return in_use_;
+}
+uint64_t MemoryBudget::peak() const {
+  absl::MutexLock l(&mu_);
+  return peak_;
+}
+uint64_t MemoryBudget::waits() const {
+  absl::MutexLock l(&mu_);
+  return waits_;
+}
+uint64_t MemoryBudget::refusals() const {
+  absl::MutexLock l(&mu_);
+  return refusals_;
+}
+
+}  // namespace server
+}  // namespace cowkv
