@@ -206,6 +206,31 @@ TEST(Cowkvd, UsageErrorsExitTwo) {
   EXPECT_EQ(ExitCode(help), 0);
 }
 
+// Beyond loopback without TLS and a token, cowkvd refuses to start and
+// says why, unless told --insecure-listen; /metrics likewise.
+TEST(Cowkvd, RefusesAnUnprotectedNetworkListener) {
+  const std::string device = TempPath("insecure");
+  std::vector<std::string> args = ServeArgs(device);
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] == "--listen") args[i + 1] = "0.0.0.0:0";
+  }
+  Proc p = Spawn(args);
+  EXPECT_EQ(ExitCode(p), 2) << p.output;
+  EXPECT_NE(p.output.find("--insecure-listen"), std::string::npos) << p.output;
+  std::vector<std::string> metrics = ServeArgs(device);
+  for (size_t i = 0; i + 1 < metrics.size(); ++i) {
+    if (metrics[i] == "--metrics-listen") metrics[i + 1] = "0.0.0.0:0";
+  }
+  Proc m = Spawn(metrics);
+  EXPECT_EQ(ExitCode(m), 2) << m.output;
+  EXPECT_NE(m.output.find("/metrics has no authentication"), std::string::npos) << m.output;
+  args.push_back("--insecure-listen");
+  Proc ok = Spawn(args);
+  ASSERT_GT(Port(ok), 0) << ok.output;
+  ASSERT_EQ(kill(ok.pid, SIGTERM), 0);
+  EXPECT_EQ(ExitCode(ok), 0) << ok.output;
+}
+
 TEST(Cowkvd, ExistingDeviceIsNotFormattedWithoutMkfs) {
   const std::string device = TempPath("existing");
   const int fd = open(device.c_str(), O_CREAT | O_WRONLY, 0644);

@@ -22,6 +22,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "server/limits.h"
@@ -81,6 +82,7 @@ struct Flags {
   int max_txns_per_client = kMaxOpenTxnsPerPeer;
   int max_txns = kMaxOpenTxnsTotal;
   std::string max_inflight_bytes = "1G";
+  bool insecure_listen = false;
   int max_threads = kDefaultMaxThreads;
 };
 
@@ -105,6 +107,8 @@ void DeclareFlags(CLI::App& app, Flags& f) {
   app.add_option("--max-txns-per-client", f.max_txns_per_client,
                  absl::StrCat("Open interactive transactions per client address (default ",
                               kMaxOpenTxnsPerPeer, ")"));
+  app.add_flag("--insecure-listen", f.insecure_listen,
+               "Allow --listen/--metrics-listen beyond loopback without TLS and a token");
   app.add_option("--max-inflight-bytes", f.max_inflight_bytes,
                  "Response bytes all running calls may hold at once; more wait, then RESOURCE_EXHAUSTED "
                  "(default 1G)");
@@ -113,6 +117,13 @@ void DeclareFlags(CLI::App& app, Flags& f) {
                               kDefaultMaxThreads, ")"));
   app.add_option("--max-txns", f.max_txns,
                  absl::StrCat("Open interactive transactions in all (default ", kMaxOpenTxnsTotal, ")"));
+}
+
+// Whether host:port names this machine only (127.0.0.0/8, ::1, localhost).
+bool IsLoopback(absl::string_view listen) {
+  absl::string_view host = listen.substr(0, listen.rfind(':'));
+  if (absl::ConsumePrefix(&host, "[")) absl::ConsumeSuffix(&host, "]");
+  return host == "localhost" || host == "::1" || absl::StartsWith(host, "127.");
 }
 
 absl::StatusOr<ServerOptions> ToOptions(const Flags& f) {
@@ -159,6 +170,21 @@ absl::StatusOr<ServerOptions> ToOptions(const Flags& f) {
   if (f.max_threads < 16) return absl::InvalidArgumentError("--max-threads: at least 16");
   o.limits.max_threads = f.max_threads;
   o.max_txns_total = f.max_txns;
+  // Beyond loopback, anyone on the network could read and write
+  // everything (and /metrics has no authentication at all).
+  if (!f.insecure_listen) {
+    if (!IsLoopback(f.listen) && (o.tls_cert_pem.empty() || o.auth_token.empty())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--listen ", f.listen, " is reachable beyond this machine without TLS and a token: "
+          "anyone there could read and change every key and file; give --tls-cert/--tls-key "
+          "and --auth-token-file, or --insecure-listen to accept that"));
+    }
+    if (!f.metrics_listen.empty() && !IsLoopback(f.metrics_listen)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--metrics-listen ", f.metrics_listen, " is reachable beyond this machine and /metrics "
+          "has no authentication; bind it to 127.0.0.1, or give --insecure-listen"));
+    }
+  }
   o.engine.commit_interval_ms = f.commit_interval_ms;
   if (f.async_default) o.engine.default_durability = Durability::kAsync;
   return o;

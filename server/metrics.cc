@@ -1,6 +1,8 @@
 // Prometheus text rendering and RPC counters; see metrics.h.
 #include "server/metrics.h"
 
+#include <cstdlib>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "server/stats_table.h"
@@ -16,7 +18,15 @@ constexpr absl::string_view kCodeNames[] = {
     "UNIMPLEMENTED", "INTERNAL",       "UNAVAILABLE",       "DATA_LOSS",
     "UNAUTHENTICATED"};
 
-std::string Number(double v) { return absl::StrFormat("%.9g", v); }
+// Shortest text that reads back as the same double (%.17g at most): a
+// value >= 1e9 is no longer rounded to 9 digits.
+std::string Number(double v) {
+  for (int digits = 9; digits < 17; ++digits) {
+    std::string s = absl::StrFormat("%.*g", digits, v);
+    if (std::strtod(s.c_str(), nullptr) == v) return s;
+  }
+  return absl::StrFormat("%.17g", v);
+}
 
 void Header(absl::string_view name, absl::string_view type, absl::string_view help,
             std::string* out) {
@@ -37,9 +47,11 @@ void RenderStats(const StoreStats& stats, std::string* out) {
       Header(f.metric, f.counter ? "counter" : "gauge", f.help, out);
       last = f.metric;
     }
-    const double v = static_cast<double>(f.get(stats)) * f.scale;
-    absl::StrAppend(out, f.metric, *f.labels ? absl::StrCat("{", f.labels, "}") : "", " ",
-                    Number(v), "\n");
+    // Counters and byte gauges are integers: printed exactly, whatever
+    // their size (a double would round those past 2^53, %.9g past 1e9).
+    const uint64_t raw = f.get(stats);
+    const std::string v = f.scale == 1 ? absl::StrCat(raw) : Number(static_cast<double>(raw) * f.scale);
+    absl::StrAppend(out, f.metric, *f.labels ? absl::StrCat("{", f.labels, "}") : "", " ", v, "\n");
   }
 }
 

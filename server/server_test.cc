@@ -1090,6 +1090,15 @@ TEST_F(Rpc, PrometheusMetrics) {
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200);
   const std::string& body = res->body;
+  // Integers are exact, whatever their size (was %.9g: 1.07269325e+09).
+  {
+    v1::StatsResponse stats;
+    ASSERT_GRPC_OK(admin().Stats(Ctx().get(), v1::StatsRequest(), &stats));
+    EXPECT_NE(body.find(absl::StrCat("cowkv_space_bytes{kind=\"total\"} ", stats.total_bytes(), "\n")),
+              std::string::npos)
+        << "total_bytes " << stats.total_bytes() << " not printed exactly";
+    EXPECT_EQ(body.find("e+"), std::string::npos) << "a value printed with an exponent";
+  }
   for (const char* want : {
            "grpc_server_handled_total{grpc_service=\"cowkv.v1.KV\",grpc_method=\"Put\",grpc_code=\"OK\"}",
            "grpc_server_handled_total{grpc_service=\"cowkv.v1.KV\",grpc_method=\"Get\",grpc_code=\"NOT_FOUND\"}",

@@ -223,6 +223,18 @@ TEST(Metrics, RendersEngineLatencyHistograms) {
   h.sum_seconds = 6;
   stats.commit_latency = {{"explicit", h}, {"interval", LatencyHistogramSnapshot()}};
   stats.log_sync_latency = h;
+  {
+    // Issue 14: values >= 1e9 were printed with %.9g and rounded.
+    StoreStats big = stats;
+    big.total_bytes = 1072693248;
+    big.log_sync_bytes = (uint64_t{1} << 60) + 1;  // past a double's 53 bits
+    big.commit_latency[1].latency.sum_seconds = 1234567.125;
+    const std::string p = RenderPrometheus(big, RpcMetrics({}), ServerGauges());
+    EXPECT_NE(p.find("cowkv_space_bytes{kind=\"total\"} 1072693248\n"), std::string::npos);
+    EXPECT_NE(p.find("cowkv_log_sync_bytes_total 1152921504606846977\n"), std::string::npos);
+    EXPECT_NE(p.find("cowkv_commit_duration_seconds_sum{trigger=\"interval\"} 1234567.125\n"),
+              std::string::npos);
+  }
   const std::string page = RenderPrometheus(stats, RpcMetrics({}), ServerGauges());
   for (const char* want : {
            "# TYPE cowkv_commit_duration_seconds histogram\n",
