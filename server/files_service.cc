@@ -185,12 +185,14 @@ grpc::Status FilesService::Fsync(ServerContext* ctx, const v1::FsyncRequest* req
 grpc::Status FilesService::Fiemap(ServerContext* ctx, const v1::FiemapRequest* req,
                                   v1::FiemapResponse* resp) {
   return env_->Run(ctx, "cowkv.v1.Files/Fiemap", kPosix, [&]() -> absl::Status {
-    COWKV_RETURN_IF_ERROR(ValidateByteRange("fiemap", req->offset(), req->length()));
+    // 2^64 - 1 means "to the end of the file", as FIEMAP_MAX_OFFSET does.
+    const uint64_t length = req->length() == UINT64_MAX ? 0 : req->length();
+    COWKV_RETURN_IF_ERROR(ValidateByteRange("fiemap", req->offset(), length));
     COWKV_RETURN_IF_ERROR(ValidatePathOrIno("path", req->path(), req->ino()));
     COWKV_ASSIGN_OR_RETURN(Files files, OpenFiles(env_, req->subvolume()));
     COWKV_ASSIGN_OR_RETURN(uint64_t ino, Resolve(files, "path", req->path(), req->ino()));
     COWKV_ASSIGN_OR_RETURN(std::vector<FiemapExtent> extents,
-                           files.Fiemap(ino, req->offset(), req->length()));
+                           files.Fiemap(ino, req->offset(), length));
     const size_t n = extents.size() < kFiemapMaxExtents ? extents.size() : kFiemapMaxExtents;
     for (size_t i = 0; i < n; ++i) ToProto(extents[i], resp->add_extents());
     resp->set_more(n < extents.size());

@@ -876,6 +876,15 @@ TEST_F(Rpc, FilesCloneFsyncFiemap) {
   fm.set_offset(UINT64_MAX);
   fm.set_length(10);
   EXPECT_POSIX(fs().Fiemap(Ctx().get(), fm, &fm_resp), INVALID_ARGUMENT, "EINVAL");
+  // A length of 2^64 - 1 is FIEMAP_MAX_OFFSET: to the end of the file.
+  fm.set_offset(0);
+  fm.set_length(UINT64_MAX);
+  v1::FiemapResponse to_end, whole;
+  ASSERT_GRPC_OK(fs().Fiemap(Ctx().get(), fm, &to_end));
+  fm.set_length(0);
+  ASSERT_GRPC_OK(fs().Fiemap(Ctx().get(), fm, &whole));
+  EXPECT_EQ(to_end.SerializeAsString(), whole.SerializeAsString());
+  EXPECT_GT(to_end.extents_size(), 0);
 }
 
 TEST_F(Rpc, FilesOnReadOnlySnapshotAreEROFS) {
