@@ -7,6 +7,7 @@
 #include "google/protobuf/message.h"
 #include "google/protobuf/stubs/common.h"
 #include "grpcpp/grpcpp.h"
+#include "build_info/build_info.h"
 #include "server/convert.h"
 #include "server/services.h"
 #include "server/stats_table.h"
@@ -96,8 +97,10 @@ grpc::Status AdminService::Version(ServerContext* ctx, const v1::VersionRequest*
                                    v1::VersionResponse* resp) {
   return env_->Run(ctx, "cowkv.v1.Admin/Version", ServiceEnv::Errors::kPlain,
                    [&]() -> absl::Status {
-    resp->set_version(kServerVersion);
-    resp->set_api("cowkv.v1");
+    resp->set_version(kCowkvVersion);
+    resp->set_api(kApiVersion);
+    resp->set_git_commit(GitCommit());
+    resp->set_build_type(BuildType());
     resp->set_grpc_version(grpc::Version());
     resp->set_protobuf_version(
         google::protobuf::internal::VersionString(GOOGLE_PROTOBUF_VERSION));

@@ -25,6 +25,7 @@
 #include "absl/strings/strip.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "build_info/build_info.h"
 #include "server/limits.h"
 #include "server/server.h"
 
@@ -214,6 +215,9 @@ int Main(int argc, char** argv) {
   CLI::App app("cowkvd: the cowkv gRPC server", "cowkvd");
   Flags flags;
   DeclareFlags(app, flags);
+  app.set_version_flag("--version", absl::StrCat("cowkvd ", kCowkvVersion, " (", kApiVersion,
+                                                 ", commit ", GitCommit(), ", ", BuildType(), ")"),
+                       "Print the version and exit");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -130,7 +130,6 @@ class AdminService final : public v1::Admin::Service {
 };
 
 // cowkvd's version.
-inline constexpr char kServerVersion[] = "0.1.0";
 
 }  // namespace server
 }  // namespace cowkv

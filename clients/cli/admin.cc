@@ -7,6 +7,9 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include <iostream>
+
+#include "build_info/build_info.h"
 #include "clients/cli/commands.h"
 #include "clients/cli/online.h"
 #include "clients/cli/output.h"
@@ -98,6 +101,83 @@ int RunOnlineCheck(const Globals& g, bool json) {
   if (rc != kExitOk || resp.ok()) return rc;
   return Fail(kOp, absl::StrCat("cowkvd at ", g.server, ": ",
                                 Problems(resp.problems_size())));
+}
+
+// `cowkv version`: this client's build, then the server's (when one
+// answers; the client's line is printed either way).
+int RunVersion(const Globals& g) {
+  constexpr char kOp[] = "version";
+  Json client = JsonObject();
+  client["version"] = kCowkvVersion;
+  client["api"] = kApiVersion;
+  client["git_commit"] = GitCommit();
+  client["build_type"] = BuildType();
+  const std::string client_line = absl::StrCat("client: cowkv ", kCowkvVersion, " (", kApiVersion,
+                                               ", commit ", GitCommit(), ", ", BuildType(), ")\n");
+  int rc = 0;
+  auto conn = Connect(kOp, g, &rc);
+  if (!conn) {
+    if (!g.json) std::cout << client_line;
+    return rc;
+  }
+  v1::VersionResponse v;
+  grpc::Status s = Call(*conn, conn->admin(), &v1::Admin::Stub::Version, v1::VersionRequest(), &v);
+  if (!s.ok()) {
+    if (!g.json) std::cout << client_line;
+    return RpcFail(kOp, s, g);
+  }
+  if (g.json) {
+    Json j = JsonObject();
+    j["client"] = client;
+    j["server"] = ScalarFieldsJson(v);
+    return Emit(kOp, DumpJson(j));
+  }
+  return Emit(kOp, absl::StrCat(client_line, "server: cowkvd ", v.version(), " (", v.api(),
+                                ", commit ", v.git_commit(), ", ", v.build_type(), ") grpc ",
+                                v.grpc_version(), ", protobuf ", v.protobuf_version(),
+                                ", nodesize ", v.nodesize(), "\n"));
+}
+
+// `cowkv status`: one line, as `etcdctl endpoint status`.
+int RunStatus(const Globals& g) {
+  constexpr char kOp[] = "status";
+  int rc = 0;
+  auto conn = Connect(kOp, g, &rc);
+  if (!conn) return rc;
+  v1::VersionResponse v;
+  grpc::Status s = Call(*conn, conn->admin(), &v1::Admin::Stub::Version, v1::VersionRequest(), &v);
+  if (!s.ok()) return RpcFail(kOp, s, g);
+  v1::StatsResponse st;
+  s = Call(*conn, conn->admin(), &v1::Admin::Stub::Stats, v1::StatsRequest(), &st);
+  if (!s.ok()) return RpcFail(kOp, s, g);
+  if (g.json) {
+    Json j = JsonObject();
+    j["endpoint"] = g.server;
+    j["version"] = v.version();
+    j["healthy"] = true;
+    j["generation"] = st.generation();
+    j["revision"] = st.revision();
+    j["used_bytes"] = st.used_bytes();
+    j["free_bytes"] = st.free_bytes();
+    j["total_bytes"] = st.total_bytes();
+    j["open_transactions"] = st.server_open_handles();
+    return Emit(kOp, DumpJson(j));
+  }
+  return Emit(kOp, absl::StrCat(g.server, ", ", v.version(), ", healthy, generation ",
+                                st.generation(), ", revision ", st.revision(), ", used ",
+                                st.used_bytes(), " of ", st.total_bytes(), " bytes (free ",
+                                st.free_bytes(), "), ", st.server_open_handles(),
+                                " open transactions\n"));
+}
+
+RunFn AddVersion(CLI::App* app, const GlobalsPtr& g) {
+  app->add_subcommand("version", "Print the client's and the server's version and build");
+  return [g] { return RunVersion(*g); };
+}
+
+RunFn AddStatus(CLI::App* app, const GlobalsPtr& g) {
+  app->add_subcommand("status", "One line: server, version, health, generation, revision, space");
+  return [g] { return RunStatus(*g); };
 }
 
 RunFn AddStats(CLI::App* app, const GlobalsPtr& g) {

@@ -6,6 +6,7 @@
 // CLI11 reports its own outcomes as exceptions with exit codes of its own
 // (105 validation, 106 required, 109 extras, ...): every one of those is a
 // usage error here (exit 2, one stderr line); --help and --version exit 0.
+#include "build_info/build_info.h"
 #include "clients/cli/app.h"
 
 #include <cstdio>
@@ -120,7 +121,9 @@ Cli::Cli()
            "cowkvd (--server).",
            "cowkv"),
       globals_(std::make_shared<Globals>()) {
-  app_.set_version_flag("--version", absl::StrCat("cowkv ", kVersion),
+  app_.set_version_flag("--version",
+                        absl::StrCat("cowkv ", kCowkvVersion, " (", kApiVersion, ", commit ",
+                                     GitCommit(), ", ", BuildType(), ")"),
                         "Print the version and exit");
   app_.require_subcommand(1);
   app_.fallthrough();  // global options may follow the command
@@ -130,7 +133,8 @@ Cli::Cli()
       {"mkfs", AddMkfs(&app_)},           {"check", AddCheck(&app_, g)},
       {"dump-tree", AddDumpTree(&app_)},  {"subvolume", AddSubvolume(&app_, g)},
       {"kv", AddKv(&app_, g)},            {"fs", AddFs(&app_, g)},
-      {"stats", AddStats(&app_, g)},      {"sync", AddSync(&app_, g)}};
+      {"stats", AddStats(&app_, g)},      {"sync", AddSync(&app_, g)},
+      {"version", AddVersion(&app_, g)},  {"status", AddStatus(&app_, g)}};
   for (const auto& [name, run] : commands) commands_[name] = run;
 }
 

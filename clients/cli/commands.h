@@ -33,7 +33,7 @@
 namespace cowkv {
 namespace cli {
 
-inline constexpr char kVersion[] = "0.1.0";
+inline constexpr char kVersion[] = "0.1.0";  // = build_info's kCowkvVersion
 
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
@@ -63,6 +63,8 @@ RunFn AddKv(CLI::App* app, const GlobalsPtr& g);        // kv.cc, kv_txn.cc
 RunFn AddFs(CLI::App* app, const GlobalsPtr& g);        // fs.cc, fs_data.cc
 RunFn AddStats(CLI::App* app, const GlobalsPtr& g);     // admin.cc
 RunFn AddSync(CLI::App* app, const GlobalsPtr& g);      // admin.cc
+RunFn AddVersion(CLI::App* app, const GlobalsPtr& g);   // admin.cc
+RunFn AddStatus(CLI::App* app, const GlobalsPtr& g);    // admin.cc
 
 // `cowkv check` without PATH: Admin.Check on the server. (admin.cc)
 int RunOnlineCheck(const Globals& g, bool json);

@@ -456,6 +456,18 @@ c --token-file "$WORK/absent" subvolume list
 expect_fail 1 '^cowkv: subvolume list: cannot read --token-file'
 stop_server "$AUTH_PID"
 
+case_ "version and status: client and server builds; one status line"
+ADDR="$MAIN_ADDR"
+c version
+expect_rc 0; expect_no_err
+expect_out '^client: cowkv [0-9.]+ \(cowkv.v1, commit ([0-9a-f]+(-dirty)?|unknown), (opt|checked)\)$'
+expect_out '^server: cowkvd [0-9.]+ \(cowkv.v1, commit .*\) grpc [0-9.]+, protobuf [0-9.]+, nodesize [0-9]+$'
+c status
+expect_rc 0; expect_no_err
+expect_out "^$ADDR, [0-9.]+, healthy, generation [0-9]+, revision [0-9]+, used [0-9]+ of [0-9]+ bytes \(free [0-9]+\), [0-9]+ open transactions$"
+c status --json
+expect_json "d['healthy'] and d['total_bytes'] > 0 and d['revision'] > 0"
+
 case_ "offline tools refuse a served device (in use: 6); nothing acknowledged is lost"
 ADDR="$MAIN_ADDR"
 c kv put --subvolume data served-key kept
