@@ -1,10 +1,22 @@
 // Prometheus text rendering and RPC counters; see metrics.h.
 #include "server/metrics.h"
 
-#include <cstdlib>
+#include <dirent.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "build_info/build_info.h"
 #include "server/stats_table.h"
 
 namespace cowkv {
@@ -188,9 +200,68 @@ void RpcMetrics::Render(std::string* out) const {
   durable_write_.Render("cowkv_durable_write_duration_seconds", "", out);
 }
 
+// The standard process_* metrics (Prometheus client libraries' names), from
+// /proc/self; a figure that cannot be read is left out.
+void RenderProcess(std::string* out) {
+  const long ticks = ::sysconf(_SC_CLK_TCK);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  std::ifstream stat_file("/proc/self/stat");
+  std::string stat((std::istreambuf_iterator<char>(stat_file)), std::istreambuf_iterator<char>());
+  // Fields after the command name, which is in parentheses and may hold spaces.
+  const size_t close = stat.rfind(')');
+  if (close != std::string::npos && ticks > 0) {
+    std::vector<std::string> f = absl::StrSplit(stat.substr(close + 2), ' ', absl::SkipEmpty());
+    // f[0] is field 3 (state): utime = field 14, stime 15, threads 20, starttime 22, vsize 23, rss 24.
+    uint64_t utime = 0, stime = 0, threads = 0, start = 0, vsize = 0, rss = 0;
+    if (f.size() > 21 && absl::SimpleAtoi(f[11], &utime) && absl::SimpleAtoi(f[12], &stime) &&
+        absl::SimpleAtoi(f[17], &threads) && absl::SimpleAtoi(f[19], &start) &&
+        absl::SimpleAtoi(f[20], &vsize) && absl::SimpleAtoi(f[21], &rss)) {
+      Header("process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.", out);
+      absl::StrAppend(out, "process_cpu_seconds_total ",
+                      Number(static_cast<double>(utime + stime) / static_cast<double>(ticks)), "\n");
+      Header("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.", out);
+      absl::StrAppend(out, "process_resident_memory_bytes ", rss * static_cast<uint64_t>(page), "\n");
+      Header("process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.", out);
+      absl::StrAppend(out, "process_virtual_memory_bytes ", vsize, "\n");
+      Header("process_threads", "gauge", "Number of OS threads in the process.", out);
+      absl::StrAppend(out, "process_threads ", threads, "\n");
+      std::ifstream proc_stat("/proc/stat");
+      std::string line;
+      while (std::getline(proc_stat, line)) {
+        uint64_t btime = 0;
+        if (absl::StartsWith(line, "btime ") && absl::SimpleAtoi(line.substr(6), &btime)) {
+          Header("process_start_time_seconds", "gauge",
+                 "Start time of the process since unix epoch in seconds.", out);
+          absl::StrAppend(out, "process_start_time_seconds ",
+                          Number(static_cast<double>(btime) +
+                                 static_cast<double>(start) / static_cast<double>(ticks)),
+                          "\n");
+          break;
+        }
+      }
+    }
+  }
+  uint64_t fds = 0;
+  if (DIR* d = ::opendir("/proc/self/fd")) {
+    while (const dirent* e = ::readdir(d)) fds += e->d_name[0] != '.';
+    ::closedir(d);
+    Header("process_open_fds", "gauge", "Number of open file descriptors.", out);
+    absl::StrAppend(out, "process_open_fds ", fds > 0 ? fds - 1 : 0, "\n");  // less opendir's own
+  }
+  rlimit lim;
+  if (::getrlimit(RLIMIT_NOFILE, &lim) == 0) {
+    Header("process_max_fds", "gauge", "Maximum number of open file descriptors.", out);
+    absl::StrAppend(out, "process_max_fds ", static_cast<uint64_t>(lim.rlim_cur), "\n");
+  }
+}
+
 std::string RenderPrometheus(const StoreStats& stats, const RpcMetrics& rpcs,
                              const ServerGauges& gauges) {
   std::string out;
+  Header("cowkv_build_info", "gauge", "The running cowkvd's version, API, git commit and build type (value 1).", &out);
+  absl::StrAppend(&out, "cowkv_build_info{version=\"", kCowkvVersion, "\",api=\"", kApiVersion,
+                  "\",commit=\"", GitCommit(), "\",build_type=\"", BuildType(), "\"} 1\n");
+  RenderProcess(&out);
   rpcs.Render(&out);
   RenderStats(stats, &out);
   RenderEngineLatency(stats, &out);
@@ -203,6 +274,14 @@ std::string RenderPrometheus(const StoreStats& stats, const RpcMetrics& rpcs,
                   gauges.expired_handles, "\n");
   Header("cowkv_server_stopping", "gauge", "1 while the server drains before exit.", &out);
   absl::StrAppend(&out, "cowkv_server_stopping ", gauges.stopping ? 1 : 0, "\n");
+  Header("cowkv_server_inflight_bytes", "gauge",
+         "Response bytes admitted and not yet released (--max-inflight-bytes bounds them).", &out);
+  absl::StrAppend(&out, "cowkv_server_inflight_bytes ", gauges.inflight_bytes, "\n");
+  Header("cowkv_server_admission_waits_total", "counter", "Calls that waited for response memory.", &out);
+  absl::StrAppend(&out, "cowkv_server_admission_waits_total ", gauges.admission_waits, "\n");
+  Header("cowkv_server_admission_refusals_total", "counter",
+         "Calls refused after waiting for response memory (RESOURCE_EXHAUSTED).", &out);
+  absl::StrAppend(&out, "cowkv_server_admission_refusals_total ", gauges.admission_refusals, "\n");
   return out;
 }
 

@@ -103,6 +103,9 @@ struct ServerGauges {
   uint64_t open_handles = 0;
   uint64_t expired_handles = 0;
   bool stopping = false;
+  uint64_t inflight_bytes = 0;
+  uint64_t admission_waits = 0;
+  uint64_t admission_refusals = 0;
 };
 
 // The whole /metrics page.

@@ -156,6 +156,9 @@ std::string Server::RenderMetrics() {
   g.open_handles = txns_->open();
   g.expired_handles = txns_->expired_total();
   g.stopping = env_->stopping();
+  g.inflight_bytes = env_->budget().in_use();
+  g.admission_waits = env_->budget().waits();
+  g.admission_refusals = env_->budget().refusals();
   return RenderPrometheus(store_->Stats(), *metrics_, g);
 }
 

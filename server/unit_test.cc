@@ -3,11 +3,13 @@
 // against the StatsResponse proto, metrics rendering, input checks.
 // Method: direct calls, a MemDevice-backed Store where a KvTransaction is
 // needed, and an explicit clock (absl::Time values) for leases.
+#include <cstring>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
 
+#include "absl/strings/numbers.h"
 #include "absl/time/clock.h"
 #include "cowkv/v1/admin.pb.h"
 #include "engine/io/mem_device.h"
@@ -236,6 +238,17 @@ TEST(Metrics, RendersEngineLatencyHistograms) {
               std::string::npos);
   }
   const std::string page = RenderPrometheus(stats, RpcMetrics({}), ServerGauges());
+  // process_* from /proc/self, and the build.
+  for (const char* metric : {"process_cpu_seconds_total ", "process_resident_memory_bytes ",
+                             "process_open_fds ", "process_max_fds ", "process_start_time_seconds ",
+                             "process_threads "}) {
+    const size_t at = page.find(std::string("\n") + metric);
+    ASSERT_NE(at, std::string::npos) << metric;
+    const std::string value = page.substr(at + 1 + strlen(metric), page.find('\n', at + 1) - at - 1 - strlen(metric));
+    double v = 0;
+    EXPECT_TRUE(absl::SimpleAtod(value, &v) && v > 0) << metric << value;
+  }
+  EXPECT_NE(page.find("cowkv_build_info{version=\"0.1.0\",api=\"cowkv.v1\",commit=\""), std::string::npos);
   for (const char* want : {
            "# TYPE cowkv_commit_duration_seconds histogram\n",
            "cowkv_commit_duration_seconds_bucket{trigger=\"explicit\",le=\"0.5\"} 1\n",
