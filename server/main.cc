@@ -27,6 +27,7 @@
 #include "absl/strings/str_cat.h"
 #include "build_info/build_info.h"
 #include "server/limits.h"
+#include "server/protobuf_log.h"
 #include "server/server.h"
 
 namespace cowkv {
@@ -228,6 +229,9 @@ int Main(int argc, char** argv) {
   if (!options.ok()) return Fail("usage", options.status().message(), kExitUsage);
   // Block the stop signals in every thread (gRPC's included, which inherit
   // the mask) so that only sigwait() in Serve sees them.
+  // Protobuf logs each unparsable request field before any handler (or the
+  // token check) runs: at most 10 lines per 10 s.
+  InstallProtobufLogLimit(10, absl::Seconds(10));
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);

@@ -15,6 +15,7 @@
 #include "engine/io/mem_device.h"
 #include "gtest/gtest.h"
 #include "server/connections.h"
+#include "server/protobuf_log.h"
 #include "server/metrics.h"
 #include "server/range_page.h"
 #include "server/stats_table.h"
@@ -334,6 +335,30 @@ TEST(Validate, PathComponentsNamesAndRanges) {
   const absl::Status efbig = ValidateFileEnd("w", (1ull << 50) - 1, 2);
   EXPECT_EQ(efbig.message().rfind("EFBIG: ", 0), 0u) << efbig;
   EXPECT_FALSE(ValidateFileEnd("w", UINT64_MAX, 0).ok());
+}
+
+}  // namespace
+}  // namespace server
+}  // namespace cowkv
+
+namespace cowkv {
+namespace server {
+namespace {
+
+// 1,000 unparsable requests wrote 1,000 protobuf log lines (issue 14):
+// at most `burst` per window now, and the next admitted line says how many
+// were dropped.
+TEST(ProtobufLog, RateLimited) {
+  LogRateLimit limit(10, absl::Seconds(10));
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  uint64_t dropped = 0;
+  int admitted = 0;
+  for (int i = 0; i < 1000; ++i) admitted += limit.Admit(t0 + absl::Milliseconds(i), &dropped);
+  EXPECT_EQ(admitted, 10);
+  ASSERT_TRUE(limit.Admit(t0 + absl::Seconds(11), &dropped));
+  EXPECT_EQ(dropped, 990u);
+  ASSERT_TRUE(limit.Admit(t0 + absl::Seconds(11), &dropped));
+  EXPECT_EQ(dropped, 0u);
 }
 
 }  // namespace
