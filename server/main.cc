@@ -77,7 +77,7 @@ struct Flags {
   bool mkfs = false;
   std::string listen = "127.0.0.1:7420";
   std::string metrics_listen = "127.0.0.1:7421";
-  std::string tls_cert, tls_key, token_file;
+  std::string tls_cert, tls_key, token_file, client_ca;
   uint64_t commit_interval_ms = 30000;
   bool async_default = false;
   size_t max_txn_ops = kDefaultMaxTxnOps;
@@ -97,6 +97,8 @@ void DeclareFlags(CLI::App& app, Flags& f) {
                  "Prometheus /metrics address host:port; empty = off (default 127.0.0.1:7421)");
   app.add_option("--tls-cert", f.tls_cert, "PEM certificate chain (with --tls-key)");
   app.add_option("--tls-key", f.tls_key, "PEM private key (with --tls-cert)");
+  app.add_option("--client-ca", f.client_ca,
+                 "PEM CA: require client certificates it signed (mTLS; with --tls-cert)");
   app.add_option("--auth-token-file", f.token_file,
                  "File holding the bearer token every call must send");
   app.add_option("--commit-interval-ms", f.commit_interval_ms,
@@ -147,6 +149,12 @@ absl::StatusOr<ServerOptions> ToOptions(const Flags& f) {
     if (!key.ok()) return key.status();
     o.tls_cert_pem = *cert;
     o.tls_key_pem = *key;
+  }
+  if (!f.client_ca.empty()) {
+    if (f.tls_cert.empty()) return absl::InvalidArgumentError("--client-ca needs --tls-cert and --tls-key");
+    absl::StatusOr<std::string> ca = ReadFile(f.client_ca);
+    if (!ca.ok()) return ca.status();
+    o.client_ca_pem = *ca;
   }
   if (!f.token_file.empty()) {
     absl::StatusOr<std::string> token = ReadFile(f.token_file);

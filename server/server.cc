@@ -96,7 +96,10 @@ absl::Status Server::StartGrpc() {
   (void)grpc::health::v1::HealthCheckRequest::descriptor();
   std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
   if (!options_.tls_cert_pem.empty() || !options_.tls_key_pem.empty()) {
-    grpc::SslServerCredentialsOptions ssl;
+    grpc::SslServerCredentialsOptions ssl(
+        options_.client_ca_pem.empty() ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                                       : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+    ssl.pem_root_certs = options_.client_ca_pem;
     ssl.pem_key_cert_pairs.push_back({options_.tls_key_pem, options_.tls_cert_pem});
     creds = grpc::SslServerCredentials(ssl);
   }

@@ -65,6 +65,8 @@ struct ServerOptions {
   // PEM contents; both empty = plaintext, both set = TLS.
   std::string tls_cert_pem;
   std::string tls_key_pem;
+  // PEM CA: require and verify client certificates signed by it (mTLS).
+  std::string client_ca_pem;
   // Bearer token every cowkv.v1 call must carry; empty = none.
   std::string auth_token;
   // The engine's options (durability default, commit interval, ...).

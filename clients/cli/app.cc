@@ -1,6 +1,7 @@
 // The command line: the app, global options, parse-error mapping, dispatch.
 //
 //   cowkv [--server ADDR] [--token-file FILE] [--timeout SECONDS] [--json]
+//         [--tls-ca FILE] [--tls-cert FILE --tls-key FILE]
 //         <command> [options] <args>
 //
 // CLI11 reports its own outcomes as exceptions with exit codes of its own
@@ -71,7 +72,8 @@ RunFn CommandGroup::Runner() const {
 namespace {
 
 bool TakesValue(absl::string_view a) {
-  return a == "--server" || a == "--token-file" || a == "--timeout";
+  return a == "--server" || a == "--token-file" || a == "--timeout" || a == "--tls-ca" ||
+         a == "--tls-cert" || a == "--tls-key";
 }
 
 bool IsGlobalOption(absl::string_view a) {
@@ -110,6 +112,16 @@ void AddGlobals(CLI::App* app, Globals* g) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app->add_flag("--json", g->json, "Print JSON for scripts instead of text");
+  app->add_option("--tls-ca", g->tls_ca, "Talk TLS; trust the CA in this PEM file")
+      ->envname("COWKV_TLS_CA")
+      ->type_name("FILE");
+  app->add_option("--tls-cert", g->tls_cert,
+                  "Talk TLS with this client certificate (PEM; with --tls-key)")
+      ->envname("COWKV_TLS_CERT")
+      ->type_name("FILE");
+  app->add_option("--tls-key", g->tls_key, "The client certificate's key (PEM)")
+      ->envname("COWKV_TLS_KEY")
+      ->type_name("FILE");
 }
 
 }  // namespace

@@ -9,7 +9,7 @@ source "$(dirname "$0")/test_lib.sh" "$1"
 case_ "--version"
 run --version
 expect_rc 0
-[[ "$OUT" == "cowkv 0.1.0" ]] || fail "want 'cowkv 0.1.0'"
+[[ "$OUT" =~ ^cowkv\ 0\.1\.0\ \(cowkv\.v1,\ commit\ [0-9a-z-]+,\ (opt|checked)\)$ ]] || fail "want 'cowkv 0.1.0 (cowkv.v1, commit C, T)'"
 expect_no_err
 
 case_ "--help lists the offline and the online commands and global options"

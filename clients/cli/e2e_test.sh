@@ -492,6 +492,38 @@ c kv get --subvolume data served-key
 expect_rc 0
 [[ "$OUT" == "kept" ]] || fail "served-key lost after the refused tools and a restart: '$OUT'"
 
+case_ "TLS and mTLS: --tls-ca/--tls-cert/--tls-key and COWKV_TLS_*; cowkvd --client-ca requires a client certificate"
+if command -v openssl >/dev/null; then
+  T="$WORK/tls"
+  mkdir -p "$T"
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$T/ca.key" \
+    -out "$T/ca.pem" -days 1 -subj "/CN=cowkv test CA" 2>/dev/null || fail "openssl: CA"
+  for who in server client; do
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$T/$who.key" \
+      -out "$T/$who.csr" -subj "/CN=cowkv $who" 2>/dev/null || fail "openssl: $who csr"
+    printf 'subjectAltName=IP:127.0.0.1\n' >"$T/$who.ext"
+    openssl x509 -req -in "$T/$who.csr" -CA "$T/ca.pem" -CAkey "$T/ca.key" -CAcreateserial \
+      -out "$T/$who.pem" -days 1 -extfile "$T/$who.ext" 2>/dev/null || fail "openssl: $who cert"
+  done
+  start_server mtls --tls-cert "$T/server.pem" --tls-key "$T/server.key" --client-ca "$T/ca.pem"
+  MTLS_PID=$PID
+  c subvolume list
+  expect_fail 10 '^cowkv: subvolume list: '
+  c --tls-ca "$T/ca.pem" subvolume list
+  expect_fail 10 '^cowkv: subvolume list: '
+  c --tls-ca "$T/ca.pem" --tls-cert "$T/client.pem" --tls-key "$T/client.key" subvolume list
+  expect_rc 0
+  expect_out ' default$'
+  COWKV_TLS_CA="$T/ca.pem" COWKV_TLS_CERT="$T/client.pem" COWKV_TLS_KEY="$T/client.key" \
+    run --server "$ADDR" kv put k v
+  expect_rc 0
+  c --tls-ca "$T/ca.pem" --tls-cert "$T/client.pem" subvolume list
+  expect_fail 1 '--tls-cert and --tls-key go together'
+  stop_server "$MTLS_PID"
+else
+  echo "e2e: TLS case skipped: openssl is not on PATH" >&2
+fi
+
 case_ "server stopped: unavailable (10), one line naming the address"
 stop_server "$SERVER_PID"
 c kv get -s data greeting

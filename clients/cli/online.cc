@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <tuple>
 #include <sstream>
 #include <utility>
 
@@ -116,13 +117,13 @@ std::string SubvolumeNameProblem(absl::string_view name) {
   return "";
 }
 
-Connection::Connection(const Globals& g, std::string token)
+Connection::Connection(const Globals& g, std::string token,
+                       std::shared_ptr<grpc::ChannelCredentials> creds)
     : globals_(g), token_(std::move(token)) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxMessageBytes);
   args.SetMaxSendMessageSize(kMaxMessageBytes);
-  channel_ = grpc::CreateCustomChannel(
-      g.server, grpc::InsecureChannelCredentials(), args);
+  channel_ = grpc::CreateCustomChannel(g.server, std::move(creds), args);
   subvolumes_ = v1::Subvolumes::NewStub(channel_);
   kv_ = v1::KV::NewStub(channel_);
   files_ = v1::Files::NewStub(channel_);
@@ -146,7 +147,25 @@ absl::StatusOr<std::unique_ptr<Connection>> Connection::Open(
           absl::StrCat("--token-file ", g.token_file, " is empty"));
     }
   }
-  return std::unique_ptr<Connection>(new Connection(g, std::move(token)));
+  std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
+  if (!g.tls_ca.empty() || !g.tls_cert.empty() || !g.tls_key.empty()) {
+    if (g.tls_cert.empty() != g.tls_key.empty()) {
+      return absl::InvalidArgumentError("--tls-cert and --tls-key go together");
+    }
+    grpc::SslCredentialsOptions ssl;
+    for (auto [flag, path, out] : {std::make_tuple("--tls-ca", &g.tls_ca, &ssl.pem_root_certs),
+                                   std::make_tuple("--tls-cert", &g.tls_cert, &ssl.pem_cert_chain),
+                                   std::make_tuple("--tls-key", &g.tls_key, &ssl.pem_private_key)}) {
+      if (path->empty()) continue;
+      std::ifstream in(*path, std::ios::binary);
+      if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", flag, " ", *path));
+      std::stringstream buf;
+      buf << in.rdbuf();
+      *out = buf.str();
+    }
+    creds = grpc::SslCredentials(ssl);
+  }
+  return std::unique_ptr<Connection>(new Connection(g, std::move(token), std::move(creds)));
 }
 
 void Connection::Prepare(grpc::ClientContext* context, bool stream) const {

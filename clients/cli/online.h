@@ -47,6 +47,12 @@ inline constexpr int kExitAuth = 12;             // UNAUTHENTICATED, PERMISSION_
 struct Globals {
   std::string server = kDefaultServer;
   std::string token_file;
+  // TLS (any of them set = TLS): the CA that signed cowkvd's certificate
+  // (empty = the system's roots), and this client's certificate and key
+  // for a cowkvd that requires them (--client-ca).
+  std::string tls_ca;
+  std::string tls_cert;
+  std::string tls_key;
   double timeout_seconds = kDefaultTimeoutSeconds;  // 0 = no deadline
   bool timeout_given = false;  // --timeout was on the command line
   bool json = false;
@@ -85,7 +91,8 @@ class Connection {
   const Globals& globals() const { return globals_; }
 
  private:
-  Connection(const Globals& g, std::string token);
+  Connection(const Globals& g, std::string token,
+             std::shared_ptr<grpc::ChannelCredentials> creds);
 
   Globals globals_;
   std::string token_;
