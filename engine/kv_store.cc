@@ -133,6 +133,7 @@ absl::StatusOr<RangeResult> StoreImpl::RangeLocked(Tree* tree, const RangeReques
                                                    uint64_t limit, bool* bytes_cut) {
   RangeResult r;
   uint64_t bytes = 0;
+  uint64_t loaded = 0;  // value bytes, counted once at the end (kv_range_value_bytes)
   if (bytes_cut != nullptr) *bytes_cut = false;
   r.revision = revision_;
   if (!req.end.empty() && req.start >= req.end) return r;
@@ -171,11 +172,12 @@ absl::StatusOr<RangeResult> StoreImpl::RangeLocked(Tree* tree, const RangeReques
     const uint64_t value_size = item.in_extent ? item.extent.value_len : item.value.size();
     if (!req.keys_only && (req.max_value_load == 0 || value_size <= req.max_value_load)) {
       ASSIGN_OR_RETURN(value, LoadValue(item));
-      kv_range_value_bytes_.fetch_add(value.size(), std::memory_order_relaxed);
+      loaded += value.size();
     }
     r.kvs.push_back(MakeKeyValue(uk, item, std::move(value)));
     r.kvs.back().value_size = value_size;
   }
+  kv_range_value_bytes_.fetch_add(loaded, std::memory_order_relaxed);
   RETURN_IF_ERROR(it.status());
   return r;
 }
