@@ -20,7 +20,7 @@ namespace {
 // Sends [offset, offset + length) of `ino` (length 0 = to EOF) in chunks.
 absl::Status StreamRead(ServerContext* ctx, Files& files, uint64_t ino, uint64_t offset,
                         uint64_t length, ServerWriter<v1::ReadResponse>* writer,
-                        MemoryBudget* budget) {
+                        MemoryBudget* budget, RpcMetrics* metrics) {
   COWKV_ASSIGN_OR_RETURN(FileStat st, files.StatInode(ino));
   COWKV_RETURN_IF_ERROR(CheckRegularFile(st));  // even where no byte would be read
   const uint64_t eof = st.size;
@@ -52,6 +52,7 @@ absl::Status StreamRead(ServerContext* ctx, Files& files, uint64_t ino, uint64_t
     chunk.set_eof(at_eof);
     *chunk.mutable_data() = std::move(data);
     if (!writer->Write(chunk)) return absl::CancelledError("the client stopped reading");
+    if (metrics != nullptr) metrics->StreamMessages("cowkv.v1.Files/Read", 0, 1);
     if (at_eof || want == 0) break;
   } while (pos < end);
   return absl::OkStatus();
@@ -110,7 +111,8 @@ grpc::Status FilesService::Read(ServerContext* ctx, const v1::ReadRequest* req,
     COWKV_RETURN_IF_ERROR(ValidatePathOrIno("path", req->path(), req->ino()));
     COWKV_ASSIGN_OR_RETURN(Files files, OpenFiles(env_, req->subvolume()));
     COWKV_ASSIGN_OR_RETURN(uint64_t ino, Resolve(files, "path", req->path(), req->ino()));
-    return StreamRead(ctx, files, ino, req->offset(), req->length(), writer, &env_->budget());
+    return StreamRead(ctx, files, ino, req->offset(), req->length(), writer, &env_->budget(),
+                      &env_->metrics());
   });
 }
 
@@ -118,6 +120,13 @@ grpc::Status FilesService::Write(ServerContext* ctx, ServerReader<v1::WriteReque
                                  v1::WriteResponse* resp) {
   return env_->Run(ctx, "cowkv.v1.Files/Write", ServiceEnv::Errors::kPosix, [&]() -> absl::Status {
     v1::WriteRequest msg;
+    uint64_t received = 0;
+    // Counted however the stream ends.
+    struct CountOnExit {
+      RpcMetrics& m;
+      uint64_t& n;
+      ~CountOnExit() { m.StreamMessages("cowkv.v1.Files/Write", n, 0); }
+    } count{env_->metrics(), received};
     if (!reader->Read(&msg)) {
       // gRPC reports a message that does not parse (invalid UTF-8 in
       // subvolume or path) exactly like the end of the stream.
@@ -125,6 +134,7 @@ grpc::Status FilesService::Write(ServerContext* ctx, ServerReader<v1::WriteReque
           "EINVAL: the Write stream ended before its first message, or that message did not "
           "parse (subvolume and path must be UTF-8)");
     }
+    ++received;
     COWKV_RETURN_IF_ERROR(CheckChunkSize(msg));
     COWKV_RETURN_IF_ERROR(CheckFirstMessage(msg));
     COWKV_ASSIGN_OR_RETURN(Files files, OpenFiles(env_, msg.subvolume()));
@@ -144,6 +154,7 @@ grpc::Status FilesService::Write(ServerContext* ctx, ServerReader<v1::WriteReque
       written += msg.data().size();
       COWKV_RETURN_IF_ERROR(ServiceEnv::CheckAlive(ctx));
       if (!reader->Read(&msg)) break;
+      ++received;
     }
     resp->set_bytes_written(written);
     COWKV_ASSIGN_OR_RETURN(FileStat st, files.StatInode(ino));

@@ -144,6 +144,8 @@ RpcMetrics::RpcMetrics(const std::vector<std::string>& methods) {
     const size_t slash = full.find('/');
     m->service = full.substr(0, slash);
     m->name = slash == std::string::npos ? "" : full.substr(slash + 1);
+    if (full == "cowkv.v1.Files/Read") m->type = "server_stream";
+    if (full == "cowkv.v1.Files/Write") m->type = "client_stream";
     order_.push_back(m.get());
     methods_[full] = std::move(m);
   }
@@ -158,8 +160,23 @@ RpcMetrics::Method* RpcMetrics::Find(absl::string_view method) const {
   return it == methods_.end() ? other_.get() : it->second.get();
 }
 
+void RpcMetrics::Started(absl::string_view method) {
+  Method* m = Find(method);
+  m->started.fetch_add(1, std::memory_order_relaxed);
+  if (std::string_view(m->type) != "client_stream") m->received.fetch_add(1, std::memory_order_relaxed);
+}
+
+void RpcMetrics::StreamMessages(absl::string_view method, uint64_t received, uint64_t sent) {
+  Method* m = Find(method);
+  m->received.fetch_add(received, std::memory_order_relaxed);
+  m->sent.fetch_add(sent, std::memory_order_relaxed);
+}
+
 void RpcMetrics::Record(absl::string_view method, grpc::StatusCode code, absl::Duration latency) {
   Method* m = Find(method);
+  if (code == grpc::StatusCode::OK && std::string_view(m->type) != "server_stream") {
+    m->sent.fetch_add(1, std::memory_order_relaxed);
+  }
   int c = static_cast<int>(code);
   if (c < 0 || c >= kCodes) c = static_cast<int>(grpc::StatusCode::UNKNOWN);
   m->codes[c].fetch_add(1, std::memory_order_relaxed);
@@ -171,24 +188,40 @@ void RpcMetrics::Record(absl::string_view method, grpc::StatusCode code, absl::D
 uint64_t RpcMetrics::CallsOf(absl::string_view method) const { return Find(method)->latency.count(); }
 
 void RpcMetrics::Render(std::string* out) const {
+  // The labels and names of go-grpc-prometheus, so stock dashboards work.
+  auto labels = [](const Method* m) {
+    return absl::StrCat("grpc_type=\"", m->type, "\",grpc_service=\"", m->service,
+                        "\",grpc_method=\"", m->name, "\"");
+  };
+  Header("grpc_server_started_total", "counter", "RPCs started on the server.", out);
+  for (const Method* m : order_) {
+    absl::StrAppend(out, "grpc_server_started_total{", labels(m), "} ",
+                    m->started.load(std::memory_order_relaxed), "\n");
+  }
+  Header("grpc_server_msg_received_total", "counter", "RPC stream messages received on the server.", out);
+  for (const Method* m : order_) {
+    absl::StrAppend(out, "grpc_server_msg_received_total{", labels(m), "} ",
+                    m->received.load(std::memory_order_relaxed), "\n");
+  }
+  Header("grpc_server_msg_sent_total", "counter", "RPC stream messages sent by the server.", out);
+  for (const Method* m : order_) {
+    absl::StrAppend(out, "grpc_server_msg_sent_total{", labels(m), "} ",
+                    m->sent.load(std::memory_order_relaxed), "\n");
+  }
   Header("grpc_server_handled_total", "counter",
          "RPCs completed on the server, by method and gRPC status code.", out);
   for (const Method* m : order_) {
     for (int c = 0; c < kCodes; ++c) {
       const uint64_t n = m->codes[c].load(std::memory_order_relaxed);
       if (n == 0 && c != 0) continue;  // codes that never happened stay out
-      absl::StrAppend(out, "grpc_server_handled_total{grpc_service=\"", m->service,
-                      "\",grpc_method=\"", m->name, "\",grpc_code=\"",
+      absl::StrAppend(out, "grpc_server_handled_total{", labels(m), ",grpc_code=\"",
                       CodeName(static_cast<grpc::StatusCode>(c)), "\"} ", n, "\n");
     }
   }
   Header("grpc_server_handling_seconds", "histogram",
          "Latency of RPCs on the server, from the handler's start to its status.", out);
   for (const Method* m : order_) {
-    m->latency.Render("grpc_server_handling_seconds",
-                      absl::StrCat("grpc_service=\"", m->service, "\",grpc_method=\"", m->name,
-                                   "\""),
-                      out);
+    m->latency.Render("grpc_server_handling_seconds", labels(m), out);
   }
   Header("cowkv_sync_commit_duration_seconds", "histogram",
          "Latency of engine commits run for Admin.Sync (two device flushes).", out);

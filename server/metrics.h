@@ -64,8 +64,13 @@ class RpcMetrics {
   RpcMetrics(const RpcMetrics&) = delete;
   RpcMetrics& operator=(const RpcMetrics&) = delete;
 
+  // Records one started call (grpc_server_started_total).
+  void Started(absl::string_view method);
   // Records one finished call. An unknown method is counted under "other".
   void Record(absl::string_view method, grpc::StatusCode code, absl::Duration latency);
+  // Messages of a streaming call beyond what Started/Record imply (a unary
+  // call counts one received at its start and one sent when it succeeds).
+  void StreamMessages(absl::string_view method, uint64_t received, uint64_t sent);
 
   LatencyHistogram& sync_commit() { return sync_commit_; }
   LatencyHistogram& durable_write() { return durable_write_; }
@@ -82,7 +87,11 @@ class RpcMetrics {
   struct Method {
     std::string service;  // "cowkv.v1.KV"
     std::string name;     // "Get"
+    const char* type = "unary";  // grpc_type: unary, server_stream, client_stream
     LatencyHistogram latency;
+    std::atomic<uint64_t> started{0};
+    std::atomic<uint64_t> received{0};
+    std::atomic<uint64_t> sent{0};
     std::array<std::atomic<uint64_t>, kCodes> codes{};
   };
   Method* Find(absl::string_view method) const;

@@ -1109,9 +1109,12 @@ TEST_F(Rpc, PrometheusMetrics) {
     EXPECT_EQ(body.find("e+"), std::string::npos) << "a value printed with an exponent";
   }
   for (const char* want : {
-           "grpc_server_handled_total{grpc_service=\"cowkv.v1.KV\",grpc_method=\"Put\",grpc_code=\"OK\"}",
-           "grpc_server_handled_total{grpc_service=\"cowkv.v1.KV\",grpc_method=\"Get\",grpc_code=\"NOT_FOUND\"}",
-           "grpc_server_handling_seconds_bucket{grpc_service=\"cowkv.v1.KV\",grpc_method=\"Put\",le=\"+Inf\"}",
+           "grpc_server_handled_total{grpc_type=\"unary\",grpc_service=\"cowkv.v1.KV\",grpc_method=\"Put\",grpc_code=\"OK\"}",
+           "grpc_server_handled_total{grpc_type=\"unary\",grpc_service=\"cowkv.v1.KV\",grpc_method=\"Get\",grpc_code=\"NOT_FOUND\"}",
+           "grpc_server_handling_seconds_bucket{grpc_type=\"unary\",grpc_service=\"cowkv.v1.KV\",grpc_method=\"Put\",le=\"+Inf\"}",
+           "grpc_server_started_total{grpc_type=\"unary\",grpc_service=\"cowkv.v1.KV\",grpc_method=\"Put\"}",
+           "grpc_server_msg_sent_total{grpc_type=\"server_stream\",grpc_service=\"cowkv.v1.Files\",grpc_method=\"Read\"}",
+           "grpc_server_msg_received_total{grpc_type=\"client_stream\",grpc_service=\"cowkv.v1.Files\",grpc_method=\"Write\"}",
            "cowkv_sync_commit_duration_seconds_count",
            "cowkv_durable_write_duration_seconds_bucket",
            "cowkv_engine_commits_by_trigger_total{trigger=\"explicit\"}",

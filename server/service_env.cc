@@ -64,6 +64,7 @@ absl::Status ServiceEnv::CheckAlive(grpc::ServerContext* ctx) {
 grpc::Status ServiceEnv::Run(grpc::ServerContext* ctx, absl::string_view method, Errors errors,
                              const std::function<absl::Status()>& body) {
   const absl::Time start = absl::Now();
+  metrics_->Started(method);
   grpc::Status out;
   if (stopping()) {
     out = StoppingStatus();

@@ -207,10 +207,36 @@ TEST(Metrics, RendersCountsAndCumulativeBuckets) {
   EXPECT_EQ(m.CallsOf("cowkv.v1.KV/Get"), 2u);
   std::string out;
   m.Render(&out);
-  EXPECT_NE(out.find("grpc_server_handled_total{grpc_service=\"cowkv.v1.KV\",grpc_method=\"Get\",grpc_code=\"NOT_FOUND\"} 1"), std::string::npos) << out;
-  EXPECT_NE(out.find("grpc_server_handling_seconds_bucket{grpc_service=\"cowkv.v1.KV\",grpc_method=\"Get\",le=\"0.0001\"} 1"), std::string::npos);
-  EXPECT_NE(out.find("grpc_server_handling_seconds_bucket{grpc_service=\"cowkv.v1.KV\",grpc_method=\"Get\",le=\"0.005\"} 2"), std::string::npos);
-  EXPECT_NE(out.find("grpc_server_handling_seconds_bucket{grpc_service=\"other\",grpc_method=\"other\",le=\"+Inf\"} 1"), std::string::npos);
+  EXPECT_NE(out.find("grpc_server_handled_total{grpc_type=\"unary\",grpc_service=\"cowkv.v1.KV\",grpc_method=\"Get\",grpc_code=\"NOT_FOUND\"} 1"), std::string::npos) << out;
+  EXPECT_NE(out.find("grpc_server_handling_seconds_bucket{grpc_type=\"unary\",grpc_service=\"cowkv.v1.KV\",grpc_method=\"Get\",le=\"0.0001\"} 1"), std::string::npos);
+  EXPECT_NE(out.find("grpc_server_handling_seconds_bucket{grpc_type=\"unary\",grpc_service=\"cowkv.v1.KV\",grpc_method=\"Get\",le=\"0.005\"} 2"), std::string::npos);
+  EXPECT_NE(out.find("grpc_server_handling_seconds_bucket{grpc_type=\"unary\",grpc_service=\"other\",grpc_method=\"other\",le=\"+Inf\"} 1"), std::string::npos);
+  {
+    // Started, received and sent: a unary call one each (sent only when it
+    // succeeds), streams per message.
+    RpcMetrics r({"cowkv.v1.KV/Get", "cowkv.v1.Files/Read", "cowkv.v1.Files/Write"});
+    for (int i = 0; i < 2; ++i) r.Started("cowkv.v1.KV/Get");
+    r.Record("cowkv.v1.KV/Get", grpc::StatusCode::OK, absl::Microseconds(5));
+    r.Record("cowkv.v1.KV/Get", grpc::StatusCode::NOT_FOUND, absl::Microseconds(5));
+    r.Started("cowkv.v1.Files/Read");
+    r.StreamMessages("cowkv.v1.Files/Read", 0, 3);
+    r.Record("cowkv.v1.Files/Read", grpc::StatusCode::OK, absl::Microseconds(5));
+    r.Started("cowkv.v1.Files/Write");
+    r.StreamMessages("cowkv.v1.Files/Write", 4, 0);
+    r.Record("cowkv.v1.Files/Write", grpc::StatusCode::OK, absl::Microseconds(5));
+    std::string text;
+    r.Render(&text);
+    for (const char* want : {
+             "grpc_server_started_total{grpc_type=\"unary\",grpc_service=\"cowkv.v1.KV\",grpc_method=\"Get\"} 2\n",
+             "grpc_server_msg_received_total{grpc_type=\"unary\",grpc_service=\"cowkv.v1.KV\",grpc_method=\"Get\"} 2\n",
+             "grpc_server_msg_sent_total{grpc_type=\"unary\",grpc_service=\"cowkv.v1.KV\",grpc_method=\"Get\"} 1\n",
+             "grpc_server_msg_received_total{grpc_type=\"server_stream\",grpc_service=\"cowkv.v1.Files\",grpc_method=\"Read\"} 1\n",
+             "grpc_server_msg_sent_total{grpc_type=\"server_stream\",grpc_service=\"cowkv.v1.Files\",grpc_method=\"Read\"} 3\n",
+             "grpc_server_msg_received_total{grpc_type=\"client_stream\",grpc_service=\"cowkv.v1.Files\",grpc_method=\"Write\"} 4\n",
+             "grpc_server_msg_sent_total{grpc_type=\"client_stream\",grpc_service=\"cowkv.v1.Files\",grpc_method=\"Write\"} 1\n"}) {
+      EXPECT_NE(text.find(want), std::string::npos) << want;
+    }
+  }
   const std::string page = RenderPrometheus(StoreStats(), m, ServerGauges());
   EXPECT_NE(page.find("# TYPE cowkv_space_bytes gauge"), std::string::npos);
   EXPECT_EQ(page.find("# TYPE cowkv_space_bytes gauge", page.find("# TYPE cowkv_space_bytes gauge") + 1),
