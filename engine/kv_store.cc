@@ -257,6 +257,34 @@ absl::Status StoreImpl::ApplyOp(Tree* tree, uint64_t subvol, const KvOp& op, boo
   return absl::OkStatus();
 }
 
+namespace {
+absl::Status CheckOpCount(const std::vector<KvOp>& ops) {
+  if (ops.size() <= kMaxTxnOps) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("a transaction may change at most ", kMaxTxnOps, " keys, not ", ops.size()));
+}
+
+// The keys and items a batch writes (ReserveForWrite's `bytes`).
+uint64_t OpBytes(const std::vector<KvOp>& ops) {
+  uint64_t bytes = 0;
+  for (const KvOp& op : ops) bytes += op.tree_key.size() + (op.item ? op.item->size() : 0) + 16;
+  return bytes;
+}
+
+// Deletes CoW each node on their keys' paths at most once. Rebalancing
+// merges neighbours that are on those paths too, except at the two edges
+// of each range (a sibling per edge and level); an internal node may split
+// once when a separator grows; the root may change. So: the leaves, twice
+// the internal nodes, a sibling per level per range edge, a path for the
+// root, and a worst case per point delete (whose path was not walked).
+uint64_t DeleteNodesBound(const Tree* tree, uint64_t leaves, uint64_t inner, uint64_t ranges,
+                          uint64_t point_deletes) {
+  const uint64_t levels = static_cast<uint64_t>(tree->height()) + 1;
+  return leaves + 2 * inner + 2 * levels * ranges + levels +
+         static_cast<uint64_t>(tree->WorstCaseNodesPerOp()) * point_deletes;
+}
+}  // namespace
+
 absl::StatusOr<uint64_t> StoreImpl::ApplyLocked(uint64_t subvol, uint64_t read_revision,
                                                 const kv::ReadSet& reads, KvWriteSet& ws) {
   RETURN_IF_ERROR(txn_->fatal());
@@ -273,7 +301,6 @@ absl::StatusOr<uint64_t> StoreImpl::ApplyLocked(uint64_t subvol, uint64_t read_r
   absl::flat_hash_set<uint64_t> leaves, inner;
   RETURN_IF_ERROR(ExpandDeleteRanges(tree, ws, &ops, &leaves, &inner));
   const size_t range_deletes = ops.size();
-
   const uint64_t rev = revision_ + 1;
   bool all_deletes = true;
   for (const auto& [key, value] : ws.writes) {
@@ -302,26 +329,14 @@ absl::StatusOr<uint64_t> StoreImpl::ApplyLocked(uint64_t subvol, uint64_t read_r
     ops.push_back(std::move(op));
   }
   if (ops.empty()) return revision_;
-  if (ops.size() > kMaxTxnOps) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("a transaction may change at most ", kMaxTxnOps, " keys, not ", ops.size()));
-  }
-  uint64_t bytes = 0;
-  for (const KvOp& op : ops) bytes += op.tree_key.size() + (op.item ? op.item->size() : 0) + 16;
-  // Deletes CoW each node on their keys' paths at most once. Rebalancing
-  // merges neighbours that are on those paths too, except at the two edges
-  // of each range (a sibling per edge and level); an internal node may split
-  // once when a separator grows; the root may change. So: the leaves, twice
-  // the internal nodes, a sibling per level per range edge, a path for the
-  // root, and a worst case per point delete (whose path was not walked).
-  const uint64_t levels = static_cast<uint64_t>(tree->height()) + 1;
+  RETURN_IF_ERROR(CheckOpCount(ops));
   const uint64_t delete_nodes =
-      all_deletes ? leaves.size() + 2 * inner.size() + 2 * levels * ws.delete_ranges.size() +
-                        levels + tree->WorstCaseNodesPerOp() * (ops.size() - range_deletes)
+      all_deletes ? DeleteNodesBound(tree, leaves.size(), inner.size(), ws.delete_ranges.size(),
+                                     ops.size() - range_deletes)
                   : 0;
   RETURN_IF_ERROR(txn_->ReserveForWrite(
       tree, all_deletes ? TxnManager::WriteKind::kDelete : TxnManager::WriteKind::kInsert,
-      ops.size(), bytes, delete_nodes));
+      ops.size(), OpBytes(ops), delete_nodes));
   for (const KvOp& op : ops) {
     absl::Status s = ApplyOp(tree, subvol, op);
     if (!s.ok()) {
