@@ -146,17 +146,22 @@ def test_bad_lease(sv: cowkv.Subvolume) -> None:
 
 
 def test_open_transaction_limit_is_resource_exhausted(client: cowkv.Client) -> None:
-    # A separate connection, so that the limit (64 per client) is its own.
+    # 256 per client address, whatever its connections: a second connection
+    # of this process shares them.
     c = cowkv.connect(client.address, wait_ready=10)
+    other = cowkv.connect(client.address, wait_ready=10)
     sv = c.subvolume("default")
     open_txns = []
     try:
         with pytest.raises(cowkv.ResourceExhausted) as e:
-            for _ in range(65):
+            for _ in range(257):
                 open_txns.append(sv.transaction())
         assert not isinstance(e.value, cowkv.NoSpace)
-        assert len(open_txns) == 64
+        assert len(open_txns) == 256
+        with pytest.raises(cowkv.ResourceExhausted):
+            other.subvolume("default").transaction()
     finally:
         for tx in open_txns:
             tx.abort()
         c.close()
+        other.close()
