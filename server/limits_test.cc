@@ -28,11 +28,12 @@ using testing_util::Client;
 using testing_util::Ctx;
 using testing_util::TestOptions;
 
-uint64_t RangeValueBytes(Client& c) {
+// The server's own accounting (Admin.Stats).
+v1::StatsResponse ServerStats(Client& c) {
   v1::StatsResponse stats;
   grpc::Status s = c.admin->Stats(Ctx().get(), v1::StatsRequest(), &stats);
   EXPECT_TRUE(s.ok()) << s.error_message();
-  return stats.kv_range_value_bytes();
+  return stats;
 }
 
 // Issue 14.2: a ~2 KB Txn of Range ops over a large key space built a
@@ -57,11 +58,11 @@ TEST(Limits, TxnOfManyRangesIsBounded) {
   v1::TxnRequest txn;
   for (size_t i = 0; i <= kDefaultMaxTxnOps; ++i) txn.add_success()->mutable_range()->set_prefix("big/");
   v1::TxnResponse resp;
-  const uint64_t before = RangeValueBytes(c);
+  const uint64_t before = ServerStats(c).kv_range_value_bytes();
   grpc::Status s = c.kv->Txn(Ctx().get(), txn, &resp);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
   EXPECT_NE(s.error_message().find("--max-txn-ops"), std::string::npos) << s.error_message();
-  EXPECT_EQ(RangeValueBytes(c), before) << "refused before reading anything";
+  EXPECT_EQ(ServerStats(c).kv_range_value_bytes(), before) << "refused before reading anything";
 
   // The issue's ~2,000-byte request: 200 Range ops, and a put.
   txn.mutable_success()->DeleteSubrange(200, txn.success_size() - 200);
@@ -70,7 +71,7 @@ TEST(Limits, TxnOfManyRangesIsBounded) {
   txn.mutable_success(0)->mutable_put()->set_key("written-by-the-txn");
   s = c.kv->Txn(Ctx().get(), txn, &resp);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
-  const uint64_t loaded = RangeValueBytes(c) - before;
+  const uint64_t loaded = ServerStats(c).kv_range_value_bytes() - before;
   EXPECT_LE(loaded, kTxnResponseBytes + big.size()) << "the server loaded more than the budget";
   EXPECT_GT(loaded, 0u);
   v1::GetRequest get;
@@ -126,13 +127,6 @@ std::unique_ptr<v1::KV::Stub> OwnConnection(int port) {
                                                    grpc::InsecureChannelCredentials(), args));
 }
 
-uint64_t OpenHandles(Client& c) {
-  v1::StatsResponse stats;
-  grpc::Status s = c.admin->Stats(Ctx().get(), v1::StatsRequest(), &stats);
-  EXPECT_TRUE(s.ok()) << s.error_message();
-  return stats.server_open_handles();
-}
-
 // Issue 14.3: 70 connections x 64 Begins took every server-wide slot, and
 // they stayed taken for the attacker's leases after it left. Now the limit
 // holds per client (its address), not per connection, and a connection
@@ -155,21 +149,14 @@ TEST(Limits, TransactionSlotsArePerClientAndFreedOnClose) {
     EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
         << "another connection of the same client: " << s.error_message();
   }
-  EXPECT_EQ(OpenHandles(admin), 8u);
+  EXPECT_EQ(ServerStats(admin).server_open_handles(), 8u);
   // The three connections that hold them go away.
   conns.erase(conns.begin(), conns.begin() + 3);
   const absl::Time give_up = absl::Now() + absl::Seconds(10);
-  while (OpenHandles(admin) > 0 && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(20));
-  EXPECT_EQ(OpenHandles(admin), 0u) << "handles of closed connections still open";
+  while (ServerStats(admin).server_open_handles() > 0 && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(20));
+  EXPECT_EQ(ServerStats(admin).server_open_handles(), 0u) << "handles of closed connections still open";
   ASSERT_GRPC_OK(conns[0]->Begin(Ctx().get(), begin, &resp));
   ASSERT_TRUE((*server)->Stop().ok());
-}
-
-v1::StatsResponse ServerStats(Client& c) {
-  v1::StatsResponse stats;
-  grpc::Status s = c.admin->Stats(Ctx().get(), v1::StatsRequest(), &stats);
-  EXPECT_TRUE(s.ok()) << s.error_message();
-  return stats;
 }
 
 // Issue 14.4: 48 parallel 16 MiB Gets took 1.6 GB, and 1,000 unread Read
