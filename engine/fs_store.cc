@@ -173,9 +173,10 @@ absl::Status StoreImpl::FsBackendImpl::PlanWrite(const fs::FsWrite& w, ApplyPlan
   if (value.has_value()) {
     absl::Status v = tree_->ValidatePut(w.key, *value);
     if (!v.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "EINVAL: an item of ", value->size(), " bytes does not fit in a node (at most ",
-          tree_->max_value_size(), ")"));
+      return PosixError(
+          ErrorReason::kEINVAL,
+          absl::StrCat("an item of ", value->size(), " bytes does not fit in a node (at most ",
+                       tree_->max_value_size(), ")"));
     }
   }
   fs::FsKey k;
@@ -287,7 +288,7 @@ absl::Status StoreImpl::FsRead(uint64_t subvol, const std::function<absl::Status
 absl::Status StoreImpl::FsWrite(uint64_t subvol,
                                 const std::function<absl::Status(fs::FsOps&)>& fn) {
   RETURN_IF_ERROR(CheckOpen());
-  if (options_.read_only) return absl::FailedPreconditionError("EROFS: store is opened read-only");
+  if (options_.read_only) return PosixError(ErrorReason::kEROFS, "store is opened read-only");
   std::shared_ptr<fs::FsState> st = FsStateFor(subvol);
   for (int attempt = 0;; ++attempt) {
     absl::Status s;
@@ -297,8 +298,11 @@ absl::Status StoreImpl::FsWrite(uint64_t subvol,
       RETURN_IF_ERROR(txn_->fatal());
       absl::StatusOr<Tree*> tree = WritableTree(subvol);
       if (!tree.ok()) {
+        // A read-only snapshot: EROFS first in the message, the reason kept.
         return absl::IsFailedPrecondition(tree.status())
-                   ? absl::FailedPreconditionError(absl::StrCat("EROFS: ", tree.status().message()))
+                   ? WithReason(absl::FailedPreconditionError(
+                                    absl::StrCat("EROFS: ", tree.status().message())),
+                                ReasonOf(tree.status()))
                    : tree.status();
       }
       FsBackendImpl be(this, subvol, *tree);
@@ -314,7 +318,7 @@ absl::Status StoreImpl::FsWrite(uint64_t subvol,
       continue;
     }
     if (absl::IsResourceExhausted(s) && !absl::StartsWith(s.message(), "ENOSPC")) {
-      return absl::ResourceExhaustedError(absl::StrCat("ENOSPC: ", s.message()));
+      return PosixError(ErrorReason::kENOSPC, s.message());
     }
     if (s.ok()) Throttle(sample);
     return s;

@@ -197,9 +197,10 @@ absl::StatusOr<Tree*> StoreImpl::WritableTree(uint64_t subvol) {
   ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
   if (txn_->IsReadOnly(subvol)) {
     absl::StatusOr<SubvolInfo> info = subvols_->Get(subvol);
-    return absl::FailedPreconditionError(absl::StrCat(
-        "subvolume '", info.ok() ? info->name : absl::StrCat(subvol),
-        "' is a read-only snapshot"));
+    return WithReason(absl::FailedPreconditionError(
+                          absl::StrCat("subvolume '", info.ok() ? info->name : absl::StrCat(subvol),
+                                       "' is a read-only snapshot")),
+                      ErrorReason::kReadOnlySnapshot);
   }
   return tree;
 }
@@ -405,7 +406,7 @@ void StoreImpl::RunInWriteGroup(GroupWrite* w) {
 absl::StatusOr<uint64_t> StoreImpl::KvWrite(
     const std::function<absl::StatusOr<uint64_t>()>& apply, Durability d) {
   RETURN_IF_ERROR(CheckOpen());
-  if (options_.read_only) return absl::FailedPreconditionError("store is opened read-only");
+  if (options_.read_only) return ReadOnlyStoreError("store is opened read-only");
   for (int attempt = 0;; ++attempt) {
     GroupWrite w;
     w.apply = &apply;
@@ -689,10 +690,11 @@ absl::Status CheckActive(const KvTxnState* t) {
 }
 
 absl::Status Conflict(const KeyValue& kv, uint64_t read_revision) {
-  return absl::AbortedError(absl::StrCat("conflict: key '", absl::CHexEscape(kv.key.substr(0, 64)),
-                                         "' was written at revision ", kv.mod_revision,
-                                         " after this transaction's read revision ",
-                                         read_revision));
+  return WithReason(
+      absl::AbortedError(absl::StrCat("conflict: key '", absl::CHexEscape(kv.key.substr(0, 64)),
+                                      "' was written at revision ", kv.mod_revision,
+                                      " after this transaction's read revision ", read_revision)),
+      ErrorReason::kConflict);
 }
 }  // namespace
 

@@ -245,7 +245,7 @@ absl::Status StoreImpl::Close() {
 
 absl::StatusOr<std::unique_ptr<Transaction>> StoreImpl::Begin() {
   RETURN_IF_ERROR(CheckOpen());
-  if (options_.read_only) return absl::FailedPreconditionError("store is opened read-only");
+  if (options_.read_only) return ReadOnlyStoreError("store is opened read-only");
   absl::MutexLock l(&handles_mu_);
   handles_mu_.Await(absl::Condition(
       +[](bool* wanted) { return !*wanted; }, &commit_wanted_));
@@ -305,7 +305,7 @@ absl::StatusOr<uint64_t> StoreImpl::ManageSubvolumes(
     const std::function<absl::StatusOr<uint64_t>(Subvolumes*)>& op, bool commit_first,
     TxnManager::WriteKind kind) {
   RETURN_IF_ERROR(CheckOpen());
-  if (options_.read_only) return absl::FailedPreconditionError("store is opened read-only");
+  if (options_.read_only) return ReadOnlyStoreError("store is opened read-only");
   absl::MutexLock cl(&commit_mu_);
   absl::MutexLock ll(&log_mu_);  // no log sync runs meanwhile (CommitLocked)
   absl::MutexLock hl(&handles_mu_);

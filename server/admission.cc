@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "server/status_mapping.h"
 
 namespace cowkv {
 namespace server {
@@ -40,10 +41,12 @@ absl::StatusOr<MemoryBudget::Grant> MemoryBudget::Acquire(uint64_t bytes, grpc::
     }
     if (absl::Now() >= give_up) {
       ++refusals_;
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "server busy: responses in flight hold ", in_use_, " bytes of the ", limit_,
-          "-byte budget (cowkvd --max-inflight-bytes) and this call needs ", bytes,
-          "; retry later"));
+      return WithServerReason(
+          absl::ResourceExhaustedError(absl::StrCat(
+              "server busy: responses in flight hold ", in_use_, " bytes of the ", limit_,
+              "-byte budget (cowkvd --max-inflight-bytes) and this call needs ", bytes,
+              "; retry later")),
+          "SERVER_BUSY");
     }
     freed_.WaitWithTimeout(&mu_, absl::Milliseconds(50));
   }

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "engine/base/error.h"
 #include "server/convert.h"
 #include "server/files_util.h"
 #include "server/limits.h"
@@ -96,8 +97,9 @@ grpc::Status FilesService::Rename(ServerContext* ctx, const v1::RenameRequest* r
     COWKV_RETURN_IF_ERROR(ValidateNamedPath("to", req->to()));
     constexpr uint32_t kKnown = v1::RENAME_FLAG_NOREPLACE | v1::RENAME_FLAG_EXCHANGE;
     if ((req->flags() & ~kKnown) != 0 || req->flags() == kKnown) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "EINVAL: flags: ", req->flags(), " is not 0, NOREPLACE (1) or EXCHANGE (2)"));
+      return PosixError(
+          ErrorReason::kEINVAL,
+          absl::StrCat("flags: ", req->flags(), " is not 0, NOREPLACE (1) or EXCHANGE (2)"));
     }
     static_assert(v1::RENAME_FLAG_NOREPLACE == kRenameNoReplace, "same bits as the engine");
     static_assert(v1::RENAME_FLAG_EXCHANGE == kRenameExchange, "same bits as the engine");

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "engine/base/error.h"
 #include "server/admission.h"
 #include "server/convert.h"
 #include "server/files_util.h"
@@ -78,8 +79,8 @@ absl::StatusOr<uint64_t> OpenForWrite(Files& files, const v1::WriteRequest& firs
 absl::Status CheckLaterChunk(const v1::WriteRequest& m) {
   if (!m.subvolume().empty() || !m.path().empty() || m.ino() != 0 || m.offset() != 0 ||
       m.create() || m.mode() != 0 || m.truncate()) {
-    return absl::InvalidArgumentError(
-        "EINVAL: only the first message of a Write stream names the file and offset");
+    return PosixError(ErrorReason::kEINVAL,
+                      "only the first message of a Write stream names the file and offset");
   }
   return absl::OkStatus();
 }
@@ -95,9 +96,9 @@ absl::Status CheckFirstMessage(const v1::WriteRequest& first) {
 
 absl::Status CheckChunkSize(const v1::WriteRequest& m) {
   if (m.data().size() > kMaxWriteChunkBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "EINVAL: data: a Write chunk is at most ", kMaxWriteChunkBytes, " bytes, not ",
-        m.data().size()));
+    return PosixError(ErrorReason::kEINVAL,
+                      absl::StrCat("data: a Write chunk is at most ", kMaxWriteChunkBytes,
+                                   " bytes, not ", m.data().size()));
   }
   return absl::OkStatus();
 }
@@ -130,9 +131,9 @@ grpc::Status FilesService::Write(ServerContext* ctx, ServerReader<v1::WriteReque
     if (!reader->Read(&msg)) {
       // gRPC reports a message that does not parse (invalid UTF-8 in
       // subvolume or path) exactly like the end of the stream.
-      return absl::InvalidArgumentError(
-          "EINVAL: the Write stream ended before its first message, or that message did not "
-          "parse (subvolume and path must be UTF-8)");
+      return PosixError(ErrorReason::kEINVAL,
+                        "the Write stream ended before its first message, or that message did not "
+                        "parse (subvolume and path must be UTF-8)");
     }
     ++received;
     COWKV_RETURN_IF_ERROR(CheckChunkSize(msg));

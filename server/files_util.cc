@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "engine/base/error.h"
 #include "server/status_macros.h"
 #include "server/validate.h"
 
@@ -24,11 +25,11 @@ absl::StatusOr<uint64_t> Resolve(Files& files, absl::string_view path_field,
 
 absl::Status CheckRegularFile(const FileStat& st) {
   if (st.kind == FileKind::kDirectory) {
-    return absl::FailedPreconditionError(absl::StrCat("EISDIR: inode ", st.ino, " is a directory"));
+    return PosixError(ErrorReason::kEISDIR, absl::StrCat("inode ", st.ino, " is a directory"));
   }
   if (st.kind != FileKind::kRegular) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("EINVAL: inode ", st.ino, " is not a regular file"));
+    return PosixError(ErrorReason::kEINVAL,
+                      absl::StrCat("inode ", st.ino, " is not a regular file"));
   }
   return absl::OkStatus();
 }
@@ -37,15 +38,16 @@ absl::Status CheckWritable(ServiceEnv* env, absl::string_view name) {
   const std::string sv = name.empty() ? "default" : std::string(name);
   COWKV_ASSIGN_OR_RETURN(SubvolumeInfo info, env->store().ShowSubvolume(sv));
   if (info.read_only) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("EROFS: subvolume '", sv, "' is a read-only snapshot"));
+    return WithReason(PosixError(ErrorReason::kEROFS,
+                                 absl::StrCat("subvolume '", sv, "' is a read-only snapshot")),
+                      ErrorReason::kReadOnlySnapshot);
   }
   return absl::OkStatus();
 }
 
 absl::Status ValidateMode(uint32_t mode) {
   if (mode > 07777) {
-    return absl::InvalidArgumentError(absl::StrCat("EINVAL: mode: ", mode, " is not within 07777"));
+    return PosixError(ErrorReason::kEINVAL, absl::StrCat("mode: ", mode, " is not within 07777"));
   }
   return absl::OkStatus();
 }

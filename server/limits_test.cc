@@ -19,6 +19,7 @@
 #include "server/limits.h"
 #include "server/server.h"
 #include "server/server_test_util.h"
+#include "server/status_mapping.h"
 
 namespace cowkv {
 namespace server {
@@ -71,6 +72,7 @@ TEST(Limits, TxnOfManyRangesIsBounded) {
   txn.mutable_success(0)->mutable_put()->set_key("written-by-the-txn");
   s = c.kv->Txn(Ctx().get(), txn, &resp);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+  EXPECT_EQ(ErrorInfoOf(s).reason, "LIMIT") << "a bound, not a full device: do not retry";
   const uint64_t loaded = ServerStats(c).kv_range_value_bytes() - before;
   EXPECT_LE(loaded, kTxnResponseBytes + big.size()) << "the server loaded more than the budget";
   EXPECT_GT(loaded, 0u);
@@ -148,6 +150,7 @@ TEST(Limits, TransactionSlotsArePerClientAndFreedOnClose) {
     grpc::Status s = conn->Begin(Ctx().get(), begin, &resp);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
         << "another connection of the same client: " << s.error_message();
+    EXPECT_EQ(ErrorInfoOf(s).reason, "TOO_MANY_TRANSACTIONS");
   }
   EXPECT_EQ(ServerStats(admin).server_open_handles(), 8u);
   // The three connections that hold them go away.

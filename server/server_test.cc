@@ -21,6 +21,7 @@
 #include "grpcpp/impl/codegen/sync_stream.h"
 #include "httplib.h"
 #include "server/server_test_util.h"
+#include "server/status_mapping.h"
 
 namespace cowkv {
 namespace server {
@@ -528,7 +529,9 @@ TEST_F(Rpc, KvInteractiveConflictAbortExpiry) {
     ASSERT_GRPC_OK(kv().TxnPut(Ctx().get(), put, &put_resp));
   }
   ASSERT_GRPC_OK(Commit(h1));
-  EXPECT_CODE(Commit(h2), ABORTED);  // x changed after h2 read it: retry
+  const grpc::Status lost = Commit(h2);
+  EXPECT_CODE(lost, ABORTED);  // x changed after h2 read it: retry
+  EXPECT_EQ(ErrorInfoOf(lost).reason, "CONFLICT") << lost.error_message();
 
   // Abort: once fine, then the handle is gone.
   const uint64_t h3 = Begin("tx2");
@@ -597,6 +600,7 @@ TEST_F(Rpc, KvInteractiveTooOldAndLimits) {
   const grpc::Status ro_put = kv().TxnPut(Ctx().get(), put, &put_resp);
   const grpc::Status ro_commit = ro_put.ok() ? Commit(ro) : ro_put;
   EXPECT_EQ(ro_commit.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << ro_commit.error_message();
+  EXPECT_EQ(ErrorInfoOf(ro_commit).reason, "READ_ONLY_SNAPSHOT") << ro_commit.error_message();
   if (!ro_put.ok()) {
     v1::AbortRequest abort;
     abort.set_handle(ro);
@@ -899,10 +903,23 @@ TEST_F(Rpc, FilesOnReadOnlySnapshotAreEROFS) {
   mk.set_subvolume("fs5-ro");
   mk.set_path("/d");
   v1::FileStat st;
-  EXPECT_POSIX(fs().Mkdir(Ctx().get(), mk, &st), FAILED_PRECONDITION, "EROFS");
+  const grpc::Status mkdir_ro = fs().Mkdir(Ctx().get(), mk, &st);
+  EXPECT_POSIX(mkdir_ro, FAILED_PRECONDITION, "EROFS");
+  // The class travels as google.rpc.ErrorInfo, set by the engine.
+  EXPECT_EQ(ErrorInfoOf(mkdir_ro).reason, "READ_ONLY_SNAPSHOT");
+  EXPECT_EQ(ErrorInfoOf(mkdir_ro).errno_name, "EROFS");
+  EXPECT_EQ(ErrorInfoOf(mkdir_ro).domain, "cowkv.dev");
   v1::StatRequest stat;
   stat.set_subvolume("no-such-sv");
   EXPECT_POSIX(fs().Stat(Ctx().get(), stat, &st), NOT_FOUND, "ENOENT");
+  stat.set_subvolume("fs5");
+  stat.set_path("/missing");
+  const grpc::Status missing = fs().Stat(Ctx().get(), stat, &st);
+  EXPECT_EQ(ErrorInfoOf(missing).reason, "ENOENT") << missing.error_message();
+  mk.set_subvolume("fs5");
+  mk.set_path("/f/sub");
+  const grpc::Status notdir = fs().Mkdir(Ctx().get(), mk, &st);
+  EXPECT_EQ(ErrorInfoOf(notdir).reason, "ENOTDIR") << notdir.error_message();
 }
 
 // ---- Admin, health, reflection, metrics ------------------------------------------

@@ -5,6 +5,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "engine/base/error.h"
+#include "google/rpc/error_details.pb.h"
+#include "google/rpc/status.pb.h"
 
 namespace cowkv {
 namespace server {
@@ -35,13 +38,42 @@ COWKV_SAME_CODE(Unavailable, UNAVAILABLE);
 COWKV_SAME_CODE(DataLoss, DATA_LOSS);
 #undef COWKV_SAME_CODE
 
-grpc::Status Make(absl::StatusCode code, absl::string_view message) {
-  return grpc::Status(static_cast<grpc::StatusCode>(code), std::string(message));
+// A status with google.rpc.Status{code, message, [ErrorInfo]} in its
+// details (the grpc-status-details-bin trailer).
+grpc::Status Make(absl::StatusCode code, absl::string_view message, absl::string_view reason,
+                  absl::string_view posix = "") {
+  google::rpc::ErrorInfo info;
+  info.set_reason(std::string(reason));
+  info.set_domain(std::string(kErrorDomain));
+  if (!posix.empty()) (*info.mutable_metadata())["errno"] = std::string(posix);
+  google::rpc::Status details;
+  details.set_code(static_cast<int>(code));
+  details.set_message(std::string(message));
+  details.add_details()->PackFrom(info);
+  return grpc::Status(static_cast<grpc::StatusCode>(code), std::string(message),
+                      details.SerializeAsString());
+}
+
+// The reason a status carries (engine or server), else its code's name.
+std::string ReasonFor(const absl::Status& status) {
+  absl::optional<absl::Cord> payload = status.GetPayload(kReasonPayloadUrl);
+  if (payload.has_value() && !payload->empty()) return std::string(*payload);
+  return absl::StatusCodeToString(status.code());
 }
 
 }  // namespace
 
-grpc::Status ToGrpcStatus(const absl::Status& status) {
+// As ToGrpcStatus, with ErrorInfo.metadata["errno"] = `posix` when given.
+grpc::Status ToGrpcStatusImpl(const absl::Status& status, absl::string_view posix);
+
+absl::Status WithServerReason(absl::Status status, absl::string_view reason) {
+  if (!status.ok()) status.SetPayload(kReasonPayloadUrl, absl::Cord(reason));
+  return status;
+}
+
+grpc::Status ToGrpcStatus(const absl::Status& status) { return ToGrpcStatusImpl(status, ""); }
+
+grpc::Status ToGrpcStatusImpl(const absl::Status& status, absl::string_view posix) {
   if (status.ok()) return grpc::Status::OK;
   if (absl::IsUnavailable(status)) {
     // Rule 1: UNAVAILABLE is reserved for "stopping". A POSIX name stays first.
@@ -52,13 +84,14 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
       prefix = std::string(msg.substr(0, colon + 2));
       msg.remove_prefix(colon + 2);
     }
-    return Make(absl::StatusCode::kInternal, absl::StrCat(prefix, "device unavailable: ", msg));
+    return Make(absl::StatusCode::kInternal, absl::StrCat(prefix, "device unavailable: ", msg),
+                "DEVICE_UNAVAILABLE", posix);
   }
   const int code = static_cast<int>(status.code());
   if (code < 0 || code > static_cast<int>(absl::StatusCode::kUnauthenticated)) {
-    return Make(absl::StatusCode::kUnknown, status.message());
+    return Make(absl::StatusCode::kUnknown, status.message(), "UNKNOWN", posix);
   }
-  return Make(status.code(), status.message());
+  return Make(status.code(), status.message(), ReasonFor(status), posix);
 }
 
 bool HasPosixName(absl::string_view message) {
@@ -71,6 +104,8 @@ bool HasPosixName(absl::string_view message) {
 }
 
 absl::string_view PosixNameFor(const absl::Status& status) {
+  const absl::string_view by_reason = ReasonPosixName(ReasonOf(status));
+  if (!by_reason.empty()) return by_reason;
   switch (status.code()) {
     case absl::StatusCode::kNotFound: return "ENOENT";
     case absl::StatusCode::kAlreadyExists: return "EEXIST";
@@ -78,7 +113,7 @@ absl::string_view PosixNameFor(const absl::Status& status) {
     case absl::StatusCode::kOutOfRange: return "EINVAL";
     case absl::StatusCode::kResourceExhausted: return "ENOSPC";
     case absl::StatusCode::kFailedPrecondition:
-      return absl::StrContains(status.message(), "read-only") ? "EROFS" : "EPERM";
+      return "EPERM";
     case absl::StatusCode::kAborted: return "EAGAIN";
     case absl::StatusCode::kDeadlineExceeded: return "ETIMEDOUT";
     case absl::StatusCode::kCancelled: return "ECANCELED";
@@ -90,20 +125,45 @@ absl::string_view PosixNameFor(const absl::Status& status) {
 }
 
 grpc::Status ToGrpcFileStatus(const absl::Status& status) {
-  if (status.ok() || HasPosixName(status.message())) return ToGrpcStatus(status);
-  // Rule 2: the POSIX name first, then rule 1 on the code.
-  return ToGrpcStatus(absl::Status(
-      status.code(), absl::StrCat(PosixNameFor(status), ": ", status.message())));
+  if (status.ok()) return grpc::Status::OK;
+  // Rule 2: the POSIX name first (the engine's messages already have it),
+  // then rule 1 on the code.
+  const absl::string_view posix = PosixNameFor(status);
+  if (absl::StartsWith(status.message(), absl::StrCat(posix, ": "))) {
+    return ToGrpcStatusImpl(status, posix);
+  }
+  absl::Status named(status.code(), absl::StrCat(posix, ": ", status.message()));
+  status.ForEachPayload([&named](absl::string_view url, const absl::Cord& payload) {
+    named.SetPayload(url, payload);
+  });
+  return ToGrpcStatusImpl(named, posix);
+}
+
+ErrorInfoFields ErrorInfoOf(const grpc::Status& status) {
+  ErrorInfoFields out;
+  google::rpc::Status details;
+  if (status.error_details().empty() || !details.ParseFromString(status.error_details()))
+    return out;
+  for (const google::protobuf::Any& any : details.details()) {
+    google::rpc::ErrorInfo info;
+    if (!any.UnpackTo(&info)) continue;
+    out.reason = info.reason();
+    out.domain = info.domain();
+    auto it = info.metadata().find("errno");
+    if (it != info.metadata().end()) out.errno_name = it->second;
+  }
+  return out;
 }
 
 grpc::Status StoppingStatus() {
-  return grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                      "cowkvd is stopping: retry the call once it is back");
+  return Make(absl::StatusCode::kUnavailable, "cowkvd is stopping: retry the call once it is back",
+              "STOPPING");
 }
 
 grpc::Status UnauthenticatedStatus(absl::string_view why) {
-  return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                      absl::StrCat(why, " (send metadata 'authorization: Bearer <token>')"));
+  return Make(absl::StatusCode::kUnauthenticated,
+              absl::StrCat(why, " (send metadata 'authorization: Bearer <token>')"),
+              "UNAUTHENTICATED");
 }
 
 grpc::Status UnparsableRequestStatus(absl::string_view method, absl::string_view request_type,
@@ -115,7 +175,8 @@ grpc::Status UnparsableRequestStatus(absl::string_view method, absl::string_view
       ": a string field (a name, path or symlink target) holds invalid UTF-8, or the bytes "
       "are not a protobuf message of that type");
   if (!grpc_message.empty()) absl::StrAppend(&msg, " (gRPC: ", grpc_message, ")");
-  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, msg);
+  const bool files = absl::StartsWith(name, "cowkv.v1.Files/");
+  return Make(absl::StatusCode::kInvalidArgument, msg, "UNPARSABLE_REQUEST", files ? "EINVAL" : "");
 }
 
 }  // namespace server

@@ -14,6 +14,13 @@
 //     ..."). Engine fs errors already do; any other (a subvolume lookup, a
 //     server limit) gets the name that matches its code.
 //
+//  3. Every error carries google.rpc.ErrorInfo in its status details:
+//     domain "cowkv.dev", reason the class the engine (engine/base/error.h)
+//     or the server (WithServerReason) set — "ENOENT", "READ_ONLY_SNAPSHOT",
+//     "CONFLICT", "TOO_OLD", "LIMIT", ... — or else the code's name
+//     ("NOT_FOUND"); for Files, metadata["errno"] is the POSIX name the
+//     message starts with. Programs read the reason, never the message.
+//
 // docs/api.md has the table for users. Thread-safe (pure functions).
 #ifndef COWKV_SERVER_STATUS_MAPPING_H_
 #define COWKV_SERVER_STATUS_MAPPING_H_
@@ -26,6 +33,21 @@
 
 namespace cowkv {
 namespace server {
+
+// ErrorInfo.domain of every cowkv error.
+inline constexpr absl::string_view kErrorDomain = "cowkv.dev";
+
+// `status` with a server-decided ErrorInfo reason ("TOO_MANY_TRANSACTIONS").
+absl::Status WithServerReason(absl::Status status, absl::string_view reason);
+
+// The ErrorInfo in `status`'s details: {reason, errno} (errno "" when none);
+// reason "" when the details hold none. For tests and tools.
+struct ErrorInfoFields {
+  std::string reason;
+  std::string domain;
+  std::string errno_name;
+};
+ErrorInfoFields ErrorInfoOf(const grpc::Status& status);
 
 // For Subvolumes, KV and Admin RPCs.
 grpc::Status ToGrpcStatus(const absl::Status& status);

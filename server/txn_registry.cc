@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "server/status_mapping.h"
 
 namespace cowkv {
 namespace server {
@@ -30,17 +31,19 @@ absl::StatusOr<TxnRegistry::Begun> TxnRegistry::Add(const std::string& peer,
     absl::MutexLock l(&mu_);
     if (static_cast<int>(entries_.size()) >= limits_.total) {
       raw->Abort();
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "too many open transactions on the server (limit ", limits_.total,
-          "): commit or abort some first"));
+      return WithServerReason(absl::ResourceExhaustedError(
+                                  absl::StrCat("too many open transactions on the server (limit ",
+                                               limits_.total, "): commit or abort some first")),
+                              "TOO_MANY_TRANSACTIONS");
     }
     int& mine = open_per_peer_[peer];
     if (mine >= limits_.per_peer) {
       if (mine == 0) open_per_peer_.erase(peer);
       raw->Abort();
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "too many open transactions for client ", peer, " (limit ", limits_.per_peer,
-          "): commit or abort some first"));
+      return WithServerReason(absl::ResourceExhaustedError(absl::StrCat(
+                                  "too many open transactions for client ", peer, " (limit ",
+                                  limits_.per_peer, "): commit or abort some first")),
+                              "TOO_MANY_TRANSACTIONS");
     }
     ++mine;
     do {

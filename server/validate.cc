@@ -7,6 +7,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "engine/base/error.h"
 #include "server/limits.h"
 #include "server/status_macros.h"
 
@@ -51,27 +52,27 @@ absl::Status ValidateBound(absl::string_view field, absl::string_view bound) {
 
 absl::Status ValidatePath(absl::string_view field, absl::string_view path) {
   if (path.size() > kMaxPathBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "ENAMETOOLONG: ", field, ": a path is at most ", kMaxPathBytes, " bytes, not ",
-        path.size()));
+    return PosixError(
+        ErrorReason::kENAMETOOLONG,
+        absl::StrCat(field, ": a path is at most ", kMaxPathBytes, " bytes, not ", path.size()));
   }
   if (path.find('\0') != absl::string_view::npos) {
-    return absl::InvalidArgumentError(absl::StrCat("EINVAL: ", field, ": a path may not contain NUL"));
+    return PosixError(ErrorReason::kEINVAL, absl::StrCat(field, ": a path may not contain NUL"));
   }
   size_t depth = 0;
   for (absl::string_view part : absl::StrSplit(path, '/', absl::SkipEmpty())) {
     if (part == "." || part == "..") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "EINVAL: ", field, ": \"", part, "\" is not allowed in a path"));
+      return PosixError(ErrorReason::kEINVAL,
+                        absl::StrCat(field, ": \"", part, "\" is not allowed in a path"));
     }
     if (part.size() > kMaxNameBytes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "ENAMETOOLONG: ", field, ": a name is at most ", kMaxNameBytes, " bytes, not ",
-          part.size()));
+      return PosixError(
+          ErrorReason::kENAMETOOLONG,
+          absl::StrCat(field, ": a name is at most ", kMaxNameBytes, " bytes, not ", part.size()));
     }
     if (++depth > kMaxPathDepth) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "EINVAL: ", field, ": a path has at most ", kMaxPathDepth, " components"));
+      return PosixError(ErrorReason::kEINVAL,
+                        absl::StrCat(field, ": a path has at most ", kMaxPathDepth, " components"));
     }
   }
   return absl::OkStatus();
@@ -80,8 +81,8 @@ absl::Status ValidatePath(absl::string_view field, absl::string_view path) {
 absl::Status ValidateNamedPath(absl::string_view field, absl::string_view path) {
   COWKV_RETURN_IF_ERROR(ValidatePath(field, path));
   if (path.find_first_not_of('/') == absl::string_view::npos) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("EINVAL: ", field, ": the root directory has no name to change"));
+    return PosixError(ErrorReason::kEINVAL,
+                      absl::StrCat(field, ": the root directory has no name to change"));
   }
   return absl::OkStatus();
 }
@@ -93,21 +94,21 @@ absl::Status ValidatePathOrIno(absl::string_view field, absl::string_view path, 
 
 absl::Status ValidateSymlinkTarget(absl::string_view target) {
   if (target.empty() || target.size() > kMaxSymlinkTargetBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "EINVAL: target: a symlink target is 1..", kMaxSymlinkTargetBytes, " bytes, not ",
-        target.size()));
+    return PosixError(ErrorReason::kEINVAL,
+                      absl::StrCat("target: a symlink target is 1..", kMaxSymlinkTargetBytes,
+                                   " bytes, not ", target.size()));
   }
   if (target.find('\0') != absl::string_view::npos) {
-    return absl::InvalidArgumentError("EINVAL: target: a symlink target may not contain NUL");
+    return PosixError(ErrorReason::kEINVAL, "target: a symlink target may not contain NUL");
   }
   return absl::OkStatus();
 }
 
 absl::Status ValidateFileEnd(absl::string_view what, uint64_t offset, uint64_t length) {
   if (offset > kMaxFileBytes || length > kMaxFileBytes - offset) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "EFBIG: ", what, ": offset ", offset, " + length ", length, " is past the largest file (",
-        kMaxFileBytes, " bytes)"));
+    return PosixError(ErrorReason::kEFBIG,
+                      absl::StrCat(what, ": offset ", offset, " + length ", length,
+                                   " is past the largest file (", kMaxFileBytes, " bytes)"));
   }
   return absl::OkStatus();
 }
@@ -115,8 +116,8 @@ absl::Status ValidateFileEnd(absl::string_view what, uint64_t offset, uint64_t l
 absl::Status ValidateByteRange(absl::string_view what, uint64_t offset, uint64_t length) {
   constexpr uint64_t kMax = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
   if (offset > kMax || length > kMax - offset) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "EINVAL: ", what, ": offset ", offset, " + length ", length, " overflows"));
+    return PosixError(ErrorReason::kEINVAL,
+                      absl::StrCat(what, ": offset ", offset, " + length ", length, " overflows"));
   }
   return absl::OkStatus();
 }

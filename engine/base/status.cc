@@ -31,7 +31,7 @@ absl::Status CorruptionError(const CorruptionSite& site, absl::string_view reaso
     if (*p == '/') base = p + 1;
   }
   absl::StrAppend(&msg, " [", base, ":", line, "]");
-  return absl::DataLossError(msg);
+  return WithReason(absl::DataLossError(msg), ErrorReason::kCorruption);
 }
 
 uint64_t CorruptionsDetected() { return g_corruptions.load(std::memory_order_relaxed); }

@@ -13,10 +13,11 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "absl/strings/cord.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "engine/base/error.h"
 
 #define COWKV_STATUS_CONCAT_INNER_(a, b) a##b
 #define COWKV_STATUS_CONCAT_(a, b) COWKV_STATUS_CONCAT_INNER_(a, b)
@@ -67,20 +68,24 @@ uint64_t CorruptionsDetected();
 
 // Convenience constructors with errno-like meaning used across layers.
 inline absl::Status NoSpaceError(absl::string_view msg) {
-  return absl::ResourceExhaustedError(absl::StrCat("no space left on device: ", msg));
+  return WithReason(absl::ResourceExhaustedError(absl::StrCat("no space left on device: ", msg)),
+                    ErrorReason::kENOSPC);
+}
+
+// FAILED_PRECONDITION with ErrorReason::kEROFS: the store takes no writes
+// (opened read-only, or after a failed commit).
+inline absl::Status ReadOnlyStoreError(absl::string_view msg) {
+  return WithReason(absl::FailedPreconditionError(msg), ErrorReason::kEROFS);
 }
 
 // RESOURCE_EXHAUSTED for a request over a per-call bound (a Txn's response
 // budget): unlike a lack of space, committing and retrying cannot help, so
-// it carries a payload that says so (IsLimitError).
-inline constexpr char kLimitPayloadUrl[] = "type.cowkv.dev/cowkv.limit";
+// it carries ErrorReason::kLimit (IsLimitError).
 inline absl::Status LimitError(absl::string_view msg) {
-  absl::Status s = absl::ResourceExhaustedError(msg);
-  s.SetPayload(kLimitPayloadUrl, absl::Cord("limit"));
-  return s;
+  return WithReason(absl::ResourceExhaustedError(msg), ErrorReason::kLimit);
 }
 inline bool IsLimitError(const absl::Status& s) {
-  return absl::IsResourceExhausted(s) && s.GetPayload(kLimitPayloadUrl).has_value();
+  return absl::IsResourceExhausted(s) && ReasonOf(s) == ErrorReason::kLimit;
 }
 
 }  // namespace cowkv

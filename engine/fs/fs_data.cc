@@ -20,10 +20,10 @@ FileType TypeOf(const InodeItem& it) { return static_cast<FileType>((it.mode >> 
 // Files take data; directories and symlinks do not.
 absl::Status CheckRegular(const InodeItem& it, uint64_t ino) {
   if (TypeOf(it) == FileType::kDirectory) {
-    return PosixError("EISDIR", absl::StrCat("inode ", ino, " is a directory"));
+    return PosixError(ErrorReason::kEISDIR, absl::StrCat("inode ", ino, " is a directory"));
   }
   if (TypeOf(it) != FileType::kRegular) {
-    return PosixError("EINVAL", absl::StrCat("inode ", ino, " is not a regular file"));
+    return PosixError(ErrorReason::kEINVAL, absl::StrCat("inode ", ino, " is not a regular file"));
   }
   return absl::OkStatus();
 }
@@ -210,10 +210,10 @@ absl::StatusOr<bool> FsOps::HasRegularExtents(Batch& b, uint64_t ino) {
 
 absl::Status FsOps::Write(uint64_t ino, uint64_t offset, absl::string_view data) {
   if (data.size() > kMaxIo) {
-    return PosixError("EINVAL", absl::StrCat("a write is at most ", kMaxIo, " bytes"));
+    return PosixError(ErrorReason::kEINVAL, absl::StrCat("a write is at most ", kMaxIo, " bytes"));
   }
   if (offset > kMaxFileSize || data.size() > kMaxFileSize - offset) {
-    return PosixError("EFBIG", absl::StrCat("files end at ", kMaxFileSize, " bytes"));
+    return PosixError(ErrorReason::kEFBIG, absl::StrCat("files end at ", kMaxFileSize, " bytes"));
   }
   Batch b(b_);
   ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
@@ -241,7 +241,8 @@ absl::Status FsOps::Write(uint64_t ino, uint64_t offset, absl::string_view data)
 }
 
 absl::Status FsOps::Truncate(uint64_t ino, uint64_t size) {
-  if (size > kMaxFileSize) return PosixError("EFBIG", absl::StrCat("files end at ", kMaxFileSize));
+  if (size > kMaxFileSize)
+    return PosixError(ErrorReason::kEFBIG, absl::StrCat("files end at ", kMaxFileSize));
   Batch b(b_);
   ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
   RETURN_IF_ERROR(CheckRegular(it, ino));
@@ -278,7 +279,8 @@ absl::StatusOr<std::string> FsOps::ReadExtent(const FileExtent& e, uint64_t from
 }
 
 absl::StatusOr<std::string> FsOps::Read(uint64_t ino, uint64_t offset, uint64_t length) {
-  if (length > kMaxIo) return PosixError("EINVAL", absl::StrCat("a read is at most ", kMaxIo, " bytes"));
+  if (length > kMaxIo)
+    return PosixError(ErrorReason::kEINVAL, absl::StrCat("a read is at most ", kMaxIo, " bytes"));
   Batch b(b_);
   ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
   RETURN_IF_ERROR(CheckRegular(it, ino));
@@ -302,14 +304,15 @@ absl::Status FsOps::CloneChecks(const InodeItem& s, uint64_t src, uint64_t src_o
   RETURN_IF_ERROR(CheckRegular(s, src));
   RETURN_IF_ERROR(CheckRegular(d, dst));
   if (src_off > s.size || length > s.size - src_off) {
-    return PosixError("EINVAL", absl::StrCat("clone range [", src_off, ", +", length,
-                                             ") is past the end of the source (", s.size, ")"));
+    return PosixError(ErrorReason::kEINVAL,
+                      absl::StrCat("clone range [", src_off, ", +", length,
+                                   ") is past the end of the source (", s.size, ")"));
   }
   if (length > kMaxFileSize || dst_off > kMaxFileSize - length) {
-    return PosixError("EFBIG", absl::StrCat("files end at ", kMaxFileSize));
+    return PosixError(ErrorReason::kEFBIG, absl::StrCat("files end at ", kMaxFileSize));
   }
   if (src == dst && src_off < dst_off + length && dst_off < src_off + length) {
-    return PosixError("EINVAL", "clone source and destination ranges overlap");
+    return PosixError(ErrorReason::kEINVAL, "clone source and destination ranges overlap");
   }
   return absl::OkStatus();
 }
@@ -364,12 +367,12 @@ absl::StatusOr<std::vector<Xattr>> FsOps::LoadXattrs(Batch& b, uint64_t ino,
 
 absl::Status FsOps::SetXattr(uint64_t ino, absl::string_view name, absl::string_view value) {
   if (name.empty() || name.size() > kMaxNameLen || name.find('\0') != absl::string_view::npos) {
-    return PosixError("EINVAL", absl::StrCat("an xattr name is 1..", kMaxNameLen,
-                                             " bytes without NUL"));
+    return PosixError(ErrorReason::kEINVAL,
+                      absl::StrCat("an xattr name is 1..", kMaxNameLen, " bytes without NUL"));
   }
   if (value.size() > kMaxXattrValue) {
-    return PosixError("EINVAL", absl::StrCat("an xattr value is at most ", kMaxXattrValue,
-                                             " bytes"));
+    return PosixError(ErrorReason::kEINVAL,
+                      absl::StrCat("an xattr value is at most ", kMaxXattrValue, " bytes"));
   }
   Batch b(b_);
   ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
@@ -394,7 +397,7 @@ absl::StatusOr<std::string> FsOps::GetXattr(uint64_t ino, absl::string_view name
   for (const Xattr& x : xs) {
     if (x.name == name) return x.value;
   }
-  return PosixError("ENODATA", absl::StrCat("no xattr \"", name, "\""));
+  return PosixError(ErrorReason::kENODATA, absl::StrCat("no xattr \"", name, "\""));
 }
 
 absl::StatusOr<std::vector<std::string>> FsOps::ListXattrs(uint64_t ino) {
@@ -422,7 +425,8 @@ absl::Status FsOps::RemoveXattr(uint64_t ino, absl::string_view name) {
   ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
   ASSIGN_OR_RETURN(std::vector<Xattr> xs, LoadXattrs(b, ino, name));
   auto x = std::find_if(xs.begin(), xs.end(), [&](const Xattr& a) { return a.name == name; });
-  if (x == xs.end()) return PosixError("ENODATA", absl::StrCat("no xattr \"", name, "\""));
+  if (x == xs.end())
+    return PosixError(ErrorReason::kENODATA, absl::StrCat("no xattr \"", name, "\""));
   xs.erase(x);
   const std::string key = EncodeFsKey({ino, kXattrItem, NameHash(name)});
   if (xs.empty()) {
@@ -473,7 +477,7 @@ absl::StatusOr<std::vector<FiemapEntry>> FsOps::Fiemap(uint64_t ino, uint64_t of
   Batch b(b_);
   ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
   if (TypeOf(it) == FileType::kDirectory) {
-    return PosixError("EISDIR", absl::StrCat("inode ", ino, " is a directory"));
+    return PosixError(ErrorReason::kEISDIR, absl::StrCat("inode ", ino, " is a directory"));
   }
   const uint64_t end = length == 0 || length > kNoEnd - offset ? kNoEnd : offset + length;
   // Where the walk starts: the item covering `offset`, if any.

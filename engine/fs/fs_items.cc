@@ -133,15 +133,15 @@ uint64_t NameHash(absl::string_view name) { return Crc32c(name.data(), name.size
 
 absl::Status ValidateName(absl::string_view name) {
   if (name.size() > kMaxNameLen) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("ENAMETOOLONG: a name is at most ", kMaxNameLen, " bytes, not ", name.size()));
+    return PosixError(ErrorReason::kENAMETOOLONG,
+                      absl::StrCat("a name is at most ", kMaxNameLen, " bytes, not ", name.size()));
   }
   if (name.empty() || name == "." || name == "..") {
-    return absl::InvalidArgumentError(absl::StrCat("EINVAL: bad name '", name, "'"));
+    return PosixError(ErrorReason::kEINVAL, absl::StrCat("bad name '", name, "'"));
   }
   if (name.find('/') != absl::string_view::npos || name.find('\0') != absl::string_view::npos) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("EINVAL: a name may not contain '/' or NUL: '", absl::CHexEscape(name), "'"));
+    return PosixError(ErrorReason::kEINVAL, absl::StrCat("a name may not contain '/' or NUL: '",
+                                                         absl::CHexEscape(name), "'"));
   }
   return absl::OkStatus();
 }

@@ -33,17 +33,6 @@ ItemKey ExtentKey(uint64_t ino, uint64_t offset) {
 ItemKey InodeStart(uint64_t ino) { return ItemKey(FsKey{ino, 0, 0}); }
 ItemKey TypeStart(uint64_t ino, uint8_t type) { return ItemKey(FsKey{ino, type, 0}); }
 
-absl::Status PosixError(absl::string_view errno_name, absl::string_view what) {
-  const std::string msg = absl::StrCat(errno_name, ": ", what);
-  if (errno_name == "ENOENT" || errno_name == "ENODATA") return absl::NotFoundError(msg);
-  if (errno_name == "EEXIST") return absl::AlreadyExistsError(msg);
-  if (errno_name == "ENOSPC") return absl::ResourceExhaustedError(msg);
-  if (errno_name == "EINVAL" || errno_name == "ENAMETOOLONG" || errno_name == "EFBIG") {
-    return absl::InvalidArgumentError(msg);
-  }
-  return absl::FailedPreconditionError(msg);  // ENOTDIR EISDIR ENOTEMPTY EPERM EMLINK EROFS
-}
-
 FileType Attr::type() const { return static_cast<FileType>((item.mode >> 12) & 0xf); }
 
 namespace {
@@ -65,21 +54,23 @@ InodeItem RootItem() {
 // Splits a path into validated components.
 absl::StatusOr<PathParts> SplitPath(absl::string_view path) {
   if (path.size() > kMaxPathLen) {
-    return PosixError("ENAMETOOLONG", absl::StrCat("a path is at most ", kMaxPathLen, " bytes"));
+    return PosixError(ErrorReason::kENAMETOOLONG,
+                      absl::StrCat("a path is at most ", kMaxPathLen, " bytes"));
   }
   if (path.find('\0') != absl::string_view::npos) {
-    return PosixError("EINVAL", "a path may not contain NUL");
+    return PosixError(ErrorReason::kEINVAL, "a path may not contain NUL");
   }
   PathParts parts;
   for (absl::string_view p : absl::StrSplit(path, '/', absl::SkipEmpty())) {
     if (p == "." || p == "..") {
-      return PosixError("EINVAL", absl::StrCat("\"", p, "\" is not allowed in a path"));
+      return PosixError(ErrorReason::kEINVAL, absl::StrCat("\"", p, "\" is not allowed in a path"));
     }
     RETURN_IF_ERROR(ValidateName(p));
     parts.push_back(p);
   }
   if (parts.size() > kMaxPathDepth) {
-    return PosixError("EINVAL", absl::StrCat("a path has at most ", kMaxPathDepth, " components"));
+    return PosixError(ErrorReason::kEINVAL,
+                      absl::StrCat("a path has at most ", kMaxPathDepth, " components"));
   }
   return parts;
 }
@@ -116,14 +107,15 @@ absl::StatusOr<InodeItem> FsOps::LoadInode(Batch& b, uint64_t ino) {
   ASSIGN_OR_RETURN(const std::optional<std::string>* v, b.Find(InodeKey(ino)));
   if (!v->has_value()) {
     if (ino == kRootDirIno) return RootItem();
-    return PosixError("ENOENT", absl::StrCat("no inode ", ino));
+    return PosixError(ErrorReason::kENOENT, absl::StrCat("no inode ", ino));
   }
   return DecodeInodeItem(**v, ino);
 }
 
 absl::Status FsOps::CheckDir(Batch& b, uint64_t ino) {
   ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
-  if (!IsDir(it)) return PosixError("ENOTDIR", absl::StrCat("inode ", ino, " is not a directory"));
+  if (!IsDir(it))
+    return PosixError(ErrorReason::kENOTDIR, absl::StrCat("inode ", ino, " is not a directory"));
   return absl::OkStatus();
 }
 
@@ -139,7 +131,8 @@ absl::StatusOr<uint64_t> FsOps::LookupAt(uint64_t dir, absl::string_view name) {
   Batch b(b_);
   RETURN_IF_ERROR(CheckDir(b, dir));
   ASSIGN_OR_RETURN(std::optional<DirEntry> e, FindEntry(b, dir, name));
-  if (!e.has_value()) return PosixError("ENOENT", absl::StrCat("no entry \"", name, "\""));
+  if (!e.has_value())
+    return PosixError(ErrorReason::kENOENT, absl::StrCat("no entry \"", name, "\""));
   return e->child;
 }
 
@@ -162,12 +155,12 @@ absl::StatusOr<uint64_t> FsOps::Walk(Batch& b, absl::Span<const absl::string_vie
   for (size_t i = 0; i < parts.size(); ++i) {
     ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
     if (!IsDir(it)) {
-      return PosixError("ENOTDIR", absl::StrCat("\"", JoinParts(parts.subspan(0, i)),
-                                                "\" is not a directory"));
+      return PosixError(ErrorReason::kENOTDIR, absl::StrCat("\"", JoinParts(parts.subspan(0, i)),
+                                                            "\" is not a directory"));
     }
     ASSIGN_OR_RETURN(std::optional<DirEntry> e, FindEntry(b, ino, parts[i]));
     if (!e.has_value()) {
-      return PosixError("ENOENT", absl::StrCat("no such file: ", path));
+      return PosixError(ErrorReason::kENOENT, absl::StrCat("no such file: ", path));
     }
     ino = e->child;
   }
@@ -182,7 +175,8 @@ absl::StatusOr<uint64_t> FsOps::LookupIn(Batch& b, absl::string_view path) {
 absl::StatusOr<FsOps::Resolved> FsOps::ResolveParent(Batch& b, absl::string_view path,
                                                      const Resolved* sibling) {
   ASSIGN_OR_RETURN(PathParts parts, SplitPath(path));
-  if (parts.empty()) return PosixError("EINVAL", "the root directory has no name to change");
+  if (parts.empty())
+    return PosixError(ErrorReason::kEINVAL, "the root directory has no name to change");
   Resolved r;
   r.name = std::string(parts.back());
   const absl::Span<const absl::string_view> dir_parts =
@@ -196,7 +190,8 @@ absl::StatusOr<FsOps::Resolved> FsOps::ResolveParent(Batch& b, absl::string_view
     ASSIGN_OR_RETURN(r.parent, Walk(b, dir_parts, path));
     ASSIGN_OR_RETURN(InodeItem pit, LoadInode(b, r.parent));
     if (!IsDir(pit)) {
-      return PosixError("ENOTDIR", absl::StrCat("\"", JoinParts(dir_parts), "\" is not a directory"));
+      return PosixError(ErrorReason::kENOTDIR,
+                        absl::StrCat("\"", JoinParts(dir_parts), "\" is not a directory"));
     }
   }
   ASSIGN_OR_RETURN(std::optional<DirEntry> e, FindEntry(b, r.parent, r.name));
@@ -282,8 +277,9 @@ absl::Status FsOps::AddName(Batch& b, uint64_t parent, absl::string_view name, u
   ASSIGN_OR_RETURN(const std::optional<std::string>* rv, b.Find(rk));
   const size_t ref_bytes = (rv->has_value() ? (*rv)->size() : 0) + kInodeRefHeader + name.size();
   if (ref_bytes > b_->max_value_size()) {
-    return PosixError("EMLINK", absl::StrCat("inode ", ino, " has as many names in directory ",
-                                             parent, " as one ref item holds"));
+    return PosixError(ErrorReason::kEMLINK,
+                      absl::StrCat("inode ", ino, " has as many names in directory ", parent,
+                                   " as one ref item holds"));
   }
   std::vector<InodeRef> refs;
   if (rv->has_value()) {
@@ -411,12 +407,12 @@ absl::StatusOr<Attr> FsOps::Create(absl::string_view path, FileType type, uint32
   if (type == FileType::kSymlink &&
       (symlink_target.empty() || symlink_target.size() > kMaxSymlinkLen ||
        symlink_target.find('\0') != absl::string_view::npos)) {
-    return PosixError("EINVAL", absl::StrCat("a symlink target is 1..", kMaxSymlinkLen,
-                                             " bytes without NUL"));
+    return PosixError(ErrorReason::kEINVAL, absl::StrCat("a symlink target is 1..", kMaxSymlinkLen,
+                                                         " bytes without NUL"));
   }
   Batch b(b_);
   ASSIGN_OR_RETURN(Resolved r, ResolveParent(b, path));
-  if (r.ino != 0) return PosixError("EEXIST", absl::StrCat(path, " exists"));
+  if (r.ino != 0) return PosixError(ErrorReason::kEEXIST, absl::StrCat(path, " exists"));
   RETURN_IF_ERROR(EnsureRoot(b));
   ASSIGN_OR_RETURN(uint64_t ino, AllocIno());
   {
@@ -447,15 +443,17 @@ absl::StatusOr<Attr> FsOps::Create(absl::string_view path, FileType type, uint32
 absl::Status FsOps::Unlink(absl::string_view path, bool dir) {
   Batch b(b_);
   ASSIGN_OR_RETURN(Resolved r, ResolveParent(b, path));
-  if (r.ino == 0) return PosixError("ENOENT", absl::StrCat("no such file: ", path));
+  if (r.ino == 0) return PosixError(ErrorReason::kENOENT, absl::StrCat("no such file: ", path));
   ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, r.ino));
-  if (dir && !IsDir(it)) return PosixError("ENOTDIR", absl::StrCat(path, " is not a directory"));
-  if (!dir && IsDir(it)) return PosixError("EISDIR", absl::StrCat(path, " is a directory"));
+  if (dir && !IsDir(it))
+    return PosixError(ErrorReason::kENOTDIR, absl::StrCat(path, " is not a directory"));
+  if (!dir && IsDir(it))
+    return PosixError(ErrorReason::kEISDIR, absl::StrCat(path, " is a directory"));
   if (dir) {
     bool empty = true;
     RETURN_IF_ERROR(b.Scan(TypeStart(r.ino, kDirIndex), TypeStart(r.ino, kDirIndex + 1), false,
                            [&](absl::string_view, absl::string_view) { return empty = false; }));
-    if (!empty) return PosixError("ENOTEMPTY", absl::StrCat(path, " is not empty"));
+    if (!empty) return PosixError(ErrorReason::kENOTEMPTY, absl::StrCat(path, " is not empty"));
   }
   ASSIGN_OR_RETURN(bool log, AnyLogged(b, {r.ino, r.parent}));
   RETURN_IF_ERROR(RemoveName(b, r.parent, r.name, r.ino));
@@ -485,27 +483,30 @@ absl::Status FsOps::RenameChecks(Batch& b, const Resolved& f, const Resolved& t,
   const bool fdir = f.type == FileType::kDirectory;
   const bool tdir = t.type == FileType::kDirectory;
   if ((flags & kRenameNoReplace) && t.ino != 0) {
-    return PosixError("EEXIST", absl::StrCat("\"", t.name, "\" exists"));
+    return PosixError(ErrorReason::kEEXIST, absl::StrCat("\"", t.name, "\" exists"));
   }
   if ((flags & kRenameExchange) && t.ino == 0) {
-    return PosixError("ENOENT", absl::StrCat("no \"", t.name, "\" to exchange with"));
+    return PosixError(ErrorReason::kENOENT, absl::StrCat("no \"", t.name, "\" to exchange with"));
   }
   if (fdir) {
     ASSIGN_OR_RETURN(bool under, IsAncestor(b, f.ino, t.parent));
-    if (under) return PosixError("EINVAL", "cannot move a directory under itself");
+    if (under) return PosixError(ErrorReason::kEINVAL, "cannot move a directory under itself");
   }
   if ((flags & kRenameExchange) && tdir) {
     ASSIGN_OR_RETURN(bool under, IsAncestor(b, t.ino, f.parent));
-    if (under) return PosixError("EINVAL", "cannot move a directory under itself");
+    if (under) return PosixError(ErrorReason::kEINVAL, "cannot move a directory under itself");
   }
   if (t.ino == 0 || (flags & kRenameExchange)) return absl::OkStatus();
-  if (fdir && !tdir) return PosixError("ENOTDIR", absl::StrCat("\"", t.name, "\" is not a directory"));
-  if (!fdir && tdir) return PosixError("EISDIR", absl::StrCat("\"", t.name, "\" is a directory"));
+  if (fdir && !tdir)
+    return PosixError(ErrorReason::kENOTDIR, absl::StrCat("\"", t.name, "\" is not a directory"));
+  if (!fdir && tdir)
+    return PosixError(ErrorReason::kEISDIR, absl::StrCat("\"", t.name, "\" is a directory"));
   if (tdir) {
     bool empty = true;
     RETURN_IF_ERROR(b.Scan(TypeStart(t.ino, kDirIndex), TypeStart(t.ino, kDirIndex + 1), false,
                            [&](absl::string_view, absl::string_view) { return empty = false; }));
-    if (!empty) return PosixError("ENOTEMPTY", absl::StrCat("\"", t.name, "\" is not empty"));
+    if (!empty)
+      return PosixError(ErrorReason::kENOTEMPTY, absl::StrCat("\"", t.name, "\" is not empty"));
   }
   return absl::OkStatus();
 }
@@ -523,11 +524,11 @@ absl::Status FsOps::TouchInode(Batch& b, uint64_t ino) {
 absl::Status FsOps::Rename(absl::string_view from, absl::string_view to, uint32_t flags) {
   if ((flags & ~(kRenameNoReplace | kRenameExchange)) != 0 ||
       flags == (kRenameNoReplace | kRenameExchange)) {
-    return PosixError("EINVAL", absl::StrCat("bad rename flags ", flags));
+    return PosixError(ErrorReason::kEINVAL, absl::StrCat("bad rename flags ", flags));
   }
   Batch b(b_);
   ASSIGN_OR_RETURN(Resolved f, ResolveParent(b, from));
-  if (f.ino == 0) return PosixError("ENOENT", absl::StrCat("no such file: ", from));
+  if (f.ino == 0) return PosixError(ErrorReason::kENOENT, absl::StrCat("no such file: ", from));
   ASSIGN_OR_RETURN(Resolved t, ResolveParent(b, to, &f));
   // Two names of one inode: nothing to do (but no-replace still refuses an existing `to`).
   if (f.ino == t.ino && !(flags & kRenameNoReplace)) return absl::OkStatus();
@@ -569,9 +570,11 @@ absl::StatusOr<Attr> FsOps::Link(absl::string_view existing, absl::string_view n
   ASSIGN_OR_RETURN(uint64_t ino, LookupIn(b, existing));
   ASSIGN_OR_RETURN(Resolved t, ResolveParent(b, new_path));
   ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
-  if (IsDir(it)) return PosixError("EPERM", "hard links to directories are not allowed");
-  if (it.nlink >= kMaxLinks) return PosixError("EMLINK", absl::StrCat(existing, " has ", it.nlink, " links"));
-  if (t.ino != 0) return PosixError("EEXIST", absl::StrCat(new_path, " exists"));
+  if (IsDir(it))
+    return PosixError(ErrorReason::kEPERM, "hard links to directories are not allowed");
+  if (it.nlink >= kMaxLinks)
+    return PosixError(ErrorReason::kEMLINK, absl::StrCat(existing, " has ", it.nlink, " links"));
+  if (t.ino != 0) return PosixError(ErrorReason::kEEXIST, absl::StrCat(new_path, " exists"));
   ASSIGN_OR_RETURN(bool log, AnyLogged(b, {ino, t.parent}));
   RETURN_IF_ERROR(AddName(b, t.parent, t.name, ino, TypeOf(it)));
   ++it.nlink;
@@ -613,7 +616,7 @@ absl::StatusOr<std::vector<ReadDirEntry>> FsOps::ReadDir(uint64_t dir, uint64_t 
 absl::StatusOr<std::string> FsOps::ReadLink(uint64_t ino) {
   Batch b(b_);
   ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
-  if (TypeOf(it) != FileType::kSymlink) return PosixError("EINVAL", "not a symlink");
+  if (TypeOf(it) != FileType::kSymlink) return PosixError(ErrorReason::kEINVAL, "not a symlink");
   ASSIGN_OR_RETURN(std::optional<std::string> v, b.Get(ExtentKey(ino, 0)));
   if (!v.has_value()) return absl::DataLossError(absl::StrCat("symlink ", ino, " has no target"));
   ASSIGN_OR_RETURN(FileExtent e, DecodeFileExtent(*v, ino, 0));

@@ -373,9 +373,6 @@ ItemKey ExtentKey(uint64_t ino, uint64_t offset);
 ItemKey InodeStart(uint64_t ino);
 ItemKey TypeStart(uint64_t ino, uint8_t type);
 
-// A POSIX-flavoured error: "<ERRNO>: <what>".
-absl::Status PosixError(absl::string_view errno_name, absl::string_view what);
-
 }  // namespace fs
 }  // namespace cowkv
 

@@ -3,6 +3,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "engine/base/check.h"
+#include "engine/base/error.h"
 
 namespace cowkv {
 namespace kv {
@@ -42,18 +43,19 @@ std::string Show(absl::string_view key) {
 absl::Status ConflictWindow::Validate(uint64_t read_revision, const ReadSet& reads) const {
   if (reads.empty()) return absl::OkStatus();
   if (open_txns_ == 0 || read_revision < floor_) {
-    return absl::OutOfRangeError(absl::StrCat(
-        "transaction too old: read revision ", read_revision,
-        " is below the conflict window (revisions above ", floor_,
-        " are tracked); retry it"));
+    return WithReason(
+        absl::OutOfRangeError(absl::StrCat("transaction too old: read revision ", read_revision,
+                                           " is below the conflict window (revisions above ",
+                                           floor_, " are tracked); retry it")),
+        ErrorReason::kTooOld);
   }
   for (const auto& [subvol, key] : reads.keys) {
     auto it = last_write_.find(Key{subvol, key});
     if (it != last_write_.end() && it->second > read_revision) {
-      return absl::AbortedError(absl::StrCat("conflict: key '", Show(key),
-                                             "' was written at revision ", it->second,
-                                             " after this transaction read at ",
-                                             read_revision));
+      return WithReason(absl::AbortedError(absl::StrCat(
+                            "conflict: key '", Show(key), "' was written at revision ", it->second,
+                            " after this transaction read at ", read_revision)),
+                        ErrorReason::kConflict);
     }
   }
   for (const ReadRange& r : reads.ranges) {
@@ -61,10 +63,11 @@ absl::Status ConflictWindow::Validate(uint64_t read_revision, const ReadSet& rea
     for (; it != last_write_.end() && it->first.first == r.subvol; ++it) {
       if (!r.end.empty() && it->first.second >= r.end) break;
       if (it->second > read_revision) {
-        return absl::AbortedError(absl::StrCat(
-            "conflict: key '", Show(it->first.second), "' in range ['", Show(r.start), "', '",
-            Show(r.end), "') was written at revision ", it->second,
-            " after this transaction read at ", read_revision));
+        return WithReason(absl::AbortedError(absl::StrCat(
+                              "conflict: key '", Show(it->first.second), "' in range ['",
+                              Show(r.start), "', '", Show(r.end), "') was written at revision ",
+                              it->second, " after this transaction read at ", read_revision)),
+                          ErrorReason::kConflict);
       }
     }
   }

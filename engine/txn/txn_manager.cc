@@ -427,9 +427,9 @@ absl::Status TxnManager::ClaimLogBlocks(const std::vector<uint64_t>& blocks) {
 
 void TxnManager::SetFatal(const absl::Status& why) {
   if (fatal_.ok()) {
-    fatal_ = absl::FailedPreconditionError(absl::StrCat(
-        "store is read-only after a failed write in generation ", generation_, " (",
-        why.ToString(), "); reopen to recover"));
+    fatal_ =
+        ReadOnlyStoreError(absl::StrCat("store is read-only after a failed write in generation ",
+                                        generation_, " (", why.ToString(), "); reopen to recover"));
   }
 }
 
@@ -439,8 +439,8 @@ absl::StatusOr<int> TxnManager::RunDelayedRefBatch(int max_heads) {
   absl::Status s = RunDelayedRefs(extent_tree_.get(), heads,
                                   [this](uint64_t b, uint64_t n) { OnExtentFreed(b, n); });
   if (!s.ok()) {
-    fatal_ = absl::FailedPreconditionError(absl::StrCat(
-        "store is read-only after a failed delayed-ref run (", s.ToString(), "); reopen to recover"));
+    fatal_ = ReadOnlyStoreError(absl::StrCat("store is read-only after a failed delayed-ref run (",
+                                             s.ToString(), "); reopen to recover"));
     return s;
   }
   return static_cast<int>(heads.size());
@@ -468,9 +468,9 @@ absl::StatusOr<std::unique_ptr<TxnManager::CommitBatch>> TxnManager::PrepareComm
   absl::Status s = UpdateRootItems();
   if (s.ok()) s = RunAllDelayedRefs();
   if (!s.ok()) {
-    fatal_ = absl::FailedPreconditionError(
-        absl::StrCat("store is read-only after a failed commit of generation ", generation_,
-                     " (", s.ToString(), "); reopen to recover"));
+    fatal_ =
+        ReadOnlyStoreError(absl::StrCat("store is read-only after a failed commit of generation ",
+                                        generation_, " (", s.ToString(), "); reopen to recover"));
     return s;
   }
   auto batch = std::make_unique<CommitBatch>();
@@ -511,11 +511,14 @@ absl::Status TxnManager::CheckDeviceOwned() {
                                 : absl::StrCat("a superblock of generation ", sb->generation,
                                                " this store did not write");
   }
-  return absl::FailedPreconditionError(absl::StrCat(
-      "the device's primary superblock was overwritten by something other than this store: it "
-      "now holds ",
-      what, "; stopped writing so as not to mix two filesystems (was the device formatted or "
-      "opened by another tool while in use?)"));
+  return WithReason(
+      absl::FailedPreconditionError(absl::StrCat(
+          "the device's primary superblock was overwritten by something other than this store: "
+          "it now holds ",
+          what,
+          "; stopped writing so as not to mix two filesystems (was the device formatted "
+          "or opened by another tool while in use?)")),
+      ErrorReason::kDeviceChanged);
 }
 
 absl::Status TxnManager::WriteCommit(const CommitBatch& batch) {
@@ -543,9 +546,9 @@ absl::Status TxnManager::FinishCommit(std::unique_ptr<CommitBatch> batch, absl::
     // The sealed nodes stay in the cache (the device may not hold them), so
     // reads keep working; no write will ever commit again.
     if (fatal_.ok()) {
-      fatal_ = absl::FailedPreconditionError(
-          absl::StrCat("store is read-only after a failed commit of generation ",
-                       batch->generation, " (", written.ToString(), "); reopen to recover"));
+      fatal_ = ReadOnlyStoreError(
+          absl::StrCat("store is read-only after a failed commit of generation ", batch->generation,
+                       " (", written.ToString(), "); reopen to recover"));
     }
     return written;
   }
