@@ -1,6 +1,6 @@
 // Server: cowkvd in one object — the locked device, the engine Store, the
 // gRPC server with the cowkv.v1 services (and request_parse_interceptor.h
-// for requests that do not parse), grpc.health.v1 and reflection,
+// for requests that do not parse), grpc.health.v1 and reflection (v1alpha and v1),
 // the /metrics HTTP listener, and the lease reaper for interactive
 // transactions. main.cc wraps it in flags and signals; server_test.cc runs
 // it in-process.
@@ -42,6 +42,7 @@
 #include "server/device.h"
 #include "server/limits.h"
 #include "server/metrics.h"
+#include "server/reflection_v1.h"
 #include "server/service_env.h"
 #include "server/services.h"
 #include "server/txn_registry.h"
@@ -121,6 +122,7 @@ class Server {
   std::unique_ptr<KvService> kv_;
   std::unique_ptr<FilesService> files_;
   std::unique_ptr<AdminService> admin_;
+  std::unique_ptr<ReflectionV1Service> reflection_v1_;
   std::unique_ptr<grpc::Server> grpc_;
   std::unique_ptr<httplib::Server> http_;
   int port_ = 0;

@@ -988,10 +988,13 @@ TEST_F(Rpc, HealthService) {
 
 // One reflection exchange with hand-encoded messages (the reflection proto's
 // C++ classes live inside libgrpc++_reflection and are not installed).
-std::string Reflect(grpc::Channel* channel, const std::string& request_bytes) {
-  const grpc::internal::RpcMethod method(
-      "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
-      grpc::internal::RpcMethod::BIDI_STREAMING);
+// `version` is "v1alpha" (gRPC's plugin) or "v1" (reflection_v1.h); the
+// two protocols have the same messages under different packages.
+std::string Reflect(grpc::Channel* channel, const std::string& request_bytes,
+                    const std::string& version = "v1alpha") {
+  const std::string path =
+      absl::StrCat("/grpc.reflection.", version, ".ServerReflection/ServerReflectionInfo");
+  const grpc::internal::RpcMethod method(path.c_str(), grpc::internal::RpcMethod::BIDI_STREAMING);
   auto ctx = Ctx();
   std::unique_ptr<grpc::ClientReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>> rw(
       grpc::internal::ClientReaderWriterFactory<grpc::ByteBuffer, grpc::ByteBuffer>::Create(
@@ -1011,22 +1014,42 @@ std::string Reflect(grpc::Channel* channel, const std::string& request_bytes) {
   return out;
 }
 
+// Goal: both reflection protocols describe every service (v1 is ours,
+// v1alpha gRPC's plugin), so grpcurl and newer tools work either way.
 TEST_F(Rpc, ServerReflection) {
-  // list_services (field 7, empty string).
-  const std::string list = Reflect(client_->channel.get(), std::string("\x3a\x00", 2));
-  for (const char* name : {"cowkv.v1.KV", "cowkv.v1.Files", "cowkv.v1.Subvolumes",
-                           "cowkv.v1.Admin", "grpc.health.v1.Health"}) {
-    EXPECT_NE(list.find(name), std::string::npos) << name;
+  auto field = [](char tag, const std::string& value) {
+    return absl::StrCat(std::string(1, tag), std::string(1, static_cast<char>(value.size())),
+                        value);
+  };
+  for (const std::string version : {"v1alpha", "v1"}) {
+    SCOPED_TRACE(version);
+    // list_services (field 7, empty string).
+    const std::string list = Reflect(client_->channel.get(), std::string("\x3a\x00", 2), version);
+    for (const char* name :
+         {"cowkv.v1.KV", "cowkv.v1.Files", "cowkv.v1.Subvolumes", "cowkv.v1.Admin",
+          "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection"}) {
+      EXPECT_NE(list.find(name), std::string::npos) << name;
+    }
+    // file_containing_symbol (field 4): the health service must be describable.
+    const std::string health =
+        Reflect(client_->channel.get(), field('\x22', "grpc.health.v1.Health"), version);
+    EXPECT_NE(health.find("grpc/health/v1/health.proto"), std::string::npos);
+    const std::string kv = Reflect(client_->channel.get(), field('\x22', "cowkv.v1.KV"), version);
+    EXPECT_NE(kv.find("cowkv/v1/kv.proto"), std::string::npos);
+    // A method name resolves to its file too (grpcurl describes methods so).
+    const std::string method =
+        Reflect(client_->channel.get(), field('\x22', "cowkv.v1.KV.Put"), version);
+    EXPECT_NE(method.find("cowkv/v1/kv.proto"), std::string::npos);
+    // file_by_filename (field 3).
+    const std::string file =
+        Reflect(client_->channel.get(), field('\x1a', "cowkv/v1/files.proto"), version);
+    EXPECT_NE(file.find("MkdirRequest"), std::string::npos);
+    // An unknown symbol: an error_response (field 7 of the response, tag 0x3a).
+    const std::string missing =
+        Reflect(client_->channel.get(), field('\x22', "no.such.Symbol"), version);
+    EXPECT_NE(missing.find("no.such.Symbol"), std::string::npos);
+    EXPECT_EQ(missing.find("cowkv/v1/kv.proto"), std::string::npos);
   }
-  // file_containing_symbol (field 4): the health service must be describable.
-  const std::string symbol = "grpc.health.v1.Health";
-  const std::string health = Reflect(client_->channel.get(),
-                                     absl::StrCat("\x22", std::string(1, static_cast<char>(symbol.size())), symbol));
-  EXPECT_NE(health.find("grpc/health/v1/health.proto"), std::string::npos);
-  const std::string kv_symbol = "cowkv.v1.KV";
-  const std::string kv = Reflect(client_->channel.get(),
-                                 absl::StrCat("\x22", std::string(1, static_cast<char>(kv_symbol.size())), kv_symbol));
-  EXPECT_NE(kv.find("cowkv/v1/kv.proto"), std::string::npos);
 }
 
 // One Prometheus histogram series as scraped: buckets in page order.
