@@ -908,6 +908,7 @@ absl::StatusOr<bool> StoreImpl::RunLogSync() {
       absl::WriterMutexLock l(&mu_);
       log_->FinishSync(*batch, w);
       if (w.ok()) log_sync_latency_.Record(elapsed);  // with FinishSync's count
+      if (w.ok()) ReportIfSlow(EngineEvent::Kind::kSlowLogSync, elapsed, "");
     }
     if (!w.ok()) return false;
   }

@@ -633,7 +633,15 @@ uint64_t StoreImpl::SealLogLocked(std::vector<uint64_t>* retired) {
 void StoreImpl::PublishDurable(uint64_t generation, uint64_t point, const absl::Status& s) {
   absl::MutexLock l(&sync_mu_);
   if (!s.ok()) {
-    if (sync_failed_.ok()) sync_failed_ = s;
+    if (sync_failed_.ok()) {
+      sync_failed_ = s;
+      if (options_.on_event) {
+        EngineEvent e{EngineEvent::Kind::kReadOnly};
+        e.generation = generation;
+        e.detail = s.ToString();
+        options_.on_event(e);
+      }
+    }
   } else {
     durable_gen_ = std::max(durable_gen_, generation);
     committed_point_ = std::max(committed_point_, point);
@@ -641,11 +649,33 @@ void StoreImpl::PublishDurable(uint64_t generation, uint64_t point, const absl::
   sync_cv_.SignalAll();
 }
 
+namespace {
+
+// Every trigger but kClose (counted as explicit); names as in Stats.
+constexpr std::pair<CommitTrigger, const char*> kTriggerNames[] = {
+    {CommitTrigger::kExplicit, "explicit"},       {CommitTrigger::kInterval, "interval"},
+    {CommitTrigger::kDirtyBytes, "dirty_bytes"},  {CommitTrigger::kSpace, "space"},
+    {CommitTrigger::kDelayedRefs, "delayed_refs"}, {CommitTrigger::kLogFull, "log_full"},
+    {CommitTrigger::kFsync, "fsync"},
+};
+
+const char* TriggerName(CommitTrigger trigger) {
+  if (trigger == CommitTrigger::kClose) return "close";
+  for (const auto& [t, name] : kTriggerNames) {
+    if (t == trigger) return name;
+  }
+  return "unknown";
+}
+
+}  // namespace
+
 absl::Status StoreImpl::AfterCommitLocked(CommitTrigger trigger,
                                           std::chrono::steady_clock::time_point start) {
   // The clock stops before the paranoid check, which is not commit work.
   const CommitTrigger slot = trigger == CommitTrigger::kClose ? CommitTrigger::kExplicit : trigger;
-  commit_latency_[static_cast<int>(slot)].Record(std::chrono::steady_clock::now() - start);
+  const auto took = std::chrono::steady_clock::now() - start;
+  commit_latency_[static_cast<int>(slot)].Record(took);
+  ReportIfSlow(EngineEvent::Kind::kSlowCommit, took, TriggerName(trigger));
   ++commits_by_[static_cast<int>(trigger)];
   if (options_.paranoid_checks) {
     ASSIGN_OR_RETURN(CheckReport r, Check(device_));
@@ -655,6 +685,20 @@ absl::Status StoreImpl::AfterCommitLocked(CommitTrigger trigger,
     }
   }
   return absl::OkStatus();
+}
+
+void StoreImpl::ReportIfSlow(EngineEvent::Kind kind, std::chrono::steady_clock::duration took,
+                             absl::string_view trigger) {
+  const uint64_t micros = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(took).count());
+  if (!options_.on_event || options_.slow_op_ms == 0 || micros < options_.slow_op_ms * 1000) {
+    return;
+  }
+  EngineEvent e{kind};
+  e.generation = txn_->generation();
+  e.micros = micros;
+  e.trigger = std::string(trigger);
+  options_.on_event(e);
 }
 
 namespace {
@@ -678,12 +722,6 @@ LatencyHistogramSnapshot ToSnapshot(const LatencyRecorder::Reading& r) {
 
 // StoreStats' trigger names, in the order of its commits_by_* fields
 // (kClose is counted as kExplicit).
-constexpr std::pair<CommitTrigger, const char*> kTriggerNames[] = {
-    {CommitTrigger::kExplicit, "explicit"},       {CommitTrigger::kInterval, "interval"},
-    {CommitTrigger::kDirtyBytes, "dirty_bytes"},  {CommitTrigger::kSpace, "space"},
-    {CommitTrigger::kDelayedRefs, "delayed_refs"}, {CommitTrigger::kLogFull, "log_full"},
-    {CommitTrigger::kFsync, "fsync"},
-};
 
 }  // namespace
 

@@ -64,6 +64,21 @@ struct MkfsOptions {
   std::string fsid;
 };
 
+// Something an operator should hear about, reported through
+// Options::on_event (the server logs it).
+struct EngineEvent {
+  enum class Kind {
+    kReadOnly,     // a commit or log sync failed: the store takes no more writes
+    kSlowCommit,   // an engine commit took longer than Options::slow_op_ms
+    kSlowLogSync,  // a log sync took longer than Options::slow_op_ms
+  };
+  Kind kind;
+  uint64_t generation = 0;   // the commit's, or the one a log sync extends
+  uint64_t micros = 0;       // how long it took (slow events)
+  std::string trigger;       // kSlowCommit: "interval", "fsync", ...
+  std::string detail;        // kReadOnly: the error
+};
+
 // When a KV write is acknowledged.
 //   kDurable: after the log sync (or engine commit) that covers it — it
 //             survives any crash from then on.
@@ -122,6 +137,13 @@ struct Options {
     kReplayDropsNewName,  // replay drops the DIR_ITEM of a name that came back under a new index
   };
   PlantedBug planted_bug = PlantedBug::kNone;
+  // Operator events (EngineEvent). Called on the engine thread that saw
+  // the event, with engine locks held: it must be quick and must not call
+  // the Store. Empty = none.
+  std::function<void(const EngineEvent&)> on_event;
+  // Commits and log syncs slower than this are kSlowCommit / kSlowLogSync
+  // events. 0 = never.
+  uint64_t slow_op_ms = 1000;
   enum class ThrottlePolicy { kDelayedRefs, kReservedBytes };
   ThrottlePolicy throttle_policy = ThrottlePolicy::kDelayedRefs;
   uint64_t delayed_refs_soft = 16384;

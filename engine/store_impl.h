@@ -242,6 +242,9 @@ class StoreImpl {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_, commit_mu_);
   // Counts a commit that made its generation durable and records its
   // latency since `start` (when the commit took commit_mu_).
+  // An EngineEvent for a commit or log sync slower than slow_op_ms.
+  void ReportIfSlow(EngineEvent::Kind kind, std::chrono::steady_clock::duration took,
+                    absl::string_view trigger);
   absl::Status AfterCommitLocked(CommitTrigger trigger,
                                  std::chrono::steady_clock::time_point start)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "engine/io/mem_device.h"
 #include "engine/store.h"
 #include "engine/testing/status_matchers.h"
@@ -372,6 +373,66 @@ TEST(Store, StopsWritingWhenItsDeviceIsReformatted) {
   EXPECT_THAT(fresh->Get("before"), StatusIs(absl::StatusCode::kNotFound));
   EXPECT_THAT(fresh->Get("lost"), StatusIs(absl::StatusCode::kNotFound));
   ASSERT_OK(fresh->Close());
+}
+
+// A MemDevice whose flushes take `flush_delay` once armed.
+class SlowFlushDevice : public MemDevice {
+ public:
+  using MemDevice::MemDevice;
+  absl::Status Flush() override {
+    if (slow.load()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return MemDevice::Flush();
+  }
+  std::atomic<bool> slow{false};
+};
+
+// Goal: the operator events (Options::on_event) fire for a slow commit, a
+// slow log sync and the switch to read-only — once — and not for fast ones.
+TEST(Store, ReportsSlowCommitsSlowLogSyncsAndTheSwitchToReadOnly) {
+  SlowFlushDevice dev(64 << 20);
+  ASSERT_OK(Store::Mkfs(&dev, TestMkfs()));
+  Options o = TestOptions();
+  o.slow_op_ms = 10;
+  absl::Mutex mu;
+  std::vector<EngineEvent> events;
+  o.on_event = [&](const EngineEvent& e) {
+    absl::MutexLock l(&mu);
+    events.push_back(e);
+  };
+  ASSERT_OK_AND_ASSIGN(auto store, Store::Open(&dev, o));
+  ASSERT_OK(store->Put("fast", "1", Durability::kDurable));
+  ASSERT_OK(store->Commit());
+  {
+    absl::MutexLock l(&mu);
+    EXPECT_TRUE(events.empty()) << "fast commits and syncs are not events";
+  }
+  dev.slow = true;
+  ASSERT_OK(store->Put("slow", "2", Durability::kDurable));  // a log sync: one flush
+  ASSERT_OK(store->Commit());
+  dev.slow = false;
+  {
+    absl::MutexLock l(&mu);
+    ASSERT_EQ(events.size(), 2u);
+    EXPECT_EQ(events[0].kind, EngineEvent::Kind::kSlowLogSync);
+    EXPECT_GE(events[0].micros, 20000u);
+    EXPECT_EQ(events[1].kind, EngineEvent::Kind::kSlowCommit);
+    EXPECT_EQ(events[1].trigger, "explicit");
+    EXPECT_GE(events[1].micros, 20000u);
+    events.clear();
+  }
+  MkfsOptions other = TestMkfs();
+  other.fsid = std::string(16, '\x42');
+  ASSERT_OK(Store::Mkfs(&dev, other));
+  EXPECT_FALSE(store->Put("lost", "3", Durability::kDurable).ok());
+  EXPECT_FALSE(store->Put("lost2", "4", Durability::kDurable).ok());
+  {
+    absl::MutexLock l(&mu);
+    ASSERT_EQ(events.size(), 1u) << "the switch to read-only is reported once";
+    EXPECT_EQ(events[0].kind, EngineEvent::Kind::kReadOnly);
+    EXPECT_NE(events[0].detail.find("superblock was overwritten"), std::string::npos)
+        << events[0].detail;
+  }
+  (void)store->Close();
 }
 
 }  // namespace

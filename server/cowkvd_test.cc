@@ -23,6 +23,7 @@
 #include "cowkv/v1/kv.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 
 namespace {
 
@@ -163,7 +164,8 @@ TEST(Cowkvd, SigtermDrainsCommitsAndExitsZero) {
   Proc again = Spawn(ServeArgs(device));
   const int port2 = Port(again);
   ASSERT_GT(port2, 0) << again.output;
-  EXPECT_EQ(again.output.find("created"), std::string::npos) << again.output;
+  EXPECT_EQ(again.output.find("created and formatted"), std::string::npos) << again.output;
+  EXPECT_NE(again.output.find("created=false"), std::string::npos) << again.output;
   auto channel2 = grpc::CreateChannel(absl::StrCat("127.0.0.1:", port2),
                                       grpc::InsecureChannelCredentials());
   cowkv::v1::GetRequest get;
@@ -229,6 +231,79 @@ TEST(Cowkvd, RefusesAnUnprotectedNetworkListener) {
   ASSERT_GT(Port(ok), 0) << ok.output;
   ASSERT_EQ(kill(ok.pid, SIGTERM), 0);
   EXPECT_EQ(ExitCode(ok), 0) << ok.output;
+}
+
+// Goal: --log-format=json writes one JSON object per line, each with ts,
+// level, event and msg, and the operator events happen: start (with the
+// options), mount, serving, auth_failed (with method and peer), enospc
+// (with what was refused), stopping, stopped.
+TEST(Cowkvd, JsonLogsHaveOneEventPerLine) {
+  const std::string device = TempPath("jsonlog");
+  const std::string token_file = absl::StrCat(TempPath("jsonlog-token"), ".txt");
+  {
+    FILE* f = fopen(token_file.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    fputs("s3cret\n", f);
+    fclose(f);
+  }
+  std::vector<std::string> args = ServeArgs(device);
+  for (const char* a : {"--log-format", "json", "--auth-token-file", token_file.c_str()}) {
+    args.push_back(a);
+  }
+  Proc p = Spawn(args);
+  const int port = Port(p);
+  ASSERT_GT(port, 0) << p.output;
+  auto kv = cowkv::v1::KV::NewStub(grpc::CreateChannel(absl::StrCat("127.0.0.1:", port),
+                                                       grpc::InsecureChannelCredentials()));
+  cowkv::v1::PutRequest put;
+  put.set_key("k");
+  put.set_value(std::string(1 << 20, 'v'));
+  cowkv::v1::PutResponse resp;
+  EXPECT_EQ(kv->Put(Ctx().get(), put, &resp).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  // Fill the 32 MiB device: the refused write is logged.
+  grpc::Status s;
+  for (int i = 0; i < 64 && s.ok(); ++i) {
+    auto ctx = Ctx();
+    ctx->AddMetadata("authorization", "Bearer s3cret");
+    put.set_key(absl::StrCat("k", i));
+    s = kv->Put(ctx.get(), put, &resp);
+  }
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+  ASSERT_EQ(kill(p.pid, SIGTERM), 0);
+  EXPECT_EQ(ExitCode(p), 0) << p.output;
+  std::vector<std::string> events;
+  size_t start = 0;
+  while (start < p.output.size()) {
+    const size_t end = p.output.find('\n', start);
+    const std::string line = p.output.substr(start, end - start);
+    start = end == std::string::npos ? p.output.size() : end + 1;
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    ASSERT_TRUE(j.is_object()) << "not one JSON object: " << line;
+    for (const char* key : {"ts", "level", "event", "msg"}) {
+      ASSERT_TRUE(j.contains(key) && j[key].is_string()) << key << " in " << line;
+    }
+    const std::string event = j["event"];
+    events.push_back(event);
+    if (event == "start") {
+      EXPECT_EQ(j["device"], device);
+      EXPECT_EQ(j["auth"], true);
+      EXPECT_TRUE(j["max_inflight_bytes"].is_number());
+    }
+    if (event == "auth_failed") {
+      EXPECT_EQ(j["method"], "cowkv.v1.KV/Put");
+      EXPECT_NE(j["peer"].get<std::string>().find("127.0.0.1"), std::string::npos);
+      EXPECT_EQ(j["level"], "warning");
+    }
+    if (event == "enospc") EXPECT_EQ(j["reason"], "ENOSPC") << line;
+    if (event == "mount") EXPECT_TRUE(j["log_entries_replayed"].is_number());
+  }
+  const std::vector<std::string> want = {"start", "mount", "serving", "auth_failed", "enospc",
+                                         "stopping", "stopped"};
+  size_t at = 0;
+  for (const std::string& e : events) {
+    if (at < want.size() && e == want[at]) ++at;
+  }
+  EXPECT_EQ(at, want.size()) << p.output;
 }
 
 TEST(Cowkvd, ExistingDeviceIsNotFormattedWithoutMkfs) {

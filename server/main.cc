@@ -4,6 +4,7 @@
 //          [--listen 127.0.0.1:7420] [--metrics-listen 127.0.0.1:7421]
 //          [--tls-cert FILE --tls-key FILE] [--auth-token-file FILE]
 //          [--commit-interval-ms N] [--async-default] [--max-txn-ops N]
+//          [--log-format text|json] [--log-level info] [--slow-op-ms 1000]
 //
 // Binds loopback unless told otherwise. Creates and formats the device file
 // if it is absent; never formats an existing device unless --mkfs. Refuses
@@ -22,12 +23,12 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "build_info/build_info.h"
 #include "server/limits.h"
-#include "server/protobuf_log.h"
+#include "server/log.h"
 #include "server/server.h"
 
 namespace cowkv {
@@ -37,9 +38,16 @@ namespace {
 constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;
 
+// Usage errors go to stderr as a sentence (the log is not set up yet);
+// failures after that are "start_failed" / "stop_failed" events.
 int Fail(absl::string_view what, absl::string_view why, int code = kExitFailure) {
   std::cerr << "cowkvd: " << what << ": " << why << std::endl;
   return code;
+}
+
+int FailEvent(absl::string_view event, absl::string_view why) {
+  Log(LogLevel::kError, event, why);
+  return kExitFailure;
 }
 
 // "1G", "512M", "4096", "64MiB": powers of 1024.
@@ -86,6 +94,9 @@ struct Flags {
   std::string max_inflight_bytes = "1G";
   bool insecure_listen = false;
   int max_threads = kDefaultMaxThreads;
+  std::string log_format = "text";
+  std::string log_level = "info";
+  uint64_t slow_op_ms = 1000;
 };
 
 void DeclareFlags(CLI::App& app, Flags& f) {
@@ -119,6 +130,12 @@ void DeclareFlags(CLI::App& app, Flags& f) {
   app.add_option("--max-threads", f.max_threads,
                  absl::StrCat("gRPC threads, one per running call; calls past it are refused (default ",
                               kDefaultMaxThreads, ")"));
+  app.add_option("--log-format", f.log_format,
+                 "Log lines as text (key=value) or json (default text)");
+  app.add_option("--log-level", f.log_level,
+                 "Lowest level logged: debug, info, warn, error, off (default info)");
+  app.add_option("--slow-op-ms", f.slow_op_ms,
+                 "Log commits and log syncs slower than this (default 1000; 0 = never)");
   app.add_option("--max-txns", f.max_txns,
                  absl::StrCat("Open interactive transactions in all (default ", kMaxOpenTxnsTotal, ")"));
 }
@@ -196,27 +213,58 @@ absl::StatusOr<ServerOptions> ToOptions(const Flags& f) {
     }
   }
   o.engine.commit_interval_ms = f.commit_interval_ms;
+  o.engine.slow_op_ms = f.slow_op_ms;
   if (f.async_default) o.engine.default_durability = Durability::kAsync;
   return o;
 }
 
-int Serve(const ServerOptions& options, const sigset_t& signals) {
+void LogStart(const ServerOptions& o, const Flags& f) {
+  Log(LogLevel::kInfo, "start", absl::StrCat("cowkvd ", kCowkvVersion, " starting"))
+      .Str("version", kCowkvVersion)
+      .Str("api", kApiVersion)
+      .Str("commit", GitCommit())
+      .Str("build", BuildType())
+      .Str("device", o.device.path)
+      .Bool("mkfs", o.device.mkfs)
+      .Str("listen", o.listen)
+      .Str("metrics_listen", o.metrics_listen)
+      .Bool("tls", !o.tls_cert_pem.empty())
+      .Bool("client_certs", !o.client_ca_pem.empty())
+      .Bool("auth", !o.auth_token.empty())
+      .Str("durability_default", f.async_default ? "async" : "durable")
+      .Num("commit_interval_ms", f.commit_interval_ms)
+      .Num("max_txn_ops", static_cast<uint64_t>(f.max_txn_ops))
+      .Num("max_txns_per_client", static_cast<uint64_t>(f.max_txns_per_client))
+      .Num("max_txns", static_cast<uint64_t>(f.max_txns))
+      .Num("max_inflight_bytes", o.limits.inflight_bytes)
+      .Num("max_threads", static_cast<uint64_t>(f.max_threads))
+      .Num("slow_op_ms", f.slow_op_ms);
+}
+
+int Serve(const ServerOptions& options, const Flags& flags, const sigset_t& signals) {
+  LogStart(options, flags);
   absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(options);
-  if (!server.ok()) return Fail("start", server.status().ToString());
-  std::cerr << "cowkvd: serving " << options.device.path
-            << ((*server)->device_created() ? " (created and formatted)" : "") << " on "
-            << options.listen << " (port " << (*server)->port() << ")";
+  if (!server.ok()) return FailEvent("start_failed", server.status().ToString());
+  // The sentence keeps "(port N)": scripts and tests read the bound port from it.
+  std::string msg = absl::StrCat("serving ", options.device.path,
+                                 (*server)->device_created() ? " (created and formatted)" : "",
+                                 " on ", options.listen, " (port ", (*server)->port(), ")");
   if (!options.metrics_listen.empty()) {
-    std::cerr << ", metrics on " << options.metrics_listen << " (port "
-              << (*server)->metrics_port() << ")";
+    absl::StrAppend(&msg, ", metrics on ", options.metrics_listen, " (port ",
+                    (*server)->metrics_port(), ")");
   }
-  std::cerr << std::endl;
+  Log(LogLevel::kInfo, "serving", msg)
+      .Num("port", static_cast<uint64_t>((*server)->port()))
+      .Num("metrics_port", static_cast<uint64_t>((*server)->metrics_port()));
   int sig = 0;
   sigwait(&signals, &sig);
-  std::cerr << "cowkvd: " << strsignal(sig) << ": draining and committing" << std::endl;
+  Log(LogLevel::kInfo, "stopping", absl::StrCat(strsignal(sig), ": draining and committing"))
+      .Str("signal", strsignal(sig));
+  const absl::Time stop_start = absl::Now();
   absl::Status stopped = (*server)->Stop();
-  if (!stopped.ok()) return Fail("stop", stopped.ToString());
-  std::cerr << "cowkvd: stopped cleanly" << std::endl;
+  if (!stopped.ok()) return FailEvent("stop_failed", stopped.ToString());
+  Log(LogLevel::kInfo, "stopped", "stopped cleanly")
+      .Num("ms", absl::ToDoubleMilliseconds(absl::Now() - stop_start));
   return 0;
 }
 
@@ -235,6 +283,11 @@ int Main(int argc, char** argv) {
   }
   absl::StatusOr<ServerOptions> options = ToOptions(flags);
   if (!options.ok()) return Fail("usage", options.status().message(), kExitUsage);
+  absl::StatusOr<LogFormat> format = ParseLogFormat(flags.log_format);
+  if (!format.ok()) return Fail("usage", format.status().message(), kExitUsage);
+  absl::StatusOr<LogLevel> level = ParseLogLevel(flags.log_level);
+  if (!level.ok()) return Fail("usage", level.status().message(), kExitUsage);
+  InitLogging(*format, *level);
   // Block the stop signals in every thread (gRPC's included, which inherit
   // the mask) so that only sigwait() in Serve sees them.
   // Protobuf logs each unparsable request field before any handler (or the
@@ -245,7 +298,7 @@ int Main(int argc, char** argv) {
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  return Serve(*options, signals);
+  return Serve(*options, flags, signals);
 }
 
 }  // namespace

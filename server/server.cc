@@ -1,5 +1,4 @@
 // cowkvd's assembly and lifecycle; see server.h.
-#include "server/connections.h"
 #include "server/server.h"
 
 #include <chrono>
@@ -14,6 +13,8 @@
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "httplib.h"
+#include "server/connections.h"
+#include "server/log.h"
 #include "server/request_parse_interceptor.h"
 #include "server/status_macros.h"
 
@@ -68,9 +69,54 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
   return s;
 }
 
+namespace {
+
+// The engine's operator events as log events.
+void LogEngineEvent(const EngineEvent& e) {
+  switch (e.kind) {
+    case EngineEvent::Kind::kReadOnly:
+      Log(LogLevel::kError, "read_only",
+          "a commit or log sync failed: the store takes no more writes until cowkvd restarts")
+          .Num("generation", e.generation)
+          .Str("error", e.detail);
+      break;
+    case EngineEvent::Kind::kSlowCommit:
+      Log(LogLevel::kWarn, "slow_commit", "an engine commit was slow")
+          .Num("generation", e.generation)
+          .Num("ms", static_cast<double>(e.micros) / 1000.0)
+          .Str("trigger", e.trigger);
+      break;
+    case EngineEvent::Kind::kSlowLogSync:
+      Log(LogLevel::kWarn, "slow_log_sync", "a log sync was slow")
+          .Num("generation", e.generation)
+          .Num("ms", static_cast<double>(e.micros) / 1000.0);
+      break;
+  }
+}
+
+}  // namespace
+
 absl::Status Server::Init() {
   COWKV_ASSIGN_OR_RETURN(device_, LockedDevice::Open(options_.device));
-  COWKV_ASSIGN_OR_RETURN(store_, Store::Open(device_->device(), options_.engine));
+  Options engine = options_.engine;
+  if (!engine.on_event) engine.on_event = &LogEngineEvent;
+  const absl::Time mount_start = absl::Now();
+  COWKV_ASSIGN_OR_RETURN(store_, Store::Open(device_->device(), engine));
+  {
+    const StoreStats st = store_->Stats();
+    Log(LogLevel::kInfo, "mount",
+        absl::StrCat("mounted ", options_.device.path, " at generation ", st.generation,
+                     st.log_replayed_entries > 0
+                         ? absl::StrCat(", replayed ", st.log_replayed_entries, " log entries")
+                         : ""))
+        .Str("device", options_.device.path)
+        .Bool("created", device_->created())
+        .Num("generation", st.generation)
+        .Num("nodesize", static_cast<uint64_t>(st.nodesize))
+        .Num("total_bytes", st.total_bytes)
+        .Num("log_entries_replayed", st.log_replayed_entries)
+        .Num("ms", absl::ToDoubleMilliseconds(absl::Now() - mount_start));
+  }
   metrics_ = std::make_unique<RpcMetrics>(MethodNames());
   txns_ = std::make_unique<TxnRegistry>(
       TxnRegistry::Limits{options_.max_txns_per_peer, options_.max_txns_total});

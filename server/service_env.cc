@@ -7,6 +7,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "engine/base/error.h"
+#include "server/log.h"
 #include "server/status_mapping.h"
 #include "server/validate.h"
 
@@ -70,13 +72,42 @@ grpc::Status ServiceEnv::Run(grpc::ServerContext* ctx, absl::string_view method,
     out = StoppingStatus();
   } else if (absl::Status auth = Authenticate(ctx); !auth.ok()) {
     out = UnauthenticatedStatus(auth.message());
+    uint64_t suppressed = 0;
+    if (auth_log_.Admit(&suppressed)) {
+      Log(LogLevel::kWarn, "auth_failed", auth.message())
+          .Str("method", method)
+          .Str("peer", ctx->peer())
+          .Num("suppressed", suppressed);
+    }
   } else {
     absl::Status s = CheckAlive(ctx);
     if (s.ok()) s = body();
+    if (!s.ok()) LogIfOperatorError(ctx, method, s);
     out = errors == Errors::kPosix ? ToGrpcFileStatus(s) : ToGrpcStatus(s);
   }
   metrics_->Record(method, out.error_code(), absl::Now() - start);
   return out;
+}
+
+void ServiceEnv::LogIfOperatorError(grpc::ServerContext* ctx, absl::string_view method,
+                                    const absl::Status& s) {
+  const ErrorReason reason = ReasonOf(s);
+  const bool data_loss = absl::IsDataLoss(s);
+  const bool no_space = reason == ErrorReason::kENOSPC;
+  const bool read_only = reason == ErrorReason::kEROFS || reason == ErrorReason::kDeviceChanged;
+  if (!data_loss && !no_space && !read_only) return;
+  uint64_t suppressed = 0;
+  if (!error_log_.Admit(&suppressed)) return;
+  // The message names what and where (subvolume, path or inode, key, bytenr).
+  Log(data_loss || read_only ? LogLevel::kError : LogLevel::kWarn,
+      data_loss  ? "data_loss"
+      : no_space ? "enospc"
+                 : "write_refused",
+      s.message())
+      .Str("method", method)
+      .Str("reason", ReasonName(reason))
+      .Str("peer", ctx->peer())
+      .Num("suppressed", suppressed);
 }
 
 absl::StatusOr<std::unique_ptr<Subvolume>> ServiceEnv::OpenSubvolume(absl::string_view field,

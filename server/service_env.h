@@ -29,6 +29,7 @@
 #include "grpcpp/server_context.h"
 #include "server/admission.h"
 #include "server/limits.h"
+#include "server/log.h"
 #include "server/metrics.h"
 #include "server/txn_registry.h"
 
@@ -77,6 +78,10 @@ class ServiceEnv {
 
  private:
   absl::Status Authenticate(grpc::ServerContext* ctx) const;
+  // A DATA_LOSS, ENOSPC or read-only error is an operator's business:
+  // logged (rate-limited), with the method and the peer.
+  void LogIfOperatorError(grpc::ServerContext* ctx, absl::string_view method,
+                          const absl::Status& s);
 
   // Constant after construction.
   Store* const store_;
@@ -87,6 +92,8 @@ class ServiceEnv {
   const bool default_durable_;
   const RequestLimits limits_;
   MemoryBudget budget_;
+  LogLimiter auth_log_{5, absl::Seconds(10)};
+  LogLimiter error_log_{10, absl::Seconds(10)};
 
   // Release/acquire: a call that sees `true` also sees everything the
   // stopping thread did before setting it (it is set once, never cleared).

@@ -7,6 +7,8 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <algorithm>
+#include <sstream>
 #include <string>
 
 #include "absl/strings/numbers.h"
@@ -15,7 +17,8 @@
 #include "engine/io/mem_device.h"
 #include "gtest/gtest.h"
 #include "server/connections.h"
-#include "server/protobuf_log.h"
+#include "nlohmann/json.hpp"
+#include "server/log.h"
 #include "server/metrics.h"
 #include "server/range_page.h"
 #include "server/stats_table.h"
@@ -385,6 +388,44 @@ TEST(ProtobufLog, RateLimited) {
   EXPECT_EQ(dropped, 990u);
   ASSERT_TRUE(limit.Admit(t0 + absl::Seconds(11), &dropped));
   EXPECT_EQ(dropped, 0u);
+}
+
+// Goal: a log line is one line and one JSON object whatever its values hold
+// (quotes, backslashes, newlines, control bytes, '='), the text form quotes
+// anything that is not one plain word, and levels below the set one are
+// not written.
+TEST(Log, JsonAndTextLinesSurviveHostileValues) {
+  const std::string hostile = "a \"b\" \\ c\nd\te\x01=f";
+  std::ostringstream json;
+  InitLogging(LogFormat::kJson, LogLevel::kInfo, &json);
+  Log(LogLevel::kWarn, "ev\"ent", hostile).Str("k", hostile).Num("n", uint64_t{18446744073709551615u})
+      .Num("x", 0.5).Bool("b", true);
+  Log(LogLevel::kDebug, "hidden", "below the level");
+  const std::string out = json.str();
+  ASSERT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  const nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << out;
+  EXPECT_EQ(j["event"], "ev\"ent");
+  EXPECT_EQ(j["msg"], hostile);
+  EXPECT_EQ(j["k"], hostile);
+  EXPECT_EQ(j["n"].get<uint64_t>(), 18446744073709551615u);
+  EXPECT_EQ(j["x"], 0.5);
+  EXPECT_EQ(j["b"], true);
+  EXPECT_EQ(j["level"], "warning");
+  EXPECT_EQ(j["ts"].get<std::string>().back(), 'Z');
+
+  std::ostringstream text;
+  InitLogging(LogFormat::kText, LogLevel::kDebug, &text);
+  Log(LogLevel::kDebug, "plain", "one").Str("word", "simple").Str("spaced", "two words")
+      .Str("empty", "").Str("hostile", hostile);
+  const std::string line = text.str();
+  ASSERT_EQ(std::count(line.begin(), line.end(), '\n'), 1) << line;
+  EXPECT_NE(line.find(" debug plain msg=one word=simple spaced=\"two words\" empty=\"\" "),
+            std::string::npos)
+      << line;
+  EXPECT_NE(line.find("hostile=\"a \\\"b\\\" \\\\ c\\nd\\te\\u0001=f\""), std::string::npos)
+      << line;
+  InitLogging(LogFormat::kText, LogLevel::kInfo);
 }
 
 }  // namespace
