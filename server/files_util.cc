@@ -36,6 +36,7 @@ absl::Status CheckRegularFile(const FileStat& st) {
 
 absl::Status CheckWritable(ServiceEnv* env, absl::string_view name) {
   const std::string sv = name.empty() ? "default" : std::string(name);
+  COWKV_RETURN_IF_ERROR(ServiceEnv::RequireSubvolume(sv));
   COWKV_ASSIGN_OR_RETURN(SubvolumeInfo info, env->store().ShowSubvolume(sv));
   if (info.read_only) {
     return WithReason(PosixError(ErrorReason::kEROFS,

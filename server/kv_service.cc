@@ -185,6 +185,8 @@ grpc::Status KvService::Range(ServerContext* ctx, const v1::RangeRequest* req,
     }
     if (at_snapshot) {
       COWKV_RETURN_IF_ERROR(ValidateSubvolumeName("snapshot", req->snapshot()));
+      COWKV_RETURN_IF_ERROR(ServiceEnv::RequireSubvolume(req->snapshot()));
+      COWKV_RETURN_IF_ERROR(ServiceEnv::RequireSubvolume(req->subvolume()));
       COWKV_ASSIGN_OR_RETURN(SubvolumeInfo snap, env_->store().ShowSubvolume(req->snapshot()));
       if (!snap.read_only) {
         return absl::FailedPreconditionError(absl::StrCat(
@@ -291,6 +293,14 @@ grpc::Status KvService::DeleteRange(ServerContext* ctx, const v1::DeleteRangeReq
 grpc::Status KvService::Txn(ServerContext* ctx, const v1::TxnRequest* req, v1::TxnResponse* resp) {
   return env_->Run(ctx, "cowkv.v1.KV/Txn", ServiceEnv::Errors::kPlain, [&]() -> absl::Status {
     COWKV_ASSIGN_OR_RETURN(TxnRequest txn, ToEngineTxn(*req, env_->limits()));
+    // A Txn that may write needs a write token; one that only reads, read.
+    for (const std::vector<TxnOp>* branch : {&txn.success, &txn.failure}) {
+      for (const TxnOp& op : *branch) {
+        if (op.type != TxnOp::Type::kRange) {
+          COWKV_RETURN_IF_ERROR(ServiceEnv::RequireAccess(Access::kWrite));
+        }
+      }
+    }
     // Its range results, at most a page each, within its response budget.
     uint64_t ranges = 0;
     for (const std::vector<TxnOp>* branch : {&txn.success, &txn.failure}) {

@@ -111,7 +111,8 @@ void DeclareFlags(CLI::App& app, Flags& f) {
   app.add_option("--client-ca", f.client_ca,
                  "PEM CA: require client certificates it signed (mTLS; with --tls-cert)");
   app.add_option("--auth-token-file", f.token_file,
-                 "File holding the bearer token every call must send");
+                 "Bearer tokens every call must send: one per line, TOKEN [read|write|admin "
+                 "[SUBVOLUME,...]] (docs/api.md, \"Access\")");
   app.add_option("--commit-interval-ms", f.commit_interval_ms,
                  "Engine commit interval (default 30000; 0 = none)");
   app.add_flag("--async-default", f.async_default,
@@ -174,10 +175,14 @@ absl::StatusOr<ServerOptions> ToOptions(const Flags& f) {
     o.client_ca_pem = *ca;
   }
   if (!f.token_file.empty()) {
-    absl::StatusOr<std::string> token = ReadFile(f.token_file);
-    if (!token.ok()) return token.status();
-    o.auth_token = std::string(absl::StripAsciiWhitespace(*token));
-    if (o.auth_token.empty()) return absl::InvalidArgumentError("--auth-token-file: the file is empty");
+    absl::StatusOr<std::string> text = ReadFile(f.token_file);
+    if (!text.ok()) return text.status();
+    absl::StatusOr<TokenTable> tokens = TokenTable::Parse(*text);
+    if (!tokens.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--auth-token-file ", f.token_file, ": ", tokens.status().message()));
+    }
+    o.tokens = *std::move(tokens);
   }
   if (f.max_txn_ops == 0 || f.max_txn_ops > kMaxTxnOps) {
     return absl::InvalidArgumentError(
@@ -200,7 +205,7 @@ absl::StatusOr<ServerOptions> ToOptions(const Flags& f) {
   // Beyond loopback, anyone on the network could read and write
   // everything (and /metrics has no authentication at all).
   if (!f.insecure_listen) {
-    if (!IsLoopback(f.listen) && (o.tls_cert_pem.empty() || o.auth_token.empty())) {
+    if (!IsLoopback(f.listen) && (o.tls_cert_pem.empty() || o.tokens.empty())) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--listen ", f.listen, " is reachable beyond this machine without TLS and a token: "
           "anyone there could read and change every key and file; give --tls-cert/--tls-key "
@@ -230,7 +235,8 @@ void LogStart(const ServerOptions& o, const Flags& f) {
       .Str("metrics_listen", o.metrics_listen)
       .Bool("tls", !o.tls_cert_pem.empty())
       .Bool("client_certs", !o.client_ca_pem.empty())
-      .Bool("auth", !o.auth_token.empty())
+      .Bool("auth", !o.tokens.empty())
+      .Num("tokens", static_cast<uint64_t>(o.tokens.size()))
       .Str("durability_default", f.async_default ? "async" : "durable")
       .Num("commit_interval_ms", f.commit_interval_ms)
       .Num("max_txn_ops", static_cast<uint64_t>(f.max_txn_ops))

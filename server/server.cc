@@ -121,7 +121,8 @@ absl::Status Server::Init() {
   txns_ = std::make_unique<TxnRegistry>(
       TxnRegistry::Limits{options_.max_txns_per_peer, options_.max_txns_total});
   env_ = std::make_unique<ServiceEnv>(
-      store_.get(), device_->device(), metrics_.get(), txns_.get(), options_.auth_token,
+      store_.get(), device_->device(), metrics_.get(), txns_.get(),
+      options_.tokens.empty() ? TokenTable::SingleAdmin(options_.auth_token) : options_.tokens,
       options_.engine.default_durability != Durability::kAsync, options_.limits);
   subvolumes_ = std::make_unique<SubvolumesService>(env_.get());
   kv_ = std::make_unique<KvService>(env_.get());

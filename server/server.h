@@ -39,6 +39,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "engine/store.h"
+#include "server/auth.h"
 #include "server/device.h"
 #include "server/limits.h"
 #include "server/metrics.h"
@@ -68,7 +69,9 @@ struct ServerOptions {
   std::string tls_key_pem;
   // PEM CA: require and verify client certificates signed by it (mTLS).
   std::string client_ca_pem;
-  // Bearer token every cowkv.v1 call must carry; empty = none.
+  // Bearer tokens with roles (auth.h); empty = no authentication.
+  TokenTable tokens;
+  // One admin token, when `tokens` is empty (tests, embedders).
   std::string auth_token;
   // The engine's options (durability default, commit interval, ...).
   Options engine;

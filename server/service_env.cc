@@ -9,6 +9,7 @@
 #include "absl/time/clock.h"
 #include "engine/base/error.h"
 #include "server/log.h"
+#include "server/status_macros.h"
 #include "server/status_mapping.h"
 #include "server/validate.h"
 
@@ -16,30 +17,29 @@ namespace cowkv {
 namespace server {
 namespace {
 
-// Compares in time independent of where the strings differ.
-bool ConstantTimeEqual(absl::string_view a, absl::string_view b) {
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  const size_t n = a.size() < b.size() ? a.size() : b.size();
-  for (size_t i = 0; i < n; ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
+// The principal of the call running on this thread (set by Run around its
+// body); nullptr = authentication off or no call.
+thread_local const Principal* t_caller = nullptr;
+
+absl::Status Denied(absl::string_view what) {
+  return WithServerReason(absl::PermissionDeniedError(what), "PERMISSION_DENIED");
 }
 
 }  // namespace
 
-ServiceEnv::ServiceEnv(Store* store, BlockDevice* device, RpcMetrics* metrics,
-                       TxnRegistry* txns, std::string auth_token, bool default_durable,
-                       RequestLimits limits)
+ServiceEnv::ServiceEnv(Store* store, BlockDevice* device, RpcMetrics* metrics, TxnRegistry* txns,
+                       TokenTable tokens, bool default_durable, RequestLimits limits)
     : store_(store),
       device_(device),
       metrics_(metrics),
       txns_(txns),
-      auth_token_(std::move(auth_token)),
+      tokens_(std::move(tokens)),
       default_durable_(default_durable),
       limits_(limits),
       budget_(limits.inflight_bytes) {}
 
-absl::Status ServiceEnv::Authenticate(grpc::ServerContext* ctx) const {
-  if (auth_token_.empty()) return absl::OkStatus();
+absl::StatusOr<const Principal*> ServiceEnv::Authenticate(grpc::ServerContext* ctx) const {
+  if (tokens_.empty()) return nullptr;
   const auto& md = ctx->client_metadata();
   auto it = md.find("authorization");
   if (it == md.end()) return absl::UnauthenticatedError("missing authorization metadata");
@@ -49,10 +49,21 @@ absl::Status ServiceEnv::Authenticate(grpc::ServerContext* ctx) const {
     return absl::UnauthenticatedError("authorization metadata is not 'Bearer <token>'");
   }
   value.remove_prefix(kBearer.size());
-  if (!ConstantTimeEqual(value, auth_token_)) {
-    return absl::UnauthenticatedError("wrong bearer token");
-  }
-  return absl::OkStatus();
+  const Principal* p = tokens_.Find(value);
+  if (p == nullptr) return absl::UnauthenticatedError("wrong bearer token");
+  return p;
+}
+
+absl::Status ServiceEnv::RequireAccess(Access access) {
+  if (t_caller == nullptr || t_caller->Allows(access)) return absl::OkStatus();
+  return Denied(absl::StrCat("this token (", t_caller->Describe(), ") may not ",
+                             access == Access::kWrite ? "write" : "administer the store"));
+}
+
+absl::Status ServiceEnv::RequireSubvolume(absl::string_view name) {
+  if (t_caller == nullptr || t_caller->MaySee(name)) return absl::OkStatus();
+  return Denied(absl::StrCat("this token (", t_caller->Describe(), ") may not use subvolume '",
+                             name.empty() ? "default" : name, "'"));
 }
 
 absl::Status ServiceEnv::CheckAlive(grpc::ServerContext* ctx) {
@@ -70,18 +81,24 @@ grpc::Status ServiceEnv::Run(grpc::ServerContext* ctx, absl::string_view method,
   grpc::Status out;
   if (stopping()) {
     out = StoppingStatus();
-  } else if (absl::Status auth = Authenticate(ctx); !auth.ok()) {
-    out = UnauthenticatedStatus(auth.message());
+  } else if (absl::StatusOr<const Principal*> auth = Authenticate(ctx); !auth.ok()) {
+    out = UnauthenticatedStatus(auth.status().message());
     uint64_t suppressed = 0;
     if (auth_log_.Admit(&suppressed)) {
-      Log(LogLevel::kWarn, "auth_failed", auth.message())
+      Log(LogLevel::kWarn, "auth_failed", auth.status().message())
           .Str("method", method)
           .Str("peer", ctx->peer())
           .Num("suppressed", suppressed);
     }
   } else {
+    // The caller is known to this thread while the body runs (RequireAccess,
+    // RequireSubvolume); bodies run on the calling thread.
+    const Principal* const outer = t_caller;
+    t_caller = *auth;
     absl::Status s = CheckAlive(ctx);
+    if (s.ok()) s = RequireAccess(MethodAccess(method));
     if (s.ok()) s = body();
+    t_caller = outer;
     if (!s.ok()) LogIfOperatorError(ctx, method, s);
     out = errors == Errors::kPosix ? ToGrpcFileStatus(s) : ToGrpcStatus(s);
   }
@@ -112,9 +129,13 @@ void ServiceEnv::LogIfOperatorError(grpc::ServerContext* ctx, absl::string_view 
 
 absl::StatusOr<std::unique_ptr<Subvolume>> ServiceEnv::OpenSubvolume(absl::string_view field,
                                                                      absl::string_view name) {
-  if (name.empty()) return store_->DefaultSubvolume();
+  if (name.empty()) {
+    COWKV_RETURN_IF_ERROR(RequireSubvolume(name));
+    return store_->DefaultSubvolume();
+  }
   absl::Status valid = ValidateSubvolumeName(field, name);
   if (!valid.ok()) return valid;
+  COWKV_RETURN_IF_ERROR(RequireSubvolume(name));
   return store_->OpenSubvolume(name);
 }
 

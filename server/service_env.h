@@ -28,6 +28,7 @@
 #include "engine/store.h"
 #include "grpcpp/server_context.h"
 #include "server/admission.h"
+#include "server/auth.h"
 #include "server/limits.h"
 #include "server/log.h"
 #include "server/metrics.h"
@@ -40,10 +41,10 @@ class ServiceEnv {
  public:
   enum class Errors { kPlain, kPosix };
 
-  // `auth_token` empty = no authentication. `default_durable`: what
+  // `tokens` empty = no authentication. `default_durable`: what
   // DURABILITY_DEFAULT means on this store (for the durable-write metric).
   ServiceEnv(Store* store, BlockDevice* device, RpcMetrics* metrics, TxnRegistry* txns,
-             std::string auth_token, bool default_durable, RequestLimits limits = {});
+             TokenTable tokens, bool default_durable, RequestLimits limits = {});
   ServiceEnv(const ServiceEnv&) = delete;
   ServiceEnv& operator=(const ServiceEnv&) = delete;
 
@@ -67,7 +68,14 @@ class ServiceEnv {
   // CANCELLED or DEADLINE_EXCEEDED when the call should stop now.
   static absl::Status CheckAlive(grpc::ServerContext* ctx);
 
-  // Opens a subvolume by name ("" = "default"), checking the name first.
+  // PERMISSION_DENIED unless the caller of the running call (Run sets it
+  // for its body, on its thread) has `access` / may see subvolume `name`.
+  // Always OK when authentication is off.
+  static absl::Status RequireAccess(Access access);
+  static absl::Status RequireSubvolume(absl::string_view name);
+
+  // Opens a subvolume by name ("" = "default"), checking the name first,
+  // then that the caller may see it.
   absl::StatusOr<std::unique_ptr<Subvolume>> OpenSubvolume(absl::string_view field,
                                                            absl::string_view name);
 
@@ -77,7 +85,8 @@ class ServiceEnv {
   }
 
  private:
-  absl::Status Authenticate(grpc::ServerContext* ctx) const;
+  // The caller's principal; nullptr when authentication is off.
+  absl::StatusOr<const Principal*> Authenticate(grpc::ServerContext* ctx) const;
   // A DATA_LOSS, ENOSPC or read-only error is an operator's business:
   // logged (rate-limited), with the method and the peer.
   void LogIfOperatorError(grpc::ServerContext* ctx, absl::string_view method,
@@ -88,7 +97,7 @@ class ServiceEnv {
   BlockDevice* const device_;
   RpcMetrics* const metrics_;
   TxnRegistry* const txns_;
-  const std::string auth_token_;
+  const TokenTable tokens_;
   const bool default_durable_;
   const RequestLimits limits_;
   MemoryBudget budget_;

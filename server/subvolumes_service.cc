@@ -21,7 +21,8 @@ grpc::Status SubvolumesService::List(ServerContext* ctx, const v1::ListSubvolume
                                      v1::ListSubvolumesResponse* resp) {
   return env_->Run(ctx, "cowkv.v1.Subvolumes/List", ServiceEnv::Errors::kPlain, [&]() -> absl::Status {
     for (const SubvolumeInfo& info : env_->store().ListSubvolumes()) {
-      ToProto(info, resp->add_subvolumes());
+      // A token limited to some subvolumes lists only those.
+      if (ServiceEnv::RequireSubvolume(info.name).ok()) ToProto(info, resp->add_subvolumes());
     }
     return absl::OkStatus();
   });
@@ -31,6 +32,7 @@ grpc::Status SubvolumesService::Show(ServerContext* ctx, const v1::ShowSubvolume
                                      v1::SubvolumeInfo* resp) {
   return env_->Run(ctx, "cowkv.v1.Subvolumes/Show", ServiceEnv::Errors::kPlain, [&]() -> absl::Status {
     COWKV_RETURN_IF_ERROR(ValidateSubvolumeName("name", req->name()));
+    COWKV_RETURN_IF_ERROR(ServiceEnv::RequireSubvolume(req->name()));
     COWKV_ASSIGN_OR_RETURN(SubvolumeInfo info, env_->store().ShowSubvolume(req->name()));
     ToProto(info, resp);
     return absl::OkStatus();
