@@ -174,5 +174,26 @@ const Principal* TokenTable::Find(absl::string_view token) const {
   return found;
 }
 
+grpc::Status TokenAuthProcessor::Process(const InputMetadata& auth_metadata,
+                                         grpc::AuthContext* /*context*/,
+                                         OutputMetadata* /*consumed_auth_metadata*/,
+                                         OutputMetadata* /*response_metadata*/) {
+  auto path = auth_metadata.find(":path");
+  if (path != auth_metadata.end() &&
+      absl::StartsWith(absl::string_view(path->second.data(), path->second.size()), "/grpc.")) {
+    return grpc::Status::OK;  // health and reflection need no token
+  }
+  auto auth = auth_metadata.find("authorization");
+  if (auth != auth_metadata.end()) {
+    absl::string_view value(auth->second.data(), auth->second.size());
+    if (absl::ConsumePrefix(&value, "Bearer ") && tokens_->Find(value) != nullptr) {
+      return grpc::Status::OK;
+    }
+  }
+  return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                      "missing or wrong bearer token (send metadata 'authorization: Bearer "
+                      "<token>')");
+}
+
 }  // namespace server
 }  // namespace cowkv

@@ -33,6 +33,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "grpcpp/security/auth_metadata_processor.h"
 
 namespace cowkv {
 namespace server {
@@ -82,6 +83,24 @@ class TokenTable {
     Principal principal;
   };
   std::vector<Entry> entries_;
+};
+
+// With TLS, gRPC runs this on each call's metadata before the call reaches
+// the server (and so before its request is parsed): a cowkv.v1 call without
+// a known token is refused there, UNAUTHENTICATED. Health and reflection
+// (/grpc.*) pass. ServiceEnv::Run checks again (it also serves plaintext
+// listeners, where gRPC has no such hook) and applies the role.
+class TokenAuthProcessor final : public grpc::AuthMetadataProcessor {
+ public:
+  // `tokens` must outlive the gRPC server.
+  explicit TokenAuthProcessor(const TokenTable* tokens) : tokens_(tokens) {}
+  bool IsBlocking() const override { return false; }  // a table lookup
+  grpc::Status Process(const InputMetadata& auth_metadata, grpc::AuthContext* context,
+                       OutputMetadata* consumed_auth_metadata,
+                       OutputMetadata* response_metadata) override;
+
+ private:
+  const TokenTable* const tokens_;
 };
 
 }  // namespace server

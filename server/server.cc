@@ -149,6 +149,10 @@ absl::Status Server::StartGrpc() {
     ssl.pem_root_certs = options_.client_ca_pem;
     ssl.pem_key_cert_pairs.push_back({options_.tls_key_pem, options_.tls_cert_pem});
     creds = grpc::SslServerCredentials(ssl);
+    // Unknown callers are refused before their requests are parsed.
+    if (!env_->tokens().empty()) {
+      creds->SetAuthMetadataProcessor(std::make_shared<TokenAuthProcessor>(&env_->tokens()));
+    }
   }
   grpc::ServerBuilder builder;
   // One thread per running call in the synchronous server: bounded here;

@@ -53,6 +53,7 @@ class ServiceEnv {
   RpcMetrics& metrics() { return *metrics_; }
   TxnRegistry& txns() { return *txns_; }
   const RequestLimits& limits() const { return limits_; }
+  const TokenTable& tokens() const { return tokens_; }
   MemoryBudget& budget() { return budget_; }
 
   // Runs one RPC body; see the file comment. `method` is the full method
