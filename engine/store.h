@@ -197,6 +197,15 @@ struct StoreStats {
   uint64_t used_bytes = 0;        // allocated extents, committed + this txn
   uint64_t free_bytes = 0;        // allocatable now
   uint64_t pinned_bytes = 0;      // freed in this txn, free after commit
+  // Free space in pieces: a KV value is one contiguous data extent, so a
+  // value of N bytes needs a free range of N (rounded to the sector).
+  uint64_t free_fragments = 0;      // disjoint free ranges
+  uint64_t free_largest_bytes = 0;  // the longest one
+  // Bytes that values of 4 KiB / 64 KiB / 1 MiB / 16 MiB could fill now.
+  uint64_t usable_for_4k = 0;
+  uint64_t usable_for_64k = 0;
+  uint64_t usable_for_1m = 0;
+  uint64_t usable_for_16m = 0;
   uint64_t commits = 0;
   uint64_t commits_by_explicit = 0;
   uint64_t commits_by_interval = 0;

@@ -91,4 +91,21 @@ void FreeSpace::Unpin(const std::vector<std::pair<uint64_t, uint64_t>>& ranges) 
   }
 }
 
+uint64_t FreeSpace::largest() const {
+  uint64_t best = 0;
+  for (const auto& [start, len] : ranges_) best = std::max(best, len);
+  return best;
+}
+
+uint64_t FreeSpace::UsableFor(uint64_t size, uint64_t align) const {
+  if (size == 0) return 0;
+  uint64_t total = 0;
+  for (const auto& [start, len] : ranges_) {
+    const uint64_t aligned = align > 1 ? (start + align - 1) / align * align : start;
+    if (aligned >= start + len) continue;
+    total += (start + len - aligned) / size * size;
+  }
+  return total;
+}
+
 }  // namespace cowkv

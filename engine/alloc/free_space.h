@@ -54,6 +54,13 @@ class FreeSpace {
   uint64_t free_bytes() const { return free_bytes_; }
   uint64_t pinned_bytes() const { return pinned_bytes_; }
   size_t fragments() const { return ranges_.size(); }
+  // The longest free range.
+  uint64_t largest() const;
+  // How many bytes allocations of exactly `size` bytes aligned to `align`
+  // could take from the free ranges now (each range fits floor(aligned
+  // length / size) of them). Less than free_bytes() when free space is in
+  // pieces smaller than `size`. O(fragments).
+  uint64_t UsableFor(uint64_t size, uint64_t align) const;
 
  private:
   std::map<uint64_t, uint64_t> ranges_;  // start -> len, disjoint, coalesced

@@ -2,6 +2,7 @@
 // until unpinned, and ranges coalesce.
 // Method: a randomized run against a byte-ownership model (a bitmap of 4 KiB
 // units), plus direct cases.
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -62,6 +63,21 @@ TEST(FreeSpace, RandomizedAgainstBitmap) {
     uint64_t free_units = 0;
     for (int o : owner) free_units += o == 0;
     ASSERT_EQ(fs.free_bytes(), free_units * unit);
+    // UsableFor and largest() against runs of free units in the model
+    // (aligned to the unit, as every range here is).
+    uint64_t run = 0, largest = 0, usable4 = 0;
+    for (size_t u = 0; u <= owner.size(); ++u) {
+      if (u < owner.size() && owner[u] == 0) {
+        ++run;
+        continue;
+      }
+      largest = std::max(largest, run * unit);
+      usable4 += run / 4 * 4 * unit;
+      run = 0;
+    }
+    ASSERT_EQ(fs.largest(), largest);
+    ASSERT_EQ(fs.UsableFor(4 * unit, unit), usable4);
+    ASSERT_EQ(fs.UsableFor(unit, unit), fs.free_bytes());
   }
 }
 

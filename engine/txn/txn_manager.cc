@@ -318,7 +318,7 @@ absl::StatusOr<format::DataRef> TxnManager::AllocDataExtent(uint64_t len) {
   if (!fatal_.ok()) return fatal_;
   const uint64_t ss = sb_.sectorsize;
   const uint64_t rounded = (len + ss - 1) / ss * ss;
-  const uint64_t keep = (CommitReserveNodes(4) + 64) * sb_.nodesize;
+  const uint64_t keep = DataReserveBytes();
   if (free_.free_bytes() < keep + rounded) {
     ++enospc_errors_;
     return NoSpaceError(absl::StrCat("a ", rounded, "-byte data extent does not fit: ",
@@ -616,6 +616,18 @@ TxnStats TxnManager::Stats() {
   s.used_bytes = bytes_used_;
   s.free_bytes = free_.free_bytes();
   s.pinned_bytes = free_.pinned_bytes();
+  s.free_fragments = free_.fragments();
+  s.free_largest_bytes = free_.largest();
+  // What AllocateData would grant: whole extents, minus the commit's room.
+  const uint64_t keep = DataReserveBytes();
+  const uint64_t spare = free_.free_bytes() > keep ? free_.free_bytes() - keep : 0;
+  auto usable = [&](uint64_t size) {
+    return std::min(spare / size * size, free_.UsableFor(size, sb_.sectorsize));
+  };
+  s.usable_for_4k = usable(4096);
+  s.usable_for_64k = usable(64 << 10);
+  s.usable_for_1m = usable(1 << 20);
+  s.usable_for_16m = usable(16 << 20);
   s.enospc_errors = enospc_errors_;
   s.refs = refs_.Stats();
   s.cache = cache_->Stats();

@@ -64,6 +64,12 @@ struct TxnStats {
   uint64_t used_bytes = 0;
   uint64_t free_bytes = 0;
   uint64_t pinned_bytes = 0;
+  uint64_t free_fragments = 0;
+  uint64_t free_largest_bytes = 0;
+  // Bytes values (data extents) of 4 KiB, 64 KiB, 1 MiB and 16 MiB could
+  // take now: the free ranges that fit whole extents of that size, less the
+  // room a commit keeps.
+  uint64_t usable_for_4k = 0, usable_for_64k = 0, usable_for_1m = 0, usable_for_16m = 0;
   uint64_t enospc_errors = 0;
   DelayedRefStats refs;
   NodeCacheStats cache;
@@ -255,6 +261,8 @@ class TxnManager : public TreeHooks {
   absl::Status RunAllDelayedRefs();
 
   uint64_t CommitReserveNodes(uint64_t extra_heads) const;
+  // Free bytes a data extent may not take: what the commit may need.
+  uint64_t DataReserveBytes() const { return (CommitReserveNodes(4) + 64) * sb_.nodesize; }
   void OnExtentFreed(uint64_t bytenr, uint64_t num_bytes);
 
   BlockDevice* const device_;
