@@ -41,6 +41,25 @@ grpc::Status KvService::TxnGet(ServerContext* ctx, const v1::TxnGetRequest* req,
                                v1::GetResponse* resp) {
   return env_->Run(ctx, "cowkv.v1.KV/TxnGet", ServiceEnv::Errors::kPlain, [&]() -> absl::Status {
     COWKV_RETURN_IF_ERROR(ValidateKey("key", req->key()));
+    // As Get: a large value is read only once its bytes are admitted. The
+    // first look loads at most kAdmitFreeValueBytes of the value (it is a
+    // read of the key at the transaction's revision, as the Get after it).
+    RangeRequest one;
+    one.start = req->key();
+    one.end = absl::StrCat(req->key(), std::string(1, '\0'));
+    one.limit = 1;
+    one.max_value_load = kAdmitFreeValueBytes;
+    uint64_t value_size = 0;
+    COWKV_RETURN_IF_ERROR(
+        env_->txns().With(req->handle(), absl::Now(), [&](KvTransaction& txn) -> absl::Status {
+          COWKV_ASSIGN_OR_RETURN(RangeResult r, txn.Range(one));
+          if (!r.kvs.empty()) value_size = r.kvs[0].value_size;
+          return absl::OkStatus();
+        }));
+    MemoryBudget::Grant grant;
+    if (value_size > kAdmitFreeValueBytes) {
+      COWKV_ASSIGN_OR_RETURN(grant, env_->budget().Acquire(value_size, ctx));
+    }
     return env_->txns().With(req->handle(), absl::Now(), [&](KvTransaction& txn) -> absl::Status {
       COWKV_ASSIGN_OR_RETURN(KeyValue kv, txn.Get(req->key()));
       ToProto(kv, resp->mutable_kv());

@@ -162,6 +162,39 @@ TEST(Limits, TransactionSlotsArePerClientAndFreedOnClose) {
   ASSERT_TRUE((*server)->Stop().ok());
 }
 
+// Goal: a transaction's Get of a large value is admitted against the
+// budget like a plain Get (the server's own accounting sees it; it was
+// read without admission before).
+TEST(Limits, TxnGetOfALargeValueIsAdmitted) {
+  ServerOptions o = TestOptions("admission-txn", 128ull << 20);
+  o.limits.inflight_bytes = 40ull << 20;
+  auto server = Server::Start(o);
+  ASSERT_TRUE(server.ok()) << server.status();
+  Client c((*server)->port());
+  const std::string big(16 << 20, 'b');
+  v1::PutRequest put;
+  put.set_key("big");
+  put.set_value(big);
+  v1::PutResponse put_resp;
+  ASSERT_GRPC_OK(c.kv->Put(Ctx().get(), put, &put_resp));
+  v1::BeginResponse h;
+  ASSERT_GRPC_OK(c.kv->Begin(Ctx().get(), v1::BeginRequest(), &h));
+  v1::TxnGetRequest get;
+  get.set_handle(h.handle());
+  get.set_key("big");
+  v1::GetResponse resp;
+  ASSERT_GRPC_OK(c.kv->TxnGet(Ctx().get(), get, &resp));
+  EXPECT_EQ(resp.kv().value(), big);
+  const v1::StatsResponse st = ServerStats(c);
+  EXPECT_GE(st.server_inflight_peak_bytes(), big.size()) << "read without admission";
+  EXPECT_EQ(st.server_inflight_bytes(), 0u);
+  v1::CommitResponse done;
+  v1::CommitRequest commit;
+  commit.set_handle(h.handle());
+  ASSERT_GRPC_OK(c.kv->Commit(Ctx().get(), commit, &done));  // the two reads agree
+  ASSERT_TRUE((*server)->Stop().ok());
+}
+
 // Issue 14.4: 48 parallel 16 MiB Gets took 1.6 GB, and 1,000 unread Read
 // streams ~1 GB that stayed after they were cancelled. Now every large
 // response is admitted against one budget: the calls wait their turn (or,
