@@ -578,10 +578,14 @@ void FsRun::VerifyPath(const std::string& path) {
   if (w.ok()) {
     ASSERT_EQ(*got, ino);
     ASSERT_NO_FATAL_FAILURE(VerifyInode(f(), m_, ino, path));
-    if (m_.at(ino).kind == FileKind::kDirectory) ASSERT_NO_FATAL_FAILURE(VerifyDir(f(), m_, ino));
+    if (m_.at(ino).kind == FileKind::kDirectory) {
+      ASSERT_NO_FATAL_FAILURE(VerifyDir(f(), m_, ino));
+    }
   }
   MRes r;
-  if (MResolve(m_, path, &r).ok()) ASSERT_NO_FATAL_FAILURE(VerifyDir(f(), m_, r.parent));
+  if (MResolve(m_, path, &r).ok()) {
+    ASSERT_NO_FATAL_FAILURE(VerifyDir(f(), m_, r.parent));
+  }
 }
 
 void FsRun::VerifyRange(uint64_t ino, uint64_t off, uint64_t len) {
@@ -667,7 +671,9 @@ void FsRun::DoCreate(FileKind kind, const std::string& path, const std::string& 
                                 : kind == FileKind::kSymlink ? f().Symlink(target, path)
                                                              : f().Create(path);
   if (!Outcome(op, st.status(), w)) {
-    if (!w.ok()) ASSERT_NO_FATAL_FAILURE(VerifyPath(path));
+    if (!w.ok()) {
+      ASSERT_NO_FATAL_FAILURE(VerifyPath(path));
+    }
     return;
   }
   ASSERT_EQ(m_.count(st->ino), 0u) << "inode " << st->ino << " handed out while in use";
@@ -707,7 +713,9 @@ void FsRun::DoUnlink(const std::string& path, bool dir) {
   }
   const absl::Status s = dir ? f().Rmdir(path) : f().Unlink(path);
   if (!Outcome(op, s, w)) {
-    if (!w.ok()) ASSERT_NO_FATAL_FAILURE(VerifyPath(path));
+    if (!w.ok()) {
+      ASSERT_NO_FATAL_FAILURE(VerifyPath(path));
+    }
     return;
   }
   m_.at(r.parent).entries.erase(r.name);
@@ -807,7 +815,9 @@ void FsRun::DoRename(const std::string& from, const std::string& to, uint32_t fl
   ASSERT_NO_FATAL_FAILURE(VerifyDir(f(), m_, fr.parent));
   ASSERT_NO_FATAL_FAILURE(VerifyDir(f(), m_, tr.parent));
   ASSERT_NO_FATAL_FAILURE(VerifyInode(f(), m_, fr.ino, ""));
-  if (tr.ino != 0 && m_.count(tr.ino)) ASSERT_NO_FATAL_FAILURE(VerifyInode(f(), m_, tr.ino, ""));
+  if (tr.ino != 0 && m_.count(tr.ino)) {
+    ASSERT_NO_FATAL_FAILURE(VerifyInode(f(), m_, tr.ino, ""));
+  }
   if (tr.ino != 0 && !m_.count(tr.ino)) {
     dead_.push_back(tr.ino);
     ASSERT_THAT(f().StatInode(tr.ino), testing::StatusIs(Code::kNotFound));
@@ -930,7 +940,9 @@ void FsRun::DoWrite(uint64_t ino, uint64_t off, const std::string& data, const s
   Note(absl::StrCat(tag, " ", ino, " [", off, ", +", data.size(), ")"));
   const Want w = MRegular(m_, ino);
   if (!Outcome(tag, f().Write(ino, off, data), w)) {
-    if (!w.ok() && m_.count(ino)) ASSERT_NO_FATAL_FAILURE(VerifyInode(f(), m_, ino, ""));
+    if (!w.ok() && m_.count(ino)) {
+      ASSERT_NO_FATAL_FAILURE(VerifyInode(f(), m_, ino, ""));
+    }
     return;
   }
   std::string& d = m_.at(ino).data;
@@ -938,7 +950,9 @@ void FsRun::DoWrite(uint64_t ino, uint64_t off, const std::string& data, const s
   d.replace(off, data.size(), data);
   Changed(ino);
   ASSERT_NO_FATAL_FAILURE(VerifyRange(ino, off > 300 ? off - 300 : 0, data.size() + 600));
-  if (P(3)) ASSERT_NO_FATAL_FAILURE(VerifyInode(f(), m_, ino, ""));
+  if (P(3)) {
+    ASSERT_NO_FATAL_FAILURE(VerifyInode(f(), m_, ino, ""));
+  }
 }
 
 void FsRun::OpTruncate() {
@@ -957,7 +971,9 @@ void FsRun::DoTruncate(uint64_t ino, uint64_t size) {
   const char* tag = size < old ? "truncate.down" : size > old ? "truncate.up" : "truncate.same";
   Note(absl::StrCat(tag, " ", ino, " ", old, " -> ", size));
   if (!Outcome(tag, f().Truncate(ino, size), w)) {
-    if (!w.ok() && m_.count(ino)) ASSERT_NO_FATAL_FAILURE(VerifyInode(f(), m_, ino, ""));
+    if (!w.ok() && m_.count(ino)) {
+      ASSERT_NO_FATAL_FAILURE(VerifyInode(f(), m_, ino, ""));
+    }
     return;
   }
   m_.at(ino).data.resize(size, '\0');
@@ -1020,8 +1036,12 @@ void FsRun::DoClone(uint64_t src, uint64_t soff, uint64_t dst, uint64_t doff, ui
   if (w.ok() && src == dst && soff < doff + len && doff < soff + len) w = Posix("EINVAL");
   const std::string tag = src == dst ? "clone.same_file" : "clone";
   if (!Outcome(tag, f().Clone(src, soff, dst, doff, len), w)) {
-    if (!w.ok() && m_.count(src)) ASSERT_NO_FATAL_FAILURE(VerifyInode(f(), m_, src, ""));
-    if (!w.ok() && m_.count(dst)) ASSERT_NO_FATAL_FAILURE(VerifyInode(f(), m_, dst, ""));
+    if (!w.ok() && m_.count(src)) {
+      ASSERT_NO_FATAL_FAILURE(VerifyInode(f(), m_, src, ""));
+    }
+    if (!w.ok() && m_.count(dst)) {
+      ASSERT_NO_FATAL_FAILURE(VerifyInode(f(), m_, dst, ""));
+    }
     return;
   }
   if (len == 0) return;
@@ -1072,7 +1092,9 @@ void FsRun::DoXattr(uint64_t ino, int sub) {
     if (Outcome("xattr.set", f().SetXattr(ino, name, v), w)) m_.at(ino).xattrs[name] = v;
   } else if (sub == 1) {
     absl::StatusOr<std::string> v = f().GetXattr(ino, name);
-    if (Outcome("xattr.get", v.status(), w)) ASSERT_TRUE(*v == m_.at(ino).xattrs.at(name));
+    if (Outcome("xattr.get", v.status(), w)) {
+      ASSERT_TRUE(*v == m_.at(ino).xattrs.at(name));
+    }
   } else if (sub == 2) {
     absl::StatusOr<std::vector<std::string>> names = f().ListXattrs(ino);
     if (!Outcome("xattr.list", names.status(), w)) return;
@@ -1082,7 +1104,9 @@ void FsRun::DoXattr(uint64_t ino, int sub) {
   } else if (Outcome("xattr.remove", f().RemoveXattr(ino, name), w)) {
     m_.at(ino).xattrs.erase(name);
   }
-  if (m_.count(ino)) ASSERT_NO_FATAL_FAILURE(VerifyInode(f(), m_, ino, ""));
+  if (m_.count(ino)) {
+    ASSERT_NO_FATAL_FAILURE(VerifyInode(f(), m_, ino, ""));
+  }
 }
 
 void FsRun::OpFiemap() {
@@ -1200,7 +1224,9 @@ void FsRun::Reopen() {
     ASSERT_NO_FATAL_FAILURE(VerifyTree(sv->files(), m, name));
   }
   for (uint64_t ino : dead_) {
-    if (!m_.count(ino)) ASSERT_THAT(f().StatInode(ino), testing::StatusIs(Code::kNotFound)) << ino;
+    if (!m_.count(ino)) {
+      ASSERT_THAT(f().StatInode(ino), testing::StatusIs(Code::kNotFound)) << ino;
+    }
   }
 }
 
@@ -1217,7 +1243,9 @@ void FsRun::OpSnapshot() {
   snaps_[name] = m_;
   // Every data extent is SHARED now; the snapshot reads the same and is read-only.
   for (const auto& [ino, n] : m_) {
-    if (n.kind == FileKind::kRegular) ASSERT_NO_FATAL_FAILURE(CheckFiemap(ino));
+    if (n.kind == FileKind::kRegular) {
+      ASSERT_NO_FATAL_FAILURE(CheckFiemap(ino));
+    }
   }
   ASSERT_OK_AND_ASSIGN(auto sv, store_->OpenSubvolume(name));
   Files sf = sv->files();
@@ -1228,7 +1256,9 @@ void FsRun::OpSnapshot() {
     const absl::Status w = sf.Write(ino, 0, "x");
     ASSERT_TRUE(absl::StartsWith(w.message(), "EROFS")) << w;
   }
-  if (P(50)) ASSERT_NO_FATAL_FAILURE(VerifyTree(sf, snaps_[name], name));
+  if (P(50)) {
+    ASSERT_NO_FATAL_FAILURE(VerifyTree(sf, snaps_[name], name));
+  }
 }
 
 void FsRun::OpDropSnapshot() {
@@ -1262,7 +1292,9 @@ void FsRun::Finish() {
   ASSERT_NO_FATAL_FAILURE(VerifyTree(f(), m_, "default"));
   while (!snaps_.empty()) ASSERT_NO_FATAL_FAILURE(OpDropSnapshot());
   for (const auto& [ino, n] : m_) {
-    if (n.kind == FileKind::kRegular) ASSERT_NO_FATAL_FAILURE(CheckFiemap(ino));
+    if (n.kind == FileKind::kRegular) {
+      ASSERT_NO_FATAL_FAILURE(CheckFiemap(ino));
+    }
   }
   ASSERT_NO_FATAL_FAILURE(Reopen());
   files_.reset();

@@ -36,12 +36,16 @@ class FsTest : public ::testing::Test {
     Reopen();
   }
   void TearDown() override {
-    if (store_ != nullptr) ASSERT_OK(store_->Close());
+    if (store_ != nullptr) {
+      ASSERT_OK(store_->Close());
+    }
     store_.reset();
     ExpectCheckClean(&dev_);
   }
   void Reopen(BlockDevice* dev = nullptr, Options o = testing::TestOptions()) {
-    if (store_ != nullptr) ASSERT_OK(store_->Close());
+    if (store_ != nullptr) {
+      ASSERT_OK(store_->Close());
+    }
     store_.reset();
     ASSERT_OK_AND_ASSIGN(store_, Store::Open(dev ? dev : &dev_, o));
     ASSERT_OK_AND_ASSIGN(auto sv, store_->DefaultSubvolume());
@@ -233,7 +237,9 @@ TEST_F(FsTest, AFileHasAtMost65535Links) {
   constexpr int kPerDir = 50;  // well inside one INODE_REF item at 4 KiB nodes
   for (int i = 1; i < 65535; ++i) {
     const std::string dir = absl::StrFormat("/d%04d", i / kPerDir);
-    if (i % kPerDir == 0 || i == 1) ASSERT_OK(f().Mkdir(dir).status());
+    if (i % kPerDir == 0 || i == 1) {
+      ASSERT_OK(f().Mkdir(dir).status());
+    }
     ASSERT_OK(f().Link("/f", absl::StrFormat("%s/%05d", dir, i)).status()) << i;
   }
   EXPECT_EQ(f().StatInode(Ino("/f"))->nlink, 65535u);
@@ -409,7 +415,9 @@ TEST_F(FsTest, FsyncSurvivesPowerLossWithoutCommit) {
     {
       Reopen(&fd);
       // The first sync after mkfs commits (there is no log chain yet).
-      if (!f().Lookup("/warm").ok()) ASSERT_OK(f().Create("/warm").status());
+      if (!f().Lookup("/warm").ok()) {
+        ASSERT_OK(f().Create("/warm").status());
+      }
       ASSERT_OK(f().Fsync(Ino("/warm")));
       if (f().Lookup("/d").ok()) {
         ASSERT_OK(f().Rename("/d", "/old"));

@@ -39,7 +39,9 @@ class KvTest : public ::testing::Test {
   }
   void Reopen(Options o = testing::TestOptions()) {
     sv_.reset();
-    if (store_ != nullptr) ASSERT_OK(store_->Close());
+    if (store_ != nullptr) {
+      ASSERT_OK(store_->Close());
+    }
     store_.reset();
     o.default_durability = Durability::kDurable;
     ASSERT_OK_AND_ASSIGN(store_, Store::Open(&dev_, o));

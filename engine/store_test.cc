@@ -97,7 +97,9 @@ TEST(Store, NodeCacheStaysWithinItsBound) {
   ASSERT_OK_AND_ASSIGN(auto store, Store::Open(&dev, o));
   for (int i = 0; i < 40000; ++i) {
     ASSERT_OK(store->Put("key" + std::to_string(i), std::string(200, 'a' + i % 26)));
-    if (i % 5000 == 4999) ASSERT_OK(store->Commit());
+    if (i % 5000 == 4999) {
+      ASSERT_OK(store->Commit());
+    }
   }
   ASSERT_OK(store->Commit());
   for (int i = 0; i < 40000; i += 7) {

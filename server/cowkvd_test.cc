@@ -294,8 +294,12 @@ TEST(Cowkvd, JsonLogsHaveOneEventPerLine) {
       EXPECT_NE(j["peer"].get<std::string>().find("127.0.0.1"), std::string::npos);
       EXPECT_EQ(j["level"], "warning");
     }
-    if (event == "enospc") EXPECT_EQ(j["reason"], "ENOSPC") << line;
-    if (event == "mount") EXPECT_TRUE(j["log_entries_replayed"].is_number());
+    if (event == "enospc") {
+      EXPECT_EQ(j["reason"], "ENOSPC") << line;
+    }
+    if (event == "mount") {
+      EXPECT_TRUE(j["log_entries_replayed"].is_number());
+    }
   }
   const std::vector<std::string> want = {"start", "mount", "serving", "auth_failed", "enospc",
                                          "stopping", "stopped"};

@@ -46,7 +46,9 @@ class Rpc : public ::testing::Test {
   }
   static void TearDownTestSuite() {
     delete client_;
-    if (server_ != nullptr) EXPECT_TRUE(server_->Stop().ok());
+    if (server_ != nullptr) {
+      EXPECT_TRUE(server_->Stop().ok());
+    }
     delete server_;
   }
 

@@ -379,7 +379,9 @@ void Run::Fsync(uint64_t ino, Ns want, bool datasync) {
     const bool committed = store_->Stats().commits != commits;
     if (fallbacks_->size() <= index) fallbacks_->resize(index + 1);
     (*fallbacks_)[index] = committed;
-    if (!committed) EXPECT_LE(fd_->flushes() - flushes, 1u) << "fsync is at most one log sync";
+    if (!committed) {
+      EXPECT_LE(fd_->flushes() - flushes, 1u) << "fsync is at most one log sync";
+    }
   }
   const bool full = index < fallbacks_->size() && (*fallbacks_)[index];
   fell_back_ = fell_back_ || full;

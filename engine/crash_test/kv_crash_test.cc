@@ -141,7 +141,9 @@ void CheckAgainstHistory(Store* store, const History& h) {
     if (a.durable) {
       ASSERT_LE(a.revision, max_rev) << "acknowledged durable commit " << a.key << " lost";
     }
-    if (present) ASSERT_EQ(got[a.key + "/a"].mod_revision, a.revision) << a.key;
+    if (present) {
+      ASSERT_EQ(got[a.key + "/a"].mod_revision, a.revision) << a.key;
+    }
   }
 }
 

@@ -43,7 +43,9 @@ void RandomOps(uint64_t seed, int ops, uint64_t (*pick)(std::mt19937_64&)) {
       auto m = model.lower_bound(i);
       const bool found = a.Next(i, &next);
       ASSERT_EQ(found, m != model.end()) << "next " << i;
-      if (found) ASSERT_EQ(next, m->first);
+      if (found) {
+        ASSERT_EQ(next, m->first);
+      }
     }
     ASSERT_EQ(a.size(), model.size());
   }
@@ -134,7 +136,9 @@ TEST(InodeCache, ConcurrentLookupsAndInserts) {
     for (int round = 0; round < 5; ++round) {
       for (uint64_t i = 0; i < 100000; i += 7) {
         auto v = c.Lookup(i);
-        if (v != nullptr) ASSERT_EQ(*v, i);
+        if (v != nullptr) {
+          ASSERT_EQ(*v, i);
+        }
       }
     }
   });

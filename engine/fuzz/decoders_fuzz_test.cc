@@ -718,7 +718,9 @@ TEST(FsItemsFuzz, DirEntries) {
                  auto it = std::find_if(d->begin(), d->end(),
                                         [&](const fs::DirEntry& e) { return e.name == want.name; });
                  EXPECT_EQ(one->has_value(), it != d->end());
-                 if (one->has_value() && it != d->end()) EXPECT_EQ((*one)->child, it->child);
+                 if (one->has_value() && it != d->end()) {
+                   EXPECT_EQ((*one)->child, it->child);
+                 }
                }
                if (!d.ok()) return d.status();
                ExpectStable(in, fs::EncodeDirEntries(*d), true, decode, fs::EncodeDirEntries);

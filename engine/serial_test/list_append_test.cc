@@ -269,7 +269,9 @@ void RunChecked(const Options& options, uint64_t txns, bool expect_too_old) {
                            << absl::StrJoin(result.problems, "\n") << "\n" << replay;
   EXPECT_GT(stats.kv_conflicts, 0u) << "no contention: the test exercised nothing";
   EXPECT_GT(result.rw_edges, 0u);
-  if (expect_too_old) EXPECT_GT(stats.kv_too_old, 0u);
+  if (expect_too_old) {
+    EXPECT_GT(stats.kv_too_old, 0u);
+  }
 
   ASSERT_OK(store->Close());
   ExpectCheckClean(&dev);

@@ -144,7 +144,9 @@ TEST_F(TreeShortcuts, LookupAndDeletePresentMatchTheModel) {
     ASSERT_TRUE(got.ok());
     auto it = model.find(Key(i));
     ASSERT_EQ(got->has_value(), it != model.end()) << Key(i);
-    if (it != model.end()) EXPECT_EQ(**got, it->second);
+    if (it != model.end()) {
+      EXPECT_EQ(**got, it->second);
+    }
   }
   EXPECT_GE(tree_->height(), 2);
 }
