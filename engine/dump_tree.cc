@@ -102,7 +102,7 @@ absl::Status DumpOne(NodeCache* cache, uint64_t tree, format::NodeExpect root, s
 
 absl::Status DumpTree(BlockDevice* device, uint64_t tree_id, std::ostream& out) {
   std::string notes;
-  ASSIGN_OR_RETURN(format::Superblock sb, ReadBestSuperblock(device, &notes));
+  COWKV_ASSIGN_OR_RETURN(format::Superblock sb, ReadBestSuperblock(device, &notes));
   out << "superblock bytenr " << sb.bytenr << " generation " << sb.generation << " root "
       << sb.root << " root_level " << int{sb.root_level} << "\n"
       << "  fsid " << absl::BytesToHexString(sb.fsid) << " nodesize " << sb.nodesize
@@ -117,9 +117,9 @@ absl::Status DumpTree(BlockDevice* device, uint64_t tree_id, std::ostream& out) 
   for (it.SeekToFirst(); it.Valid(); it.Next()) {
     Key17 k;
     if (!format::DecodeKey17(it.key(), &k) || k.type != format::kRootItem) continue;
-    ASSIGN_OR_RETURN(roots[k.objectid], format::DecodeRootItem(it.value(), k.objectid));
+    COWKV_ASSIGN_OR_RETURN(roots[k.objectid], format::DecodeRootItem(it.value(), k.objectid));
   }
-  RETURN_IF_ERROR(it.status());
+  COWKV_RETURN_IF_ERROR(it.status());
   if (tree_id != 0 && tree_id != format::kRootTreeId && roots.count(tree_id) == 0) {
     return absl::NotFoundError(absl::StrCat("no tree with id ", tree_id));
   }

@@ -77,7 +77,7 @@ class StoreImpl::FsBackendImpl : public fs::FsBackend {
   absl::Status Apply(const std::vector<fs::FsWrite>& writes) override;
 
   absl::StatusOr<format::DataRef> WriteData(absl::string_view data) override {
-    ASSIGN_OR_RETURN(format::DataRef d, s_->txn_->AllocDataExtent(data.size()));
+    COWKV_ASSIGN_OR_RETURN(format::DataRef d, s_->txn_->AllocDataExtent(data.size()));
     std::string buf(data);
     buf.resize(d.len, '\0');
     d.value_len = d.len;
@@ -105,7 +105,7 @@ class StoreImpl::FsBackendImpl : public fs::FsBackend {
                               absl::StrCat(s_->device_->Size()));
     }
     std::string buf(d.value_len, '\0');
-    RETURN_IF_ERROR(s_->device_->ReadAt(d.bytenr, buf.data(), buf.size()));
+    COWKV_RETURN_IF_ERROR(s_->device_->ReadAt(d.bytenr, buf.data(), buf.size()));
     const uint32_t crc = Crc32c(buf.data(), buf.size());
     if (crc != d.crc) {
       return COWKV_CORRUPTION(site, absl::StrCat("checksum mismatch over ", d.value_len, " bytes"),
@@ -202,7 +202,7 @@ absl::Status StoreImpl::FsBackendImpl::PlanWrite(const fs::FsWrite& w, ApplyPlan
   std::optional<std::string> fetched;
   const std::optional<std::string>* old = w.old;
   if (old == nullptr) {
-    ASSIGN_OR_RETURN(fetched, Get(w.key));
+    COWKV_ASSIGN_OR_RETURN(fetched, Get(w.key));
     old = &fetched;
   }
   if (!old->has_value() && !value.has_value()) return absl::OkStatus();
@@ -226,10 +226,10 @@ absl::Status StoreImpl::FsBackendImpl::PlanWrite(const fs::FsWrite& w, ApplyPlan
 absl::Status StoreImpl::FsBackendImpl::Apply(const std::vector<fs::FsWrite>& writes) {
   ApplyPlan plan;
   plan.steps.reserve(writes.size());
-  for (const fs::FsWrite& w : writes) RETURN_IF_ERROR(PlanWrite(w, &plan));
+  for (const fs::FsWrite& w : writes) COWKV_RETURN_IF_ERROR(PlanWrite(w, &plan));
   if (plan.steps.empty()) return absl::OkStatus();
   const uint64_t leaves = plan.inodes.size() + plan.bytes / (s_->nodesize_ / 4) + 1;
-  RETURN_IF_ERROR(s_->txn_->ReserveForWrite(
+  COWKV_RETURN_IF_ERROR(s_->txn_->ReserveForWrite(
       tree_, plan.shrinks ? TxnManager::WriteKind::kDelete : TxnManager::WriteKind::kInsert,
       std::min<uint64_t>(plan.steps.size(), leaves), plan.bytes));
   for (const ApplyPlan::Step& t : plan.steps) {
@@ -276,10 +276,10 @@ fs::FsOptions StoreImpl::FsOptionsFromStore() const {
 }
 
 absl::Status StoreImpl::FsRead(uint64_t subvol, const std::function<absl::Status(fs::FsOps&)>& fn) {
-  RETURN_IF_ERROR(CheckOpen());
+  COWKV_RETURN_IF_ERROR(CheckOpen());
   std::shared_ptr<fs::FsState> st = FsStateFor(subvol);  // kept alive if the subvolume goes
   absl::ReaderMutexLock l(&mu_);
-  ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
+  COWKV_ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
   FsBackendImpl be(this, subvol, tree);
   fs::FsOps ops(&be, st.get(), fs_options_);
   return fn(ops);
@@ -287,7 +287,7 @@ absl::Status StoreImpl::FsRead(uint64_t subvol, const std::function<absl::Status
 
 absl::Status StoreImpl::FsWrite(uint64_t subvol,
                                 const std::function<absl::Status(fs::FsOps&)>& fn) {
-  RETURN_IF_ERROR(CheckOpen());
+  COWKV_RETURN_IF_ERROR(CheckOpen());
   if (options_.read_only) return PosixError(ErrorReason::kEROFS, "store is opened read-only");
   std::shared_ptr<fs::FsState> st = FsStateFor(subvol);
   for (int attempt = 0;; ++attempt) {
@@ -295,7 +295,7 @@ absl::Status StoreImpl::FsWrite(uint64_t subvol,
     ThrottleSample sample;
     {
       absl::WriterMutexLock l(&mu_);
-      RETURN_IF_ERROR(txn_->fatal());
+      COWKV_RETURN_IF_ERROR(txn_->fatal());
       absl::StatusOr<Tree*> tree = WritableTree(subvol);
       if (!tree.ok()) {
         // A read-only snapshot: EROFS first in the message, the reason kept.
@@ -314,7 +314,7 @@ absl::Status StoreImpl::FsWrite(uint64_t subvol,
     }
     if (absl::IsResourceExhausted(s) && attempt == 0) {
       // Space freed in this generation is pinned until it commits.
-      RETURN_IF_ERROR(Commit(CommitTrigger::kSpace));
+      COWKV_RETURN_IF_ERROR(Commit(CommitTrigger::kSpace));
       continue;
     }
     if (absl::IsResourceExhausted(s) && !absl::StartsWith(s.message(), "ENOSPC")) {
@@ -326,21 +326,21 @@ absl::Status StoreImpl::FsWrite(uint64_t subvol,
 }
 
 absl::Status StoreImpl::FsFsync(uint64_t subvol, uint64_t ino, bool datasync) {
-  RETURN_IF_ERROR(CheckOpen());
+  COWKV_RETURN_IF_ERROR(CheckOpen());
   std::shared_ptr<fs::FsState> st = FsStateFor(subvol);
   uint64_t point;
   bool logged = false;
   {
     absl::WriterMutexLock l(&mu_);
-    RETURN_IF_ERROR(txn_->fatal());
-    ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
+    COWKV_RETURN_IF_ERROR(txn_->fatal());
+    COWKV_ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
     FsBackendImpl be(this, subvol, tree);
     fs::FsOps ops(&be, st.get(), fs_options_);
     if (options_.read_only || txn_->IsReadOnly(subvol)) {
       return ops.Stat(ino).status();  // nothing there that is not committed
     }
     ops.BeginWrite();
-    ASSIGN_OR_RETURN(logged, ops.LogForFsync(ino, datasync));
+    COWKV_ASSIGN_OR_RETURN(logged, ops.LogForFsync(ino, datasync));
     point = ++durable_seq_;
   }
   // A name the fsync depends on was removed or moved in this transaction:
@@ -366,11 +366,11 @@ absl::Status StoreImpl::NoteFsReplay(Tree* tree, const log::LogEntry& e,
   notes->logged_refs[k.objectid].insert(k.offset);
   absl::StatusOr<std::string> old = tree->Get(e.key);
   if (absl::IsNotFound(old.status())) return absl::OkStatus();
-  RETURN_IF_ERROR(old.status());
-  ASSIGN_OR_RETURN(std::vector<fs::InodeRef> before, fs::DecodeInodeRefs(*old, k.objectid));
+  COWKV_RETURN_IF_ERROR(old.status());
+  COWKV_ASSIGN_OR_RETURN(std::vector<fs::InodeRef> before, fs::DecodeInodeRefs(*old, k.objectid));
   std::vector<fs::InodeRef> after;
   if (!e.value.empty()) {
-    ASSIGN_OR_RETURN(after, fs::DecodeInodeRefs(e.value, k.objectid));
+    COWKV_ASSIGN_OR_RETURN(after, fs::DecodeInodeRefs(e.value, k.objectid));
   }
   auto& lost = notes->lost_names[{k.objectid, k.offset}];
   for (const fs::InodeRef& r : before) {
@@ -390,7 +390,7 @@ absl::Status StoreImpl::FixupFsReplay(std::map<uint64_t, fs::ReplayNotes>& notes
     std::shared_ptr<fs::FsState> st = FsStateFor(subvol);
     fs::FsOps ops(&be, st.get(), fs_options_);
     ops.BeginWrite();
-    RETURN_IF_ERROR(ops.ReplayFixup(n));
+    COWKV_RETURN_IF_ERROR(ops.ReplayFixup(n));
   }
   return absl::OkStatus();
 }
@@ -443,8 +443,8 @@ ReadDirResult ToReadDir(const std::vector<fs::ReadDirEntry>& es, uint64_t cookie
 
 absl::StatusOr<uint64_t> Files::Lookup(absl::string_view path) {
   uint64_t ino = 0;
-  RETURN_IF_ERROR(store_->FsRead(subvol_, [&](fs::FsOps& o) {
-    ASSIGN_OR_RETURN(ino, o.Lookup(path));
+  COWKV_RETURN_IF_ERROR(store_->FsRead(subvol_, [&](fs::FsOps& o) {
+    COWKV_ASSIGN_OR_RETURN(ino, o.Lookup(path));
     return absl::OkStatus();
   }));
   return ino;
@@ -452,8 +452,8 @@ absl::StatusOr<uint64_t> Files::Lookup(absl::string_view path) {
 
 absl::StatusOr<uint64_t> Files::LookupAt(uint64_t dir, absl::string_view name) {
   uint64_t ino = 0;
-  RETURN_IF_ERROR(store_->FsRead(subvol_, [&](fs::FsOps& o) {
-    ASSIGN_OR_RETURN(ino, o.LookupAt(dir, name));
+  COWKV_RETURN_IF_ERROR(store_->FsRead(subvol_, [&](fs::FsOps& o) {
+    COWKV_ASSIGN_OR_RETURN(ino, o.LookupAt(dir, name));
     return absl::OkStatus();
   }));
   return ino;
@@ -461,8 +461,8 @@ absl::StatusOr<uint64_t> Files::LookupAt(uint64_t dir, absl::string_view name) {
 
 absl::StatusOr<FileStat> Files::StatInode(uint64_t ino) {
   FileStat st;
-  RETURN_IF_ERROR(store_->FsRead(subvol_, [&](fs::FsOps& o) {
-    ASSIGN_OR_RETURN(fs::Attr a, o.Stat(ino));
+  COWKV_RETURN_IF_ERROR(store_->FsRead(subvol_, [&](fs::FsOps& o) {
+    COWKV_ASSIGN_OR_RETURN(fs::Attr a, o.Stat(ino));
     st = ToStat(a);
     return absl::OkStatus();
   }));
@@ -471,9 +471,9 @@ absl::StatusOr<FileStat> Files::StatInode(uint64_t ino) {
 
 absl::StatusOr<FileStat> Files::Stat(absl::string_view path) {
   FileStat st;
-  RETURN_IF_ERROR(store_->FsRead(subvol_, [&](fs::FsOps& o) {
-    ASSIGN_OR_RETURN(uint64_t ino, o.Lookup(path));
-    ASSIGN_OR_RETURN(fs::Attr a, o.Stat(ino));
+  COWKV_RETURN_IF_ERROR(store_->FsRead(subvol_, [&](fs::FsOps& o) {
+    COWKV_ASSIGN_OR_RETURN(uint64_t ino, o.Lookup(path));
+    COWKV_ASSIGN_OR_RETURN(fs::Attr a, o.Stat(ino));
     st = ToStat(a);
     return absl::OkStatus();
   }));
@@ -484,8 +484,8 @@ namespace {
 absl::StatusOr<FileStat> CreateAs(StoreImpl* s, uint64_t subvol, absl::string_view path,
                                   fs::FileType type, uint32_t mode, absl::string_view target) {
   FileStat st;
-  RETURN_IF_ERROR(s->FsWrite(subvol, [&](fs::FsOps& o) {
-    ASSIGN_OR_RETURN(fs::Attr a, o.Create(path, type, mode, target));
+  COWKV_RETURN_IF_ERROR(s->FsWrite(subvol, [&](fs::FsOps& o) {
+    COWKV_ASSIGN_OR_RETURN(fs::Attr a, o.Create(path, type, mode, target));
     st = ToStat(a);
     return absl::OkStatus();
   }));
@@ -505,9 +505,9 @@ absl::StatusOr<FileStat> Files::Symlink(absl::string_view target, absl::string_v
 
 absl::StatusOr<std::string> Files::ReadLink(absl::string_view path) {
   std::string out;
-  RETURN_IF_ERROR(store_->FsRead(subvol_, [&](fs::FsOps& o) {
-    ASSIGN_OR_RETURN(uint64_t ino, o.Lookup(path));
-    ASSIGN_OR_RETURN(out, o.ReadLink(ino));
+  COWKV_RETURN_IF_ERROR(store_->FsRead(subvol_, [&](fs::FsOps& o) {
+    COWKV_ASSIGN_OR_RETURN(uint64_t ino, o.Lookup(path));
+    COWKV_ASSIGN_OR_RETURN(out, o.ReadLink(ino));
     return absl::OkStatus();
   }));
   return out;
@@ -525,8 +525,8 @@ absl::Status Files::Rename(absl::string_view from, absl::string_view to, uint32_
 
 absl::StatusOr<FileStat> Files::Link(absl::string_view existing, absl::string_view new_path) {
   FileStat st;
-  RETURN_IF_ERROR(store_->FsWrite(subvol_, [&](fs::FsOps& o) {
-    ASSIGN_OR_RETURN(fs::Attr a, o.Link(existing, new_path));
+  COWKV_RETURN_IF_ERROR(store_->FsWrite(subvol_, [&](fs::FsOps& o) {
+    COWKV_ASSIGN_OR_RETURN(fs::Attr a, o.Link(existing, new_path));
     st = ToStat(a);
     return absl::OkStatus();
   }));
@@ -535,9 +535,9 @@ absl::StatusOr<FileStat> Files::Link(absl::string_view existing, absl::string_vi
 
 absl::StatusOr<ReadDirResult> Files::ReadDirInode(uint64_t dir, uint64_t cookie, uint64_t limit) {
   ReadDirResult r;
-  RETURN_IF_ERROR(store_->FsRead(subvol_, [&](fs::FsOps& o) {
+  COWKV_RETURN_IF_ERROR(store_->FsRead(subvol_, [&](fs::FsOps& o) {
     bool more = false;
-    ASSIGN_OR_RETURN(std::vector<fs::ReadDirEntry> es, o.ReadDir(dir, cookie, limit, &more));
+    COWKV_ASSIGN_OR_RETURN(std::vector<fs::ReadDirEntry> es, o.ReadDir(dir, cookie, limit, &more));
     r = ToReadDir(es, cookie, more);
     return absl::OkStatus();
   }));
@@ -546,14 +546,14 @@ absl::StatusOr<ReadDirResult> Files::ReadDirInode(uint64_t dir, uint64_t cookie,
 
 absl::StatusOr<ReadDirResult> Files::ReadDir(absl::string_view path, uint64_t cookie,
                                              uint64_t limit) {
-  ASSIGN_OR_RETURN(uint64_t dir, Lookup(path));
+  COWKV_ASSIGN_OR_RETURN(uint64_t dir, Lookup(path));
   return ReadDirInode(dir, cookie, limit);
 }
 
 absl::StatusOr<std::string> Files::Read(uint64_t ino, uint64_t offset, uint64_t length) {
   std::string out;
-  RETURN_IF_ERROR(store_->FsRead(subvol_, [&](fs::FsOps& o) {
-    ASSIGN_OR_RETURN(out, o.Read(ino, offset, length));
+  COWKV_RETURN_IF_ERROR(store_->FsRead(subvol_, [&](fs::FsOps& o) {
+    COWKV_ASSIGN_OR_RETURN(out, o.Read(ino, offset, length));
     return absl::OkStatus();
   }));
   return out;
@@ -578,8 +578,8 @@ absl::Status Files::Fsync(uint64_t ino, bool datasync) {
 absl::StatusOr<std::vector<FiemapExtent>> Files::Fiemap(uint64_t ino, uint64_t offset,
                                                         uint64_t length) {
   std::vector<FiemapExtent> out;
-  RETURN_IF_ERROR(store_->FsRead(subvol_, [&](fs::FsOps& o) {
-    ASSIGN_OR_RETURN(std::vector<fs::FiemapEntry> es, o.Fiemap(ino, offset, length));
+  COWKV_RETURN_IF_ERROR(store_->FsRead(subvol_, [&](fs::FsOps& o) {
+    COWKV_ASSIGN_OR_RETURN(std::vector<fs::FiemapEntry> es, o.Fiemap(ino, offset, length));
     for (const fs::FiemapEntry& e : es) out.push_back({e.logical, e.physical, e.length, e.flags});
     return absl::OkStatus();
   }));
@@ -591,16 +591,16 @@ absl::Status Files::SetXattr(uint64_t ino, absl::string_view name, absl::string_
 }
 absl::StatusOr<std::string> Files::GetXattr(uint64_t ino, absl::string_view name) {
   std::string out;
-  RETURN_IF_ERROR(store_->FsRead(subvol_, [&](fs::FsOps& o) {
-    ASSIGN_OR_RETURN(out, o.GetXattr(ino, name));
+  COWKV_RETURN_IF_ERROR(store_->FsRead(subvol_, [&](fs::FsOps& o) {
+    COWKV_ASSIGN_OR_RETURN(out, o.GetXattr(ino, name));
     return absl::OkStatus();
   }));
   return out;
 }
 absl::StatusOr<std::vector<std::string>> Files::ListXattrs(uint64_t ino) {
   std::vector<std::string> out;
-  RETURN_IF_ERROR(store_->FsRead(subvol_, [&](fs::FsOps& o) {
-    ASSIGN_OR_RETURN(out, o.ListXattrs(ino));
+  COWKV_RETURN_IF_ERROR(store_->FsRead(subvol_, [&](fs::FsOps& o) {
+    COWKV_ASSIGN_OR_RETURN(out, o.ListXattrs(ino));
     return absl::OkStatus();
   }));
   return out;

@@ -56,7 +56,7 @@ absl::Status NormaliseRange(const RangeRequest& req, std::string* start, std::st
     if (!req.start.empty() || !req.end.empty()) {
       return absl::InvalidArgumentError("a range takes a prefix or start/end, not both");
     }
-    RETURN_IF_ERROR(kv::ValidateKey(req.prefix));
+    COWKV_RETURN_IF_ERROR(kv::ValidateKey(req.prefix));
     *start = req.prefix;
     *end = PrefixEnd(req.prefix);
     return absl::OkStatus();
@@ -91,14 +91,14 @@ bool Retryable(const absl::Status& s) { return absl::IsAborted(s) || absl::IsOut
 // ---- Reads ------------------------------------------------------------------------
 
 absl::StatusOr<KeyValue> StoreImpl::GetItem(uint64_t subvol, absl::string_view key) {
-  RETURN_IF_ERROR(CheckOpen());
-  RETURN_IF_ERROR(kv::ValidateKey(key));
+  COWKV_RETURN_IF_ERROR(CheckOpen());
+  COWKV_RETURN_IF_ERROR(kv::ValidateKey(key));
   const std::string tk = kv::TreeKey(key);
   absl::ReaderMutexLock l(&mu_);
-  ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
-  ASSIGN_OR_RETURN(std::string raw, tree->Get(tk));
-  ASSIGN_OR_RETURN(kv::ItemView item, kv::DecodeItem(tk, raw));
-  ASSIGN_OR_RETURN(std::string value, LoadValue(item));
+  COWKV_ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
+  COWKV_ASSIGN_OR_RETURN(std::string raw, tree->Get(tk));
+  COWKV_ASSIGN_OR_RETURN(kv::ItemView item, kv::DecodeItem(tk, raw));
+  COWKV_ASSIGN_OR_RETURN(std::string value, LoadValue(item));
   return MakeKeyValue(key, item, std::move(value));
 }
 
@@ -109,7 +109,7 @@ absl::StatusOr<std::string> StoreImpl::LoadValue(const kv::ItemView& item) {
     return absl::DataLossError(absl::StrCat("data extent [", item.extent.bytenr, ", +",
                                             item.extent.disk_len, ") past the end of the device"));
   }
-  RETURN_IF_ERROR(device_->ReadAt(item.extent.bytenr, v.data(), v.size()));
+  COWKV_RETURN_IF_ERROR(device_->ReadAt(item.extent.bytenr, v.data(), v.size()));
   const uint32_t crc = Crc32c(v.data(), v.size());
   if (crc != item.extent.crc) {
     CorruptionSite site;
@@ -123,9 +123,9 @@ absl::StatusOr<std::string> StoreImpl::LoadValue(const kv::ItemView& item) {
 
 absl::StatusOr<std::string> StoreImpl::LoadByTreeKey(uint64_t subvol, absl::string_view tree_key) {
   absl::ReaderMutexLock l(&mu_);
-  ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
-  ASSIGN_OR_RETURN(std::string raw, tree->Get(tree_key));
-  ASSIGN_OR_RETURN(kv::ItemView item, kv::DecodeItem(tree_key, raw));
+  COWKV_ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
+  COWKV_ASSIGN_OR_RETURN(std::string raw, tree->Get(tree_key));
+  COWKV_ASSIGN_OR_RETURN(kv::ItemView item, kv::DecodeItem(tree_key, raw));
   return LoadValue(item);
 }
 
@@ -156,7 +156,7 @@ absl::StatusOr<RangeResult> StoreImpl::RangeLocked(Tree* tree, const RangeReques
       r.more = true;  // count stays a lower bound: no scan of the rest
       break;
     }
-    ASSIGN_OR_RETURN(kv::ItemView item, kv::DecodeItem(it.key(), it.value()));
+    COWKV_ASSIGN_OR_RETURN(kv::ItemView item, kv::DecodeItem(it.key(), it.value()));
     if (req.max_bytes != 0) {
       const uint64_t value_bytes =
           req.keys_only ? 0 : (item.in_extent ? item.extent.value_len : item.value.size());
@@ -171,30 +171,30 @@ absl::StatusOr<RangeResult> StoreImpl::RangeLocked(Tree* tree, const RangeReques
     std::string value;
     const uint64_t value_size = item.in_extent ? item.extent.value_len : item.value.size();
     if (!req.keys_only && (req.max_value_load == 0 || value_size <= req.max_value_load)) {
-      ASSIGN_OR_RETURN(value, LoadValue(item));
+      COWKV_ASSIGN_OR_RETURN(value, LoadValue(item));
       loaded += value.size();
     }
     r.kvs.push_back(MakeKeyValue(uk, item, std::move(value)));
     r.kvs.back().value_size = value_size;
   }
   kv_range_value_bytes_.fetch_add(loaded, std::memory_order_relaxed);
-  RETURN_IF_ERROR(it.status());
+  COWKV_RETURN_IF_ERROR(it.status());
   return r;
 }
 
 absl::StatusOr<RangeResult> StoreImpl::Range(uint64_t subvol, const RangeRequest& req) {
-  RETURN_IF_ERROR(CheckOpen());
+  COWKV_RETURN_IF_ERROR(CheckOpen());
   RangeRequest n = req;
-  RETURN_IF_ERROR(NormaliseRange(req, &n.start, &n.end));
+  COWKV_RETURN_IF_ERROR(NormaliseRange(req, &n.start, &n.end));
   absl::ReaderMutexLock l(&mu_);
-  ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
+  COWKV_ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
   return RangeLocked(tree, n, n.limit);
 }
 
 // ---- Writes -----------------------------------------------------------------------
 
 absl::StatusOr<Tree*> StoreImpl::WritableTree(uint64_t subvol) {
-  ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
+  COWKV_ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
   if (txn_->IsReadOnly(subvol)) {
     absl::StatusOr<SubvolInfo> info = subvols_->Get(subvol);
     return WithReason(absl::FailedPreconditionError(
@@ -235,7 +235,7 @@ absl::Status ExpandDeleteRanges(Tree* tree, const KvWriteSet& ws, std::vector<Kv
             "a transaction may change at most ", kMaxTxnOps, " keys; delete in smaller ranges"));
       }
     }
-    RETURN_IF_ERROR(it.status());
+    COWKV_RETURN_IF_ERROR(it.status());
   }
   auto less = [](const KvOp& a, const KvOp& b) { return a.tree_key < b.tree_key; };
   auto same = [](const KvOp& a, const KvOp& b) { return a.tree_key == b.tree_key; };
@@ -247,7 +247,7 @@ absl::Status ExpandDeleteRanges(Tree* tree, const KvWriteSet& ws, std::vector<Kv
 }  // namespace
 
 absl::Status StoreImpl::ApplyOp(Tree* tree, uint64_t subvol, const KvOp& op, bool new_alloc) {
-  RETURN_IF_ERROR(op.item ? tree->Put(op.tree_key, *op.item) : tree->Delete(op.tree_key));
+  COWKV_RETURN_IF_ERROR(op.item ? tree->Put(op.tree_key, *op.item) : tree->Delete(op.tree_key));
   if (op.old_data.len != 0 && op.new_data.len != 0 && op.old_data.bytenr == op.new_data.bytenr &&
       !new_alloc) {
     return absl::OkStatus();  // the same extent before and after (a trimmed file extent)
@@ -288,19 +288,19 @@ uint64_t DeleteNodesBound(const Tree* tree, uint64_t leaves, uint64_t inner, uin
 
 absl::StatusOr<uint64_t> StoreImpl::ApplyLocked(uint64_t subvol, uint64_t read_revision,
                                                 const kv::ReadSet& reads, KvWriteSet& ws) {
-  RETURN_IF_ERROR(txn_->fatal());
+  COWKV_RETURN_IF_ERROR(txn_->fatal());
   if (absl::Status v = window_.Validate(read_revision, reads); !v.ok()) {
     (absl::IsOutOfRange(v) ? kv_too_old_ : kv_conflicts_).fetch_add(1, std::memory_order_relaxed);
     return v;
   }
   if (ws.empty()) return revision_;
-  ASSIGN_OR_RETURN(Tree * tree, WritableTree(subvol));
+  COWKV_ASSIGN_OR_RETURN(Tree * tree, WritableTree(subvol));
   // First everything that can fail without changing anything: which keys
   // the delete-ranges and deletes remove, and the current revisions of the
   // keys put.
   std::vector<KvOp> ops;
   absl::flat_hash_set<uint64_t> leaves, inner;
-  RETURN_IF_ERROR(ExpandDeleteRanges(tree, ws, &ops, &leaves, &inner));
+  COWKV_RETURN_IF_ERROR(ExpandDeleteRanges(tree, ws, &ops, &leaves, &inner));
   const size_t range_deletes = ops.size();
   const uint64_t rev = revision_ + 1;
   bool all_deletes = true;
@@ -310,7 +310,7 @@ absl::StatusOr<uint64_t> StoreImpl::ApplyLocked(uint64_t subvol, uint64_t read_r
     if (!old.ok() && !absl::IsNotFound(old.status())) return old.status();
     kv::ItemMeta meta{rev, rev, 1};
     if (old.ok()) {
-      ASSIGN_OR_RETURN(kv::ItemView prev, kv::DecodeItem(op.tree_key, *old));
+      COWKV_ASSIGN_OR_RETURN(kv::ItemView prev, kv::DecodeItem(op.tree_key, *old));
       meta.create_revision = prev.meta.create_revision;
       meta.version = prev.meta.version + 1;
       format::LeafDataRef(op.tree_key, *old, &op.old_data);
@@ -330,12 +330,12 @@ absl::StatusOr<uint64_t> StoreImpl::ApplyLocked(uint64_t subvol, uint64_t read_r
     ops.push_back(std::move(op));
   }
   if (ops.empty()) return revision_;
-  RETURN_IF_ERROR(CheckOpCount(ops));
+  COWKV_RETURN_IF_ERROR(CheckOpCount(ops));
   const uint64_t delete_nodes =
       all_deletes ? DeleteNodesBound(tree, leaves.size(), inner.size(), ws.delete_ranges.size(),
                                      ops.size() - range_deletes)
                   : 0;
-  RETURN_IF_ERROR(txn_->ReserveForWrite(
+  COWKV_RETURN_IF_ERROR(txn_->ReserveForWrite(
       tree, all_deletes ? TxnManager::WriteKind::kDelete : TxnManager::WriteKind::kInsert,
       ops.size(), OpBytes(ops), delete_nodes));
   for (const KvOp& op : ops) {
@@ -405,7 +405,7 @@ void StoreImpl::RunInWriteGroup(GroupWrite* w) {
 
 absl::StatusOr<uint64_t> StoreImpl::KvWrite(
     const std::function<absl::StatusOr<uint64_t>()>& apply, Durability d) {
-  RETURN_IF_ERROR(CheckOpen());
+  COWKV_RETURN_IF_ERROR(CheckOpen());
   if (options_.read_only) return ReadOnlyStoreError("store is opened read-only");
   for (int attempt = 0;; ++attempt) {
     GroupWrite w;
@@ -414,12 +414,12 @@ absl::StatusOr<uint64_t> StoreImpl::KvWrite(
     RunInWriteGroup(&w);
     if (absl::IsResourceExhausted(w.rev.status()) && !IsLimitError(w.rev.status()) && attempt == 0) {
       // Space freed in this generation is pinned until it commits.
-      RETURN_IF_ERROR(Commit(CommitTrigger::kSpace));
+      COWKV_RETURN_IF_ERROR(Commit(CommitTrigger::kSpace));
       continue;
     }
-    RETURN_IF_ERROR(w.rev.status());
+    COWKV_RETURN_IF_ERROR(w.rev.status());
     const bool changed = *w.rev > w.before;
-    if (w.durable) RETURN_IF_ERROR(w.durable_status);  // also a call that changed nothing
+    if (w.durable) COWKV_RETURN_IF_ERROR(w.durable_status);  // also a call that changed nothing
     if (changed && w.durable) durable_commits_.fetch_add(1, std::memory_order_relaxed);
     if (changed) Throttle(w.throttle);
     return w.rev;
@@ -436,10 +436,10 @@ absl::Status StoreImpl::PrepareExtents(std::map<std::string, std::optional<std::
       absl::WriterMutexLock l(&mu_);
       d = txn_->AllocDataExtent(value->size());
     }
-    RETURN_IF_ERROR(d.status());
+    COWKV_RETURN_IF_ERROR(d.status());
     kv::ExtentRef ref{d->bytenr, d->len, value->size(), Crc32c(value->data(), value->size())};
     (*extents)[key] = ref;  // released with the others if anything fails
-    RETURN_IF_ERROR(device_->WriteAt(ref.bytenr, value->data(), value->size()));
+    COWKV_RETURN_IF_ERROR(device_->WriteAt(ref.bytenr, value->data(), value->size()));
   }
   return absl::OkStatus();
 }
@@ -461,8 +461,8 @@ absl::StatusOr<uint64_t> StoreImpl::KvWriteSetWrite(
 
 absl::Status StoreImpl::Put(uint64_t subvol, absl::string_view key, absl::string_view value,
                             Durability d) {
-  RETURN_IF_ERROR(kv::ValidateKey(key));
-  RETURN_IF_ERROR(kv::ValidateValue(value));
+  COWKV_RETURN_IF_ERROR(kv::ValidateKey(key));
+  COWKV_RETURN_IF_ERROR(kv::ValidateValue(value));
   KvWriteSet ws;
   BufferPut(&ws, key, value);
   return KvWriteSetWrite(&ws, [&] { return ApplyLocked(subvol, 0, kv::ReadSet{}, ws); }, d)
@@ -470,15 +470,15 @@ absl::Status StoreImpl::Put(uint64_t subvol, absl::string_view key, absl::string
 }
 
 absl::Status StoreImpl::Delete(uint64_t subvol, absl::string_view key, Durability d) {
-  RETURN_IF_ERROR(kv::ValidateKey(key));
+  COWKV_RETURN_IF_ERROR(kv::ValidateKey(key));
   KvWriteSet ws;
   BufferDelete(&ws, key);
   const std::string tk = kv::TreeKey(key);
   return KvWrite(
              [&]() -> absl::StatusOr<uint64_t> {
-               ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
+               COWKV_ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
                // A missing key is NOT_FOUND, even on a full device.
-               RETURN_IF_ERROR(tree->Get(tk).status());
+               COWKV_RETURN_IF_ERROR(tree->Get(tk).status());
                return ApplyLocked(subvol, 0, kv::ReadSet{}, ws);
              },
              d)
@@ -496,11 +496,11 @@ absl::Status ValidateTxnOps(const std::vector<TxnOp>& ops, uint32_t nodesize) {
   for (const TxnOp& op : ops) {
     switch (op.type) {
       case TxnOp::Type::kPut:
-        RETURN_IF_ERROR(kv::ValidateKey(op.key));
-        RETURN_IF_ERROR(kv::ValidateValue(op.value));
+        COWKV_RETURN_IF_ERROR(kv::ValidateKey(op.key));
+        COWKV_RETURN_IF_ERROR(kv::ValidateValue(op.value));
         break;
       case TxnOp::Type::kDelete:
-        RETURN_IF_ERROR(kv::ValidateKey(op.key));
+        COWKV_RETURN_IF_ERROR(kv::ValidateKey(op.key));
         break;
       case TxnOp::Type::kDeleteRange:
         if (op.key.size() > kv::kMaxUserKeySize || op.end.size() > kv::kMaxUserKeySize + 1) {
@@ -509,7 +509,7 @@ absl::Status ValidateTxnOps(const std::vector<TxnOp>& ops, uint32_t nodesize) {
         break;
       case TxnOp::Type::kRange: {
         std::string s, e;
-        RETURN_IF_ERROR(NormaliseRange(op.range, &s, &e));
+        COWKV_RETURN_IF_ERROR(NormaliseRange(op.range, &s, &e));
         break;
       }
     }
@@ -539,13 +539,13 @@ absl::StatusOr<bool> StoreImpl::ComparesHold(Tree* tree, const std::vector<Compa
     if (!raw.ok() && !absl::IsNotFound(raw.status())) return raw.status();
     kv::ItemView item;  // zero revisions and empty value when absent, as etcd
     if (raw.ok()) {
-      ASSIGN_OR_RETURN(item, kv::DecodeItem(tk, *raw));
+      COWKV_ASSIGN_OR_RETURN(item, kv::DecodeItem(tk, *raw));
     }
     bool holds = false;
     switch (c.target) {
       case Compare::Target::kValue: {
         if (!raw.ok()) break;
-        ASSIGN_OR_RETURN(std::string value, LoadValue(item));
+        COWKV_ASSIGN_OR_RETURN(std::string value, LoadValue(item));
         holds = CompareWith(c.op, absl::string_view(value), absl::string_view(c.value));
         break;
       }
@@ -569,9 +569,9 @@ absl::StatusOr<bool> StoreImpl::ComparesHold(Tree* tree, const std::vector<Compa
 
 absl::StatusOr<TxnResponse> StoreImpl::TxnLocked(uint64_t subvol, const TxnRequest& req,
                                                  KvWriteSet* branches) {
-  ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
+  COWKV_ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
   TxnResponse resp;
-  ASSIGN_OR_RETURN(resp.succeeded, ComparesHold(tree, req.compare));
+  COWKV_ASSIGN_OR_RETURN(resp.succeeded, ComparesHold(tree, req.compare));
   const std::vector<TxnOp>& ops = resp.succeeded ? req.success : req.failure;
   KvWriteSet& ws = resp.succeeded ? branches[0] : branches[1];
   ws.writes.clear();
@@ -583,12 +583,12 @@ absl::StatusOr<TxnResponse> StoreImpl::TxnLocked(uint64_t subvol, const TxnReque
     switch (op.type) {
       case TxnOp::Type::kRange: {
         RangeRequest n = op.range;
-        RETURN_IF_ERROR(NormaliseRange(op.range, &n.start, &n.end));
+        COWKV_RETURN_IF_ERROR(NormaliseRange(op.range, &n.start, &n.end));
         const uint64_t budget = req.max_response_bytes;
         const uint64_t left = budget == 0 ? 0 : budget - std::min(budget, response_bytes);
         if (budget != 0 && (n.max_bytes == 0 || n.max_bytes > left)) n.max_bytes = std::max<uint64_t>(left, 1);
         bool cut = false;
-        ASSIGN_OR_RETURN(res.range, RangeLocked(tree, n, n.limit, &cut));
+        COWKV_ASSIGN_OR_RETURN(res.range, RangeLocked(tree, n, n.limit, &cut));
         if (budget != 0) {
           for (const KeyValue& kv : res.range.kvs) {
             response_bytes += kv.key.size() + kv.value.size() + kRangeEntryOverheadBytes;
@@ -617,7 +617,7 @@ absl::StatusOr<TxnResponse> StoreImpl::TxnLocked(uint64_t subvol, const TxnReque
         n.start = op.key;
         n.end = op.end;
         n.count_only = true;
-        ASSIGN_OR_RETURN(RangeResult counted, RangeLocked(tree, n, 0));
+        COWKV_ASSIGN_OR_RETURN(RangeResult counted, RangeLocked(tree, n, 0));
         res.deleted = counted.count;
         BufferDeleteRange(&ws, op.key, op.end);
         break;
@@ -625,14 +625,14 @@ absl::StatusOr<TxnResponse> StoreImpl::TxnLocked(uint64_t subvol, const TxnReque
     }
     resp.results.push_back(std::move(res));
   }
-  ASSIGN_OR_RETURN(resp.revision, ApplyLocked(subvol, 0, kv::ReadSet{}, ws));
+  COWKV_ASSIGN_OR_RETURN(resp.revision, ApplyLocked(subvol, 0, kv::ReadSet{}, ws));
   return resp;
 }
 
 absl::StatusOr<TxnResponse> StoreImpl::Txn(uint64_t subvol, const TxnRequest& req) {
-  for (const Compare& c : req.compare) RETURN_IF_ERROR(kv::ValidateKey(c.key));
-  RETURN_IF_ERROR(ValidateTxnOps(req.success, nodesize_));
-  RETURN_IF_ERROR(ValidateTxnOps(req.failure, nodesize_));
+  for (const Compare& c : req.compare) COWKV_RETURN_IF_ERROR(kv::ValidateKey(c.key));
+  COWKV_RETURN_IF_ERROR(ValidateTxnOps(req.success, nodesize_));
+  COWKV_RETURN_IF_ERROR(ValidateTxnOps(req.failure, nodesize_));
   // Large values of either branch go to data extents before the lock; the
   // branch not taken releases its own.
   KvWriteSet branches[2];
@@ -647,7 +647,7 @@ absl::StatusOr<TxnResponse> StoreImpl::Txn(uint64_t subvol, const TxnRequest& re
   absl::StatusOr<uint64_t> rev =
       prepared.ok() ? KvWrite(
                           [&]() -> absl::StatusOr<uint64_t> {
-                            ASSIGN_OR_RETURN(resp, TxnLocked(subvol, req, branches));
+                            COWKV_ASSIGN_OR_RETURN(resp, TxnLocked(subvol, req, branches));
                             return resp.revision;
                           },
                           req.durability)
@@ -655,19 +655,19 @@ absl::StatusOr<TxnResponse> StoreImpl::Txn(uint64_t subvol, const TxnRequest& re
   for (const KvWriteSet& b : branches) {
     if (!b.extents.empty()) ReleaseUnusedExtents(b);
   }
-  RETURN_IF_ERROR(rev.status());
+  COWKV_RETURN_IF_ERROR(rev.status());
   return resp;
 }
 
 // ---- Interactive transactions ------------------------------------------------------
 
 absl::StatusOr<std::unique_ptr<KvTransaction>> StoreImpl::BeginTransaction(uint64_t subvol) {
-  RETURN_IF_ERROR(CheckOpen());
+  COWKV_RETURN_IF_ERROR(CheckOpen());
   auto state = std::make_unique<KvTxnState>();
   state->subvol = subvol;
   {
     absl::WriterMutexLock l(&mu_);
-    RETURN_IF_ERROR(TreeFor(subvol).status());
+    COWKV_RETURN_IF_ERROR(TreeFor(subvol).status());
     state->read_revision = revision_;
     window_.OpenTxn(revision_);
     ++open_txns_;
@@ -699,8 +699,8 @@ absl::Status Conflict(const KeyValue& kv, uint64_t read_revision) {
 }  // namespace
 
 absl::StatusOr<KeyValue> StoreImpl::TxnGet(KvTxnState* t, absl::string_view key) {
-  RETURN_IF_ERROR(CheckActive(t));
-  RETURN_IF_ERROR(kv::ValidateKey(key));
+  COWKV_RETURN_IF_ERROR(CheckActive(t));
+  COWKV_RETURN_IF_ERROR(kv::ValidateKey(key));
   // Own writes first: they decide the answer, so nothing is read.
   auto w = t->ws.writes.find(std::string(key));
   if (w != t->ws.writes.end()) {
@@ -772,9 +772,9 @@ void OverlayOwnWrites(const KvTxnState& t, const RangeRequest& n, RangeResult* r
 }  // namespace
 
 absl::StatusOr<RangeResult> StoreImpl::TxnRange(KvTxnState* t, const RangeRequest& req) {
-  RETURN_IF_ERROR(CheckActive(t));
+  COWKV_RETURN_IF_ERROR(CheckActive(t));
   RangeRequest n = req;
-  RETURN_IF_ERROR(NormaliseRange(req, &n.start, &n.end));
+  COWKV_RETURN_IF_ERROR(NormaliseRange(req, &n.start, &n.end));
   bool overlap = false;
   for (auto it = t->ws.writes.lower_bound(n.start); it != t->ws.writes.end(); ++it) {
     overlap = InRange(it->first, n.start, n.end);
@@ -786,7 +786,7 @@ absl::StatusOr<RangeResult> StoreImpl::TxnRange(KvTxnState* t, const RangeReques
   RangeResult r;
   {
     absl::ReaderMutexLock l(&mu_);
-    ASSIGN_OR_RETURN(Tree * tree, TreeFor(t->subvol));
+    COWKV_ASSIGN_OR_RETURN(Tree * tree, TreeFor(t->subvol));
     RangeRequest scan = n;
     scan.count_only = n.count_only && !overlap;
     // Overlapping this transaction's own writes, the whole range is read
@@ -797,7 +797,7 @@ absl::StatusOr<RangeResult> StoreImpl::TxnRange(KvTxnState* t, const RangeReques
       scan.keys_only = n.keys_only || n.count_only;
     }
     bool cut = false;
-    ASSIGN_OR_RETURN(r, RangeLocked(tree, scan, overlap ? 0 : n.limit, &cut));
+    COWKV_ASSIGN_OR_RETURN(r, RangeLocked(tree, scan, overlap ? 0 : n.limit, &cut));
     if (overlap && cut) {
       return LimitError(absl::StrCat(
           "range overlapping this transaction's own writes reads more than ", kOverlapScanBytes,
@@ -826,7 +826,7 @@ absl::StatusOr<RangeResult> StoreImpl::TxnRange(KvTxnState* t, const RangeReques
 }
 
 absl::StatusOr<uint64_t> StoreImpl::TxnCommit(KvTxnState* t, Durability d) {
-  RETURN_IF_ERROR(CheckActive(t));
+  COWKV_RETURN_IF_ERROR(CheckActive(t));
   KvWriteSet ws = std::move(t->ws);
   absl::StatusOr<uint64_t> rev;
   if (ws.empty()) {
@@ -878,7 +878,7 @@ absl::Status StoreImpl::WaitDurable(uint64_t point) {
     }
     if (!synced.ok() || !*synced) {
       // The log cannot take it: an engine commit makes everything durable.
-      RETURN_IF_ERROR(Commit(CommitTrigger::kLogFull));
+      COWKV_RETURN_IF_ERROR(Commit(CommitTrigger::kLogFull));
     }
   }
 }
@@ -889,7 +889,7 @@ absl::StatusOr<bool> StoreImpl::RunLogSync() {
   uint64_t rev, base, point;
   {
     absl::WriterMutexLock l(&mu_);
-    RETURN_IF_ERROR(txn_->fatal());
+    COWKV_RETURN_IF_ERROR(txn_->fatal());
     if (log_->needs_full_commit()) return false;
     rev = revision_;
     point = durable_seq_;
@@ -924,7 +924,7 @@ absl::StatusOr<bool> StoreImpl::RunLogSync() {
 // ---- Replay ----------------------------------------------------------------------------
 
 absl::Status StoreImpl::ReplayLog(const log::Recovered& r) {
-  RETURN_IF_ERROR(txn_->ClaimLogBlocks(r.blocks));
+  COWKV_RETURN_IF_ERROR(txn_->ClaimLogBlocks(r.blocks));
   log_->Adopt(r.blocks);
   // A data extent an entry points at is either committed already (a file
   // extent trimmed or cloned in the logged transaction) or was written
@@ -938,9 +938,9 @@ absl::Status StoreImpl::ReplayLog(const log::Recovered& r) {
         !seen.insert(d.bytenr).second) {
       continue;
     }
-    ASSIGN_OR_RETURN(bool committed, txn_->DataExtentCommitted(d));
+    COWKV_ASSIGN_OR_RETURN(bool committed, txn_->DataExtentCommitted(d));
     if (committed) continue;
-    RETURN_IF_ERROR(txn_->ClaimDataExtent(d));
+    COWKV_RETURN_IF_ERROR(txn_->ClaimDataExtent(d));
     claimed.insert(d.bytenr);
   }
   std::map<uint64_t, fs::ReplayNotes> notes;
@@ -950,10 +950,10 @@ absl::Status StoreImpl::ReplayLog(const log::Recovered& r) {
   // reach zero references, and be freed, in between.
   std::vector<std::pair<uint64_t, format::DataRef>> drops;
   for (const log::Recovered::Entry& e : r.entries) {
-    RETURN_IF_ERROR(ReplayEntry(e, &claimed, &notes, &drops));
+    COWKV_RETURN_IF_ERROR(ReplayEntry(e, &claimed, &notes, &drops));
   }
   for (const auto& [subvol, d] : drops) txn_->AddDataRef(subvol, d, -1, false);
-  RETURN_IF_ERROR(FixupFsReplay(notes));
+  COWKV_RETURN_IF_ERROR(FixupFsReplay(notes));
   replayed_entries_ = r.entries.size();
   return absl::OkStatus();
 }
@@ -965,12 +965,12 @@ absl::Status StoreImpl::ReplayEntry(const log::LogEntry& e, std::set<uint64_t>* 
   if (tree == nullptr) return absl::OkStatus();  // the subvolume is gone
   fs::FsKey fk;
   if (fs::DecodeFsKey(e.key, &fk)) {
-    RETURN_IF_ERROR(NoteFsReplay(tree, e, &(*notes)[e.subvol]));
+    COWKV_RETURN_IF_ERROR(NoteFsReplay(tree, e, &(*notes)[e.subvol]));
   } else if (!kv::IsKvTreeKey(e.key)) {
     return absl::DataLossError(absl::StrCat("log entry of subvolume ", e.subvol,
                                             " with an unknown key type"));
   } else if (!e.value.empty()) {
-    RETURN_IF_ERROR(kv::DecodeItem(e.key, e.value).status());
+    COWKV_RETURN_IF_ERROR(kv::DecodeItem(e.key, e.value).status());
   }
   KvOp op{e.key, std::nullopt, {}, {}};
   if (!e.value.empty()) {
@@ -981,13 +981,13 @@ absl::Status StoreImpl::ReplayEntry(const log::LogEntry& e, std::set<uint64_t>* 
   if (!old.ok() && !absl::IsNotFound(old.status())) return old.status();
   if (old.ok()) format::LeafDataRef(e.key, *old, &op.old_data);
   if (!old.ok() && !op.item) return absl::OkStatus();
-  RETURN_IF_ERROR(txn_->ReserveForWrite(
+  COWKV_RETURN_IF_ERROR(txn_->ReserveForWrite(
       tree, op.item ? TxnManager::WriteKind::kInsert : TxnManager::WriteKind::kDelete));
   // The first entry naming a claimed extent takes its allocation; a later
   // one (the same item logged by two syncs, a split extent) only another
   // reference.
   const bool first = op.new_data.len != 0 && claimed->erase(op.new_data.bytenr) > 0;
-  RETURN_IF_ERROR(op.item ? tree->Put(op.tree_key, *op.item) : tree->Delete(op.tree_key));
+  COWKV_RETURN_IF_ERROR(op.item ? tree->Put(op.tree_key, *op.item) : tree->Delete(op.tree_key));
   if (op.old_data.len != 0 && op.new_data.len != 0 && op.old_data.bytenr == op.new_data.bytenr &&
       !first) {
     return absl::OkStatus();  // the same extent before and after (a trimmed file extent)
@@ -1015,20 +1015,20 @@ absl::StatusOr<RangeResult> KvTransaction::Range(const RangeRequest& req) {
   return store_->TxnRange(state_.get(), req);
 }
 absl::Status KvTransaction::Put(absl::string_view key, absl::string_view value) {
-  RETURN_IF_ERROR(CheckActive(state_.get()));
-  RETURN_IF_ERROR(kv::ValidateKey(key));
-  RETURN_IF_ERROR(kv::ValidateValue(value));
+  COWKV_RETURN_IF_ERROR(CheckActive(state_.get()));
+  COWKV_RETURN_IF_ERROR(kv::ValidateKey(key));
+  COWKV_RETURN_IF_ERROR(kv::ValidateValue(value));
   BufferPut(&state_->ws, key, value);
   return absl::OkStatus();
 }
 absl::Status KvTransaction::Delete(absl::string_view key) {
-  RETURN_IF_ERROR(CheckActive(state_.get()));
-  RETURN_IF_ERROR(kv::ValidateKey(key));
+  COWKV_RETURN_IF_ERROR(CheckActive(state_.get()));
+  COWKV_RETURN_IF_ERROR(kv::ValidateKey(key));
   BufferDelete(&state_->ws, key);
   return absl::OkStatus();
 }
 absl::Status KvTransaction::DeleteRange(absl::string_view start, absl::string_view end) {
-  RETURN_IF_ERROR(CheckActive(state_.get()));
+  COWKV_RETURN_IF_ERROR(CheckActive(state_.get()));
   if (start.size() > kv::kMaxUserKeySize || end.size() > kv::kMaxUserKeySize + 1) {
     return absl::InvalidArgumentError("delete-range bound longer than the largest key");
   }
@@ -1049,7 +1049,7 @@ absl::Status Subvolume::RunInTransaction(const std::function<absl::Status(KvTran
       const int64_t cap_us = std::min<int64_t>(100000, int64_t{500} << std::min(attempt, 8));
       absl::SleepFor(absl::Microseconds(rng() % static_cast<uint64_t>(cap_us + 1)));
     }
-    ASSIGN_OR_RETURN(std::unique_ptr<KvTransaction> tx, BeginTransaction());
+    COWKV_ASSIGN_OR_RETURN(std::unique_ptr<KvTransaction> tx, BeginTransaction());
     last = fn(*tx);
     if (last.ok()) last = tx->Commit(durability).status();
     if (last.ok() || !Retryable(last)) return last;

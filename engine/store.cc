@@ -135,7 +135,7 @@ absl::Status Transaction::Delete(absl::string_view key) {
 }
 
 absl::StatusOr<std::string> Transaction::Get(absl::string_view key) {
-  ASSIGN_OR_RETURN(KeyValue kv, store_->GetItem(format::kDefaultTreeId, key));
+  COWKV_ASSIGN_OR_RETURN(KeyValue kv, store_->GetItem(format::kDefaultTreeId, key));
   return std::move(kv.value);
 }
 
@@ -158,19 +158,19 @@ StoreImpl::StoreImpl(BlockDevice* device, std::unique_ptr<BlockDevice> owned,
       window_(options.conflict_window_keys) {}
 
 absl::Status StoreImpl::Init() {
-  ASSIGN_OR_RETURN(log::Recovered r, log::LogManager::Recover(device_, txn_->superblock()));
+  COWKV_ASSIGN_OR_RETURN(log::Recovered r, log::LogManager::Recover(device_, txn_->superblock()));
   {
     absl::MutexLock cl(&commit_mu_);
     absl::WriterMutexLock l(&mu_);
     const format::Superblock& sb = txn_->superblock();
     subvols_ = std::make_unique<Subvolumes>(txn_.get());
-    RETURN_IF_ERROR(subvols_->Load());
+    COWKV_RETURN_IF_ERROR(subvols_->Load());
     revision_ = std::max(sb.revision, r.revision);
     log_ = std::make_unique<log::LogManager>(txn_.get(), options_.log_max_pending_keys);
     if (r.root_blocks == 0) {
-      if (!options_.read_only) RETURN_IF_ERROR(log_->ContinueChain(sb));
+      if (!options_.read_only) COWKV_RETURN_IF_ERROR(log_->ContinueChain(sb));
     } else {
-      RETURN_IF_ERROR(ReplayLog(r));
+      COWKV_RETURN_IF_ERROR(ReplayLog(r));
     }
   }
   {
@@ -179,7 +179,7 @@ absl::Status StoreImpl::Init() {
   }
   if (r.root_blocks > 0 && !options_.read_only) {
     // The replayed state becomes an engine commit; the chain is retired.
-    RETURN_IF_ERROR(Commit(CommitTrigger::kExplicit));
+    COWKV_RETURN_IF_ERROR(Commit(CommitTrigger::kExplicit));
   }
   if (options_.commit_interval_ms > 0 && !options_.read_only) {
     committer_ = std::thread([this] { CommitterLoop(); });
@@ -244,7 +244,7 @@ absl::Status StoreImpl::Close() {
 }
 
 absl::StatusOr<std::unique_ptr<Transaction>> StoreImpl::Begin() {
-  RETURN_IF_ERROR(CheckOpen());
+  COWKV_RETURN_IF_ERROR(CheckOpen());
   if (options_.read_only) return ReadOnlyStoreError("store is opened read-only");
   absl::MutexLock l(&handles_mu_);
   handles_mu_.Await(absl::Condition(
@@ -273,9 +273,9 @@ absl::StatusOr<Tree*> StoreImpl::TreeFor(uint64_t tree_id) {
 // A write through an engine Transaction handle: a KV write of its own
 // revision, outside the log (see Transaction in store.h).
 absl::Status StoreImpl::WriteOnce(absl::string_view key, const absl::string_view* value) {
-  RETURN_IF_ERROR(CheckOpen());
-  RETURN_IF_ERROR(kv::ValidateKey(key));
-  if (value != nullptr) RETURN_IF_ERROR(kv::ValidateValue(*value));
+  COWKV_RETURN_IF_ERROR(CheckOpen());
+  COWKV_RETURN_IF_ERROR(kv::ValidateKey(key));
+  if (value != nullptr) COWKV_RETURN_IF_ERROR(kv::ValidateValue(*value));
   KvWriteSet ws;
   ws.writes[std::string(key)] =
       value ? std::optional<std::string>(std::string(*value)) : std::nullopt;
@@ -304,7 +304,7 @@ absl::Status StoreImpl::HandleDelete(absl::string_view key) { return WriteOnce(k
 absl::StatusOr<uint64_t> StoreImpl::ManageSubvolumes(
     const std::function<absl::StatusOr<uint64_t>(Subvolumes*)>& op, bool commit_first,
     TxnManager::WriteKind kind) {
-  RETURN_IF_ERROR(CheckOpen());
+  COWKV_RETURN_IF_ERROR(CheckOpen());
   if (options_.read_only) return ReadOnlyStoreError("store is opened read-only");
   absl::MutexLock cl(&commit_mu_);
   absl::MutexLock ll(&log_mu_);  // no log sync runs meanwhile (CommitLocked)
@@ -326,22 +326,22 @@ absl::StatusOr<uint64_t> StoreImpl::ManageSubvolumes(
 }
 
 absl::Status StoreImpl::DeleteSubvolume(absl::string_view name) {
-  RETURN_IF_ERROR(ManageSubvolumes(
-                      [&](Subvolumes* t) -> absl::StatusOr<uint64_t> {
-                        ASSIGN_OR_RETURN(uint64_t id, t->Lookup(name));
-                        RETURN_IF_ERROR(t->Delete(id));
-                        ForgetFsState(id);
-                        return id;
-                      },
-                      false, TxnManager::WriteKind::kDelete)
-                      .status());
+  COWKV_RETURN_IF_ERROR(ManageSubvolumes(
+                            [&](Subvolumes* t) -> absl::StatusOr<uint64_t> {
+                              COWKV_ASSIGN_OR_RETURN(uint64_t id, t->Lookup(name));
+                              COWKV_RETURN_IF_ERROR(t->Delete(id));
+                              ForgetFsState(id);
+                              return id;
+                            },
+                            false, TxnManager::WriteKind::kDelete)
+                            .status());
   absl::MutexLock hl(&handles_mu_);
   cleaner_work_ = true;
   return absl::OkStatus();
 }
 
 absl::StatusOr<int> StoreImpl::CleanerBatch(int max_steps) {
-  ASSIGN_OR_RETURN(std::unique_ptr<Transaction> h, Begin());
+  COWKV_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> h, Begin());
   absl::StatusOr<int> steps;
   {
     absl::WriterMutexLock l(&mu_);
@@ -352,7 +352,7 @@ absl::StatusOr<int> StoreImpl::CleanerBatch(int max_steps) {
   h->End();
   if (absl::IsResourceExhausted(steps.status())) {
     // The drop needs a little space for CoW; what it freed is pinned.
-    RETURN_IF_ERROR(Commit(CommitTrigger::kSpace));
+    COWKV_RETURN_IF_ERROR(Commit(CommitTrigger::kSpace));
     return 0;
   }
   if (steps.ok()) {
@@ -395,7 +395,7 @@ void StoreImpl::CleanerLoop() {
 }
 
 absl::Status StoreImpl::DropDeletedSubvolumes(uint64_t max_steps) {
-  RETURN_IF_ERROR(CheckOpen());
+  COWKV_RETURN_IF_ERROR(CheckOpen());
   uint64_t done = 0;
   for (;;) {
     {
@@ -404,7 +404,7 @@ absl::Status StoreImpl::DropDeletedSubvolumes(uint64_t max_steps) {
     }
     if (max_steps != 0 && done >= max_steps) break;
     int batch = max_steps == 0 ? 256 : static_cast<int>(std::min<uint64_t>(256, max_steps - done));
-    ASSIGN_OR_RETURN(int steps, CleanerBatch(batch));
+    COWKV_ASSIGN_OR_RETURN(int steps, CleanerBatch(batch));
     done += steps;
   }
   return Commit(CommitTrigger::kExplicit);
@@ -425,10 +425,10 @@ SubvolumeInfo ToSubvolumeInfo(const SubvolInfo& s) {
 }  // namespace
 
 absl::StatusOr<SubvolumeInfo> StoreImpl::ShowSubvolume(absl::string_view name) {
-  RETURN_IF_ERROR(CheckOpen());
+  COWKV_RETURN_IF_ERROR(CheckOpen());
   absl::ReaderMutexLock l(&mu_);
-  ASSIGN_OR_RETURN(uint64_t id, subvols_->Lookup(name));
-  ASSIGN_OR_RETURN(SubvolInfo s, subvols_->Get(id));
+  COWKV_ASSIGN_OR_RETURN(uint64_t id, subvols_->Lookup(name));
+  COWKV_ASSIGN_OR_RETURN(SubvolInfo s, subvols_->Get(id));
   return ToSubvolumeInfo(s);
 }
 
@@ -440,22 +440,22 @@ std::vector<SubvolumeInfo> StoreImpl::ListSubvolumes() {
 }
 
 absl::StatusOr<SubvolumeInfo> StoreImpl::CreateSubvolume(absl::string_view name) {
-  ASSIGN_OR_RETURN(uint64_t id, ManageSubvolumes(
-      [&](Subvolumes* t) { return t->Create(name); }, false));
+  COWKV_ASSIGN_OR_RETURN(uint64_t id,
+                         ManageSubvolumes([&](Subvolumes* t) { return t->Create(name); }, false));
   (void)id;
   return ShowSubvolume(name);
 }
 
 absl::StatusOr<SubvolumeInfo> StoreImpl::CreateSnapshot(absl::string_view source,
                                                         absl::string_view name, bool read_only) {
-  RETURN_IF_ERROR(ValidateSubvolName(name));
-  ASSIGN_OR_RETURN(uint64_t id, ManageSubvolumes(
-      [&](Subvolumes* t) -> absl::StatusOr<uint64_t> {
-        ASSIGN_OR_RETURN(uint64_t src, t->Lookup(source));
-        snapshot_epoch_.fetch_add(1, std::memory_order_acq_rel);
-        return t->Snapshot(src, name, read_only);
-      },
-      true));
+  COWKV_RETURN_IF_ERROR(ValidateSubvolName(name));
+  COWKV_ASSIGN_OR_RETURN(uint64_t id, ManageSubvolumes(
+                                          [&](Subvolumes* t) -> absl::StatusOr<uint64_t> {
+                                            COWKV_ASSIGN_OR_RETURN(uint64_t src, t->Lookup(source));
+                                            snapshot_epoch_.fetch_add(1, std::memory_order_acq_rel);
+                                            return t->Snapshot(src, name, read_only);
+                                          },
+                                          true));
   (void)id;
   return ShowSubvolume(name);
 }
@@ -463,8 +463,8 @@ absl::StatusOr<SubvolumeInfo> StoreImpl::CreateSnapshot(absl::string_view source
 absl::Status StoreImpl::RenameSubvolume(absl::string_view name, absl::string_view new_name) {
   return ManageSubvolumes(
              [&](Subvolumes* t) -> absl::StatusOr<uint64_t> {
-               ASSIGN_OR_RETURN(uint64_t id, t->Lookup(name));
-               RETURN_IF_ERROR(t->Rename(id, new_name));
+               COWKV_ASSIGN_OR_RETURN(uint64_t id, t->Lookup(name));
+               COWKV_RETURN_IF_ERROR(t->Rename(id, new_name));
                return id;
              },
              false)
@@ -472,9 +472,9 @@ absl::Status StoreImpl::RenameSubvolume(absl::string_view name, absl::string_vie
 }
 
 absl::StatusOr<std::unique_ptr<Subvolume>> StoreImpl::OpenSubvolume(absl::string_view name) {
-  RETURN_IF_ERROR(CheckOpen());
+  COWKV_RETURN_IF_ERROR(CheckOpen());
   absl::ReaderMutexLock l(&mu_);
-  ASSIGN_OR_RETURN(uint64_t id, subvols_->Lookup(name));
+  COWKV_ASSIGN_OR_RETURN(uint64_t id, subvols_->Lookup(name));
   return std::unique_ptr<Subvolume>(new Subvolume(this, id));
 }
 
@@ -536,7 +536,7 @@ void StoreImpl::MaybeCommitForDirtyBytes(uint64_t dirty) {
 // Sealing also starts the next log chain; the old chain's blocks are freed
 // once the generation that retires them is durable.
 absl::Status StoreImpl::Commit(CommitTrigger trigger) {
-  if (trigger != CommitTrigger::kClose) RETURN_IF_ERROR(CheckOpen());
+  if (trigger != CommitTrigger::kClose) COWKV_RETURN_IF_ERROR(CheckOpen());
   if (options_.read_only) return absl::OkStatus();
   absl::MutexLock cl(&commit_mu_);
   const auto start = std::chrono::steady_clock::now();  // the commit's latency starts here
@@ -678,7 +678,7 @@ absl::Status StoreImpl::AfterCommitLocked(CommitTrigger trigger,
   ReportIfSlow(EngineEvent::Kind::kSlowCommit, took, TriggerName(trigger));
   ++commits_by_[static_cast<int>(trigger)];
   if (options_.paranoid_checks) {
-    ASSIGN_OR_RETURN(CheckReport r, Check(device_));
+    COWKV_ASSIGN_OR_RETURN(CheckReport r, Check(device_));
     if (!r.ok()) {
       return absl::InternalError(absl::StrCat("paranoid check after commit of generation ",
                                               r.generation, ": ", r.problems.front()));
@@ -847,22 +847,22 @@ absl::Status Store::Mkfs(BlockDevice* device, const MkfsOptions& options) {
 }
 
 absl::StatusOr<std::unique_ptr<Store>> Store::Open(BlockDevice* device, const Options& options) {
-  ASSIGN_OR_RETURN(std::unique_ptr<TxnManager> txn,
-                   TxnManager::Mount(device, options.node_cache_bytes));
+  COWKV_ASSIGN_OR_RETURN(std::unique_ptr<TxnManager> txn,
+                         TxnManager::Mount(device, options.node_cache_bytes));
   auto impl = std::make_unique<StoreImpl>(device, nullptr, options, std::move(txn));
-  RETURN_IF_ERROR(impl->Init());
+  COWKV_RETURN_IF_ERROR(impl->Init());
   return std::unique_ptr<Store>(new Store(std::move(impl)));
 }
 
 absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path, const Options& options) {
   FileDeviceOptions fo;
   fo.read_only = options.read_only;
-  ASSIGN_OR_RETURN(std::unique_ptr<FileDevice> dev, FileDevice::Open(path, fo));
-  ASSIGN_OR_RETURN(std::unique_ptr<TxnManager> txn,
-                   TxnManager::Mount(dev.get(), options.node_cache_bytes));
+  COWKV_ASSIGN_OR_RETURN(std::unique_ptr<FileDevice> dev, FileDevice::Open(path, fo));
+  COWKV_ASSIGN_OR_RETURN(std::unique_ptr<TxnManager> txn,
+                         TxnManager::Mount(dev.get(), options.node_cache_bytes));
   BlockDevice* raw = dev.get();
   auto impl = std::make_unique<StoreImpl>(raw, std::move(dev), options, std::move(txn));
-  RETURN_IF_ERROR(impl->Init());
+  COWKV_RETURN_IF_ERROR(impl->Init());
   return std::unique_ptr<Store>(new Store(std::move(impl)));
 }
 
@@ -871,7 +871,7 @@ absl::Status Store::Put(absl::string_view key, absl::string_view value, Durabili
   return impl_->Put(format::kDefaultTreeId, key, value, d);
 }
 absl::StatusOr<std::string> Store::Get(absl::string_view key) {
-  ASSIGN_OR_RETURN(KeyValue kv, impl_->GetItem(format::kDefaultTreeId, key));
+  COWKV_ASSIGN_OR_RETURN(KeyValue kv, impl_->GetItem(format::kDefaultTreeId, key));
   return std::move(kv.value);
 }
 absl::Status Store::Delete(absl::string_view key, Durability d) {
@@ -909,7 +909,7 @@ absl::Status Subvolume::Put(absl::string_view key, absl::string_view value, Dura
   return store_->Put(id_, key, value, d);
 }
 absl::StatusOr<std::string> Subvolume::Get(absl::string_view key) {
-  ASSIGN_OR_RETURN(KeyValue kv, store_->GetItem(id_, key));
+  COWKV_ASSIGN_OR_RETURN(KeyValue kv, store_->GetItem(id_, key));
   return std::move(kv.value);
 }
 absl::StatusOr<KeyValue> Subvolume::GetItem(absl::string_view key) {

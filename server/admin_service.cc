@@ -3,15 +3,15 @@
 #include <string>
 
 #include "absl/time/clock.h"
+#include "build_info/build_info.h"
+#include "engine/base/status_macros.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
 #include "google/protobuf/stubs/common.h"
 #include "grpcpp/grpcpp.h"
-#include "build_info/build_info.h"
 #include "server/convert.h"
 #include "server/services.h"
 #include "server/stats_table.h"
-#include "server/status_macros.h"
 
 namespace cowkv {
 namespace server {

@@ -6,12 +6,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/base/error.h"
+#include "engine/base/status_macros.h"
 #include "server/admission.h"
 #include "server/convert.h"
 #include "server/files_util.h"
 #include "server/limits.h"
 #include "server/services.h"
-#include "server/status_macros.h"
 #include "server/validate.h"
 
 namespace cowkv {

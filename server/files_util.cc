@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/base/error.h"
-#include "server/status_macros.h"
+#include "engine/base/status_macros.h"
 #include "server/validate.h"
 
 namespace cowkv {

@@ -5,12 +5,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "engine/base/status_macros.h"
 #include "server/connections.h"
 #include "server/convert.h"
 #include "server/limits.h"
 #include "server/range_page.h"
 #include "server/services.h"
-#include "server/status_macros.h"
 #include "server/validate.h"
 
 namespace cowkv {

@@ -5,9 +5,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "engine/base/status_macros.h"
 #include "server/convert.h"
 #include "server/limits.h"
-#include "server/status_macros.h"
 #include "server/validate.h"
 
 namespace cowkv {

@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "engine/base/status_macros.h"
 #include "google/protobuf/descriptor.h"
 #include "grpc/health/v1/health.pb.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
@@ -16,7 +17,6 @@
 #include "server/connections.h"
 #include "server/log.h"
 #include "server/request_parse_interceptor.h"
-#include "server/status_macros.h"
 
 namespace cowkv {
 namespace server {

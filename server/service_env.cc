@@ -8,8 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "engine/base/error.h"
+#include "engine/base/status_macros.h"
 #include "server/log.h"
-#include "server/status_macros.h"
 #include "server/status_mapping.h"
 #include "server/validate.h"
 

@@ -1,7 +1,7 @@
 // cowkv.v1.Subvolumes: create, list, show, rename, delete, snapshot.
+#include "engine/base/status_macros.h"
 #include "server/convert.h"
 #include "server/services.h"
-#include "server/status_macros.h"
 #include "server/validate.h"
 
 namespace cowkv {

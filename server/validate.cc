@@ -8,8 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "engine/base/error.h"
+#include "engine/base/status_macros.h"
 #include "server/limits.h"
-#include "server/status_macros.h"
 
 namespace cowkv {
 namespace server {

@@ -1,7 +1,7 @@
 // Status helpers shared by every engine layer.
 //
-// The engine's one error type is absl::Status / absl::StatusOr. Debian's Abseil
-// 20220623 has no status macros, so cowkv defines the two it needs here, plus
+// The engine's one error type is absl::Status / absl::StatusOr, with the
+// status macros of status_macros.h, error reasons (error.h) and
 // CorruptionError(), the single constructor for "a byte read from the device
 // is wrong" (code DATA_LOSS), so every corruption message has one shape:
 //   corrupt node: bytenr=… owner=… level=… slot=…, <reason>, have=… want=…
@@ -18,28 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "engine/base/error.h"
-
-#define COWKV_STATUS_CONCAT_INNER_(a, b) a##b
-#define COWKV_STATUS_CONCAT_(a, b) COWKV_STATUS_CONCAT_INNER_(a, b)
-
-// Evaluates `expr` (an absl::Status); returns it from the enclosing function
-// when it is not OK.
-#define RETURN_IF_ERROR(expr)                          \
-  do {                                                 \
-    ::absl::Status cowkv_status_ = (expr);             \
-    if (!cowkv_status_.ok()) return cowkv_status_;     \
-  } while (0)
-
-// `ASSIGN_OR_RETURN(auto x, StatusOrExpr())`: declares/assigns the value or
-// returns the error from the enclosing function.
-#define ASSIGN_OR_RETURN(lhs, rexpr)                                     \
-  COWKV_ASSIGN_OR_RETURN_IMPL_(                                          \
-      COWKV_STATUS_CONCAT_(cowkv_statusor_, __LINE__), lhs, rexpr)
-
-#define COWKV_ASSIGN_OR_RETURN_IMPL_(statusor, lhs, rexpr) \
-  auto statusor = (rexpr);                                 \
-  if (!statusor.ok()) return std::move(statusor).status(); \
-  lhs = std::move(statusor).value()
+#include "engine/base/status_macros.h"
 
 namespace cowkv {
 

@@ -129,7 +129,7 @@ absl::Status DecodeNode(absl::string_view data, absl::string_view fsid,
                         const NodeExpect& expect, NodeHeader* header,
                         std::vector<Item>* items) {
   std::vector<ItemView> views;
-  RETURN_IF_ERROR(DecodeNodeViews(data, fsid, nodesize, sectorsize, expect, header, &views));
+  COWKV_RETURN_IF_ERROR(DecodeNodeViews(data, fsid, nodesize, sectorsize, expect, header, &views));
   items->clear();
   items->reserve(views.size());
   for (const ItemView& v : views) items->push_back(Item{std::string(v.key), std::string(v.value)});
@@ -146,7 +146,7 @@ absl::Status DecodeNodeViews(absl::string_view data, absl::string_view fsid,
     return COWKV_CORRUPTION(site, "short node", absl::StrCat(data.size()),
                             absl::StrCat(nodesize));
   }
-  RETURN_IF_ERROR(CheckHeader(data, fsid, nodesize, expect, site, header));
+  COWKV_RETURN_IF_ERROR(CheckHeader(data, fsid, nodesize, expect, site, header));
   const char* p = data.data();
   const uint32_t nritems = DecodeLE32(p + kNodeNritemsOff);
   const size_t slots_end = kNodeHeaderSize + static_cast<size_t>(nritems) * kSlotSize;

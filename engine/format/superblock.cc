@@ -86,7 +86,7 @@ absl::StatusOr<Superblock> DecodeSuperblock(absl::string_view data,
   sb.log_nonce = DecodeLE64(p + kSbLogNonceOff);
   sb.next_tree_id = DecodeLE64(p + kSbNextTreeIdOff);
   sb.revision = DecodeLE64(p + kSbRevisionOff);
-  RETURN_IF_ERROR(ValidateFields(sb, expected_bytenr, site));
+  COWKV_RETURN_IF_ERROR(ValidateFields(sb, expected_bytenr, site));
   // Every byte that is not a field is zero: the encoder writes back exactly
   // the input, or some reserved byte is set (a writer this code does not
   // know, or damage under a valid checksum).

@@ -27,7 +27,7 @@ class FsOps::Batch {
   }
 
   absl::StatusOr<std::optional<std::string>> Get(absl::string_view key) {
-    ASSIGN_OR_RETURN(const std::optional<std::string>* v, Find(key));
+    COWKV_ASSIGN_OR_RETURN(const std::optional<std::string>* v, Find(key));
     return *v;
   }
   // Get without the copy: the value stays valid until this key is next
@@ -38,7 +38,7 @@ class FsOps::Batch {
       if (it->second.staged) return &it->second.value;
       if (it->second.read) return &it->second.old;
     }
-    ASSIGN_OR_RETURN(std::optional<std::string> v, b_->Get(key));
+    COWKV_ASSIGN_OR_RETURN(std::optional<std::string> v, b_->Get(key));
     // The backend does not change until Commit.
     if (it == items_.end()) it = items_.emplace(ItemKey(key), Item()).first;
     it->second.read = true;
@@ -63,15 +63,16 @@ class FsOps::Batch {
       if (v.has_value() && !fn(k, *v)) stopped = true;
       return !stopped;
     };
-    RETURN_IF_ERROR(b_->Scan(start, end, reverse, [&](absl::string_view k, absl::string_view v) {
-      while (i < st.size() && before(st[i].first, k)) {
-        if (!emit(st[i].first, *st[i].second)) return false;
-        ++i;
-      }
-      if (i < st.size() && st[i].first == k) return emit(k, *st[i++].second);
-      if (!fn(k, v)) stopped = true;
-      return !stopped;
-    }));
+    COWKV_RETURN_IF_ERROR(
+        b_->Scan(start, end, reverse, [&](absl::string_view k, absl::string_view v) {
+          while (i < st.size() && before(st[i].first, k)) {
+            if (!emit(st[i].first, *st[i].second)) return false;
+            ++i;
+          }
+          if (i < st.size() && st[i].first == k) return emit(k, *st[i++].second);
+          if (!fn(k, v)) stopped = true;
+          return !stopped;
+        }));
     for (; !stopped && i < st.size(); ++i) emit(st[i].first, *st[i].second);
     return absl::OkStatus();
   }
@@ -91,7 +92,7 @@ class FsOps::Batch {
   }
 
   absl::StatusOr<format::DataRef> WriteData(absl::string_view data) {
-    ASSIGN_OR_RETURN(format::DataRef d, b_->WriteData(data));
+    COWKV_ASSIGN_OR_RETURN(format::DataRef d, b_->WriteData(data));
     written_.push_back(d);
     return d;
   }
@@ -116,7 +117,7 @@ class FsOps::Batch {
                          fresh.count(r.bytenr) > 0 && claimed.insert(r.bytenr).second;
       writes.push_back({k.view(), &v, first, item.read ? &item.old : nullptr});
     }
-    if (!writes.empty()) RETURN_IF_ERROR(b_->Apply(writes));
+    if (!writes.empty()) COWKV_RETURN_IF_ERROR(b_->Apply(writes));
     // Every fresh extent is referenced now (or was never staged: release).
     std::vector<format::DataRef> unused;
     for (const format::DataRef& d : written_) {

@@ -40,24 +40,24 @@ absl::StatusOr<absl::flat_hash_map<uint64_t, uint64_t>> CountOwnRefs(FsBackend* 
   absl::flat_hash_map<uint64_t, uint64_t> own;
   absl::flat_hash_map<uint64_t, uint64_t> base;  // bytenr -> key offset - extent offset
   absl::Status bad;
-  RETURN_IF_ERROR(b->Scan(TypeStart(ino, kExtentData), TypeStart(ino, kExtentData + 1), false,
-                          [&](absl::string_view k, absl::string_view v) {
-                            FsKey fk;
-                            DecodeFsKey(k, &fk);
-                            absl::StatusOr<FileExtent> e = DecodeFileExtent(v, ino, fk.offset);
-                            if (!e.ok()) {
-                              bad = e.status();
-                              return false;
-                            }
-                            if (e->kind != kExtentRegular) return true;
-                            const uint64_t at = fk.offset - e->offset;
-                            auto [it, fresh] = base.emplace(e->disk_bytenr, at);
-                            uint64_t& n = own[e->disk_bytenr];
-                            n = (!fresh && it->second != at) || n == kSharedWithin ? kSharedWithin
-                                                                                   : n + 1;
-                            return true;
-                          }));
-  RETURN_IF_ERROR(bad);
+  COWKV_RETURN_IF_ERROR(
+      b->Scan(TypeStart(ino, kExtentData), TypeStart(ino, kExtentData + 1), false,
+              [&](absl::string_view k, absl::string_view v) {
+                FsKey fk;
+                DecodeFsKey(k, &fk);
+                absl::StatusOr<FileExtent> e = DecodeFileExtent(v, ino, fk.offset);
+                if (!e.ok()) {
+                  bad = e.status();
+                  return false;
+                }
+                if (e->kind != kExtentRegular) return true;
+                const uint64_t at = fk.offset - e->offset;
+                auto [it, fresh] = base.emplace(e->disk_bytenr, at);
+                uint64_t& n = own[e->disk_bytenr];
+                n = (!fresh && it->second != at) || n == kSharedWithin ? kSharedWithin : n + 1;
+                return true;
+              }));
+  COWKV_RETURN_IF_ERROR(bad);
   return own;
 }
 
@@ -82,17 +82,17 @@ absl::StatusOr<std::vector<std::pair<uint64_t, FileExtent>>> FsOps::Extents(Batc
     return true;
   };
   // The item starting at or before `start`, then those starting inside.
-  RETURN_IF_ERROR(b.Scan(TypeStart(ino, kExtentData), ExtentKey(ino, start + 1), true,
-                         [&](absl::string_view k, absl::string_view v) {
-                           take(k, v);
-                           return false;
-                         }));
-  RETURN_IF_ERROR(bad);
+  COWKV_RETURN_IF_ERROR(b.Scan(TypeStart(ino, kExtentData), ExtentKey(ino, start + 1), true,
+                               [&](absl::string_view k, absl::string_view v) {
+                                 take(k, v);
+                                 return false;
+                               }));
+  COWKV_RETURN_IF_ERROR(bad);
   const ItemKey stop = end == kNoEnd ? TypeStart(ino, kExtentData + 1) : ExtentKey(ino, end);
   if (start + 1 < end) {
-    RETURN_IF_ERROR(b.Scan(ExtentKey(ino, start + 1), stop, false, take));
+    COWKV_RETURN_IF_ERROR(b.Scan(ExtentKey(ino, start + 1), stop, false, take));
   }
-  RETURN_IF_ERROR(bad);
+  COWKV_RETURN_IF_ERROR(bad);
   return out;
 }
 
@@ -100,7 +100,7 @@ absl::StatusOr<std::vector<std::pair<uint64_t, FileExtent>>> FsOps::Extents(Batc
 // straddle an edge (a trimmed regular item keeps its data extent: one
 // more reference for the right-hand piece).
 absl::Status FsOps::Punch(Batch& b, uint64_t ino, uint64_t start, uint64_t end, int64_t* nbytes) {
-  ASSIGN_OR_RETURN(auto items, Extents(b, ino, start, end));
+  COWKV_ASSIGN_OR_RETURN(auto items, Extents(b, ino, start, end));
   const uint64_t gen = b_->generation();
   for (auto& [s, e] : items) {
     const uint64_t n = e.length();
@@ -138,15 +138,15 @@ absl::Status FsOps::Punch(Batch& b, uint64_t ino, uint64_t start, uint64_t end, 
 // A file with an inline extent that is about to get regular ones: the
 // inline bytes move into a data extent of their own first.
 absl::Status FsOps::UninlineIfNeeded(Batch& b, uint64_t ino, InodeItem*) {
-  ASSIGN_OR_RETURN(std::optional<std::string> v, b.Get(ExtentKey(ino, 0)));
+  COWKV_ASSIGN_OR_RETURN(std::optional<std::string> v, b.Get(ExtentKey(ino, 0)));
   if (!v.has_value()) return absl::OkStatus();
-  ASSIGN_OR_RETURN(FileExtent e, DecodeFileExtent(*v, ino, 0));
+  COWKV_ASSIGN_OR_RETURN(FileExtent e, DecodeFileExtent(*v, ino, 0));
   if (e.kind != kExtentInline) return absl::OkStatus();
   if (e.inline_data.empty()) {
     b.Del(ExtentKey(ino, 0));
     return absl::OkStatus();
   }
-  ASSIGN_OR_RETURN(format::DataRef d, b.WriteData(e.inline_data));
+  COWKV_ASSIGN_OR_RETURN(format::DataRef d, b.WriteData(e.inline_data));
   FileExtent r;
   r.generation = b_->generation();
   r.kind = kExtentRegular;
@@ -161,9 +161,9 @@ absl::Status FsOps::UninlineIfNeeded(Batch& b, uint64_t ino, InodeItem*) {
 absl::Status FsOps::WriteInline(Batch& b, uint64_t ino, InodeItem* item, uint64_t offset,
                                 absl::string_view data) {
   std::string content;
-  ASSIGN_OR_RETURN(std::optional<std::string> v, b.Get(ExtentKey(ino, 0)));
+  COWKV_ASSIGN_OR_RETURN(std::optional<std::string> v, b.Get(ExtentKey(ino, 0)));
   if (v.has_value()) {
-    ASSIGN_OR_RETURN(FileExtent e, DecodeFileExtent(*v, ino, 0));
+    COWKV_ASSIGN_OR_RETURN(FileExtent e, DecodeFileExtent(*v, ino, 0));
     content = e.inline_data;
   }
   const uint64_t size = std::max<uint64_t>(item->size, offset + data.size());
@@ -181,7 +181,7 @@ absl::Status FsOps::WriteExtents(Batch& b, uint64_t ino, uint64_t offset, absl::
                                  int64_t* nbytes) {
   for (size_t pos = 0; pos < data.size(); pos += opt_.max_extent) {
     absl::string_view chunk = data.substr(pos, opt_.max_extent);
-    ASSIGN_OR_RETURN(format::DataRef d, b.WriteData(chunk));
+    COWKV_ASSIGN_OR_RETURN(format::DataRef d, b.WriteData(chunk));
     FileExtent e;
     e.generation = b_->generation();
     e.kind = kExtentRegular;
@@ -197,14 +197,14 @@ absl::Status FsOps::WriteExtents(Batch& b, uint64_t ino, uint64_t offset, absl::
 
 absl::StatusOr<bool> FsOps::HasRegularExtents(Batch& b, uint64_t ino) {
   bool regular = false;
-  RETURN_IF_ERROR(b.Scan(TypeStart(ino, kExtentData), TypeStart(ino, kExtentData + 1), false,
-                         [&](absl::string_view k, absl::string_view v) {
-                           FsKey fk;
-                           DecodeFsKey(k, &fk);
-                           regular = fk.offset != 0 || v.size() < kFileExtentHeaderSize ||
-                                     static_cast<uint8_t>(v[8]) != kExtentInline;
-                           return !regular;
-                         }));
+  COWKV_RETURN_IF_ERROR(b.Scan(TypeStart(ino, kExtentData), TypeStart(ino, kExtentData + 1), false,
+                               [&](absl::string_view k, absl::string_view v) {
+                                 FsKey fk;
+                                 DecodeFsKey(k, &fk);
+                                 regular = fk.offset != 0 || v.size() < kFileExtentHeaderSize ||
+                                           static_cast<uint8_t>(v[8]) != kExtentInline;
+                                 return !regular;
+                               }));
   return regular;
 }
 
@@ -216,21 +216,21 @@ absl::Status FsOps::Write(uint64_t ino, uint64_t offset, absl::string_view data)
     return PosixError(ErrorReason::kEFBIG, absl::StrCat("files end at ", kMaxFileSize, " bytes"));
   }
   Batch b(b_);
-  ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
-  RETURN_IF_ERROR(CheckRegular(it, ino));
+  COWKV_ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
+  COWKV_RETURN_IF_ERROR(CheckRegular(it, ino));
   if (data.empty()) return absl::OkStatus();
   const uint64_t end = offset + data.size();
   const uint64_t new_size = std::max(it.size, end);
-  ASSIGN_OR_RETURN(bool regular, HasRegularExtents(b, ino));
+  COWKV_ASSIGN_OR_RETURN(bool regular, HasRegularExtents(b, ino));
   const size_t inline_max =
       std::min(opt_.inline_max, b_->max_value_size() - kFileExtentHeaderSize);
   if (!regular && new_size <= inline_max) {
-    RETURN_IF_ERROR(WriteInline(b, ino, &it, offset, data));
+    COWKV_RETURN_IF_ERROR(WriteInline(b, ino, &it, offset, data));
   } else {
-    RETURN_IF_ERROR(UninlineIfNeeded(b, ino, &it));
+    COWKV_RETURN_IF_ERROR(UninlineIfNeeded(b, ino, &it));
     int64_t nb = 0;
-    RETURN_IF_ERROR(Punch(b, ino, offset, end, &nb));
-    RETURN_IF_ERROR(WriteExtents(b, ino, offset, data, &nb));
+    COWKV_RETURN_IF_ERROR(Punch(b, ino, offset, end, &nb));
+    COWKV_RETURN_IF_ERROR(WriteExtents(b, ino, offset, data, &nb));
     it.nbytes = static_cast<uint64_t>(std::max<int64_t>(0, static_cast<int64_t>(it.nbytes) + nb));
   }
   it.size = new_size;
@@ -244,15 +244,15 @@ absl::Status FsOps::Truncate(uint64_t ino, uint64_t size) {
   if (size > kMaxFileSize)
     return PosixError(ErrorReason::kEFBIG, absl::StrCat("files end at ", kMaxFileSize));
   Batch b(b_);
-  ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
-  RETURN_IF_ERROR(CheckRegular(it, ino));
+  COWKV_ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
+  COWKV_RETURN_IF_ERROR(CheckRegular(it, ino));
   if (size < it.size) {
     int64_t nb = 0;
-    RETURN_IF_ERROR(Punch(b, ino, size, kNoEnd, &nb));
+    COWKV_RETURN_IF_ERROR(Punch(b, ino, size, kNoEnd, &nb));
     it.nbytes = static_cast<uint64_t>(std::max<int64_t>(0, static_cast<int64_t>(it.nbytes) + nb));
     if (size == 0) {
       // An emptied inline item goes (Punch keeps a zero-length left part only for size > 0).
-      ASSIGN_OR_RETURN(std::optional<std::string> v, b.Get(ExtentKey(ino, 0)));
+      COWKV_ASSIGN_OR_RETURN(std::optional<std::string> v, b.Get(ExtentKey(ino, 0)));
       if (v.has_value()) b.Del(ExtentKey(ino, 0));
     }
   }
@@ -274,7 +274,7 @@ absl::StatusOr<std::string> FsOps::ReadExtent(const FileExtent& e, uint64_t from
                                             ") past its data extent of ", e.disk_len, " bytes"));
   }
   const format::DataRef ref{e.disk_bytenr, e.disk_len, e.disk_len, e.crc};
-  ASSIGN_OR_RETURN(std::string data, b_->ReadData(ref));
+  COWKV_ASSIGN_OR_RETURN(std::string data, b_->ReadData(ref));
   return data.substr(e.offset + from, len);
 }
 
@@ -282,17 +282,17 @@ absl::StatusOr<std::string> FsOps::Read(uint64_t ino, uint64_t offset, uint64_t 
   if (length > kMaxIo)
     return PosixError(ErrorReason::kEINVAL, absl::StrCat("a read is at most ", kMaxIo, " bytes"));
   Batch b(b_);
-  ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
-  RETURN_IF_ERROR(CheckRegular(it, ino));
+  COWKV_ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
+  COWKV_RETURN_IF_ERROR(CheckRegular(it, ino));
   if (offset >= it.size || length == 0) return std::string();
   const uint64_t end = std::min(it.size, offset + length);
   std::string out(end - offset, '\0');
-  ASSIGN_OR_RETURN(auto items, Extents(b, ino, offset, end));
+  COWKV_ASSIGN_OR_RETURN(auto items, Extents(b, ino, offset, end));
   for (const auto& [s, e] : items) {
     const uint64_t lo = std::max(s, offset);
     const uint64_t hi = std::min(s + e.length(), end);
     if (lo >= hi) continue;
-    ASSIGN_OR_RETURN(std::string part, ReadExtent(e, lo - s, hi - lo));
+    COWKV_ASSIGN_OR_RETURN(std::string part, ReadExtent(e, lo - s, hi - lo));
     out.replace(lo - offset, hi - lo, part);
   }
   return out;
@@ -301,8 +301,8 @@ absl::StatusOr<std::string> FsOps::Read(uint64_t ino, uint64_t offset, uint64_t 
 absl::Status FsOps::CloneChecks(const InodeItem& s, uint64_t src, uint64_t src_off,
                                 const InodeItem& d, uint64_t dst, uint64_t dst_off,
                                 uint64_t length) {
-  RETURN_IF_ERROR(CheckRegular(s, src));
-  RETURN_IF_ERROR(CheckRegular(d, dst));
+  COWKV_RETURN_IF_ERROR(CheckRegular(s, src));
+  COWKV_RETURN_IF_ERROR(CheckRegular(d, dst));
   if (src_off > s.size || length > s.size - src_off) {
     return PosixError(ErrorReason::kEINVAL,
                       absl::StrCat("clone range [", src_off, ", +", length,
@@ -320,15 +320,15 @@ absl::Status FsOps::CloneChecks(const InodeItem& s, uint64_t src, uint64_t src_o
 absl::Status FsOps::Clone(uint64_t src, uint64_t src_off, uint64_t dst, uint64_t dst_off,
                           uint64_t length) {
   Batch b(b_);
-  ASSIGN_OR_RETURN(InodeItem s, LoadInode(b, src));
-  ASSIGN_OR_RETURN(InodeItem d, LoadInode(b, dst));
+  COWKV_ASSIGN_OR_RETURN(InodeItem s, LoadInode(b, src));
+  COWKV_ASSIGN_OR_RETURN(InodeItem d, LoadInode(b, dst));
   if (length == 0 && src_off < s.size) length = s.size - src_off;
-  RETURN_IF_ERROR(CloneChecks(s, src, src_off, d, dst, dst_off, length));
+  COWKV_RETURN_IF_ERROR(CloneChecks(s, src, src_off, d, dst, dst_off, length));
   if (length == 0) return absl::OkStatus();
-  ASSIGN_OR_RETURN(auto items, Extents(b, src, src_off, src_off + length));
-  RETURN_IF_ERROR(UninlineIfNeeded(b, dst, &d));
+  COWKV_ASSIGN_OR_RETURN(auto items, Extents(b, src, src_off, src_off + length));
+  COWKV_RETURN_IF_ERROR(UninlineIfNeeded(b, dst, &d));
   int64_t nb = 0;
-  RETURN_IF_ERROR(Punch(b, dst, dst_off, dst_off + length, &nb));
+  COWKV_RETURN_IF_ERROR(Punch(b, dst, dst_off, dst_off + length, &nb));
   const uint64_t gen = b_->generation();
   for (const auto& [start, e] : items) {
     const uint64_t lo = std::max(start, src_off);
@@ -337,7 +337,8 @@ absl::Status FsOps::Clone(uint64_t src, uint64_t src_off, uint64_t dst, uint64_t
     const uint64_t at = dst_off + (lo - src_off);
     if (e.kind == kExtentInline) {
       // Inline bytes have no extent to share: copy them into one.
-      RETURN_IF_ERROR(WriteExtents(b, dst, at, e.inline_data.substr(lo - start, hi - lo), &nb));
+      COWKV_RETURN_IF_ERROR(
+          WriteExtents(b, dst, at, e.inline_data.substr(lo - start, hi - lo), &nb));
       continue;
     }
     FileExtent c = e;
@@ -360,7 +361,7 @@ absl::Status FsOps::Clone(uint64_t src, uint64_t src_off, uint64_t dst, uint64_t
 absl::StatusOr<std::vector<Xattr>> FsOps::LoadXattrs(Batch& b, uint64_t ino,
                                                      absl::string_view name) {
   const std::string key = EncodeFsKey({ino, kXattrItem, NameHash(name)});
-  ASSIGN_OR_RETURN(std::optional<std::string> v, b.Get(key));
+  COWKV_ASSIGN_OR_RETURN(std::optional<std::string> v, b.Get(key));
   if (!v.has_value()) return std::vector<Xattr>();
   return DecodeXattrs(*v, ino);
 }
@@ -375,8 +376,8 @@ absl::Status FsOps::SetXattr(uint64_t ino, absl::string_view name, absl::string_
                       absl::StrCat("an xattr value is at most ", kMaxXattrValue, " bytes"));
   }
   Batch b(b_);
-  ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
-  ASSIGN_OR_RETURN(std::vector<Xattr> xs, LoadXattrs(b, ino, name));
+  COWKV_ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
+  COWKV_ASSIGN_OR_RETURN(std::vector<Xattr> xs, LoadXattrs(b, ino, name));
   auto x = std::find_if(xs.begin(), xs.end(), [&](const Xattr& a) { return a.name == name; });
   if (x != xs.end()) {
     x->value = std::string(value);
@@ -392,8 +393,8 @@ absl::Status FsOps::SetXattr(uint64_t ino, absl::string_view name, absl::string_
 
 absl::StatusOr<std::string> FsOps::GetXattr(uint64_t ino, absl::string_view name) {
   Batch b(b_);
-  RETURN_IF_ERROR(LoadInode(b, ino).status());
-  ASSIGN_OR_RETURN(std::vector<Xattr> xs, LoadXattrs(b, ino, name));
+  COWKV_RETURN_IF_ERROR(LoadInode(b, ino).status());
+  COWKV_ASSIGN_OR_RETURN(std::vector<Xattr> xs, LoadXattrs(b, ino, name));
   for (const Xattr& x : xs) {
     if (x.name == name) return x.value;
   }
@@ -402,28 +403,28 @@ absl::StatusOr<std::string> FsOps::GetXattr(uint64_t ino, absl::string_view name
 
 absl::StatusOr<std::vector<std::string>> FsOps::ListXattrs(uint64_t ino) {
   Batch b(b_);
-  RETURN_IF_ERROR(LoadInode(b, ino).status());
+  COWKV_RETURN_IF_ERROR(LoadInode(b, ino).status());
   std::vector<std::string> names;
   absl::Status bad;
-  RETURN_IF_ERROR(b.Scan(TypeStart(ino, kXattrItem), TypeStart(ino, kXattrItem + 1), false,
-                         [&](absl::string_view, absl::string_view v) {
-                           absl::StatusOr<std::vector<Xattr>> xs = DecodeXattrs(v, ino);
-                           if (!xs.ok()) {
-                             bad = xs.status();
-                             return false;
-                           }
-                           for (const Xattr& x : *xs) names.push_back(x.name);
-                           return true;
-                         }));
-  RETURN_IF_ERROR(bad);
+  COWKV_RETURN_IF_ERROR(b.Scan(TypeStart(ino, kXattrItem), TypeStart(ino, kXattrItem + 1), false,
+                               [&](absl::string_view, absl::string_view v) {
+                                 absl::StatusOr<std::vector<Xattr>> xs = DecodeXattrs(v, ino);
+                                 if (!xs.ok()) {
+                                   bad = xs.status();
+                                   return false;
+                                 }
+                                 for (const Xattr& x : *xs) names.push_back(x.name);
+                                 return true;
+                               }));
+  COWKV_RETURN_IF_ERROR(bad);
   std::sort(names.begin(), names.end());
   return names;
 }
 
 absl::Status FsOps::RemoveXattr(uint64_t ino, absl::string_view name) {
   Batch b(b_);
-  ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
-  ASSIGN_OR_RETURN(std::vector<Xattr> xs, LoadXattrs(b, ino, name));
+  COWKV_ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
+  COWKV_ASSIGN_OR_RETURN(std::vector<Xattr> xs, LoadXattrs(b, ino, name));
   auto x = std::find_if(xs.begin(), xs.end(), [&](const Xattr& a) { return a.name == name; });
   if (x == xs.end())
     return PosixError(ErrorReason::kENODATA, absl::StrCat("no xattr \"", name, "\""));
@@ -461,7 +462,7 @@ absl::StatusOr<bool> FsOps::PathShared(const std::vector<PathNode>& path, PathCo
       ++counts->hits;
     } else {
       ++counts->checks;
-      ASSIGN_OR_RETURN(bool shared, b_->TreeBlockShared(n));
+      COWKV_ASSIGN_OR_RETURN(bool shared, b_->TreeBlockShared(n));
       c = {n.bytenr, shared, shared ? drop : snap};
     }
     if (c.shared) {
@@ -475,27 +476,27 @@ absl::StatusOr<bool> FsOps::PathShared(const std::vector<PathNode>& path, PathCo
 absl::StatusOr<std::vector<FiemapEntry>> FsOps::Fiemap(uint64_t ino, uint64_t offset,
                                                        uint64_t length) {
   Batch b(b_);
-  ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
+  COWKV_ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
   if (TypeOf(it) == FileType::kDirectory) {
     return PosixError(ErrorReason::kEISDIR, absl::StrCat("inode ", ino, " is a directory"));
   }
   const uint64_t end = length == 0 || length > kNoEnd - offset ? kNoEnd : offset + length;
   // Where the walk starts: the item covering `offset`, if any.
   uint64_t first = offset;
-  RETURN_IF_ERROR(b_->Scan(TypeStart(ino, kExtentData), ExtentKey(ino, offset + 1), true,
-                           [&](absl::string_view k, absl::string_view) {
-                             FsKey fk;
-                             DecodeFsKey(k, &fk);
-                             first = fk.offset;
-                             return false;
-                           }));
+  COWKV_RETURN_IF_ERROR(b_->Scan(TypeStart(ino, kExtentData), ExtentKey(ino, offset + 1), true,
+                                 [&](absl::string_view k, absl::string_view) {
+                                   FsKey fk;
+                                   DecodeFsKey(k, &fk);
+                                   first = fk.offset;
+                                   return false;
+                                 }));
   std::vector<FiemapEntry> out;
   bool reached_end = true;
   absl::Status bad;
   std::optional<absl::flat_hash_map<uint64_t, uint64_t>> own;  // counted on first need
   auto own_refs = [&](uint64_t bytenr) -> absl::StatusOr<uint64_t> {
     if (!own.has_value()) {
-      ASSIGN_OR_RETURN(own, CountOwnRefs(b_, ino));
+      COWKV_ASSIGN_OR_RETURN(own, CountOwnRefs(b_, ino));
     }
     auto it = own->find(bytenr);
     return it == own->end() ? 0 : it->second;
@@ -524,8 +525,8 @@ absl::StatusOr<std::vector<FiemapEntry>> FsOps::Fiemap(uint64_t ino, uint64_t of
       });
   st_->counters.path_cache_hits.fetch_add(counts.hits, std::memory_order_relaxed);
   st_->counters.shared_checks.fetch_add(counts.checks, std::memory_order_relaxed);
-  RETURN_IF_ERROR(scanned);
-  RETURN_IF_ERROR(bad);
+  COWKV_RETURN_IF_ERROR(scanned);
+  COWKV_RETURN_IF_ERROR(bad);
   if (reached_end && !out.empty()) out.back().flags |= kFiemapLast;
   return out;
 }
@@ -541,17 +542,17 @@ absl::StatusOr<FiemapEntry> FsOps::MapExtent(
     return m;
   }
   m.physical = e.disk_bytenr + e.offset;
-  ASSIGN_OR_RETURN(uint64_t refs, b_->DataExtentRefs(e.disk_bytenr, e.disk_len));
+  COWKV_ASSIGN_OR_RETURN(uint64_t refs, b_->DataExtentRefs(e.disk_bytenr, e.disk_len));
   // Shared: references beyond the file's own items (another file or tree),
   // or from more than one (root, inode, offset) within the file (a clone
   // within it); the pieces a write in an extent's middle leaves are one.
   bool shared = false;
   if (refs > 1) {
-    ASSIGN_OR_RETURN(uint64_t own, own_refs(e.disk_bytenr));
+    COWKV_ASSIGN_OR_RETURN(uint64_t own, own_refs(e.disk_bytenr));
     shared = own == kSharedWithin || refs > own;
   }
   if (!shared) {
-    ASSIGN_OR_RETURN(shared, PathShared(path, counts));
+    COWKV_ASSIGN_OR_RETURN(shared, PathShared(path, counts));
   }
   if (shared) m.flags |= kFiemapShared;
   return m;

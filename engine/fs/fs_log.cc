@@ -81,21 +81,21 @@ absl::StatusOr<bool> FsOps::IsLogged(Batch& b, uint64_t ino) {
   }
   if (opt_.precise_logged_check) {
     st_->counters.logged_lookups.fetch_add(1, std::memory_order_relaxed);
-    ASSIGN_OR_RETURN(bool found, b_->LogContains(InodeKey(ino)));
+    COWKV_ASSIGN_OR_RETURN(bool found, b_->LogContains(InodeKey(ino)));
     m->logged_gen = gen;
     m->logged = found;
     return found;
   }
   absl::StatusOr<InodeItem> it = LoadInode(b, ino);
   if (absl::IsNotFound(it.status())) return false;
-  RETURN_IF_ERROR(it.status());
+  COWKV_RETURN_IF_ERROR(it.status());
   return it->transid == gen;
 }
 
 absl::StatusOr<bool> FsOps::AnyLogged(Batch& b, const std::vector<uint64_t>& inodes) {
   bool any = false;
   for (uint64_t ino : inodes) {
-    ASSIGN_OR_RETURN(bool logged, IsLogged(b, ino));
+    COWKV_ASSIGN_OR_RETURN(bool logged, IsLogged(b, ino));
     any = any || logged;
   }
   return any;
@@ -115,7 +115,7 @@ absl::Status FsOps::UpdateLog(Batch& b, const std::vector<uint64_t>& named) {
     if (!DecodeFsKey(k, &fk)) continue;
     if (fk.type == kInodeItem) MarkLogged(fk.objectid);
     if (fk.type == kDirItem || fk.type == kDirIndex) {
-      ASSIGN_OR_RETURN(std::optional<std::string> v, b.Get(k));
+      COWKV_ASSIGN_OR_RETURN(std::optional<std::string> v, b.Get(k));
       if (!v.has_value()) emptied.insert(fk.objectid);
     }
   }
@@ -137,8 +137,8 @@ absl::Status FsOps::UpdateLog(Batch& b, const std::vector<uint64_t>& named) {
   for (uint64_t ino : named) {
     absl::StatusOr<InodeItem> it = LoadInode(b, ino);
     if (absl::IsNotFound(it.status())) continue;  // deleted by the operation
-    RETURN_IF_ERROR(it.status());
-    RETURN_IF_ERROR(LogInodeKeys(b, ino, *it, /*names=*/true, &also));
+    COWKV_RETURN_IF_ERROR(it.status());
+    COWKV_RETURN_IF_ERROR(LogInodeKeys(b, ino, *it, /*names=*/true, &also));
   }
   return LogQueue(b, also);
 }
@@ -157,10 +157,10 @@ absl::Status FsOps::LogQueue(Batch& b, std::vector<std::pair<uint64_t, bool>>& w
     if (!keys && !want_entries) continue;
     absl::StatusOr<InodeItem> it = LoadInode(b, ino);
     if (absl::IsNotFound(it.status())) continue;
-    RETURN_IF_ERROR(it.status());
-    if (keys) RETURN_IF_ERROR(LogInodeKeys(b, ino, *it, /*names=*/true, &work));
+    COWKV_RETURN_IF_ERROR(it.status());
+    if (keys) COWKV_RETURN_IF_ERROR(LogInodeKeys(b, ino, *it, /*names=*/true, &work));
     if (want_entries && TypeOf(*it) == FileType::kDirectory) {
-      RETURN_IF_ERROR(LogDirEntries(b, ino, &work));
+      COWKV_RETURN_IF_ERROR(LogDirEntries(b, ino, &work));
     }
   }
   return absl::OkStatus();
@@ -181,7 +181,7 @@ absl::Status FsOps::LogInodeKeys(Batch& b, uint64_t ino, const InodeItem& item, 
   MarkLogged(ino);
   if (st_->lost_name.count(ino)) needs_full_commit_ = true;
   if (names) {
-    RETURN_IF_ERROR(LogNames(b, ino, also));
+    COWKV_RETURN_IF_ERROR(LogNames(b, ino, also));
     Mem(ino)->names_logged_gen = gen;
   }
   auto d = st_->deleted.find(ino);
@@ -198,11 +198,11 @@ absl::Status FsOps::LogInodeKeys(Batch& b, uint64_t ino, const InodeItem& item, 
     st_->ForgetDeleted(ino);
   }
   if (TypeOf(item) != FileType::kDirectory) {
-    RETURN_IF_ERROR(b.Scan(TypeStart(ino, kExtentData), TypeStart(ino, kExtentData + 1), false,
-                           [&](absl::string_view k, absl::string_view v) {
-                             if (ItemGeneration(v) == gen) Note(b, k);
-                             return true;
-                           }));
+    COWKV_RETURN_IF_ERROR(b.Scan(TypeStart(ino, kExtentData), TypeStart(ino, kExtentData + 1),
+                                 false, [&](absl::string_view k, absl::string_view v) {
+                                   if (ItemGeneration(v) == gen) Note(b, k);
+                                   return true;
+                                 }));
   }
   return b.Scan(TypeStart(ino, kXattrItem), TypeStart(ino, kXattrItem + 1), false,
                 [&](absl::string_view k, absl::string_view) {
@@ -214,25 +214,25 @@ absl::Status FsOps::LogInodeKeys(Batch& b, uint64_t ino, const InodeItem& item, 
 absl::StatusOr<std::vector<FsOps::ParentRefs>> FsOps::LoadRefs(Batch& b, uint64_t ino) {
   std::vector<ParentRefs> refs;
   absl::Status bad;
-  RETURN_IF_ERROR(b.Scan(TypeStart(ino, kInodeRef), TypeStart(ino, kInodeRef + 1), false,
-                         [&](absl::string_view k, absl::string_view v) {
-                           FsKey fk;
-                           DecodeFsKey(k, &fk);
-                           absl::StatusOr<std::vector<InodeRef>> r = DecodeInodeRefs(v, ino);
-                           if (!r.ok()) {
-                             bad = r.status();
-                             return false;
-                           }
-                           refs.push_back({fk.offset, *std::move(r)});
-                           return true;
-                         }));
-  RETURN_IF_ERROR(bad);
+  COWKV_RETURN_IF_ERROR(b.Scan(TypeStart(ino, kInodeRef), TypeStart(ino, kInodeRef + 1), false,
+                               [&](absl::string_view k, absl::string_view v) {
+                                 FsKey fk;
+                                 DecodeFsKey(k, &fk);
+                                 absl::StatusOr<std::vector<InodeRef>> r = DecodeInodeRefs(v, ino);
+                                 if (!r.ok()) {
+                                   bad = r.status();
+                                   return false;
+                                 }
+                                 refs.push_back({fk.offset, *std::move(r)});
+                                 return true;
+                               }));
+  COWKV_RETURN_IF_ERROR(bad);
   return refs;
 }
 
 absl::Status FsOps::LogNames(Batch& b, uint64_t ino, std::vector<std::pair<uint64_t, bool>>* also) {
   const uint64_t gen = b_->generation();
-  ASSIGN_OR_RETURN(std::vector<ParentRefs> refs, LoadRefs(b, ino));
+  COWKV_ASSIGN_OR_RETURN(std::vector<ParentRefs> refs, LoadRefs(b, ino));
   for (const auto& [parent, names] : refs) {
     // A directory that lost an entry: the log would show the new name
     // beside the old entries (btrfs logs the directory, or commits).
@@ -255,7 +255,7 @@ absl::Status FsOps::LogNames(Batch& b, uint64_t ino, std::vector<std::pair<uint6
       continue;
     }
     absl::StatusOr<InodeItem> p = LoadInode(b, parent);
-    RETURN_IF_ERROR(p.status());
+    COWKV_RETURN_IF_ERROR(p.status());
     // A parent created in this transaction needs its own names in the log
     // (its item alone, logged by a name change inside it, is not enough).
     if (p->generation == gen && Mem(parent)->names_logged_gen != gen) {
@@ -288,23 +288,23 @@ absl::Status FsOps::LogDirEntries(Batch& b, uint64_t dir,
   uint64_t last = start == 0 ? 0 : start - 1;
   std::vector<DirEntry> children;
   absl::Status bad;
-  RETURN_IF_ERROR(b.Scan(DirIndexKey(dir, start), TypeStart(dir, kDirIndex + 1), false,
-                         [&](absl::string_view k, absl::string_view v) {
-                           FsKey fk;
-                           DecodeFsKey(k, &fk);
-                           last = fk.offset;
-                           absl::StatusOr<DirEntry> e = DecodeDirIndex(v, dir);
-                           if (!e.ok()) {
-                             bad = e.status();
-                             return false;
-                           }
-                           if (e->transid != gen) return true;
-                           Note(b, k);
-                           Note(b, DirItemKey(dir, e->name));
-                           children.push_back(*std::move(e));
-                           return true;
-                         }));
-  RETURN_IF_ERROR(bad);
+  COWKV_RETURN_IF_ERROR(b.Scan(DirIndexKey(dir, start), TypeStart(dir, kDirIndex + 1), false,
+                               [&](absl::string_view k, absl::string_view v) {
+                                 FsKey fk;
+                                 DecodeFsKey(k, &fk);
+                                 last = fk.offset;
+                                 absl::StatusOr<DirEntry> e = DecodeDirIndex(v, dir);
+                                 if (!e.ok()) {
+                                   bad = e.status();
+                                   return false;
+                                 }
+                                 if (e->transid != gen) return true;
+                                 Note(b, k);
+                                 Note(b, DirItemKey(dir, e->name));
+                                 children.push_back(*std::move(e));
+                                 return true;
+                               }));
+  COWKV_RETURN_IF_ERROR(bad);
   m->index_logged_gen = gen;
   m->last_logged_index = last;
   // Subdirectories created in this transaction whose entries here were
@@ -322,7 +322,7 @@ absl::Status FsOps::LogDirEntries(Batch& b, uint64_t dir,
     if (logged && (e.type != FileType::kDirectory || opt_.bug_item_counts_as_names)) continue;
     absl::StatusOr<InodeItem> it = LoadInode(b, e.child);
     if (absl::IsNotFound(it.status())) continue;
-    RETURN_IF_ERROR(it.status());
+    COWKV_RETURN_IF_ERROR(it.status());
     const bool new_dir = it->generation == gen && e.type == FileType::kDirectory;
     if (logged && !new_dir) continue;
     also->push_back({e.child, new_dir});
@@ -338,13 +338,14 @@ absl::Status FsOps::LogDirEntries(Batch& b, uint64_t dir,
 absl::Status FsOps::QueueLinkDirs(Batch& b, uint64_t ino, const InodeItem& item, LogWork* work) {
   const uint64_t gen = b_->generation();
   if (item.generation == gen && item.nlink < 2) return absl::OkStatus();
-  ASSIGN_OR_RETURN(std::vector<ParentRefs> refs, LoadRefs(b, ino));
+  COWKV_ASSIGN_OR_RETURN(std::vector<ParentRefs> refs, LoadRefs(b, ino));
   for (const auto& [parent, names] : refs) {
     bool linked = item.generation == gen;
     for (size_t i = 0; i < names.size() && !linked; ++i) {
-      ASSIGN_OR_RETURN(std::optional<std::string> v, b.Get(DirIndexKey(parent, names[i].index)));
+      COWKV_ASSIGN_OR_RETURN(std::optional<std::string> v,
+                             b.Get(DirIndexKey(parent, names[i].index)));
       if (!v.has_value()) continue;
-      ASSIGN_OR_RETURN(DirEntry e, DecodeDirIndex(*v, parent));
+      COWKV_ASSIGN_OR_RETURN(DirEntry e, DecodeDirIndex(*v, parent));
       linked = e.transid == gen;
     }
     if (linked) work->push_back({parent, true});
@@ -356,7 +357,7 @@ absl::Status FsOps::QueueLinkDirs(Batch& b, uint64_t ino, const InodeItem& item,
 // not carry: a parent that lost an entry, or an ancestor directory that
 // was moved (lost its name) in this transaction.
 absl::StatusOr<bool> FsOps::PathChanged(Batch& b, uint64_t ino) {
-  ASSIGN_OR_RETURN(std::vector<ParentRefs> refs, LoadRefs(b, ino));
+  COWKV_ASSIGN_OR_RETURN(std::vector<ParentRefs> refs, LoadRefs(b, ino));
   for (const auto& pr : refs) {
     if (st_->lost_entry.count(pr.first)) return true;
     uint64_t dir = pr.first;
@@ -364,12 +365,12 @@ absl::StatusOr<bool> FsOps::PathChanged(Batch& b, uint64_t ino) {
       if (depth > kMaxPathDepth + 1) return absl::DataLossError("directory chain deeper than the path limit");
       if (st_->lost_name.count(dir)) return true;
       uint64_t up = 0;
-      RETURN_IF_ERROR(b.Scan(TypeStart(dir, kInodeRef), TypeStart(dir, kInodeRef + 1), false,
-                             [&](absl::string_view k, absl::string_view) {
-                               FsKey fk;
-                               if (DecodeFsKey(k, &fk)) up = fk.offset;
-                               return false;
-                             }));
+      COWKV_RETURN_IF_ERROR(b.Scan(TypeStart(dir, kInodeRef), TypeStart(dir, kInodeRef + 1), false,
+                                   [&](absl::string_view k, absl::string_view) {
+                                     FsKey fk;
+                                     if (DecodeFsKey(k, &fk)) up = fk.offset;
+                                     return false;
+                                   }));
       if (up == 0) return absl::DataLossError(absl::StrCat("directory ", dir, " has no parent"));
       dir = up;
     }
@@ -384,26 +385,26 @@ absl::StatusOr<bool> FsOps::PathChanged(Batch& b, uint64_t ino) {
 // in the same cases it cannot log: BTRFS_LOG_FORCE_COMMIT).
 absl::StatusOr<bool> FsOps::LogForFsync(uint64_t ino, bool datasync) {
   Batch b(b_);
-  ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
+  COWKV_ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
   st_->counters.fsyncs.fetch_add(1, std::memory_order_relaxed);
   // fdatasync of an inode older than this transaction: its names are
   // durable already; only the data and the item matter.
   const bool names = !(datasync && it.generation < b_->generation());
   if (st_->lost_name.count(ino) && !opt_.bug_no_full_commit) return false;
   if (names && !opt_.bug_no_full_commit) {
-    ASSIGN_OR_RETURN(bool changed, PathChanged(b, ino));
+    COWKV_ASSIGN_OR_RETURN(bool changed, PathChanged(b, ino));
     if (changed) return false;
   }
   needs_full_commit_ = false;
   std::vector<std::pair<uint64_t, bool>> work;
-  RETURN_IF_ERROR(LogInodeKeys(b, ino, it, names, &work));
+  COWKV_RETURN_IF_ERROR(LogInodeKeys(b, ino, it, names, &work));
   if (TypeOf(it) == FileType::kDirectory) {
-    RETURN_IF_ERROR(LogDirEntries(b, ino, &work));
+    COWKV_RETURN_IF_ERROR(LogDirEntries(b, ino, &work));
   } else if (names) {
-    RETURN_IF_ERROR(QueueLinkDirs(b, ino, it, &work));
+    COWKV_RETURN_IF_ERROR(QueueLinkDirs(b, ino, it, &work));
   }
-  RETURN_IF_ERROR(LogQueue(b, work));
-  RETURN_IF_ERROR(b.Commit());
+  COWKV_RETURN_IF_ERROR(LogQueue(b, work));
+  COWKV_RETURN_IF_ERROR(b.Commit());
   return !needs_full_commit_ || opt_.bug_no_full_commit;
 }
 
@@ -412,20 +413,20 @@ absl::StatusOr<bool> FsOps::LogForFsync(uint64_t ino, bool datasync) {
 absl::Status FsOps::ReplayFixup(const ReplayNotes& n) {
   dropped_in_.clear();
   Batch b(b_);
-  RETURN_IF_ERROR(FixNames(b, n));
-  RETURN_IF_ERROR(b.Commit());
+  COWKV_RETURN_IF_ERROR(FixNames(b, n));
+  COWKV_RETURN_IF_ERROR(b.Commit());
   std::set<uint64_t> inodes = n.inodes;
   Batch b2(b_);
-  RETURN_IF_ERROR(FixDirEntries(b2, n));
-  RETURN_IF_ERROR(FixStaleIndexes(b2, n, &inodes));
-  RETURN_IF_ERROR(b2.Commit());
+  COWKV_RETURN_IF_ERROR(FixDirEntries(b2, n));
+  COWKV_RETURN_IF_ERROR(FixStaleIndexes(b2, n, &inodes));
+  COWKV_RETURN_IF_ERROR(b2.Commit());
   for (const auto& [ino, parents] : n.logged_refs) {
     inodes.insert(parents.begin(), parents.end());
   }
   for (uint64_t ino : inodes) {
     Batch b3(b_);
-    RETURN_IF_ERROR(FixInode(b3, ino));
-    RETURN_IF_ERROR(b3.Commit());
+    COWKV_RETURN_IF_ERROR(FixInode(b3, ino));
+    COWKV_RETURN_IF_ERROR(b3.Commit());
   }
   // Directories that lost entries on the way (a deleted inode's names left
   // in a directory the log did not carry): their sizes follow. Fixing one
@@ -437,8 +438,8 @@ absl::Status FsOps::ReplayFixup(const ReplayNotes& n) {
     dirs.swap(dropped_in_);
     for (uint64_t dir : dirs) {
       Batch b4(b_);
-      RETURN_IF_ERROR(FixInode(b4, dir));
-      RETURN_IF_ERROR(b4.Commit());
+      COWKV_RETURN_IF_ERROR(FixInode(b4, dir));
+      COWKV_RETURN_IF_ERROR(b4.Commit());
     }
   }
   return absl::OkStatus();
@@ -454,7 +455,7 @@ absl::Status FsOps::FixNames(Batch& b, const ReplayNotes& n) {
     // name change touched): the tree's names stand.
     auto lr = n.logged_refs.find(ino);
     if (lr == n.logged_refs.end()) continue;
-    ASSIGN_OR_RETURN(std::vector<ParentRefs> all, LoadRefs(b, ino));
+    COWKV_ASSIGN_OR_RETURN(std::vector<ParentRefs> all, LoadRefs(b, ino));
     for (const auto& [parent, refs] : all) {
       if (lr->second.count(parent)) continue;  // logged: it stands
       auto& l = lost[{ino, parent}];
@@ -468,9 +469,9 @@ absl::Status FsOps::FixNames(Batch& b, const ReplayNotes& n) {
       // The same name under a new index (removed and added again, or
       // renamed over): only the old DIR_INDEX goes; the DIR_ITEM is the
       // new name's.
-      ASSIGN_OR_RETURN(bool still, HasName(b, ino, parent, r.name));
+      COWKV_ASSIGN_OR_RETURN(bool still, HasName(b, ino, parent, r.name));
       if (opt_.bug_replay_drops_new_name) still = false;
-      RETURN_IF_ERROR(DropEntry(b, parent, r.name, r.index, ino, /*keep_item=*/still));
+      COWKV_RETURN_IF_ERROR(DropEntry(b, parent, r.name, r.index, ino, /*keep_item=*/still));
     }
   }
   return absl::OkStatus();
@@ -481,9 +482,9 @@ absl::Status FsOps::FixNames(Batch& b, const ReplayNotes& n) {
 absl::Status FsOps::DropEntry(Batch& b, uint64_t dir, absl::string_view name, uint64_t index,
                               uint64_t ino, bool keep_item) {
   const ItemKey dk = DirItemKey(dir, name);
-  ASSIGN_OR_RETURN(std::optional<std::string> cur, b.Get(dk));
+  COWKV_ASSIGN_OR_RETURN(std::optional<std::string> cur, b.Get(dk));
   if (cur.has_value() && !keep_item) {
-    ASSIGN_OR_RETURN(std::vector<DirEntry> es, DecodeDirEntries(*cur, dir));
+    COWKV_ASSIGN_OR_RETURN(std::vector<DirEntry> es, DecodeDirEntries(*cur, dir));
     const size_t before = es.size();
     es.erase(std::remove_if(es.begin(), es.end(),
                             [&](const DirEntry& e) { return e.name == name && e.child == ino; }),
@@ -495,9 +496,9 @@ absl::Status FsOps::DropEntry(Batch& b, uint64_t dir, absl::string_view name, ui
     }
   }
   const ItemKey ik = DirIndexKey(dir, index);
-  ASSIGN_OR_RETURN(std::optional<std::string> iv, b.Get(ik));
+  COWKV_ASSIGN_OR_RETURN(std::optional<std::string> iv, b.Get(ik));
   if (iv.has_value()) {
-    ASSIGN_OR_RETURN(DirEntry e, DecodeDirIndex(*iv, dir));
+    COWKV_ASSIGN_OR_RETURN(DirEntry e, DecodeDirIndex(*iv, dir));
     if (e.child == ino && e.name == name) {
       b.Del(ik);
       dropped_in_.insert(dir);
@@ -512,12 +513,12 @@ absl::Status FsOps::FixDirEntries(Batch& b, const ReplayNotes& n) {
   for (const std::string& key : n.dir_keys) {
     FsKey fk;
     DecodeFsKey(key, &fk);
-    ASSIGN_OR_RETURN(std::optional<std::string> v, b.Get(key));
+    COWKV_ASSIGN_OR_RETURN(std::optional<std::string> v, b.Get(key));
     if (!v.has_value()) continue;
-    ASSIGN_OR_RETURN(std::vector<DirEntry> es, DecodeDirEntries(*v, fk.objectid));
+    COWKV_ASSIGN_OR_RETURN(std::vector<DirEntry> es, DecodeDirEntries(*v, fk.objectid));
     std::vector<DirEntry> keep;
     for (const DirEntry& e : es) {
-      ASSIGN_OR_RETURN(bool ok, HasName(b, e.child, fk.objectid, e.name));
+      COWKV_ASSIGN_OR_RETURN(bool ok, HasName(b, e.child, fk.objectid, e.name));
       if (ok) keep.push_back(e);
     }
     if (keep.size() == es.size()) continue;
@@ -543,24 +544,24 @@ absl::Status FsOps::FixStaleIndexes(Batch& b, const ReplayNotes& n, std::set<uin
   }
   for (const auto& [dir, hs] : hashes) {
     std::vector<std::pair<uint64_t, DirEntry>> cands;
-    RETURN_IF_ERROR(b.Scan(TypeStart(dir, kDirIndex), TypeStart(dir, kDirIndex + 1), false,
-                           [&](absl::string_view k, absl::string_view v) {
-                             FsKey fk;
-                             DecodeFsKey(k, &fk);
-                             absl::StatusOr<DirEntry> e = DecodeDirIndex(v, dir);
-                             if (e.ok() && hs.count(NameHash(e->name))) {
-                               cands.push_back({fk.offset, *std::move(e)});
-                             }
-                             return true;
-                           }));
+    COWKV_RETURN_IF_ERROR(b.Scan(TypeStart(dir, kDirIndex), TypeStart(dir, kDirIndex + 1), false,
+                                 [&](absl::string_view k, absl::string_view v) {
+                                   FsKey fk;
+                                   DecodeFsKey(k, &fk);
+                                   absl::StatusOr<DirEntry> e = DecodeDirIndex(v, dir);
+                                   if (e.ok() && hs.count(NameHash(e->name))) {
+                                     cands.push_back({fk.offset, *std::move(e)});
+                                   }
+                                   return true;
+                                 }));
     for (const auto& [index, e] : cands) {
-      ASSIGN_OR_RETURN(std::optional<DirEntry> cur, FindEntry(b, dir, e.name));
+      COWKV_ASSIGN_OR_RETURN(std::optional<DirEntry> cur, FindEntry(b, dir, e.name));
       if (cur.has_value() && cur->child == e.child) continue;
       b.Del(DirIndexKey(dir, index));
       fix->insert(e.child);
-      ASSIGN_OR_RETURN(std::optional<std::string> rv, b.Get(RefKey(e.child, dir)));
+      COWKV_ASSIGN_OR_RETURN(std::optional<std::string> rv, b.Get(RefKey(e.child, dir)));
       if (!rv.has_value()) continue;
-      ASSIGN_OR_RETURN(std::vector<InodeRef> refs, DecodeInodeRefs(*rv, e.child));
+      COWKV_ASSIGN_OR_RETURN(std::vector<InodeRef> refs, DecodeInodeRefs(*rv, e.child));
       refs.erase(std::remove_if(refs.begin(), refs.end(),
                                 [&](const InodeRef& r) { return r.name == e.name && r.index == index; }),
                  refs.end());
@@ -576,11 +577,11 @@ absl::Status FsOps::FixStaleIndexes(Batch& b, const ReplayNotes& n, std::set<uin
 
 absl::StatusOr<bool> FsOps::HasName(Batch& b, uint64_t ino, uint64_t parent,
                                     absl::string_view name) {
-  ASSIGN_OR_RETURN(std::optional<std::string> it, b.Get(InodeKey(ino)));
+  COWKV_ASSIGN_OR_RETURN(std::optional<std::string> it, b.Get(InodeKey(ino)));
   if (!it.has_value()) return false;
-  ASSIGN_OR_RETURN(std::optional<std::string> rv, b.Get(RefKey(ino, parent)));
+  COWKV_ASSIGN_OR_RETURN(std::optional<std::string> rv, b.Get(RefKey(ino, parent)));
   if (!rv.has_value()) return false;
-  ASSIGN_OR_RETURN(std::vector<InodeRef> refs, DecodeInodeRefs(*rv, ino));
+  COWKV_ASSIGN_OR_RETURN(std::vector<InodeRef> refs, DecodeInodeRefs(*rv, ino));
   for (const InodeRef& r : refs) {
     if (r.name == name) return true;
   }
@@ -592,36 +593,37 @@ absl::StatusOr<bool> FsOps::HasName(Batch& b, uint64_t ino, uint64_t parent,
 // nlink = names; no names left = deleted; directories' sizes recomputed;
 // extents past EOF dropped.
 absl::Status FsOps::FixInode(Batch& b, uint64_t ino) {
-  ASSIGN_OR_RETURN(std::optional<std::string> raw, b.Get(InodeKey(ino)));
+  COWKV_ASSIGN_OR_RETURN(std::optional<std::string> raw, b.Get(InodeKey(ino)));
   if (!raw.has_value()) {
     if (ino == kRootDirIno) return absl::OkStatus();
     // A deleted inode: its names left in directories go, then its remnants.
-    ASSIGN_OR_RETURN(std::vector<ParentRefs> refs, LoadRefs(b, ino));
+    COWKV_ASSIGN_OR_RETURN(std::vector<ParentRefs> refs, LoadRefs(b, ino));
     for (const auto& [parent, rs] : refs) {
-      for (const InodeRef& r : rs) RETURN_IF_ERROR(DropEntry(b, parent, r.name, r.index, ino));
+      for (const InodeRef& r : rs)
+        COWKV_RETURN_IF_ERROR(DropEntry(b, parent, r.name, r.index, ino));
     }
     return DeleteInode(b, ino);
   }
-  ASSIGN_OR_RETURN(InodeItem it, DecodeInodeItem(*raw, ino));
-  ASSIGN_OR_RETURN(uint32_t names, FixRefs(b, ino, TypeOf(it)));
+  COWKV_ASSIGN_OR_RETURN(InodeItem it, DecodeInodeItem(*raw, ino));
+  COWKV_ASSIGN_OR_RETURN(uint32_t names, FixRefs(b, ino, TypeOf(it)));
   if (ino != kRootDirIno && names == 0) return DeleteInode(b, ino);
   InodeItem fixed = it;
   fixed.nlink = TypeOf(it) == FileType::kDirectory ? 1 : names;
   if (ino == kRootDirIno) fixed.nlink = 1;
   if (TypeOf(it) == FileType::kDirectory) {
     uint64_t size = 0;
-    RETURN_IF_ERROR(b.Scan(TypeStart(ino, kDirIndex), TypeStart(ino, kDirIndex + 1), false,
-                           [&](absl::string_view, absl::string_view v) {
-                             absl::StatusOr<DirEntry> e = DecodeDirIndex(v, ino);
-                             if (e.ok()) size += 2 * e->name.size();
-                             return true;
-                           }));
+    COWKV_RETURN_IF_ERROR(b.Scan(TypeStart(ino, kDirIndex), TypeStart(ino, kDirIndex + 1), false,
+                                 [&](absl::string_view, absl::string_view v) {
+                                   absl::StatusOr<DirEntry> e = DecodeDirIndex(v, ino);
+                                   if (e.ok()) size += 2 * e->name.size();
+                                   return true;
+                                 }));
     fixed.size = size;
   } else {
     int64_t nb = 0;
-    RETURN_IF_ERROR(Punch(b, ino, fixed.size, ~0ull, &nb));
+    COWKV_RETURN_IF_ERROR(Punch(b, ino, fixed.size, ~0ull, &nb));
     if (fixed.size == 0) {
-      ASSIGN_OR_RETURN(std::optional<std::string> v, b.Get(ExtentKey(ino, 0)));
+      COWKV_ASSIGN_OR_RETURN(std::optional<std::string> v, b.Get(ExtentKey(ino, 0)));
       if (v.has_value()) b.Del(ExtentKey(ino, 0));
     }
   }
@@ -632,17 +634,17 @@ absl::Status FsOps::FixInode(Batch& b, uint64_t ino) {
 // Re-adds the directory entries of every name of `ino`; returns how many
 // names it has. A name in a directory that is gone is dropped.
 absl::StatusOr<uint32_t> FsOps::FixRefs(Batch& b, uint64_t ino, FileType type) {
-  ASSIGN_OR_RETURN(std::vector<ParentRefs> refs, LoadRefs(b, ino));
+  COWKV_ASSIGN_OR_RETURN(std::vector<ParentRefs> refs, LoadRefs(b, ino));
   uint32_t names = 0;
   for (const auto& [parent, rs] : refs) {
-    ASSIGN_OR_RETURN(std::optional<std::string> p, b.Get(InodeKey(parent)));
+    COWKV_ASSIGN_OR_RETURN(std::optional<std::string> p, b.Get(InodeKey(parent)));
     if (!p.has_value() && parent != kRootDirIno) {
       b.Del(RefKey(ino, parent));
       continue;
     }
     std::vector<InodeRef> kept;
     for (const InodeRef& r : rs) {
-      ASSIGN_OR_RETURN(bool ok, EnsureEntry(b, parent, r, ino, type));
+      COWKV_ASSIGN_OR_RETURN(bool ok, EnsureEntry(b, parent, r, ino, type));
       if (ok) kept.push_back(r);
     }
     names += kept.size();
@@ -659,20 +661,20 @@ absl::StatusOr<uint32_t> FsOps::FixRefs(Batch& b, uint64_t ino, FileType type) {
 // name belongs to another inode there (the name is then not `ino`'s).
 absl::StatusOr<bool> FsOps::EnsureEntry(Batch& b, uint64_t dir, const InodeRef& r, uint64_t ino,
                                         FileType type) {
-  ASSIGN_OR_RETURN(std::optional<DirEntry> e, FindEntry(b, dir, r.name));
+  COWKV_ASSIGN_OR_RETURN(std::optional<DirEntry> e, FindEntry(b, dir, r.name));
   if (e.has_value() && e->child != ino) return false;
   DirEntry ne{ino, type, b_->generation(), r.name};
   if (!e.has_value()) {
     const ItemKey dk = DirItemKey(dir, r.name);
-    ASSIGN_OR_RETURN(std::optional<std::string> cur, b.Get(dk));
+    COWKV_ASSIGN_OR_RETURN(std::optional<std::string> cur, b.Get(dk));
     std::vector<DirEntry> es;
     if (cur.has_value()) {
-      ASSIGN_OR_RETURN(es, DecodeDirEntries(*cur, dir));
+      COWKV_ASSIGN_OR_RETURN(es, DecodeDirEntries(*cur, dir));
     }
     es.push_back(ne);
     b.Put(dk, EncodeDirEntries(es));
   }
-  ASSIGN_OR_RETURN(std::optional<std::string> iv, b.Get(DirIndexKey(dir, r.index)));
+  COWKV_ASSIGN_OR_RETURN(std::optional<std::string> iv, b.Get(DirIndexKey(dir, r.index)));
   if (!iv.has_value()) b.Put(DirIndexKey(dir, r.index), EncodeDirEntries({ne}));
   return true;
 }

@@ -65,7 +65,7 @@ absl::StatusOr<PathParts> SplitPath(absl::string_view path) {
     if (p == "." || p == "..") {
       return PosixError(ErrorReason::kEINVAL, absl::StrCat("\"", p, "\" is not allowed in a path"));
     }
-    RETURN_IF_ERROR(ValidateName(p));
+    COWKV_RETURN_IF_ERROR(ValidateName(p));
     parts.push_back(p);
   }
   if (parts.size() > kMaxPathDepth) {
@@ -104,7 +104,7 @@ std::shared_ptr<InodeMem> FsOps::Mem(uint64_t ino) {
 }
 
 absl::StatusOr<InodeItem> FsOps::LoadInode(Batch& b, uint64_t ino) {
-  ASSIGN_OR_RETURN(const std::optional<std::string>* v, b.Find(InodeKey(ino)));
+  COWKV_ASSIGN_OR_RETURN(const std::optional<std::string>* v, b.Find(InodeKey(ino)));
   if (!v->has_value()) {
     if (ino == kRootDirIno) return RootItem();
     return PosixError(ErrorReason::kENOENT, absl::StrCat("no inode ", ino));
@@ -113,7 +113,7 @@ absl::StatusOr<InodeItem> FsOps::LoadInode(Batch& b, uint64_t ino) {
 }
 
 absl::Status FsOps::CheckDir(Batch& b, uint64_t ino) {
-  ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
+  COWKV_ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
   if (!IsDir(it))
     return PosixError(ErrorReason::kENOTDIR, absl::StrCat("inode ", ino, " is not a directory"));
   return absl::OkStatus();
@@ -121,16 +121,16 @@ absl::Status FsOps::CheckDir(Batch& b, uint64_t ino) {
 
 absl::StatusOr<std::optional<DirEntry>> FsOps::FindEntry(Batch& b, uint64_t dir,
                                                         absl::string_view name) {
-  ASSIGN_OR_RETURN(const std::optional<std::string>* v, b.Find(DirItemKey(dir, name)));
+  COWKV_ASSIGN_OR_RETURN(const std::optional<std::string>* v, b.Find(DirItemKey(dir, name)));
   if (!v->has_value()) return std::optional<DirEntry>();
   return FindDirEntry(**v, dir, name);
 }
 
 absl::StatusOr<uint64_t> FsOps::LookupAt(uint64_t dir, absl::string_view name) {
-  RETURN_IF_ERROR(ValidateName(name));
+  COWKV_RETURN_IF_ERROR(ValidateName(name));
   Batch b(b_);
-  RETURN_IF_ERROR(CheckDir(b, dir));
-  ASSIGN_OR_RETURN(std::optional<DirEntry> e, FindEntry(b, dir, name));
+  COWKV_RETURN_IF_ERROR(CheckDir(b, dir));
+  COWKV_ASSIGN_OR_RETURN(std::optional<DirEntry> e, FindEntry(b, dir, name));
   if (!e.has_value())
     return PosixError(ErrorReason::kENOENT, absl::StrCat("no entry \"", name, "\""));
   return e->child;
@@ -153,12 +153,12 @@ absl::StatusOr<uint64_t> FsOps::Walk(Batch& b, absl::Span<const absl::string_vie
                                      absl::string_view path) {
   uint64_t ino = kRootDirIno;
   for (size_t i = 0; i < parts.size(); ++i) {
-    ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
+    COWKV_ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
     if (!IsDir(it)) {
       return PosixError(ErrorReason::kENOTDIR, absl::StrCat("\"", JoinParts(parts.subspan(0, i)),
                                                             "\" is not a directory"));
     }
-    ASSIGN_OR_RETURN(std::optional<DirEntry> e, FindEntry(b, ino, parts[i]));
+    COWKV_ASSIGN_OR_RETURN(std::optional<DirEntry> e, FindEntry(b, ino, parts[i]));
     if (!e.has_value()) {
       return PosixError(ErrorReason::kENOENT, absl::StrCat("no such file: ", path));
     }
@@ -168,13 +168,13 @@ absl::StatusOr<uint64_t> FsOps::Walk(Batch& b, absl::Span<const absl::string_vie
 }
 
 absl::StatusOr<uint64_t> FsOps::LookupIn(Batch& b, absl::string_view path) {
-  ASSIGN_OR_RETURN(PathParts parts, SplitPath(path));
+  COWKV_ASSIGN_OR_RETURN(PathParts parts, SplitPath(path));
   return Walk(b, parts, path);
 }
 
 absl::StatusOr<FsOps::Resolved> FsOps::ResolveParent(Batch& b, absl::string_view path,
                                                      const Resolved* sibling) {
-  ASSIGN_OR_RETURN(PathParts parts, SplitPath(path));
+  COWKV_ASSIGN_OR_RETURN(PathParts parts, SplitPath(path));
   if (parts.empty())
     return PosixError(ErrorReason::kEINVAL, "the root directory has no name to change");
   Resolved r;
@@ -187,14 +187,14 @@ absl::StatusOr<FsOps::Resolved> FsOps::ResolveParent(Batch& b, absl::string_view
     // parent (nothing can have changed under the operation's lock).
     r.parent = sibling->parent;
   } else {
-    ASSIGN_OR_RETURN(r.parent, Walk(b, dir_parts, path));
-    ASSIGN_OR_RETURN(InodeItem pit, LoadInode(b, r.parent));
+    COWKV_ASSIGN_OR_RETURN(r.parent, Walk(b, dir_parts, path));
+    COWKV_ASSIGN_OR_RETURN(InodeItem pit, LoadInode(b, r.parent));
     if (!IsDir(pit)) {
       return PosixError(ErrorReason::kENOTDIR,
                         absl::StrCat("\"", JoinParts(dir_parts), "\" is not a directory"));
     }
   }
-  ASSIGN_OR_RETURN(std::optional<DirEntry> e, FindEntry(b, r.parent, r.name));
+  COWKV_ASSIGN_OR_RETURN(std::optional<DirEntry> e, FindEntry(b, r.parent, r.name));
   if (e.has_value()) {
     r.ino = e->child;
     r.type = e->type;
@@ -204,7 +204,7 @@ absl::StatusOr<FsOps::Resolved> FsOps::ResolveParent(Batch& b, absl::string_view
 
 absl::StatusOr<Attr> FsOps::Stat(uint64_t ino) {
   Batch b(b_);
-  ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
+  COWKV_ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
   return Attr{ino, it};
 }
 
@@ -216,23 +216,23 @@ absl::StatusOr<Attr> FsOps::Stat(uint64_t ino) {
 absl::Status FsOps::LoadNextIno() {
   if (st_->next_ino != 0) return absl::OkStatus();
   uint64_t next = kRootDirIno + 1;
-  RETURN_IF_ERROR(b_->Scan(InodeStart(0), std::string(1, kFsPrefix + 1), true,
-                           [&](absl::string_view k, absl::string_view) {
-                             FsKey fk;
-                             if (DecodeFsKey(k, &fk)) next = std::max(next, fk.objectid + 1);
-                             return false;
-                           }));
+  COWKV_RETURN_IF_ERROR(b_->Scan(InodeStart(0), std::string(1, kFsPrefix + 1), true,
+                                 [&](absl::string_view k, absl::string_view) {
+                                   FsKey fk;
+                                   if (DecodeFsKey(k, &fk)) next = std::max(next, fk.objectid + 1);
+                                   return false;
+                                 }));
   st_->next_ino = next;
   return absl::OkStatus();
 }
 
 absl::StatusOr<uint64_t> FsOps::AllocIno() {
-  RETURN_IF_ERROR(LoadNextIno());
+  COWKV_RETURN_IF_ERROR(LoadNextIno());
   return st_->next_ino++;
 }
 
 absl::StatusOr<uint64_t> FsOps::NextIndex(Batch& b, uint64_t dir) {
-  RETURN_IF_ERROR(LoadNextIndex(b, dir));
+  COWKV_RETURN_IF_ERROR(LoadNextIndex(b, dir));
   std::shared_ptr<InodeMem> m = Mem(dir);
   if (m->first_index_gen != b_->generation()) {
     m->first_index_gen = b_->generation();
@@ -248,19 +248,19 @@ absl::Status FsOps::LoadNextIndex(Batch& b, uint64_t dir) {
   std::shared_ptr<InodeMem> m = Mem(dir);
   if (m->next_index == 0) {
     uint64_t next = 2;  // btrfs starts at 2 ("." and "..")
-    RETURN_IF_ERROR(b.Scan(TypeStart(dir, kDirIndex), TypeStart(dir, kDirIndex + 1), true,
-                           [&](absl::string_view k, absl::string_view) {
-                             FsKey fk;
-                             if (DecodeFsKey(k, &fk)) next = fk.offset + 1;
-                             return false;
-                           }));
+    COWKV_RETURN_IF_ERROR(b.Scan(TypeStart(dir, kDirIndex), TypeStart(dir, kDirIndex + 1), true,
+                                 [&](absl::string_view k, absl::string_view) {
+                                   FsKey fk;
+                                   if (DecodeFsKey(k, &fk)) next = fk.offset + 1;
+                                   return false;
+                                 }));
     m->next_index = next;
   }
   return absl::OkStatus();
 }
 
 absl::Status FsOps::TouchDir(Batch& b, uint64_t dir, int64_t size_delta) {
-  ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, dir));
+  COWKV_ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, dir));
   it.size = static_cast<uint64_t>(std::max<int64_t>(0, static_cast<int64_t>(it.size) + size_delta));
   it.mtime_ns = it.ctime_ns = NowNs();
   it.transid = b_->generation();
@@ -274,7 +274,7 @@ absl::Status FsOps::AddName(Batch& b, uint64_t parent, absl::string_view name, u
   // it is full the inode has as many links there as it can (EMLINK, as
   // btrfs without extended refs).
   const ItemKey rk = RefKey(ino, parent);
-  ASSIGN_OR_RETURN(const std::optional<std::string>* rv, b.Find(rk));
+  COWKV_ASSIGN_OR_RETURN(const std::optional<std::string>* rv, b.Find(rk));
   const size_t ref_bytes = (rv->has_value() ? (*rv)->size() : 0) + kInodeRefHeader + name.size();
   if (ref_bytes > b_->max_value_size()) {
     return PosixError(ErrorReason::kEMLINK,
@@ -283,16 +283,16 @@ absl::Status FsOps::AddName(Batch& b, uint64_t parent, absl::string_view name, u
   }
   std::vector<InodeRef> refs;
   if (rv->has_value()) {
-    ASSIGN_OR_RETURN(refs, DecodeInodeRefs(**rv, ino));
+    COWKV_ASSIGN_OR_RETURN(refs, DecodeInodeRefs(**rv, ino));
   }
-  ASSIGN_OR_RETURN(uint64_t index, NextIndex(b, parent));
+  COWKV_ASSIGN_OR_RETURN(uint64_t index, NextIndex(b, parent));
   const uint64_t gen = b_->generation();
   DirEntry e{ino, type, gen, std::string(name)};
   const ItemKey dk = DirItemKey(parent, name);
-  ASSIGN_OR_RETURN(const std::optional<std::string>* cur, b.Find(dk));
+  COWKV_ASSIGN_OR_RETURN(const std::optional<std::string>* cur, b.Find(dk));
   std::vector<DirEntry> entries;
   if (cur->has_value()) {
-    ASSIGN_OR_RETURN(entries, DecodeDirEntries(**cur, parent));
+    COWKV_ASSIGN_OR_RETURN(entries, DecodeDirEntries(**cur, parent));
   }
   entries.push_back(e);
   b.Put(dk, EncodeDirEntries(entries));
@@ -309,12 +309,12 @@ absl::Status FsOps::AddName(Batch& b, uint64_t parent, absl::string_view name, u
 
 absl::Status FsOps::RemoveName(Batch& b, uint64_t parent, absl::string_view name, uint64_t ino,
                                int64_t* touch_later) {
-  RETURN_IF_ERROR(LoadNextIndex(b, parent));
+  COWKV_RETURN_IF_ERROR(LoadNextIndex(b, parent));
   const ItemKey dk = DirItemKey(parent, name);
-  ASSIGN_OR_RETURN(const std::optional<std::string>* cur, b.Find(dk));
+  COWKV_ASSIGN_OR_RETURN(const std::optional<std::string>* cur, b.Find(dk));
   std::vector<DirEntry> entries;
   if (cur->has_value()) {
-    ASSIGN_OR_RETURN(entries, DecodeDirEntries(**cur, parent));
+    COWKV_ASSIGN_OR_RETURN(entries, DecodeDirEntries(**cur, parent));
   }
   auto e = std::find_if(entries.begin(), entries.end(),
                         [&](const DirEntry& d) { return d.name == name && d.child == ino; });
@@ -329,10 +329,10 @@ absl::Status FsOps::RemoveName(Batch& b, uint64_t parent, absl::string_view name
     b.Put(dk, EncodeDirEntries(entries));
   }
   const ItemKey rk = RefKey(ino, parent);
-  ASSIGN_OR_RETURN(const std::optional<std::string>* rv, b.Find(rk));
+  COWKV_ASSIGN_OR_RETURN(const std::optional<std::string>* rv, b.Find(rk));
   std::vector<InodeRef> refs;
   if (rv->has_value()) {
-    ASSIGN_OR_RETURN(refs, DecodeInodeRefs(**rv, ino));
+    COWKV_ASSIGN_OR_RETURN(refs, DecodeInodeRefs(**rv, ino));
   }
   auto r = std::find_if(refs.begin(), refs.end(), [&](const InodeRef& x) { return x.name == name; });
   if (r == refs.end()) {
@@ -362,13 +362,13 @@ absl::Status FsOps::RemoveName(Batch& b, uint64_t parent, absl::string_view name
 }
 
 absl::Status FsOps::DeleteInode(Batch& b, uint64_t ino) {
-  if (!opt_.bug_late_inode_counter) RETURN_IF_ERROR(LoadNextIno());
+  if (!opt_.bug_late_inode_counter) COWKV_RETURN_IF_ERROR(LoadNextIno());
   std::vector<std::string> keys;
-  RETURN_IF_ERROR(b.Scan(InodeStart(ino), InodeStart(ino + 1), false,
-                         [&](absl::string_view k, absl::string_view) {
-                           keys.emplace_back(k);
-                           return true;
-                         }));
+  COWKV_RETURN_IF_ERROR(b.Scan(InodeStart(ino), InodeStart(ino + 1), false,
+                               [&](absl::string_view k, absl::string_view) {
+                                 keys.emplace_back(k);
+                                 return true;
+                               }));
   for (const std::string& k : keys) b.Del(k);
   st_->ForgetDeleted(ino);
   st_->cache.Erase(ino);
@@ -393,7 +393,7 @@ void FsOps::RecordDeleted(uint64_t ino, absl::string_view key) {
 }
 
 absl::Status FsOps::EnsureRoot(Batch& b) {
-  ASSIGN_OR_RETURN(std::optional<std::string> v, b.Get(InodeKey(kRootDirIno)));
+  COWKV_ASSIGN_OR_RETURN(std::optional<std::string> v, b.Get(InodeKey(kRootDirIno)));
   if (v.has_value()) return absl::OkStatus();
   InodeItem it = RootItem();
   it.generation = it.transid = b_->generation();
@@ -411,10 +411,10 @@ absl::StatusOr<Attr> FsOps::Create(absl::string_view path, FileType type, uint32
                                                          " bytes without NUL"));
   }
   Batch b(b_);
-  ASSIGN_OR_RETURN(Resolved r, ResolveParent(b, path));
+  COWKV_ASSIGN_OR_RETURN(Resolved r, ResolveParent(b, path));
   if (r.ino != 0) return PosixError(ErrorReason::kEEXIST, absl::StrCat(path, " exists"));
-  RETURN_IF_ERROR(EnsureRoot(b));
-  ASSIGN_OR_RETURN(uint64_t ino, AllocIno());
+  COWKV_RETURN_IF_ERROR(EnsureRoot(b));
+  COWKV_ASSIGN_OR_RETURN(uint64_t ino, AllocIno());
   {
     // The new inode enters the cache (seed 003) knowing it is in no log.
     std::shared_ptr<InodeMem> m = Mem(ino);
@@ -434,31 +434,32 @@ absl::StatusOr<Attr> FsOps::Create(absl::string_view path, FileType type, uint32
     it.size = it.nbytes = symlink_target.size();
   }
   b.Put(InodeKey(ino), EncodeInodeItem(it));
-  RETURN_IF_ERROR(AddName(b, r.parent, r.name, ino, type));
-  RETURN_IF_ERROR(b.Commit());
+  COWKV_RETURN_IF_ERROR(AddName(b, r.parent, r.name, ino, type));
+  COWKV_RETURN_IF_ERROR(b.Commit());
   if (type == FileType::kDirectory) st_->new_subdirs[r.parent].push_back(ino);
   return Attr{ino, it};
 }
 
 absl::Status FsOps::Unlink(absl::string_view path, bool dir) {
   Batch b(b_);
-  ASSIGN_OR_RETURN(Resolved r, ResolveParent(b, path));
+  COWKV_ASSIGN_OR_RETURN(Resolved r, ResolveParent(b, path));
   if (r.ino == 0) return PosixError(ErrorReason::kENOENT, absl::StrCat("no such file: ", path));
-  ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, r.ino));
+  COWKV_ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, r.ino));
   if (dir && !IsDir(it))
     return PosixError(ErrorReason::kENOTDIR, absl::StrCat(path, " is not a directory"));
   if (!dir && IsDir(it))
     return PosixError(ErrorReason::kEISDIR, absl::StrCat(path, " is a directory"));
   if (dir) {
     bool empty = true;
-    RETURN_IF_ERROR(b.Scan(TypeStart(r.ino, kDirIndex), TypeStart(r.ino, kDirIndex + 1), false,
-                           [&](absl::string_view, absl::string_view) { return empty = false; }));
+    COWKV_RETURN_IF_ERROR(
+        b.Scan(TypeStart(r.ino, kDirIndex), TypeStart(r.ino, kDirIndex + 1), false,
+               [&](absl::string_view, absl::string_view) { return empty = false; }));
     if (!empty) return PosixError(ErrorReason::kENOTEMPTY, absl::StrCat(path, " is not empty"));
   }
-  ASSIGN_OR_RETURN(bool log, AnyLogged(b, {r.ino, r.parent}));
-  RETURN_IF_ERROR(RemoveName(b, r.parent, r.name, r.ino));
-  RETURN_IF_ERROR(DropLink(b, r.ino, &it));
-  if (log) RETURN_IF_ERROR(UpdateLog(b, {r.ino}));
+  COWKV_ASSIGN_OR_RETURN(bool log, AnyLogged(b, {r.ino, r.parent}));
+  COWKV_RETURN_IF_ERROR(RemoveName(b, r.parent, r.name, r.ino));
+  COWKV_RETURN_IF_ERROR(DropLink(b, r.ino, &it));
+  if (log) COWKV_RETURN_IF_ERROR(UpdateLog(b, {r.ino}));
   return b.Commit();
 }
 
@@ -467,12 +468,12 @@ absl::StatusOr<bool> FsOps::IsAncestor(Batch& b, uint64_t a, uint64_t dir) {
     if (dir == a) return true;
     if (dir == kRootDirIno) return false;
     uint64_t parent = 0;
-    RETURN_IF_ERROR(b.Scan(TypeStart(dir, kInodeRef), TypeStart(dir, kInodeRef + 1), false,
-                           [&](absl::string_view k, absl::string_view) {
-                             FsKey fk;
-                             if (DecodeFsKey(k, &fk)) parent = fk.offset;
-                             return false;
-                           }));
+    COWKV_RETURN_IF_ERROR(b.Scan(TypeStart(dir, kInodeRef), TypeStart(dir, kInodeRef + 1), false,
+                                 [&](absl::string_view k, absl::string_view) {
+                                   FsKey fk;
+                                   if (DecodeFsKey(k, &fk)) parent = fk.offset;
+                                   return false;
+                                 }));
     if (parent == 0) return absl::DataLossError(absl::StrCat("directory ", dir, " has no parent"));
     dir = parent;
   }
@@ -489,11 +490,11 @@ absl::Status FsOps::RenameChecks(Batch& b, const Resolved& f, const Resolved& t,
     return PosixError(ErrorReason::kENOENT, absl::StrCat("no \"", t.name, "\" to exchange with"));
   }
   if (fdir) {
-    ASSIGN_OR_RETURN(bool under, IsAncestor(b, f.ino, t.parent));
+    COWKV_ASSIGN_OR_RETURN(bool under, IsAncestor(b, f.ino, t.parent));
     if (under) return PosixError(ErrorReason::kEINVAL, "cannot move a directory under itself");
   }
   if ((flags & kRenameExchange) && tdir) {
-    ASSIGN_OR_RETURN(bool under, IsAncestor(b, t.ino, f.parent));
+    COWKV_ASSIGN_OR_RETURN(bool under, IsAncestor(b, t.ino, f.parent));
     if (under) return PosixError(ErrorReason::kEINVAL, "cannot move a directory under itself");
   }
   if (t.ino == 0 || (flags & kRenameExchange)) return absl::OkStatus();
@@ -503,8 +504,9 @@ absl::Status FsOps::RenameChecks(Batch& b, const Resolved& f, const Resolved& t,
     return PosixError(ErrorReason::kEISDIR, absl::StrCat("\"", t.name, "\" is a directory"));
   if (tdir) {
     bool empty = true;
-    RETURN_IF_ERROR(b.Scan(TypeStart(t.ino, kDirIndex), TypeStart(t.ino, kDirIndex + 1), false,
-                           [&](absl::string_view, absl::string_view) { return empty = false; }));
+    COWKV_RETURN_IF_ERROR(
+        b.Scan(TypeStart(t.ino, kDirIndex), TypeStart(t.ino, kDirIndex + 1), false,
+               [&](absl::string_view, absl::string_view) { return empty = false; }));
     if (!empty)
       return PosixError(ErrorReason::kENOTEMPTY, absl::StrCat("\"", t.name, "\" is not empty"));
   }
@@ -512,9 +514,9 @@ absl::Status FsOps::RenameChecks(Batch& b, const Resolved& f, const Resolved& t,
 }
 
 absl::Status FsOps::TouchInode(Batch& b, uint64_t ino) {
-  ASSIGN_OR_RETURN(const std::optional<std::string>* v, b.Find(InodeKey(ino)));
+  COWKV_ASSIGN_OR_RETURN(const std::optional<std::string>* v, b.Find(InodeKey(ino)));
   if (!v->has_value()) return absl::OkStatus();  // deleted by this operation
-  ASSIGN_OR_RETURN(InodeItem it, DecodeInodeItem(**v, ino));
+  COWKV_ASSIGN_OR_RETURN(InodeItem it, DecodeInodeItem(**v, ino));
   it.ctime_ns = NowNs();
   it.transid = b_->generation();
   b.Put(InodeKey(ino), EncodeInodeItem(it));
@@ -527,99 +529,99 @@ absl::Status FsOps::Rename(absl::string_view from, absl::string_view to, uint32_
     return PosixError(ErrorReason::kEINVAL, absl::StrCat("bad rename flags ", flags));
   }
   Batch b(b_);
-  ASSIGN_OR_RETURN(Resolved f, ResolveParent(b, from));
+  COWKV_ASSIGN_OR_RETURN(Resolved f, ResolveParent(b, from));
   if (f.ino == 0) return PosixError(ErrorReason::kENOENT, absl::StrCat("no such file: ", from));
-  ASSIGN_OR_RETURN(Resolved t, ResolveParent(b, to, &f));
+  COWKV_ASSIGN_OR_RETURN(Resolved t, ResolveParent(b, to, &f));
   // Two names of one inode: nothing to do (but no-replace still refuses an existing `to`).
   if (f.ino == t.ino && !(flags & kRenameNoReplace)) return absl::OkStatus();
-  RETURN_IF_ERROR(RenameChecks(b, f, t, flags));
+  COWKV_RETURN_IF_ERROR(RenameChecks(b, f, t, flags));
   std::vector<uint64_t> involved = {f.ino, f.parent, t.parent};
   if (t.ino != 0) involved.push_back(t.ino);
-  ASSIGN_OR_RETURN(bool log, AnyLogged(b, involved));
+  COWKV_ASSIGN_OR_RETURN(bool log, AnyLogged(b, involved));
   // A plain rename within one directory touches the directory once, after
   // both names changed (`removed`: the size the old name took off).
   int64_t removed = 0;
   const bool defer = !(flags & kRenameExchange) && t.ino == 0 && f.parent == t.parent;
-  RETURN_IF_ERROR(RemoveName(b, f.parent, f.name, f.ino, defer ? &removed : nullptr));
+  COWKV_RETURN_IF_ERROR(RemoveName(b, f.parent, f.name, f.ino, defer ? &removed : nullptr));
   if (flags & kRenameExchange) {
-    RETURN_IF_ERROR(RemoveName(b, t.parent, t.name, t.ino));
-    RETURN_IF_ERROR(AddName(b, t.parent, t.name, f.ino, f.type));
-    RETURN_IF_ERROR(AddName(b, f.parent, f.name, t.ino, t.type));
-    RETURN_IF_ERROR(TouchInode(b, t.ino));
+    COWKV_RETURN_IF_ERROR(RemoveName(b, t.parent, t.name, t.ino));
+    COWKV_RETURN_IF_ERROR(AddName(b, t.parent, t.name, f.ino, f.type));
+    COWKV_RETURN_IF_ERROR(AddName(b, f.parent, f.name, t.ino, t.type));
+    COWKV_RETURN_IF_ERROR(TouchInode(b, t.ino));
   } else {
     if (t.ino != 0) {
-      ASSIGN_OR_RETURN(InodeItem tit, LoadInode(b, t.ino));
-      RETURN_IF_ERROR(RemoveName(b, t.parent, t.name, t.ino));
-      RETURN_IF_ERROR(DropLink(b, t.ino, &tit));
+      COWKV_ASSIGN_OR_RETURN(InodeItem tit, LoadInode(b, t.ino));
+      COWKV_RETURN_IF_ERROR(RemoveName(b, t.parent, t.name, t.ino));
+      COWKV_RETURN_IF_ERROR(DropLink(b, t.ino, &tit));
     }
     int64_t added = 0;
-    RETURN_IF_ERROR(AddName(b, t.parent, t.name, f.ino, f.type, defer ? &added : nullptr));
-    if (defer) RETURN_IF_ERROR(TouchDir(b, t.parent, removed + added));
+    COWKV_RETURN_IF_ERROR(AddName(b, t.parent, t.name, f.ino, f.type, defer ? &added : nullptr));
+    if (defer) COWKV_RETURN_IF_ERROR(TouchDir(b, t.parent, removed + added));
   }
-  RETURN_IF_ERROR(TouchInode(b, f.ino));
+  COWKV_RETURN_IF_ERROR(TouchInode(b, f.ino));
   if (log) {
     std::vector<uint64_t> named = {f.ino};
     if (t.ino != 0) named.push_back(t.ino);
-    RETURN_IF_ERROR(UpdateLog(b, named));
+    COWKV_RETURN_IF_ERROR(UpdateLog(b, named));
   }
   return b.Commit();
 }
 
 absl::StatusOr<Attr> FsOps::Link(absl::string_view existing, absl::string_view new_path) {
   Batch b(b_);
-  ASSIGN_OR_RETURN(uint64_t ino, LookupIn(b, existing));
-  ASSIGN_OR_RETURN(Resolved t, ResolveParent(b, new_path));
-  ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
+  COWKV_ASSIGN_OR_RETURN(uint64_t ino, LookupIn(b, existing));
+  COWKV_ASSIGN_OR_RETURN(Resolved t, ResolveParent(b, new_path));
+  COWKV_ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
   if (IsDir(it))
     return PosixError(ErrorReason::kEPERM, "hard links to directories are not allowed");
   if (it.nlink >= kMaxLinks)
     return PosixError(ErrorReason::kEMLINK, absl::StrCat(existing, " has ", it.nlink, " links"));
   if (t.ino != 0) return PosixError(ErrorReason::kEEXIST, absl::StrCat(new_path, " exists"));
-  ASSIGN_OR_RETURN(bool log, AnyLogged(b, {ino, t.parent}));
-  RETURN_IF_ERROR(AddName(b, t.parent, t.name, ino, TypeOf(it)));
+  COWKV_ASSIGN_OR_RETURN(bool log, AnyLogged(b, {ino, t.parent}));
+  COWKV_RETURN_IF_ERROR(AddName(b, t.parent, t.name, ino, TypeOf(it)));
   ++it.nlink;
   it.ctime_ns = NowNs();
   it.transid = b_->generation();
   b.Put(InodeKey(ino), EncodeInodeItem(it));
-  if (log) RETURN_IF_ERROR(UpdateLog(b, {ino}));
-  RETURN_IF_ERROR(b.Commit());
+  if (log) COWKV_RETURN_IF_ERROR(UpdateLog(b, {ino}));
+  COWKV_RETURN_IF_ERROR(b.Commit());
   return Attr{ino, it};
 }
 
 absl::StatusOr<std::vector<ReadDirEntry>> FsOps::ReadDir(uint64_t dir, uint64_t cookie,
                                                          uint64_t limit, bool* more) {
   Batch b(b_);
-  RETURN_IF_ERROR(CheckDir(b, dir));
+  COWKV_RETURN_IF_ERROR(CheckDir(b, dir));
   std::vector<ReadDirEntry> out;
   *more = false;
   absl::Status bad;
-  RETURN_IF_ERROR(b.Scan(DirIndexKey(dir, cookie), TypeStart(dir, kDirIndex + 1), false,
-                         [&](absl::string_view k, absl::string_view v) {
-                           if (limit != 0 && out.size() == limit) {
-                             *more = true;
-                             return false;
-                           }
-                           FsKey fk;
-                           DecodeFsKey(k, &fk);
-                           absl::StatusOr<DirEntry> e = DecodeDirIndex(v, dir);
-                           if (!e.ok()) {
-                             bad = e.status();
-                             return false;
-                           }
-                           out.push_back({e->name, e->child, e->type, fk.offset});
-                           return true;
-                         }));
-  RETURN_IF_ERROR(bad);
+  COWKV_RETURN_IF_ERROR(b.Scan(DirIndexKey(dir, cookie), TypeStart(dir, kDirIndex + 1), false,
+                               [&](absl::string_view k, absl::string_view v) {
+                                 if (limit != 0 && out.size() == limit) {
+                                   *more = true;
+                                   return false;
+                                 }
+                                 FsKey fk;
+                                 DecodeFsKey(k, &fk);
+                                 absl::StatusOr<DirEntry> e = DecodeDirIndex(v, dir);
+                                 if (!e.ok()) {
+                                   bad = e.status();
+                                   return false;
+                                 }
+                                 out.push_back({e->name, e->child, e->type, fk.offset});
+                                 return true;
+                               }));
+  COWKV_RETURN_IF_ERROR(bad);
   return out;
 }
 
 absl::StatusOr<std::string> FsOps::ReadLink(uint64_t ino) {
   Batch b(b_);
-  ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
+  COWKV_ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
   if (TypeOf(it) != FileType::kSymlink) return PosixError(ErrorReason::kEINVAL, "not a symlink");
-  ASSIGN_OR_RETURN(std::optional<std::string> v, b.Get(ExtentKey(ino, 0)));
+  COWKV_ASSIGN_OR_RETURN(std::optional<std::string> v, b.Get(ExtentKey(ino, 0)));
   if (!v.has_value()) return absl::DataLossError(absl::StrCat("symlink ", ino, " has no target"));
-  ASSIGN_OR_RETURN(FileExtent e, DecodeFileExtent(*v, ino, 0));
+  COWKV_ASSIGN_OR_RETURN(FileExtent e, DecodeFileExtent(*v, ino, 0));
   if (e.kind != kExtentInline) return absl::DataLossError("symlink target not inline");
   return e.inline_data;
 }

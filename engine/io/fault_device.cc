@@ -91,20 +91,20 @@ absl::Status FaultDevice::MaybeFailLocked(Op op) {
 
 absl::Status FaultDevice::ReadAt(uint64_t offset, void* buf, size_t n) {
   absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(MaybeFailLocked(Op::kRead));
+  COWKV_RETURN_IF_ERROR(MaybeFailLocked(Op::kRead));
   return base_->ReadAt(offset, buf, n);
 }
 
 absl::Status FaultDevice::WriteAt(uint64_t offset, const void* buf, size_t n) {
   absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(MaybeFailLocked(Op::kWrite));
+  COWKV_RETURN_IF_ERROR(MaybeFailLocked(Op::kWrite));
   Pending p;
   p.offset = offset;
   p.before.resize(n);
   // Also rejects a range past Size() before anything changes.
-  RETURN_IF_ERROR(base_->ReadAt(offset, &p.before[0], n));
+  COWKV_RETURN_IF_ERROR(base_->ReadAt(offset, &p.before[0], n));
   p.after.assign(static_cast<const char*>(buf), n);
-  RETURN_IF_ERROR(base_->WriteAt(offset, buf, n));
+  COWKV_RETURN_IF_ERROR(base_->WriteAt(offset, buf, n));
   pending_.push_back(std::move(p));
   return absl::OkStatus();
 }
@@ -115,8 +115,8 @@ absl::Status FaultDevice::Flush() {
     // Power is cut instead of this flush: nothing pending becomes durable.
     dead_ = true;
   }
-  RETURN_IF_ERROR(MaybeFailLocked(Op::kFlush));
-  RETURN_IF_ERROR(base_->Flush());
+  COWKV_RETURN_IF_ERROR(MaybeFailLocked(Op::kFlush));
+  COWKV_RETURN_IF_ERROR(base_->Flush());
   pending_.clear();
   ++flushes_;
   return absl::OkStatus();

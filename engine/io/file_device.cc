@@ -276,7 +276,7 @@ absl::StatusOr<std::unique_ptr<FileDevice>> FileDevice::Open(
   // A read-only open never creates: it must not change the filesystem.
   if (fd < 0 && errno == ENOENT && options.create_size > 0 &&
       !options.read_only) {
-    RETURN_IF_ERROR(CreateSparseFile(path, options.create_size));
+    COWKV_RETURN_IF_ERROR(CreateSparseFile(path, options.create_size));
     fd = OpenRetry(path, flags);
   }
   if (fd < 0) return OpenError(errno, "open", path, options.direct_io);
@@ -329,7 +329,7 @@ absl::Status FileDevice::CheckRange(const char* op, uint64_t offset,
 }
 
 absl::Status FileDevice::ReadAt(uint64_t offset, void* buf, size_t n) {
-  RETURN_IF_ERROR(CheckRange("read", offset, n));
+  COWKV_RETURN_IF_ERROR(CheckRange("read", offset, n));
   char* out = static_cast<char*>(buf);
   if (n == 0) return absl::OkStatus();
   if (direct_io_ && !IsAligned(offset, buf, n)) {
@@ -344,7 +344,7 @@ absl::Status FileDevice::WriteAt(uint64_t offset, const void* buf, size_t n) {
         absl::StrCat("write ", path_, " offset=", offset,
                      ": device was opened read-only"));
   }
-  RETURN_IF_ERROR(CheckRange("write", offset, n));
+  COWKV_RETURN_IF_ERROR(CheckRange("write", offset, n));
   const char* in = static_cast<const char*>(buf);
   if (n == 0) return absl::OkStatus();
   if (!direct_io_) return PwriteFull(fd_, path_, in, n, offset);
@@ -361,8 +361,7 @@ absl::Status FileDevice::BounceRead(uint64_t offset, char* buf, size_t n) {
   const uint64_t request_end = offset + n;
   for (uint64_t pos = offset; pos < request_end;) {
     Chunk c = NextChunk(pos, request_end);
-    RETURN_IF_ERROR(
-        PreadFull(fd_, path_, bounce.get(), c.end - c.start, c.start));
+    COWKV_RETURN_IF_ERROR(PreadFull(fd_, path_, bounce.get(), c.end - c.start, c.start));
     std::memcpy(buf + (c.pos - offset), bounce.get() + (c.pos - c.start), c.len);
     pos += c.len;
   }
@@ -381,15 +380,14 @@ absl::Status FileDevice::BounceWrite(uint64_t offset, const char* buf,
     const bool head_partial = c.pos != c.start;
     const bool tail_partial = c.pos + c.len != c.end;
     if (head_partial) {
-      RETURN_IF_ERROR(PreadFull(fd_, path_, bounce.get(), kDirectAlign, c.start));
+      COWKV_RETURN_IF_ERROR(PreadFull(fd_, path_, bounce.get(), kDirectAlign, c.start));
     }
     if (tail_partial && !(head_partial && last_block == c.start)) {
-      RETURN_IF_ERROR(PreadFull(fd_, path_, bounce.get() + (last_block - c.start),
-                                kDirectAlign, last_block));
+      COWKV_RETURN_IF_ERROR(
+          PreadFull(fd_, path_, bounce.get() + (last_block - c.start), kDirectAlign, last_block));
     }
     std::memcpy(bounce.get() + (c.pos - c.start), buf + (c.pos - offset), c.len);
-    RETURN_IF_ERROR(
-        PwriteFull(fd_, path_, bounce.get(), c.end - c.start, c.start));
+    COWKV_RETURN_IF_ERROR(PwriteFull(fd_, path_, bounce.get(), c.end - c.start, c.start));
     pos += c.len;
   }
   return absl::OkStatus();

@@ -26,14 +26,14 @@ absl::Status CheckRange(const char* op, uint64_t offset, size_t n,
 MemDevice::MemDevice(uint64_t size) : size_(size), data_(size, '\0') {}
 
 absl::Status MemDevice::ReadAt(uint64_t offset, void* buf, size_t n) {
-  RETURN_IF_ERROR(CheckRange("read", offset, n, size_));
+  COWKV_RETURN_IF_ERROR(CheckRange("read", offset, n, size_));
   absl::MutexLock lock(&mu_);
   if (n > 0) std::memcpy(buf, data_.data() + offset, n);
   return absl::OkStatus();
 }
 
 absl::Status MemDevice::WriteAt(uint64_t offset, const void* buf, size_t n) {
-  RETURN_IF_ERROR(CheckRange("write", offset, n, size_));
+  COWKV_RETURN_IF_ERROR(CheckRange("write", offset, n, size_));
   absl::MutexLock lock(&mu_);
   if (n > 0) std::memcpy(&data_[offset], buf, n);
   ++writes_;

@@ -61,7 +61,7 @@ absl::Status LogManager::ContinueChain(const format::Superblock& sb) {
     broken_ = true;
     return absl::OkStatus();
   }
-  RETURN_IF_ERROR(txn_->ClaimLogBlocks({sb.log_root}));
+  COWKV_RETURN_IF_ERROR(txn_->ClaimLogBlocks({sb.log_root}));
   next_root_ = sb.log_root;
   chain_blocks_.push_back(sb.log_root);
   return absl::OkStatus();
@@ -112,7 +112,7 @@ absl::StatusOr<bool> LogManager::Contains(uint64_t subvol, absl::string_view tre
 bool LogManager::needs_full_commit() const { return broken_ || full_ || next_root_ == 0; }
 
 absl::StatusOr<uint64_t> LogManager::AllocTreeBlock(uint64_t, uint8_t) {
-  ASSIGN_OR_RETURN(uint64_t b, txn_->AllocLogBlock());
+  COWKV_ASSIGN_OR_RETURN(uint64_t b, txn_->AllocLogBlock());
   chain_blocks_.push_back(b);
   return b;
 }
@@ -156,9 +156,9 @@ absl::Status LogManager::BuildTrees(const std::vector<LogEntry>& entries, LogRoo
   for (size_t i = 0; i < entries.size(); ++i) {
     const LogEntry& e = entries[i];
     if (tree == nullptr) {
-      ASSIGN_OR_RETURN(tree, Tree::CreateEmpty(format::kLogTreeOwner, cache_.get(), this));
+      COWKV_ASSIGN_OR_RETURN(tree, Tree::CreateEmpty(format::kLogTreeOwner, cache_.get(), this));
     }
-    RETURN_IF_ERROR(tree->Put(e.key, e.value));
+    COWKV_RETURN_IF_ERROR(tree->Put(e.key, e.value));
     if (i + 1 == entries.size() || entries[i + 1].subvol != e.subvol) {
       if (root->trees.size() == MaxLogTrees(txn_->superblock().sectorsize)) {
         return absl::ResourceExhaustedError("more logged subvolumes than a log root block lists");
@@ -226,8 +226,8 @@ absl::StatusOr<std::unique_ptr<LogManager::SyncBatch>> LogManager::PrepareSync(u
 absl::Status LogManager::WriteSync(const SyncBatch& b) {
   BlockDevice* dev = txn_->device();
   uint64_t bytes = 0;
-  RETURN_IF_ERROR(WriteNodes(dev, b.nodes, b.fsid, txn_->nodesize(), &bytes));
-  RETURN_IF_ERROR(dev->WriteAt(b.root_bytenr, b.root_block.data(), b.root_block.size()));
+  COWKV_RETURN_IF_ERROR(WriteNodes(dev, b.nodes, b.fsid, txn_->nodesize(), &bytes));
+  COWKV_RETURN_IF_ERROR(dev->WriteAt(b.root_bytenr, b.root_block.data(), b.root_block.size()));
   return dev->Flush();
 }
 
@@ -263,7 +263,7 @@ namespace {
 absl::Status ReadLogTree(NodeCache* cache, const LogTreeRef& ref, Recovered* out) {
   Tree tree(format::kLogTreeOwner, RootRef{ref.bytenr, ref.generation, ref.level}, cache, nullptr);
   std::vector<NodeRef> stack;
-  ASSIGN_OR_RETURN(NodeRef root, tree.ReadRoot());
+  COWKV_ASSIGN_OR_RETURN(NodeRef root, tree.ReadRoot());
   stack.push_back(std::move(root));
   while (!stack.empty()) {
     NodeRef n = std::move(stack.back());
@@ -276,7 +276,7 @@ absl::Status ReadLogTree(NodeCache* cache, const LogTreeRef& ref, Recovered* out
       continue;
     }
     for (int i = n->nritems() - 1; i >= 0; --i) {
-      ASSIGN_OR_RETURN(NodeRef c, tree.ReadChild(*n, i));
+      COWKV_ASSIGN_OR_RETURN(NodeRef c, tree.ReadChild(*n, i));
       stack.push_back(std::move(c));
     }
   }
@@ -286,7 +286,7 @@ absl::Status ReadLogTree(NodeCache* cache, const LogTreeRef& ref, Recovered* out
 absl::Status ReadLogTrees(BlockDevice* device, const format::Superblock& sb,
                           const LogRootBlock& root, Recovered* out) {
   NodeCache cache(device, sb.fsid, sb.nodesize, sb.sectorsize, kLogCacheBytes);
-  for (const LogTreeRef& t : root.trees) RETURN_IF_ERROR(ReadLogTree(&cache, t, out));
+  for (const LogTreeRef& t : root.trees) COWKV_RETURN_IF_ERROR(ReadLogTree(&cache, t, out));
   return absl::OkStatus();
 }
 
@@ -308,7 +308,7 @@ absl::Status VerifyData(BlockDevice* device, const std::vector<LogEntry>& entrie
                                               ") out of range"));
     }
     buf.resize(d.value_len);
-    RETURN_IF_ERROR(device->ReadAt(d.bytenr, buf.data(), buf.size()));
+    COWKV_RETURN_IF_ERROR(device->ReadAt(d.bytenr, buf.data(), buf.size()));
     if (Crc32c(buf.data(), buf.size()) != d.crc) {
       return absl::DataLossError(absl::StrCat("logged data extent ", d.bytenr,
                                               " does not hold its value"));
@@ -330,7 +330,7 @@ absl::StatusOr<Recovered> LogManager::Recover(BlockDevice* device, const format:
   for (;;) {
     root_blocks.push_back(e.bytenr);
     if (e.bytenr + sb.sectorsize > device->Size()) break;
-    RETURN_IF_ERROR(device->ReadAt(e.bytenr, buf.data(), buf.size()));
+    COWKV_RETURN_IF_ERROR(device->ReadAt(e.bytenr, buf.data(), buf.size()));
     absl::StatusOr<LogRootBlock> b = DecodeLogRoot(buf, e);
     if (!b.ok()) break;  // the end of the chain: never written, torn or stale
     e.bytenr = b->next;

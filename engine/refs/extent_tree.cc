@@ -46,18 +46,18 @@ absl::Status ApplyBackrefs(Tree* tree, const DelayedRefHead& h) {
   for (const auto& [ref, delta] : h.refs) {
     std::string key = EncodeKey17(Key17{h.bytenr, ref.type, ref.param});
     if (format::IsDataRef(ref.type)) {
-      RETURN_IF_ERROR(ApplyDataBackref(tree, h, key, ref, delta));
+      COWKV_RETURN_IF_ERROR(ApplyDataBackref(tree, h, key, ref, delta));
     } else if (delta == 1) {
       absl::StatusOr<std::string> cur = tree->Get(key);
       if (cur.ok()) return Inconsistent(h, absl::StrCat("duplicate backref type ", ref.type, " ", ref.param));
       if (!absl::IsNotFound(cur.status())) return cur.status();
-      RETURN_IF_ERROR(tree->Put(key, ""));
+      COWKV_RETURN_IF_ERROR(tree->Put(key, ""));
     } else if (delta == -1) {
       absl::Status s = tree->Delete(key);
       if (absl::IsNotFound(s)) {
         return Inconsistent(h, absl::StrCat("drop of missing backref type ", ref.type, " ", ref.param));
       }
-      RETURN_IF_ERROR(s);
+      COWKV_RETURN_IF_ERROR(s);
     } else {
       return Inconsistent(h, absl::StrCat("backref delta ", delta, " on a single-count backref"));
     }
@@ -75,18 +75,18 @@ absl::Status RunHead(Tree* tree, const DelayedRefHead& h, const ExtentFreeFn& on
     e.flags = h.is_tree_block ? format::kExtentFlagTreeBlock : format::kExtentFlagData;
     if (h.set_full_backref) e.flags |= format::kExtentFlagFullBackref;
     e.level = h.level;
-    RETURN_IF_ERROR(tree->Put(key, format::EncodeExtentItem(e)));
+    COWKV_RETURN_IF_ERROR(tree->Put(key, format::EncodeExtentItem(e)));
     return ApplyBackrefs(tree, h);
   }
   absl::StatusOr<std::string> raw = tree->Get(key);
   if (absl::IsNotFound(raw.status())) return Inconsistent(h, "ref update on a missing extent item");
   if (!raw.ok()) return raw.status();
-  ASSIGN_OR_RETURN(ExtentItem e, format::DecodeExtentItem(*raw, h.bytenr));
-  RETURN_IF_ERROR(ApplyBackrefs(tree, h));
+  COWKV_ASSIGN_OR_RETURN(ExtentItem e, format::DecodeExtentItem(*raw, h.bytenr));
+  COWKV_RETURN_IF_ERROR(ApplyBackrefs(tree, h));
   int64_t refs = static_cast<int64_t>(e.refs) + h.ref_mod;
   if (refs < 0) return Inconsistent(h, absl::StrCat("refcount below zero: ", refs));
   if (refs == 0) {
-    RETURN_IF_ERROR(tree->Delete(key));
+    COWKV_RETURN_IF_ERROR(tree->Delete(key));
     on_free(h.bytenr, h.num_bytes);
     return absl::OkStatus();
   }
@@ -94,7 +94,7 @@ absl::Status RunHead(Tree* tree, const DelayedRefHead& h, const ExtentFreeFn& on
   if (h.ref_mod != 0 || set_flag) {
     e.refs = static_cast<uint64_t>(refs);
     if (set_flag) e.flags |= format::kExtentFlagFullBackref;
-    RETURN_IF_ERROR(tree->Put(key, format::EncodeExtentItem(e)));
+    COWKV_RETURN_IF_ERROR(tree->Put(key, format::EncodeExtentItem(e)));
   }
   return absl::OkStatus();
 }
@@ -104,7 +104,7 @@ absl::Status RunHead(Tree* tree, const DelayedRefHead& h, const ExtentFreeFn& on
 absl::Status RunDelayedRefs(Tree* extent_tree, const std::vector<DelayedRefHead>& heads,
                             const ExtentFreeFn& on_free) {
   for (const DelayedRefHead& h : heads) {
-    RETURN_IF_ERROR(RunHead(extent_tree, h, on_free));
+    COWKV_RETURN_IF_ERROR(RunHead(extent_tree, h, on_free));
   }
   return absl::OkStatus();
 }

@@ -39,13 +39,13 @@ absl::Status Subvolumes::Load() {
   by_name_.clear();
   std::vector<uint64_t> live_ids = txn_->TreeIds(/*dropping=*/false);
   for (uint64_t id : live_ids) live_[id];
-  RETURN_IF_ERROR(txn_->ScanRootTree(
+  COWKV_RETURN_IF_ERROR(txn_->ScanRootTree(
       format::kSubvolInfo, [&](uint64_t id, absl::string_view value) -> absl::Status {
         auto it = live_.find(id);
         if (it == live_.end()) {
           return absl::DataLossError(absl::StrCat("subvolume ", id, " has info but no live root item"));
         }
-        ASSIGN_OR_RETURN(format::SubvolInfoItem si, format::DecodeSubvolInfo(value, id));
+        COWKV_ASSIGN_OR_RETURN(format::SubvolInfoItem si, format::DecodeSubvolInfo(value, id));
         it->second = Entry{si.name, si.parent_id, si.ctime_ms};
         return absl::OkStatus();
       }));
@@ -59,7 +59,7 @@ absl::Status Subvolumes::Load() {
 }
 
 absl::Status Subvolumes::CheckNewName(absl::string_view name) const {
-  RETURN_IF_ERROR(ValidateSubvolName(name));
+  COWKV_RETURN_IF_ERROR(ValidateSubvolName(name));
   if (by_name_.find(name) != by_name_.end()) {
     return absl::AlreadyExistsError(absl::StrCat("subvolume '", name, "' already exists"));
   }
@@ -72,11 +72,11 @@ absl::Status Subvolumes::PutInfo(uint64_t id, const Entry& e) {
 }
 
 absl::StatusOr<uint64_t> Subvolumes::Create(absl::string_view name) {
-  RETURN_IF_ERROR(CheckNewName(name));
-  RETURN_IF_ERROR(txn_->ReserveRootTreeWrites(2));
-  ASSIGN_OR_RETURN(uint64_t id, txn_->CreateTree());
+  COWKV_RETURN_IF_ERROR(CheckNewName(name));
+  COWKV_RETURN_IF_ERROR(txn_->ReserveRootTreeWrites(2));
+  COWKV_ASSIGN_OR_RETURN(uint64_t id, txn_->CreateTree());
   Entry e{std::string(name), 0, NowMs()};
-  RETURN_IF_ERROR(PutInfo(id, e));
+  COWKV_RETURN_IF_ERROR(PutInfo(id, e));
   by_name_[e.name] = id;
   live_[id] = std::move(e);
   return id;
@@ -84,12 +84,12 @@ absl::StatusOr<uint64_t> Subvolumes::Create(absl::string_view name) {
 
 absl::StatusOr<uint64_t> Subvolumes::Snapshot(uint64_t source_id, absl::string_view name,
                                               bool read_only) {
-  RETURN_IF_ERROR(CheckNewName(name));
+  COWKV_RETURN_IF_ERROR(CheckNewName(name));
   if (live_.count(source_id) == 0) return absl::NotFoundError(absl::StrCat("no subvolume ", source_id));
-  RETURN_IF_ERROR(txn_->ReserveRootTreeWrites(3));
-  ASSIGN_OR_RETURN(uint64_t id, txn_->CloneTree(source_id, read_only));
+  COWKV_RETURN_IF_ERROR(txn_->ReserveRootTreeWrites(3));
+  COWKV_ASSIGN_OR_RETURN(uint64_t id, txn_->CloneTree(source_id, read_only));
   Entry e{std::string(name), source_id, NowMs()};
-  RETURN_IF_ERROR(PutInfo(id, e));
+  COWKV_RETURN_IF_ERROR(PutInfo(id, e));
   by_name_[e.name] = id;
   live_[id] = std::move(e);
   return id;
@@ -104,11 +104,11 @@ absl::Status Subvolumes::Rename(uint64_t id, absl::string_view new_name) {
   auto it = live_.find(id);
   if (it == live_.end()) return absl::NotFoundError(absl::StrCat("no subvolume ", id));
   if (it->second.name == new_name) return absl::OkStatus();
-  RETURN_IF_ERROR(CheckNewName(new_name));
-  RETURN_IF_ERROR(txn_->ReserveRootTreeWrites(1));
+  COWKV_RETURN_IF_ERROR(CheckNewName(new_name));
+  COWKV_RETURN_IF_ERROR(txn_->ReserveRootTreeWrites(1));
   Entry e = it->second;
   e.name = std::string(new_name);
-  RETURN_IF_ERROR(PutInfo(id, e));
+  COWKV_RETURN_IF_ERROR(PutInfo(id, e));
   by_name_.erase(it->second.name);
   by_name_[e.name] = id;
   it->second = std::move(e);
@@ -121,10 +121,10 @@ absl::Status Subvolumes::Delete(uint64_t id) {
   }
   auto it = live_.find(id);
   if (it == live_.end()) return absl::NotFoundError(absl::StrCat("no subvolume ", id));
-  RETURN_IF_ERROR(txn_->MarkTreeDropping(id));
+  COWKV_RETURN_IF_ERROR(txn_->MarkTreeDropping(id));
   // Both changes are in this engine transaction: after a crash the
   // subvolume is either whole or nameless and dropping.
-  RETURN_IF_ERROR(txn_->DeleteRootTreeItem(InfoKey(id)));
+  COWKV_RETURN_IF_ERROR(txn_->DeleteRootTreeItem(InfoKey(id)));
   by_name_.erase(it->second.name);
   live_.erase(it);
   return absl::OkStatus();
@@ -141,7 +141,7 @@ absl::StatusOr<uint64_t> Subvolumes::Lookup(absl::string_view name) const {
 absl::StatusOr<SubvolInfo> Subvolumes::Get(uint64_t id) const {
   auto it = live_.find(id);
   if (it == live_.end()) return absl::NotFoundError(absl::StrCat("no subvolume ", id));
-  ASSIGN_OR_RETURN(format::RootItem ri, txn_->TreeRootItem(id));
+  COWKV_ASSIGN_OR_RETURN(format::RootItem ri, txn_->TreeRootItem(id));
   SubvolInfo info;
   info.id = id;
   info.name = it->second.name;
@@ -170,7 +170,7 @@ absl::StatusOr<int> Subvolumes::CleanDeadRoots(int max_steps) {
     const uint64_t id = dying.front();
     bool more = true;
     while (more && steps < max_steps) {
-      ASSIGN_OR_RETURN(more, txn_->DropTreeStep(id));
+      COWKV_ASSIGN_OR_RETURN(more, txn_->DropTreeStep(id));
       ++steps;
     }
   }

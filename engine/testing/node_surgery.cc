@@ -11,7 +11,7 @@ namespace cowkv {
 namespace testing {
 
 absl::StatusOr<std::vector<NodeInfo>> ListNodes(BlockDevice* dev) {
-  ASSIGN_OR_RETURN(format::Superblock sb, ReadBestSuperblock(dev, nullptr));
+  COWKV_ASSIGN_OR_RETURN(format::Superblock sb, ReadBestSuperblock(dev, nullptr));
   NodeCache cache(dev, sb.fsid, sb.nodesize, sb.sectorsize, 64ull << 20);
   std::vector<std::pair<uint64_t, format::NodeExpect>> stack;
   stack.push_back({format::kRootTreeId, {sb.root, sb.root_generation, format::kRootTreeId, sb.root_level}});
@@ -19,7 +19,7 @@ absl::StatusOr<std::vector<NodeInfo>> ListNodes(BlockDevice* dev) {
   while (!stack.empty()) {
     auto [tree, e] = stack.back();
     stack.pop_back();
-    ASSIGN_OR_RETURN(NodeRef n, cache.Read(e));
+    COWKV_ASSIGN_OR_RETURN(NodeRef n, cache.Read(e));
     out.push_back({n->bytenr, tree, n->level});
     for (int i = n->nritems() - 1; i >= 0; --i) {
       if (!n->leaf()) {
@@ -28,7 +28,8 @@ absl::StatusOr<std::vector<NodeInfo>> ListNodes(BlockDevice* dev) {
       } else if (tree == format::kRootTreeId) {
         format::Key17 k;
         if (!format::DecodeKey17(n->key(i), &k) || k.type != format::kRootItem) continue;
-        ASSIGN_OR_RETURN(format::RootItem ri, format::DecodeRootItem(n->value(i), k.objectid));
+        COWKV_ASSIGN_OR_RETURN(format::RootItem ri,
+                               format::DecodeRootItem(n->value(i), k.objectid));
         stack.push_back({k.objectid, {ri.bytenr, ri.generation, k.objectid, ri.level}});
       }
     }
@@ -38,16 +39,16 @@ absl::StatusOr<std::vector<NodeInfo>> ListNodes(BlockDevice* dev) {
 
 absl::Status RewriteNode(BlockDevice* dev, uint64_t bytenr,
                          const std::function<void(std::vector<format::Item>*)>& edit) {
-  ASSIGN_OR_RETURN(format::Superblock sb, ReadBestSuperblock(dev, nullptr));
+  COWKV_ASSIGN_OR_RETURN(format::Superblock sb, ReadBestSuperblock(dev, nullptr));
   std::string buf(sb.nodesize, '\0');
-  RETURN_IF_ERROR(dev->ReadAt(bytenr, buf.data(), buf.size()));
+  COWKV_RETURN_IF_ERROR(dev->ReadAt(bytenr, buf.data(), buf.size()));
   format::NodeHeader h;
   std::vector<format::Item> items;
-  RETURN_IF_ERROR(format::DecodeNode(buf, sb.fsid, sb.nodesize, sb.sectorsize, {bytenr, 0, 0, -1},
-                                     &h, &items));
+  COWKV_RETURN_IF_ERROR(
+      format::DecodeNode(buf, sb.fsid, sb.nodesize, sb.sectorsize, {bytenr, 0, 0, -1}, &h, &items));
   edit(&items);
   format::EncodeNode(h, items, sb.fsid, sb.nodesize, buf.data());
-  RETURN_IF_ERROR(dev->WriteAt(bytenr, buf.data(), buf.size()));
+  COWKV_RETURN_IF_ERROR(dev->WriteAt(bytenr, buf.data(), buf.size()));
   return dev->Flush();
 }
 

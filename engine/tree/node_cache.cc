@@ -39,7 +39,7 @@ absl::StatusOr<NodeRef> NodeCache::Read(const format::NodeExpect& expect) {
       hits_.fetch_add(1, std::memory_order_relaxed);
       NodeRef n = it->second;
       n->referenced.store(true, std::memory_order_relaxed);
-      RETURN_IF_ERROR(CheckExpect(*n, expect));
+      COWKV_RETURN_IF_ERROR(CheckExpect(*n, expect));
       return n;
     }
   }
@@ -51,11 +51,11 @@ absl::StatusOr<NodeRef> NodeCache::Read(const format::NodeExpect& expect) {
                             absl::StrCat(device_->Size()));
   }
   std::string buf(nodesize_, '\0');
-  RETURN_IF_ERROR(device_->ReadAt(expect.bytenr, buf.data(), nodesize_));
+  COWKV_RETURN_IF_ERROR(device_->ReadAt(expect.bytenr, buf.data(), nodesize_));
   format::NodeHeader header;
   std::vector<format::ItemView> items;
-  RETURN_IF_ERROR(format::DecodeNodeViews(buf, fsid_, nodesize_, sectorsize_, expect,
-                                          &header, &items));
+  COWKV_RETURN_IF_ERROR(
+      format::DecodeNodeViews(buf, fsid_, nodesize_, sectorsize_, expect, &header, &items));
   auto node = std::make_shared<Node>(header, items);
   absl::MutexLock l(&mu_);
   auto it = map_.find(expect.bytenr);
@@ -191,7 +191,7 @@ absl::Status WriteNodes(BlockDevice* device, const std::vector<NodeRef>& nodes,
   for (const NodeRef& n : nodes) {
     COWKV_CHECK(n->used() <= format::NodeCapacity(nodesize));
     if (buf.empty() || n->bytenr != run_start + buf.size() || buf.size() + nodesize > kMaxRun) {
-      RETURN_IF_ERROR(write_run());
+      COWKV_RETURN_IF_ERROR(write_run());
       run_start = n->bytenr;
     }
     size_t off = buf.size();

@@ -24,7 +24,7 @@ Tree::Tree(uint64_t id, RootRef root, NodeCache* cache, TreeHooks* hooks)
 absl::StatusOr<std::unique_ptr<Tree>> Tree::CreateEmpty(uint64_t id, NodeCache* cache,
                                                         TreeHooks* hooks) {
   auto tree = std::make_unique<Tree>(id, RootRef{}, cache, hooks);
-  ASSIGN_OR_RETURN(NodeRef root, tree->NewNode(0));
+  COWKV_ASSIGN_OR_RETURN(NodeRef root, tree->NewNode(0));
   tree->SetRoot(*root);
   return tree;
 }
@@ -63,9 +63,9 @@ absl::StatusOr<NodeRef> Tree::ReadChild(const Node& parent, int slot) {
 }
 
 absl::StatusOr<std::pair<NodeRef, int>> Tree::FindInLeaf(absl::string_view key) {
-  ASSIGN_OR_RETURN(NodeRef node, ReadRoot());
+  COWKV_ASSIGN_OR_RETURN(NodeRef node, ReadRoot());
   while (!node->leaf()) {
-    ASSIGN_OR_RETURN(node, ReadChild(*node, node->ChildSlot(key)));
+    COWKV_ASSIGN_OR_RETURN(node, ReadChild(*node, node->ChildSlot(key)));
   }
   const int slot = node->LowerBound(key);
   const bool found = slot < node->nritems() && node->key(slot) == key;
@@ -73,13 +73,13 @@ absl::StatusOr<std::pair<NodeRef, int>> Tree::FindInLeaf(absl::string_view key) 
 }
 
 absl::StatusOr<std::optional<std::string>> Tree::Lookup(absl::string_view key) {
-  ASSIGN_OR_RETURN(auto found, FindInLeaf(key));
+  COWKV_ASSIGN_OR_RETURN(auto found, FindInLeaf(key));
   if (found.second < 0) return std::optional<std::string>();
   return std::optional<std::string>(std::string(found.first->value(found.second)));
 }
 
 absl::StatusOr<std::string> Tree::Get(absl::string_view key) {
-  ASSIGN_OR_RETURN(std::optional<std::string> v, Lookup(key));
+  COWKV_ASSIGN_OR_RETURN(std::optional<std::string> v, Lookup(key));
   if (!v.has_value()) return absl::NotFoundError("key not found");
   return *std::move(v);
 }
@@ -96,7 +96,7 @@ absl::StatusOr<absl::string_view> Tree::Get(absl::string_view key, LeafHint* hin
     // s > 0 of an internal node holds keys in [key(s), key(s + 1)).
     std::string lo, hi;
     bool has_hi = false;
-    ASSIGN_OR_RETURN(NodeRef node, ReadRoot());
+    COWKV_ASSIGN_OR_RETURN(NodeRef node, ReadRoot());
     while (!node->leaf()) {
       const int s = node->ChildSlot(key);
       if (s > 0) lo = std::string(node->key(s));
@@ -104,7 +104,7 @@ absl::StatusOr<absl::string_view> Tree::Get(absl::string_view key, LeafHint* hin
         hi = std::string(node->key(s + 1));
         has_hi = true;
       }
-      ASSIGN_OR_RETURN(node, ReadChild(*node, s));
+      COWKV_ASSIGN_OR_RETURN(node, ReadChild(*node, s));
     }
     *hint = LeafHint{std::move(node), std::move(lo), std::move(hi), has_hi, version, hint->hits, -1};
   }
@@ -132,7 +132,7 @@ absl::StatusOr<absl::string_view> Tree::Get(absl::string_view key, LeafHint* hin
 
 absl::StatusOr<NodeRef> Tree::NewNode(uint8_t level) {
   COWKV_CHECK(hooks_ != nullptr);
-  ASSIGN_OR_RETURN(uint64_t bytenr, hooks_->AllocTreeBlock(id_, level));
+  COWKV_ASSIGN_OR_RETURN(uint64_t bytenr, hooks_->AllocTreeBlock(id_, level));
   return cache_->NewDirty({bytenr, hooks_->generation(), id_, level});
 }
 
@@ -148,9 +148,9 @@ absl::StatusOr<NodeRef> Tree::CowIfNeeded(NodeRef node, Node* parent, int parent
     COWKV_DCHECK(node->generation == gen);
     return node;
   }
-  ASSIGN_OR_RETURN(uint64_t bytenr, hooks_->AllocTreeBlock(id_, node->level));
+  COWKV_ASSIGN_OR_RETURN(uint64_t bytenr, hooks_->AllocTreeBlock(id_, node->level));
   NodeRef copy = cache_->CopyDirty({bytenr, gen, id_, node->level}, *node);
-  RETURN_IF_ERROR(hooks_->CowTreeBlock(id_, *node));
+  COWKV_RETURN_IF_ERROR(hooks_->CowTreeBlock(id_, *node));
   if (parent != nullptr) {
     parent->SetChild(parent_slot, copy);
   } else {
@@ -160,25 +160,25 @@ absl::StatusOr<NodeRef> Tree::CowIfNeeded(NodeRef node, Node* parent, int parent
 }
 
 absl::Status Tree::SearchForWrite(absl::string_view key, Path& path) {
-  ASSIGN_OR_RETURN(NodeRef node, ReadRoot());
-  ASSIGN_OR_RETURN(node, CowIfNeeded(std::move(node), nullptr, 0));
+  COWKV_ASSIGN_OR_RETURN(NodeRef node, ReadRoot());
+  COWKV_ASSIGN_OR_RETURN(node, CowIfNeeded(std::move(node), nullptr, 0));
   const int top = node->level;
   path[top].node = std::move(node);
   for (int level = top; level > 0; --level) {
     Node* n = path[level].node.get();
     const int slot = n->ChildSlot(key);
     path[level].slot = slot;
-    ASSIGN_OR_RETURN(NodeRef child, ReadChild(*n, slot));
-    ASSIGN_OR_RETURN(path[level - 1].node, CowIfNeeded(std::move(child), n, slot));
+    COWKV_ASSIGN_OR_RETURN(NodeRef child, ReadChild(*n, slot));
+    COWKV_ASSIGN_OR_RETURN(path[level - 1].node, CowIfNeeded(std::move(child), n, slot));
   }
   path[0].slot = path[0].node->LowerBound(key);
   return absl::OkStatus();
 }
 
 absl::Status Tree::Put(absl::string_view key, absl::string_view value) {
-  RETURN_IF_ERROR(ValidatePut(key, value));
+  COWKV_RETURN_IF_ERROR(ValidatePut(key, value));
   Path path;
-  RETURN_IF_ERROR(SearchForWrite(key, path));
+  COWKV_RETURN_IF_ERROR(SearchForWrite(key, path));
   Node* leaf = path[0].node.get();
   const int slot = path[0].slot;
   int inserted = -1;
@@ -194,14 +194,14 @@ absl::Status Tree::Put(absl::string_view key, absl::string_view value) {
 
 absl::Status Tree::Delete(absl::string_view key) {
   // Probe first so a miss CoWs nothing.
-  ASSIGN_OR_RETURN(auto found, FindInLeaf(key));
+  COWKV_ASSIGN_OR_RETURN(auto found, FindInLeaf(key));
   if (found.second < 0) return absl::NotFoundError("key not found");
   return DeletePresent(key);
 }
 
 absl::Status Tree::DeletePresent(absl::string_view key) {
   Path path;
-  RETURN_IF_ERROR(SearchForWrite(key, path));
+  COWKV_RETURN_IF_ERROR(SearchForWrite(key, path));
   Node* leaf = path[0].node.get();
   if (path[0].slot >= leaf->nritems() || leaf->key(path[0].slot) != key) {
     return absl::NotFoundError("key not found");
@@ -222,7 +222,7 @@ absl::Status Tree::Repair(Path& path, int level, int inserted_slot) {
     Node* n = path[lv].node.get();
     const bool is_root = n->bytenr == root_.bytenr;
     if (n->used() > capacity()) {
-      RETURN_IF_ERROR(SplitNode(path, lv, &inserted_slot));
+      COWKV_RETURN_IF_ERROR(SplitNode(path, lv, &inserted_slot));
       shrank = false;  // the parent gained a separator
       continue;
     }
@@ -234,7 +234,7 @@ absl::Status Tree::Repair(Path& path, int level, int inserted_slot) {
     // --seed=300 --ops=300000).
     if (shrank && (n->used() < capacity() / 4 || (!n->leaf() && n->nritems() < 2))) {
       bool changed_parent = false;
-      RETURN_IF_ERROR(FixUnderflow(path, lv, &changed_parent));
+      COWKV_RETURN_IF_ERROR(FixUnderflow(path, lv, &changed_parent));
       if (changed_parent) continue;  // shrank stays true: the parent changed
     }
     return absl::OkStatus();
@@ -289,12 +289,12 @@ absl::Status Tree::SplitNode(Path& path, int lv, int* inserted_slot) {
   if (left->level + 1 >= format::kMaxLevel && left->bytenr == root_.bytenr) {
     return absl::ResourceExhaustedError("tree height limit reached");
   }
-  ASSIGN_OR_RETURN(NodeRef right, NewNode(left->level));
+  COWKV_ASSIGN_OR_RETURN(NodeRef right, NewNode(left->level));
   left->MoveTailTo(best, right.get());
   std::string sep(right->key(0));
   if (left->bytenr == root_.bytenr) {
-    RETURN_IF_ERROR(GrowRoot(left, std::move(sep), right));
-    ASSIGN_OR_RETURN(path[lv + 1].node, ReadRoot());
+    COWKV_RETURN_IF_ERROR(GrowRoot(left, std::move(sep), right));
+    COWKV_ASSIGN_OR_RETURN(path[lv + 1].node, ReadRoot());
     path[lv + 1].slot = 0;
     *inserted_slot = 1;
     return absl::OkStatus();
@@ -308,7 +308,7 @@ absl::Status Tree::SplitNode(Path& path, int lv, int* inserted_slot) {
 }
 
 absl::Status Tree::GrowRoot(NodeRef left, std::string sep, NodeRef right) {
-  ASSIGN_OR_RETURN(NodeRef root, NewNode(left->level + 1));
+  COWKV_ASSIGN_OR_RETURN(NodeRef root, NewNode(left->level + 1));
   root->InsertItem(0, "", EncodeChildPtr({left->bytenr, left->generation}));
   root->InsertItem(1, sep, EncodeChildPtr({right->bytenr, right->generation}));
   root->SetChild(0, left);
@@ -319,14 +319,14 @@ absl::Status Tree::GrowRoot(NodeRef left, std::string sep, NodeRef right) {
 
 absl::Status Tree::CollapseRoot() {
   for (;;) {
-    ASSIGN_OR_RETURN(NodeRef root, ReadRoot());
+    COWKV_ASSIGN_OR_RETURN(NodeRef root, ReadRoot());
     if (root->leaf() || root->nritems() != 1) return absl::OkStatus();
-    ASSIGN_OR_RETURN(NodeRef child, ReadChild(*root, 0));
+    COWKV_ASSIGN_OR_RETURN(NodeRef child, ReadChild(*root, 0));
     // The child may be shared with a snapshot; a root never is (the
     // reference from a root item is always the tree's own), so CoW it first.
-    ASSIGN_OR_RETURN(child, CowIfNeeded(std::move(child), root.get(), 0));
+    COWKV_ASSIGN_OR_RETURN(child, CowIfNeeded(std::move(child), root.get(), 0));
     SetRoot(*child);
-    RETURN_IF_ERROR(hooks_->FreeTreeBlock(id_, *root));
+    COWKV_RETURN_IF_ERROR(hooks_->FreeTreeBlock(id_, *root));
   }
 }
 
@@ -340,37 +340,37 @@ void RemoveFirstChild(Node* n) {
 }  // namespace
 
 absl::StatusOr<bool> Tree::DropLeftmost() {
-  ASSIGN_OR_RETURN(NodeRef root, ReadRoot());
+  COWKV_ASSIGN_OR_RETURN(NodeRef root, ReadRoot());
   if (root->leaf()) {  // possibly shared, and holding data references
-    RETURN_IF_ERROR(hooks_->DropRoot(id_, *root));
+    COWKV_RETURN_IF_ERROR(hooks_->DropRoot(id_, *root));
     ++version_;
     return false;
   }
-  ASSIGN_OR_RETURN(bool own_root,
-                   hooks_->ShouldDescendForDrop(id_, {root->bytenr, root->generation}, root->level));
+  COWKV_ASSIGN_OR_RETURN(bool own_root, hooks_->ShouldDescendForDrop(
+                                            id_, {root->bytenr, root->generation}, root->level));
   if (!own_root) {  // shared with a snapshot: drop our reference, keep the nodes
-    RETURN_IF_ERROR(hooks_->DropRoot(id_, *root));
+    COWKV_RETURN_IF_ERROR(hooks_->DropRoot(id_, *root));
     ++version_;
     return false;
   }
-  ASSIGN_OR_RETURN(root, CowIfNeeded(std::move(root), nullptr, 0));
+  COWKV_ASSIGN_OR_RETURN(root, CowIfNeeded(std::move(root), nullptr, 0));
   Path path;
   const int top = root->level;
   path[top].node = root;
   int level = top;
   for (;; --level) {
     Node* n = path[level].node.get();
-    ASSIGN_OR_RETURN(bool descend, hooks_->ShouldDescendForDrop(id_, n->Child(0), level - 1));
+    COWKV_ASSIGN_OR_RETURN(bool descend, hooks_->ShouldDescendForDrop(id_, n->Child(0), level - 1));
     if (!descend) break;
-    ASSIGN_OR_RETURN(NodeRef child, ReadChild(*n, 0));
-    ASSIGN_OR_RETURN(path[level - 1].node, CowIfNeeded(std::move(child), n, 0));
+    COWKV_ASSIGN_OR_RETURN(NodeRef child, ReadChild(*n, 0));
+    COWKV_ASSIGN_OR_RETURN(path[level - 1].node, CowIfNeeded(std::move(child), n, 0));
   }
-  RETURN_IF_ERROR(hooks_->DropChild(id_, *path[level].node, 0));
+  COWKV_RETURN_IF_ERROR(hooks_->DropChild(id_, *path[level].node, 0));
   RemoveFirstChild(path[level].node.get());
   ++version_;
   // Remove nodes the removal left empty, bottom-up.
   for (; path[level].node->nritems() == 0; ++level) {
-    RETURN_IF_ERROR(hooks_->FreeTreeBlock(id_, *path[level].node));
+    COWKV_RETURN_IF_ERROR(hooks_->FreeTreeBlock(id_, *path[level].node));
     if (level == top) return false;
     RemoveFirstChild(path[level + 1].node.get());
   }
@@ -386,8 +386,8 @@ absl::Status Tree::FixUnderflow(Path& path, int lv, bool* changed_parent) {
   const int lslot = pslot > 0 ? pslot - 1 : 0;
   const int rslot = lslot + 1;
   const int sib_slot = pslot == lslot ? rslot : lslot;
-  ASSIGN_OR_RETURN(NodeRef sib, ReadChild(*parent, sib_slot));
-  ASSIGN_OR_RETURN(sib, CowIfNeeded(std::move(sib), parent, sib_slot));
+  COWKV_ASSIGN_OR_RETURN(NodeRef sib, ReadChild(*parent, sib_slot));
+  COWKV_ASSIGN_OR_RETURN(sib, CowIfNeeded(std::move(sib), parent, sib_slot));
   NodeRef left = pslot == lslot ? path[lv].node : sib;
   NodeRef right = pslot == lslot ? sib : path[lv].node;
   const size_t cap = capacity();
@@ -396,7 +396,7 @@ absl::Status Tree::FixUnderflow(Path& path, int lv, bool* changed_parent) {
     parent->EraseItem(rslot);
     path[lv].node = left;
     path[lv + 1].slot = lslot;
-    RETURN_IF_ERROR(hooks_->FreeTreeBlock(id_, *right));
+    COWKV_RETURN_IF_ERROR(hooks_->FreeTreeBlock(id_, *right));
     *changed_parent = true;
     return absl::OkStatus();
   }

@@ -58,7 +58,7 @@ Tree* TxnManager::fs_tree(uint64_t id) {
 absl::StatusOr<uint64_t> TxnManager::CreateTree() {
   const uint64_t id = next_tree_id_++;
   FsRoot& r = fs_roots_[id];
-  ASSIGN_OR_RETURN(r.tree, Tree::CreateEmpty(id, cache_.get(), this));
+  COWKV_ASSIGN_OR_RETURN(r.tree, Tree::CreateEmpty(id, cache_.get(), this));
   r.dirty = true;
   return id;
 }
@@ -69,7 +69,7 @@ absl::StatusOr<uint64_t> TxnManager::CloneTree(uint64_t source_id, bool read_onl
     return absl::NotFoundError(absl::StrCat("no tree ", source_id));
   }
   COWKV_CHECK_MSG(!HasDirtyNodes(), "snapshot of a tree with dirty nodes");
-  ASSIGN_OR_RETURN(NodeRef root, src->second.tree->ReadRoot());
+  COWKV_ASSIGN_OR_RETURN(NodeRef root, src->second.tree->ReadRoot());
   const uint64_t id = next_tree_id_++;
   // The snapshot's root item points at the source's root node: one more
   // reference, nothing else. The first write to either tree CoWs the shared
@@ -144,7 +144,8 @@ absl::Status TxnManager::ScanRootTree(
   TreeIterator it(root_tree_.get());
   for (it.SeekToFirst(); it.Valid(); it.Next()) {
     Key17 k;
-    if (format::DecodeKey17(it.key(), &k) && k.type == type) RETURN_IF_ERROR(fn(k.objectid, it.value()));
+    if (format::DecodeKey17(it.key(), &k) && k.type == type)
+      COWKV_RETURN_IF_ERROR(fn(k.objectid, it.value()));
   }
   return it.status();
 }
@@ -164,7 +165,7 @@ absl::StatusOr<std::pair<uint64_t, uint64_t>> TxnManager::LookupExtentInfo(uint6
       return COWKV_CORRUPTION(site, "tree block without an extent item", "", "");
     }
     if (!raw.ok()) return raw.status();
-    ASSIGN_OR_RETURN(format::ExtentItem e, format::DecodeExtentItem(*raw, bytenr));
+    COWKV_ASSIGN_OR_RETURN(format::ExtentItem e, format::DecodeExtentItem(*raw, bytenr));
     refs = static_cast<int64_t>(e.refs);
     flags = e.flags;
   }
@@ -211,7 +212,7 @@ absl::Status TxnManager::CowTreeBlock(uint64_t tree_id, const Node& old) {
                              old.generation <= sv->second.item.last_snapshot;
   uint64_t refs = 1, flags = 0;
   if (may_be_shared) {
-    ASSIGN_OR_RETURN(std::tie(refs, flags), LookupExtentInfo(old.bytenr));
+    COWKV_ASSIGN_OR_RETURN(std::tie(refs, flags), LookupExtentInfo(old.bytenr));
   }
   const bool full = flags & format::kExtentFlagFullBackref;
   if (refs > 1) {
@@ -263,13 +264,14 @@ absl::StatusOr<bool> TxnManager::ShouldDescendForDrop(uint64_t tree_id, format::
   if (level == 0) return false;  // leaves hold no tree-block references
   auto sv = fs_roots_.find(tree_id);
   if (sv == fs_roots_.end() || c.generation > sv->second.item.last_snapshot) return true;
-  ASSIGN_OR_RETURN(auto info, LookupExtentInfo(c.bytenr));
+  COWKV_ASSIGN_OR_RETURN(auto info, LookupExtentInfo(c.bytenr));
   return info.first == 1;
 }
 
 absl::Status TxnManager::DropChild(uint64_t tree_id, const Node& parent, int slot) {
   format::ChildPtr c = parent.Child(slot);
-  ASSIGN_OR_RETURN(NodeRef child, cache_->Read({c.bytenr, c.generation, 0, parent.level - 1}));
+  COWKV_ASSIGN_OR_RETURN(NodeRef child,
+                         cache_->Read({c.bytenr, c.generation, 0, parent.level - 1}));
   return DropRoot(tree_id, *child);
 }
 
@@ -279,7 +281,7 @@ absl::Status TxnManager::DropRoot(uint64_t tree_id, const Node& node) {
       sv != fs_roots_.end() && node.generation <= sv->second.item.last_snapshot;
   uint64_t refs = 1, flags = 0;
   if (may_be_shared) {
-    ASSIGN_OR_RETURN(std::tie(refs, flags), LookupExtentInfo(node.bytenr));
+    COWKV_ASSIGN_OR_RETURN(std::tie(refs, flags), LookupExtentInfo(node.bytenr));
   }
   const bool full = flags & format::kExtentFlagFullBackref;
   if (refs > 1 && node.owner == tree_id && !full) {
@@ -302,10 +304,10 @@ absl::StatusOr<bool> TxnManager::DropTreeStep(uint64_t id) {
   if (it == fs_roots_.end() || !it->second.dying()) {
     return absl::NotFoundError(absl::StrCat("no dying tree ", id));
   }
-  RETURN_IF_ERROR(ReserveForWrite(it->second.tree.get(), WriteKind::kDelete));
-  ASSIGN_OR_RETURN(bool more, it->second.tree->DropLeftmost());
+  COWKV_RETURN_IF_ERROR(ReserveForWrite(it->second.tree.get(), WriteKind::kDelete));
+  COWKV_ASSIGN_OR_RETURN(bool more, it->second.tree->DropLeftmost());
   if (more) return true;
-  RETURN_IF_ERROR(DeleteRootTreeItem(RootItemKeyFor(id)));
+  COWKV_RETURN_IF_ERROR(DeleteRootTreeItem(RootItemKeyFor(id)));
   fs_roots_.erase(it);
   return false;
 }

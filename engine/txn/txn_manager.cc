@@ -97,9 +97,10 @@ absl::Status TxnManager::Mkfs(BlockDevice* device, uint32_t nodesize, uint32_t s
   // Stale copies of an older filesystem must never win the mount.
   std::string zero(format::kSuperblockSize, '\0');
   for (uint64_t off : format::kSuperblockOffsets) {
-    if (off + zero.size() <= device->Size()) RETURN_IF_ERROR(device->WriteAt(off, zero.data(), zero.size()));
+    if (off + zero.size() <= device->Size())
+      COWKV_RETURN_IF_ERROR(device->WriteAt(off, zero.data(), zero.size()));
   }
-  RETURN_IF_ERROR(device->Flush());
+  COWKV_RETURN_IF_ERROR(device->Flush());
   Superblock sb;
   sb.fsid = fsid;
   sb.nodesize = nodesize;
@@ -110,12 +111,14 @@ absl::Status TxnManager::Mkfs(BlockDevice* device, uint32_t nodesize, uint32_t s
   m->generation_ = 1;
   m->next_tree_id_ = format::kFirstFreeTreeId;
   m->AddDeviceFreeSpace();
-  ASSIGN_OR_RETURN(m->root_tree_, Tree::CreateEmpty(format::kRootTreeId, m->cache(), m.get()));
-  ASSIGN_OR_RETURN(m->extent_tree_, Tree::CreateEmpty(format::kExtentTreeId, m->cache(), m.get()));
+  COWKV_ASSIGN_OR_RETURN(m->root_tree_,
+                         Tree::CreateEmpty(format::kRootTreeId, m->cache(), m.get()));
+  COWKV_ASSIGN_OR_RETURN(m->extent_tree_,
+                         Tree::CreateEmpty(format::kExtentTreeId, m->cache(), m.get()));
   FsRoot& def = m->fs_roots_[format::kDefaultTreeId];
-  ASSIGN_OR_RETURN(def.tree, Tree::CreateEmpty(format::kDefaultTreeId, m->cache(), m.get()));
+  COWKV_ASSIGN_OR_RETURN(def.tree, Tree::CreateEmpty(format::kDefaultTreeId, m->cache(), m.get()));
   def.dirty = true;
-  if (populate) RETURN_IF_ERROR(populate(m.get()));
+  if (populate) COWKV_RETURN_IF_ERROR(populate(m.get()));
   return m->Commit();
 }
 
@@ -135,7 +138,8 @@ absl::StatusOr<std::unique_ptr<TxnManager>> TxnManager::Mount(BlockDevice* devic
       for (const Superblock& c : candidates) fresh += c.generation == sb.generation;
       m->superblocks_need_rewrite_ = fresh < format::MirrorCount(device->Size());
       std::string primary(format::kSuperblockSize, '\0');
-      RETURN_IF_ERROR(device->ReadAt(format::kSuperblockOffsets[0], primary.data(), primary.size()));
+      COWKV_RETURN_IF_ERROR(
+          device->ReadAt(format::kSuperblockOffsets[0], primary.data(), primary.size()));
       {
         absl::MutexLock l(&m->owned_mu_);
         m->primary_ = std::move(primary);
@@ -157,10 +161,10 @@ absl::Status TxnManager::LoadTrees() {
     Key17 k;
     if (!format::DecodeKey17(it.key(), &k)) continue;
     if (k.type != format::kRootItem) continue;
-    ASSIGN_OR_RETURN(format::RootItem ri, format::DecodeRootItem(it.value(), k.objectid));
+    COWKV_ASSIGN_OR_RETURN(format::RootItem ri, format::DecodeRootItem(it.value(), k.objectid));
     auto tree = std::make_unique<Tree>(k.objectid, RootRef{ri.bytenr, ri.generation, ri.level},
                                        cache_.get(), this);
-    RETURN_IF_ERROR(tree->ReadRoot().status());
+    COWKV_RETURN_IF_ERROR(tree->ReadRoot().status());
     if (k.objectid == format::kExtentTreeId) {
       extent_tree_ = std::move(tree);
     } else {
@@ -169,7 +173,7 @@ absl::Status TxnManager::LoadTrees() {
       r.item = ri;
     }
   }
-  RETURN_IF_ERROR(it.status());
+  COWKV_RETURN_IF_ERROR(it.status());
   if (extent_tree_ == nullptr || fs_roots_.count(format::kDefaultTreeId) == 0) {
     return absl::DataLossError("root tree lacks the extent tree or default tree root item");
   }
@@ -362,7 +366,7 @@ absl::StatusOr<bool> TxnManager::DataExtentCommitted(const format::DataRef& d) {
   absl::StatusOr<std::string> raw =
       extent_tree_->Get(format::EncodeKey17(Key17{d.bytenr, format::kExtentItem, d.len}));
   if (absl::IsNotFound(raw.status())) return false;
-  RETURN_IF_ERROR(raw.status());
+  COWKV_RETURN_IF_ERROR(raw.status());
   return true;
 }
 
@@ -386,14 +390,14 @@ absl::StatusOr<uint64_t> TxnManager::DataExtentRefs(uint64_t bytenr, uint64_t le
         return got.status();
       }
     } else {
-      ASSIGN_OR_RETURN(copy, extent_tree_->Lookup(key));
+      COWKV_ASSIGN_OR_RETURN(copy, extent_tree_->Lookup(key));
       if (copy.has_value()) {
         raw = *copy;
         found = true;
       }
     }
     if (found) {
-      ASSIGN_OR_RETURN(format::ExtentItem e, format::DecodeExtentItem(raw, bytenr));
+      COWKV_ASSIGN_OR_RETURN(format::ExtentItem e, format::DecodeExtentItem(raw, bytenr));
       refs = static_cast<int64_t>(e.refs);
     }
   }
@@ -405,7 +409,7 @@ absl::StatusOr<bool> TxnManager::TreeBlockShared(uint64_t tree_id, uint64_t byte
                                                  uint64_t generation) {
   auto sv = fs_roots_.find(tree_id);
   if (sv == fs_roots_.end() || generation > sv->second.item.last_snapshot) return false;
-  ASSIGN_OR_RETURN(auto info, LookupExtentInfo(bytenr));
+  COWKV_ASSIGN_OR_RETURN(auto info, LookupExtentInfo(bytenr));
   return info.first > 1;
 }
 
@@ -456,7 +460,7 @@ bool TxnManager::HasChanges() const {
 }
 
 absl::Status TxnManager::Commit() {
-  ASSIGN_OR_RETURN(std::unique_ptr<CommitBatch> batch, PrepareCommit());
+  COWKV_ASSIGN_OR_RETURN(std::unique_ptr<CommitBatch> batch, PrepareCommit());
   if (batch == nullptr) return absl::OkStatus();
   absl::Status written = WriteCommit(*batch);
   return FinishCommit(std::move(batch), written);
@@ -497,7 +501,7 @@ absl::StatusOr<std::unique_ptr<TxnManager::CommitBatch>> TxnManager::PrepareComm
 
 absl::Status TxnManager::CheckDeviceOwned() {
   std::string now(format::kSuperblockSize, '\0');
-  RETURN_IF_ERROR(device_->ReadAt(format::kSuperblockOffsets[0], now.data(), now.size()));
+  COWKV_RETURN_IF_ERROR(device_->ReadAt(format::kSuperblockOffsets[0], now.data(), now.size()));
   absl::MutexLock l(&owned_mu_);
   // A manager made by Mkfs has read nothing yet: its first commit writes
   // the first superblock.
@@ -523,10 +527,10 @@ absl::Status TxnManager::CheckDeviceOwned() {
 
 absl::Status TxnManager::WriteCommit(const CommitBatch& batch) {
   for (const NodeRef& n : batch.nodes) COWKV_CHECK(n->generation == batch.generation);
-  RETURN_IF_ERROR(CheckDeviceOwned());
-  RETURN_IF_ERROR(WriteNodes(device_, batch.nodes, batch.sb.fsid, batch.sb.nodesize));
+  COWKV_RETURN_IF_ERROR(CheckDeviceOwned());
+  COWKV_RETURN_IF_ERROR(WriteNodes(device_, batch.nodes, batch.sb.fsid, batch.sb.nodesize));
   flushes_.fetch_add(1, std::memory_order_relaxed);
-  RETURN_IF_ERROR(device_->Flush());
+  COWKV_RETURN_IF_ERROR(device_->Flush());
   Superblock sb = batch.sb;
   for (int i = 0; i < format::MirrorCount(device_->Size()); ++i) {
     sb.bytenr = format::kSuperblockOffsets[i];
@@ -535,7 +539,7 @@ absl::Status TxnManager::WriteCommit(const CommitBatch& batch) {
       absl::MutexLock l(&owned_mu_);
       primary_pending_ = enc;
     }
-    RETURN_IF_ERROR(device_->WriteAt(sb.bytenr, enc.data(), enc.size()));
+    COWKV_RETURN_IF_ERROR(device_->WriteAt(sb.bytenr, enc.data(), enc.size()));
   }
   flushes_.fetch_add(1, std::memory_order_relaxed);
   return device_->Flush();
@@ -582,7 +586,7 @@ absl::Status TxnManager::UpdateRootItems() {
     r.item.bytenr = r.tree->root().bytenr;
     r.item.generation = r.tree->root().generation;
     r.item.level = r.tree->root().level;
-    RETURN_IF_ERROR(PutRootItem(root_tree_.get(), r.tree.get(), r.item));
+    COWKV_RETURN_IF_ERROR(PutRootItem(root_tree_.get(), r.tree.get(), r.item));
     r.dirty = false;
   }
   return absl::OkStatus();
@@ -598,12 +602,12 @@ absl::Status TxnManager::RunAllDelayedRefs() {
   for (int64_t round = 0;; ++round) {
     COWKV_CHECK_MSG(round < limit, "delayed refs did not converge");
     if (extent_tree_->root_changed()) {
-      RETURN_IF_ERROR(PutRootItem(root_tree_.get(), extent_tree_.get(), format::RootItem{}));
+      COWKV_RETURN_IF_ERROR(PutRootItem(root_tree_.get(), extent_tree_.get(), format::RootItem{}));
     }
     if (refs_.empty()) return absl::OkStatus();
     std::vector<DelayedRefHead> heads = refs_.TakeAll();
-    RETURN_IF_ERROR(RunDelayedRefs(extent_tree_.get(), heads,
-                                   [this](uint64_t b, uint64_t n) { OnExtentFreed(b, n); }));
+    COWKV_RETURN_IF_ERROR(RunDelayedRefs(extent_tree_.get(), heads,
+                                         [this](uint64_t b, uint64_t n) { OnExtentFreed(b, n); }));
   }
 }
 
