@@ -2,9 +2,12 @@
 #include "server/admission.h"
 
 #include <algorithm>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "grpcpp/server.h"
 #include "server/status_mapping.h"
 
 namespace cowkv {
@@ -76,6 +79,66 @@ uint64_t MemoryBudget::waits() const {
 uint64_t MemoryBudget::refusals() const {
   absl::MutexLock l(&mu_);
   return refusals_;
+}
+
+namespace {
+
+struct ScopeState {
+  bool open = false;
+  std::vector<MemoryBudget::Grant> grants;
+  std::vector<std::function<void()>> at_end;
+};
+thread_local ScopeState t_scope;
+
+class ScopeCallbacks final : public grpc::Server::GlobalCallbacks {
+ public:
+  void PreSynchronousRequest(grpc::ServerContext* /*context*/) override { t_scope.open = true; }
+  // After the handler and after gRPC sent its response and status.
+  void PostSynchronousRequest(grpc::ServerContext* /*context*/) override {
+    t_scope.open = false;
+    t_scope.grants.clear();  // releases them
+    std::vector<std::function<void()>> fns;
+    fns.swap(t_scope.at_end);
+    for (auto& fn : fns) fn();
+  }
+};
+
+}  // namespace
+
+void CallScope::Install() {
+  static const bool installed = [] {
+    // gRPC takes ownership and allows this once per process.
+    grpc::Server::SetGlobalCallbacks(new ScopeCallbacks);
+    return true;
+  }();
+  (void)installed;
+}
+
+void CallScope::KeepUntilSent(MemoryBudget::Grant grant) {
+  if (t_scope.open) t_scope.grants.push_back(std::move(grant));
+}
+
+void CallScope::AtEnd(std::function<void()> fn) {
+  if (t_scope.open) {
+    t_scope.at_end.push_back(std::move(fn));
+  } else {
+    fn();
+  }
+}
+
+bool ClientCalls::Enter(const std::string& client) {
+  absl::MutexLock l(&mu_);
+  int& n = in_flight_[client];
+  if (n >= per_client_) return false;
+  ++n;
+  return true;
+}
+
+void ClientCalls::Leave(const std::string& client) {
+  absl::MutexLock l(&mu_);
+  auto it = in_flight_.find(client);
+  if (it == in_flight_.end()) return;
+  if (--it->second <= 0) in_flight_.erase(it);
 }
 
 }  // namespace server

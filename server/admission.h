@@ -1,8 +1,12 @@
 // MemoryBudget: admission control for the bytes a call's response holds.
 //
 // Every handler that builds a large response (a KV value, a range page, a
-// Txn's range results, a Read chunk) first acquires the bytes it may hold;
-// the grant is released when the handler is done with them. When the
+// Txn's range results, a Read chunk) first acquires the bytes it may hold.
+// A unary response outlives its handler: gRPC holds the message and its
+// serialized copy until the client reads it (the handler's thread waits
+// for that), so unary handlers acquire twice the payload and hand the
+// grant to CallScope::KeepUntilSent; a stream's grant covers one chunk,
+// whose Write returns once the transport took it. When the
 // server-wide budget is spent, a call waits (checking its deadline and
 // cancellation) up to `max_wait`, then fails RESOURCE_EXHAUSTED ("server
 // busy"): memory in flight stays under the budget however many calls come,
@@ -19,8 +23,11 @@
 #define COWKV_SERVER_ADMISSION_H_
 
 #include <cstdint>
+#include <functional>
+#include <string>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -75,6 +82,62 @@ class MemoryBudget {
   uint64_t peak_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t waits_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t refusals_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// A unary response's memory: the message and its serialized copy.
+inline constexpr uint64_t kUnaryResponseCopies = 2;
+
+// The span of one call on a synchronous-server thread: from just before
+// its handler runs until gRPC has sent its response and status (for a
+// client that does not read, until it does or the connection goes) — the
+// whole time the call holds the thread and its response's memory. Opened
+// and closed by gRPC's global callbacks (Pre/PostSynchronousRequest), which
+// Install() sets once per process.
+class CallScope {
+ public:
+  static void Install();
+  // Keeps `grant` until the running call ends; without a scope (a handler
+  // called outside gRPC), it is released at once.
+  static void KeepUntilSent(MemoryBudget::Grant grant);
+  // Runs `fn` when the running call ends (at once without a scope).
+  static void AtEnd(std::function<void()> fn);
+};
+
+// A unary handler's grant: on destruction (the handler's end) it goes to
+// CallScope::KeepUntilSent, so it covers the response until it is sent.
+//
+//   ResponseGrant grant;
+//   COWKV_ASSIGN_OR_RETURN(grant, budget.Acquire(kUnaryResponseCopies * n, ctx));
+class ResponseGrant {
+ public:
+  ResponseGrant() = default;
+  ResponseGrant(const ResponseGrant&) = delete;
+  ResponseGrant& operator=(const ResponseGrant&) = delete;
+  ResponseGrant& operator=(MemoryBudget::Grant g) {
+    grant_ = std::move(g);
+    return *this;
+  }
+  ~ResponseGrant() { CallScope::KeepUntilSent(std::move(grant_)); }
+  void Release() { grant_.Release(); }
+
+ private:
+  MemoryBudget::Grant grant_;
+};
+
+// Calls in flight per client address (threads they hold, unread responses
+// included): one client cannot take every thread of the server.
+class ClientCalls {
+ public:
+  explicit ClientCalls(int per_client) : per_client_(per_client) {}
+  // False when `client` already has per_client calls in flight.
+  bool Enter(const std::string& client);
+  void Leave(const std::string& client);
+  int per_client() const { return per_client_; }
+
+ private:
+  const int per_client_;
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::string, int> in_flight_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace server

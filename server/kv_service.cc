@@ -149,9 +149,10 @@ grpc::Status KvService::Get(ServerContext* ctx, const v1::GetRequest* req, v1::G
     // A large value is read only once its bytes are admitted.
     one.max_value_load = kAdmitFreeValueBytes;
     absl::StatusOr<RangeResult> read = sv->Range(one);
-    MemoryBudget::Grant grant;
+    ResponseGrant grant;
     if (read.ok() && !read->kvs.empty() && read->kvs[0].value.size() < read->kvs[0].value_size) {
-      COWKV_ASSIGN_OR_RETURN(grant, env_->budget().Acquire(read->kvs[0].value_size, ctx));
+      COWKV_ASSIGN_OR_RETURN(
+          grant, env_->budget().Acquire(kUnaryResponseCopies * read->kvs[0].value_size, ctx));
       one.max_value_load = 0;
       read = sv->Range(one);
     }
@@ -204,15 +205,18 @@ grpc::Status KvService::Range(ServerContext* ctx, const v1::RangeRequest* req,
     const std::string& name = at_snapshot ? req->snapshot() : req->subvolume();
     COWKV_ASSIGN_OR_RETURN(std::unique_ptr<Subvolume> sv, env_->OpenSubvolume("subvolume", name));
     COWKV_RETURN_IF_ERROR(ServiceEnv::CheckAlive(ctx));
-    MemoryBudget::Grant grant;
+    ResponseGrant grant;
     if (!page.count_only) {
-      COWKV_ASSIGN_OR_RETURN(grant, env_->budget().Acquire(PageBytes(page), ctx));
+      COWKV_ASSIGN_OR_RETURN(grant,
+                             env_->budget().Acquire(kUnaryResponseCopies * PageBytes(page), ctx));
     }
     COWKV_ASSIGN_OR_RETURN(RangeResult r, sv->Range(page));
     if (!page.keys_only && !r.kvs.empty() && r.kvs[0].value.size() < r.kvs[0].value_size) {
       // A first pair larger than a page: admitted on its own, then read.
       grant.Release();
-      COWKV_ASSIGN_OR_RETURN(grant, env_->budget().Acquire(r.kvs[0].value_size + PageBytes(page), ctx));
+      COWKV_ASSIGN_OR_RETURN(
+          grant, env_->budget().Acquire(
+                     kUnaryResponseCopies * (r.kvs[0].value_size + PageBytes(page)), ctx));
       page.max_value_load = 0;
       COWKV_ASSIGN_OR_RETURN(r, sv->Range(page));
     }
@@ -308,12 +312,14 @@ grpc::Status KvService::Txn(ServerContext* ctx, const v1::TxnRequest* req, v1::T
       for (const TxnOp& op : *branch) n += op.type == TxnOp::Type::kRange && !op.range.count_only;
       ranges = std::max(ranges, n);
     }
-    MemoryBudget::Grant grant;
+    ResponseGrant grant;
     if (ranges > 0) {
-      COWKV_ASSIGN_OR_RETURN(grant, env_->budget().Acquire(
-                                        std::min<uint64_t>(txn.max_response_bytes,
-                                                           ranges * (kRangePageBytes + (1u << 20))),
-                                        ctx));
+      COWKV_ASSIGN_OR_RETURN(
+          grant,
+          env_->budget().Acquire(
+              kUnaryResponseCopies * std::min<uint64_t>(txn.max_response_bytes,
+                                                        ranges * (kRangePageBytes + (1u << 20))),
+              ctx));
     }
     COWKV_ASSIGN_OR_RETURN(TxnResponse r, RunTxn(req->subvolume(), txn));
     ToProtoResults(r, r.succeeded ? txn.success : txn.failure, resp);

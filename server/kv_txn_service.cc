@@ -56,9 +56,9 @@ grpc::Status KvService::TxnGet(ServerContext* ctx, const v1::TxnGetRequest* req,
           if (!r.kvs.empty()) value_size = r.kvs[0].value_size;
           return absl::OkStatus();
         }));
-    MemoryBudget::Grant grant;
+    ResponseGrant grant;
     if (value_size > kAdmitFreeValueBytes) {
-      COWKV_ASSIGN_OR_RETURN(grant, env_->budget().Acquire(value_size, ctx));
+      COWKV_ASSIGN_OR_RETURN(grant, env_->budget().Acquire(kUnaryResponseCopies * value_size, ctx));
     }
     return env_->txns().With(req->handle(), absl::Now(), [&](KvTransaction& txn) -> absl::Status {
       COWKV_ASSIGN_OR_RETURN(KeyValue kv, txn.Get(req->key()));
@@ -82,10 +82,13 @@ grpc::Status KvService::TxnRange(ServerContext* ctx, const v1::TxnRangeRequest* 
     // A transaction's read is recorded as it is made: read whole values
     // (a page's first may be up to a value's limit), admitted first.
     page.max_value_load = 0;
-    MemoryBudget::Grant grant;
+    ResponseGrant grant;
     if (!page.count_only) {
-      COWKV_ASSIGN_OR_RETURN(grant, env_->budget().Acquire(
-                                        PageBytes(page) + (page.keys_only ? 0 : kMaxValueBytes), ctx));
+      COWKV_ASSIGN_OR_RETURN(
+          grant,
+          env_->budget().Acquire(
+              kUnaryResponseCopies * (PageBytes(page) + (page.keys_only ? 0 : kMaxValueBytes)),
+              ctx));
     }
     return env_->txns().With(req->handle(), absl::Now(), [&](KvTransaction& txn) -> absl::Status {
       COWKV_ASSIGN_OR_RETURN(RangeResult r, txn.Range(page));

@@ -52,11 +52,17 @@ inline constexpr int kDefaultMaxThreads = 512;
 inline constexpr uint64_t kAdmitFreeValueBytes = 64u << 10;
 
 // The per-request bounds a server runs with (ServerOptions::limits).
+// Calls one client address may have in flight (each holds a thread until
+// its response is read): a quarter of the threads, so one client cannot
+// take them all.
+inline constexpr int kDefaultMaxCallsPerClient = kDefaultMaxThreads / 4;
+
 struct RequestLimits {
   size_t max_txn_ops = kDefaultMaxTxnOps;
   size_t txn_response_bytes = kTxnResponseBytes;
   uint64_t inflight_bytes = kDefaultInflightBytes;
   int max_threads = kDefaultMaxThreads;
+  int max_calls_per_client = kDefaultMaxCallsPerClient;
 };
 
 // Subvolume names and path components: 1..255 bytes.

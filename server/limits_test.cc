@@ -162,6 +162,63 @@ TEST(Limits, TransactionSlotsArePerClientAndFreedOnClose) {
   ASSERT_TRUE((*server)->Stop().ok());
 }
 
+// Goal: one client address cannot hold more than max_calls_per_client
+// calls (threads) at once: two unread Read streams hold both of its slots,
+// its next call is RESOURCE_EXHAUSTED (TOO_MANY_CALLS), and once they are
+// cancelled it is served again.
+TEST(Limits, CallsPerClientAreBounded) {
+  ServerOptions o = TestOptions("calls-per-client", 128ull << 20);
+  o.limits.max_calls_per_client = 2;
+  auto server = Server::Start(o);
+  ASSERT_TRUE(server.ok()) << server.status();
+  Client c((*server)->port());
+  {
+    auto ctx = Ctx();
+    v1::WriteResponse wr;
+    auto w = c.files->Write(ctx.get(), &wr);
+    v1::WriteRequest chunk;
+    chunk.set_path("/f");
+    chunk.set_create(true);
+    chunk.set_data(std::string(4 << 20, 'f'));
+    for (int i = 0; i < 4; ++i) {
+      ASSERT_TRUE(w->Write(chunk));
+      chunk.clear_path();
+      chunk.clear_create();
+    }
+    w->WritesDone();
+    ASSERT_GRPC_OK(w->Finish());
+  }
+  std::vector<std::unique_ptr<grpc::ClientContext>> ctxs;
+  std::vector<std::unique_ptr<grpc::ClientReader<v1::ReadResponse>>> readers;
+  for (int i = 0; i < 2; ++i) {
+    ctxs.push_back(Ctx());
+    v1::ReadRequest read;
+    read.set_path("/f");
+    readers.push_back(c.files->Read(ctxs.back().get(), read));
+    v1::ReadResponse first;
+    ASSERT_TRUE(readers.back()->Read(&first));  // the server is in the handler now
+  }
+  v1::PutRequest put;
+  put.set_key("k");
+  put.set_value("v");
+  v1::PutResponse resp;
+  const grpc::Status refused = c.kv->Put(Ctx().get(), put, &resp);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << refused.error_message();
+  EXPECT_EQ(ErrorInfoOf(refused).reason, "TOO_MANY_CALLS");
+  for (size_t i = 0; i < readers.size(); ++i) {
+    ctxs[i]->TryCancel();
+    (void)readers[i]->Finish();
+  }
+  grpc::Status s;
+  for (int i = 0; i < 100; ++i) {
+    s = c.kv->Put(Ctx().get(), put, &resp);
+    if (s.ok()) break;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  ASSERT_TRUE((*server)->Stop().ok());
+}
+
 // Goal: a transaction's Get of a large value is admitted against the
 // budget like a plain Get (the server's own accounting sees it; it was
 // read without admission before).

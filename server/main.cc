@@ -13,6 +13,7 @@
 //
 // Exit codes: 0 clean stop; 1 the server could not start or its final
 // commit failed; 2 usage error (CLI11's own codes are mapped to 2).
+#include <malloc.h>
 #include <signal.h>
 
 #include <fstream>
@@ -94,6 +95,7 @@ struct Flags {
   std::string max_inflight_bytes = "1G";
   bool insecure_listen = false;
   int max_threads = kDefaultMaxThreads;
+  int max_calls_per_client = kDefaultMaxCallsPerClient;
   std::string log_format = "text";
   std::string log_level = "info";
   uint64_t slow_op_ms = 1000;
@@ -137,6 +139,10 @@ void DeclareFlags(CLI::App& app, Flags& f) {
                  "Lowest level logged: debug, info, warn, error, off (default info)");
   app.add_option("--slow-op-ms", f.slow_op_ms,
                  "Log commits and log syncs slower than this (default 1000; 0 = never)");
+  app.add_option("--max-calls-per-client", f.max_calls_per_client,
+                 absl::StrCat("Calls one client address may have in flight, unread responses "
+                              "included (default ",
+                              kDefaultMaxCallsPerClient, ")"));
   app.add_option("--max-txns", f.max_txns,
                  absl::StrCat("Open interactive transactions in all (default ", kMaxOpenTxnsTotal, ")"));
 }
@@ -201,6 +207,9 @@ absl::StatusOr<ServerOptions> ToOptions(const Flags& f) {
   o.limits.inflight_bytes = *inflight;
   if (f.max_threads < 16) return absl::InvalidArgumentError("--max-threads: at least 16");
   o.limits.max_threads = f.max_threads;
+  if (f.max_calls_per_client < 1)
+    return absl::InvalidArgumentError("--max-calls-per-client: at least 1");
+  o.limits.max_calls_per_client = f.max_calls_per_client;
   o.max_txns_total = f.max_txns;
   // Beyond loopback, anyone on the network could read and write
   // everything (and /metrics has no authentication at all).
@@ -244,6 +253,7 @@ void LogStart(const ServerOptions& o, const Flags& f) {
       .Num("max_txns", static_cast<uint64_t>(f.max_txns))
       .Num("max_inflight_bytes", o.limits.inflight_bytes)
       .Num("max_threads", static_cast<uint64_t>(f.max_threads))
+      .Num("max_calls_per_client", static_cast<uint64_t>(f.max_calls_per_client))
       .Num("slow_op_ms", f.slow_op_ms);
 }
 
@@ -294,6 +304,11 @@ int Main(int argc, char** argv) {
   absl::StatusOr<LogLevel> level = ParseLogLevel(flags.log_level);
   if (!level.ok()) return Fail("usage", level.status().message(), kExitUsage);
   InitLogging(*format, *level);
+  // Values and pages of up to 16 MiB come and go: serve every allocation of
+  // 1 MiB or more from its own mapping, returned to the system when freed
+  // (glibc would otherwise raise this threshold up to 32 MiB and keep such
+  // buffers in its heap after a burst).
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
   // Block the stop signals in every thread (gRPC's included, which inherit
   // the mask) so that only sigwait() in Serve sees them.
   // Protobuf logs each unparsable request field before any handler (or the

@@ -1,6 +1,8 @@
 // cowkvd's assembly and lifecycle; see server.h.
 #include "server/server.h"
 
+#include <malloc.h>
+
 #include <chrono>
 #include <utility>
 
@@ -154,6 +156,7 @@ absl::Status Server::StartGrpc() {
       creds->SetAuthMetadataProcessor(std::make_shared<TokenAuthProcessor>(&env_->tokens()));
     }
   }
+  CallScope::Install();  // response grants and per-client call counts last until sent
   grpc::ServerBuilder builder;
   // One thread per running call in the synchronous server: bounded here;
   // calls past it are refused by gRPC (RESOURCE_EXHAUSTED).
@@ -222,8 +225,15 @@ std::string Server::RenderMetrics() {
 }
 
 void Server::ReapLoop() {
+  absl::Time last_trim = absl::Now();
   while (!stop_reaper_.WaitForNotificationWithTimeout(options_.reap_interval)) {
     txns_->ExpireIdle(absl::Now());
+    // glibc keeps freed heap memory in its arenas; after a burst of large
+    // responses that is gigabytes. Give it back when nothing is admitted.
+    if (absl::Now() - last_trim >= absl::Seconds(10) && env_->budget().in_use() == 0) {
+      malloc_trim(0);
+      last_trim = absl::Now();
+    }
     // The handles of a connection that closed go now, not at their lease.
     if (txns_->open() == 0) continue;
     absl::StatusOr<OpenConnections> open = OpenConnections::Read(port_);

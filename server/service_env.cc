@@ -9,6 +9,7 @@
 #include "absl/time/clock.h"
 #include "engine/base/error.h"
 #include "engine/base/status_macros.h"
+#include "server/connections.h"
 #include "server/log.h"
 #include "server/status_mapping.h"
 #include "server/validate.h"
@@ -36,7 +37,8 @@ ServiceEnv::ServiceEnv(Store* store, BlockDevice* device, RpcMetrics* metrics, T
       tokens_(std::move(tokens)),
       default_durable_(default_durable),
       limits_(limits),
-      budget_(limits.inflight_bytes) {}
+      budget_(limits.inflight_bytes),
+      client_calls_(limits.max_calls_per_client) {}
 
 absl::StatusOr<const Principal*> ServiceEnv::Authenticate(grpc::ServerContext* ctx) const {
   if (tokens_.empty()) return nullptr;
@@ -79,8 +81,19 @@ grpc::Status ServiceEnv::Run(grpc::ServerContext* ctx, absl::string_view method,
   const absl::Time start = absl::Now();
   metrics_->Started(method);
   grpc::Status out;
+  // Counted until gRPC has sent the response (CallScope), not only while
+  // the body runs: an unread response holds its thread too.
+  const std::string client = PeerAddress(ctx->peer());
+  const bool entered = client_calls_.Enter(client);
+  if (entered) CallScope::AtEnd([this, client] { client_calls_.Leave(client); });
   if (stopping()) {
     out = StoppingStatus();
+  } else if (!entered) {
+    out = ToGrpcStatus(WithServerReason(
+        absl::ResourceExhaustedError(absl::StrCat(
+            "client ", client, " has ", client_calls_.per_client(),
+            " calls in flight (cowkvd --max-calls-per-client): finish or read some first")),
+        "TOO_MANY_CALLS"));
   } else if (absl::StatusOr<const Principal*> auth = Authenticate(ctx); !auth.ok()) {
     out = UnauthenticatedStatus(auth.status().message());
     uint64_t suppressed = 0;

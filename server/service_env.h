@@ -102,6 +102,7 @@ class ServiceEnv {
   const bool default_durable_;
   const RequestLimits limits_;
   MemoryBudget budget_;
+  ClientCalls client_calls_;
   LogLimiter auth_log_{5, absl::Seconds(10)};
   LogLimiter error_log_{10, absl::Seconds(10)};
 

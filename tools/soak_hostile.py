@@ -15,7 +15,7 @@ It starts its own cowkvd (on a temporary device file, with a small
       --unread-per-conn Files.Read of a large file and KV.Range over a
       large key space (3 MiB pages) and never read a byte of the answers
       (a raw HTTP/2 socket with a 4 KiB receive buffer that is never read);
-      every --unread-churn seconds the oldest is closed and a new one opened;
+      each is closed and replaced after --unread-lifetime seconds;
   (c) large KV.Txn requests of --txn-range-ops Range ops over the key
       space, some past the Txn response budget (RESOURCE_EXHAUSTED), from
       --txn-range-clients threads;
@@ -221,7 +221,7 @@ class HostileConfig:
         self.txn_sources: int = args.txn_sources
         self.unread_conns: int = args.unread_conns
         self.unread_per_conn: int = args.unread_per_conn
-        self.unread_churn: float = args.unread_churn
+        self.unread_lifetime: float = args.unread_lifetime
         self.unread_kinds: List[str] = args.unread_kinds.split(",")
         self.txn_range_clients: int = args.txn_range_clients
         self.txn_range_ops: int = args.txn_range_ops
@@ -280,13 +280,18 @@ def hostile_begins(cfg: HostileConfig, stop: Any, out: Any) -> None:
 
 
 def hostile_unread(cfg: HostileConfig, stop: Any, out: Any) -> None:
-    """(b) Connections whose Files.Read and KV.Range answers are never read."""
+    """(b) Connections whose Files.Read and KV.Range answers are never read.
+    Each is replaced by a fresh one after --unread-lifetime seconds
+    (staggered), since the server may drop a connection whose window stays
+    shut (gRPC sets TCP_USER_TIMEOUT, 20 s): a connection that sits dead on
+    the server's side, which a client that never reads cannot tell, would
+    stop loading it."""
     counts: Counts = {}
-    conns: List[RawGrpc] = []
+    conns: List[Tuple[float, RawGrpc]] = []  # (replace at, connection)
     rng = random.Random(2)
     serial = 0
 
-    def open_one() -> None:
+    def open_one(replace_at: float) -> None:
         nonlocal serial
         c = RawGrpc(cfg.port, _unread_source(serial))
         serial += 1
@@ -304,32 +309,30 @@ def hostile_unread(cfg: HostileConfig, stop: Any, out: Any) -> None:
             else:
                 raise ValueError(f"unknown --unread-kinds entry {kind!r}")
             _bump(counts, f"{kind} started")
-        conns.append(c)
+        conns.append((replace_at, c))
 
     try:
-        for _ in range(cfg.unread_conns):
+        t0 = time.monotonic()
+        for i in range(cfg.unread_conns):
             if stop.is_set():
                 break
             try:
-                open_one()
+                open_one(t0 + cfg.unread_lifetime * (i + 1) / cfg.unread_conns)
             except OSError as e:
                 _bump(counts, f"socket error {type(e).__name__}")
-        while not stop.wait(cfg.unread_churn):
-            # Closed by the server (it should not be): counted, replaced.
-            for c in [c for c in conns if not c.alive()]:
-                _bump(counts, "closed by server")
-                conns.remove(c)
-                c.close()
-            if conns and len(conns) >= cfg.unread_conns:
-                conns.pop(0).close()
-                _bump(counts, "churned")
+        while not stop.wait(0.2):
+            now = time.monotonic()
+            for item in [x for x in conns if x[0] <= now]:
+                conns.remove(item)
+                item[1].close()
+                _bump(counts, "replaced")
             try:
                 while len(conns) < cfg.unread_conns and not stop.is_set():
-                    open_one()
+                    open_one(now + cfg.unread_lifetime)
             except OSError as e:
                 _bump(counts, f"socket error {type(e).__name__}")
     finally:
-        for c in conns:
+        for _, c in conns:
             c.close()
         out.put(("unread streams", counts))
 
@@ -343,6 +346,7 @@ def _client_threads(n: int, cfg: HostileConfig, stop: Any,
     counts: Counts = {}
     lock = threading.Lock()
     clients = [cowkv.connect(cfg.address, timeout=30.0) for _ in range(n)]
+    first_error: Dict[str, str] = {}  # outcome -> its first message
 
     def run(i: int) -> None:
         mine: Counts = {}
@@ -352,11 +356,12 @@ def _client_threads(n: int, cfg: HostileConfig, stop: Any,
             try:
                 call()
                 _bump(mine, f"{label} OK")
-            except cowkv.CowkvError as e:
-                _bump(mine, f"{label} {_code(e)}")
             except Exception as e:  # noqa: BLE001 - a hostile thread must not die
-                _bump(mine, f"{label} {type(e).__name__}")
-                time.sleep(0.1)
+                outcome = f"{label} {_code(e)}"
+                _bump(mine, outcome)
+                first_error.setdefault(outcome, str(e)[:200])
+                if not isinstance(e, cowkv.CowkvError):
+                    time.sleep(0.1)
         with lock:
             for k, v in mine.items():
                 _bump(counts, k, v)
@@ -369,6 +374,8 @@ def _client_threads(n: int, cfg: HostileConfig, stop: Any,
         c.close()
     for t in threads:
         t.join(60)
+    for outcome, message in sorted(first_error.items()):
+        counts[f"{outcome} (first: {message})"] = 0
     return counts
 
 
@@ -575,6 +582,7 @@ class Sampler:
             row["admission_waits"] = st.get("server_admission_waits", 0)
             row["admission_refusals"] = st.get("server_admission_refusals", 0)
             row["open_handles"] = st.get("server_open_handles", 0)
+            row["node_cache"] = st.get("cache_bytes", 0)
         except cowkv.CowkvError:
             self.stats_failures += 1
         row["good_ops"] = len(self.good.latencies)
@@ -596,6 +604,7 @@ class Sampler:
             if self.verbose and len(self.rows) % 10 == 0:
                 print(f"soak: t={row['t']:.0f}s rss={row['rss'] // MiB}MiB threads={row['threads']} "
                       f"inflight={row.get('inflight', 0) // MiB}MiB "
+                      f"node_cache={row.get('node_cache', 0) // MiB}MiB "
                       f"open_txns={row.get('open_handles', '?')} good_ops={row['good_ops']} "
                       f"good_failures={row['good_failures']}", file=sys.stderr, flush=True)
 
@@ -613,7 +622,7 @@ def run(args: argparse.Namespace) -> Tuple[bool, str, str]:
     """Returns (passed, reasons, figures)."""
     binary = args.cowkvd or os.environ.get("COWKVD") or str(REPO / "bazel-bin/server/cowkvd")
     if not os.access(binary, os.X_OK):
-        raise SystemExit(f"soak: cowkvd not found at {binary} (--cowkvd or $COWKVD)")
+        raise RuntimeError(f"cowkvd not found at {binary} (--cowkvd or $COWKVD)")
     workdir = pathlib.Path(tempfile.mkdtemp(prefix="soak-hostile-", dir=args.workdir))
     reasons: List[str] = []
     ctx = multiprocessing.get_context("spawn")
@@ -652,7 +661,11 @@ def run(args: argparse.Namespace) -> Tuple[bool, str, str]:
         sampler.thread.start()
         good.thread.start()
         stop_hostile.wait(args.seconds)
-        metrics_loaded = server.metrics()  # before the hostile clients go
+        try:
+            metrics_loaded = server.metrics()  # before the hostile clients go
+        except OSError as e:
+            metrics_loaded = ""
+            reasons.append(f"/metrics did not answer at the end of the load: {e}")
         stop_hostile.set()
 
         hostile: Dict[str, Counts] = {}
@@ -705,11 +718,16 @@ def run(args: argparse.Namespace) -> Tuple[bool, str, str]:
             reasons.append(f"{settled['open_handles']} interactive transactions still open "
                            f"{args.grace:g}s after their connections closed")
         # The load was real.
+        names = {hostile_begins: "begin flood", hostile_unread: "unread streams",
+                 hostile_txn_ranges: "txn ranges", hostile_big_gets: "big gets"}
+        for fn, n in loads:
+            if n > 0 and names[fn] not in hostile:
+                reasons.append(f"the {names[fn]} process reported nothing (it died?)")
         begins = handled(metrics_loaded, "KV/Begin")
         base_begins = handled(base_metrics, "KV/Begin")
         refused = begins.get("RESOURCE_EXHAUSTED", 0) - base_begins.get("RESOURCE_EXHAUSTED", 0)
         flood_limit = args.max_txns_per_client * cfg.txn_sources
-        if cfg.txn_conns and cfg.txn_conns * cfg.txn_per_conn > flood_limit:
+        if metrics_loaded and cfg.txn_conns and cfg.txn_conns * cfg.txn_per_conn > flood_limit:
             if refused == 0:
                 reasons.append("the begin flood was never refused past the per-client limit")
             if sampler.peak["open_handles"] < flood_limit:
@@ -719,7 +737,7 @@ def run(args: argparse.Namespace) -> Tuple[bool, str, str]:
         for kind, method in (("read", "Files/Read"), ("range", "KV/Range"), ("get", "KV/Get")):
             want = unread.get(f"{kind} started", 0)
             got = started(metrics_loaded, method) - started(base_metrics, method)
-            if want and got < want // 2:
+            if metrics_loaded and want and got < want // 2:
                 reasons.append(f"unread {kind}: {want} sent, the server started only {got}")
         for name, threads in (("txn ranges", cfg.txn_range_clients),
                               ("big gets", cfg.get_clients)):
@@ -750,12 +768,14 @@ def run(args: argparse.Namespace) -> Tuple[bool, str, str]:
                    f"good_failures={n_fail} good_p50_ms={good.quantile(0.5) * 1000:.0f} good_max_ms={max(good.latencies, default=0) * 1000:.0f} "
                    f"baseline_rss_mb={baseline_rss // MiB} baseline_threads={baseline_threads} "
                    f"settled_rss_mb={settled['rss'] // MiB} settled_threads={settled['threads']} "
+                   f"settled_node_cache_mb={settled.get('node_cache', 0) // MiB} "
                    f"peak_inflight_mb={sampler.peak['inflight'] // MiB} "
                    f"peak_open_txns={sampler.peak['open_handles']} begin_refused={refused}")
         details = [f"  {name}: {dict(sorted(c.items()))}" for name, c in sorted(hostile.items())]
         details.append(f"  admission: waits={sampler.last.get('admission_waits', '?')} "
                        f"refusals={sampler.last.get('admission_refusals', '?')} "
                        f"stats calls that failed={sampler.stats_failures}")
+        details.extend(f"  good client failure: {f}" for f in good.failures[:10])
         print("soak: hostile outcomes\n" + "\n".join(details), file=sys.stderr)
         return not reasons, "; ".join(reasons), figures
     finally:
@@ -796,8 +816,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--max-rss", type=parse_size, default=2 * GiB, help="peak RSS bound (2G)")
     p.add_argument("--abort-rss", type=parse_size, default=0,
                    help="stop the hostile load at once past this RSS (default 2 x --max-rss)")
-    p.add_argument("--settle-rss", type=parse_size, default=1 * GiB,
-                   help="RSS bound --grace s after the hostile load stopped (1G)")
+    p.add_argument("--settle-rss", type=parse_size, default=512 * MiB,
+                   help="RSS bound --grace s after the hostile load stopped (512M)")
     p.add_argument("--thread-margin", type=int, default=64,
                    help="threads allowed past --max-threads (engine, gRPC core, /metrics) (64)")
     p.add_argument("--good-p99", type=float, default=2.0, help="good client p99 bound, s (2)")
@@ -814,10 +834,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         "client for --max-txns-per-client)")
     p.add_argument("--unread-conns", type=int, default=64, help="(b) unread connections (64)")
     p.add_argument("--unread-per-conn", type=int, default=4, help="(b) unread calls each (4)")
-    p.add_argument("--unread-kinds", default="read,range",
-                   help="(b) calls left unread, in turn: read, range, get (read,range)")
-    p.add_argument("--unread-churn", type=float, default=5.0,
-                   help="(b) s between replacing the oldest unread connection (5)")
+    p.add_argument("--unread-kinds", default="read,range,get",
+                   help="(b) calls left unread, in turn: read, range, get (read,range,get)")
+    p.add_argument("--unread-lifetime", type=float, default=15.0,
+                   help="(b) s before an unread connection is closed and replaced (15)")
     p.add_argument("--txn-range-clients", type=int, default=8, help="(c) Txn-range threads (8)")
     p.add_argument("--txn-range-ops", type=int, default=200, help="(c) Range ops per Txn (200)")
     p.add_argument("--get-clients", type=int, default=16, help="(d) big-Get threads (16)")
@@ -834,6 +854,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         args.abort_rss = 2 * args.max_rss
     if args.txn_sources < 1 or args.txn_sources > 250:
         p.error("--txn-sources: 1..250")
+    if not set(args.unread_kinds.split(",")) <= {"read", "range", "get"}:
+        p.error("--unread-kinds: a comma-separated list of read, range, get")
     try:
         passed, reasons, figures = run(args)
     except Exception as e:  # noqa: BLE001 - a setup failure is exit 2, not a verdict
