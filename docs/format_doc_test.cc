@@ -234,13 +234,13 @@ TEST(FormatDoc, DerivedLimits) {
   EXPECT_EQ(MaxInlineValue(4096), 976u);
   EXPECT_EQ(MaxInlineValue(16384), 7120u);
   EXPECT_EQ(MaxInlineValue(65536), 31696u);
-  EXPECT_EQ(kMaxKeySize, 1032u);
+  EXPECT_EQ(kMaxTreeKeySize, 1032u);
   EXPECT_EQ(kSuperblockOffsets[0], 64u << 10);
   EXPECT_EQ(kSuperblockOffsets[1], 64u << 20);
   EXPECT_EQ(kSuperblockOffsets[2], 256ull << 30);
   EXPECT_EQ(kSuperMagic, 0x4d5f564b574f435full);
   EXPECT_EQ(kMaxLevel, 16);
-  EXPECT_EQ(kMinDeviceSize, 16u << 20);
+  EXPECT_EQ(kMinDeviceBytes, 16u << 20);
 }
 
 }  // namespace

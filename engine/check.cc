@@ -351,11 +351,8 @@ absl::StatusOr<CheckReport> Check(BlockDevice* device) {
   return r;
 }
 
-static_assert(kMinDeviceBytes == format::kMinDeviceSize);
 static_assert(kRootTreeId == format::kRootTreeId && kExtentTreeId == format::kExtentTreeId &&
               kDefaultTreeId == format::kDefaultTreeId);
-static_assert(kMaxKeySize == kv::kMaxUserKeySize && kMaxKeySize < format::kMaxKeySize);
-static_assert(kMaxValueSize == kv::kMaxValueSize);
 
 bool HasCowkvSignature(BlockDevice* device) {
   for (uint64_t off : format::kSuperblockOffsets) {

@@ -14,10 +14,7 @@
 
 namespace cowkv {
 
-static_assert(kMaxNameLen == fs::kMaxNameLen && kMaxPathLen == fs::kMaxPathLen &&
-              kMaxPathDepth == fs::kMaxPathDepth && kMaxSymlinkLen == fs::kMaxSymlinkLen &&
-              kMaxFileSize == fs::kMaxFileSize && kMaxFileIo == fs::kMaxIo &&
-              kRootInode == fs::kRootDirIno);
+static_assert(kRootInode == fs::kRootDirIno);
 static_assert(kFiemapExtentLast == fs::kFiemapLast && kFiemapExtentShared == fs::kFiemapShared &&
               kFiemapExtentInline == fs::kFiemapInline &&
               kFiemapExtentNotAligned == fs::kFiemapNotAligned);

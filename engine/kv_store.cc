@@ -61,7 +61,7 @@ absl::Status NormaliseRange(const RangeRequest& req, std::string* start, std::st
     *end = PrefixEnd(req.prefix);
     return absl::OkStatus();
   }
-  if (req.start.size() > kv::kMaxUserKeySize || req.end.size() > kv::kMaxUserKeySize + 1) {
+  if (req.start.size() > kMaxKeySize || req.end.size() > kMaxKeySize + 1) {
     return absl::InvalidArgumentError("range bound longer than the largest key");
   }
   *start = req.start;
@@ -503,7 +503,7 @@ absl::Status ValidateTxnOps(const std::vector<TxnOp>& ops, uint32_t nodesize) {
         COWKV_RETURN_IF_ERROR(kv::ValidateKey(op.key));
         break;
       case TxnOp::Type::kDeleteRange:
-        if (op.key.size() > kv::kMaxUserKeySize || op.end.size() > kv::kMaxUserKeySize + 1) {
+        if (op.key.size() > kMaxKeySize || op.end.size() > kMaxKeySize + 1) {
           return absl::InvalidArgumentError("delete-range bound longer than the largest key");
         }
         break;
@@ -1029,7 +1029,7 @@ absl::Status KvTransaction::Delete(absl::string_view key) {
 }
 absl::Status KvTransaction::DeleteRange(absl::string_view start, absl::string_view end) {
   COWKV_RETURN_IF_ERROR(CheckActive(state_.get()));
-  if (start.size() > kv::kMaxUserKeySize || end.size() > kv::kMaxUserKeySize + 1) {
+  if (start.size() > kMaxKeySize || end.size() > kMaxKeySize + 1) {
     return absl::InvalidArgumentError("delete-range bound longer than the largest key");
   }
   BufferDeleteRange(&state_->ws, start, end);

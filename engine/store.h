@@ -30,28 +30,14 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "engine/base/limits.h"
 #include "engine/io/block_device.h"
 
 namespace cowkv {
 
 class StoreImpl;
 
-// Limits every caller can rely on.
-inline constexpr size_t kMaxKeySize = 1024;  // KV keys: 1..1024 bytes
-inline constexpr size_t kMaxValueSize = 16u << 20;  // KV values: up to 16 MiB
-inline constexpr size_t kMaxTxnOps = 10000;  // keys one KV commit may change
-// The file namespace.
-inline constexpr size_t kMaxNameLen = 255;        // a path component
-inline constexpr size_t kMaxPathLen = 4096;       // a whole path
-inline constexpr size_t kMaxPathDepth = 256;      // components
-inline constexpr size_t kMaxSymlinkLen = 4095;    // a symlink target
-inline constexpr uint64_t kMaxFileSize = 1ull << 50;  // 1 PiB
-inline constexpr uint64_t kMaxFileIo = 64ull << 20;   // bytes per Read/Write call
-inline constexpr uint32_t kMinNodesize = 4096;
-inline constexpr uint32_t kMaxNodesize = 65536;
-inline constexpr uint32_t kDefaultNodesize = 16384;
-// Smallest device Mkfs accepts.
-inline constexpr uint64_t kMinDeviceBytes = 16ull << 20;
+// Limits every caller can rely on: engine/base/limits.h (included above).
 // Engine tree ids (for DumpTree and tools).
 inline constexpr uint64_t kRootTreeId = 1;
 inline constexpr uint64_t kExtentTreeId = 2;

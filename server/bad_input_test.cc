@@ -331,11 +331,11 @@ std::string BadInput::BadKey() {
     case 0:
       return "";
     case 1:
-      return BadKeyOfSize(kMaxKeyBytes + 1);
+      return BadKeyOfSize(kMaxKeySize + 1);
     case 2:
-      return BadKeyOfSize(kMaxKeyBytes + 1 + U(4000));
+      return BadKeyOfSize(kMaxKeySize + 1 + U(4000));
     default:
-      return Bytes(kMaxKeyBytes + 1 + U(70000));
+      return Bytes(kMaxKeySize + 1 + U(70000));
   }
 }
 
@@ -344,7 +344,7 @@ std::string BadInput::BadName() {
     case 0:
       return "";
     case 1:
-      return std::string(kMaxNameBytes + 1 + U(300), 'n');
+      return std::string(kMaxNameLen + 1 + U(300), 'n');
     case 2:
       return absl::StrCat("a/", U(1000));
     case 3:
@@ -361,12 +361,12 @@ std::string BadInput::AbsentName() {
 std::string BadInput::BadPath() {
   switch (U(8)) {
     case 0:
-      return absl::StrCat("/dir/", std::string(kMaxNameBytes + 1 + U(100), 'c'));
+      return absl::StrCat("/dir/", std::string(kMaxNameLen + 1 + U(100), 'c'));
     case 1:
-      return "/" + std::string(kMaxPathBytes, 'p');  // 4097 bytes
+      return "/" + std::string(kMaxPathLen, 'p');  // 4097 bytes
     case 2: {
       std::string p;
-      while (p.size() <= kMaxPathBytes) p += "/abcdefgh";
+      while (p.size() <= kMaxPathLen) p += "/abcdefgh";
       return p;
     }
     case 3:
@@ -381,7 +381,7 @@ std::string BadInput::BadPath() {
     case 6:
       return std::string("\0", 1);
     default:
-      return absl::StrCat("/dir/", std::string(kMaxNameBytes + 1, 'x'), "/a");
+      return absl::StrCat("/dir/", std::string(kMaxNameLen + 1, 'x'), "/a");
   }
 }
 
@@ -510,7 +510,7 @@ Reply BadInput::WriteFile(const std::string& sv, const std::string& path, const 
 void BadInput::SetupKv() {
   for (int i = 0; i < 40; ++i) kv_[absl::StrFormat("k/%03d", i)] = "v" + Bytes(U(100));
   kv_["big"] = "v" + Bytes(64 << 10);  // past the inline limit: a data extent
-  kv_[std::string(kMaxKeyBytes, 'K')] = "the longest key";
+  kv_[std::string(kMaxKeySize, 'K')] = "the longest key";
   kv_[std::string(1, '\0')] = "the smallest key";
   kv_[std::string("\xff\xfe", 2)] = "";
   for (const auto& [k, v] : kv_) {
@@ -789,20 +789,20 @@ void BadInput::KvRange() {
     req.set_prefix(PickOf<std::string>({"k/", "k/0", "k/01", "b", "zz"}));
   } else {
     req.set_start(PickOf<std::string>({"", "k/005", std::string(1, '\0'), "a"}));
-    req.set_end(PickOf<std::string>({"", "k/030", "l", std::string(kMaxKeyBytes + 1, 'K')}));
+    req.set_end(PickOf<std::string>({"", "k/030", "l", std::string(kMaxKeySize + 1, 'K')}));
   }
   std::string what = "range";
   if (k == 0) {  // bad bounds
     f.malformed = true;
     switch (U(4)) {
       case 0:
-        req.clear_prefix(), req.set_start(BadKeyOfSize(kMaxKeyBytes + 1 + U(2000)));
+        req.clear_prefix(), req.set_start(BadKeyOfSize(kMaxKeySize + 1 + U(2000)));
         break;
       case 1:
-        req.clear_prefix(), req.set_end(BadKeyOfSize(kMaxKeyBytes + 2 + U(2000)));
+        req.clear_prefix(), req.set_end(BadKeyOfSize(kMaxKeySize + 2 + U(2000)));
         break;
       case 2:
-        req.set_prefix(BadKeyOfSize(kMaxKeyBytes + 1));
+        req.set_prefix(BadKeyOfSize(kMaxKeySize + 1));
         break;
       default:
         req.set_prefix("k/"), req.set_start("a");
@@ -824,7 +824,7 @@ void BadInput::KvRange() {
         if (t.empty()) t = "c";
         break;
       default:
-        t = token_.substr(0, 11) + std::string(kMaxKeyBytes + 1, 'r');
+        t = token_.substr(0, 11) + std::string(kMaxKeySize + 1, 'r');
         break;
     }
     req.clear_start(), req.clear_end();
@@ -869,7 +869,7 @@ void BadInput::KvRange() {
     req.set_prefix("k/");
     req.set_reverse(false);
     const std::string resume =
-        OneIn(3) ? Bytes(U(kMaxKeyBytes + 1)) : absl::StrFormat("k/%03d", U(45));
+        OneIn(3) ? Bytes(U(kMaxKeySize + 1)) : absl::StrFormat("k/%03d", U(45));
     req.set_page_token(token_.substr(0, 11) + resume);
     const RangeFields fields = FieldsOf(req);
     absl::StatusOr<RangeRequest> page = PlanPage(fields, "sv:seed", req.page_token());
@@ -937,7 +937,7 @@ void BadInput::KvWrites() {
       req.set_durability(durability);
       if (f.malformed && !bad_durability) {
         if (OneIn(40)) {
-          req.set_value(std::string(kMaxValueBytes + 1, 'v'));
+          req.set_value(std::string(kMaxValueSize + 1, 'v'));
         } else {
           req.set_key(BadKey());
         }
@@ -987,10 +987,10 @@ void BadInput::KvWrites() {
             req.set_prefix("k/");
             break;  // prefix and start
           case 2:
-            req.set_end(BadKeyOfSize(kMaxKeyBytes + 2));
+            req.set_end(BadKeyOfSize(kMaxKeySize + 2));
             break;
           default:
-            req.clear_start(), req.set_prefix(BadKeyOfSize(kMaxKeyBytes + 1));
+            req.clear_start(), req.set_prefix(BadKeyOfSize(kMaxKeySize + 1));
             break;
         }
       }
@@ -1057,7 +1057,7 @@ void BadInput::KvTxn() {
         what = "txn: put key";
         break;
       case 6:
-        req.add_failure()->mutable_range()->set_end(BadKeyOfSize(kMaxKeyBytes + 2));
+        req.add_failure()->mutable_range()->set_end(BadKeyOfSize(kMaxKeySize + 2));
         what = "txn: range end";
         break;
       case 7:
@@ -1157,7 +1157,7 @@ void BadInput::KvInteractive() {
       v1::TxnPutRequest req;
       req.set_handle(handle);
       req.set_key(f.malformed ? BadKey() : Fresh("scratch/"));
-      req.set_value(f.malformed && OneIn(50) ? std::string(kMaxValueBytes + 1, 'v') : "x");
+      req.set_value(f.malformed && OneIn(50) ? std::string(kMaxValueSize + 1, 'v') : "x");
       if (f.malformed && req.value().size() > 1) req.set_key("scratch/k");
       Send("KV/TxnPut", "txn put", f, {Serialize(req, f.unparsable)});
       return;
@@ -1175,7 +1175,7 @@ void BadInput::KvInteractive() {
             req.set_end("scratch/z");
             break;  // an end without `range`
           default:
-            req.set_range(true), req.set_end(BadKeyOfSize(kMaxKeyBytes + 2));
+            req.set_range(true), req.set_end(BadKeyOfSize(kMaxKeySize + 2));
             break;
         }
       } else if (OneIn(2)) {
@@ -1396,7 +1396,7 @@ void BadInput::FilesWriteStream() {
         first.set_offset(UINT64_MAX - U(1000));
         break;
       case 3:
-        first.set_offset(kMaxFileBytes - 2), first.set_create(true),
+        first.set_offset(kMaxFileSize - 2), first.set_create(true),
             first.set_path(Fresh("/dir/efbig-"));
         break;
       case 4:
@@ -1613,7 +1613,7 @@ void BadInput::FilesNamespace() {
       v1::SymlinkRequest req;
       req.set_subvolume(sv);
       req.set_target(
-          PickOf<std::string>({"dir/a", "../x", "/abs", std::string(kMaxSymlinkTargetBytes, 't')}));
+          PickOf<std::string>({"dir/a", "../x", "/abs", std::string(kMaxSymlinkLen, 't')}));
       req.set_path(Fresh("/dir/sym-"));
       if (f.malformed) {
         switch (U(4)) {
@@ -1621,7 +1621,7 @@ void BadInput::FilesNamespace() {
             req.set_target("");
             break;
           case 1:
-            req.set_target(std::string(kMaxSymlinkTargetBytes + 1 + U(100), 't'));
+            req.set_target(std::string(kMaxSymlinkLen + 1 + U(100), 't'));
             break;
           case 2:
             req.set_target(std::string("a\0b", 3));
@@ -1688,7 +1688,7 @@ void BadInput::FilesData() {
           req.set_path(BadPath());
           break;
         case 1:
-          req.set_size(kMaxFileBytes + 1 + U(1000));
+          req.set_size(kMaxFileSize + 1 + U(1000));
           break;
         default:
           req.set_size(UINT64_MAX - U(1000));

@@ -87,7 +87,7 @@ grpc::Status KvService::TxnRange(ServerContext* ctx, const v1::TxnRangeRequest* 
       COWKV_ASSIGN_OR_RETURN(
           grant,
           env_->budget().Acquire(
-              kUnaryResponseCopies * (PageBytes(page) + (page.keys_only ? 0 : kMaxValueBytes)),
+              kUnaryResponseCopies * (PageBytes(page) + (page.keys_only ? 0 : kMaxValueSize)),
               ctx));
     }
     return env_->txns().With(req->handle(), absl::Now(), [&](KvTransaction& txn) -> absl::Status {

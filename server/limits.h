@@ -21,9 +21,8 @@ namespace server {
 // with RESOURCE_EXHAUSTED before a handler runs.
 inline constexpr size_t kMaxMessageBytes = 20u << 20;
 
-// KV: keys 1..1024 bytes, values up to 16 MiB (the engine's).
-inline constexpr size_t kMaxKeyBytes = kMaxKeySize;
-inline constexpr size_t kMaxValueBytes = kMaxValueSize;
+// KV keys, values, names, paths and files: the engine's limits
+// (engine/base/limits.h, through engine/store.h), not restated here.
 // A range page: at most this many keys and (after the first key) bytes of
 // keys and values. A request's `limit` may only lower them.
 // Bytes are counted as the engine's RangeRequest::max_bytes counts them
@@ -42,7 +41,7 @@ inline constexpr size_t kMaxTxnOps = ::cowkv::kMaxTxnOps;
 inline constexpr size_t kDefaultMaxTxnOps = 1000;
 // All Range results of one Txn together (the engine's max_response_bytes):
 // room for one largest value and its key, within one message.
-inline constexpr size_t kTxnResponseBytes = kMaxValueBytes + kMaxKeyBytes + (2u << 20);
+inline constexpr size_t kTxnResponseBytes = kMaxValueSize + kMaxKeySize + (2u << 20);
 
 // Admission control (server/admission.h): bytes that built responses may
 // hold at once, server-wide, and the gRPC threads (one per running call).
@@ -65,14 +64,6 @@ struct RequestLimits {
   int max_calls_per_client = kDefaultMaxCallsPerClient;
 };
 
-// Subvolume names and path components: 1..255 bytes.
-inline constexpr size_t kMaxNameBytes = kMaxNameLen;
-// Paths (the engine's fs limits).
-inline constexpr size_t kMaxPathBytes = kMaxPathLen;
-inline constexpr size_t kMaxPathDepth = ::cowkv::kMaxPathDepth;
-inline constexpr size_t kMaxSymlinkTargetBytes = kMaxSymlinkLen;
-// Files end at 2^50 bytes (the engine's): writes and truncates past it are EFBIG.
-inline constexpr uint64_t kMaxFileBytes = kMaxFileSize;
 // Files.Read sends chunks of at most this size; Files.Write accepts
 // chunks of at most kMaxWriteChunkBytes.
 inline constexpr size_t kReadChunkBytes = 1u << 20;
@@ -94,9 +85,9 @@ static_assert(kMaxOpenTxnsPerPeer * 16 <= kMaxOpenTxnsTotal, "one client cannot 
 // cancels them.
 inline constexpr int64_t kDrainTimeoutMs = 10000;
 
-static_assert(kMaxValueBytes + kMaxKeyBytes + 4096 < kMaxMessageBytes, "invariant 1");
+static_assert(kMaxValueSize + kMaxKeySize + 4096 < kMaxMessageBytes, "invariant 1");
 static_assert(kReadChunkBytes + 4096 < kMaxMessageBytes, "invariant 2");
-static_assert(kMaxWriteChunkBytes + 2 * kMaxPathBytes < kMaxMessageBytes, "invariant 2");
+static_assert(kMaxWriteChunkBytes + 2 * kMaxPathLen < kMaxMessageBytes, "invariant 2");
 // A page holds at most kRangePageBytes of keys and values (or one pair, the
 // first, when it alone is larger: invariant 1), plus per-entry framing.
 static_assert(kRangePageBytes + kRangePageKeys * 64 < kMaxMessageBytes, "invariant 2");

@@ -190,13 +190,26 @@ TEST(Limits, CallsPerClientAreBounded) {
   }
   std::vector<std::unique_ptr<grpc::ClientContext>> ctxs;
   std::vector<std::unique_ptr<grpc::ClientReader<v1::ReadResponse>>> readers;
+  // The Write above counts until the server's thread has finished it, a
+  // moment after the client saw its end: a Read may be refused until then.
   for (int i = 0; i < 2; ++i) {
-    ctxs.push_back(Ctx());
-    v1::ReadRequest read;
-    read.set_path("/f");
-    readers.push_back(c.files->Read(ctxs.back().get(), read));
-    v1::ReadResponse first;
-    ASSERT_TRUE(readers.back()->Read(&first));  // the server is in the handler now
+    bool started = false;
+    for (int attempt = 0; attempt < 100 && !started; ++attempt) {
+      auto ctx = Ctx();
+      v1::ReadRequest read;
+      read.set_path("/f");
+      auto reader = c.files->Read(ctx.get(), read);
+      v1::ReadResponse first;
+      if (reader->Read(&first)) {  // the server is in the handler now
+        ctxs.push_back(std::move(ctx));
+        readers.push_back(std::move(reader));
+        started = true;
+      } else {
+        (void)reader->Finish();
+        absl::SleepFor(absl::Milliseconds(20));
+      }
+    }
+    ASSERT_TRUE(started);
   }
   v1::PutRequest put;
   put.set_key("k");

@@ -27,8 +27,8 @@ absl::Status Normalise(const RangeFields& f, std::string* start, std::string* en
     *end = PrefixEnd(f.prefix);
     return absl::OkStatus();
   }
-  if (f.start.size() > kMaxKeyBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("start: at most ", kMaxKeyBytes, " bytes"));
+  if (f.start.size() > kMaxKeySize) {
+    return absl::InvalidArgumentError(absl::StrCat("start: at most ", kMaxKeySize, " bytes"));
   }
   COWKV_RETURN_IF_ERROR(ValidateBound("end", f.end));
   *start = f.start;
@@ -61,9 +61,9 @@ std::string EncodeToken(uint64_t fingerprint, absl::string_view resume) {
   return t;
 }
 
-// The smallest valid key (at most kMaxKeyBytes) after `key`; "" if none.
+// The smallest valid key (at most kMaxKeySize) after `key`; "" if none.
 std::string KeyAfter(absl::string_view key) {
-  if (key.size() < kMaxKeyBytes) return absl::StrCat(key, std::string(1, '\0'));
+  if (key.size() < kMaxKeySize) return absl::StrCat(key, std::string(1, '\0'));
   return PrefixEnd(key);  // a longer key would be invalid
 }
 
@@ -97,7 +97,7 @@ absl::StatusOr<RangeRequest> PlanPage(const RangeFields& fields, absl::string_vi
         "page_token: not a token of this request (same subvolume, snapshot, bounds and order)");
   }
   const absl::string_view resume = page_token.substr(kTokenMagic.size() + 8);
-  if (resume.size() > kMaxKeyBytes) {
+  if (resume.size() > kMaxKeySize) {
     return absl::InvalidArgumentError("page_token: damaged");
   }
   // The resume bound only ever narrows the range (invariant).

@@ -15,9 +15,9 @@ namespace cowkv {
 namespace server {
 
 absl::Status ValidateSubvolumeName(absl::string_view field, absl::string_view name) {
-  if (name.empty() || name.size() > kMaxNameBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ": a subvolume name is 1..", kMaxNameBytes, " bytes, not ", name.size()));
+  if (name.empty() || name.size() > kMaxNameLen) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": a subvolume name is 1..", kMaxNameLen, " bytes, not ", name.size()));
   }
   if (name.find('/') != absl::string_view::npos || name.find('\0') != absl::string_view::npos) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -27,34 +27,34 @@ absl::Status ValidateSubvolumeName(absl::string_view field, absl::string_view na
 }
 
 absl::Status ValidateKey(absl::string_view field, absl::string_view key) {
-  if (key.empty() || key.size() > kMaxKeyBytes) {
+  if (key.empty() || key.size() > kMaxKeySize) {
     return absl::InvalidArgumentError(
-        absl::StrCat(field, ": a key is 1..", kMaxKeyBytes, " bytes, not ", key.size()));
+        absl::StrCat(field, ": a key is 1..", kMaxKeySize, " bytes, not ", key.size()));
   }
   return absl::OkStatus();
 }
 
 absl::Status ValidateValue(absl::string_view value) {
-  if (value.size() > kMaxValueBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "value: at most ", kMaxValueBytes, " bytes, not ", value.size()));
+  if (value.size() > kMaxValueSize) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("value: at most ", kMaxValueSize, " bytes, not ", value.size()));
   }
   return absl::OkStatus();
 }
 
 absl::Status ValidateBound(absl::string_view field, absl::string_view bound) {
-  if (bound.size() > kMaxKeyBytes + 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ": a range bound is at most ", kMaxKeyBytes + 1, " bytes, not ", bound.size()));
+  if (bound.size() > kMaxKeySize + 1) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": a range bound is at most ",
+                                                   kMaxKeySize + 1, " bytes, not ", bound.size()));
   }
   return absl::OkStatus();
 }
 
 absl::Status ValidatePath(absl::string_view field, absl::string_view path) {
-  if (path.size() > kMaxPathBytes) {
+  if (path.size() > kMaxPathLen) {
     return PosixError(
         ErrorReason::kENAMETOOLONG,
-        absl::StrCat(field, ": a path is at most ", kMaxPathBytes, " bytes, not ", path.size()));
+        absl::StrCat(field, ": a path is at most ", kMaxPathLen, " bytes, not ", path.size()));
   }
   if (path.find('\0') != absl::string_view::npos) {
     return PosixError(ErrorReason::kEINVAL, absl::StrCat(field, ": a path may not contain NUL"));
@@ -65,10 +65,10 @@ absl::Status ValidatePath(absl::string_view field, absl::string_view path) {
       return PosixError(ErrorReason::kEINVAL,
                         absl::StrCat(field, ": \"", part, "\" is not allowed in a path"));
     }
-    if (part.size() > kMaxNameBytes) {
+    if (part.size() > kMaxNameLen) {
       return PosixError(
           ErrorReason::kENAMETOOLONG,
-          absl::StrCat(field, ": a name is at most ", kMaxNameBytes, " bytes, not ", part.size()));
+          absl::StrCat(field, ": a name is at most ", kMaxNameLen, " bytes, not ", part.size()));
     }
     if (++depth > kMaxPathDepth) {
       return PosixError(ErrorReason::kEINVAL,
@@ -93,9 +93,9 @@ absl::Status ValidatePathOrIno(absl::string_view field, absl::string_view path, 
 }
 
 absl::Status ValidateSymlinkTarget(absl::string_view target) {
-  if (target.empty() || target.size() > kMaxSymlinkTargetBytes) {
+  if (target.empty() || target.size() > kMaxSymlinkLen) {
     return PosixError(ErrorReason::kEINVAL,
-                      absl::StrCat("target: a symlink target is 1..", kMaxSymlinkTargetBytes,
+                      absl::StrCat("target: a symlink target is 1..", kMaxSymlinkLen,
                                    " bytes, not ", target.size()));
   }
   if (target.find('\0') != absl::string_view::npos) {
@@ -105,10 +105,10 @@ absl::Status ValidateSymlinkTarget(absl::string_view target) {
 }
 
 absl::Status ValidateFileEnd(absl::string_view what, uint64_t offset, uint64_t length) {
-  if (offset > kMaxFileBytes || length > kMaxFileBytes - offset) {
+  if (offset > kMaxFileSize || length > kMaxFileSize - offset) {
     return PosixError(ErrorReason::kEFBIG,
                       absl::StrCat(what, ": offset ", offset, " + length ", length,
-                                   " is past the largest file (", kMaxFileBytes, " bytes)"));
+                                   " is past the largest file (", kMaxFileSize, " bytes)"));
   }
   return absl::OkStatus();
 }

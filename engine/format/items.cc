@@ -84,7 +84,7 @@ absl::StatusOr<RootItem> DecodeRootItem(absl::string_view v, uint64_t tree_id) {
   CorruptionSite site;
   site.what = "root item";
   site.owner = tree_id;
-  if (v.size() < kRootItemSize || v.size() > kRootItemSize + kMaxKeySize) {
+  if (v.size() < kRootItemSize || v.size() > kRootItemSize + kMaxTreeKeySize) {
     return COWKV_CORRUPTION(site, "bad size", absl::StrCat(v.size()),
                             absl::StrCat(kRootItemSize));
   }

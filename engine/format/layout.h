@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "engine/base/limits.h"
+
 namespace cowkv {
 namespace format {
 
@@ -49,8 +51,6 @@ inline constexpr size_t kSbUsedSize = 152;         // bytes [152, 4096) are zero
 // at its offset. The allocator never hands these out.
 inline constexpr uint64_t kReservedHead = 1ull << 20;
 inline constexpr uint64_t kMirrorReserve = 1ull << 20;
-// Smallest device mkfs accepts.
-inline constexpr uint64_t kMinDeviceSize = 16ull << 20;
 
 // ---- Nodes --------------------------------------------------------------------
 inline constexpr size_t kNodeHeaderSize = 64;
@@ -70,7 +70,8 @@ inline constexpr size_t kChildPtrSize = 16;
 inline constexpr int kMaxLevel = 16;
 // Tree keys: a user key of up to 1024 bytes plus a namespace prefix of up
 // to 8 bytes (kv/ and fs/ key spaces inside one subvolume tree).
-inline constexpr size_t kMaxKeySize = 1032;
+inline constexpr size_t kMaxTreeKeySize = 1032;
+static_assert(kMaxTreeKeySize >= ::cowkv::kMaxKeySize + 8, "a prefixed user key fits");
 inline constexpr size_t kFsidSize = 16;
 
 // Bytes of a node available to slots and item data.
@@ -85,10 +86,10 @@ constexpr size_t MaxLeafItemSize(uint32_t nodesize) {
 // Largest value stored inline, whatever the key length (a maximum-size key
 // plus this value still fits MaxLeafItemSize).
 constexpr size_t MaxInlineValue(uint32_t nodesize) {
-  return MaxLeafItemSize(nodesize) - kSlotSize - kMaxKeySize;
+  return MaxLeafItemSize(nodesize) - kSlotSize - kMaxTreeKeySize;
 }
 // Largest internal item: slot + maximum key + child pointer.
-inline constexpr size_t kMaxInternalItemSize = kSlotSize + kMaxKeySize + kChildPtrSize;
+inline constexpr size_t kMaxInternalItemSize = kSlotSize + kMaxTreeKeySize + kChildPtrSize;
 
 constexpr bool ValidNodesize(uint32_t n) {
   return n >= 4096 && n <= 65536 && (n & (n - 1)) == 0;

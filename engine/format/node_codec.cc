@@ -169,7 +169,7 @@ absl::Status DecodeNodeViews(absl::string_view data, absl::string_view fsid,
     }
     data_end = off;
     // Internal nodes use an empty key in slot 0 for "-infinity".
-    bool key_ok = klen <= kMaxKeySize && (klen > 0 || (!leaf && i == 0));
+    bool key_ok = klen <= kMaxTreeKeySize && (klen > 0 || (!leaf && i == 0));
     if (!key_ok) return COWKV_CORRUPTION(site, "bad key length", absl::StrCat(klen), "");
     if (leaf ? ItemSize(klen, vlen) > MaxLeafItemSize(nodesize) : vlen != kChildPtrSize) {
       return COWKV_CORRUPTION(site, "bad value length", absl::StrCat(vlen), "");

@@ -120,7 +120,7 @@ absl::Status ValidateFields(const Superblock& sb, uint64_t expected_bytenr,
                             absl::StrCat(sb.root_level), absl::StrCat("<", kMaxLevel));
   }
   if (sb.root % sb.sectorsize != 0 || sb.root < kReservedHead ||
-      sb.root > sb.total_bytes - sb.nodesize || sb.total_bytes < kMinDeviceSize) {
+      sb.root > sb.total_bytes - sb.nodesize || sb.total_bytes < kMinDeviceBytes) {
     return COWKV_CORRUPTION(site, "root bytenr out of range", absl::StrCat(sb.root),
                             absl::StrCat("[", kReservedHead, ", ", sb.total_bytes, ")"));
   }

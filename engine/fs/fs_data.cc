@@ -209,8 +209,9 @@ absl::StatusOr<bool> FsOps::HasRegularExtents(Batch& b, uint64_t ino) {
 }
 
 absl::Status FsOps::Write(uint64_t ino, uint64_t offset, absl::string_view data) {
-  if (data.size() > kMaxIo) {
-    return PosixError(ErrorReason::kEINVAL, absl::StrCat("a write is at most ", kMaxIo, " bytes"));
+  if (data.size() > kMaxFileIo) {
+    return PosixError(ErrorReason::kEINVAL,
+                      absl::StrCat("a write is at most ", kMaxFileIo, " bytes"));
   }
   if (offset > kMaxFileSize || data.size() > kMaxFileSize - offset) {
     return PosixError(ErrorReason::kEFBIG, absl::StrCat("files end at ", kMaxFileSize, " bytes"));
@@ -279,8 +280,9 @@ absl::StatusOr<std::string> FsOps::ReadExtent(const FileExtent& e, uint64_t from
 }
 
 absl::StatusOr<std::string> FsOps::Read(uint64_t ino, uint64_t offset, uint64_t length) {
-  if (length > kMaxIo)
-    return PosixError(ErrorReason::kEINVAL, absl::StrCat("a read is at most ", kMaxIo, " bytes"));
+  if (length > kMaxFileIo)
+    return PosixError(ErrorReason::kEINVAL,
+                      absl::StrCat("a read is at most ", kMaxFileIo, " bytes"));
   Batch b(b_);
   COWKV_ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
   COWKV_RETURN_IF_ERROR(CheckRegular(it, ino));

@@ -24,13 +24,13 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "engine/base/coding.h"
+#include "engine/base/limits.h"
 
 namespace cowkv {
 namespace fs {
 
 inline constexpr char kFsPrefix = 'f';
-inline constexpr size_t kFsKeySize = 18;  // prefix + 17-byte key
-inline constexpr size_t kMaxNameLen = 255;
+inline constexpr size_t kFsKeySize = 18;      // prefix + 17-byte key
 inline constexpr uint64_t kRootDirIno = 256;  // btrfs's BTRFS_FIRST_FREE_OBJECTID
 
 enum FsItemType : uint8_t {

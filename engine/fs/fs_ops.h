@@ -39,13 +39,7 @@
 namespace cowkv {
 namespace fs {
 
-inline constexpr size_t kMaxPathLen = 4096;
-inline constexpr size_t kMaxPathDepth = 256;
-inline constexpr size_t kMaxSymlinkLen = 4095;
-inline constexpr uint64_t kMaxFileSize = 1ull << 50;  // 1 PiB
-inline constexpr uint32_t kMaxLinks = 65535;
-inline constexpr uint64_t kMaxIo = 64ull << 20;  // bytes per Read/Write call
-inline constexpr size_t kMaxXattrValue = 4096;
+// The namespace's limits: engine/base/limits.h.
 
 struct FsOptions {
   size_t inline_max = 2048;        // files up to this size live in their item

@@ -324,7 +324,7 @@ std::vector<std::string> SuperSeeds() {
   format::Superblock sb = BaseSuper();
   out.push_back(format::EncodeSuperblock(sb));
   // The smallest device, its root in the last node, no log.
-  sb.total_bytes = format::kMinDeviceSize;
+  sb.total_bytes = kMinDeviceBytes;
   sb.bytes_used = sb.total_bytes;
   sb.root = sb.total_bytes - sb.nodesize;
   sb.log_root = 0;
@@ -407,8 +407,8 @@ std::vector<std::string> LeafSeeds(uint32_t ns) {
   }
   out.push_back(Node(h, items, ns));
   // Two largest items: a maximal key each, exactly filling the node.
-  const size_t vmax = format::MaxLeafItemSize(ns) - format::kSlotSize - format::kMaxKeySize;
-  std::string k(format::kMaxKeySize, 'K');
+  const size_t vmax = format::MaxLeafItemSize(ns) - format::kSlotSize - format::kMaxTreeKeySize;
+  std::string k(format::kMaxTreeKeySize, 'K');
   items = {{k, std::string(vmax, 'a')}};
   out.push_back(Node(h, items, ns));
   k.back() = 'L';
@@ -425,7 +425,7 @@ std::vector<std::string> InternalSeeds(uint32_t ns) {
   out.push_back(Node({kNodeAt, 9, 5, 1}, {{"", child(0, 8)}, {"m", child(1, 9)}}, ns));
   // The top level, maximal keys.
   std::vector<Item> items = {{"", child(0, 1)}};
-  for (char c : {'a', 'b'}) items.push_back({std::string(format::kMaxKeySize, c), child(c, 9)});
+  for (char c : {'a', 'b'}) items.push_back({std::string(format::kMaxTreeKeySize, c), child(c, 9)});
   out.push_back(Node({kNodeAt, 9, 5, format::kMaxLevel - 1}, items, ns));
   // As many children as fit.
   items = {{"", child(0, 9)}};
@@ -523,7 +523,7 @@ TEST(FormatItemsFuzz, RootItem) {
   seeds.push_back(format::EncodeRootItem(r));
   r.bytenr = r.generation = r.last_snapshot = UINT64_MAX;
   r.level = r.drop_level = format::kMaxLevel - 1;
-  r.drop_progress = std::string(format::kMaxKeySize, 'p');
+  r.drop_progress = std::string(format::kMaxTreeKeySize, 'p');
   seeds.push_back(format::EncodeRootItem(r));
   auto decode = [](absl::string_view v) { return format::DecodeRootItem(v, 5); };
   RunTarget({"root item", 302, seeds, {}, [&](absl::string_view in) {
@@ -682,7 +682,7 @@ TEST(FsItemsFuzz, InodeRefs) {
   std::vector<std::string> seeds = {
       fs::EncodeInodeRefs({{2, "a"}}),
       fs::EncodeInodeRefs({{2, "file.txt"}, {3, "other"}}),
-      fs::EncodeInodeRefs({{UINT64_MAX, std::string(fs::kMaxNameLen, 'n')}}),
+      fs::EncodeInodeRefs({{UINT64_MAX, std::string(kMaxNameLen, 'n')}}),
       fs::EncodeInodeRefs(many),
   };
   auto decode = [](absl::string_view v) { return fs::DecodeInodeRefs(v, 257); };
@@ -699,7 +699,7 @@ std::vector<fs::DirEntry> SampleEntries() {
       {257, fs::FileType::kRegular, 7, "a"},
       {258, fs::FileType::kDirectory, 8, "dir"},
       {259, fs::FileType::kSymlink, 9, "link"},
-      {UINT64_MAX, fs::FileType::kRegular, UINT64_MAX, std::string(fs::kMaxNameLen, 'n')},
+      {UINT64_MAX, fs::FileType::kRegular, UINT64_MAX, std::string(kMaxNameLen, 'n')},
   };
 }
 
@@ -835,8 +835,8 @@ TEST(KvItemFuzz, DecodeItem) {
       Pair(kv::TreeKey(std::string(254, 'k')), kv::EncodeItem({2, 2, 1}, std::string(3000, 'v'))),
       Pair(kv::TreeKey("big"), kv::EncodeExtentItem({2, 4, 2}, {1 << 20, 4096, 4000, 7})),
       Pair(kv::TreeKey("max"), kv::EncodeExtentItem({UINT64_MAX, UINT64_MAX, UINT64_MAX},
-                                                    {UINT64_MAX, kv::kMaxValueSize + (1u << 16),
-                                                     kv::kMaxValueSize, UINT32_MAX})),
+                                                    {UINT64_MAX, kMaxValueSize + (1u << 16),
+                                                     kMaxValueSize, UINT32_MAX})),
   };
   RunTarget({"kv item", 501, seeds, {}, [](absl::string_view in) {
                absl::string_view key, raw;
@@ -853,7 +853,7 @@ TEST(KvItemFuzz, DecodeItem) {
                if (!d.ok()) return d.status();
                if (d->in_extent) {
                  EXPECT_LE(d->extent.value_len, d->extent.disk_len);
-                 EXPECT_LE(d->extent.value_len, kv::kMaxValueSize);
+                 EXPECT_LE(d->extent.value_len, kMaxValueSize);
                } else {
                  EXPECT_TRUE(Inside(raw, d->value)) << "the inline value leaves the item";
                }
@@ -914,8 +914,8 @@ std::vector<std::string> LogSeeds() {
   out.push_back(log::EncodeLogRoot(b, 4096));
   // One entry with a maximal key filling the block exactly.
   const size_t room = log::MaxInlineBytes(4096) - format::kLogInlineHeaderSize;
-  b.entries = {{5, std::string(format::kMaxKeySize, 'k'),
-                std::string(room - format::kMaxKeySize, 'v')}};
+  b.entries = {{5, std::string(format::kMaxTreeKeySize, 'k'),
+                std::string(room - format::kMaxTreeKeySize, 'v')}};
   out.push_back(log::EncodeLogRoot(b, 4096));
   // Small entries until the block is full, in a 512-byte sector.
   b.entries.clear();

@@ -89,9 +89,9 @@ size_t MaxInlineValue(uint32_t nodesize) {
 }
 
 absl::Status ValidateKey(absl::string_view key) {
-  if (key.empty() || key.size() > kMaxUserKeySize) {
+  if (key.empty() || key.size() > kMaxKeySize) {
     return absl::InvalidArgumentError(
-        absl::StrCat("key size ", key.size(), " outside [1, ", kMaxUserKeySize, "]"));
+        absl::StrCat("key size ", key.size(), " outside [1, ", kMaxKeySize, "]"));
   }
   return absl::OkStatus();
 }

@@ -22,6 +22,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "engine/base/limits.h"
 
 namespace cowkv {
 namespace kv {
@@ -31,8 +32,6 @@ inline constexpr char kKvPrefixEnd = 'k' + 1;  // first tree key past the key sp
 inline constexpr size_t kKvHeaderSize = 32;
 inline constexpr uint8_t kKindInline = 0;
 inline constexpr uint8_t kKindExtent = 1;
-inline constexpr size_t kMaxUserKeySize = 1024;
-inline constexpr size_t kMaxValueSize = 16u << 20;
 
 struct ItemMeta {
   uint64_t create_revision = 0;

@@ -107,7 +107,7 @@ absl::StatusOr<LogRootBlock> DecodeLogRoot(absl::string_view data, const LogRoot
     en.subvol = DecodeLE64(q);
     const size_t klen = DecodeLE16(q + 8), vlen = DecodeLE32(q + 10);
     q += kLogInlineHeaderSize;
-    if (klen == 0 || klen > kMaxKeySize || static_cast<size_t>(end - q) < klen + vlen) {
+    if (klen == 0 || klen > kMaxTreeKeySize || static_cast<size_t>(end - q) < klen + vlen) {
       return bad(absl::StrCat("inline entry ", i, " of ", klen, "+", vlen, " bytes"));
     }
     en.key.assign(q, klen);

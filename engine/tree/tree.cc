@@ -34,9 +34,9 @@ size_t Tree::capacity() const { return format::NodeCapacity(cache_->nodesize());
 size_t Tree::max_value_size() const { return format::MaxInlineValue(cache_->nodesize()); }
 
 absl::Status Tree::ValidatePut(absl::string_view key, absl::string_view value) const {
-  if (key.empty() || key.size() > format::kMaxKeySize) {
+  if (key.empty() || key.size() > format::kMaxTreeKeySize) {
     return absl::InvalidArgumentError(
-        absl::StrCat("key size ", key.size(), " outside [1, ", format::kMaxKeySize, "]"));
+        absl::StrCat("key size ", key.size(), " outside [1, ", format::kMaxTreeKeySize, "]"));
   }
   if (value.size() > max_value_size()) {
     return absl::InvalidArgumentError(absl::StrCat(

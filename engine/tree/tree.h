@@ -1,6 +1,6 @@
 // Tree: a copy-on-write B+tree over byte-string keys in memcmp order.
 //
-// Keys are 1..kMaxKeySize bytes; leaf values are stored inline up to
+// Keys are 1..format::kMaxTreeKeySize bytes; leaf values are stored inline up to
 // format::MaxInlineValue(nodesize). Every write CoWs the path from the root
 // to the leaf it changes (a node already dirty in the running engine
 // transaction is changed in place), then repairs the path bottom-up: an

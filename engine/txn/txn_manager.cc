@@ -88,10 +88,9 @@ absl::Status TxnManager::Mkfs(BlockDevice* device, uint32_t nodesize, uint32_t s
   if (sectorsize < 512 || sectorsize > nodesize || (sectorsize & (sectorsize - 1)) != 0) {
     return absl::InvalidArgumentError(absl::StrCat("bad sectorsize ", sectorsize));
   }
-  if (device->Size() < format::kMinDeviceSize) {
-    return absl::InvalidArgumentError(absl::StrCat("device of ", device->Size(),
-                                                   " bytes is below the minimum of ",
-                                                   format::kMinDeviceSize));
+  if (device->Size() < kMinDeviceBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "device of ", device->Size(), " bytes is below the minimum of ", kMinDeviceBytes));
   }
   if (fsid.size() != format::kFsidSize) return absl::InvalidArgumentError("fsid must be 16 bytes");
   // Stale copies of an older filesystem must never win the mount.

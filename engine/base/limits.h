@@ -1,0 +1,44 @@
+// The limits every caller of cowkv can rely on, defined once. The engine's
+// layers, the facade (store.h re-exports this header), the server and the
+// tools all use these names; nothing restates a number.
+#ifndef COWKV_ENGINE_BASE_LIMITS_H_
+#define COWKV_ENGINE_BASE_LIMITS_H_
+
+#include <cstddef>
+#include <cstdint>
+
+namespace cowkv {
+
+// ---- The key space ----------------------------------------------------------
+// KV keys: 1..1024 bytes (etcd's default request limit allows 1.5 MiB, but
+// a key lives in internal nodes too: four of the largest keys must fit a
+// 4 KiB node, format/layout.h).
+inline constexpr size_t kMaxKeySize = 1024;
+// KV values: up to 16 MiB, one contiguous data extent (design.md "Free
+// space"); a value over the inline bound of a leaf is stored out of line.
+inline constexpr size_t kMaxValueSize = 16u << 20;
+// Keys one KV commit may change: bounds the log entry and the commit's
+// space reservation.
+inline constexpr size_t kMaxTxnOps = 10000;
+
+// ---- The file namespace (as Linux: NAME_MAX, PATH_MAX) ----------------------
+inline constexpr size_t kMaxNameLen = 255;            // a path component
+inline constexpr size_t kMaxPathLen = 4096;           // a whole path
+inline constexpr size_t kMaxPathDepth = 256;          // components: bounds path walks
+inline constexpr size_t kMaxSymlinkLen = 4095;        // a symlink target (PATH_MAX - 1)
+inline constexpr uint64_t kMaxFileSize = 1ull << 50;  // 1 PiB: offsets stay far from 2^63
+inline constexpr uint64_t kMaxFileIo = 64ull << 20;   // bytes per Read/Write call
+inline constexpr uint32_t kMaxLinks = 65535;          // names of one inode (btrfs's)
+inline constexpr size_t kMaxXattrValue = 4096;        // fits one item of a 4 KiB leaf
+
+// ---- The device ----------------------------------------------------------------
+inline constexpr uint32_t kMinNodesize = 4096;
+inline constexpr uint32_t kMaxNodesize = 65536;
+inline constexpr uint32_t kDefaultNodesize = 16384;
+// Smallest device Mkfs accepts: the reserved head (1 MiB), the superblock
+// mirrors and room for a commit's worst case.
+inline constexpr uint64_t kMinDeviceBytes = 16ull << 20;
+
+}  // namespace cowkv
+
+#endif  // COWKV_ENGINE_BASE_LIMITS_H_
