@@ -753,6 +753,19 @@ void StoreImpl::LatencyStatsLocked(StoreStats* s) {
   s->log_sync_latency = ToSnapshot(log_sync_latency_.Read());
 }
 
+namespace {
+
+void CopyFreeSpaceShape(const TxnStats& t, StoreStats* s) {
+  s->free_fragments = t.free_fragments;
+  s->free_largest_bytes = t.free_largest_bytes;
+  s->usable_for_4k = t.usable_for_4k;
+  s->usable_for_64k = t.usable_for_64k;
+  s->usable_for_1m = t.usable_for_1m;
+  s->usable_for_16m = t.usable_for_16m;
+}
+
+}  // namespace
+
 StoreStats StoreImpl::Stats() {
   absl::ReaderMutexLock l(&mu_);
   TxnStats t = txn_->Stats();
@@ -763,12 +776,7 @@ StoreStats StoreImpl::Stats() {
   s.used_bytes = t.used_bytes;
   s.free_bytes = t.free_bytes;
   s.pinned_bytes = t.pinned_bytes;
-  s.free_fragments = t.free_fragments;
-  s.free_largest_bytes = t.free_largest_bytes;
-  s.usable_for_4k = t.usable_for_4k;
-  s.usable_for_64k = t.usable_for_64k;
-  s.usable_for_1m = t.usable_for_1m;
-  s.usable_for_16m = t.usable_for_16m;
+  CopyFreeSpaceShape(t, &s);
   s.commits = t.commits;
   s.commits_by_explicit = commits_by_[static_cast<int>(CommitTrigger::kExplicit)] +
                           commits_by_[static_cast<int>(CommitTrigger::kClose)];

@@ -28,6 +28,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "build_info/build_info.h"
+#include "engine/base/status_macros.h"
 #include "server/limits.h"
 #include "server/log.h"
 #include "server/server.h"
@@ -154,42 +155,42 @@ bool IsLoopback(absl::string_view listen) {
   return host == "localhost" || host == "::1" || absl::StartsWith(host, "127.");
 }
 
-absl::StatusOr<ServerOptions> ToOptions(const Flags& f) {
-  ServerOptions o;
-  o.device.path = f.device;
-  absl::StatusOr<uint64_t> size = ParseSize(f.create_size);
-  if (!size.ok()) return absl::InvalidArgumentError(absl::StrCat("--create-size: ", size.status().message()));
-  o.device.create_size = *size;
-  o.device.mkfs = f.mkfs;
-  o.listen = f.listen;
-  o.metrics_listen = f.metrics_listen;
+// The TLS files and the token file, read into `o`.
+absl::Status ReadSecurityFiles(const Flags& f, ServerOptions& o) {
   if (f.tls_cert.empty() != f.tls_key.empty()) {
     return absl::InvalidArgumentError("--tls-cert and --tls-key go together");
   }
   if (!f.tls_cert.empty()) {
-    absl::StatusOr<std::string> cert = ReadFile(f.tls_cert);
-    if (!cert.ok()) return cert.status();
-    absl::StatusOr<std::string> key = ReadFile(f.tls_key);
-    if (!key.ok()) return key.status();
-    o.tls_cert_pem = *cert;
-    o.tls_key_pem = *key;
+    COWKV_ASSIGN_OR_RETURN(o.tls_cert_pem, ReadFile(f.tls_cert));
+    COWKV_ASSIGN_OR_RETURN(o.tls_key_pem, ReadFile(f.tls_key));
   }
   if (!f.client_ca.empty()) {
     if (f.tls_cert.empty()) return absl::InvalidArgumentError("--client-ca needs --tls-cert and --tls-key");
-    absl::StatusOr<std::string> ca = ReadFile(f.client_ca);
-    if (!ca.ok()) return ca.status();
-    o.client_ca_pem = *ca;
+    COWKV_ASSIGN_OR_RETURN(o.client_ca_pem, ReadFile(f.client_ca));
   }
   if (!f.token_file.empty()) {
-    absl::StatusOr<std::string> text = ReadFile(f.token_file);
-    if (!text.ok()) return text.status();
-    absl::StatusOr<TokenTable> tokens = TokenTable::Parse(*text);
+    COWKV_ASSIGN_OR_RETURN(std::string text, ReadFile(f.token_file));
+    absl::StatusOr<TokenTable> tokens = TokenTable::Parse(text);
     if (!tokens.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("--auth-token-file ", f.token_file, ": ", tokens.status().message()));
     }
     o.tokens = *std::move(tokens);
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ServerOptions> ToOptions(const Flags& f) {
+  ServerOptions o;
+  o.device.path = f.device;
+  absl::StatusOr<uint64_t> size = ParseSize(f.create_size);
+  if (!size.ok())
+    return absl::InvalidArgumentError(absl::StrCat("--create-size: ", size.status().message()));
+  o.device.create_size = *size;
+  o.device.mkfs = f.mkfs;
+  o.listen = f.listen;
+  o.metrics_listen = f.metrics_listen;
+  COWKV_RETURN_IF_ERROR(ReadSecurityFiles(f, o));
   if (f.max_txn_ops == 0 || f.max_txn_ops > kMaxTxnOps) {
     return absl::InvalidArgumentError(
         absl::StrCat("--max-txn-ops: from 1 to ", kMaxTxnOps, ", not ", f.max_txn_ops));
