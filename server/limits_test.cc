@@ -162,6 +162,24 @@ TEST(Limits, TransactionSlotsArePerClientAndFreedOnClose) {
   ASSERT_TRUE((*server)->Stop().ok());
 }
 
+// Writes a 16 MiB file at `path` of the default subvolume (4 MiB chunks).
+void Write16MiBFile(Client& c, const std::string& path) {
+  auto ctx = Ctx();
+  v1::WriteResponse wr;
+  auto w = c.files->Write(ctx.get(), &wr);
+  v1::WriteRequest chunk;
+  chunk.set_path(path);
+  chunk.set_create(true);
+  chunk.set_data(std::string(4 << 20, 'f'));
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(w->Write(chunk));
+    chunk.clear_path();
+    chunk.clear_create();
+  }
+  w->WritesDone();
+  ASSERT_GRPC_OK(w->Finish());
+}
+
 // Goal: one client address cannot hold more than max_calls_per_client
 // calls (threads) at once: two unread Read streams hold both of its slots,
 // its next call is RESOURCE_EXHAUSTED (TOO_MANY_CALLS), and once they are
@@ -172,22 +190,7 @@ TEST(Limits, CallsPerClientAreBounded) {
   auto server = Server::Start(o);
   ASSERT_TRUE(server.ok()) << server.status();
   Client c((*server)->port());
-  {
-    auto ctx = Ctx();
-    v1::WriteResponse wr;
-    auto w = c.files->Write(ctx.get(), &wr);
-    v1::WriteRequest chunk;
-    chunk.set_path("/f");
-    chunk.set_create(true);
-    chunk.set_data(std::string(4 << 20, 'f'));
-    for (int i = 0; i < 4; ++i) {
-      ASSERT_TRUE(w->Write(chunk));
-      chunk.clear_path();
-      chunk.clear_create();
-    }
-    w->WritesDone();
-    ASSERT_GRPC_OK(w->Finish());
-  }
+  ASSERT_NO_FATAL_FAILURE(Write16MiBFile(c, "/f"));
   std::vector<std::unique_ptr<grpc::ClientContext>> ctxs;
   std::vector<std::unique_ptr<grpc::ClientReader<v1::ReadResponse>>> readers;
   // The Write above counts until the server's thread has finished it, a
@@ -319,22 +322,7 @@ TEST(Limits, AdmissionBoundsBytesInFlight) {
 
   // Unread Read streams hold one admitted chunk each at most, and give it
   // back when cancelled.
-  {
-    auto ctx = Ctx();
-    v1::WriteResponse wr;
-    auto w = c.files->Write(ctx.get(), &wr);
-    v1::WriteRequest chunk;
-    chunk.set_path("/f");
-    chunk.set_create(true);
-    chunk.set_data(std::string(4 << 20, 'f'));
-    for (int i = 0; i < 4; ++i) {
-      ASSERT_TRUE(w->Write(chunk));
-      chunk.clear_path();
-      chunk.clear_create();
-    }
-    w->WritesDone();
-    ASSERT_GRPC_OK(w->Finish());
-  }
+  ASSERT_NO_FATAL_FAILURE(Write16MiBFile(c, "/f"));
   std::vector<std::unique_ptr<grpc::ClientContext>> ctxs;
   std::vector<std::unique_ptr<grpc::ClientReader<v1::ReadResponse>>> readers;
   for (int i = 0; i < 30; ++i) {

@@ -173,10 +173,12 @@ absl::Status Server::StartGrpc() {
   builder.RegisterService(kv_.get());
   builder.RegisterService(files_.get());
   builder.RegisterService(admin_.get());
-  reflection_v1_ = std::make_unique<ReflectionV1Service>(std::vector<std::string>{
-      v1::Subvolumes::service_full_name(), v1::KV::service_full_name(),
-      v1::Files::service_full_name(), v1::Admin::service_full_name(), "grpc.health.v1.Health",
-      "grpc.reflection.v1alpha.ServerReflection", "grpc.reflection.v1.ServerReflection"});
+  std::vector<std::string> served = {"grpc.health.v1.Health",
+                                     "grpc.reflection.v1alpha.ServerReflection",
+                                     "grpc.reflection.v1.ServerReflection"};
+  for (const google::protobuf::ServiceDescriptor* sd : Services())
+    served.push_back(sd->full_name());
+  reflection_v1_ = std::make_unique<ReflectionV1Service>(std::move(served));
   builder.RegisterService(reflection_v1_.get());
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   interceptors.push_back(std::make_unique<RequestParseInterceptorFactory>(metrics_.get()));
