@@ -6,8 +6,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "engine/io/file_device.h"
-#include "engine/store.h"
+#include "cowkv/device.h"
+#include "cowkv/store.h"
 
 namespace cowkv_bench {
 namespace {

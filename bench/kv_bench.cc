@@ -83,8 +83,8 @@
 #include "absl/synchronization/mutex.h"
 #include "bench/bench_util.h"
 #include "bench/kv_system.h"
-#include "engine/io/file_device.h"
-#include "engine/store.h"
+#include "cowkv/device.h"
+#include "cowkv/store.h"
 
 namespace cowkv_bench {
 namespace {

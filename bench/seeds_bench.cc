@@ -103,8 +103,8 @@
 #include "benchmark/benchmark.h"
 #include "bench/bench_util.h"
 #include "engine/fs/inode_cache.h"
-#include "engine/io/file_device.h"
-#include "engine/store.h"
+#include "cowkv/device.h"
+#include "cowkv/store.h"
 
 namespace cowkv_bench {
 namespace {

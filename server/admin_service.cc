@@ -4,7 +4,7 @@
 
 #include "absl/time/clock.h"
 #include "build_info/build_info.h"
-#include "engine/base/status_macros.h"
+#include "cowkv/status_macros.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
 #include "google/protobuf/stubs/common.h"

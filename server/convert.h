@@ -1,4 +1,4 @@
-// Conversions between the engine's types (engine/store.h) and the
+// Conversions between the engine's types (engine/include/cowkv/store.h) and the
 // cowkv.v1 messages. Field-for-field copies only: no validation (validate.h)
 // and no error mapping (status_mapping.h) happen here.
 //
@@ -10,7 +10,7 @@
 #include "cowkv/v1/files.pb.h"
 #include "cowkv/v1/kv.pb.h"
 #include "cowkv/v1/subvolumes.pb.h"
-#include "engine/store.h"
+#include "cowkv/store.h"
 
 namespace cowkv {
 namespace server {

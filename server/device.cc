@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "engine/base/status_macros.h"
-#include "engine/store.h"
+#include "cowkv/status_macros.h"
+#include "cowkv/store.h"
 
 namespace cowkv {
 namespace server {

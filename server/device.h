@@ -31,7 +31,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "engine/io/file_device.h"
+#include "cowkv/device.h"
 
 namespace cowkv {
 namespace server {

@@ -4,8 +4,8 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "engine/base/error.h"
-#include "engine/base/status_macros.h"
+#include "cowkv/errors.h"
+#include "cowkv/status_macros.h"
 #include "server/convert.h"
 #include "server/files_util.h"
 #include "server/limits.h"

@@ -5,8 +5,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "engine/base/error.h"
-#include "engine/base/status_macros.h"
+#include "cowkv/errors.h"
+#include "cowkv/status_macros.h"
 #include "server/admission.h"
 #include "server/convert.h"
 #include "server/files_util.h"

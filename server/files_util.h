@@ -10,7 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "engine/store.h"
+#include "cowkv/store.h"
 #include "server/service_env.h"
 
 namespace cowkv {

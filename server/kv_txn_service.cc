@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "engine/base/status_macros.h"
+#include "cowkv/status_macros.h"
 #include "server/connections.h"
 #include "server/convert.h"
 #include "server/limits.h"

@@ -12,7 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "engine/store.h"
+#include "cowkv/store.h"
 
 namespace cowkv {
 namespace server {
@@ -22,7 +22,7 @@ namespace server {
 inline constexpr size_t kMaxMessageBytes = 20u << 20;
 
 // KV keys, values, names, paths and files: the engine's limits
-// (engine/base/limits.h, through engine/store.h), not restated here.
+// (engine/include/cowkv/limits.h, through engine/include/cowkv/store.h), not restated here.
 // A range page: at most this many keys and (after the first key) bytes of
 // keys and values. A request's `limit` may only lower them.
 // Bytes are counted as the engine's RangeRequest::max_bytes counts them

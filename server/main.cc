@@ -28,7 +28,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "build_info/build_info.h"
-#include "engine/base/status_macros.h"
+#include "cowkv/status_macros.h"
 #include "server/limits.h"
 #include "server/log.h"
 #include "server/server.h"

@@ -32,7 +32,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "engine/store.h"
+#include "cowkv/store.h"
 #include "grpcpp/support/status.h"
 
 namespace cowkv {

@@ -5,7 +5,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "engine/base/status_macros.h"
+#include "cowkv/status_macros.h"
 #include "server/convert.h"
 #include "server/limits.h"
 #include "server/validate.h"

@@ -29,7 +29,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "cowkv/v1/kv.pb.h"
-#include "engine/store.h"
+#include "cowkv/store.h"
 
 namespace cowkv {
 namespace server {

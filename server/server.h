@@ -38,7 +38,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
-#include "engine/store.h"
+#include "cowkv/store.h"
 #include "server/auth.h"
 #include "server/device.h"
 #include "server/limits.h"

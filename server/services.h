@@ -1,5 +1,5 @@
 // The cowkv.v1 gRPC services: thin handlers that validate a request at the
-// edge (validate.h), call the engine facade (engine/store.h), and convert the
+// edge (validate.h), call the engine facade (engine/include/cowkv/store.h), and convert the
 // result (convert.h). Every handler body runs inside ServiceEnv::Run, which
 // owns authentication, the stopping state, deadlines, error mapping and
 // metrics. docs/api.md gives the overview; proto/cowkv/v1/*.proto the fields.

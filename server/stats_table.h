@@ -1,5 +1,5 @@
 // The StoreStats counters, listed once: the name of each field (the same in
-// engine/store.h's StoreStats and in cowkv.v1.StatsResponse), how to read
+// engine/include/cowkv/store.h's StoreStats and in cowkv.v1.StatsResponse), how to read
 // it, and its Prometheus name, labels, type and help. Admin.Stats fills the
 // proto from it by field name and /metrics renders it, so a counter added
 // to the engine needs one line here (stats_table_test checks that every
@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/store.h"
+#include "cowkv/store.h"
 
 namespace cowkv {
 namespace server {

@@ -15,7 +15,7 @@
 //     server limit) gets the name that matches its code.
 //
 //  3. Every error carries google.rpc.ErrorInfo in its status details:
-//     domain "cowkv.dev", reason the class the engine (engine/base/error.h)
+//     domain "cowkv.dev", reason the class the engine (engine/include/cowkv/errors.h)
 //     or the server (WithServerReason) set — "ENOENT", "READ_ONLY_SNAPSHOT",
 //     "CONFLICT", "TOO_OLD", "LIMIT", ... — or else the code's name
 //     ("NOT_FOUND"); for Files, metadata["errno"] is the POSIX name the

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "engine/base/error.h"
+#include "cowkv/errors.h"
 #include "gtest/gtest.h"
 
 namespace cowkv {

@@ -1,5 +1,5 @@
 // cowkv.v1.Subvolumes: create, list, show, rename, delete, snapshot.
-#include "engine/base/status_macros.h"
+#include "cowkv/status_macros.h"
 #include "server/convert.h"
 #include "server/services.h"
 #include "server/validate.h"

@@ -50,7 +50,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "engine/store.h"
+#include "cowkv/store.h"
 
 namespace cowkv {
 namespace server {

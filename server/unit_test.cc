@@ -14,7 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/time/clock.h"
 #include "cowkv/v1/admin.pb.h"
-#include "engine/io/mem_device.h"
+#include "cowkv/device.h"
 #include "gtest/gtest.h"
 #include "server/connections.h"
 #include "nlohmann/json.hpp"

@@ -7,8 +7,8 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "engine/base/error.h"
-#include "engine/base/status_macros.h"
+#include "cowkv/errors.h"
+#include "cowkv/status_macros.h"
 #include "server/limits.h"
 
 namespace cowkv {

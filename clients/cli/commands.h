@@ -14,7 +14,7 @@
 // of an online command (online.h).
 //
 // Offline subcommands work on a device directly through the engine facade
-// (engine/store.h): mkfs, check PATH, dump-tree. Online ones talk to cowkvd
+// (engine/include/cowkv/store.h): mkfs, check PATH, dump-tree. Online ones talk to cowkvd
 // (--server): subvolume, kv, fs, stats, sync, check without PATH.
 #ifndef COWKV_CLIENTS_CLI_COMMANDS_H_
 #define COWKV_CLIENTS_CLI_COMMANDS_H_

@@ -10,8 +10,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "clients/cli/commands.h"
-#include "engine/io/file_device.h"
-#include "engine/store.h"
+#include "cowkv/device.h"
+#include "cowkv/store.h"
 
 namespace cowkv {
 namespace cli {

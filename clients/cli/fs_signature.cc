@@ -4,7 +4,7 @@
 #include <string_view>
 
 #include "absl/strings/string_view.h"
-#include "engine/store.h"
+#include "cowkv/store.h"
 
 namespace cowkv {
 namespace cli {

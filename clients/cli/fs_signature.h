@@ -20,7 +20,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "engine/io/block_device.h"
+#include "cowkv/device.h"
 
 namespace cowkv {
 namespace cli {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "engine/store.h"
+#include "cowkv/store.h"
 #include "gtest/gtest.h"
 
 namespace cowkv {

@@ -27,8 +27,8 @@
 #include "absl/strings/str_format.h"
 #include "clients/cli/commands.h"
 #include "clients/cli/fs_signature.h"
-#include "engine/io/file_device.h"
-#include "engine/store.h"
+#include "cowkv/device.h"
+#include "cowkv/store.h"
 
 namespace cowkv {
 namespace cli {

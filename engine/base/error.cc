@@ -1,5 +1,5 @@
 // Error reasons; see error.h.
-#include "engine/base/error.h"
+#include "cowkv/errors.h"
 
 #include <string>
 

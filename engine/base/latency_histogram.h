@@ -15,7 +15,7 @@
 //      the observations in flight.
 //
 // Thread-safe: Record() and Read() from any threads. The store converts a
-// Reading to the public LatencyHistogramSnapshot (engine/store.h); see
+// Reading to the public LatencyHistogramSnapshot (engine/include/cowkv/store.h); see
 // docs/design.md "Commit and log-sync latency".
 #ifndef COWKV_ENGINE_BASE_LATENCY_HISTOGRAM_H_
 #define COWKV_ENGINE_BASE_LATENCY_HISTOGRAM_H_

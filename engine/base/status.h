@@ -17,8 +17,8 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "engine/base/error.h"
-#include "engine/base/status_macros.h"
+#include "cowkv/errors.h"
+#include "cowkv/status_macros.h"
 
 namespace cowkv {
 

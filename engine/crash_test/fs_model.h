@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "engine/store.h"
+#include "cowkv/store.h"
 
 namespace cowkv {
 namespace crashgen {

@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "engine/base/limits.h"
+#include "cowkv/limits.h"
 
 namespace cowkv {
 namespace format {

@@ -24,7 +24,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "engine/base/coding.h"
-#include "engine/base/limits.h"
+#include "cowkv/limits.h"
 
 namespace cowkv {
 namespace fs {

@@ -39,7 +39,7 @@
 namespace cowkv {
 namespace fs {
 
-// The namespace's limits: engine/base/limits.h.
+// The namespace's limits: engine/include/cowkv/limits.h.
 
 struct FsOptions {
   size_t inline_max = 2048;        // files up to this size live in their item

@@ -47,7 +47,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
-#include "engine/io/block_device.h"
+#include "cowkv/device.h"
 
 namespace cowkv {
 

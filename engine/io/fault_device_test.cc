@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/io/mem_device.h"
+#include "cowkv/device.h"
 #include "gtest/gtest.h"
 
 namespace cowkv {

@@ -1,7 +1,7 @@
 // FileDevice: pread/pwrite/fdatasync over one file descriptor (see
 // file_device.h). Every system call is retried on EINTR and on short
 // transfers, so a Status is either OK for all `n` bytes or an error.
-#include "engine/io/file_device.h"
+#include "cowkv/device.h"
 
 #include <fcntl.h>
 #include <linux/fs.h>

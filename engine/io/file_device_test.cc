@@ -5,7 +5,7 @@
 // lengths and buffer addresses (some crossing a bounce-chunk boundary), then
 // reopens buffered and compares the whole file; concurrent read-modify-writes
 // of disjoint bytes in shared blocks must not undo each other.
-#include "engine/io/file_device.h"
+#include "cowkv/device.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

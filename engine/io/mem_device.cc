@@ -1,5 +1,5 @@
 // MemDevice: a std::string image guarded by one mutex (see mem_device.h).
-#include "engine/io/mem_device.h"
+#include "cowkv/device.h"
 
 #include <cstring>
 

@@ -2,7 +2,7 @@
 // Method: round-trip writes at edges and overlaps, probe every out-of-range
 // shape (including offset + n overflow), and check Snapshot/Restore and the
 // write/flush counters directly.
-#include "engine/io/mem_device.h"
+#include "cowkv/device.h"
 
 #include <cstdint>
 #include <string>

@@ -3,7 +3,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "engine/base/check.h"
-#include "engine/base/error.h"
+#include "cowkv/errors.h"
 
 namespace cowkv {
 namespace kv {

@@ -22,7 +22,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "engine/base/limits.h"
+#include "cowkv/limits.h"
 
 namespace cowkv {
 namespace kv {

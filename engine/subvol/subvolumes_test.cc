@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/format/items.h"
 #include "engine/format/layout.h"
-#include "engine/io/mem_device.h"
+#include "cowkv/device.h"
 #include "gtest/gtest.h"
 
 namespace cowkv {

@@ -13,7 +13,7 @@
 #include "absl/status/statusor.h"
 #include "engine/format/node_codec.h"
 #include "engine/format/superblock.h"
-#include "engine/io/block_device.h"
+#include "cowkv/device.h"
 
 namespace cowkv {
 namespace testing {

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "absl/strings/str_join.h"
-#include "engine/io/mem_device.h"
-#include "engine/store.h"
+#include "cowkv/device.h"
+#include "cowkv/store.h"
 #include "gtest/gtest.h"
 
 namespace cowkv {

@@ -23,7 +23,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "engine/format/node_codec.h"
-#include "engine/io/block_device.h"
+#include "cowkv/device.h"
 #include "engine/tree/node.h"
 
 namespace cowkv {

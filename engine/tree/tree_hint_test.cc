@@ -10,7 +10,7 @@
 #include <string>
 
 #include "absl/strings/str_format.h"
-#include "engine/io/mem_device.h"
+#include "cowkv/device.h"
 #include "engine/tree/node_cache.h"
 #include "engine/tree/tree.h"
 #include "gtest/gtest.h"

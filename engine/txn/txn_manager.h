@@ -49,7 +49,7 @@
 #include "engine/alloc/free_space.h"
 #include "engine/format/items.h"
 #include "engine/format/superblock.h"
-#include "engine/io/block_device.h"
+#include "cowkv/device.h"
 #include "engine/refs/delayed_refs.h"
 #include "engine/tree/node_cache.h"
 #include "engine/tree/tree.h"

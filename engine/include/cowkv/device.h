@@ -1,3 +1,48 @@
+// BlockDevice: the storage seam. Everything cowkv persists goes through it.
+//
+// A device is a flat byte array of Size() bytes. WriteAt may be reordered,
+// dropped or torn by power loss until a later Flush() returns OK; that is the
+// whole durability contract the engine relies on (see FaultDevice for the
+// exact fault model tests inject). Implementations: FileDevice (a regular file
+// or a block device), MemDevice (RAM), FaultDevice (wraps another device and
+// simulates power loss and I/O errors).
+//
+// Thread safety: every implementation is safe for concurrent calls.
+#ifndef COWKV_INCLUDE_COWKV_DEVICE_H_
+#define COWKV_INCLUDE_COWKV_DEVICE_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+
+namespace cowkv {
+
+class BlockDevice {
+ public:
+  virtual ~BlockDevice() = default;
+
+  // Reads exactly `n` bytes at `offset` into `buf`. A range past Size() is
+  // OUT_OF_RANGE; an I/O error is INTERNAL with the errno text.
+  virtual absl::Status ReadAt(uint64_t offset, void* buf, size_t n) = 0;
+
+  // Writes exactly `n` bytes at `offset`. Not durable until Flush() returns.
+  // ENOSPC from the underlying file is RESOURCE_EXHAUSTED.
+  virtual absl::Status WriteAt(uint64_t offset, const void* buf, size_t n) = 0;
+
+  // Makes every write that completed before this call durable.
+  virtual absl::Status Flush() = 0;
+
+  // Device size in bytes; constant for the device's lifetime.
+  virtual uint64_t Size() const = 0;
+};
+
 // FileDevice: a BlockDevice over a regular file or a block device.
 //
 // Uses pread/pwrite/fdatasync (the only place in cowkv that calls them). For a
@@ -23,21 +68,6 @@
 // Thread safety: safe for concurrent calls. Concurrent writes to disjoint
 // bytes never undo each other, even when O_DIRECT bounces them through a
 // read-modify-write of a shared block.
-#ifndef COWKV_ENGINE_IO_FILE_DEVICE_H_
-#define COWKV_ENGINE_IO_FILE_DEVICE_H_
-
-#include <cstdint>
-#include <memory>
-#include <string>
-
-#include "absl/base/thread_annotations.h"
-#include "absl/status/status.h"
-#include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
-#include "engine/io/block_device.h"
-
-namespace cowkv {
-
 struct FileDeviceOptions {
   bool read_only = false;
   bool direct_io = false;
@@ -105,6 +135,34 @@ class FileDevice : public BlockDevice {
   absl::Status flush_error_ ABSL_GUARDED_BY(flush_mu_);
 };
 
+// MemDevice: a BlockDevice in RAM (tests, tools, benchmarks).
+class MemDevice : public BlockDevice {
+ public:
+  explicit MemDevice(uint64_t size);
+  MemDevice(const MemDevice&) = delete;
+  MemDevice& operator=(const MemDevice&) = delete;
+
+  absl::Status ReadAt(uint64_t offset, void* buf, size_t n) override;
+  absl::Status WriteAt(uint64_t offset, const void* buf, size_t n) override;
+  absl::Status Flush() override;
+  uint64_t Size() const override { return size_; }
+
+  // A copy of the whole image (for crash tests that fork a device state).
+  std::string Snapshot() const;
+  // Replaces the image; `image.size()` must equal Size().
+  void Restore(const std::string& image);
+
+  uint64_t flushes() const;
+  uint64_t writes() const;
+
+ private:
+  const uint64_t size_;
+  mutable absl::Mutex mu_;
+  std::string data_ ABSL_GUARDED_BY(mu_);
+  uint64_t flushes_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t writes_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
 }  // namespace cowkv
 
-#endif  // COWKV_ENGINE_IO_FILE_DEVICE_H_
+#endif  // COWKV_INCLUDE_COWKV_DEVICE_H_

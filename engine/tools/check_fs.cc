@@ -10,7 +10,7 @@
 //   - a directory's size is twice the bytes of its entries' names (btrfs);
 //   - a file's extents do not overlap, end by its size, add up to nbytes,
 //     and an inline extent is the file's only one, at offset 0.
-#include "engine/check_fs.h"
+#include "engine/tools/check_fs.h"
 
 #include <map>
 #include <set>

@@ -3,8 +3,8 @@
 //
 //   COWKV_RETURN_IF_ERROR(ValidateKey(key));
 //   COWKV_ASSIGN_OR_RETURN(std::unique_ptr<Subvolume> sv, store.OpenSubvolume(name));
-#ifndef COWKV_ENGINE_BASE_STATUS_MACROS_H_
-#define COWKV_ENGINE_BASE_STATUS_MACROS_H_
+#ifndef COWKV_INCLUDE_COWKV_STATUS_MACROS_H_
+#define COWKV_INCLUDE_COWKV_STATUS_MACROS_H_
 
 #include <utility>
 
@@ -32,4 +32,4 @@
   if (!statusor.ok()) return std::move(statusor).status(); \
   lhs = std::move(statusor).value()
 
-#endif  // COWKV_ENGINE_BASE_STATUS_MACROS_H_
+#endif  // COWKV_INCLUDE_COWKV_STATUS_MACROS_H_

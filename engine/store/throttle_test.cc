@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "engine/io/mem_device.h"
-#include "engine/store.h"
+#include "cowkv/device.h"
+#include "cowkv/store.h"
 #include "engine/testing/status_matchers.h"
 #include "engine/testing/store_fixture.h"
 #include "gtest/gtest.h"

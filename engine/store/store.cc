@@ -1,4 +1,4 @@
-#include "engine/store.h"
+#include "cowkv/store.h"
 
 #include <algorithm>
 #include <chrono>
@@ -10,8 +10,8 @@
 #include "engine/base/check.h"
 #include "engine/base/status.h"
 #include "engine/format/layout.h"
-#include "engine/io/file_device.h"
-#include "engine/store_impl.h"
+#include "cowkv/device.h"
+#include "engine/store/store_impl.h"
 
 namespace cowkv {
 

@@ -19,11 +19,11 @@
 #include "absl/strings/str_cat.h"
 #include "engine/base/crc32c.h"
 #include "engine/base/status.h"
-#include "engine/check_fs.h"
+#include "engine/tools/check_fs.h"
 #include "engine/format/items.h"
 #include "engine/format/layout.h"
 #include "engine/kv/kv_item.h"
-#include "engine/store.h"
+#include "cowkv/store.h"
 #include "engine/tree/node_cache.h"
 #include "engine/txn/txn_manager.h"
 

@@ -1,8 +1,8 @@
 // The limits every caller of cowkv can rely on, defined once. The engine's
 // layers, the facade (store.h re-exports this header), the server and the
 // tools all use these names; nothing restates a number.
-#ifndef COWKV_ENGINE_BASE_LIMITS_H_
-#define COWKV_ENGINE_BASE_LIMITS_H_
+#ifndef COWKV_INCLUDE_COWKV_LIMITS_H_
+#define COWKV_INCLUDE_COWKV_LIMITS_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -41,4 +41,4 @@ inline constexpr uint64_t kMinDeviceBytes = 16ull << 20;
 
 }  // namespace cowkv
 
-#endif  // COWKV_ENGINE_BASE_LIMITS_H_
+#endif  // COWKV_INCLUDE_COWKV_LIMITS_H_

@@ -20,7 +20,7 @@
 #include "engine/base/crc32c.h"
 #include "engine/base/status.h"
 #include "engine/format/layout.h"
-#include "engine/store_impl.h"
+#include "engine/store/store_impl.h"
 
 namespace cowkv {
 

@@ -12,8 +12,8 @@
 // then names the reason after the code (docs/api.md, "Errors").
 //
 // Thread-safe (pure functions on values).
-#ifndef COWKV_ENGINE_BASE_ERROR_H_
-#define COWKV_ENGINE_BASE_ERROR_H_
+#ifndef COWKV_INCLUDE_COWKV_ERRORS_H_
+#define COWKV_INCLUDE_COWKV_ERRORS_H_
 
 #include <cstdint>
 
@@ -74,4 +74,4 @@ absl::Status PosixError(ErrorReason reason, absl::string_view what);
 
 }  // namespace cowkv
 
-#endif  // COWKV_ENGINE_BASE_ERROR_H_
+#endif  // COWKV_INCLUDE_COWKV_ERRORS_H_

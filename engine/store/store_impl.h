@@ -43,7 +43,7 @@
 #include "engine/kv/conflict_window.h"
 #include "engine/kv/kv_item.h"
 #include "engine/log/log_manager.h"
-#include "engine/store.h"
+#include "cowkv/store.h"
 #include "engine/tree/tree.h"
 #include "engine/subvol/subvolumes.h"
 #include "engine/txn/txn_manager.h"

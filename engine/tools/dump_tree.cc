@@ -10,7 +10,7 @@
 #include "engine/base/status.h"
 #include "engine/format/items.h"
 #include "engine/format/layout.h"
-#include "engine/store.h"
+#include "cowkv/store.h"
 #include "engine/tree/node_cache.h"
 #include "engine/txn/txn_manager.h"
 

@@ -1,0 +1,186 @@
+// cowkv engine facade. Public headers, by noun (this one includes them all):
+//   options.h  kv.h  files.h  stats.h  tools.h  device.h  errors.h  limits.h
+//   status_macros.h
+//
+//   Store::Mkfs(device, {})            formats a device
+//   Store::Open(device or path, opts)  mounts it (newest valid superblock)
+//   store->Put/Get/Delete/NewIterator  operate on the default tree
+//   store->Begin()                     a handle that joins the running engine
+//                                      transaction; a commit waits for it
+//   store->Commit()                    commits the engine transaction durably
+//   Check(device)                      the library form of `cowkv check`
+//   DumpTree(device, ...)              the library form of `cowkv dump-tree`
+//
+// Every method is thread-safe. Errors are absl::Status with these codes:
+//   INVALID_ARGUMENT  bad key/value size or option;
+//   NOT_FOUND         key absent;
+//   RESOURCE_EXHAUSTED no space left on the device (nothing was changed);
+//   DATA_LOSS         a checksum or structure check failed on a read;
+//   FAILED_PRECONDITION the store is read-only (opened so, or after an I/O
+//                     error during commit: reopen to recover);
+//   INTERNAL / UNAVAILABLE  I/O errors from the device.
+#ifndef COWKV_INCLUDE_COWKV_STORE_H_
+#define COWKV_INCLUDE_COWKV_STORE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "cowkv/device.h"
+#include "cowkv/errors.h"
+#include "cowkv/files.h"
+#include "cowkv/kv.h"
+#include "cowkv/limits.h"
+#include "cowkv/options.h"
+#include "cowkv/stats.h"
+#include "cowkv/status_macros.h"
+#include "cowkv/tools.h"
+
+namespace cowkv {
+
+class StoreImpl;
+
+// A subvolume: a namespace with its own tree (btrfs). Snapshots are
+// subvolumes created from another's root, sharing every node until written.
+struct SubvolumeInfo {
+  uint64_t id = 0;             // never reused
+  std::string name;            // 1..255 bytes, no '/' or NUL
+  uint64_t parent_id = 0;      // snapshot source; 0 for a plain subvolume
+  uint64_t generation = 0;     // generation of its root node
+  uint64_t last_snapshot = 0;  // generation of the last snapshot taken of it
+  uint64_t created_unix_ms = 0;
+  bool read_only = false;
+};
+
+// A handle on one subvolume's key space; cheap, valid while the Store is
+// open. Writes to a read-only snapshot are FAILED_PRECONDITION. Each Put or
+// Delete is a transaction of its own with a new revision.
+class Subvolume {
+ public:
+  uint64_t id() const { return id_; }
+  // The subvolume's file tree.
+  Files files() const { return Files(store_, id_); }
+  absl::Status Put(absl::string_view key, absl::string_view value,
+                   Durability durability = Durability::kDefault);
+  absl::StatusOr<std::string> Get(absl::string_view key);
+  absl::StatusOr<KeyValue> GetItem(absl::string_view key);  // with revisions
+  // NOT_FOUND if absent.
+  absl::Status Delete(absl::string_view key, Durability durability = Durability::kDefault);
+  // A consistent read at one revision.
+  absl::StatusOr<RangeResult> Range(const RangeRequest& req);
+  std::unique_ptr<Iterator> NewIterator();
+  absl::StatusOr<TxnResponse> Txn(const TxnRequest& req);
+  absl::StatusOr<std::unique_ptr<KvTransaction>> BeginTransaction();
+  // Runs `fn` in a transaction and commits it, retrying ABORTED and
+  // OUT_OF_RANGE (too old) with jittered exponential backoff up to
+  // `max_attempts` times; any other error from `fn` or the commit is
+  // returned as is.
+  absl::Status RunInTransaction(const std::function<absl::Status(KvTransaction&)>& fn,
+                                Durability durability = Durability::kDefault,
+                                int max_attempts = 16);
+
+ private:
+  friend class StoreImpl;
+  Subvolume(StoreImpl* store, uint64_t id) : store_(store), id_(id) {}
+  StoreImpl* store_;
+  uint64_t id_;
+};
+
+// A handle joined to the running engine transaction (btrfs's
+// start_transaction/end_transaction). Everything written through one handle
+// lands in the same engine transaction, so it is atomic across a crash. The
+// engine transaction cannot commit while a handle is open; End() (or the
+// destructor) releases it. It writes the default subvolume's key space
+// (each write gets a revision) and is durable only at the engine commit:
+// durable KV commits made meanwhile fall back to engine commits, so a log
+// replay never shows half a handle's writes.
+class Transaction {
+ public:
+  ~Transaction();
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+
+  absl::Status Put(absl::string_view key, absl::string_view value);
+  absl::Status Delete(absl::string_view key);
+  absl::StatusOr<std::string> Get(absl::string_view key);
+  uint64_t generation() const { return generation_; }
+  void End();
+
+ private:
+  friend class StoreImpl;
+  Transaction(StoreImpl* store, uint64_t generation)
+      : store_(store), generation_(generation) {}
+  StoreImpl* store_;
+  uint64_t generation_;
+  bool ended_ = false;
+};
+
+class Store {
+ public:
+  // Formats `device` (borrowed). Overwrites whatever is there: callers that
+  // must not (the CLI) check for an existing filesystem first.
+  static absl::Status Mkfs(BlockDevice* device, const MkfsOptions& options);
+
+  // Mounts `device` (borrowed; must outlive the Store).
+  static absl::StatusOr<std::unique_ptr<Store>> Open(BlockDevice* device,
+                                                     const Options& options);
+  // Opens the file or block device at `path` and mounts it; the Store owns it.
+  static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path,
+                                                     const Options& options);
+
+  ~Store();  // Close() if still open; errors are lost, call Close() to see them.
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  // Commits pending changes and stops background work. Idempotent.
+  absl::Status Close();
+
+  // Key-space operations on the default subvolume (id 5), as Subvolume's.
+  absl::Status Put(absl::string_view key, absl::string_view value,
+                   Durability durability = Durability::kDefault);
+  absl::StatusOr<std::string> Get(absl::string_view key);
+  absl::Status Delete(absl::string_view key,
+                      Durability durability = Durability::kDefault);  // NOT_FOUND if absent
+  std::unique_ptr<Iterator> NewIterator();
+  absl::StatusOr<std::unique_ptr<Subvolume>> DefaultSubvolume();
+
+  absl::StatusOr<std::unique_ptr<Transaction>> Begin();
+
+  // Subvolumes. Create, snapshot and rename commit before they return, as
+  // btrfs's do; a snapshot sees everything written before the call. The
+  // default tree is the subvolume "default" (id 5).
+  absl::StatusOr<SubvolumeInfo> CreateSubvolume(absl::string_view name);
+  absl::StatusOr<SubvolumeInfo> CreateSnapshot(absl::string_view source,
+                                               absl::string_view name, bool read_only);
+  absl::Status RenameSubvolume(absl::string_view name, absl::string_view new_name);
+  // Deletes a subvolume: its name is gone when this returns (committed); the
+  // cleaner frees its nodes in the background, resuming after a crash.
+  absl::Status DeleteSubvolume(absl::string_view name);
+  // Runs the cleaner here, up to `max_steps` child pointers (0 = until every
+  // deleted subvolume is gone), committing as it goes.
+  absl::Status DropDeletedSubvolumes(uint64_t max_steps = 0);
+  absl::StatusOr<SubvolumeInfo> ShowSubvolume(absl::string_view name);
+  std::vector<SubvolumeInfo> ListSubvolumes();
+  absl::StatusOr<std::unique_ptr<Subvolume>> OpenSubvolume(absl::string_view name);
+  // Commits the running engine transaction; on OK everything written before
+  // the call is durable. Waits for open handles to End().
+  absl::Status Commit();
+
+  StoreStats Stats();
+  uint32_t nodesize() const;
+  // Largest KV value this store holds (inline in a node).
+  size_t max_value_size() const;
+
+ private:
+  explicit Store(std::unique_ptr<StoreImpl> impl);
+  std::unique_ptr<StoreImpl> impl_;
+};
+
+}  // namespace cowkv
+
+#endif  // COWKV_INCLUDE_COWKV_STORE_H_
