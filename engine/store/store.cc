@@ -154,8 +154,7 @@ StoreImpl::StoreImpl(BlockDevice* device, std::unique_ptr<BlockDevice> owned,
       options_(options),
       nodesize_(txn->nodesize()),
       fs_options_(FsOptionsFromStore()),
-      txn_(std::move(txn)),
-      window_(options.conflict_window_keys) {}
+      txn_(std::move(txn)) {}
 
 absl::Status StoreImpl::Init() {
   COWKV_ASSIGN_OR_RETURN(log::Recovered r, log::LogManager::Recover(device_, txn_->superblock()));
@@ -165,8 +164,10 @@ absl::Status StoreImpl::Init() {
     const format::Superblock& sb = txn_->superblock();
     subvols_ = std::make_unique<Subvolumes>(txn_.get());
     COWKV_RETURN_IF_ERROR(subvols_->Load());
-    revision_ = std::max(sb.revision, r.revision);
     log_ = std::make_unique<log::LogManager>(txn_.get(), options_.log_max_pending_keys);
+    kv_ = std::make_unique<kv::KvSpace>(txn_.get(), log_.get(), device_,
+                                        options_.conflict_window_keys,
+                                        std::max(sb.revision, r.revision));
     if (r.root_blocks == 0) {
       if (!options_.read_only) COWKV_RETURN_IF_ERROR(log_->ContinueChain(sb));
     } else {
@@ -276,7 +277,7 @@ absl::Status StoreImpl::WriteOnce(absl::string_view key, const absl::string_view
   COWKV_RETURN_IF_ERROR(CheckOpen());
   COWKV_RETURN_IF_ERROR(kv::ValidateKey(key));
   if (value != nullptr) COWKV_RETURN_IF_ERROR(kv::ValidateValue(*value));
-  KvWriteSet ws;
+  kv::KvWriteSet ws;
   ws.writes[std::string(key)] =
       value ? std::optional<std::string>(std::string(*value)) : std::nullopt;
   absl::Status s = PrepareExtents(&ws.writes, &ws.extents);
@@ -626,7 +627,7 @@ absl::Status StoreImpl::CommitLocked(CommitTrigger trigger) {
 uint64_t StoreImpl::SealLogLocked(std::vector<uint64_t>* retired) {
   log::LogAnchor anchor = log_->StartChain(txn_->generation(), retired);
   txn_->SetLogAnchor(anchor.log_root, anchor.nonce);
-  txn_->SetRevision(revision_);
+  txn_->SetRevision(kv_->revision());
   return durable_seq_;
 }
 
@@ -805,8 +806,8 @@ StoreStats StoreImpl::Stats() {
   s.subvolumes = subvols_->List().size();
   s.deleted_subvolumes_pending = subvols_->dead_roots();
   s.cleaner_steps = cleaner_steps_;
-  s.revision = revision_;
-  s.kv_commits = kv_commits_;
+  s.revision = kv_->revision();
+  s.kv_commits = kv_->commits();
   s.durable_commits = durable_commits_.load(std::memory_order_relaxed);
   log::LogStats ls = log_->Stats();
   s.log_syncs = ls.syncs;
@@ -815,9 +816,9 @@ StoreStats StoreImpl::Stats() {
   s.log_synced_keys = ls.synced_keys;
   s.log_sync_bytes = ls.sync_bytes;
   s.log_replayed_entries = replayed_entries_;
-  s.kv_conflicts = kv_conflicts_.load(std::memory_order_relaxed);
-  s.kv_too_old = kv_too_old_.load(std::memory_order_relaxed);
-  s.kv_range_value_bytes = kv_range_value_bytes_.load(std::memory_order_relaxed);
+  s.kv_conflicts = kv_->conflicts();
+  s.kv_too_old = kv_->too_old();
+  s.kv_range_value_bytes = kv_->range_value_bytes();
   s.open_transactions = open_txns_;
   s.log_lookups = log_->Stats().lookups;
   LatencyStatsLocked(&s);

@@ -42,6 +42,7 @@
 #include "engine/fs/fs_ops.h"
 #include "engine/kv/conflict_window.h"
 #include "engine/kv/kv_item.h"
+#include "engine/kv/kv_space.h"
 #include "engine/log/log_manager.h"
 #include "cowkv/store.h"
 #include "engine/tree/tree.h"
@@ -54,36 +55,13 @@ enum class CommitTrigger {
   kExplicit, kInterval, kDirtyBytes, kSpace, kClose, kDelayedRefs, kLogFull, kFsync, kCount
 };
 
-// What a KV commit applies, already validated.
-struct KvWriteSet {
-  // Writes by user key: a value, or nullopt for a delete.
-  std::map<std::string, std::optional<std::string>> writes;
-  // Delete-ranges [start, end) (end empty = unbounded), applied before
-  // `writes`; a later Put of a key inside one wins.
-  std::vector<std::pair<std::string, std::string>> delete_ranges;
-  // Values too large to be inline, already written to data extents
-  // (PrepareExtents), by user key; `used` = referenced by the commit.
-  std::map<std::string, kv::ExtentRef> extents;
-  std::set<std::string> used;
-  bool empty() const { return writes.empty() && delete_ranges.empty(); }
-};
-
 // A client transaction's state (KvTransaction's body).
 struct KvTxnState {
   uint64_t subvol = 0;
   uint64_t read_revision = 0;
   kv::ReadSet reads;
-  KvWriteSet ws;  // buffered until Commit
+  kv::KvWriteSet ws;  // buffered until Commit
   bool finished = false;
-};
-
-// One tree change of a KV commit, with the data extents it lets go of and
-// takes (len 0 = none).
-struct KvOp {
-  std::string tree_key;
-  std::optional<std::string> item;  // nullopt = delete
-  format::DataRef old_data;
-  format::DataRef new_data;
 };
 
 // One writer's commit in the write group (StoreImpl::RunInWriteGroup).
@@ -119,7 +97,9 @@ class StoreImpl {
   absl::Status Put(uint64_t subvol, absl::string_view key, absl::string_view value,
                    Durability d);
   absl::Status Delete(uint64_t subvol, absl::string_view key, Durability d);
-  absl::StatusOr<KeyValue> GetItem(uint64_t subvol, absl::string_view key);
+  // max_value_load: as RangeRequest::max_value_load.
+  absl::StatusOr<KeyValue> GetItem(uint64_t subvol, absl::string_view key,
+                                   uint64_t max_value_load = 0);
   absl::StatusOr<RangeResult> Range(uint64_t subvol, const RangeRequest& req);
   std::unique_ptr<Iterator> NewIterator(uint64_t subvol);
   absl::StatusOr<TxnResponse> Txn(uint64_t subvol, const TxnRequest& req);
@@ -179,20 +159,17 @@ class StoreImpl {
   // Validates `reads` and applies `ws` to `subvol` atomically under one new
   // revision (the current one if nothing changed). ENOSPC changes nothing.
   absl::StatusOr<uint64_t> ApplyLocked(uint64_t subvol, uint64_t read_revision,
-                                       const kv::ReadSet& reads, KvWriteSet& ws)
+                                       const kv::ReadSet& reads, kv::KvWriteSet& ws)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Writes every value of `ws` too large to be inline to a data extent of
   // its own (no flush: the log sync or commit that makes the item durable
   // flushes it too). ReleaseUnusedExtents returns the ones no commit used.
   absl::Status PrepareExtents(std::map<std::string, std::optional<std::string>>* writes,
                               std::map<std::string, kv::ExtentRef>* extents);
-  void ReleaseUnusedExtents(const KvWriteSet& ws);
+  void ReleaseUnusedExtents(const kv::KvWriteSet& ws);
   // Prepares extents, runs KvWrite, releases what was not used.
   absl::StatusOr<uint64_t> KvWriteSetWrite(
-      KvWriteSet* ws, const std::function<absl::StatusOr<uint64_t>()>& apply, Durability d);
-  // A value as stored: inline, or read from its extent and checked.
-  absl::StatusOr<std::string> LoadValue(const kv::ItemView& item)
-      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+      kv::KvWriteSet* ws, const std::function<absl::StatusOr<uint64_t>()>& apply, Durability d);
   // Iterator support: the value of `tree_key` in `subvol` now.
   absl::StatusOr<std::string> LoadByTreeKey(uint64_t subvol, absl::string_view tree_key);
   // Runs `apply` under the exclusive lock; on ENOSPC commits once (freed
@@ -201,20 +178,8 @@ class StoreImpl {
   absl::StatusOr<uint64_t> KvWrite(
       const std::function<absl::StatusOr<uint64_t>()>& apply, Durability d);
   absl::StatusOr<Tree*> WritableTree(uint64_t subvol) ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  // `*bytes_cut` (when given) tells whether req.max_bytes, rather than the
-  // limit or the range's end, stopped the scan.
-  absl::StatusOr<RangeResult> RangeLocked(Tree* tree, const RangeRequest& req,
-                                          uint64_t scan_limit, bool* bytes_cut = nullptr)
-      ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<bool> ComparesHold(Tree* tree, const std::vector<Compare>& compares)
-      ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  // One tree change of a commit with its data references.
-  // `new_alloc`: op.new_data is a fresh extent (its first reference).
-  absl::Status ApplyOp(Tree* tree, uint64_t subvol, const KvOp& op, bool new_alloc = true)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // `branches`: the success and failure branches' puts with their extents.
-  absl::StatusOr<TxnResponse> TxnLocked(uint64_t subvol, const TxnRequest& req,
-                                        KvWriteSet* branches) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A transaction read a key written after its read revision (counted).
+  absl::Status ConflictOf(const KeyValue& kv, uint64_t read_revision);
   Durability Resolve(Durability d) const {
     return d == Durability::kDefault ? options_.default_durability : d;
   }
@@ -300,18 +265,13 @@ class StoreImpl {
   LatencyRecorder commit_latency_[static_cast<int>(CommitTrigger::kCount)];
   LatencyRecorder log_sync_latency_;
 
-  // The key space and the log (guarded by mu_).
-  uint64_t revision_ ABSL_GUARDED_BY(mu_) = 0;
+  // The key space (its methods run under mu_; created by Init) and the log.
+  std::unique_ptr<kv::KvSpace> kv_;
   // Durability points: bumped by every KV commit and every fsync; a log
   // sync or engine commit makes everything up to the point it captured
   // durable (WaitDurable).
   uint64_t durable_seq_ ABSL_GUARDED_BY(mu_) = 0;
-  kv::ConflictWindow window_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<log::LogManager> log_ ABSL_PT_GUARDED_BY(mu_);
-  uint64_t kv_commits_ ABSL_GUARDED_BY(mu_) = 0;
-  std::atomic<uint64_t> kv_conflicts_{0};  // relaxed: statistics
-  std::atomic<uint64_t> kv_too_old_{0};    // relaxed: statistics
-  std::atomic<uint64_t> kv_range_value_bytes_{0};  // relaxed: statistics
   uint64_t open_txns_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t replayed_entries_ = 0;  // set by Init
   std::atomic<uint64_t> durable_commits_{0};  // relaxed: statistics

@@ -1,0 +1,158 @@
+// KvSpace: the key space's logic under the store's tree lock — the twin of
+// fs::FsOps for the file tree. Reads (Get, Range, compares), the one-shot
+// Txn's body and the apply of a validated write set, over the subvolume
+// trees of one TxnManager; it owns the revision counter and the conflict
+// window that validates client transactions.
+//
+//   store (engine/store)        takes the tree lock, picks the tree, groups
+//                               writers, waits for durability
+//     KvSpace::Apply / Txn       one atomic change under one new revision
+//       Tree / TxnManager        the CoW tree and the data references
+//       LogManager::NoteChange   what the next log sync copies
+//
+// Contracts:
+//  - Every method runs with the store's tree lock held by the caller:
+//    shared for the reads (Get, Range, ComparesHold, LoadValue, Validate),
+//    exclusive for the rest. KvSpace takes no lock of its own; its
+//    statistics counters are atomics.
+//  - Apply changes nothing when it fails, except after a tree write failed
+//    half way: then the TxnManager is fatal (the generation never commits).
+//  - A write set's large values are already in data extents
+//    (KvWriteSet::extents); Apply records which ones it used.
+#ifndef COWKV_ENGINE_KV_KV_SPACE_H_
+#define COWKV_ENGINE_KV_KV_SPACE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "cowkv/device.h"
+#include "cowkv/kv.h"
+#include "engine/format/items.h"
+#include "engine/kv/conflict_window.h"
+#include "engine/kv/kv_item.h"
+#include "engine/log/log_manager.h"
+#include "engine/tree/tree.h"
+#include "engine/txn/txn_manager.h"
+
+namespace cowkv {
+namespace kv {
+
+// What a KV commit applies, already validated.
+struct KvWriteSet {
+  // Writes by user key: a value, or nullopt for a delete.
+  std::map<std::string, std::optional<std::string>> writes;
+  // Delete-ranges [start, end) (end empty = unbounded), applied before
+  // `writes`; a later Put of a key inside one wins.
+  std::vector<std::pair<std::string, std::string>> delete_ranges;
+  // Values too large to be inline, already written to data extents
+  // (the store's PrepareExtents), by user key; `used` = referenced by the
+  // commit.
+  std::map<std::string, ExtentRef> extents;
+  std::set<std::string> used;
+  bool empty() const { return writes.empty() && delete_ranges.empty(); }
+};
+
+// Buffers one write into `ws` (the last write of a key wins).
+void BufferPut(KvWriteSet* ws, absl::string_view key, absl::string_view value);
+void BufferDelete(KvWriteSet* ws, absl::string_view key);
+void BufferDeleteRange(KvWriteSet* ws, absl::string_view start, absl::string_view end);
+
+// key in [start, end) (end empty = unbounded).
+bool InRange(absl::string_view key, absl::string_view start, absl::string_view end);
+// Turns a request's start/end/prefix into one [start, end).
+absl::Status NormaliseRange(const RangeRequest& req, std::string* start, std::string* end);
+// Sizes and counts of a Txn branch's ops, before any lock.
+absl::Status ValidateTxnOps(const std::vector<TxnOp>& ops);
+
+// One tree change of a KV commit, with the data extents it lets go of and
+// takes (len 0 = none).
+struct KvOp {
+  std::string tree_key;
+  std::optional<std::string> item;  // nullopt = delete
+  format::DataRef old_data;
+  format::DataRef new_data;
+};
+
+class KvSpace {
+ public:
+  // `revision`: the last revision applied (from the superblock and the log).
+  KvSpace(TxnManager* txn, log::LogManager* log, BlockDevice* device, uint64_t window_keys,
+          uint64_t revision);
+  KvSpace(const KvSpace&) = delete;
+  KvSpace& operator=(const KvSpace&) = delete;
+
+  uint64_t revision() const { return revision_; }
+  void set_revision(uint64_t revision) { revision_ = revision; }  // log replay
+
+  // A key with its revisions; NOT_FOUND if absent. A value larger than
+  // `max_value_load` (0 = no bound) is not loaded: it comes back empty with
+  // value_size set.
+  absl::StatusOr<KeyValue> Get(Tree* tree, absl::string_view key, uint64_t max_value_load = 0);
+  // `req` already normalised (NormaliseRange). `*bytes_cut` (when given)
+  // tells whether req.max_bytes, rather than `limit` or the range's end,
+  // stopped the scan.
+  absl::StatusOr<RangeResult> Range(Tree* tree, const RangeRequest& req, uint64_t limit,
+                                    bool* bytes_cut = nullptr);
+  // Whether every compare holds (etcd: an absent key has zero revisions
+  // and no value).
+  absl::StatusOr<bool> ComparesHold(Tree* tree, const std::vector<Compare>& compares);
+  // A value as stored: inline, or read from its extent and checked.
+  absl::StatusOr<std::string> LoadValue(const ItemView& item);
+
+  // Validates `reads` (made at `read_revision`) and applies `ws` to
+  // `subvol` atomically under one new revision; returns it (the current
+  // revision if nothing changed). `writable` gives the subvolume's tree,
+  // or why it cannot be written; it is asked only when something would
+  // change. ENOSPC changes nothing.
+  using WritableTree = std::function<absl::StatusOr<Tree*>()>;
+  absl::StatusOr<uint64_t> Apply(uint64_t subvol, const WritableTree& writable,
+                                 uint64_t read_revision, const ReadSet& reads, KvWriteSet& ws);
+  // The one-shot Txn: compares on `tree`, then the branch taken, applied as
+  // Apply does. `branches`: the success and failure branches' puts with
+  // their extents (KvWriteSet::extents).
+  absl::StatusOr<TxnResponse> Txn(uint64_t subvol, Tree* tree, const WritableTree& writable,
+                                  const TxnRequest& req, KvWriteSet* branches);
+  // One tree change with its data references. `new_alloc`: op.new_data is
+  // a fresh extent (its first reference).
+  absl::Status ApplyOp(Tree* tree, uint64_t subvol, const KvOp& op, bool new_alloc = true);
+
+  // Client transactions: the conflict window keeps writes newer than the
+  // oldest open transaction's read revision.
+  absl::Status Validate(uint64_t read_revision, const ReadSet& reads);
+  void OpenTxn() { window_.OpenTxn(revision_); }
+  void CloseTxn() { window_.CloseTxn(); }
+  // A transaction's read found a key written after its read revision.
+  absl::Status Conflict(const KeyValue& kv, uint64_t read_revision);
+
+  // Statistics (StoreStats).
+  uint64_t commits() const { return commits_; }
+  uint64_t conflicts() const { return conflicts_.load(std::memory_order_relaxed); }
+  uint64_t too_old() const { return too_old_.load(std::memory_order_relaxed); }
+  uint64_t range_value_bytes() const { return range_value_bytes_.load(std::memory_order_relaxed); }
+
+ private:
+  TxnManager* const txn_;
+  log::LogManager* const log_;
+  BlockDevice* const device_;
+  uint64_t revision_;
+  ConflictWindow window_;
+  uint64_t commits_ = 0;  // changes applied
+  std::atomic<uint64_t> conflicts_{0};
+  std::atomic<uint64_t> too_old_{0};
+  std::atomic<uint64_t> range_value_bytes_{0};
+};
+
+}  // namespace kv
+}  // namespace cowkv
+
+#endif  // COWKV_ENGINE_KV_KV_SPACE_H_
