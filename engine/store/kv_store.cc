@@ -85,23 +85,13 @@ absl::Status StoreImpl::ConflictOf(const KeyValue& kv, uint64_t read_revision) {
   return kv_->Conflict(kv, read_revision);  // counts with an atomic: no lock
 }
 
-// The write group (RocksDB's write-group idea): writers queue their
-// commits; the first one finding no leader applies everything queued in one
-// hold of the tree lock, leads one log sync for the durable ones among them,
-// and wakes the rest once. A follower sleeps once instead of queueing on
-// the tree lock and then again for the sync.
 void StoreImpl::RunInWriteGroup(GroupWrite* w) {
-  group_mu_.Lock();
-  group_queue_.push_back(w);
-  while (!w->done && group_leader_) group_cv_.Wait(&group_mu_);
-  if (w->done) {
-    group_mu_.Unlock();
-    return;
-  }
-  group_leader_ = true;
-  std::vector<GroupWrite*> batch(group_queue_.begin(), group_queue_.end());
-  group_queue_.clear();
-  group_mu_.Unlock();
+  write_group_.Run(w, [this](const std::vector<GroupWrite*>& batch) { RunWriteBatch(batch); });
+}
+
+// The leader's part: every write of the batch in one hold of the tree lock,
+// then one wait for durability for the durable ones.
+void StoreImpl::RunWriteBatch(const std::vector<GroupWrite*>& batch) {
   uint64_t durable_point = 0;
   {
     absl::WriterMutexLock l(&mu_);
@@ -119,16 +109,8 @@ void StoreImpl::RunInWriteGroup(GroupWrite* w) {
     const ThrottleSample sample = PayDelayedRefsLocked(heads_before);
     for (GroupWrite* g : batch) g->throttle = sample;
   }
-  const absl::Status synced =
-      durable_point > 0 ? WaitDurable(durable_point) : absl::OkStatus();
-  group_mu_.Lock();
-  for (GroupWrite* g : batch) {
-    g->durable_status = synced;
-    g->done = true;
-  }
-  group_leader_ = false;
-  group_cv_.SignalAll();
-  group_mu_.Unlock();
+  const absl::Status synced = durable_point > 0 ? WaitDurable(durable_point) : absl::OkStatus();
+  for (GroupWrite* g : batch) g->durable_status = synced;
 }
 
 absl::StatusOr<uint64_t> StoreImpl::KvWrite(
@@ -427,49 +409,26 @@ absl::StatusOr<uint64_t> StoreImpl::TxnCommit(KvTxnState* t, Durability d) {
 
 absl::Status StoreImpl::WaitDurable(uint64_t point) {
   for (;;) {
-    {
-      absl::MutexLock l(&sync_mu_);
-      // Wait while a sync runs, or while the sync that covers `rev` waits
-      // for the engine commit its chain extends. A condition variable, not
-      // Await: with many committers waiting, re-evaluating every waiter's
-      // condition on each unlock costs more than the sync.
-      for (;;) {
-        if (committed_point_ >= point ||
-            (synced_point_ >= point && durable_gen_ >= synced_base_)) {
-          return absl::OkStatus();
-        }
-        if (!sync_failed_.ok()) return sync_failed_;
-        if (!sync_running_ && synced_point_ < point) break;  // lead the next sync
-        sync_cv_.Wait(&sync_mu_);
-      }
-      sync_running_ = true;
-    }
-    absl::StatusOr<bool> synced = RunLogSync();
-    {
-      absl::MutexLock l(&sync_mu_);
-      sync_running_ = false;
-      sync_cv_.SignalAll();
-    }
-    if (!synced.ok() || !*synced) {
-      // The log cannot take it: an engine commit makes everything durable.
-      COWKV_RETURN_IF_ERROR(Commit(CommitTrigger::kLogFull));
-    }
+    COWKV_ASSIGN_OR_RETURN(LogSyncer::Outcome o, syncer_->WaitDurable(point));
+    if (o == LogSyncer::Outcome::kDurable) return absl::OkStatus();
+    // The log cannot take it: an engine commit makes everything durable.
+    COWKV_RETURN_IF_ERROR(Commit(CommitTrigger::kLogFull));
   }
 }
 
-absl::StatusOr<bool> StoreImpl::RunLogSync() {
+absl::StatusOr<std::optional<LogSyncer::Synced>> StoreImpl::RunLogSync() {
   absl::MutexLock ll(&log_mu_);
   std::unique_ptr<log::LogManager::SyncBatch> batch;
   uint64_t rev, base, point;
   {
     absl::WriterMutexLock l(&mu_);
     COWKV_RETURN_IF_ERROR(txn_->fatal());
-    if (log_->needs_full_commit()) return false;
+    if (log_->needs_full_commit()) return std::nullopt;
     rev = kv_->revision();
     point = durable_seq_;
     base = log_->chain_base();
     absl::StatusOr<std::unique_ptr<log::LogManager::SyncBatch>> p = log_->PrepareSync(rev);
-    if (!p.ok()) return false;
+    if (!p.ok()) return std::nullopt;
     batch = std::move(*p);
   }
   if (batch != nullptr) {
@@ -484,15 +443,9 @@ absl::StatusOr<bool> StoreImpl::RunLogSync() {
       if (w.ok()) log_sync_latency_.Record(elapsed);  // with FinishSync's count
       if (w.ok()) ReportIfSlow(EngineEvent::Kind::kSlowLogSync, elapsed, "");
     }
-    if (!w.ok()) return false;
+    if (!w.ok()) return std::nullopt;
   }
-  absl::MutexLock sl(&sync_mu_);
-  if (point > synced_point_) {
-    synced_point_ = point;
-    synced_base_ = base;
-  }
-  return true;  // WaitDurable signals the waiters once, with sync_running_
-
+  return LogSyncer::Synced{point, base};
 }
 
 // ---- Replay ----------------------------------------------------------------------------

@@ -175,8 +175,8 @@ absl::Status StoreImpl::Init() {
     }
   }
   {
-    absl::MutexLock sl(&sync_mu_);
-    durable_gen_ = txn_->superblock().generation;
+    syncer_ = std::make_unique<LogSyncer>([this] { return RunLogSync(); },
+                                          txn_->superblock().generation);
   }
   if (r.root_blocks > 0 && !options_.read_only) {
     // The replayed state becomes an engine commit; the chain is retired.
@@ -632,22 +632,12 @@ uint64_t StoreImpl::SealLogLocked(std::vector<uint64_t>* retired) {
 }
 
 void StoreImpl::PublishDurable(uint64_t generation, uint64_t point, const absl::Status& s) {
-  absl::MutexLock l(&sync_mu_);
-  if (!s.ok()) {
-    if (sync_failed_.ok()) {
-      sync_failed_ = s;
-      if (options_.on_event) {
-        EngineEvent e{EngineEvent::Kind::kReadOnly};
-        e.generation = generation;
-        e.detail = s.ToString();
-        options_.on_event(e);
-      }
-    }
-  } else {
-    durable_gen_ = std::max(durable_gen_, generation);
-    committed_point_ = std::max(committed_point_, point);
+  if (syncer_->PublishCommit(generation, point, s) && options_.on_event) {
+    EngineEvent e{EngineEvent::Kind::kReadOnly};
+    e.generation = generation;
+    e.detail = s.ToString();
+    options_.on_event(e);
   }
-  sync_cv_.SignalAll();
 }
 
 namespace {

@@ -1,14 +1,15 @@
 // StoreImpl: the engine behind the Store facade (private to //engine).
 //
 // Locking (the lock order, outermost first): commit_mu_ → log_mu_ →
-// handles_mu_ → mu_ → NodeCache; sync_mu_ is a leaf taken alone.
+// handles_mu_ → mu_ → NodeCache; LogSyncer's and WriteGroup's locks are leaves
+// taken alone.
 //   - commit_mu_ serialises commits (and subvolume changes, which commit):
 //     a commit writes its generation without mu_, and the next one must not
 //     seal before that generation is durable.
 //   - log_mu_ serialises log syncs (one leader writes at a time); a commit
 //     passes through it before freeing a retired chain, so no sync is still
 //     writing into blocks that are about to be reused.
-//   - sync_mu_ guards the group-commit state: which revisions a log sync or
+//   - LogSyncer's lock guards the group-commit state: which points a log sync or
 //     an engine commit made durable, and whether a sync leader is running.
 //   - mu_ is the tree lock: writers and the commit hold it exclusively,
 //     readers (Get, iterator steps) share it.
@@ -44,6 +45,8 @@
 #include "engine/kv/kv_item.h"
 #include "engine/kv/kv_space.h"
 #include "engine/log/log_manager.h"
+#include "engine/store/log_syncer.h"
+#include "engine/store/write_group.h"
 #include "cowkv/store.h"
 #include "engine/tree/tree.h"
 #include "engine/subvol/subvolumes.h"
@@ -62,25 +65,6 @@ struct KvTxnState {
   kv::ReadSet reads;
   kv::KvWriteSet ws;  // buffered until Commit
   bool finished = false;
-};
-
-// One writer's commit in the write group (StoreImpl::RunInWriteGroup).
-// What the throttler decides on, read by a writer while it still holds the
-// tree lock for its write, so that pacing it needs no second trip to the lock.
-struct ThrottleSample {
-  uint64_t heads = 0;    // delayed-ref heads pending
-  uint64_t dirty = 0;    // dirty metadata bytes
-  uint64_t updates = 0;  // ref updates this transaction made
-};
-
-struct GroupWrite {
-  const std::function<absl::StatusOr<uint64_t>()>* apply = nullptr;
-  bool durable = false;
-  uint64_t before = 0;              // revision before the apply
-  absl::StatusOr<uint64_t> rev;     // what the apply returned
-  absl::Status durable_status;      // the group's log sync, if durable
-  bool done = false;
-  ThrottleSample throttle;          // after the group's write
 };
 
 class StoreImpl {
@@ -186,12 +170,14 @@ class StoreImpl {
   // Queues `w` and returns once it is applied (and, if durable, synced):
   // by this thread as the group's leader, or by another.
   void RunInWriteGroup(GroupWrite* w);
-  // Group commit: returns once durability point `point` (a value of
-  // durable_seq_) is durable, leading a log sync if none is running, or
-  // falling back to an engine commit.
+  void RunWriteBatch(const std::vector<GroupWrite*>& batch);
+  // Returns once durability point `point` (a value of durable_seq_) is
+  // durable: LogSyncer's group commit, and the engine commit (kLogFull)
+  // here when it answers that the log cannot take it.
   absl::Status WaitDurable(uint64_t point);
-  // One log sync; false when the log cannot take it (engine commit needed).
-  absl::StatusOr<bool> RunLogSync();
+  // One log sync (LogSyncer's SyncOnce); nullopt when the log cannot take
+  // it (an engine commit is needed).
+  absl::StatusOr<std::optional<LogSyncer::Synced>> RunLogSync();
   absl::Status ReplayLog(const log::Recovered& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Under mu_ right before a generation is sealed: the next log chain, the
   // revision; returns the durability point sealed.
@@ -277,20 +263,10 @@ class StoreImpl {
   std::atomic<uint64_t> durable_commits_{0};  // relaxed: statistics
 
   absl::Mutex log_mu_ ABSL_ACQUIRED_AFTER(commit_mu_) ABSL_ACQUIRED_BEFORE(handles_mu_);
-  // The write group; group_mu_ is a leaf lock (the leader drops it first).
-  absl::Mutex group_mu_;
-  absl::CondVar group_cv_;
-  std::deque<GroupWrite*> group_queue_ ABSL_GUARDED_BY(group_mu_);
-  bool group_leader_ ABSL_GUARDED_BY(group_mu_) = false;
+  WriteGroup write_group_;
 
-  absl::Mutex sync_mu_;
-  absl::CondVar sync_cv_;  // signalled whenever the state below changes
-  bool sync_running_ ABSL_GUARDED_BY(sync_mu_) = false;
-  absl::Status sync_failed_ ABSL_GUARDED_BY(sync_mu_);
-  uint64_t synced_point_ ABSL_GUARDED_BY(sync_mu_) = 0;  // in a written log sync
-  uint64_t synced_base_ ABSL_GUARDED_BY(sync_mu_) = 0;  // ... whose chain extends this gen
-  uint64_t durable_gen_ ABSL_GUARDED_BY(sync_mu_) = 0;
-  uint64_t committed_point_ ABSL_GUARDED_BY(sync_mu_) = 0;  // sealed in durable_gen_
+  // Group commit through the log (created by Init).
+  std::unique_ptr<LogSyncer> syncer_;
   uint64_t throttle_batches_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<uint64_t> throttle_waits_{0};    // relaxed: statistics
   std::atomic<uint64_t> throttle_wait_us_{0};  // relaxed: statistics
