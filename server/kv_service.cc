@@ -131,10 +131,12 @@ absl::StatusOr<TxnResponse> KvService::RunTxn(absl::string_view subvolume, const
   COWKV_ASSIGN_OR_RETURN(std::unique_ptr<Subvolume> sv, env_->OpenSubvolume("subvolume", subvolume));
   const absl::Time start = absl::Now();
   absl::StatusOr<TxnResponse> r = sv->Txn(txn);
-  if (r.ok() && env_->IsDurable(txn.durability)) {
-    env_->metrics().durable_write().Observe(absl::Now() - start);
-  }
+  if (r.ok()) ObserveWrite(txn.durability, start);
   return r;
+}
+
+void KvService::ObserveWrite(Durability d, absl::Time start) {
+  if (env_->IsDurable(d)) env_->metrics().durable_write().Observe(absl::Now() - start);
 }
 
 grpc::Status KvService::Get(ServerContext* ctx, const v1::GetRequest* req, v1::GetResponse* resp) {
@@ -142,30 +144,25 @@ grpc::Status KvService::Get(ServerContext* ctx, const v1::GetRequest* req, v1::G
     COWKV_RETURN_IF_ERROR(ValidateKey("key", req->key()));
     COWKV_ASSIGN_OR_RETURN(std::unique_ptr<Subvolume> sv,
                            env_->OpenSubvolume("subvolume", req->subvolume()));
-    RangeRequest one;
-    one.start = req->key();
-    one.end = absl::StrCat(req->key(), std::string(1, '\0'));
-    one.limit = 1;
+    uint64_t revision = 0;
     // A large value is read only once its bytes are admitted.
-    one.max_value_load = kAdmitFreeValueBytes;
-    absl::StatusOr<RangeResult> read = sv->Range(one);
+    absl::StatusOr<KeyValue> read = sv->GetItem(req->key(), kAdmitFreeValueBytes, &revision);
     ResponseGrant grant;
-    if (read.ok() && !read->kvs.empty() && read->kvs[0].value.size() < read->kvs[0].value_size) {
+    if (read.ok() && read->value.size() < read->value_size) {
       COWKV_ASSIGN_OR_RETURN(
-          grant, env_->budget().Acquire(kUnaryResponseCopies * read->kvs[0].value_size, ctx));
-      one.max_value_load = 0;
-      read = sv->Range(one);
+          grant, env_->budget().Acquire(kUnaryResponseCopies * read->value_size, ctx));
+      read = sv->GetItem(req->key(), 0, &revision);
+    }
+    if (absl::IsNotFound(read.status())) {
+      return absl::NotFoundError(absl::StrCat("key not found: \"", KeyForMessage(req->key()), "\""));
     }
     if (absl::IsDataLoss(read.status())) {  // the engine names the extent; add the key
       return absl::DataLossError(absl::StrCat("key \"", KeyForMessage(req->key()), "\": ",
                                               read.status().message()));
     }
-    COWKV_ASSIGN_OR_RETURN(RangeResult r, std::move(read));
-    if (r.kvs.empty()) {
-      return absl::NotFoundError(absl::StrCat("key not found: \"", KeyForMessage(req->key()), "\""));
-    }
-    ToProto(r.kvs[0], resp->mutable_kv());
-    resp->set_revision(r.revision);
+    COWKV_RETURN_IF_ERROR(read.status());
+    ToProto(*read, resp->mutable_kv());
+    resp->set_revision(revision);
     return absl::OkStatus();
   });
 }
@@ -231,14 +228,13 @@ grpc::Status KvService::Put(ServerContext* ctx, const v1::PutRequest* req, v1::P
     COWKV_RETURN_IF_ERROR(ValidateKey("key", req->key()));
     COWKV_RETURN_IF_ERROR(ValidateValue(req->value()));
     COWKV_RETURN_IF_ERROR(ValidateDurability(req->durability()));
-    TxnRequest txn;
-    TxnOp& op = txn.success.emplace_back();
-    op.type = TxnOp::Type::kPut;
-    op.key = req->key();
-    op.value = req->value();
-    txn.durability = ToEngine(req->durability());
-    COWKV_ASSIGN_OR_RETURN(TxnResponse r, RunTxn(req->subvolume(), txn));
-    resp->set_revision(r.revision);
+    const Durability d = ToEngine(req->durability());
+    COWKV_ASSIGN_OR_RETURN(std::unique_ptr<Subvolume> sv,
+                           env_->OpenSubvolume("subvolume", req->subvolume()));
+    const absl::Time start = absl::Now();
+    COWKV_ASSIGN_OR_RETURN(uint64_t revision, sv->PutItem(req->key(), req->value(), d));
+    ObserveWrite(d, start);
+    resp->set_revision(revision);
     return absl::OkStatus();
   });
 }
@@ -248,21 +244,17 @@ grpc::Status KvService::Delete(ServerContext* ctx, const v1::DeleteRequest* req,
   return env_->Run(ctx, "cowkv.v1.KV/Delete", ServiceEnv::Errors::kPlain, [&]() -> absl::Status {
     COWKV_RETURN_IF_ERROR(ValidateKey("key", req->key()));
     COWKV_RETURN_IF_ERROR(ValidateDurability(req->durability()));
-    // "Exists, then delete" in one Txn: NOT_FOUND without writing anything.
-    TxnRequest txn;
-    Compare& c = txn.compare.emplace_back();
-    c.key = req->key();
-    c.target = Compare::Target::kExists;
-    c.exists = true;
-    TxnOp& op = txn.success.emplace_back();
-    op.type = TxnOp::Type::kDelete;
-    op.key = req->key();
-    txn.durability = ToEngine(req->durability());
-    COWKV_ASSIGN_OR_RETURN(TxnResponse r, RunTxn(req->subvolume(), txn));
-    if (!r.succeeded) {
+    const Durability d = ToEngine(req->durability());
+    COWKV_ASSIGN_OR_RETURN(std::unique_ptr<Subvolume> sv,
+                           env_->OpenSubvolume("subvolume", req->subvolume()));
+    const absl::Time start = absl::Now();
+    absl::StatusOr<uint64_t> revision = sv->DeleteItem(req->key(), d);
+    if (absl::IsNotFound(revision.status())) {
       return absl::NotFoundError(absl::StrCat("key not found: \"", KeyForMessage(req->key()), "\""));
     }
-    resp->set_revision(r.revision);
+    COWKV_RETURN_IF_ERROR(revision.status());
+    ObserveWrite(d, start);
+    resp->set_revision(*revision);
     return absl::OkStatus();
   });
 }

@@ -73,6 +73,8 @@ class KvService final : public v1::KV::Service {
  private:
   // Runs a one-shot engine Txn on `subvolume`, timing durable ones.
   absl::StatusOr<TxnResponse> RunTxn(absl::string_view subvolume, const TxnRequest& txn);
+  // Durable writes' latency (cowkv_durable_write_seconds), from `start`.
+  void ObserveWrite(Durability d, absl::Time start);
   ServiceEnv* const env_;
 };
 

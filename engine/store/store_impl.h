@@ -58,6 +58,17 @@ enum class CommitTrigger {
   kExplicit, kInterval, kDirtyBytes, kSpace, kClose, kDelayedRefs, kLogFull, kFsync, kCount
 };
 
+// Every trigger but kClose (counted as explicit), with its name in
+// StoreStats (commits_by_<name>, commit_latency) and in slow-commit events.
+inline constexpr std::pair<CommitTrigger, const char*> kTriggerNames[] = {
+    {CommitTrigger::kExplicit, "explicit"},       {CommitTrigger::kInterval, "interval"},
+    {CommitTrigger::kDirtyBytes, "dirty_bytes"},  {CommitTrigger::kSpace, "space"},
+    {CommitTrigger::kDelayedRefs, "delayed_refs"}, {CommitTrigger::kLogFull, "log_full"},
+    {CommitTrigger::kFsync, "fsync"},
+};
+// "close" for kClose.
+const char* TriggerName(CommitTrigger trigger);
+
 // A client transaction's state (KvTransaction's body).
 struct KvTxnState {
   uint64_t subvol = 0;
@@ -65,6 +76,10 @@ struct KvTxnState {
   kv::ReadSet reads;
   kv::KvWriteSet ws;  // buffered until Commit
   bool finished = false;
+  absl::Status CheckActive() const {
+    if (!finished) return absl::OkStatus();
+    return absl::FailedPreconditionError("transaction already committed or aborted");
+  }
 };
 
 class StoreImpl {
@@ -78,12 +93,12 @@ class StoreImpl {
 
   absl::Status Close();
   // The key space (kv_store.cc).
-  absl::Status Put(uint64_t subvol, absl::string_view key, absl::string_view value,
+  absl::StatusOr<uint64_t> Put(uint64_t subvol, absl::string_view key, absl::string_view value,
                    Durability d);
-  absl::Status Delete(uint64_t subvol, absl::string_view key, Durability d);
+  absl::StatusOr<uint64_t> Delete(uint64_t subvol, absl::string_view key, Durability d);
   // max_value_load: as RangeRequest::max_value_load.
   absl::StatusOr<KeyValue> GetItem(uint64_t subvol, absl::string_view key,
-                                   uint64_t max_value_load = 0);
+                                   uint64_t max_value_load = 0, uint64_t* revision = nullptr);
   absl::StatusOr<RangeResult> Range(uint64_t subvol, const RangeRequest& req);
   std::unique_ptr<Iterator> NewIterator(uint64_t subvol);
   absl::StatusOr<TxnResponse> Txn(uint64_t subvol, const TxnRequest& req);

@@ -68,9 +68,20 @@ class Subvolume {
   absl::Status Put(absl::string_view key, absl::string_view value,
                    Durability durability = Durability::kDefault);
   absl::StatusOr<std::string> Get(absl::string_view key);
-  absl::StatusOr<KeyValue> GetItem(absl::string_view key);  // with revisions
   // NOT_FOUND if absent.
   absl::Status Delete(absl::string_view key, Durability durability = Durability::kDefault);
+  // The same three with revisions, as etcd answers them: PutItem and
+  // DeleteItem return the write's revision (a durable DeleteItem of an
+  // absent key is NOT_FOUND once what it saw is durable); GetItem returns
+  // the key's revisions, and in `*revision` (when given) the store revision
+  // the read saw. A value larger than `max_value_load` (0 = no bound) is not
+  // loaded: it comes back empty with value_size set.
+  absl::StatusOr<uint64_t> PutItem(absl::string_view key, absl::string_view value,
+                                   Durability durability = Durability::kDefault);
+  absl::StatusOr<KeyValue> GetItem(absl::string_view key, uint64_t max_value_load = 0,
+                                   uint64_t* revision = nullptr);
+  absl::StatusOr<uint64_t> DeleteItem(absl::string_view key,
+                                      Durability durability = Durability::kDefault);
   // A consistent read at one revision.
   absl::StatusOr<RangeResult> Range(const RangeRequest& req);
   std::unique_ptr<Iterator> NewIterator();

@@ -1,11 +1,7 @@
-// StoreImpl's key space: KV reads and writes, client transactions, the
-// etcd-style Txn, group commit through the log, and log replay at mount.
-//
-// Every KV change is applied under the exclusive tree lock in one hold, so
-// readers see a transaction whole or not at all, and it gets the next
-// revision. A durable change then waits for the log sync (or engine commit)
-// that covers its revision; whoever finds no sync running leads one for
-// everyone waiting (group commit).
+// The KV call path: validation, large values into data extents, the write
+// group (apply under one hold of the tree lock, then one wait for
+// durability), and client transactions. The logic under the tree lock is
+// kv::KvSpace (engine/kv/kv_space.h).
 #include <algorithm>
 #include <chrono>
 #include <random>
@@ -24,20 +20,13 @@
 
 namespace cowkv {
 
-namespace {
-
-bool Retryable(const absl::Status& s) { return absl::IsAborted(s) || absl::IsOutOfRange(s); }
-
-}  // namespace
-
-// ---- Reads ------------------------------------------------------------------------
-
 absl::StatusOr<KeyValue> StoreImpl::GetItem(uint64_t subvol, absl::string_view key,
-                                           uint64_t max_value_load) {
+                                           uint64_t max_value_load, uint64_t* revision) {
   COWKV_RETURN_IF_ERROR(CheckOpen());
   COWKV_RETURN_IF_ERROR(kv::ValidateKey(key));
   absl::ReaderMutexLock l(&mu_);
   COWKV_ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
+  if (revision != nullptr) *revision = kv_->revision();
   return kv_->Get(tree, key, max_value_load);
 }
 
@@ -57,8 +46,6 @@ absl::StatusOr<RangeResult> StoreImpl::Range(uint64_t subvol, const RangeRequest
   COWKV_ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
   return kv_->Range(tree, n, n.limit);
 }
-
-// ---- Writes -----------------------------------------------------------------------
 
 absl::StatusOr<Tree*> StoreImpl::WritableTree(uint64_t subvol) {
   COWKV_ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
@@ -169,33 +156,40 @@ absl::StatusOr<uint64_t> StoreImpl::KvWriteSetWrite(
   return rev;
 }
 
-absl::Status StoreImpl::Put(uint64_t subvol, absl::string_view key, absl::string_view value,
-                            Durability d) {
+absl::StatusOr<uint64_t> StoreImpl::Put(uint64_t subvol, absl::string_view key,
+                                        absl::string_view value, Durability d) {
   COWKV_RETURN_IF_ERROR(kv::ValidateKey(key));
   COWKV_RETURN_IF_ERROR(kv::ValidateValue(value));
   kv::KvWriteSet ws;
   kv::BufferPut(&ws, key, value);
-  return KvWriteSetWrite(&ws, [&] { return ApplyLocked(subvol, 0, kv::ReadSet{}, ws); }, d)
-      .status();
+  return KvWriteSetWrite(&ws, [&] { return ApplyLocked(subvol, 0, kv::ReadSet{}, ws); }, d);
 }
 
-absl::Status StoreImpl::Delete(uint64_t subvol, absl::string_view key, Durability d) {
+absl::StatusOr<uint64_t> StoreImpl::Delete(uint64_t subvol, absl::string_view key,
+                                           Durability d) {
   COWKV_RETURN_IF_ERROR(kv::ValidateKey(key));
   kv::KvWriteSet ws;
   kv::BufferDelete(&ws, key);
   const std::string tk = kv::TreeKey(key);
-  return KvWrite(
-             [&]() -> absl::StatusOr<uint64_t> {
-               COWKV_ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
-               // A missing key is NOT_FOUND, even on a full device.
-               COWKV_RETURN_IF_ERROR(tree->Get(tk).status());
-               return ApplyLocked(subvol, 0, kv::ReadSet{}, ws);
-             },
-             d)
-      .status();
+  bool found = true;
+  COWKV_ASSIGN_OR_RETURN(uint64_t rev, KvWrite(
+                                           [&]() -> absl::StatusOr<uint64_t> {
+                                             COWKV_ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
+                                             absl::Status got = tree->Get(tk).status();
+                                             if (absl::IsNotFound(got)) {
+                                               found = false;
+                                               return kv_->revision();
+                                             }
+                                             COWKV_RETURN_IF_ERROR(got);
+                                             return ApplyLocked(subvol, 0, kv::ReadSet{}, ws);
+                                           },
+                                           d));
+  // A missing key is NOT_FOUND, even on a full device; a durable delete
+  // answers it once the state it saw (async writes before it) is durable,
+  // as a durable Txn whose compare failed does.
+  if (!found) return absl::NotFoundError("key not found");
+  return rev;
 }
-
-// ---- The one-shot Txn ------------------------------------------------------------
 
 absl::StatusOr<TxnResponse> StoreImpl::Txn(uint64_t subvol, const TxnRequest& req) {
   for (const Compare& c : req.compare) COWKV_RETURN_IF_ERROR(kv::ValidateKey(c.key));
@@ -232,8 +226,6 @@ absl::StatusOr<TxnResponse> StoreImpl::Txn(uint64_t subvol, const TxnRequest& re
   return resp;
 }
 
-// ---- Interactive transactions ------------------------------------------------------
-
 absl::StatusOr<std::unique_ptr<KvTransaction>> StoreImpl::BeginTransaction(uint64_t subvol) {
   COWKV_RETURN_IF_ERROR(CheckOpen());
   auto state = std::make_unique<KvTxnState>();
@@ -256,16 +248,8 @@ void StoreImpl::TxnFinish(KvTxnState* t) {
   --open_txns_;
 }
 
-namespace {
-absl::Status CheckActive(const KvTxnState* t) {
-  if (t->finished) return absl::FailedPreconditionError("transaction already committed or aborted");
-  return absl::OkStatus();
-}
-
-}  // namespace
-
 absl::StatusOr<KeyValue> StoreImpl::TxnGet(KvTxnState* t, absl::string_view key) {
-  COWKV_RETURN_IF_ERROR(CheckActive(t));
+  COWKV_RETURN_IF_ERROR(t->CheckActive());
   COWKV_RETURN_IF_ERROR(kv::ValidateKey(key));
   // Own writes first: they decide the answer, so nothing is read.
   auto w = t->ws.writes.find(std::string(key));
@@ -335,7 +319,7 @@ void OverlayOwnWrites(const KvTxnState& t, const RangeRequest& n, RangeResult* r
 }  // namespace
 
 absl::StatusOr<RangeResult> StoreImpl::TxnRange(KvTxnState* t, const RangeRequest& req) {
-  COWKV_RETURN_IF_ERROR(CheckActive(t));
+  COWKV_RETURN_IF_ERROR(t->CheckActive());
   RangeRequest n = req;
   COWKV_RETURN_IF_ERROR(kv::NormaliseRange(req, &n.start, &n.end));
   bool overlap = false;
@@ -386,7 +370,7 @@ absl::StatusOr<RangeResult> StoreImpl::TxnRange(KvTxnState* t, const RangeReques
 }
 
 absl::StatusOr<uint64_t> StoreImpl::TxnCommit(KvTxnState* t, Durability d) {
-  COWKV_RETURN_IF_ERROR(CheckActive(t));
+  COWKV_RETURN_IF_ERROR(t->CheckActive());
   kv::KvWriteSet ws = std::move(t->ws);
   absl::StatusOr<uint64_t> rev;
   if (ws.empty()) {
@@ -403,186 +387,6 @@ absl::StatusOr<uint64_t> StoreImpl::TxnCommit(KvTxnState* t, Durability d) {
   }
   TxnFinish(t);
   return rev;
-}
-
-// ---- Group commit -------------------------------------------------------------------
-
-absl::Status StoreImpl::WaitDurable(uint64_t point) {
-  for (;;) {
-    COWKV_ASSIGN_OR_RETURN(LogSyncer::Outcome o, syncer_->WaitDurable(point));
-    if (o == LogSyncer::Outcome::kDurable) return absl::OkStatus();
-    // The log cannot take it: an engine commit makes everything durable.
-    COWKV_RETURN_IF_ERROR(Commit(CommitTrigger::kLogFull));
-  }
-}
-
-absl::StatusOr<std::optional<LogSyncer::Synced>> StoreImpl::RunLogSync() {
-  absl::MutexLock ll(&log_mu_);
-  std::unique_ptr<log::LogManager::SyncBatch> batch;
-  uint64_t rev, base, point;
-  {
-    absl::WriterMutexLock l(&mu_);
-    COWKV_RETURN_IF_ERROR(txn_->fatal());
-    if (log_->needs_full_commit()) return std::nullopt;
-    rev = kv_->revision();
-    point = durable_seq_;
-    base = log_->chain_base();
-    absl::StatusOr<std::unique_ptr<log::LogManager::SyncBatch>> p = log_->PrepareSync(rev);
-    if (!p.ok()) return std::nullopt;
-    batch = std::move(*p);
-  }
-  if (batch != nullptr) {
-    // A log sync's latency: its nodes, its root block and the flush.
-    const auto start = std::chrono::steady_clock::now();
-    absl::Status w = txn_->CheckDeviceOwned();
-    if (w.ok()) w = log_->WriteSync(*batch);
-    const auto elapsed = std::chrono::steady_clock::now() - start;
-    {
-      absl::WriterMutexLock l(&mu_);
-      log_->FinishSync(*batch, w);
-      if (w.ok()) log_sync_latency_.Record(elapsed);  // with FinishSync's count
-      if (w.ok()) ReportIfSlow(EngineEvent::Kind::kSlowLogSync, elapsed, "");
-    }
-    if (!w.ok()) return std::nullopt;
-  }
-  return LogSyncer::Synced{point, base};
-}
-
-// ---- Replay ----------------------------------------------------------------------------
-
-absl::Status StoreImpl::ReplayLog(const log::Recovered& r) {
-  COWKV_RETURN_IF_ERROR(txn_->ClaimLogBlocks(r.blocks));
-  log_->Adopt(r.blocks);
-  // A data extent an entry points at is either committed already (a file
-  // extent trimmed or cloned in the logged transaction) or was written
-  // after the superblock's generation, so its extent tree calls it free:
-  // take those out of free space before the first tree write could
-  // allocate one.
-  std::set<uint64_t> claimed, seen;
-  for (const log::Recovered::Entry& e : r.entries) {
-    format::DataRef d;
-    if (txn_->fs_tree(e.subvol) == nullptr || !format::LeafDataRef(e.key, e.value, &d) ||
-        !seen.insert(d.bytenr).second) {
-      continue;
-    }
-    COWKV_ASSIGN_OR_RETURN(bool committed, txn_->DataExtentCommitted(d));
-    if (committed) continue;
-    COWKV_RETURN_IF_ERROR(txn_->ClaimDataExtent(d));
-    claimed.insert(d.bytenr);
-  }
-  std::map<uint64_t, fs::ReplayNotes> notes;
-  // The references replaced items held are dropped after every entry is
-  // applied: an extent a later entry points at again (a file extent
-  // overwritten, then trimmed or cloned back in by a later sync) must not
-  // reach zero references, and be freed, in between.
-  std::vector<std::pair<uint64_t, format::DataRef>> drops;
-  for (const log::Recovered::Entry& e : r.entries) {
-    COWKV_RETURN_IF_ERROR(ReplayEntry(e, &claimed, &notes, &drops));
-  }
-  for (const auto& [subvol, d] : drops) txn_->AddDataRef(subvol, d, -1, false);
-  COWKV_RETURN_IF_ERROR(FixupFsReplay(notes));
-  replayed_entries_ = r.entries.size();
-  return absl::OkStatus();
-}
-
-absl::Status StoreImpl::ReplayEntry(const log::LogEntry& e, std::set<uint64_t>* claimed,
-                                    std::map<uint64_t, fs::ReplayNotes>* notes,
-                                    std::vector<std::pair<uint64_t, format::DataRef>>* drops) {
-  Tree* tree = txn_->fs_tree(e.subvol);
-  if (tree == nullptr) return absl::OkStatus();  // the subvolume is gone
-  fs::FsKey fk;
-  if (fs::DecodeFsKey(e.key, &fk)) {
-    COWKV_RETURN_IF_ERROR(NoteFsReplay(tree, e, &(*notes)[e.subvol]));
-  } else if (!kv::IsKvTreeKey(e.key)) {
-    return absl::DataLossError(absl::StrCat("log entry of subvolume ", e.subvol,
-                                            " with an unknown key type"));
-  } else if (!e.value.empty()) {
-    COWKV_RETURN_IF_ERROR(kv::DecodeItem(e.key, e.value).status());
-  }
-  kv::KvOp op{e.key, std::nullopt, {}, {}};
-  if (!e.value.empty()) {
-    op.item = e.value;
-    format::LeafDataRef(e.key, e.value, &op.new_data);
-  }
-  absl::StatusOr<std::string> old = tree->Get(e.key);
-  if (!old.ok() && !absl::IsNotFound(old.status())) return old.status();
-  if (old.ok()) format::LeafDataRef(e.key, *old, &op.old_data);
-  if (!old.ok() && !op.item) return absl::OkStatus();
-  COWKV_RETURN_IF_ERROR(txn_->ReserveForWrite(
-      tree, op.item ? TxnManager::WriteKind::kInsert : TxnManager::WriteKind::kDelete));
-  // The first entry naming a claimed extent takes its allocation; a later
-  // one (the same item logged by two syncs, a split extent) only another
-  // reference.
-  const bool first = op.new_data.len != 0 && claimed->erase(op.new_data.bytenr) > 0;
-  COWKV_RETURN_IF_ERROR(op.item ? tree->Put(op.tree_key, *op.item) : tree->Delete(op.tree_key));
-  if (op.old_data.len != 0 && op.new_data.len != 0 && op.old_data.bytenr == op.new_data.bytenr &&
-      !first) {
-    return absl::OkStatus();  // the same extent before and after (a trimmed file extent)
-  }
-  if (op.new_data.len != 0) txn_->AddDataRef(e.subvol, op.new_data, +1, first);
-  if (op.old_data.len != 0 && options_.planted_bug == Options::PlantedBug::kEagerReplayDrops) {
-    txn_->AddDataRef(e.subvol, op.old_data, -1, false);
-  } else if (op.old_data.len != 0) {
-    drops->push_back({e.subvol, op.old_data});
-  }
-  return absl::OkStatus();
-}
-
-// ---- KvTransaction and RunInTransaction ------------------------------------------------
-
-KvTransaction::KvTransaction(StoreImpl* store, std::unique_ptr<KvTxnState> state)
-    : store_(store), state_(std::move(state)) {}
-KvTransaction::~KvTransaction() { Abort(); }
-uint64_t KvTransaction::read_revision() const { return state_->read_revision; }
-
-absl::StatusOr<KeyValue> KvTransaction::Get(absl::string_view key) {
-  return store_->TxnGet(state_.get(), key);
-}
-absl::StatusOr<RangeResult> KvTransaction::Range(const RangeRequest& req) {
-  return store_->TxnRange(state_.get(), req);
-}
-absl::Status KvTransaction::Put(absl::string_view key, absl::string_view value) {
-  COWKV_RETURN_IF_ERROR(CheckActive(state_.get()));
-  COWKV_RETURN_IF_ERROR(kv::ValidateKey(key));
-  COWKV_RETURN_IF_ERROR(kv::ValidateValue(value));
-  kv::BufferPut(&state_->ws, key, value);
-  return absl::OkStatus();
-}
-absl::Status KvTransaction::Delete(absl::string_view key) {
-  COWKV_RETURN_IF_ERROR(CheckActive(state_.get()));
-  COWKV_RETURN_IF_ERROR(kv::ValidateKey(key));
-  kv::BufferDelete(&state_->ws, key);
-  return absl::OkStatus();
-}
-absl::Status KvTransaction::DeleteRange(absl::string_view start, absl::string_view end) {
-  COWKV_RETURN_IF_ERROR(CheckActive(state_.get()));
-  if (start.size() > kMaxKeySize || end.size() > kMaxKeySize + 1) {
-    return absl::InvalidArgumentError("delete-range bound longer than the largest key");
-  }
-  BufferDeleteRange(&state_->ws, start, end);
-  return absl::OkStatus();
-}
-absl::StatusOr<uint64_t> KvTransaction::Commit(Durability d) {
-  return store_->TxnCommit(state_.get(), d);
-}
-void KvTransaction::Abort() { store_->TxnFinish(state_.get()); }
-
-absl::Status Subvolume::RunInTransaction(const std::function<absl::Status(KvTransaction&)>& fn,
-                                         Durability durability, int max_attempts) {
-  thread_local std::mt19937_64 rng(std::random_device{}());
-  absl::Status last;
-  for (int attempt = 0; attempt < std::max(1, max_attempts); ++attempt) {
-    if (attempt > 0) {
-      const int64_t cap_us = std::min<int64_t>(100000, int64_t{500} << std::min(attempt, 8));
-      absl::SleepFor(absl::Microseconds(rng() % static_cast<uint64_t>(cap_us + 1)));
-    }
-    COWKV_ASSIGN_OR_RETURN(std::unique_ptr<KvTransaction> tx, BeginTransaction());
-    last = fn(*tx);
-    if (last.ok()) last = tx->Commit(durability).status();
-    if (last.ok() || !Retryable(last)) return last;
-  }
-  return absl::Status(last.code(), absl::StrCat("gave up after ", max_attempts,
-                                                " attempts: ", last.message()));
 }
 
 }  // namespace cowkv
