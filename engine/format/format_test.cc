@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/escaping.h"
 #include "engine/base/coding.h"
 #include "engine/base/crc32c.h"
 #include "engine/format/items.h"
@@ -59,6 +60,33 @@ TEST(Superblock, RoundTripAndFlips) {
         << "flip at " << pos;
   }
   EXPECT_FALSE(DecodeSuperblock(enc.substr(0, 100), sb.bytenr).ok());
+}
+
+// The superblock's bytes for fixed inputs, every field set, as the encoder
+// wrote them before the sector codec (sector.h) was factored out: the
+// on-disk format must not move. The bytes after kSbUsedSize are zero.
+TEST(Superblock, GoldenBytes) {
+  Superblock sb = SampleSuper();
+  sb.flags = 0x0102;
+  sb.log_root = 3 << 20;
+  sb.log_nonce = 0x1122334455667788ull;
+  sb.next_tree_id = 261;
+  sb.revision = 99;
+  const std::string enc = EncodeSuperblock(sb);
+  ASSERT_EQ(enc.size(), kSuperblockSize);
+  const std::string golden =
+      "afef8ece010000005f434f574b565f4d"
+      "46464646464646464646464646464646"
+      "00000100000000000201000000000000"
+      "07000000000000000000200000000000"
+      "07000000000000000100000000000000"
+      "000000400000000000c0000000000000"
+      "00400000001000000000300000000000"
+      "88776655443322110000000000000000"
+      "05010000000000000100000000000000"
+      "6300000000000000";
+  EXPECT_EQ(absl::BytesToHexString(enc.substr(0, kSbUsedSize)), golden);
+  EXPECT_EQ(enc.substr(kSbUsedSize), std::string(kSuperblockSize - kSbUsedSize, '\0'));
 }
 
 std::vector<Item> SampleLeaf() {
