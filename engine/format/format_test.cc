@@ -9,11 +9,14 @@
 #include <vector>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "engine/base/coding.h"
 #include "engine/base/crc32c.h"
+#include "engine/base/status.h"
 #include "engine/format/items.h"
 #include "engine/format/layout.h"
 #include "engine/format/node_codec.h"
+#include "engine/format/sector.h"
 #include "engine/format/superblock.h"
 #include "gtest/gtest.h"
 
@@ -87,6 +90,38 @@ TEST(Superblock, GoldenBytes) {
       "6300000000000000";
   EXPECT_EQ(absl::BytesToHexString(enc.substr(0, kSbUsedSize)), golden);
   EXPECT_EQ(enc.substr(kSbUsedSize), std::string(kSuperblockSize - kSbUsedSize, '\0'));
+}
+
+// The shared header: a sealed sector opens; each of the three checks fails
+// with its reason, as DATA_LOSS, counted unless the site says otherwise.
+TEST(Sector, SealThenOpen) {
+  constexpr SectorKind kKind{0x1234, 64, 64};
+  std::string sector(64, '\0');
+  sector[20] = 'x';
+  SealSector(kKind, &sector);
+  EXPECT_EQ(DecodeLE64(sector.data() + kSectorMagicOff), 0x1234u);
+  EXPECT_EQ(DecodeLE32(sector.data() + kSectorCsumOff), Crc32c(sector.data() + 4, 60));
+  CorruptionSite site;
+  site.what = "test sector";
+  ASSERT_TRUE(OpenSector(kKind, sector, site).ok());
+  auto reason = [&](const std::string& bytes) {
+    absl::Status s = OpenSector(kKind, bytes, site);
+    EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+    return std::string(s.message());
+  };
+  EXPECT_TRUE(absl::StrContains(reason(sector.substr(0, 63)), "short test sector"));
+  EXPECT_TRUE(absl::StrContains(reason(sector + "z"), "long test sector"));
+  std::string other = sector;
+  other[kSectorMagicOff] ^= 1;
+  EXPECT_TRUE(absl::StrContains(reason(other), "bad magic"));
+  std::string torn = sector;
+  torn[20] = 'y';
+  const uint64_t before = CorruptionsDetected();
+  EXPECT_TRUE(absl::StrContains(reason(torn), "checksum mismatch"));
+  EXPECT_EQ(CorruptionsDetected(), before + 1);
+  site.counted = false;
+  EXPECT_FALSE(OpenSector(kKind, torn, site).ok());
+  EXPECT_EQ(CorruptionsDetected(), before + 1);
 }
 
 std::vector<Item> SampleLeaf() {
