@@ -35,54 +35,54 @@ LogRootExpect Expect() {
                        1ull << 30,           kNodesize};
 }
 
-// The block's hex up to `used` bytes; every later byte must be zero.
-void ExpectGolden(const std::string& enc, size_t used, const std::string& golden) {
-  ASSERT_EQ(enc.size(), kSector);
+// Encodes `b`: its hex up to `used` bytes must be `golden` and every later
+// byte zero. Returns the block decoded again.
+LogRootBlock ExpectGolden(const LogRootBlock& b, size_t used, const std::string& golden) {
+  const std::string enc = EncodeLogRoot(b, kSector);
+  EXPECT_EQ(enc.size(), kSector);
   EXPECT_EQ(absl::BytesToHexString(enc.substr(0, used)), golden);
   EXPECT_EQ(enc.substr(used), std::string(kSector - used, '\0'));
+  absl::StatusOr<LogRootBlock> dec = DecodeLogRoot(enc, Expect());
+  EXPECT_TRUE(dec.ok()) << dec.status();
+  return dec.ok() ? *dec : LogRootBlock{};
 }
 
 TEST(LogRoot, GoldenBytesWithTrees) {
   LogRootBlock b = Sample();
   b.trees.push_back(LogTreeRef{5, 5ull << 20, 8, 1});
   b.trees.push_back(LogTreeRef{256, 6ull << 20, 8, 0});
-  const std::string enc = EncodeLogRoot(b, kSector);
-  ExpectGolden(enc, format::kLogHeaderSize + 2 * format::kLogEntrySize,
-               "4ea57296000000005f434f574b565f4c"
-               "46464646464646464646464646464646"
-               "00004000000000008877665544332211"
-               "07000000000000000200000000000000"
-               "00404000000000006300000000000000"
-               "02000000000000000500000000000000"
-               "00005000000000000800000000000000"
-               "01000000000000000001000000000000"
-               "00006000000000000800000000000000"
-               "0000000000000000");
-  absl::StatusOr<LogRootBlock> dec = DecodeLogRoot(enc, Expect());
-  ASSERT_TRUE(dec.ok()) << dec.status();
-  EXPECT_EQ(dec->trees.size(), 2u);
-  EXPECT_EQ(dec->revision, 99u);
+  const LogRootBlock dec = ExpectGolden(b, format::kLogHeaderSize + 2 * format::kLogEntrySize,
+                                        "4ea57296000000005f434f574b565f4c"
+                                        "46464646464646464646464646464646"
+                                        "00004000000000008877665544332211"
+                                        "07000000000000000200000000000000"
+                                        "00404000000000006300000000000000"
+                                        "02000000000000000500000000000000"
+                                        "00005000000000000800000000000000"
+                                        "01000000000000000001000000000000"
+                                        "00006000000000000800000000000000"
+                                        "0000000000000000");
+  EXPECT_EQ(dec.trees.size(), 2u);
+  EXPECT_EQ(dec.revision, 99u);
 }
 
 TEST(LogRoot, GoldenBytesWithInlineEntries) {
   LogRootBlock b = Sample();
   b.entries.push_back(LogEntry{5, "key-a", "value-a"});
   b.entries.push_back(LogEntry{5, "key-b", ""});
-  const std::string enc = EncodeLogRoot(b, kSector);
-  ExpectGolden(enc, format::kLogHeaderSize + InlineSize(b.entries[0]) + InlineSize(b.entries[1]),
-               "a8fd23cf000000005f434f574b565f4c"
-               "46464646464646464646464646464646"
-               "00004000000000008877665544332211"
-               "07000000000000000200000000000000"
-               "00404000000000006300000000000000"
-               "00000000020000000500000000000000"
-               "0500070000006b65792d6176616c7565"
-               "2d610500000000000000050000000000"
-               "6b65792d62");
-  absl::StatusOr<LogRootBlock> dec = DecodeLogRoot(enc, Expect());
-  ASSERT_TRUE(dec.ok()) << dec.status();
-  ASSERT_EQ(dec->entries.size(), 2u);
-  EXPECT_EQ(dec->entries[0].value, "value-a");
+  const LogRootBlock dec =
+      ExpectGolden(b, format::kLogHeaderSize + InlineSize(b.entries[0]) + InlineSize(b.entries[1]),
+                   "a8fd23cf000000005f434f574b565f4c"
+                   "46464646464646464646464646464646"
+                   "00004000000000008877665544332211"
+                   "07000000000000000200000000000000"
+                   "00404000000000006300000000000000"
+                   "00000000020000000500000000000000"
+                   "0500070000006b65792d6176616c7565"
+                   "2d610500000000000000050000000000"
+                   "6b65792d62");
+  ASSERT_EQ(dec.entries.size(), 2u);
+  EXPECT_EQ(dec.entries[0].value, "value-a");
 }
 
 }  // namespace
