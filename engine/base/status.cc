@@ -13,7 +13,7 @@ std::atomic<uint64_t> g_corruptions{0};
 absl::Status CorruptionError(const CorruptionSite& site, absl::string_view reason,
                              absl::string_view have, absl::string_view want,
                              const char* file, int line) {
-  g_corruptions.fetch_add(1, std::memory_order_relaxed);
+  if (site.counted) g_corruptions.fetch_add(1, std::memory_order_relaxed);
   std::string msg = absl::StrCat("corrupt ", site.what, ":");
   const char* sep = " ";
   if (site.bytenr != UINT64_MAX) {

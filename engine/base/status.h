@@ -30,6 +30,10 @@ struct CorruptionSite {
   uint64_t owner = UINT64_MAX;
   int level = -1;
   int slot = -1;
+  // False where a check failing is an expected answer, not damage: a log
+  // chain ends at the first block that does not verify (never written, torn
+  // or stale). The status is the same; CorruptionsDetected() does not count it.
+  bool counted = true;
 };
 
 // Builds the DATA_LOSS status for corrupt on-device data and counts it in

@@ -8,7 +8,8 @@
 // kept, a random subset kept, and a random subset kept with torn sectors.
 // Then the image is mounted and must equal the model of the last
 // acknowledged commit — or of the commit in flight, whose superblock may
-// have reached the media — and after close `check` must be clean.
+// have reached the media — and after close `check` must be clean. The loop
+// is testing::CrashHarness (engine/testing/crash_harness.h).
 // Replay: --seed=N (the workload seed; printed on failure).
 #include <map>
 #include <random>
@@ -19,6 +20,7 @@
 #include "engine/io/fault_device.h"
 #include "cowkv/device.h"
 #include "cowkv/store.h"
+#include "engine/testing/crash_harness.h"
 #include "engine/testing/loss_modes.h"
 #include "engine/testing/status_matchers.h"
 #include "engine/testing/store_fixture.h"
@@ -29,7 +31,6 @@ namespace cowkv {
 namespace {
 
 using Model = std::map<std::string, std::string>;
-using testing::ExpectCheckClean;
 
 constexpr int kTxns = 24;
 constexpr int kOpsPerTxn = 60;
@@ -40,8 +41,9 @@ struct Outcome {
 };
 
 // Runs the workload until it completes or the device dies. Deterministic in
-// `seed` regardless of where it stops.
-Outcome RunWorkload(BlockDevice* dev, uint64_t seed) {
+// the test seed regardless of where it stops.
+Outcome RunWorkload(FaultDevice* dev, const testing::Cut& cut, std::vector<std::string>*) {
+  const uint64_t seed = cut.test_seed;
   Outcome out;
   Model model;
   out.committed.push_back(model);
@@ -75,61 +77,31 @@ Outcome RunWorkload(BlockDevice* dev, uint64_t seed) {
   return out;
 }
 
-Model ReadAll(Store* store) {
-  Model m;
-  auto it = store->NewIterator();
-  for (it->SeekToFirst(); it->Valid(); it->Next()) m[std::string(it->key())] = std::string(it->value());
-  EXPECT_OK(it->status());
-  return m;
+// The mounted state must be the last acknowledged commit or the one in
+// flight, whose superblock may have reached the media (only the final flush
+// was cut); `uncut` holds every commit.
+void Verify(Store* store, const Outcome& o, const Outcome& uncut,
+            std::vector<std::string>* problems) {
+  const Model got = testing::ReadAll(store);
+  const size_t acked = o.committed.size() - 1;
+  const bool ok = got == o.committed[acked] || (o.in_flight && acked + 1 < uncut.committed.size() &&
+                                                got == uncut.committed[acked + 1]);
+  if (!ok) {
+    problems->push_back(absl::StrCat("mounted state is neither commit ", acked,
+                                     " nor the one in flight (", got.size(), " keys)"));
+  }
 }
 
 class EngineCrash : public ::testing::TestWithParam<FaultDevice::LossMode> {};
 
 TEST_P(EngineCrash, EveryFlushPoint) {
-  const uint64_t seed = testing::Flags().seed ? testing::Flags().seed : 42;
-  SCOPED_TRACE(absl::StrCat("replay: --seed=", seed));
-  MemDevice mem(96ull << 20);
-  ASSERT_OK(Store::Mkfs(&mem, testing::TestMkfs(4096)));
-  const std::string base = mem.Snapshot();
-
-  // Count the flush points of an uninterrupted run.
-  uint64_t total_flushes;
-  {
-    FaultDevice fd(&mem);
-    Outcome full = RunWorkload(&fd, seed);
-    ASSERT_EQ(full.committed.size(), kTxns + 1u);
-    total_flushes = fd.flushes();
-  }
-  ASSERT_GE(total_flushes, 2u * kTxns);
-
-  for (uint64_t k = 1; k <= total_flushes; ++k) {
-    SCOPED_TRACE(absl::StrCat("power cut at flush ", k, " of ", total_flushes));
-    mem.Restore(base);
-    FaultDevice fd(&mem);
-    fd.CrashAtFlush(k);
-    Outcome o = RunWorkload(&fd, seed);
-    ASSERT_TRUE(fd.dead());
-    fd.PowerLoss(GetParam(), seed * 1000 + k);
-    {
-      ASSERT_OK_AND_ASSIGN(auto store, Store::Open(&fd, testing::TestOptions()));
-      Model got = ReadAll(store.get());
-      const size_t acked = o.committed.size() - 1;
-      bool ok = got == o.committed[acked];
-      // The commit in flight may have reached the media (its superblock was
-      // written, only the final flush was cut).
-      if (!ok && o.in_flight) {
-        Outcome ref;
-        MemDevice scratch(96ull << 20);
-        scratch.Restore(base);
-        ref = RunWorkload(&scratch, seed);
-        ok = acked + 1 < ref.committed.size() && got == ref.committed[acked + 1];
-      }
-      ASSERT_TRUE(ok) << "mounted state is neither commit " << acked << " nor the one in flight ("
-                      << got.size() << " keys)";
-      ASSERT_OK(store->Close());
-    }
-    ASSERT_NO_FATAL_FAILURE(ExpectCheckClean(&fd));
-  }
+  const std::string image = testing::FormattedImage(96ull << 20);
+  testing::CrashPlan plan = testing::PlanForMode(&image, GetParam(), 42);
+  testing::CrashHarness<Outcome> harness(std::move(plan), RunWorkload, Verify);
+  const testing::CrashReport report = harness.Sweep();
+  EXPECT_EQ(harness.uncut().committed.size(), kTxns + 1u);
+  EXPECT_GE(report.flush_points, 2u * kTxns);
+  EXPECT_TRUE(report.ok()) << report.Failures();
 }
 
 INSTANTIATE_TEST_SUITE_P(AllLossModes, EngineCrash, testing::AllLossModes(), testing::LossModeName);

@@ -24,9 +24,12 @@
 // run twice. The listing compares everything; what survives and why is
 // noted per scenario.
 //
+// The loop is testing::CrashHarness (engine/testing/crash_harness.h).
+//
 // Replay: --seed=N. More seeds for the random loss modes, and a replay cut
 // after every cut: --seeds=K (the manual fs_crash_test_long target runs
 // 25).
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -42,6 +45,7 @@
 #include "engine/io/fault_device.h"
 #include "cowkv/device.h"
 #include "cowkv/store.h"
+#include "engine/testing/crash_harness.h"
 #include "engine/testing/loss_modes.h"
 #include "engine/testing/status_matchers.h"
 #include "engine/testing/store_fixture.h"
@@ -52,7 +56,6 @@ namespace cowkv {
 namespace {
 
 using Mode = FaultDevice::LossMode;
-using testing::ExpectCheckClean;
 
 constexpr uint64_t kDeviceBytes = 24ull << 20;
 constexpr uint64_t kDefaultSeeds = 3;  // for kRandomSubset and kTorn
@@ -1128,81 +1131,51 @@ const std::string& BaseImage() {
   return *image;
 }
 
-struct Cut {
-  uint64_t at = 0;  // the flush that fails (0: none during the scenario)
-  Mode mode = Mode::kDropAll;
-  uint64_t seed = 0;
-  uint64_t replay_cut = 0;  // a flush of the first remount that fails (0: none)
-};
-
-std::string Describe(const Scenario& sc, const Cut& c) {
-  return absl::StrCat(sc.name, ": power cut at flush ", c.at, " (0 = after the last fsync), mode ",
-                      static_cast<int>(c.mode), ", seed ", c.seed, ", replay cut at flush ",
-                      c.replay_cut);
+// One run of the scenario from the base image on `fd`, which dies at its
+// cut.at-th flush (0: power fails after the last fsync returned, before the
+// store's closing commit). Returns the namespaces a remount may show.
+std::vector<std::string> RunScenario(const Scenario& sc, FaultDevice* fd, const testing::Cut& c) {
+  Options o = testing::TestOptions();
+  if (sc.tweak) sc.tweak(&o);
+  auto store = Store::Open(fd, o);
+  EXPECT_TRUE(store.ok()) << store.status();
+  if (!store.ok()) return {};
+  auto sv = (*store)->DefaultSubvolume();
+  EXPECT_TRUE(sv.ok()) << sv.status();
+  if (!sv.ok()) return {};
+  static auto* fallbacks = new std::map<std::string, std::vector<bool>>;
+  Run r(fd, store->get(), (*sv)->files(), &(*fallbacks)[sc.name]);
+  sc.fn(r);
+  if (c.at == 0) {
+    EXPECT_EQ(r.fell_back(), sc.full_commit)
+        << (sc.full_commit ? "no fsync fell back to an engine commit"
+                           : "an fsync fell back to an engine commit");
+  }
+  EXPECT_EQ(r.crashed(), c.at > 0) << "the scenario reached " << fd->flushes() << " flushes";
+  // Power fails before the close's commit can write a superblock.
+  if (!fd->dead()) fd->CrashAtFlush(1);
+  (void)(*store)->Close();
+  return r.Allowed();
 }
 
-// Mounts the cut image (first crashing the replay's commit, if the cut
-// says so) and compares the namespace with the allowed states.
-void Verify(FaultDevice* fd, const Cut& c, const std::vector<std::string>& allowed) {
-  if (c.replay_cut > 0) {
-    fd->CrashAtFlush(c.replay_cut);
-    auto broken = Store::Open(fd, testing::TestOptions());
-    if (broken.ok()) (void)(*broken)->Close();
-    if (fd->dead()) fd->PowerLoss(c.mode, c.seed + 1);
-    fd->ClearFaults();
+// The remounted namespace must be one of the allowed states.
+void VerifyNamespace(Store* store, const std::vector<std::string>& allowed,
+                     const std::vector<std::string>&, std::vector<std::string>* problems) {
+  absl::StatusOr<std::unique_ptr<Subvolume>> sv = store->DefaultSubvolume();
+  if (!sv.ok()) {
+    problems->push_back(absl::StrCat("default subvolume: ", sv.status().ToString()));
+    return;
   }
-  ASSERT_OK_AND_ASSIGN(auto store, Store::Open(fd, testing::TestOptions()));
-  ASSERT_OK_AND_ASSIGN(auto sv, store->DefaultSubvolume());
-  absl::StatusOr<Ns> got = Capturer(sv->files()).Capture();
-  ASSERT_TRUE(got.ok()) << got.status();
+  absl::StatusOr<Ns> got = Capturer((*sv)->files()).Capture();
+  if (!got.ok()) {
+    problems->push_back(absl::StrCat("capture: ", got.status().ToString()));
+    return;
+  }
   const std::string g = got->Render();
-  bool ok = false;
-  for (const std::string& a : allowed) ok = ok || a == g;
-  EXPECT_TRUE(ok) << "remounted namespace:\n"
-                  << g << "allowed:\n"
-                  << absl::StrJoin(allowed, "-- or --\n");
-  ASSERT_OK(store->Close());
-  ExpectCheckClean(fd);
-}
-
-// One run: the scenario on the base image with the device dying at flush
-// `c.at`, then power loss and the check. Returns the flushes it reached.
-uint64_t RunCut(const Scenario& sc, MemDevice* mem, const Cut& c) {
-  SCOPED_TRACE(Describe(sc, c));
-  mem->Restore(BaseImage());
-  FaultDevice fd(mem);
-  uint64_t flushes = 0;
-  std::vector<std::string> allowed;
-  {
-    Options o = testing::TestOptions();
-    if (sc.tweak) sc.tweak(&o);
-    auto store = Store::Open(&fd, o);
-    EXPECT_TRUE(store.ok()) << store.status();
-    if (!store.ok()) return 0;
-    auto sv = (*store)->DefaultSubvolume();
-    EXPECT_TRUE(sv.ok()) << sv.status();
-    if (!sv.ok()) return 0;
-    static auto* fallbacks = new std::map<std::string, std::vector<bool>>;
-    Run r(&fd, store->get(), (*sv)->files(), &(*fallbacks)[sc.name]);
-    const uint64_t start = fd.flushes();
-    if (c.at > 0) fd.CrashAtFlush(c.at);
-    sc.fn(r);
-    flushes = fd.flushes() - start;
-    allowed = r.Allowed();
-    if (c.at == 0) {
-      EXPECT_EQ(r.fell_back(), sc.full_commit)
-          << (sc.full_commit ? "no fsync fell back to an engine commit"
-                             : "an fsync fell back to an engine commit");
-    }
-    EXPECT_EQ(r.crashed(), c.at > 0) << "the scenario reached " << flushes << " flushes";
-    // Power fails before the close's commit can write a superblock.
-    if (!fd.dead()) fd.CrashAtFlush(1);
-    (void)(*store)->Close();
+  if (std::find(allowed.begin(), allowed.end(), g) == allowed.end()) {
+    problems->push_back(absl::StrCat("remounted namespace:\n", g, "allowed:\n",
+                                     absl::StrJoin(allowed, "-- or --\n")));
   }
-  fd.PowerLoss(c.mode, c.seed);
-  fd.ClearFaults();
-  Verify(&fd, c, allowed);
-  return flushes;
 }
 
 // (loss mode, scenario): mode first, so that shards get every mode.
@@ -1214,31 +1187,32 @@ TEST_P(FsCrash, EveryFlushPoint) {
   const bool random = mode == Mode::kRandomSubset || mode == Mode::kTorn;
   // The random modes run kDefaultSeeds seeds (--seeds=K: K), and every
   // other cut also cuts the remount's replay commit (with --seeds: every
-  // cut).
+  // cut), as does a second run without a cut.
   const bool many = testing::Flags().seeds != 0;
-  const uint64_t first = testing::Flags().seed ? testing::Flags().seed : 1;
-  const uint64_t seeds = !random ? 1 : many ? testing::Flags().seeds : kDefaultSeeds;
-  MemDevice mem(kDeviceBytes);
-  uint64_t cuts = 0, points = 0;
-  for (uint64_t s = first; s < first + seeds; ++s) {
-    SCOPED_TRACE(absl::StrCat("replay: --seed=", s));
-    const uint64_t n = RunCut(sc, &mem, Cut{0, mode, s * 1000, 0});
-    ASSERT_FALSE(HasFailure());
-    ASSERT_GT(n, 0u);
-    points = n;
-    RunCut(sc, &mem, Cut{0, mode, s * 1000, 1 + s % 2});
-    ASSERT_FALSE(HasFailure());
-    for (uint64_t k = 1; k <= n; ++k) {
-      const uint64_t replay_cut = many || k % 2 == 0 ? 1 + (k + s) / 2 % 2 : 0;
-      RunCut(sc, &mem, Cut{k, mode, s * 1000 + k, replay_cut});
-      ++cuts;
-      ASSERT_FALSE(HasFailure());
-    }
-  }
-  total_cuts += cuts;
-  std::printf("%s: %llu flush points, %llu cuts\n", sc.name, static_cast<unsigned long long>(points),
-              static_cast<unsigned long long>(cuts));
-  RecordProperty("cuts", static_cast<int>(cuts));
+  testing::CrashPlan plan;
+  plan.image = &BaseImage();
+  plan.modes = {mode};
+  plan.seed = testing::Flags().seed ? testing::Flags().seed : 1;
+  plan.seeds = !random ? 1 : many ? testing::Flags().seeds : kDefaultSeeds;
+  plan.judge_uncut = true;
+  plan.replay_cut = [many](uint64_t s, uint64_t k, size_t) -> uint64_t {
+    if (k == 0) return 1 + s % 2;
+    return many || k % 2 == 0 ? 1 + (k + s) / 2 % 2 : 0;
+  };
+  testing::CrashHarness<std::vector<std::string>> harness(
+      std::move(plan),
+      [&sc](FaultDevice* fd, const testing::Cut& c, std::vector<std::string>*) {
+        return RunScenario(sc, fd, c);
+      },
+      VerifyNamespace);
+  const testing::CrashReport report = harness.Sweep();
+  EXPECT_GT(report.flush_points, 0u);
+  EXPECT_TRUE(report.ok()) << report.Failures();
+  total_cuts += report.cuts;
+  std::printf("%s: %llu flush points, %llu cuts\n", sc.name,
+              static_cast<unsigned long long>(report.flush_points),
+              static_cast<unsigned long long>(report.cuts));
+  RecordProperty("cuts", static_cast<int>(report.cuts));
 }
 
 std::string Name(const ::testing::TestParamInfo<std::tuple<Mode, size_t>>& info) {

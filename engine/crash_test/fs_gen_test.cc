@@ -51,6 +51,7 @@
 #include "engine/io/fault_device.h"
 #include "cowkv/device.h"
 #include "cowkv/store.h"
+#include "engine/testing/crash_harness.h"
 #include "engine/testing/store_fixture.h"
 #include "engine/testing/test_flags.h"
 #include "gtest/gtest.h"
@@ -62,16 +63,7 @@ namespace {
 using Mode = FaultDevice::LossMode;
 constexpr uint64_t kDeviceBytes = 16ull << 20;
 
-struct GenFlags {
-  bool full = false;
-  uint64_t samples = 0;  // 0: the default
-  uint64_t max_ops = 3;
-  std::string only;  // a workload description to run alone (from a failure message)
-};
-GenFlags& Gen() {
-  static GenFlags f;
-  return f;
-}
+uint64_t MaxOps() { return testing::Flags().max_ops ? testing::Flags().max_ops : 3; }
 
 // The store's options for every run and mount; PlantedBugsAreCaught sets
 // a planted bug here.
@@ -179,45 +171,25 @@ absl::Status ApplyEngine(Store* store, Files f, const Op& op, size_t position, u
 
 // ---- Runs ---------------------------------------------------------------------------
 
-struct Cut {
-  uint64_t at = 0;  // the flush that fails (0: power fails after the last op)
-  Mode mode = Mode::kDropAll;
-  uint64_t seed = 0;
-  uint64_t replay_cut = 0;  // a flush of the first remount that fails (0: none)
-};
-
-std::string ModeName(Mode m) {
-  switch (m) {
-    case Mode::kDropAll: return "drop";
-    case Mode::kKeepAll: return "keep";
-    case Mode::kRandomSubset: return "random";
-    case Mode::kTorn: return "torn";
-  }
-  return "?";
-}
-
 // What one run of a workload saw.
 struct Outcome {
   std::vector<MState> history;  // [0] = the base; [j] after op j-1
   std::vector<Point> completed;
   std::optional<Point> in_flight;
-  uint64_t flushes = 0;
-  std::vector<std::string> errors;  // the engine refusing a valid op on a live device
 };
 
-Outcome RunOnce(const Workload& w, const Base& base, MemDevice* mem, FaultDevice* fd,
-                uint64_t crash_at) {
+// One run of `w` on `fd` (holding `base`), which dies at flush cut.at (0:
+// never); the engine refusing a valid op on a live device goes to `errors`.
+Outcome RunOnce(const Workload& w, const Base& base, FaultDevice* fd,
+                std::vector<std::string>* errors) {
   Outcome o;
-  mem->Restore(base.image);
   auto store = Store::Open(fd, StoreOptions());
   if (!store.ok()) {
-    o.errors.push_back(absl::StrCat("open: ", store.status().ToString()));
+    errors->push_back(absl::StrCat("open: ", store.status().ToString()));
     return o;
   }
   Files f = (*store)->DefaultSubvolume().value()->files();
   o.history.push_back(base.model);
-  const uint64_t start = fd->flushes();
-  if (crash_at > 0) fd->CrashAtFlush(crash_at);
   bool crashed = false;
   for (size_t i = 0; i < w.ops.size(); ++i) {
     const Op& op = w.ops[i];
@@ -225,7 +197,7 @@ Outcome RunOnce(const Workload& w, const Base& base, MemDevice* mem, FaultDevice
     MState next = o.history.back();
     int made = 0;
     if (!next.Apply(op, position, &made)) {
-      o.errors.push_back(absl::StrCat("op ", i, " (", op.Describe(), ") is invalid in the model"));
+      errors->push_back(absl::StrCat("op ", i, " (", op.Describe(), ") is invalid in the model"));
       break;
     }
     if (crashed) {
@@ -250,46 +222,29 @@ Outcome RunOnce(const Workload& w, const Base& base, MemDevice* mem, FaultDevice
       continue;
     }
     if (!fd->dead()) {
-      o.errors.push_back(absl::StrCat("op ", i, " (", op.Describe(), ") failed on a live device: ",
-                                      s.ToString()));
+      errors->push_back(
+          absl::StrCat("op ", i, " (", op.Describe(), ") failed on a live device: ", s.ToString()));
       break;
     }
     crashed = true;
     if (op.persistence()) o.in_flight = p;
   }
-  o.flushes = fd->flushes() - start;
   // Power fails before the close's commit can write a superblock.
   if (!fd->dead()) fd->CrashAtFlush(1);
   (void)(*store)->Close();
   return o;
 }
 
-// Mounts the cut image and judges it; returns the violations.
-std::vector<std::string> Verify(FaultDevice* fd, const Cut& c, const Outcome& o) {
-  std::vector<std::string> bad;
-  if (c.replay_cut > 0) {
-    fd->CrashAtFlush(c.replay_cut);
-    auto broken = Store::Open(fd, StoreOptions());
-    if (broken.ok()) (void)(*broken)->Close();
-    if (fd->dead()) fd->PowerLoss(c.mode, c.seed + 1);
-    fd->ClearFaults();
+// Judges the remounted image of a run (fs_model.cc's oracle).
+void VerifyImage(Store* store, const Outcome& o, std::vector<std::string>* problems) {
+  absl::StatusOr<Recovered> r = CaptureNamespace(store->DefaultSubvolume().value()->files());
+  if (!r.ok()) {
+    problems->push_back(absl::StrCat("capture: ", r.status().ToString()));
+    return;
   }
-  {
-    auto store = Store::Open(fd, StoreOptions());
-    if (!store.ok()) return {absl::StrCat("mount: ", store.status().ToString())};
-    absl::StatusOr<Recovered> r = CaptureNamespace((*store)->DefaultSubvolume().value()->files());
-    if (!r.ok()) return {absl::StrCat("capture: ", r.status().ToString())};
-    bad = Judge(o.history, o.completed, o.in_flight, *r);
-    absl::Status closed = (*store)->Close();
-    if (!closed.ok()) bad.push_back(absl::StrCat("close: ", closed.ToString()));
+  for (std::string& p : Judge(o.history, o.completed, o.in_flight, *r)) {
+    problems->push_back(std::move(p));
   }
-  absl::StatusOr<CheckReport> report = Check(fd);
-  if (!report.ok()) {
-    bad.push_back(absl::StrCat("check: ", report.status().ToString()));
-  } else {
-    for (const std::string& p : report->problems) bad.push_back("check: " + p);
-  }
-  return bad;
 }
 
 struct Stats {
@@ -300,53 +255,43 @@ struct Stats {
   std::vector<std::string> reports;
 };
 
-// Every cut of one workload. Returns false when it found a violation.
+// Every cut of one workload: each flush point in three loss modes (drop,
+// keep, torn), every third cut also crashing the replay's first or second
+// flush, and the run without a cut; up to the first bad image. Returns false
+// when it found a violation.
 bool RunWorkload(const Workload& w, Stats* stats) {
   const Base& base = BaseFor(w.setup);
-  MemDevice mem(kDeviceBytes);
-  FaultDevice fd(&mem);
   ++stats->workloads;
-  std::vector<std::string> found;
-  const Outcome dry = RunOnce(w, base, &mem, &fd, 0);
-  auto report = [&](const Cut& c, const std::vector<std::string>& bad) {
-    if (bad.empty()) return;
-    found.push_back(absl::StrCat("  cut at flush ", c.at, " (0 = after the last op), ", ModeName(c.mode),
-                                 ", replay cut ", c.replay_cut, ":\n    ",
-                                 absl::StrJoin(bad, "\n    ")));
+  testing::CrashPlan plan;
+  plan.image = &base.image;
+  plan.mount = StoreOptions();
+  plan.modes = {Mode::kDropAll, Mode::kKeepAll, Mode::kTorn};
+  plan.seed_scale = 0;  // power-loss seeds k * 7 + mode, whatever the sample's seed
+  plan.k_scale = 7;
+  plan.replay_cut = [](uint64_t, uint64_t k, size_t i) -> uint64_t {
+    return k > 0 && (k + i) % 3 == 0 ? 1 + k % 2 : 0;
   };
-  if (!dry.errors.empty()) {
-    found.push_back("  " + absl::StrJoin(dry.errors, "\n  "));
-  } else {
-    size_t persistence = 0;
-    for (const Op& op : w.ops) persistence += op.persistence() ? 1 : 0;
-    if (dry.flushes > persistence) ++stats->fallbacks;
-    fd.PowerLoss(Mode::kDropAll, 1);
-    fd.ClearFaults();
-    ++stats->images;
-    report(Cut{}, Verify(&fd, Cut{}, dry));
-    const Mode modes[] = {Mode::kDropAll, Mode::kKeepAll, Mode::kTorn};
-    for (uint64_t k = 1; k <= dry.flushes && found.empty(); ++k) {
-      for (size_t mi = 0; mi < 3 && found.empty(); ++mi) {
-        Cut c{k, modes[mi], k * 7 + mi, (k + mi) % 3 == 0 ? 1 + k % 2 : 0};
-        Outcome o = RunOnce(w, base, &mem, &fd, k);
-        if (!o.errors.empty()) {
-          found.push_back("  " + absl::StrJoin(o.errors, "\n  "));
-          break;
-        }
-        fd.PowerLoss(c.mode, c.seed);
-        fd.ClearFaults();
-        ++stats->images;
-        report(c, Verify(&fd, c, o));
-      }
-    }
-  }
-  if (found.empty()) return true;
+  plan.judge_uncut = true;
+  testing::CrashHarness<Outcome> harness(
+      std::move(plan),
+      [&](FaultDevice* fd, const testing::Cut&, std::vector<std::string>* errors) {
+        return RunOnce(w, base, fd, errors);
+      },
+      [](Store* store, const Outcome& run, const Outcome&, std::vector<std::string>* problems) {
+        VerifyImage(store, run, problems);
+      });
+  const testing::CrashReport report = harness.Sweep();
+  size_t persistence = 0;
+  for (const Op& op : w.ops) persistence += op.persistence() ? 1 : 0;
+  if (report.flush_points > persistence) ++stats->fallbacks;
+  stats->images += report.images;
+  if (report.ok()) return true;
   ++stats->violations;
   if (stats->reports.size() < 20) {
     std::string setup;
     for (const Op& o : w.setup) setup += o.Describe() + "; ";
-    stats->reports.push_back(absl::StrCat("workload ", w.Describe(), "\n  (setup: ", setup, ")\n",
-                                          absl::StrJoin(found, "\n")));
+    stats->reports.push_back(absl::StrCat("workload ", w.Describe(), "\n  (setup: ", setup, ")\n  ",
+                                          absl::StrJoin(report.failures, "\n  ")));
   }
   return false;
 }
@@ -420,42 +365,23 @@ void PrintStats(const char* what, const Stats& st, double seconds) {
   for (const std::string& r : st.reports) std::printf("%s\n", r.c_str());
 }
 
-int ShardIndex() {
-  const char* i = std::getenv("TEST_SHARD_INDEX");
-  return i ? std::atoi(i) : 0;
-}
-int ShardCount() {
-  const char* n = std::getenv("TEST_TOTAL_SHARDS");
-  return n ? std::max(1, std::atoi(n)) : 1;
-}
-void TouchShardFile() {
-  if (const char* p = std::getenv("TEST_SHARD_STATUS_FILE")) std::ofstream(p).flush();
-}
-
 // The sample (default) or the whole space (--full), this shard's part.
 TEST(FsGen, GeneratedWorkloads) {
-  TouchShardFile();
   const auto start = std::chrono::steady_clock::now();
   uint64_t total = 0;
-  Enumerate(Gen().max_ops, [&](const Workload&) { ++total; });
-  std::printf("space: %llu workloads of up to %llu ops\n", static_cast<unsigned long long>(total),
-              static_cast<unsigned long long>(Gen().max_ops));
-  const uint64_t samples = Gen().samples ? Gen().samples : 250;
-  const uint64_t seed = testing::Flags().seed ? testing::Flags().seed : 1;
-  std::mt19937_64 rng(seed);
-  const double keep = Gen().full ? 1.0 : std::min(1.0, double(samples) / double(total));
-  std::uniform_real_distribution<double> coin(0, 1);
+  Enumerate(MaxOps(), [&](const Workload&) { ++total; });
+  testing::WorkloadSample sample(total, MaxOps(), 250, testing::Flags().full);
+  const uint64_t seed = sample.seed();
   Stats st;
   uint64_t index = 0;
-  Enumerate(Gen().max_ops, [&](const Workload& w) {
-    const uint64_t i = index++;
-    const bool chosen = coin(rng) < keep;  // drawn for every workload: same sample on every shard
-    if (!chosen || static_cast<int>(i % ShardCount()) != ShardIndex()) return;
-    if (!Gen().only.empty() && w.Describe() != Gen().only) return;
-    RunWorkload(w, &st);
+  Enumerate(MaxOps(), [&](const Workload& w) {
+    if (sample.Runs(static_cast<int>(index++ % testing::ShardCount()),
+                    [&] { return w.Describe(); }))
+      RunWorkload(w, &st);
   });
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  PrintStats(Gen().full ? "full enumeration (this shard)" : "sample (this shard)", st, secs);
+  PrintStats(testing::Flags().full ? "full enumeration (this shard)" : "sample (this shard)", st,
+             secs);
   RecordProperty("workloads", static_cast<int>(st.workloads));
   RecordProperty("images", static_cast<int>(st.images));
   EXPECT_EQ(st.violations, 0u) << "replay one: --seed=" << seed << " --only='<workload>'";
@@ -483,7 +409,7 @@ TEST(FsGen, PortedWorkloads) {
   const auto start = std::chrono::steady_clock::now();
   Stats st;
   for (size_t i = 0; i < ws->size(); ++i) {
-    if (static_cast<int>(i % ShardCount()) != ShardIndex()) continue;
+    if (static_cast<int>(i % testing::ShardCount()) != testing::ShardIndex()) continue;
     RunWorkload((*ws)[i], &st);
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -496,13 +422,7 @@ Workload Issue13(const std::string& name, std::vector<Op> setup, std::vector<Op>
   return Workload{name, std::move(setup), std::move(ops)};
 }
 Op O(OpKind k, std::string a, std::string b = "", uint64_t x = 0, uint64_t y = 0) {
-  Op o;
-  o.kind = k;
-  o.a = std::move(a);
-  o.b = std::move(b);
-  o.x = x;
-  o.y = y;
-  return o;
+  return MakeOp(k, std::move(a), std::move(b), x, y);
 }
 std::vector<Workload> RegressionWorkloads() {
   using K = OpKind;
@@ -589,9 +509,10 @@ TEST(FsGen, PlantedBugsAreCaught) {
       {Options::PlantedBug::kEagerReplayDrops, "eager replay drops"},
       {Options::PlantedBug::kReplayDropsNewName, "replay drops a new name's item"},
   };
-  TouchShardFile();
+  testing::TouchShardFile();
   for (size_t i = 0; i < std::size(bugs); ++i) {
-    if (static_cast<int>(i % ShardCount()) != ShardIndex()) continue;  // one bug per shard
+    if (static_cast<int>(i % testing::ShardCount()) != testing::ShardIndex())
+      continue;  // one bug per shard
     const auto& [bug, name] = bugs[i];
     planted = bug;
     Stats st;
@@ -608,28 +529,4 @@ TEST(FsGen, PlantedBugsAreCaught) {
 }  // namespace crashgen
 }  // namespace cowkv
 
-int main(int argc, char** argv) {
-  int out = 1;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--full") {
-      cowkv::crashgen::Gen().full = true;
-    } else if (a.rfind("--samples=", 0) == 0) {
-      cowkv::crashgen::Gen().samples = std::strtoull(a.c_str() + 10, nullptr, 10);
-    } else if (a.rfind("--max_ops=", 0) == 0) {
-      cowkv::crashgen::Gen().max_ops = std::strtoull(a.c_str() + 10, nullptr, 10);
-    } else if (a.rfind("--only=", 0) == 0) {
-      cowkv::crashgen::Gen().only = a.substr(7);
-    } else {
-      argv[out++] = argv[i];
-    }
-  }
-  argc = out;
-  // The tests shard their workloads themselves (TEST_SHARD_INDEX): gtest
-  // must not also spread the tests over the shards.
-  unsetenv("GTEST_TOTAL_SHARDS");
-  unsetenv("GTEST_SHARD_INDEX");
-  ::cowkv::testing::ParseTestFlags(&argc, argv);
-  ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
-}
+COWKV_SELF_SHARDED_TEST_MAIN()

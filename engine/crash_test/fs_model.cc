@@ -654,8 +654,7 @@ std::vector<std::string> Judge(const std::vector<MState>& history,
 
 // ---- The generator's space ----------------------------------------------------------
 
-namespace {
-Op Mk(OpKind k, std::string a, std::string b = "", uint64_t x = 0, uint64_t y = 0) {
+Op MakeOp(OpKind k, std::string a, std::string b, uint64_t x, uint64_t y) {
   Op o;
   o.kind = k;
   o.a = std::move(a);
@@ -663,6 +662,11 @@ Op Mk(OpKind k, std::string a, std::string b = "", uint64_t x = 0, uint64_t y = 
   o.x = x;
   o.y = y;
   return o;
+}
+
+namespace {
+Op Mk(OpKind k, std::string a, std::string b = "", uint64_t x = 0, uint64_t y = 0) {
+  return MakeOp(k, std::move(a), std::move(b), x, y);
 }
 // The names the generator uses: two levels under the committed /A and /B.
 const std::vector<std::string>& FileNames() {

@@ -146,6 +146,9 @@ std::vector<std::string> Judge(const std::vector<MState>& history,
 
 // The generator's namespace and core operations (engine/crash_test/
 // fs_gen_test.cc): the committed setup, and every valid core op in a state.
+// An op of kind `k` on paths `a`, `b` with numbers `x`, `y` (Op's fields).
+Op MakeOp(OpKind k, std::string a, std::string b = "", uint64_t x = 0, uint64_t y = 0);
+
 std::vector<Op> GeneratorSetup();
 // `metadata_only`: namespace operations only (the third op of a workload).
 std::vector<Op> CoreOps(const MState& s, bool metadata_only);

@@ -13,7 +13,8 @@
 // commits with revision <= R are present (so every durable ack <= R is a
 // must), both keys of a transaction agree, and nothing is present that was
 // never written. Every fourth cut also crashes the mount's replay commit
-// once before the final mount.
+// once before the final mount. The loop is testing::CrashHarness
+// (engine/testing/crash_harness.h).
 // Replay: --seed=N.
 #include <atomic>
 #include <cstdio>
@@ -28,6 +29,7 @@
 #include "engine/io/fault_device.h"
 #include "cowkv/device.h"
 #include "cowkv/store.h"
+#include "engine/testing/crash_harness.h"
 #include "engine/testing/loss_modes.h"
 #include "engine/testing/status_matchers.h"
 #include "engine/testing/store_fixture.h"
@@ -36,8 +38,6 @@
 
 namespace cowkv {
 namespace {
-
-using testing::ExpectCheckClean;
 
 constexpr int kThreads = 4;
 constexpr int kTxnsPerThread = 40;
@@ -100,7 +100,7 @@ void RunWorkload(BlockDevice* dev, History* h) {
 }
 
 // Checks the mounted state against the history (see the header).
-void CheckAgainstHistory(Store* store, const History& h) {
+void CheckAgainstHistory(Store* store, const std::vector<Acked>& acked) {
   std::map<std::string, KeyValue> got;
   auto sv = store->DefaultSubvolume();
   ASSERT_OK(sv.status());
@@ -130,7 +130,7 @@ void CheckAgainstHistory(Store* store, const History& h) {
     ASSERT_EQ(got.count(absl::StrCat("0/", i, "/a")), 0u) << "deleted pair 0/" << i << " present";
   }
   // Exactly the acknowledged commits up to max_rev.
-  for (const Acked& a : h.acked) {
+  for (const Acked& a : acked) {
     const bool present = got.count(a.key + "/a") > 0;
     const bool deleted = a.key[0] == '0' && std::stoi(a.key.substr(2)) < last0;
     if (a.revision <= max_rev && !deleted) {
@@ -150,50 +150,35 @@ void CheckAgainstHistory(Store* store, const History& h) {
 class KvCrash : public ::testing::TestWithParam<FaultDevice::LossMode> {};
 
 TEST_P(KvCrash, EveryFlushPointDuringDurableWorkload) {
-  const uint64_t seed = testing::Flags().seed ? testing::Flags().seed : 7;
-  SCOPED_TRACE(absl::StrCat("replay: --seed=", seed));
-  MemDevice mem(64ull << 20);
-  ASSERT_OK(Store::Mkfs(&mem, testing::TestMkfs(4096)));
-  const std::string base = mem.Snapshot();
-  uint64_t total;
-  {
-    FaultDevice fd(&mem);
-    History h;
-    RunWorkload(&fd, &h);
-    ASSERT_EQ(h.acked.size(), size_t{kThreads * kTxnsPerThread});
-    total = fd.flushes();
-  }
-  int cuts = 0, replays = 0;
-  for (uint64_t k = 1; k <= total; ++k) {
-    SCOPED_TRACE(absl::StrCat("power cut at flush ", k, " of about ", total));
-    mem.Restore(base);
-    FaultDevice fd(&mem);
-    fd.CrashAtFlush(k);
-    History h;
-    RunWorkload(&fd, &h);
-    if (!fd.dead()) continue;  // this run needed fewer flushes
-    ++cuts;
-    fd.PowerLoss(GetParam(), seed * 1000 + k);
-    if (k % 4 == 0) {
-      // Power fails again during the replay commit.
-      fd.CrashAtFlush(1 + k / 4 % 2);
-      auto broken = Store::Open(&fd, testing::TestOptions());
-      if (broken.ok()) (void)(*broken)->Close();
-      if (fd.dead()) fd.PowerLoss(GetParam(), seed * 1000 + k + 1);
-      fd.ClearFaults();
-    }
-    {
-      ASSERT_OK_AND_ASSIGN(auto store, Store::Open(&fd, testing::TestOptions()));
-      replays += store->Stats().log_replayed_entries > 0;
-      ASSERT_NO_FATAL_FAILURE(CheckAgainstHistory(store.get(), h));
-      ASSERT_OK(store->Close());
-    }
-    ASSERT_NO_FATAL_FAILURE(ExpectCheckClean(&fd));
-  }
-  std::printf("%llu flush points, %d cuts, %d mounts replayed a log\n",
-              static_cast<unsigned long long>(total), cuts, replays);
-  RecordProperty("cuts", cuts);
-  EXPECT_GT(replays, cuts / 4) << "the workload barely exercised the log";
+  const std::string image = testing::FormattedImage(64ull << 20);
+  testing::CrashPlan plan = testing::PlanForMode(&image, GetParam(), 7);
+  // Every fourth cut also crashes the mount's replay commit once.
+  plan.replay_cut = [](uint64_t, uint64_t k, size_t) { return k % 4 == 0 ? 1 + k / 4 % 2 : 0; };
+  // The threads interleave differently on every run: a run may need fewer
+  // flushes than the one without a cut.
+  plan.skip_unreached = true;
+  int replays = 0;
+  testing::CrashHarness<std::vector<Acked>> harness(
+      std::move(plan),
+      [](FaultDevice* dev, const testing::Cut&, std::vector<std::string>*) {
+        History h;
+        RunWorkload(dev, &h);
+        absl::MutexLock l(&h.mu);
+        return h.acked;
+      },
+      [&replays](Store* store, const std::vector<Acked>& acked, const std::vector<Acked>&,
+                 std::vector<std::string>*) {
+        replays += store->Stats().log_replayed_entries > 0;
+        CheckAgainstHistory(store, acked);
+      });
+  const testing::CrashReport report = harness.Sweep();
+  EXPECT_EQ(harness.uncut().size(), size_t{kThreads * kTxnsPerThread});
+  EXPECT_TRUE(report.ok()) << report.Failures();
+  std::printf("%llu flush points, %llu cuts, %d mounts replayed a log\n",
+              static_cast<unsigned long long>(report.flush_points),
+              static_cast<unsigned long long>(report.cuts), replays);
+  RecordProperty("cuts", static_cast<int>(report.cuts));
+  EXPECT_GT(replays, static_cast<int>(report.cuts) / 4) << "the workload barely exercised the log";
 }
 
 INSTANTIATE_TEST_SUITE_P(AllLossModes, KvCrash, testing::AllLossModes(), testing::LossModeName);

@@ -63,6 +63,7 @@
 #include "engine/io/fault_device.h"
 #include "cowkv/device.h"
 #include "cowkv/store.h"
+#include "engine/testing/crash_harness.h"
 #include "engine/testing/store_fixture.h"
 #include "engine/testing/test_flags.h"
 #include "gtest/gtest.h"
@@ -75,16 +76,7 @@ using Mode = FaultDevice::LossMode;
 constexpr uint64_t kDeviceBytes = 16ull << 20;
 constexpr size_t kLargeValue = 8192;
 
-struct GenFlags {
-  bool full = false;
-  uint64_t samples = 0;  // 0: the default
-  uint64_t max_ops = 3;
-  std::string only;  // a workload description to run alone (from a failure message)
-};
-GenFlags& Gen() {
-  static GenFlags f;
-  return f;
-}
+uint64_t MaxOps() { return testing::Flags().max_ops ? testing::Flags().max_ops : 3; }
 
 // ---- Operations and the model -----------------------------------------------------
 
@@ -412,50 +404,31 @@ enum class Plant {
   kDropAckedWrite,  // the first acknowledged durable write is left out of the model
 };
 
-struct Cut {
-  uint64_t at = 0;  // the flush that fails (0: power fails after the last op)
-  Mode mode = Mode::kDropAll;
-  uint64_t seed = 0;
-  uint64_t replay_cut = 0;  // a flush of the first remount that fails (0: none)
-};
-
-std::string ModeName(Mode m) {
-  switch (m) {
-    case Mode::kDropAll: return "drop";
-    case Mode::kKeepAll: return "keep";
-    case Mode::kRandomSubset: return "random";
-    case Mode::kTorn: return "torn";
-  }
-  return "?";
-}
-
 // What one run of a workload saw.
 struct Outcome {
   std::vector<MState> history;  // [0] = the base; [j] = after op j-1, for the ops issued
   size_t must = 0;  // every allowed prefix holds ops [0, must): the acknowledged durable ones
   bool durable_change = false;  // an op acknowledged as durable changed something
-  bool in_flight = false;  // the last op issued failed with the device dead
-  uint64_t flushes = 0;
-  std::vector<std::string> errors;  // the engine refusing or misdoing an op on a live device
+  bool in_flight = false;       // the last op issued failed with the device dead
 };
 
-Outcome RunOnce(const Workload& w, MemDevice* mem, FaultDevice* fd, uint64_t crash_at,
-                Plant plant) {
+// One run of `w` on `fd` (the base image), which dies at flush cut.at (0:
+// never); the engine refusing or misdoing an op on a live device goes to
+// `errors`.
+Outcome RunOnce(const Workload& w, FaultDevice* fd, const testing::Cut& cut, Plant plant,
+                std::vector<std::string>* errors) {
   Outcome o;
-  mem->Restore(TheBase().image);
   auto store = Store::Open(fd, testing::TestOptions());
   if (!store.ok()) {
-    o.errors.push_back(absl::StrCat("open: ", store.status().ToString()));
+    errors->push_back(absl::StrCat("open: ", store.status().ToString()));
     return o;
   }
   absl::StatusOr<std::unique_ptr<Subvolume>> sv = (*store)->DefaultSubvolume();
   if (!sv.ok()) {
-    o.errors.push_back(absl::StrCat("default subvolume: ", sv.status().ToString()));
+    errors->push_back(absl::StrCat("default subvolume: ", sv.status().ToString()));
     return o;
   }
   o.history.push_back(TheBase().model);
-  const uint64_t start = fd->flushes();
-  if (crash_at > 0) fd->CrashAtFlush(crash_at);
   for (size_t i = 0; i < w.ops.size(); ++i) {
     const Op& op = w.ops[i];
     MState next = o.history.back();
@@ -468,32 +441,31 @@ Outcome RunOnce(const Workload& w, MemDevice* mem, FaultDevice* fd, uint64_t cra
         o.must = i + 1;
       }
       if (op.durable && changed) o.durable_change = true;
-      if (crash_at == 0) {
+      if (cut.at == 0) {
         // The dry run: the model must be the store's.
         absl::StatusOr<MState> live = Capture(sv->get());
         if (!live.ok()) {
-          o.errors.push_back(absl::StrCat("op ", i, " (", op.Describe(), "): read back: ",
-                                          live.status().ToString()));
+          errors->push_back(absl::StrCat("op ", i, " (", op.Describe(),
+                                         "): read back: ", live.status().ToString()));
           break;
         }
         if (!(*live == next)) {
-          o.errors.push_back(absl::StrCat("op ", i, " (", op.Describe(), "): the store shows ",
-                                          live->Describe(), ", the model ", next.Describe()));
+          errors->push_back(absl::StrCat("op ", i, " (", op.Describe(), "): the store shows ",
+                                         live->Describe(), ", the model ", next.Describe()));
           break;
         }
       }
       continue;
     }
     if (!fd->dead()) {
-      o.errors.push_back(absl::StrCat("op ", i, " (", op.Describe(), ") failed on a live device: ",
-                                      s.ToString()));
+      errors->push_back(
+          absl::StrCat("op ", i, " (", op.Describe(), ") failed on a live device: ", s.ToString()));
       break;
     }
     o.in_flight = true;
     if (plant == Plant::kClaimInFlight && op.durable && changed) o.must = i + 1;
     break;
   }
-  o.flushes = fd->flushes() - start;
   // Power fails before the close's commit can write a superblock.
   if (!fd->dead()) fd->CrashAtFlush(1);
   (void)(*store)->Close();
@@ -538,104 +510,70 @@ std::vector<std::string> Judge(const Workload& w, const Outcome& o, const MState
                        "):\n      ", absl::StrJoin(allowed, "\n      "))};
 }
 
-// Mounts the cut image and judges it; returns the violations.
-std::vector<std::string> Verify(const Workload& w, FaultDevice* fd, const Cut& c, const Outcome& o,
-                                bool* replayed) {
-  std::vector<std::string> bad;
-  if (c.replay_cut > 0) {
-    fd->CrashAtFlush(c.replay_cut);
-    auto broken = Store::Open(fd, testing::TestOptions());
-    if (broken.ok()) (void)(*broken)->Close();
-    if (fd->dead()) fd->PowerLoss(c.mode, c.seed + 1);
-    fd->ClearFaults();
-  }
-  {
-    auto store = Store::Open(fd, testing::TestOptions());
-    if (!store.ok()) return {absl::StrCat("mount: ", store.status().ToString())};
-    *replayed = (*store)->Stats().log_replayed_entries > 0;
-    absl::StatusOr<std::unique_ptr<Subvolume>> sv = (*store)->DefaultSubvolume();
-    if (!sv.ok()) return {absl::StrCat("default subvolume: ", sv.status().ToString())};
-    absl::StatusOr<MState> got = Capture(sv->get());
-    if (!got.ok()) return {absl::StrCat("capture: ", got.status().ToString())};
-    bad = Judge(w, o, *got);
-    absl::Status closed = (*store)->Close();
-    if (!closed.ok()) bad.push_back(absl::StrCat("close: ", closed.ToString()));
-  }
-  absl::StatusOr<CheckReport> report = Check(fd);
-  if (!report.ok()) {
-    bad.push_back(absl::StrCat("check: ", report.status().ToString()));
-  } else {
-    for (const std::string& p : report->problems) bad.push_back("check: " + p);
-  }
-  return bad;
-}
-
 struct Stats {
   uint64_t workloads = 0;
   uint64_t images = 0;
   uint64_t bad_images = 0;
-  uint64_t violations = 0;  // workloads with at least one bad image (or a run error)
+  uint64_t violations = 0;   // workloads with at least one bad image (or a run error)
   uint64_t must_images = 0;  // images whose oracle required at least one durable op
   uint64_t replayed = 0;     // mounts that replayed log entries
   std::vector<std::string> reports;
 };
 
-// Every cut of one workload. Returns false when it found a violation.
+// Judges the remounted image of a run (Judge); counts it in `stats`.
+void VerifyImage(const Workload& w, Plant plant, Store* store, Outcome o, Stats* stats,
+                 std::vector<std::string>* problems) {
+  if (plant == Plant::kDropAckedWrite) DropAckedWrite(w, &o);
+  if (o.must > 0) ++stats->must_images;
+  stats->replayed += store->Stats().log_replayed_entries > 0;
+  absl::StatusOr<std::unique_ptr<Subvolume>> sv = store->DefaultSubvolume();
+  if (!sv.ok()) {
+    problems->push_back(absl::StrCat("default subvolume: ", sv.status().ToString()));
+    return;
+  }
+  absl::StatusOr<MState> got = Capture(sv->get());
+  if (!got.ok()) {
+    problems->push_back(absl::StrCat("capture: ", got.status().ToString()));
+    return;
+  }
+  for (std::string& p : Judge(w, o, *got)) problems->push_back(std::move(p));
+}
+
+// Every cut of one workload: each flush point in the four loss modes, the
+// random-subset cuts also crashing the replay's first or second flush, and
+// the run without a cut. Returns false when it found a violation.
 // `*had_durable` (optional): whether the dry run acknowledged a durable op
 // that changed something.
 bool RunWorkload(const Workload& w, Plant plant, uint64_t seed, Stats* stats,
                  bool* had_durable = nullptr) {
-  MemDevice mem(kDeviceBytes);
-  FaultDevice fd(&mem);
   ++stats->workloads;
-  std::vector<std::string> found;
-  auto judge = [&](const Cut& c, Outcome o) {
-    if (plant == Plant::kDropAckedWrite) DropAckedWrite(w, &o);
-    fd.PowerLoss(c.mode, c.seed);
-    fd.ClearFaults();
-    ++stats->images;
-    if (o.must > 0) ++stats->must_images;
-    bool replayed = false;
-    const std::vector<std::string> bad = Verify(w, &fd, c, o, &replayed);
-    stats->replayed += replayed;
-    if (bad.empty()) return;
-    ++stats->bad_images;
-    found.push_back(absl::StrCat("  cut at flush ", c.at, " (0 = after the last op), ",
-                                 ModeName(c.mode), ", replay cut ", c.replay_cut, ":\n    ",
-                                 absl::StrJoin(bad, "\n    ")));
+  testing::CrashPlan plan;
+  plan.image = &TheBase().image;
+  plan.modes = {Mode::kDropAll, Mode::kKeepAll, Mode::kTorn, Mode::kRandomSubset};
+  plan.seed = seed;
+  plan.k_scale = 7;
+  plan.replay_cut = [](uint64_t, uint64_t k, size_t i) -> uint64_t {
+    return i == 3 ? 1 + k % 2 : 0;
   };
-  const Outcome dry = RunOnce(w, &mem, &fd, 0, plant);
-  if (had_durable) *had_durable = dry.durable_change;
-  if (!dry.errors.empty()) {
-    found.push_back("  " + absl::StrJoin(dry.errors, "\n  "));
-  } else {
-    judge(Cut{0, Mode::kDropAll, seed, 0}, dry);
-    const Mode modes[] = {Mode::kDropAll, Mode::kKeepAll, Mode::kTorn, Mode::kRandomSubset};
-    for (uint64_t k = 1; k <= dry.flushes; ++k) {
-      for (size_t mi = 0; mi < 4; ++mi) {
-        const Cut c{k, modes[mi], seed * 1000 + k * 7 + mi,
-                    modes[mi] == Mode::kRandomSubset ? 1 + k % 2 : 0};
-        Outcome o = RunOnce(w, &mem, &fd, k, plant);
-        if (o.errors.empty() && !fd.dead()) {
-          o.errors.push_back(absl::StrCat("the run never reached flush ", k, " (the dry run made ",
-                                          dry.flushes, ")"));
-        }
-        if (!o.errors.empty()) {
-          found.push_back(
-              absl::StrCat("  cut at flush ", k, ": ", absl::StrJoin(o.errors, "\n  ")));
-          if (fd.dead()) fd.PowerLoss(Mode::kDropAll, 1);
-          fd.ClearFaults();
-          continue;
-        }
-        judge(c, std::move(o));
-      }
-    }
-  }
-  if (found.empty()) return true;
+  plan.judge_uncut = true;
+  plan.stop_at_first_failure = false;
+  testing::CrashHarness<Outcome> harness(
+      std::move(plan),
+      [&](FaultDevice* fd, const testing::Cut& c, std::vector<std::string>* errors) {
+        return RunOnce(w, fd, c, plant, errors);
+      },
+      [&](Store* store, const Outcome& run, const Outcome&, std::vector<std::string>* problems) {
+        VerifyImage(w, plant, store, run, stats, problems);
+      });
+  const testing::CrashReport report = harness.Sweep();
+  if (had_durable) *had_durable = harness.uncut().durable_change;
+  stats->images += report.images;
+  stats->bad_images += report.failures.size();
+  if (report.ok()) return true;
   ++stats->violations;
   if (stats->reports.size() < 20) {
-    stats->reports.push_back(absl::StrCat("workload '", w.Describe(), "'\n",
-                                          absl::StrJoin(found, "\n")));
+    stats->reports.push_back(
+        absl::StrCat("workload '", w.Describe(), "'\n  ", absl::StrJoin(report.failures, "\n  ")));
   }
   return false;
 }
@@ -676,53 +614,32 @@ void PrintStats(const char* what, const Stats& st, double seconds) {
   std::fflush(stdout);
 }
 
-int ShardIndex() {
-  const char* i = std::getenv("TEST_SHARD_INDEX");
-  return i ? std::atoi(i) : 0;
-}
-int ShardCount() {
-  const char* n = std::getenv("TEST_TOTAL_SHARDS");
-  return n ? std::max(1, std::atoi(n)) : 1;
-}
 // The shard of workload `i`: mixed, so that neighbours (which differ only
 // in the last op's durability) land on different shards and shards take
 // about the same time.
 int ShardOf(uint64_t i) {
   const uint64_t mixed = (i * 0x9E3779B97F4A7C15ull) >> 32;
-  return static_cast<int>(mixed % static_cast<uint64_t>(ShardCount()));
+  return static_cast<int>(mixed % static_cast<uint64_t>(testing::ShardCount()));
 }
-void TouchShardFile() {
-  if (const char* p = std::getenv("TEST_SHARD_STATUS_FILE")) std::ofstream(p).flush();
-}
-
 double Since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 // The sample (default) or the whole space (--full), this shard's part.
 TEST(KvGen, GeneratedWorkloads) {
-  TouchShardFile();
   const auto start = std::chrono::steady_clock::now();
   uint64_t total = 0;
-  Enumerate(Gen().max_ops, [&](const Workload&) { ++total; });
-  std::printf("space: %llu workloads of up to %llu ops\n", static_cast<unsigned long long>(total),
-              static_cast<unsigned long long>(Gen().max_ops));
-  const uint64_t samples = Gen().samples ? Gen().samples : 1500;
-  const uint64_t seed = testing::Flags().seed ? testing::Flags().seed : 1;
-  std::mt19937_64 rng(seed);
-  const bool all = Gen().full || !Gen().only.empty();
-  const double keep = all ? 1.0 : std::min(1.0, double(samples) / double(total));
-  std::uniform_real_distribution<double> coin(0, 1);
+  Enumerate(MaxOps(), [&](const Workload&) { ++total; });
+  testing::WorkloadSample sample(total, MaxOps(), 1500,
+                                 testing::Flags().full || !testing::Flags().only.empty());
+  const uint64_t seed = sample.seed();
   Stats st;
   uint64_t index = 0;
-  Enumerate(Gen().max_ops, [&](const Workload& w) {
-    const uint64_t i = index++;
-    const bool chosen = coin(rng) < keep;  // drawn for every workload: same sample on every shard
-    if (!chosen || ShardOf(i) != ShardIndex()) return;
-    if (!Gen().only.empty() && w.Describe() != Gen().only) return;
-    RunWorkload(w, Plant::kNone, seed, &st);
+  Enumerate(MaxOps(), [&](const Workload& w) {
+    if (sample.Runs(ShardOf(index++), [&] { return w.Describe(); }))
+      RunWorkload(w, Plant::kNone, seed, &st);
   });
-  PrintStats(Gen().full ? "full enumeration (this shard)" : "sample (this shard)", st,
+  PrintStats(testing::Flags().full ? "full enumeration (this shard)" : "sample (this shard)", st,
              Since(start));
   RecordProperty("workloads", static_cast<int>(st.workloads));
   RecordProperty("images", static_cast<int>(st.images));
@@ -754,7 +671,7 @@ std::vector<Workload> PlantSample(size_t n) {
 // report violations, on exactly the workloads where the lie shows (every
 // workload whose dry run acknowledged a durable change), and none without.
 TEST(KvGen, PlantedBugsAreCaught) {
-  if (ShardIndex() != 0) return;  // one shard is enough
+  if (testing::ShardIndex() != 0) return;  // one shard is enough
   const std::vector<Workload> sample = PlantSample(24);
   ASSERT_EQ(sample.size(), 24u);
   for (Plant plant : {Plant::kNone, Plant::kClaimInFlight, Plant::kDropAckedWrite}) {
@@ -800,28 +717,4 @@ TEST(KvGen, PlantedBugsAreCaught) {
 }  // namespace kvgen
 }  // namespace cowkv
 
-int main(int argc, char** argv) {
-  int out = 1;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--full") {
-      cowkv::kvgen::Gen().full = true;
-    } else if (a.rfind("--samples=", 0) == 0) {
-      cowkv::kvgen::Gen().samples = std::strtoull(a.c_str() + 10, nullptr, 10);
-    } else if (a.rfind("--max_ops=", 0) == 0) {
-      cowkv::kvgen::Gen().max_ops = std::strtoull(a.c_str() + 10, nullptr, 10);
-    } else if (a.rfind("--only=", 0) == 0) {
-      cowkv::kvgen::Gen().only = a.substr(7);
-    } else {
-      argv[out++] = argv[i];
-    }
-  }
-  argc = out;
-  // The tests shard their workloads themselves (TEST_SHARD_INDEX): gtest
-  // must not also spread the tests over the shards.
-  unsetenv("GTEST_TOTAL_SHARDS");
-  unsetenv("GTEST_SHARD_INDEX");
-  ::cowkv::testing::ParseTestFlags(&argc, argv);
-  ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
-}
+COWKV_SELF_SHARDED_TEST_MAIN()

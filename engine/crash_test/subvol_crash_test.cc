@@ -7,7 +7,8 @@
 // flush point, each cut resolved by all four loss modes. After the remount
 // the set of subvolumes and every one's contents must equal the model of
 // the last acknowledged operation or of the one in flight; then the cleaner
-// runs to completion and `check` (refcounts, leaks) must be clean.
+// runs to completion and `check` (refcounts, leaks) must be clean. The loop
+// is testing::CrashHarness (engine/testing/crash_harness.h).
 // Replay: --seed=N.
 #include <map>
 #include <random>
@@ -18,6 +19,7 @@
 #include "engine/io/fault_device.h"
 #include "cowkv/device.h"
 #include "cowkv/store.h"
+#include "engine/testing/crash_harness.h"
 #include "engine/testing/loss_modes.h"
 #include "engine/testing/status_matchers.h"
 #include "engine/testing/store_fixture.h"
@@ -37,7 +39,8 @@ struct Outcome {
 
 constexpr int kSteps = 14;
 
-Outcome RunWorkload(BlockDevice* dev, uint64_t seed) {
+Outcome RunWorkload(FaultDevice* dev, const testing::Cut& cut, std::vector<std::string>*) {
+  const uint64_t seed = cut.test_seed;
   Outcome out;
   State state;
   state["default"] = {};
@@ -104,42 +107,36 @@ State ReadState(Store* store) {
   return st;
 }
 
+// The mounted state must be the last acknowledged step or the one in
+// flight; then any interrupted deletion resumes and completes, and nothing
+// leaks (the harness's check).
+void Verify(Store* store, const Outcome& o, const Outcome& uncut,
+            std::vector<std::string>* problems) {
+  const State got = ReadState(store);
+  const size_t acked = o.acked.size() - 1;
+  const bool ok = got == o.acked[acked] ||
+                  (o.in_flight && acked + 1 < uncut.acked.size() && got == uncut.acked[acked + 1]);
+  if (!ok) {
+    problems->push_back(absl::StrCat("mounted state is neither step ", acked,
+                                     " nor the one in flight (", got.size(), " subvolumes)"));
+    return;
+  }
+  absl::Status dropped = store->DropDeletedSubvolumes();
+  if (!dropped.ok()) problems->push_back(absl::StrCat("drop: ", dropped.ToString()));
+  const uint64_t pending = store->Stats().deleted_subvolumes_pending;
+  if (pending != 0) problems->push_back(absl::StrCat(pending, " deleted subvolumes pending"));
+}
+
 class SubvolCrash : public ::testing::TestWithParam<FaultDevice::LossMode> {};
 
 TEST_P(SubvolCrash, EveryFlushPoint) {
-  const uint64_t seed = testing::Flags().seed ? testing::Flags().seed : 7;
-  SCOPED_TRACE(absl::StrCat("replay: --seed=", seed));
-  MemDevice mem(128ull << 20);
-  ASSERT_OK(Store::Mkfs(&mem, testing::TestMkfs(4096)));
-  const std::string base = mem.Snapshot();
-  Outcome full;
-  uint64_t total_flushes;
-  {
-    FaultDevice fd(&mem);
-    full = RunWorkload(&fd, seed);
-    ASSERT_EQ(full.acked.size(), kSteps + 1u);
-    total_flushes = fd.flushes();
-  }
-  for (uint64_t k = 1; k <= total_flushes; ++k) {
-    SCOPED_TRACE(absl::StrCat("power cut at flush ", k, " of ", total_flushes));
-    mem.Restore(base);
-    FaultDevice fd(&mem);
-    fd.CrashAtFlush(k);
-    Outcome o = RunWorkload(&fd, seed);
-    fd.PowerLoss(GetParam(), seed * 7919 + k);
-    ASSERT_OK_AND_ASSIGN(auto store, Store::Open(&fd, testing::TestOptions()));
-    State got = ReadState(store.get());
-    const size_t acked = o.acked.size() - 1;
-    bool ok = got == o.acked[acked] ||
-              (o.in_flight && acked + 1 < full.acked.size() && got == full.acked[acked + 1]);
-    ASSERT_TRUE(ok) << "mounted state is neither step " << acked << " nor the one in flight ("
-                    << got.size() << " subvolumes)";
-    // Any interrupted deletion resumes and completes; nothing leaks.
-    ASSERT_OK(store->DropDeletedSubvolumes());
-    EXPECT_EQ(store->Stats().deleted_subvolumes_pending, 0u);
-    ASSERT_OK(store->Close());
-    ASSERT_NO_FATAL_FAILURE(testing::ExpectCheckClean(&fd));
-  }
+  const std::string image = testing::FormattedImage(128ull << 20);
+  testing::CrashPlan plan = testing::PlanForMode(&image, GetParam(), 7);
+  plan.seed_scale = 7919;
+  testing::CrashHarness<Outcome> harness(std::move(plan), RunWorkload, Verify);
+  const testing::CrashReport report = harness.Sweep();
+  EXPECT_EQ(harness.uncut().acked.size(), kSteps + 1u);
+  EXPECT_TRUE(report.ok()) << report.Failures();
 }
 
 INSTANTIATE_TEST_SUITE_P(AllLossModes, SubvolCrash, testing::AllLossModes(), testing::LossModeName);

@@ -4,9 +4,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/base/coding.h"
-#include "engine/base/crc32c.h"
 #include "engine/base/status.h"
 #include "engine/format/layout.h"
+#include "engine/format/sector.h"
 
 namespace cowkv {
 namespace format {
@@ -16,7 +16,6 @@ std::string EncodeSuperblock(const Superblock& sb) {
   std::string out(kSuperblockSize, '\0');
   char* p = out.data();
   EncodeLE32(p + kSbCsumTypeOff, kCsumTypeCrc32c);
-  EncodeLE64(p + kSbMagicOff, kSuperMagic);
   std::memcpy(p + kSbFsidOff, sb.fsid.data(), kFsidSize);
   EncodeLE64(p + kSbBytenrOff, sb.bytenr);
   EncodeLE64(p + kSbFlagsOff, sb.flags);
@@ -33,7 +32,7 @@ std::string EncodeSuperblock(const Superblock& sb) {
   EncodeLE64(p + kSbNextTreeIdOff, sb.next_tree_id);
   EncodeLE64(p + kSbRevisionOff, sb.revision);
   EncodeLE64(p + kSbFormatVersionOff, kFormatVersion);
-  EncodeLE32(p + kSbCsumOff, Crc32c(p + 4, kSuperblockSize - 4));
+  SealSector(kSuperblockSector, &out);
   return out;
 }
 
@@ -47,20 +46,8 @@ absl::StatusOr<Superblock> DecodeSuperblock(absl::string_view data,
   CorruptionSite site;
   site.what = "superblock";
   site.bytenr = expected_bytenr;
-  if (data.size() != kSuperblockSize) {
-    return COWKV_CORRUPTION(site, "short superblock", absl::StrCat(data.size()),
-                            absl::StrCat(kSuperblockSize));
-  }
+  COWKV_RETURN_IF_ERROR(OpenSector(kSuperblockSector, data, site));
   const char* p = data.data();
-  if (DecodeLE64(p + kSbMagicOff) != kSuperMagic) {
-    return COWKV_CORRUPTION(site, "bad magic", "", "");
-  }
-  uint32_t want = Crc32c(p + 4, kSuperblockSize - 4);
-  uint32_t have = DecodeLE32(p + kSbCsumOff);
-  if (have != want) {
-    return COWKV_CORRUPTION(site, "checksum mismatch", absl::StrCat(have),
-                            absl::StrCat(want));
-  }
   if (DecodeLE32(p + kSbCsumTypeOff) != kCsumTypeCrc32c) {
     return COWKV_CORRUPTION(site, "unknown csum type",
                             absl::StrCat(DecodeLE32(p + kSbCsumTypeOff)), "1");

@@ -5,8 +5,9 @@
 #include "absl/strings/str_cat.h"
 #include "engine/base/check.h"
 #include "engine/base/coding.h"
-#include "engine/base/crc32c.h"
+#include "engine/base/status.h"
 #include "engine/format/layout.h"
+#include "engine/format/sector.h"
 
 namespace cowkv {
 namespace log {
@@ -21,7 +22,6 @@ std::string EncodeLogRoot(const LogRootBlock& b, uint32_t sectorsize) {
   COWKV_CHECK(b.trees.empty() || b.entries.empty());
   std::string out(sectorsize, '\0');
   char* p = out.data();
-  EncodeLE64(p + kLogMagicOff, kLogMagic);
   std::memcpy(p + kLogFsidOff, b.fsid.data(), kFsidSize);
   EncodeLE64(p + kLogBytenrOff, b.bytenr);
   EncodeLE64(p + kLogNonceOff, b.nonce);
@@ -48,7 +48,7 @@ std::string EncodeLogRoot(const LogRootBlock& b, uint32_t sectorsize) {
     std::memcpy(e + kLogInlineHeaderSize + en.key.size(), en.value.data(), en.value.size());
     e += InlineSize(en);
   }
-  EncodeLE32(p + kLogCsumOff, Crc32c(p + 4, sectorsize - 4));
+  SealSector(kLogRootSector, &out);
   return out;
 }
 
@@ -62,14 +62,17 @@ bool BadBytenr(uint64_t b, const LogRootExpect& e) {
 }  // namespace
 
 absl::StatusOr<LogRootBlock> DecodeLogRoot(absl::string_view data, const LogRootExpect& e) {
+  // Every failure here ends the chain (log_manager.cc Recover): the block at
+  // the end is never written, torn or stale, so none counts as corruption.
+  CorruptionSite site;
+  site.what = "log root block";
+  site.bytenr = e.bytenr;
+  site.counted = false;
   auto bad = [&](absl::string_view why) {
-    return absl::DataLossError(absl::StrCat("log root block at ", e.bytenr, " (seq ", e.seq,
-                                            "): ", why));
+    return COWKV_CORRUPTION(site, absl::StrCat("seq ", e.seq, ": ", why), "", "");
   };
-  if (data.size() < kLogHeaderSize) return bad("short block");
+  COWKV_RETURN_IF_ERROR(OpenSector(kLogRootSector, data, site));
   const char* p = data.data();
-  if (DecodeLE64(p + kLogMagicOff) != kLogMagic) return bad("bad magic");
-  if (DecodeLE32(p + kLogCsumOff) != Crc32c(p + 4, data.size() - 4)) return bad("checksum mismatch");
   if (DecodeLE32(p + kLogFlagsOff) != 0) return bad("non-zero flags");
   LogRootBlock b;
   b.fsid.assign(p + kLogFsidOff, kFsidSize);

@@ -70,7 +70,9 @@ struct LogRootExpect {
   uint32_t nodesize = 0;
 };
 
-// DATA_LOSS with the reason when the block is not the expected link.
+// DATA_LOSS with the reason (CorruptionError's shape, not counted in
+// CorruptionsDetected(): a chain always ends at such a block) when the block
+// is not the expected link.
 absl::StatusOr<LogRootBlock> DecodeLogRoot(absl::string_view data, const LogRootExpect& e);
 
 }  // namespace log

@@ -21,15 +21,8 @@ namespace cowkv {
 namespace {
 
 using Model = std::map<std::string, std::string>;
+using testing::ReadAll;
 using testing::StatusIs;
-
-Model ReadAll(Store* store) {
-  Model m;
-  auto it = store->NewIterator();
-  for (it->SeekToFirst(); it->Valid(); it->Next()) m[std::string(it->key())] = std::string(it->value());
-  EXPECT_OK(it->status());
-  return m;
-}
 
 void Fill(Store* store, Model* model, int from, int n) {
   for (int i = from; i < from + n; ++i) {

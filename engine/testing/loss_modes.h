@@ -16,14 +16,18 @@ inline auto AllLossModes() {
                            FaultDevice::LossMode::kRandomSubset, FaultDevice::LossMode::kTorn);
 }
 
-inline std::string LossModeName(const ::testing::TestParamInfo<FaultDevice::LossMode>& info) {
-  switch (info.param) {
+inline std::string DescribeLossMode(FaultDevice::LossMode mode) {
+  switch (mode) {
     case FaultDevice::LossMode::kDropAll: return "DropAll";
     case FaultDevice::LossMode::kKeepAll: return "KeepAll";
     case FaultDevice::LossMode::kRandomSubset: return "RandomSubset";
     case FaultDevice::LossMode::kTorn: return "Torn";
   }
   return "Unknown";
+}
+
+inline std::string LossModeName(const ::testing::TestParamInfo<FaultDevice::LossMode>& info) {
+  return DescribeLossMode(info.param);
 }
 
 }  // namespace testing

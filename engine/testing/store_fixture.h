@@ -1,13 +1,17 @@
 // Test helpers shared by engine tests: a formatted MemDevice, options for
-// deterministic tests (no background commits), and ExpectCheckClean(), the
-// `cowkv check` every test that writes ends with (bbolt's MustCheck).
+// deterministic tests (no background commits), ReadAll() of the default
+// subvolume, and ExpectCheckClean() / CheckProblems(), the `cowkv check`
+// every test that writes ends with (bbolt's MustCheck).
 #ifndef COWKV_ENGINE_TESTING_STORE_FIXTURE_H_
 #define COWKV_ENGINE_TESTING_STORE_FIXTURE_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cowkv/device.h"
 #include "cowkv/store.h"
@@ -36,12 +40,32 @@ inline MkfsOptions TestMkfs(uint32_t nodesize = 4096) {
   return m;
 }
 
+// The full check's findings on `dev`, each prefixed "check: " (empty: clean),
+// for tests that collect problems instead of failing at once.
+inline std::vector<std::string> CheckProblems(BlockDevice* dev) {
+  absl::StatusOr<CheckReport> r = Check(dev);
+  if (!r.ok()) return {absl::StrCat("check: ", r.status().ToString())};
+  std::vector<std::string> out;
+  for (const std::string& p : r->problems) out.push_back("check: " + p);
+  return out;
+}
+
 // Runs the full check on `dev` and fails the test with every finding.
 inline void ExpectCheckClean(BlockDevice* dev) {
   absl::StatusOr<CheckReport> r = Check(dev);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_TRUE(r->ok()) << "check found " << r->problems.size() << " problem(s):\n"
                        << absl::StrJoin(r->problems, "\n");
+}
+
+// The default subvolume's keys and values, in order (EXPECTs the scan OK).
+inline std::map<std::string, std::string> ReadAll(Store* store) {
+  std::map<std::string, std::string> m;
+  std::unique_ptr<Iterator> it = store->NewIterator();
+  for (it->SeekToFirst(); it->Valid(); it->Next())
+    m[std::string(it->key())] = std::string(it->value());
+  EXPECT_TRUE(it->status().ok()) << it->status();
+  return m;
 }
 
 }  // namespace testing
