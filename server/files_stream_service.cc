@@ -38,9 +38,10 @@ absl::Status StreamRead(ServerContext* ctx, Files& files, uint64_t ino, uint64_t
     if (want > 0) {
       absl::StatusOr<std::string> read = files.Read(ino, pos, want);
       if (absl::IsDataLoss(read.status())) {
-        // The engine names the damaged extent; say which file and range too.
-        return absl::DataLossError(absl::StrCat("EIO: inode ", ino, " [", pos, ", +", want,
-                                                "): ", read.status().message()));
+        // The engine named the damaged extent (and counted it); say which
+        // file and range too, keeping the engine's reason.
+        return WithContext(read.status(),
+                           absl::StrCat("EIO: inode ", ino, " [", pos, ", +", want, ")"));
       }
       COWKV_RETURN_IF_ERROR(read.status());
       data = std::move(*read);

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "cowkv/errors.h"
 #include "cowkv/status_macros.h"
 #include "server/convert.h"
 #include "server/limits.h"
@@ -156,9 +157,10 @@ grpc::Status KvService::Get(ServerContext* ctx, const v1::GetRequest* req, v1::G
     if (absl::IsNotFound(read.status())) {
       return absl::NotFoundError(absl::StrCat("key not found: \"", KeyForMessage(req->key()), "\""));
     }
-    if (absl::IsDataLoss(read.status())) {  // the engine names the extent; add the key
-      return absl::DataLossError(absl::StrCat("key \"", KeyForMessage(req->key()), "\": ",
-                                              read.status().message()));
+    if (absl::IsDataLoss(read.status())) {
+      // The engine named the extent (and counted it); add the key, keeping
+      // the engine's reason.
+      return WithContext(read.status(), absl::StrCat("key \"", KeyForMessage(req->key()), "\""));
     }
     COWKV_RETURN_IF_ERROR(read.status());
     ToProto(*read, resp->mutable_kv());

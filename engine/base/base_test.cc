@@ -1,11 +1,14 @@
-// Goal: the byte-level helpers every decoder relies on are exact, and the
-// latency recorder puts each duration in the right bucket.
+// Goal: the byte-level helpers every decoder relies on are exact, the
+// corruption constructor builds one message shape, and the latency
+// recorder puts each duration in the right bucket.
 // Method: known-answer crc32c, round trips of LE/BE coding, Reader's
 // refusal to read past the end of a buffer; durations on and either side
 // of every bucket bound.
 #include <chrono>
 #include <string>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "engine/base/coding.h"
 #include "engine/base/crc32c.h"
 #include "engine/base/latency_histogram.h"
@@ -56,6 +59,58 @@ TEST(Status, CorruptionShape) {
             std::string::npos)
       << s.message();
   EXPECT_EQ(CorruptionsDetected(), before + 1);
+}
+
+// Every combination of site fields and have/want: one shape, no stray
+// separators, the reason attached.
+TEST(Status, CorruptionShapeWithoutSomeParts) {
+  struct Case {
+    CorruptionSite site;
+    const char* have;
+    const char* want;
+    const char* message;
+  };
+  CorruptionSite superblock;
+  superblock.what = "superblock";
+  CorruptionSite inode;
+  inode.what = "inode item";
+  inode.inode = 257;
+  CorruptionSite all;
+  all.bytenr = 1;
+  all.owner = 2;
+  all.inode = 3;
+  all.level = 4;
+  all.slot = 5;
+  const Case kCases[] = {
+      {superblock, "", "", "corrupt superblock: why ["},
+      {superblock, "", "7", "corrupt superblock: why, want=7 ["},
+      {superblock, "6", "", "corrupt superblock: why, have=6 ["},
+      {inode, "6", "7", "corrupt inode item: inode=257, why, have=6 want=7 ["},
+      {all, "", "", "corrupt node: bytenr=1 owner=2 inode=3 level=4 slot=5, why ["},
+  };
+  for (const Case& c : kCases) {
+    const int line = __LINE__ + 1;
+    const absl::Status s = COWKV_CORRUPTION(c.site, "why", c.have, c.want);
+    EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
+    EXPECT_EQ(ReasonOf(s), ErrorReason::kCorruption);
+    EXPECT_TRUE(absl::StartsWith(s.message(), c.message)) << s.message();
+    EXPECT_TRUE(absl::EndsWith(s.message(), absl::StrCat("base_test.cc:", line, "]")))
+        << s.message();
+  }
+}
+
+TEST(Status, WithContextKeepsCodeAndReasonAndCountsNothing) {
+  EXPECT_TRUE(WithContext(absl::OkStatus(), "context").ok());
+  CorruptionSite site;
+  const absl::Status inner = COWKV_CORRUPTION(site, "bad", "", "");
+  const uint64_t before = CorruptionsDetected();
+  const absl::Status outer = WithContext(inner, "key \"k\"");
+  EXPECT_EQ(CorruptionsDetected(), before);
+  EXPECT_EQ(outer.code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(ReasonOf(outer), ErrorReason::kCorruption);
+  EXPECT_EQ(outer.message(), absl::StrCat("key \"k\": ", inner.message()));
+  const absl::Status plain = WithContext(absl::NotFoundError("gone"), "ctx");
+  EXPECT_EQ(plain, absl::NotFoundError("ctx: gone"));
 }
 
 TEST(LatencyRecorder, BucketsAreExponentialAndInclusive) {

@@ -71,6 +71,14 @@ absl::Status WithReason(absl::Status status, ErrorReason reason) {
   return status;
 }
 
+absl::Status WithContext(const absl::Status& status, absl::string_view context) {
+  if (status.ok()) return status;
+  absl::Status out(status.code(), absl::StrCat(context, ": ", status.message()));
+  status.ForEachPayload(
+      [&out](absl::string_view url, const absl::Cord& payload) { out.SetPayload(url, payload); });
+  return out;
+}
+
 absl::Status PosixError(ErrorReason reason, absl::string_view what) {
   const std::string msg = absl::StrCat(ReasonPosixName(reason), ": ", what);
   absl::StatusCode code =

@@ -14,18 +14,19 @@ absl::Status CorruptionError(const CorruptionSite& site, absl::string_view reaso
                              absl::string_view have, absl::string_view want,
                              const char* file, int line) {
   if (site.counted) g_corruptions.fetch_add(1, std::memory_order_relaxed);
-  std::string msg = absl::StrCat("corrupt ", site.what, ":");
-  const char* sep = " ";
-  if (site.bytenr != UINT64_MAX) {
-    absl::StrAppend(&msg, sep, "bytenr=", site.bytenr);
-    sep = " ";
-  }
-  if (site.owner != UINT64_MAX) absl::StrAppend(&msg, " owner=", site.owner);
-  if (site.level >= 0) absl::StrAppend(&msg, " level=", site.level);
-  if (site.slot >= 0) absl::StrAppend(&msg, " slot=", site.slot);
-  absl::StrAppend(&msg, ", ", reason);
+  std::string fields;
+  auto field = [&fields](absl::string_view name, auto value) {
+    absl::StrAppend(&fields, fields.empty() ? "" : " ", name, "=", value);
+  };
+  if (site.bytenr != UINT64_MAX) field("bytenr", site.bytenr);
+  if (site.owner != UINT64_MAX) field("owner", site.owner);
+  if (site.inode != UINT64_MAX) field("inode", site.inode);
+  if (site.level >= 0) field("level", site.level);
+  if (site.slot >= 0) field("slot", site.slot);
+  std::string msg =
+      absl::StrCat("corrupt ", site.what, ": ", fields, fields.empty() ? "" : ", ", reason);
   if (!have.empty()) absl::StrAppend(&msg, ", have=", have);
-  if (!want.empty()) absl::StrAppend(&msg, " want=", want);
+  if (!want.empty()) absl::StrAppend(&msg, have.empty() ? ", want=" : " want=", want);
   const char* base = file;
   for (const char* p = file; *p; ++p) {
     if (*p == '/') base = p + 1;

@@ -30,6 +30,7 @@ struct CorruptionSite {
   uint64_t owner = UINT64_MAX;
   int level = -1;
   int slot = -1;
+  uint64_t inode = UINT64_MAX;  // file-tree items: the inode they belong to
   // False where a check failing is an expected answer, not damage: a log
   // chain ends at the first block that does not verify (never written, torn
   // or stale). The status is the same; CorruptionsDetected() does not count it.
@@ -38,7 +39,9 @@ struct CorruptionSite {
 
 // Builds the DATA_LOSS status for corrupt on-device data and counts it in
 // CorruptionsDetected(). `file`/`line` record where it was first detected
-// (SQLite's SQLITE_CORRUPT_BKPT); use the COWKV_CORRUPTION macro.
+// (SQLite's SQLITE_CORRUPT_BKPT); use the COWKV_CORRUPTION macro. The
+// message: "corrupt <what>: <fields>, <reason>, have=<have> want=<want>
+// [<file>:<line>]", each part left out when empty.
 absl::Status CorruptionError(const CorruptionSite& site, absl::string_view reason,
                              absl::string_view have, absl::string_view want,
                              const char* file, int line);

@@ -29,6 +29,14 @@ void SealSector(const SectorKind& kind, std::string* sector) {
   EncodeLE32(p + kSectorCsumOff, SectorCrc(*sector));
 }
 
+std::string SectorProblem(const SectorKind& kind, absl::string_view data) {
+  if (data.size() < kind.min_size) return "short sector";
+  if (data.size() > kind.max_size) return "long sector";
+  if (DecodeLE64(data.data() + kSectorMagicOff) != kind.magic) return "bad magic";
+  if (DecodeLE32(data.data() + kSectorCsumOff) != SectorCrc(data)) return "checksum mismatch";
+  return "";
+}
+
 absl::Status OpenSector(const SectorKind& kind, absl::string_view data,
                         const CorruptionSite& site) {
   if (data.size() < kind.min_size || data.size() > kind.max_size) {

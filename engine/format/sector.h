@@ -66,6 +66,12 @@ void SealSector(const SectorKind& kind, std::string* sector);
 // reasons: "short <what>" or "long <what>", "bad magic", "checksum mismatch").
 absl::Status OpenSector(const SectorKind& kind, absl::string_view data, const CorruptionSite& site);
 
+// The same three checks for a caller that words its own error (the log's
+// chain walk, where a block that does not open is the chain's end): "" when
+// the sector opens, else "short sector", "long sector", "bad magic" or
+// "checksum mismatch".
+std::string SectorProblem(const SectorKind& kind, absl::string_view data);
+
 }  // namespace format
 }  // namespace cowkv
 

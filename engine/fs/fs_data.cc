@@ -271,8 +271,12 @@ absl::StatusOr<std::string> FsOps::ReadExtent(const FileExtent& e, uint64_t from
     return out;
   }
   if (e.offset + e.num_bytes > e.disk_len) {
-    return absl::DataLossError(absl::StrCat("file extent [", e.offset, ", +", e.num_bytes,
-                                            ") past its data extent of ", e.disk_len, " bytes"));
+    CorruptionSite site;
+    site.what = "file extent";
+    site.bytenr = e.disk_bytenr;
+    return COWKV_CORRUPTION(site, "reaches past its data extent",
+                            absl::StrCat("[", e.offset, ", +", e.num_bytes, ")"),
+                            absl::StrCat("within ", e.disk_len, " bytes"));
   }
   const format::DataRef ref{e.disk_bytenr, e.disk_len, e.disk_len, e.crc};
   COWKV_ASSIGN_OR_RETURN(std::string data, b_->ReadData(ref));

@@ -14,8 +14,14 @@ namespace fs {
 
 namespace {
 
-absl::Status Bad(absl::string_view what, uint64_t objectid, absl::string_view why) {
-  return absl::DataLossError(absl::StrCat("corrupt ", what, " of inode ", objectid, ": ", why));
+// A corrupt item of inode `objectid`. The default argument is the caller's
+// line (GCC and Clang), so the message names the check that failed.
+absl::Status Bad(absl::string_view what, uint64_t objectid, absl::string_view why,
+                 int line = __builtin_LINE()) {
+  CorruptionSite site;
+  site.what = what;
+  site.inode = objectid;
+  return CorruptionError(site, why, "", "", __FILE__, line);
 }
 
 void PutU16(std::string* out, uint16_t v) {
@@ -285,8 +291,8 @@ std::string EncodeFileExtent(const FileExtent& e) {
 
 absl::StatusOr<FileExtent> DecodeFileExtent(absl::string_view v, uint64_t ino, uint64_t offset) {
   // Built only on the error paths: a fiemap decodes every extent item.
-  auto bad = [&](absl::string_view why) {
-    return Bad(absl::StrCat("file extent at ", offset), ino, why);
+  auto bad = [&](absl::string_view why, int line = __builtin_LINE()) {
+    return Bad(absl::StrCat("file extent at ", offset), ino, why, line);
   };
   if (v.size() < kFileExtentHeaderSize) return bad("short");
   Reader r(v);

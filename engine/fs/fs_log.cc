@@ -362,7 +362,7 @@ absl::StatusOr<bool> FsOps::PathChanged(Batch& b, uint64_t ino) {
     if (st_->lost_entry.count(pr.first)) return true;
     uint64_t dir = pr.first;
     for (size_t depth = 0; dir != kRootDirIno; ++depth) {
-      if (depth > kMaxPathDepth + 1) return absl::DataLossError("directory chain deeper than the path limit");
+      if (depth > kMaxPathDepth + 1) return DirectoryChainTooDeep(dir);
       if (st_->lost_name.count(dir)) return true;
       uint64_t up = 0;
       COWKV_RETURN_IF_ERROR(b.Scan(TypeStart(dir, kInodeRef), TypeStart(dir, kInodeRef + 1), false,
@@ -371,7 +371,7 @@ absl::StatusOr<bool> FsOps::PathChanged(Batch& b, uint64_t ino) {
                                      if (DecodeFsKey(k, &fk)) up = fk.offset;
                                      return false;
                                    }));
-      if (up == 0) return absl::DataLossError(absl::StrCat("directory ", dir, " has no parent"));
+      if (up == 0) return DirectoryWithoutParent(dir);
       dir = up;
     }
   }
@@ -433,7 +433,12 @@ absl::Status FsOps::ReplayFixup(const ReplayNotes& n) {
   // can drop entries elsewhere, so until nothing changes (each round
   // removes entries, so it ends).
   for (size_t round = 0; !dropped_in_.empty(); ++round) {
-    if (round > 64) return absl::DataLossError("replay fix-up of directory sizes did not settle");
+    if (round > 64) {
+      CorruptionSite site;
+      site.what = "replayed file tree";
+      return COWKV_CORRUPTION(site, "directory sizes did not settle",
+                              absl::StrCat(round, " rounds"), "at most 64");
+    }
     std::set<uint64_t> dirs;
     dirs.swap(dropped_in_);
     for (uint64_t dir : dirs) {

@@ -33,6 +33,21 @@ ItemKey ExtentKey(uint64_t ino, uint64_t offset) {
 ItemKey InodeStart(uint64_t ino) { return ItemKey(FsKey{ino, 0, 0}); }
 ItemKey TypeStart(uint64_t ino, uint8_t type) { return ItemKey(FsKey{ino, type, 0}); }
 
+absl::Status DirectoryWithoutParent(uint64_t dir, int line) {
+  CorruptionSite site;
+  site.what = "directory";
+  site.inode = dir;
+  return CorruptionError(site, "no parent on the way to the root", "", "", __FILE__, line);
+}
+
+absl::Status DirectoryChainTooDeep(uint64_t dir, int line) {
+  CorruptionSite site;
+  site.what = "directory";
+  site.inode = dir;
+  return CorruptionError(site, "the way to the root is deeper than the path limit (a cycle?)", "",
+                         absl::StrCat("at most ", kMaxPathDepth, " levels"), __FILE__, line);
+}
+
 FileType Attr::type() const { return static_cast<FileType>((item.mode >> 12) & 0xf); }
 
 namespace {
@@ -319,8 +334,10 @@ absl::Status FsOps::RemoveName(Batch& b, uint64_t parent, absl::string_view name
   auto e = std::find_if(entries.begin(), entries.end(),
                         [&](const DirEntry& d) { return d.name == name && d.child == ino; });
   if (e == entries.end()) {
-    return absl::DataLossError(absl::StrCat("directory ", parent, " has no entry \"", name,
-                                            "\" for inode ", ino));
+    CorruptionSite site;
+    site.what = "directory";
+    site.inode = parent;
+    return COWKV_CORRUPTION(site, absl::StrCat("no entry \"", name, "\" for inode ", ino), "", "");
   }
   entries.erase(e);
   if (entries.empty()) {
@@ -336,8 +353,11 @@ absl::Status FsOps::RemoveName(Batch& b, uint64_t parent, absl::string_view name
   }
   auto r = std::find_if(refs.begin(), refs.end(), [&](const InodeRef& x) { return x.name == name; });
   if (r == refs.end()) {
-    return absl::DataLossError(absl::StrCat("inode ", ino, " has no name \"", name, "\" in ",
-                                            parent));
+    CorruptionSite site;
+    site.what = "inode ref";
+    site.inode = ino;
+    return COWKV_CORRUPTION(site, absl::StrCat("no name \"", name, "\" in directory ", parent), "",
+                            "");
   }
   const ItemKey ik = DirIndexKey(parent, r->index);
   b.Del(ik);
@@ -474,10 +494,10 @@ absl::StatusOr<bool> FsOps::IsAncestor(Batch& b, uint64_t a, uint64_t dir) {
                                    if (DecodeFsKey(k, &fk)) parent = fk.offset;
                                    return false;
                                  }));
-    if (parent == 0) return absl::DataLossError(absl::StrCat("directory ", dir, " has no parent"));
+    if (parent == 0) return DirectoryWithoutParent(dir);
     dir = parent;
   }
-  return absl::DataLossError("directory chain deeper than the path limit");
+  return DirectoryChainTooDeep(dir);
 }
 
 absl::Status FsOps::RenameChecks(Batch& b, const Resolved& f, const Resolved& t, uint32_t flags) {
@@ -620,9 +640,15 @@ absl::StatusOr<std::string> FsOps::ReadLink(uint64_t ino) {
   COWKV_ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
   if (TypeOf(it) != FileType::kSymlink) return PosixError(ErrorReason::kEINVAL, "not a symlink");
   COWKV_ASSIGN_OR_RETURN(std::optional<std::string> v, b.Get(ExtentKey(ino, 0)));
-  if (!v.has_value()) return absl::DataLossError(absl::StrCat("symlink ", ino, " has no target"));
+  CorruptionSite site;
+  site.what = "symlink";
+  site.inode = ino;
+  if (!v.has_value()) return COWKV_CORRUPTION(site, "no target", "", "");
   COWKV_ASSIGN_OR_RETURN(FileExtent e, DecodeFileExtent(*v, ino, 0));
-  if (e.kind != kExtentInline) return absl::DataLossError("symlink target not inline");
+  if (e.kind != kExtentInline) {
+    return COWKV_CORRUPTION(site, "target not inline", absl::StrCat("kind ", int{e.kind}),
+                            absl::StrCat("kind ", int{kExtentInline}));
+  }
   return e.inline_data;
 }
 

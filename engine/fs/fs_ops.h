@@ -367,6 +367,12 @@ ItemKey ExtentKey(uint64_t ino, uint64_t offset);
 ItemKey InodeStart(uint64_t ino);
 ItemKey TypeStart(uint64_t ino, uint8_t type);
 
+// Corruptions found walking from a directory up to the root (path walks in
+// fs_ops.cc and fs_log.cc): `dir` has no INODE_REF, or the walk passed the
+// path depth limit (a cycle). `line` defaults to the caller's (GCC, Clang).
+absl::Status DirectoryWithoutParent(uint64_t dir, int line = __builtin_LINE());
+absl::Status DirectoryChainTooDeep(uint64_t dir, int line = __builtin_LINE());
+
 }  // namespace fs
 }  // namespace cowkv
 

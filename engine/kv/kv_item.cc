@@ -40,10 +40,14 @@ std::string EncodeExtentItem(const ItemMeta& meta, const ExtentRef& ref) {
 }
 
 absl::StatusOr<ItemView> DecodeItem(absl::string_view tree_key, absl::string_view raw) {
-  auto bad = [&](absl::string_view why) {
-    return absl::DataLossError(absl::StrCat("corrupt KV item '",
-                                            absl::CHexEscape(UserKey(tree_key).substr(0, 64)),
-                                            "': ", why));
+  // Built only on the error paths. The default argument is the caller's
+  // line (GCC and Clang), so the message names the check that failed.
+  auto bad = [&](absl::string_view why, int line = __builtin_LINE()) {
+    CorruptionSite site;
+    site.what = "KV item";
+    return CorruptionError(
+        site, absl::StrCat("key '", absl::CHexEscape(UserKey(tree_key).substr(0, 64)), "': ", why),
+        "", "", __FILE__, line);
   };
   if (raw.size() < kKvHeaderSize) return bad(absl::StrCat("item of ", raw.size(), " bytes"));
   const char* p = raw.data();

@@ -59,71 +59,98 @@ bool BadBytenr(uint64_t b, const LogRootExpect& e) {
   return b % e.nodesize != 0 || b < kReservedHead || e.device_size < e.nodesize ||
          b > e.device_size - e.nodesize;
 }
-}  // namespace
 
-absl::StatusOr<LogRootBlock> DecodeLogRoot(absl::string_view data, const LogRootExpect& e) {
-  // Every failure here ends the chain (log_manager.cc Recover): the block at
-  // the end is never written, torn or stale, so none counts as corruption.
-  CorruptionSite site;
-  site.what = "log root block";
-  site.bytenr = e.bytenr;
-  site.counted = false;
-  auto bad = [&](absl::string_view why) {
-    return COWKV_CORRUPTION(site, absl::StrCat("seq ", e.seq, ": ", why), "", "");
-  };
-  COWKV_RETURN_IF_ERROR(OpenSector(kLogRootSector, data, site));
-  const char* p = data.data();
-  if (DecodeLE32(p + kLogFlagsOff) != 0) return bad("non-zero flags");
-  LogRootBlock b;
-  b.fsid.assign(p + kLogFsidOff, kFsidSize);
-  b.bytenr = DecodeLE64(p + kLogBytenrOff);
-  b.nonce = DecodeLE64(p + kLogNonceOff);
-  b.base_generation = DecodeLE64(p + kLogBaseGenOff);
-  b.seq = DecodeLE64(p + kLogSeqOff);
-  b.next = DecodeLE64(p + kLogNextOff);
-  b.revision = DecodeLE64(p + kLogRevisionOff);
-  if (b.fsid != e.fsid) return bad("fsid mismatch");
-  if (b.bytenr != e.bytenr) return bad(absl::StrCat("written for bytenr ", b.bytenr));
-  if (b.nonce != e.nonce || b.base_generation != e.base_generation || b.seq != e.seq) {
-    return bad(absl::StrCat("belongs to chain nonce ", b.nonce, " generation ",
-                            b.base_generation, " seq ", b.seq));
-  }
-  if (BadBytenr(b.next, e)) return bad(absl::StrCat("next bytenr ", b.next, " out of range"));
-  const uint32_t n = DecodeLE32(p + kLogNtreesOff);
-  const uint32_t ninline = DecodeLE32(p + kLogNentriesOff);
-  if (n > MaxLogTrees(static_cast<uint32_t>(data.size())) || (n > 0 && ninline > 0)) {
-    return bad(absl::StrCat(n, " log trees and ", ninline, " inline entries listed"));
-  }
-  const char* q = p + kLogHeaderSize;
+// The log trees a block lists, after the header. Empty when they verify,
+// else why not.
+std::string DecodeTrees(const char* q, uint32_t n, const LogRootExpect& e, LogRootBlock* b) {
   for (uint32_t i = 0; i < n; ++i, q += kLogEntrySize) {
     LogTreeRef t{DecodeLE64(q), DecodeLE64(q + 8), DecodeLE64(q + 16),
                  static_cast<uint8_t>(q[24])};
     if (BadBytenr(t.bytenr, e) || t.level >= kMaxLevel || t.generation != e.base_generation + 1) {
-      return bad(absl::StrCat("log tree of subvolume ", t.subvol, " has a bad root"));
+      return absl::StrCat("log tree of subvolume ", t.subvol, " has a bad root");
     }
-    b.trees.push_back(t);
+    b->trees.push_back(t);
   }
-  const char* end = p + data.size();
+  return "";
+}
+
+// The inline entries a block holds, from `q` to `end`.
+std::string DecodeEntries(const char* q, const char* end, uint32_t ninline, LogRootBlock* b) {
   for (uint32_t i = 0; i < ninline; ++i) {
-    if (end - q < static_cast<ptrdiff_t>(kLogInlineHeaderSize)) return bad("inline entries overrun");
+    if (end - q < static_cast<ptrdiff_t>(kLogInlineHeaderSize)) return "inline entries overrun";
     LogEntry en;
     en.subvol = DecodeLE64(q);
     const size_t klen = DecodeLE16(q + 8), vlen = DecodeLE32(q + 10);
     q += kLogInlineHeaderSize;
     if (klen == 0 || klen > kMaxTreeKeySize || static_cast<size_t>(end - q) < klen + vlen) {
-      return bad(absl::StrCat("inline entry ", i, " of ", klen, "+", vlen, " bytes"));
+      return absl::StrCat("inline entry ", i, " of ", klen, "+", vlen, " bytes");
     }
     en.key.assign(q, klen);
     en.value.assign(q + klen, vlen);
     q += klen + vlen;
-    b.entries.push_back(std::move(en));
+    b->entries.push_back(std::move(en));
   }
+  return "";
+}
+
+// Decodes `data` into `b` when it is the link `e` expects. Empty when it
+// is, else why not (the one place both entry points below share).
+std::string Decode(absl::string_view data, const LogRootExpect& e, LogRootBlock* b) {
+  if (std::string why = SectorProblem(kLogRootSector, data); !why.empty()) return why;
+  const char* p = data.data();
+  if (DecodeLE32(p + kLogFlagsOff) != 0) return "non-zero flags";
+  b->fsid.assign(p + kLogFsidOff, kFsidSize);
+  b->bytenr = DecodeLE64(p + kLogBytenrOff);
+  b->nonce = DecodeLE64(p + kLogNonceOff);
+  b->base_generation = DecodeLE64(p + kLogBaseGenOff);
+  b->seq = DecodeLE64(p + kLogSeqOff);
+  b->next = DecodeLE64(p + kLogNextOff);
+  b->revision = DecodeLE64(p + kLogRevisionOff);
+  if (b->fsid != e.fsid) return "fsid mismatch";
+  if (b->bytenr != e.bytenr) return absl::StrCat("written for bytenr ", b->bytenr);
+  if (b->nonce != e.nonce || b->base_generation != e.base_generation || b->seq != e.seq) {
+    return absl::StrCat("belongs to chain nonce ", b->nonce, " generation ", b->base_generation,
+                        " seq ", b->seq);
+  }
+  if (BadBytenr(b->next, e)) return absl::StrCat("next bytenr ", b->next, " out of range");
+  const uint32_t n = DecodeLE32(p + kLogNtreesOff);
+  const uint32_t ninline = DecodeLE32(p + kLogNentriesOff);
+  if (n > MaxLogTrees(static_cast<uint32_t>(data.size())) || (n > 0 && ninline > 0)) {
+    return absl::StrCat(n, " log trees and ", ninline, " inline entries listed");
+  }
+  std::string why = DecodeTrees(p + kLogHeaderSize, n, e, b);
+  if (why.empty()) why = DecodeEntries(p + kLogHeaderSize, p + data.size(), ninline, b);
+  if (!why.empty()) return why;
   // Everything else — the tree entries' padding, the bytes after the last
   // entry — is zero: the encoder writes back exactly this block.
-  if (EncodeLogRoot(b, static_cast<uint32_t>(data.size())) != data) {
-    return bad("nonzero reserved bytes");
+  if (EncodeLogRoot(*b, static_cast<uint32_t>(data.size())) != data) {
+    return "nonzero reserved bytes";
   }
-  return b;
+  return "";
+}
+
+}  // namespace
+
+absl::StatusOr<LogRootBlock> DecodeLogRoot(absl::string_view data, const LogRootExpect& e) {
+  LogRootBlock b;
+  const std::string why = Decode(data, e, &b);
+  if (why.empty()) return b;
+  CorruptionSite site;
+  site.what = "log root block";
+  site.bytenr = e.bytenr;
+  return COWKV_CORRUPTION(site, absl::StrCat("seq ", e.seq, ": ", why), "", "");
+}
+
+bool ProbeLogRoot(absl::string_view data, const LogRootExpect& e, LogRootBlock* out,
+                  std::string* why) {
+  LogRootBlock b;
+  std::string reason = Decode(data, e, &b);
+  if (!reason.empty()) {
+    if (why != nullptr) *why = std::move(reason);
+    return false;
+  }
+  *out = std::move(b);
+  return true;
 }
 
 }  // namespace log

@@ -70,10 +70,19 @@ struct LogRootExpect {
   uint32_t nodesize = 0;
 };
 
-// DATA_LOSS with the reason (CorruptionError's shape, not counted in
-// CorruptionsDetected(): a chain always ends at such a block) when the block
-// is not the expected link.
+// Decodes the block a reader knows must be the link `e` describes: when it
+// is not, DATA_LOSS with the reason, built by CorruptionError (counted in
+// CorruptionsDetected()). The block's size is the sector size.
 absl::StatusOr<LogRootBlock> DecodeLogRoot(absl::string_view data, const LogRootExpect& e);
+
+// The same verification for a reader probing where a chain may end:
+// recovery walks links until one does not verify, and there a never-written,
+// torn or stale block is the normal end of the chain, not corruption, so
+// nothing is counted. True and `*out` when the block is the link; false and
+// the reason in `*why` (optional) when not. Accepts exactly the blocks
+// DecodeLogRoot accepts.
+bool ProbeLogRoot(absl::string_view data, const LogRootExpect& e, LogRootBlock* out,
+                  std::string* why);
 
 }  // namespace log
 }  // namespace cowkv

@@ -302,16 +302,20 @@ absl::Status VerifyData(BlockDevice* device, const std::vector<LogEntry>& entrie
     // a malformed entry (a buggy writer), and resize() must not be asked for
     // 2^63 bytes.
     const uint64_t size = device->Size();
+    CorruptionSite site;
+    site.what = "logged data extent";
+    site.bytenr = d.bytenr;
     if (d.len > size || d.bytenr > size - d.len || d.value_len > d.len) {
-      return absl::DataLossError(absl::StrCat("logged data extent ", d.bytenr, " (", d.len,
-                                              " bytes, value ", d.value_len,
-                                              ") out of range"));
+      return COWKV_CORRUPTION(site, "out of range",
+                              absl::StrCat(d.len, " bytes, value ", d.value_len),
+                              absl::StrCat("inside a device of ", size, " bytes"));
     }
     buf.resize(d.value_len);
     COWKV_RETURN_IF_ERROR(device->ReadAt(d.bytenr, buf.data(), buf.size()));
-    if (Crc32c(buf.data(), buf.size()) != d.crc) {
-      return absl::DataLossError(absl::StrCat("logged data extent ", d.bytenr,
-                                              " does not hold its value"));
+    const uint32_t crc = Crc32c(buf.data(), buf.size());
+    if (crc != d.crc) {
+      return COWKV_CORRUPTION(site, "does not hold its value (checksum mismatch)",
+                              absl::StrCat(absl::Hex(crc)), absl::StrCat(absl::Hex(d.crc)));
     }
   }
   return absl::OkStatus();
@@ -331,11 +335,13 @@ absl::StatusOr<Recovered> LogManager::Recover(BlockDevice* device, const format:
     root_blocks.push_back(e.bytenr);
     if (e.bytenr + sb.sectorsize > device->Size()) break;
     COWKV_RETURN_IF_ERROR(device->ReadAt(e.bytenr, buf.data(), buf.size()));
-    absl::StatusOr<LogRootBlock> b = DecodeLogRoot(buf, e);
-    if (!b.ok()) break;  // the end of the chain: never written, torn or stale
-    e.bytenr = b->next;
+    LogRootBlock b;
+    // The end of the chain: never written, torn or stale. Expected, so
+    // probed (not counted as corruption).
+    if (!ProbeLogRoot(buf, e, &b, nullptr)) break;
+    e.bytenr = b.next;
     ++e.seq;
-    chain.push_back(*std::move(b));
+    chain.push_back(std::move(b));
   }
   // Replay every link in order. A link's log trees and data were written
   // with it, before its flush: only the last link can have torn trees or
@@ -354,8 +360,9 @@ absl::StatusOr<Recovered> LogManager::Recover(BlockDevice* device, const format:
       break;
     }
     if (!s.ok()) {
-      return absl::Status(s.code(), absl::StrCat("replaying log link ", i, " of generation ",
-                                                 sb.generation, ": ", s.message()));
+      // WithContext keeps the reason (a corruption stays one).
+      return WithContext(s,
+                         absl::StrCat("replaying log link ", i, " of generation ", sb.generation));
     }
     out.revision = root.revision;
   }

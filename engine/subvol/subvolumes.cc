@@ -43,7 +43,10 @@ absl::Status Subvolumes::Load() {
       format::kSubvolInfo, [&](uint64_t id, absl::string_view value) -> absl::Status {
         auto it = live_.find(id);
         if (it == live_.end()) {
-          return absl::DataLossError(absl::StrCat("subvolume ", id, " has info but no live root item"));
+          CorruptionSite site;
+          site.what = "subvolume info";
+          site.owner = id;
+          return COWKV_CORRUPTION(site, "no live root item for the subvolume", "", "");
         }
         COWKV_ASSIGN_OR_RETURN(format::SubvolInfoItem si, format::DecodeSubvolInfo(value, id));
         it->second = Entry{si.name, si.parent_id, si.ctime_ms};
@@ -51,8 +54,13 @@ absl::Status Subvolumes::Load() {
       }));
   for (auto& [id, e] : live_) {
     if (e.name.empty()) e.name = absl::StrCat("subvol-", id);
-    if (!by_name_.emplace(e.name, id).second) {
-      return absl::DataLossError(absl::StrCat("two subvolumes named '", e.name, "'"));
+    auto [other, inserted] = by_name_.emplace(e.name, id);
+    if (!inserted) {
+      CorruptionSite site;
+      site.what = "subvolume info";
+      site.owner = id;
+      return COWKV_CORRUPTION(
+          site, absl::StrCat("name '", e.name, "' is taken by subvolume ", other->second), "", "");
     }
   }
   return absl::OkStatus();

@@ -64,8 +64,12 @@ std::vector<Superblock> SuperblockCandidates(BlockDevice* device, std::string* n
 absl::StatusOr<Superblock> ReadBestSuperblock(BlockDevice* device, std::string* notes) {
   std::vector<Superblock> c = SuperblockCandidates(device, notes);
   if (c.empty()) {
-    return absl::DataLossError(absl::StrCat("no valid cowkv superblock found",
-                                            notes ? *notes : ""));
+    // Each rejected copy was reported (and counted) where it was decoded;
+    // this sums them up for the caller, with the notes.
+    CorruptionSite site;
+    site.what = "superblock";
+    return COWKV_CORRUPTION(
+        site, absl::StrCat("no valid cowkv superblock found", notes ? *notes : ""), "", "");
   }
   return c.front();
 }
@@ -148,7 +152,10 @@ absl::StatusOr<std::unique_ptr<TxnManager>> TxnManager::Mount(BlockDevice* devic
     if (!absl::IsDataLoss(s)) return s;
     absl::StrAppend(&notes, "; generation ", sb.generation, ": ", s.message());
   }
-  return absl::DataLossError(absl::StrCat("cannot mount: no superblock with a valid tree", notes));
+  CorruptionSite site;
+  site.what = "superblock";
+  return COWKV_CORRUPTION(
+      site, absl::StrCat("cannot mount: no superblock with a valid tree", notes), "", "");
 }
 
 absl::Status TxnManager::LoadTrees() {
@@ -174,7 +181,11 @@ absl::Status TxnManager::LoadTrees() {
   }
   COWKV_RETURN_IF_ERROR(it.status());
   if (extent_tree_ == nullptr || fs_roots_.count(format::kDefaultTreeId) == 0) {
-    return absl::DataLossError("root tree lacks the extent tree or default tree root item");
+    CorruptionSite site;
+    site.what = "root tree";
+    site.bytenr = sb_.root;
+    site.owner = format::kRootTreeId;
+    return COWKV_CORRUPTION(site, "lacks the extent tree or default tree root item", "", "");
   }
   return absl::OkStatus();
 }
@@ -198,13 +209,17 @@ absl::Status TxnManager::RebuildFreeSpace() {
   TreeIterator it(extent_tree_.get());
   for (it.SeekToFirst(); it.Valid(); it.Next()) {
     Key17 k;
+    CorruptionSite site;
+    site.what = "extent tree";
     if (!format::DecodeKey17(it.key(), &k)) {
-      return absl::DataLossError("extent tree holds a key that is not 17 bytes");
+      return COWKV_CORRUPTION(site, "a key of another size", absl::StrCat(it.key().size()),
+                              absl::StrCat(format::kKeySize17));
     }
     if (k.type == format::kExtentItem) {
       if (!free_.RemoveFree(k.objectid, k.offset)) {
-        return absl::DataLossError(absl::StrCat("extent [", k.objectid, ", +", k.offset,
-                                                ") overlaps another extent or reserved space"));
+        site.bytenr = k.objectid;
+        return COWKV_CORRUPTION(site, "extent overlaps another extent or reserved space",
+                                absl::StrCat("[", k.objectid, ", +", k.offset, ")"), "");
       }
       bytes_used_ += k.offset;
     } else if (k.type == format::kTreeBlockRef) {
@@ -355,8 +370,11 @@ void TxnManager::AddDataRef(uint64_t tree_id, const format::DataRef& d, int64_t 
 absl::Status TxnManager::ClaimDataExtent(const format::DataRef& d) {
   if (d.bytenr % sb_.sectorsize != 0 || d.len % sb_.sectorsize != 0 ||
       !free_.RemoveFree(d.bytenr, d.len)) {
-    return absl::DataLossError(absl::StrCat("log entry points at data extent [", d.bytenr, ", +",
-                                            d.len, ") which is not free"));
+    CorruptionSite site;
+    site.what = "logged data extent";
+    site.bytenr = d.bytenr;
+    return COWKV_CORRUPTION(site, "a log entry points at it, but it is not free (or misaligned)",
+                            absl::StrCat("[", d.bytenr, ", +", d.len, ")"), "");
   }
   return absl::OkStatus();
 }

@@ -66,6 +66,13 @@ ErrorReason ReasonOf(const absl::Status& status);
 // `status` with `reason` attached (replacing any earlier one). OK stays OK.
 absl::Status WithReason(absl::Status status, ErrorReason reason);
 
+// `status` with `context` in front of its message ("<context>: <message>"),
+// its code and payloads (the reason) kept: for a caller that says which
+// object it was working on when an error from below reached it (a status
+// rebuilt from code and message would lose the reason). Adds context
+// only: it never counts or reclassifies. OK stays OK.
+absl::Status WithContext(const absl::Status& status, absl::string_view context);
+
 // A file-tree error: message "<POSIX name>: <what>", a code that matches
 // the errno (NOT_FOUND for ENOENT/ENODATA, ALREADY_EXISTS, INVALID_ARGUMENT
 // for EINVAL/ENAMETOOLONG/EFBIG, RESOURCE_EXHAUSTED for ENOSPC,
