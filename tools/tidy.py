@@ -10,6 +10,12 @@ Fails (exit 1, one line per finding) on:
   - TODO without an issue number (`TODO(#N)`);
   - a function longer than 70 lines in engine/ or server/ (unless listed below);
   - trailing whitespace.
+Also prints, without failing, an assertion-density report: for each Bazel
+package under engine/, its functions, its assertions (uses of the macros that
+engine/base/check.h defines) and assertions per function (STYLE.md point 5
+aims at about two per non-trivial function). Functions are the column-0
+definitions the length check sees, in the package's non-test .cc and .h files;
+assertions are counted in the same files, inline class members included.
 Run from the repository root: python3 tools/tidy.py
 """
 import os
@@ -32,10 +38,10 @@ def sources():
 SKIP_HEADS = ("namespace", "class ", "struct ", "enum", "extern", "#", "//", "}", "template", "TEST")
 
 
-def long_functions(path, lines):
-    """Top-level function bodies: from the column-0 line that starts the
-    signature to the next line that is exactly "}" at column 0."""
-    out = []
+def functions(lines):
+    """Top-level function definitions as (name, first line index, length):
+    from the column-0 line that starts the signature to the next line that is
+    exactly "}" at column 0."""
     i = 0
     while i < len(lines):
         if not lines[i].rstrip().endswith("{"):
@@ -52,16 +58,54 @@ def long_functions(path, lines):
         j = i + 1
         while j < len(lines) and not lines[j].startswith("}"):
             j += 1
-        length = j - head + 1
-        name = signature.split("(")[0].split()[-1]
+        yield signature.split("(")[0].split()[-1], head, j - head + 1
+        i = j + 1
+
+
+def long_functions(path, lines):
+    out = []
+    for name, head, length in functions(lines):
         if length > MAX_FUNCTION_LINES and name not in LONG_FUNCTION_EXEMPT:
             out.append("%s:%d: function %s is %d lines (max %d)" % (path, head + 1, name, length, MAX_FUNCTION_LINES))
-        i = j + 1
     return out
+
+
+CHECK_HEADER = "engine/base/check.h"
+
+
+def assertion_pattern():
+    """Every function-like COWKV_ macro check.h defines (COWKV_CHECK,
+    COWKV_CHECK_MSG, COWKV_DCHECK, ...), so a new one is counted without
+    editing this file."""
+    with open(CHECK_HEADER, encoding="utf-8") as f:
+        names = set(re.findall(r"^#\s*define\s+(COWKV_\w+)\(", f.read(), re.M))
+    return re.compile(r"\b(%s)\s*\(" % "|".join(sorted(names, key=len, reverse=True)))
+
+
+def engine_package(path):
+    """The Bazel package under engine/ that owns path (the nearest BUILD)."""
+    d = os.path.dirname(path)
+    while d != "engine" and not os.path.exists(os.path.join(d, "BUILD")):
+        d = os.path.dirname(d)
+    return d
+
+
+def assertion_report(counts):
+    print("assertions per function (not a finding; STYLE.md point 5):")
+    print("  %-20s %9s %10s %8s" % ("package", "functions", "assertions", "per fn"))
+    total_f = total_a = 0
+    for pkg in sorted(counts):
+        f, a = counts[pkg]
+        total_f += f
+        total_a += a
+        print("  %-20s %9d %10d %8.2f" % (pkg, f, a, a / f if f else 0.0))
+    print("  %-20s %9d %10d %8.2f" % ("engine (all)", total_f, total_a, total_a / total_f if total_f else 0.0))
 
 
 def main():
     problems = []
+    assertion = assertion_pattern()
+    counts = {}  # engine package -> [functions, assertions]
     for path in sources():
         with open(path, encoding="utf-8") as f:
             text = f.read()
@@ -84,6 +128,11 @@ def main():
                 problems.append("%s:%d: trailing whitespace" % (path, n))
         if path.startswith(("engine/", "server/")) and path.endswith(".cc") and not path.endswith("_test.cc"):
             problems.extend(long_functions(path, lines))
+        if path.startswith("engine/") and not path.endswith("_test.cc") and path != CHECK_HEADER:
+            c = counts.setdefault(engine_package(path), [0, 0])
+            c[0] += sum(1 for _ in functions(lines))
+            c[1] += sum(len(assertion.findall(line.split("//")[0])) for line in lines)
+    assertion_report(counts)
     for p in problems:
         print(p)
     print("tidy: %d finding(s)" % len(problems))

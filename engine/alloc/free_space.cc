@@ -6,9 +6,15 @@
 
 namespace cowkv {
 
+FreeSpace::FreeSpace(uint64_t sectorsize) : sectorsize_(sectorsize) {
+  COWKV_CHECK(sectorsize > 0);
+  COWKV_CHECK((sectorsize & (sectorsize - 1)) == 0);
+}
+
 void FreeSpace::AddFree(uint64_t start, uint64_t len) {
   if (len == 0) return;
   uint64_t end = start + len;
+  COWKV_CHECK(end > start);  // no wrap past 2^64
   auto next = ranges_.lower_bound(start);
   COWKV_CHECK_MSG(next == ranges_.end() || next->first >= end, "double free (overlaps next)");
   if (next != ranges_.begin()) {
@@ -36,8 +42,24 @@ bool FreeSpace::RemoveFree(uint64_t start, uint64_t len) {
   ranges_.erase(it);
   if (rs < start) ranges_[rs] = start - rs;
   if (start + len < re) ranges_[start + len] = re - start - len;
+  COWKV_DCHECK(free_bytes_ >= len);  // the range was free, so counted
   free_bytes_ -= len;
   return true;
+}
+
+bool FreeSpace::OverlapsFree(uint64_t start, uint64_t len) const {
+  auto next = ranges_.lower_bound(start);
+  if (next != ranges_.end() && next->first < start + len) return true;
+  if (next == ranges_.begin()) return false;
+  auto prev = std::prev(next);
+  return prev->first + prev->second > start;
+}
+
+void FreeSpace::CheckGivenBack(uint64_t start, uint64_t len) const {
+  COWKV_CHECK(len > 0);
+  COWKV_CHECK_MSG(start % sectorsize_ == 0, "misaligned free (start)");
+  COWKV_CHECK_MSG(len % sectorsize_ == 0, "misaligned free (length)");
+  COWKV_CHECK_MSG(!OverlapsFree(start, len), "double free (range is free)");
 }
 
 bool FreeSpace::IsFree(uint64_t start, uint64_t len) const {
@@ -48,7 +70,9 @@ bool FreeSpace::IsFree(uint64_t start, uint64_t len) const {
 }
 
 absl::StatusOr<uint64_t> FreeSpace::Allocate(uint64_t len, uint64_t align) {
-  COWKV_CHECK(len > 0 && align > 0);
+  COWKV_CHECK(len > 0);
+  COWKV_CHECK(align > 0);
+  COWKV_CHECK((align & (align - 1)) == 0);
   // Two passes: from the cursor to the end, then from the start.
   for (int pass = 0; pass < 2; ++pass) {
     auto it = pass == 0 ? ranges_.upper_bound(cursor_) : ranges_.begin();
@@ -62,6 +86,7 @@ absl::StatusOr<uint64_t> FreeSpace::Allocate(uint64_t len, uint64_t align) {
       uint64_t aligned = (lo + align - 1) / align * align;
       if (aligned + len <= it->first + it->second) {
         COWKV_CHECK(RemoveFree(aligned, len));
+        COWKV_DCHECK(aligned % align == 0);
         cursor_ = aligned + len;
         return aligned;
       }
@@ -73,7 +98,15 @@ absl::StatusOr<uint64_t> FreeSpace::Allocate(uint64_t len, uint64_t align) {
                                    " pinned until the next commit)"));
 }
 
+void FreeSpace::FreeNow(uint64_t start, uint64_t len) {
+  CheckGivenBack(start, len);
+  AddFree(start, len);
+}
+
 void FreeSpace::Pin(uint64_t start, uint64_t len) {
+  // Checked now: a range pinned while free would be handed out again before
+  // the commit, and Unpin would then free someone else's extent.
+  CheckGivenBack(start, len);
   pinned_.emplace_back(start, len);
   pinned_bytes_ += len;
 }
@@ -86,7 +119,8 @@ std::vector<std::pair<uint64_t, uint64_t>> FreeSpace::TakePinned() {
 
 void FreeSpace::Unpin(const std::vector<std::pair<uint64_t, uint64_t>>& ranges) {
   for (const auto& [start, len] : ranges) {
-    AddFree(start, len);
+    COWKV_CHECK_MSG(pinned_bytes_ >= len, "unpin of a range that was not pinned");
+    AddFree(start, len);  // checks it is not free already
     pinned_bytes_ -= len;
   }
 }

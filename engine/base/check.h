@@ -25,6 +25,14 @@ namespace internal {
       ::cowkv::internal::CheckFailed(#cond, __FILE__, __LINE__, (msg));    \
   } while (0)
 
+// 1 when COWKV_DCHECK is compiled in, for tests of DCHECKs (EXPECT_DEATH
+// on a compiled-out DCHECK would run the bad call instead): skip them when 0.
+#ifdef COWKV_NDEBUG
+#define COWKV_DCHECK_IS_ON 0
+#else
+#define COWKV_DCHECK_IS_ON 1
+#endif
+
 #ifdef COWKV_NDEBUG
 #define COWKV_DCHECK(cond) \
   do {                     \

@@ -10,6 +10,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
+#include "engine/base/check.h"
 #include "engine/base/coding.h"
 #include "engine/base/crc32c.h"
 #include "engine/base/status.h"
@@ -228,8 +229,10 @@ TEST(Items, RoundTrip) {
   ASSERT_TRUE(e2.ok());
   EXPECT_EQ(e2->refs, 3u);
   EXPECT_EQ(e2->level, 2);
-  e.refs = 0;
-  EXPECT_FALSE(DecodeExtentItem(EncodeExtentItem(e), 1).ok());
+  // A zero refcount (the encoder refuses to write one: see the death test).
+  std::string zero = EncodeExtentItem(e);
+  EncodeLE64(zero.data(), 0);
+  EXPECT_FALSE(DecodeExtentItem(zero, 1).ok());
   RootItem r;
   r.bytenr = 2 << 20;
   r.generation = 4;
@@ -239,6 +242,107 @@ TEST(Items, RoundTrip) {
   ASSERT_TRUE(r2.ok());
   EXPECT_EQ(r2->drop_progress, "abc");
   EXPECT_FALSE(DecodeRootItem("short", 5).ok());
+}
+
+// Goal: the encoders refuse (crash on) what their decoders would refuse, so a
+// writer's bug stops before it reaches the device (STYLE.md point 5, paired
+// assertions). Method: one bad field per case against a valid sample.
+
+std::vector<Item> Leaf(std::vector<std::string> keys) {
+  std::vector<Item> items;
+  for (std::string& k : keys) items.push_back({std::move(k), "v"});
+  return items;
+}
+
+TEST(NodeEncoderDeathTest, LevelAtOrAboveMaxLevel) {
+  std::string buf(4096, '\0');
+  const NodeHeader h{1 << 20, 9, 5, static_cast<uint8_t>(kMaxLevel)};
+  EXPECT_DEATH(EncodeNode(h, {}, kFsid, 4096, buf.data()), "header.level < kMaxLevel");
+}
+
+TEST(NodeEncoderDeathTest, BytenrInReservedHead) {
+  std::string buf(4096, '\0');
+  EXPECT_DEATH(EncodeNode({4096, 9, 5, 0}, {}, kFsid, 4096, buf.data()),
+               "header.bytenr >= kReservedHead");
+}
+
+TEST(NodeEncoderDeathTest, KeyLongerThanTheTreeLimit) {
+  std::string buf(16384, '\0');
+  EXPECT_DEATH(EncodeNode({1 << 20, 9, 5, 0}, Leaf({std::string(kMaxTreeKeySize + 1, 'k')}), kFsid,
+                          16384, buf.data()),
+               "key.size\\(\\) <= kMaxTreeKeySize");
+}
+
+TEST(NodeEncoderDeathTest, KeysOutOfOrder) {
+  if (!COWKV_DCHECK_IS_ON) GTEST_SKIP() << "COWKV_DCHECK is compiled out";
+  std::string buf(4096, '\0');
+  EXPECT_DEATH(EncodeNode({1 << 20, 9, 5, 0}, Leaf({"a", "c", "b"}), kFsid, 4096, buf.data()),
+               "prev < key");
+  EXPECT_DEATH(EncodeNode({1 << 20, 9, 5, 0}, Leaf({"a", "a"}), kFsid, 4096, buf.data()),
+               "prev < key");
+}
+
+TEST(NodeEncoderDeathTest, EmptyKeyOnlyAsInternalSlotZero) {
+  if (!COWKV_DCHECK_IS_ON) GTEST_SKIP() << "COWKV_DCHECK is compiled out";
+  std::string buf(4096, '\0');
+  EXPECT_DEATH(EncodeNode({1 << 20, 9, 5, 0}, Leaf({""}), kFsid, 4096, buf.data()), "klen > 0");
+}
+
+TEST(NodeEncoderDeathTest, ChildNewerThanItsParent) {
+  if (!COWKV_DCHECK_IS_ON) GTEST_SKIP() << "COWKV_DCHECK is compiled out";
+  std::string buf(4096, '\0');
+  std::vector<Item> internal = {{"", EncodeChildPtr({2 << 20, 8})},
+                                {"m", EncodeChildPtr({3 << 20, 10})}};
+  EXPECT_DEATH(EncodeNode({4 << 20, 9, 5, 1}, internal, kFsid, 4096, buf.data()),
+               "c.generation <= header.generation");
+  internal[1].value = "short";
+  EXPECT_DEATH(EncodeNode({4 << 20, 9, 5, 1}, internal, kFsid, 4096, buf.data()),
+               "vlen == kChildPtrSize");
+}
+
+TEST(NodeEncoderDeathTest, SurgeryMayPlantMisorderedKeys) {
+  // engine/testing/node_surgery writes what `check` must find; the decoder
+  // still refuses it.
+  std::string buf(4096, '\0');
+  NodeEncoder enc(buf.data(), 4096);
+  enc.TEST_SkipItemChecks();
+  enc.Add("b", "1");
+  enc.Add("a", "2");
+  enc.Finish({1 << 20, 9, 5, 0}, kFsid);
+  NodeHeader h;
+  std::vector<Item> out;
+  EXPECT_EQ(DecodeNode(buf, kFsid, 4096, 4096, {1 << 20, 9, 5, 0}, &h, &out).code(),
+            absl::StatusCode::kDataLoss);
+}
+
+TEST(ItemsDeathTest, ZeroRefcountsAreNeverWritten) {
+  EXPECT_DEATH(EncodeExtentItem({0, 7, kExtentFlagData, 0}), "e.refs > 0");
+  EXPECT_DEATH(EncodeDataRefCount(0), "count > 0");
+}
+
+TEST(ItemsDeathTest, RootAndSubvolItemsAsTheirDecoders) {
+  RootItem r;
+  r.bytenr = 2 << 20;
+  r.level = kMaxLevel;
+  EXPECT_DEATH(EncodeRootItem(r), "r.level < kMaxLevel");
+  r.level = 0;
+  r.bytenr = 4096;
+  EXPECT_DEATH(EncodeRootItem(r), "r.bytenr >= kReservedHead");
+  EXPECT_DEATH(EncodeSubvolInfo({5, 0, ""}), "!s.name.empty\\(\\)");
+  EXPECT_DEATH(EncodeSubvolInfo({5, 0, std::string(kMaxSubvolNameSize + 1, 'n')}),
+               "kMaxSubvolNameSize");
+}
+
+TEST(SuperblockDeathTest, FieldsTheDecoderRefuses) {
+  Superblock sb = SampleSuper();
+  sb.root_generation = sb.generation + 1;
+  EXPECT_DEATH(EncodeSuperblock(sb), "sb.root_generation <= sb.generation");
+  sb = SampleSuper();
+  sb.nodesize = 6000;
+  EXPECT_DEATH(EncodeSuperblock(sb), "ValidNodesize");
+  sb = SampleSuper();
+  sb.root = 4096;
+  EXPECT_DEATH(EncodeSuperblock(sb), "sb.root >= kReservedHead");
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "engine/format/items.h"
 
 #include "absl/strings/str_cat.h"
+#include "engine/base/check.h"
 #include "engine/base/coding.h"
 #include "engine/base/status.h"
 #include "engine/format/layout.h"
@@ -29,6 +30,10 @@ bool DecodeKey17(absl::string_view s, Key17* k) {
 }
 
 std::string EncodeExtentItem(const ExtentItem& e) {
+  // A refcount that reaches zero deletes the item (RunDelayedRefs); one is
+  // never written with zero, which DecodeExtentItem refuses.
+  COWKV_CHECK(e.refs > 0);
+  COWKV_CHECK(e.level < kMaxLevel);
   std::string s(kExtentItemSize, '\0');
   EncodeLE64(s.data(), e.refs);
   EncodeLE64(s.data() + 8, e.generation);
@@ -69,6 +74,11 @@ absl::StatusOr<ExtentItem> DecodeExtentItem(absl::string_view v, uint64_t bytenr
 }
 
 std::string EncodeRootItem(const RootItem& r) {
+  // What DecodeRootItem refuses.
+  COWKV_CHECK(r.level < kMaxLevel);
+  COWKV_CHECK(r.drop_level < kMaxLevel);
+  COWKV_CHECK(r.bytenr >= kReservedHead);
+  COWKV_CHECK(r.drop_progress.size() <= kMaxTreeKeySize);
   std::string s(kRootItemSize, '\0');
   EncodeLE64(s.data(), r.bytenr);
   EncodeLE64(s.data() + 8, r.generation);
@@ -112,6 +122,11 @@ absl::StatusOr<RootItem> DecodeRootItem(absl::string_view v, uint64_t tree_id) {
 }
 
 std::string EncodeSubvolInfo(const SubvolInfoItem& s) {
+  // The name rules of DecodeSubvolInfo (and engine/subvol's ValidateSubvolName).
+  COWKV_CHECK(!s.name.empty());
+  COWKV_CHECK(s.name.size() <= kMaxSubvolNameSize);
+  COWKV_DCHECK(s.name.find('/') == std::string::npos);
+  COWKV_DCHECK(s.name.find('\0') == std::string::npos);
   std::string out;
   PutLE64(&out, s.parent_id);
   PutLE64(&out, s.ctime_ms);
@@ -138,6 +153,7 @@ absl::StatusOr<SubvolInfoItem> DecodeSubvolInfo(absl::string_view v, uint64_t tr
 }
 
 std::string EncodeDataRefCount(uint32_t count) {
+  COWKV_CHECK(count > 0);  // a count that reaches zero deletes the backref
   std::string out;
   PutLE32(&out, count);
   return out;

@@ -31,6 +31,7 @@ NodeEncoder::NodeEncoder(char* out, uint32_t nodesize)
 void NodeEncoder::Add(absl::string_view key, absl::string_view value) {
   size_t len = key.size() + value.size();
   COWKV_CHECK(data_end_ >= slot_ + kSlotSize + len);
+  COWKV_CHECK(key.size() <= kMaxTreeKeySize);
   size_t off = data_end_ - len;
   EncodeLE16(out_ + slot_, static_cast<uint16_t>(off));
   EncodeLE16(out_ + slot_ + 2, static_cast<uint16_t>(key.size()));
@@ -45,6 +46,13 @@ void NodeEncoder::Add(absl::string_view key, absl::string_view value) {
 
 void NodeEncoder::Finish(const NodeHeader& header, absl::string_view fsid) {
   COWKV_CHECK(fsid.size() == kFsidSize);
+  COWKV_CHECK(header.level < kMaxLevel);
+  // Every pointer to a node is refused below kReservedHead (child pointers,
+  // root items, the superblock, log trees): such a node could never be read.
+  COWKV_CHECK(header.bytenr >= kReservedHead);
+#ifndef COWKV_NDEBUG
+  if (check_items_) DCheckItems(header);
+#endif
   std::memset(out_, 0, kNodeHeaderSize);
   std::memcpy(out_ + kNodeFsidOff, fsid.data(), kFsidSize);
   EncodeLE64(out_ + kNodeBytenrOff, header.bytenr);
@@ -55,6 +63,28 @@ void NodeEncoder::Finish(const NodeHeader& header, absl::string_view fsid) {
   // Free space is zeroed so images compress and dumps are deterministic.
   std::memset(out_ + slot_, 0, data_end_ - slot_);
   EncodeLE32(out_ + kNodeCsumOff, Crc32c(out_ + 4, nodesize_ - 4));
+}
+
+// The item checks of DecodeNodeViews, on the slots Add() wrote.
+void NodeEncoder::DCheckItems(const NodeHeader& header) const {
+  const bool leaf = header.level == 0;
+  absl::string_view prev;
+  for (uint32_t i = 0; i < nritems_; ++i) {
+    const char* s = out_ + kNodeHeaderSize + i * kSlotSize;
+    const size_t off = DecodeLE16(s), klen = DecodeLE16(s + 2), vlen = DecodeLE16(s + 4);
+    const absl::string_view key(out_ + off, klen);
+    COWKV_DCHECK(i == 0 || prev < key);  // strictly ascending
+    COWKV_DCHECK(klen > 0 || (!leaf && i == 0));
+    if (leaf) {
+      COWKV_DCHECK(ItemSize(klen, vlen) <= MaxLeafItemSize(nodesize_));
+    } else {
+      COWKV_DCHECK(vlen == kChildPtrSize);
+      const ChildPtr c = DecodeChildPtr(absl::string_view(out_ + off + klen, vlen));
+      COWKV_DCHECK(c.bytenr >= kReservedHead);
+      COWKV_DCHECK(c.generation <= header.generation);
+    }
+    prev = key;
+  }
 }
 
 void EncodeNode(const NodeHeader& header, const std::vector<Item>& items,

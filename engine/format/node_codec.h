@@ -67,18 +67,34 @@ ChildPtr DecodeChildPtr(absl::string_view value);
 // Builds a node image item by item into `out` (exactly `nodesize` bytes):
 // Add() in key order, then Finish() writes the header and the checksum. The
 // items must fit (sum of ItemSize <= NodeCapacity).
+//
+// The encoder asserts what DecodeNode would refuse, so a bug crashes here
+// instead of writing a node the next read reports as DATA_LOSS (TigerBeetle's
+// paired assertions; btrfs checks a node before write and after read):
+// always (COWKV_CHECK, O(1) per node or item) the level, the bytenr, the fsid
+// size, the key length and that the items fit; in debug builds (COWKV_DCHECK,
+// one more pass over the items just written) strict key order, the empty key
+// only as an internal node's slot 0, leaf item sizes, child pointer sizes,
+// bytenrs and generations.
 class NodeEncoder {
  public:
   NodeEncoder(char* out, uint32_t nodesize);
   void Add(absl::string_view key, absl::string_view value);
   void Finish(const NodeHeader& header, absl::string_view fsid);
 
+  // Test-only (engine/testing/node_surgery): skip the per-item checks, so a
+  // test can plant misordered keys with a valid checksum for `check` to find.
+  void TEST_SkipItemChecks() { check_items_ = false; }
+
  private:
+  void DCheckItems(const NodeHeader& header) const;
+
   char* const out_;
   const uint32_t nodesize_;
   size_t slot_;
   size_t data_end_;
   uint32_t nritems_ = 0;
+  bool check_items_ = true;
 };
 
 // Encodes `items` into `out` (exactly `nodesize` bytes) with NodeEncoder.

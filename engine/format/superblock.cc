@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "engine/base/check.h"
 #include "engine/base/coding.h"
 #include "engine/base/status.h"
 #include "engine/format/layout.h"
@@ -12,7 +13,19 @@ namespace cowkv {
 namespace format {
 
 std::string EncodeSuperblock(const Superblock& sb) {
+  // What ValidateFields refuses. DecodeSuperblock re-encodes only a copy
+  // that passed it, so these fire on a writer's bug, never on device bytes.
   COWKV_CHECK(sb.fsid.size() == kFsidSize);
+  COWKV_CHECK(ValidNodesize(sb.nodesize));
+  COWKV_CHECK(sb.sectorsize >= 512);
+  COWKV_CHECK(sb.sectorsize <= sb.nodesize);
+  COWKV_CHECK((sb.sectorsize & (sb.sectorsize - 1)) == 0);
+  COWKV_CHECK(sb.root_level < kMaxLevel);
+  COWKV_CHECK(sb.root >= kReservedHead);
+  COWKV_CHECK(sb.root % sb.sectorsize == 0);
+  COWKV_CHECK(sb.root_generation <= sb.generation);
+  COWKV_CHECK(sb.bytes_used <= sb.total_bytes);
+  COWKV_CHECK(sb.log_root % sb.nodesize == 0);
   std::string out(kSuperblockSize, '\0');
   char* p = out.data();
   EncodeLE32(p + kSbCsumTypeOff, kCsumTypeCrc32c);

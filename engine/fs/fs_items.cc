@@ -67,7 +67,13 @@ class Filler {
 
 constexpr size_t kEntryHeader = 8 + 1 + 8 + 2;
 
+// What ReadEntryView refuses but 'child != 0': replay fixes entries up for
+// inode numbers read from the log, which only the log's decoder vets.
 void PutEntry(Filler* f, const DirEntry& e) {
+  COWKV_CHECK(KnownType(static_cast<uint8_t>(e.type)));
+  COWKV_CHECK(!e.name.empty());
+  COWKV_CHECK(e.name.size() <= kMaxNameLen);
+  COWKV_DCHECK(SaneName(e.name));
   f->LE64(e.child);
   f->U8(static_cast<uint8_t>(e.type));
   f->LE64(e.transid);
@@ -153,6 +159,11 @@ absl::Status ValidateName(absl::string_view name) {
 }
 
 std::string EncodeInodeItem(const InodeItem& it) {
+  // The file types DecodeInodeItem accepts. (Not transid >= generation,
+  // which it also checks: an inode read with a generation ahead of the
+  // running one gets transid = now, and that must not crash.)
+  const uint32_t fmt = it.mode & 0170000;
+  COWKV_CHECK(fmt == 0100000 || fmt == 0040000 || fmt == 0120000);
   std::string out;
   Filler f(&out, kInodeItemSize);
   f.LE64(it.generation);
@@ -201,8 +212,14 @@ absl::StatusOr<InodeItem> DecodeInodeItem(absl::string_view v, uint64_t ino) {
 }
 
 std::string EncodeInodeRefs(const std::vector<InodeRef>& refs) {
+  COWKV_CHECK(!refs.empty());  // the last name gone deletes the item
   size_t n = 0;
-  for (const InodeRef& r : refs) n += kInodeRefHeader + r.name.size();
+  for (const InodeRef& r : refs) {
+    COWKV_CHECK(!r.name.empty());
+    COWKV_CHECK(r.name.size() <= kMaxNameLen);
+    COWKV_DCHECK(SaneName(r.name));
+    n += kInodeRefHeader + r.name.size();
+  }
   std::string out;
   Filler f(&out, n);
   for (const InodeRef& r : refs) {
@@ -229,6 +246,7 @@ absl::StatusOr<std::vector<InodeRef>> DecodeInodeRefs(absl::string_view v, uint6
 }
 
 std::string EncodeDirEntries(const std::vector<DirEntry>& entries) {
+  COWKV_CHECK(!entries.empty());  // the last entry gone deletes the item
   size_t n = 0;
   for (const DirEntry& e : entries) n += kEntryHeader + e.name.size();
   std::string out;
@@ -272,6 +290,17 @@ absl::StatusOr<DirEntry> DecodeDirIndex(absl::string_view v, uint64_t dir) {
 }
 
 std::string EncodeFileExtent(const FileExtent& e) {
+  // What DecodeFileExtent refuses (but the key offset's overflow, which it
+  // checks against the key).
+  COWKV_CHECK(e.kind == kExtentInline || e.kind == kExtentRegular);
+  if (e.kind == kExtentInline) {
+    COWKV_CHECK(!e.inline_data.empty());
+  } else {
+    COWKV_CHECK(e.disk_len > 0);
+    COWKV_CHECK(e.num_bytes > 0);
+    COWKV_CHECK(e.offset < e.disk_len);
+    COWKV_CHECK(e.num_bytes <= e.disk_len - e.offset);
+  }
   std::string out;
   PutLE64(&out, e.generation);
   out.push_back(static_cast<char>(e.kind));
@@ -325,8 +354,13 @@ absl::StatusOr<FileExtent> DecodeFileExtent(absl::string_view v, uint64_t ino, u
 }
 
 std::string EncodeXattrs(const std::vector<Xattr>& xs) {
+  COWKV_CHECK(!xs.empty());  // the last one removed deletes the item
   std::string out;
   for (const Xattr& x : xs) {
+    COWKV_CHECK(!x.name.empty());
+    COWKV_CHECK(x.name.size() <= 0xffff);  // u16 lengths
+    COWKV_CHECK(x.value.size() <= 0xffff);
+    COWKV_DCHECK(x.name.find('\0') == std::string::npos);
     PutU16(&out, static_cast<uint16_t>(x.name.size()));
     PutU16(&out, static_cast<uint16_t>(x.value.size()));
     out.append(x.name);

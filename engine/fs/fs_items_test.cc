@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "absl/strings/escaping.h"
+#include "engine/base/check.h"
+#include "engine/base/coding.h"
 #include "engine/testing/status_matchers.h"
 #include "gtest/gtest.h"
 
@@ -92,8 +94,11 @@ TEST(FsItems, InodeItem) {
   EXPECT_EQ(got.nlink, 2u);
   EXPECT_EQ(got.mode, 0100644u);
   EXPECT_EQ(got.mtime_ns, -5);
-  it.mode = 0060644;  // a block device: not something cowkv stores
-  EXPECT_THAT(DecodeInodeItem(EncodeInodeItem(it), 257), StatusIs(absl::StatusCode::kDataLoss));
+  // A block device: not something cowkv stores (nor encodes: see the death
+  // test), so the mode is patched in.
+  std::string bdev = enc;
+  EncodeLE32(bdev.data() + 44, 0060644);
+  EXPECT_THAT(DecodeInodeItem(bdev, 257), StatusIs(absl::StatusCode::kDataLoss));
   Mangle(enc, [](absl::string_view v) { return DecodeInodeItem(v, 257).status(); });
 }
 
@@ -206,9 +211,10 @@ TEST(FsItems, FileExtents) {
   EXPECT_EQ(rgot.disk_bytenr, reg.disk_bytenr);
   EXPECT_EQ(rgot.length(), 8192u);
   Mangle(renc, [](absl::string_view v) { return DecodeFileExtent(v, 257, 4096).status(); });
-  reg.num_bytes = 65536;  // past the end of the disk extent
-  EXPECT_THAT(DecodeFileExtent(EncodeFileExtent(reg), 257, 0),
-              StatusIs(absl::StatusCode::kDataLoss));
+  // Past the end of the disk extent (patched in: the encoder refuses it).
+  std::string past = renc;
+  EncodeLE64(past.data() + 40, 65536);
+  EXPECT_THAT(DecodeFileExtent(past, 257, 0), StatusIs(absl::StatusCode::kDataLoss));
 }
 
 TEST(FsItems, Xattrs) {
@@ -219,6 +225,43 @@ TEST(FsItems, Xattrs) {
   EXPECT_EQ(got[0].value, "1");
   EXPECT_EQ(got[1].value, "");
   Mangle(enc, [](absl::string_view v) { return DecodeXattrs(v, 257).status(); });
+}
+
+// Goal: each encoder refuses (crashes on) what its decoder would report as
+// DATA_LOSS, so an fs operation's bug stops before the item reaches a tree.
+// Method: one bad field per case.
+TEST(FsItemsDeathTest, InodeOfAnUnknownType) {
+  InodeItem it;
+  it.mode = 0060644;
+  EXPECT_DEATH(EncodeInodeItem(it), "fmt == 0100000");
+}
+
+TEST(FsItemsDeathTest, EmptyListsAreDeletedNotEncoded) {
+  EXPECT_DEATH(EncodeInodeRefs({}), "!refs.empty\\(\\)");
+  EXPECT_DEATH(EncodeDirEntries({}), "!entries.empty\\(\\)");
+  EXPECT_DEATH(EncodeXattrs({}), "!xs.empty\\(\\)");
+}
+
+TEST(FsItemsDeathTest, NamesAsTheDecodersWantThem) {
+  EXPECT_DEATH(EncodeInodeRefs({{2, std::string(kMaxNameLen + 1, 'n')}}), "kMaxNameLen");
+  EXPECT_DEATH(EncodeDirEntries({{300, FileType::kRegular, 4, ""}}), "!e.name.empty\\(\\)");
+  EXPECT_DEATH(EncodeDirEntries({{300, static_cast<FileType>(1), 4, "a"}}), "KnownType");
+  if (COWKV_DCHECK_IS_ON) {
+    EXPECT_DEATH(EncodeInodeRefs({{2, "a/b"}}), "SaneName");
+  }
+}
+
+TEST(FsItemsDeathTest, FileExtentOutsideItsDataExtent) {
+  FileExtent e;
+  EXPECT_DEATH(EncodeFileExtent(e), "!e.inline_data.empty\\(\\)");
+  e.kind = kExtentRegular;
+  e.disk_bytenr = 1 << 20;
+  e.disk_len = 65536;
+  e.offset = 4096;
+  e.num_bytes = 65536;
+  EXPECT_DEATH(EncodeFileExtent(e), "e.num_bytes <= e.disk_len - e.offset");
+  e.offset = 65536;
+  EXPECT_DEATH(EncodeFileExtent(e), "e.offset < e.disk_len");
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "engine/base/check.h"
 #include "engine/base/coding.h"
 #include "engine/base/status.h"
 #include "engine/fs/fs_batch.h"
@@ -615,6 +616,8 @@ absl::Status FsOps::FixInode(Batch& b, uint64_t ino) {
   InodeItem fixed = it;
   fixed.nlink = TypeOf(it) == FileType::kDirectory ? 1 : names;
   if (ino == kRootDirIno) fixed.nlink = 1;
+  // nlink = names, and an inode left without names was deleted above.
+  COWKV_DCHECK(fixed.nlink >= 1);
   if (TypeOf(it) == FileType::kDirectory) {
     uint64_t size = 0;
     COWKV_RETURN_IF_ERROR(b.Scan(TypeStart(ino, kDirIndex), TypeStart(ino, kDirIndex + 1), false,

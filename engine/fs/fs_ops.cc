@@ -243,7 +243,11 @@ absl::Status FsOps::LoadNextIno() {
 
 absl::StatusOr<uint64_t> FsOps::AllocIno() {
   COWKV_RETURN_IF_ERROR(LoadNextIno());
-  return st_->next_ino++;
+  const uint64_t ino = st_->next_ino++;
+  // Files and directories are numbered after the root directory (btrfs's
+  // BTRFS_FIRST_FREE_OBJECTID); lower numbers are never handed out.
+  COWKV_CHECK(ino > kRootDirIno);
+  return ino;
 }
 
 absl::StatusOr<uint64_t> FsOps::NextIndex(Batch& b, uint64_t dir) {
@@ -398,6 +402,7 @@ absl::Status FsOps::DeleteInode(Batch& b, uint64_t ino) {
 absl::Status FsOps::DropLink(Batch& b, uint64_t ino, InodeItem* item) {
   if (IsDir(*item) || item->nlink <= 1) return DeleteInode(b, ino);
   --item->nlink;
+  COWKV_DCHECK(item->nlink >= 1);  // the last link deletes the inode instead
   item->ctime_ns = NowNs();
   item->transid = b_->generation();
   b.Put(InodeKey(ino), EncodeInodeItem(*item));

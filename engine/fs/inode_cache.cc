@@ -50,6 +50,7 @@ void* RadixArray::Set(uint64_t index, void* value) {
     root_ = r;
     ++height_;
   }
+  COWKV_DCHECK(height_ <= kMaxHeight);  // MaxIndex(kMaxHeight) covers 64 bits
   Node* n = root_;
   for (int level = height_ - 1; level > 0; --level) {
     void*& slot = n->slots[(index >> (kBits * level)) & (kSlots - 1)];
@@ -65,13 +66,14 @@ void* RadixArray::Set(uint64_t index, void* value) {
     ++n->count;
     ++size_;
   }
+  COWKV_DCHECK(n->count <= kSlots);
   leaf = value;
   return old;
 }
 
 void* RadixArray::Erase(uint64_t index) {
   if (height_ == 0 || index > MaxIndex(height_)) return nullptr;
-  std::array<Node*, 12> path{};  // path[level]; 11 levels cover 64 bits
+  std::array<Node*, kMaxHeight> path{};  // path[level]
   Node* n = root_;
   for (int level = height_ - 1; level > 0; --level) {
     path[level] = n;
@@ -83,9 +85,13 @@ void* RadixArray::Erase(uint64_t index) {
   void* old = leaf;
   if (old == nullptr) return nullptr;
   leaf = nullptr;
+  COWKV_DCHECK(size_ > 0);
   --size_;
-  // Free the nodes this emptied, bottom-up.
-  for (int level = 0; level < height_ && --path[level]->count == 0; ++level) {
+  // Free the nodes this emptied, bottom-up. Each count is the node's
+  // non-null slots, one of which this erase empties: it never goes below 0.
+  for (int level = 0; level < height_; ++level) {
+    COWKV_DCHECK(path[level]->count > 0);
+    if (--path[level]->count != 0) break;
     delete path[level];
     if (level + 1 == height_) {
       root_ = nullptr;

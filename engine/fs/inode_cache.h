@@ -40,6 +40,9 @@ class RadixArray {
  public:
   static constexpr int kBits = 6;
   static constexpr int kSlots = 1 << kBits;
+  // Levels that cover every 64-bit index (11 * 6 = 66 bits).
+  static constexpr int kMaxHeight = (64 + kBits - 1) / kBits;
+  static_assert(kMaxHeight * kBits >= 64, "kMaxHeight levels reach every index");
 
   RadixArray() = default;
   ~RadixArray();

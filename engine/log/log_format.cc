@@ -17,9 +17,14 @@ using namespace format;  // NOLINT: the layout constants
 size_t MaxLogTrees(uint32_t sectorsize) { return (sectorsize - kLogHeaderSize) / kLogEntrySize; }
 size_t MaxInlineBytes(uint32_t sectorsize) { return sectorsize - kLogHeaderSize; }
 
+// Asserts what DecodeLogRoot refuses (it re-encodes only a block that passed
+// its checks, so these fire on a writer's bug, never on device bytes).
 std::string EncodeLogRoot(const LogRootBlock& b, uint32_t sectorsize) {
-  COWKV_CHECK(b.fsid.size() == kFsidSize && b.trees.size() <= MaxLogTrees(sectorsize));
+  COWKV_CHECK(b.fsid.size() == kFsidSize);
+  COWKV_CHECK(b.trees.size() <= MaxLogTrees(sectorsize));
   COWKV_CHECK(b.trees.empty() || b.entries.empty());
+  COWKV_CHECK(b.bytenr >= kReservedHead);
+  COWKV_CHECK(b.next >= kReservedHead);
   std::string out(sectorsize, '\0');
   char* p = out.data();
   std::memcpy(p + kLogFsidOff, b.fsid.data(), kFsidSize);
@@ -33,6 +38,9 @@ std::string EncodeLogRoot(const LogRootBlock& b, uint32_t sectorsize) {
   EncodeLE32(p + kLogNentriesOff, static_cast<uint32_t>(b.entries.size()));
   char* e = p + kLogHeaderSize;
   for (const LogTreeRef& t : b.trees) {
+    COWKV_CHECK(t.level < kMaxLevel);
+    COWKV_CHECK(t.bytenr >= kReservedHead);
+    COWKV_CHECK(t.generation == b.base_generation + 1);  // written in the chain's generation
     EncodeLE64(e, t.subvol);
     EncodeLE64(e + 8, t.bytenr);
     EncodeLE64(e + 16, t.generation);
@@ -41,6 +49,8 @@ std::string EncodeLogRoot(const LogRootBlock& b, uint32_t sectorsize) {
   }
   for (const LogEntry& en : b.entries) {
     COWKV_CHECK(static_cast<size_t>(e - p) + InlineSize(en) <= sectorsize);
+    COWKV_CHECK(!en.key.empty());
+    COWKV_CHECK(en.key.size() <= kMaxTreeKeySize);
     EncodeLE64(e, en.subvol);
     EncodeLE16(e + 8, static_cast<uint16_t>(en.key.size()));
     EncodeLE32(e + 10, static_cast<uint32_t>(en.value.size()));

@@ -155,6 +155,8 @@ absl::Status LogManager::BuildTrees(const std::vector<LogEntry>& entries, LogRoo
   std::unique_ptr<Tree> tree;
   for (size_t i = 0; i < entries.size(); ++i) {
     const LogEntry& e = entries[i];
+    // CollectPending groups entries by subvolume: one log tree each.
+    COWKV_DCHECK(i == 0 || entries[i - 1].subvol <= e.subvol);
     if (tree == nullptr) {
       COWKV_ASSIGN_OR_RETURN(tree, Tree::CreateEmpty(format::kLogTreeOwner, cache_.get(), this));
     }
@@ -174,6 +176,7 @@ absl::Status LogManager::BuildTrees(const std::vector<LogEntry>& entries, LogRoo
 absl::StatusOr<std::unique_ptr<LogManager::SyncBatch>> LogManager::PrepareSync(uint64_t revision) {
   if (needs_full_commit()) return absl::FailedPreconditionError("log needs a full commit");
   if (pending_keys_ == 0) return std::unique_ptr<SyncBatch>();
+  COWKV_DCHECK(next_root_ != 0);  // a live chain knows where its next link goes
   LogRootBlock root;
   absl::StatusOr<std::vector<LogEntry>> entries = CollectPending();
   absl::Status s = entries.status();
@@ -242,6 +245,7 @@ void LogManager::FinishSync(const SyncBatch& b, const absl::Status& written) {
     stats_.sync_bytes += b.nodes.size() * txn_->nodesize() + b.root_block.size();
   }
   if (b.nonce != nonce_) return;  // the chain was retired meanwhile
+  COWKV_DCHECK(b.base == base_);
   if (!written.ok()) {
     broken_ = true;
     return;

@@ -9,6 +9,9 @@ namespace cowkv {
 const DelayedRefHead& DelayedRefs::Add(uint64_t bytenr, uint64_t num_bytes, uint8_t level,
                                        BackrefKey ref, int64_t delta, bool new_alloc,
                                        uint64_t generation) {
+  COWKV_CHECK(delta != 0);
+  COWKV_CHECK(num_bytes > 0);
+  COWKV_CHECK(format::IsBackref(ref.type));
   auto [it, inserted] = heads_.try_emplace(bytenr);
   DelayedRefHead& h = it->second;
   if (inserted) {
@@ -21,6 +24,8 @@ const DelayedRefHead& DelayedRefs::Add(uint64_t bytenr, uint64_t num_bytes, uint
   COWKV_CHECK(h.num_bytes == num_bytes);
   if (new_alloc) {
     COWKV_CHECK_MSG(inserted, "fresh allocation of an extent with pending refs");
+    // A fresh extent starts with exactly one reference, its allocator's.
+    COWKV_CHECK(delta == 1);
     h.must_insert = true;
   }
   int64_t& d = h.refs[ref];
@@ -71,6 +76,7 @@ std::vector<DelayedRefHead> DelayedRefs::TakeAll() {
 }
 
 std::vector<DelayedRefHead> DelayedRefs::TakeBatch(size_t max_heads) {
+  COWKV_DCHECK(max_heads > 0);
   std::vector<DelayedRefHead> out;
   auto it = heads_.begin();
   while (it != heads_.end() && out.size() < max_heads) {

@@ -58,8 +58,9 @@ struct DelayedRefStats {
 
 class DelayedRefs {
  public:
-  // Queues `delta` on `ref` of the extent. `new_alloc` marks the +1 of a
-  // fresh allocation. Returns the merged head.
+  // Queues `delta` (non-zero) on `ref` (a back-reference type) of the extent.
+  // `new_alloc` marks the +1 of a fresh allocation, which must be the
+  // extent's first pending update. Returns the merged head.
   const DelayedRefHead& Add(uint64_t bytenr, uint64_t num_bytes, uint8_t level,
                             BackrefKey ref, int64_t delta, bool new_alloc,
                             uint64_t generation);

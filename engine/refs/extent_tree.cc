@@ -83,6 +83,10 @@ absl::Status RunHead(Tree* tree, const DelayedRefHead& h, const ExtentFreeFn& on
   if (!raw.ok()) return raw.status();
   COWKV_ASSIGN_OR_RETURN(ExtentItem e, format::DecodeExtentItem(*raw, h.bytenr));
   COWKV_RETURN_IF_ERROR(ApplyBackrefs(tree, h));
+  // The refcount read from the device is checked, not asserted: a head
+  // that would take it below zero means the extent tree and the trees
+  // disagree on disk (DATA_LOSS). What the engine writes is asserted by the
+  // encoder (a refcount of zero deletes the item, never encodes it).
   int64_t refs = static_cast<int64_t>(e.refs) + h.ref_mod;
   if (refs < 0) return Inconsistent(h, absl::StrCat("refcount below zero: ", refs));
   if (refs == 0) {

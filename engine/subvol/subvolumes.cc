@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "engine/base/check.h"
 #include "engine/base/status.h"
 #include "engine/format/items.h"
 #include "engine/format/layout.h"
@@ -63,7 +64,22 @@ absl::Status Subvolumes::Load() {
           site, absl::StrCat("name '", e.name, "' is taken by subvolume ", other->second), "", "");
     }
   }
+  DCheckNames();
   return absl::OkStatus();
+}
+
+// Every live subvolume has exactly one name and every name one subvolume.
+void Subvolumes::DCheckNames() const { COWKV_DCHECK(by_name_.size() == live_.size()); }
+
+void Subvolumes::AddLive(uint64_t id, Entry e) {
+  // Ids are never reused (TxnManager hands out each once), and a name is
+  // checked free (CheckNewName) before any change is made.
+  COWKV_CHECK(id >= format::kFirstFreeTreeId);
+  COWKV_CHECK(live_.count(id) == 0);
+  const bool named = by_name_.emplace(e.name, id).second;
+  COWKV_CHECK(named);
+  live_[id] = std::move(e);
+  DCheckNames();
 }
 
 absl::Status Subvolumes::CheckNewName(absl::string_view name) const {
@@ -85,8 +101,7 @@ absl::StatusOr<uint64_t> Subvolumes::Create(absl::string_view name) {
   COWKV_ASSIGN_OR_RETURN(uint64_t id, txn_->CreateTree());
   Entry e{std::string(name), 0, NowMs()};
   COWKV_RETURN_IF_ERROR(PutInfo(id, e));
-  by_name_[e.name] = id;
-  live_[id] = std::move(e);
+  AddLive(id, std::move(e));
   return id;
 }
 
@@ -96,10 +111,10 @@ absl::StatusOr<uint64_t> Subvolumes::Snapshot(uint64_t source_id, absl::string_v
   if (live_.count(source_id) == 0) return absl::NotFoundError(absl::StrCat("no subvolume ", source_id));
   COWKV_RETURN_IF_ERROR(txn_->ReserveRootTreeWrites(3));
   COWKV_ASSIGN_OR_RETURN(uint64_t id, txn_->CloneTree(source_id, read_only));
+  COWKV_CHECK(id > source_id);  // a snapshot is newer than its source
   Entry e{std::string(name), source_id, NowMs()};
   COWKV_RETURN_IF_ERROR(PutInfo(id, e));
-  by_name_[e.name] = id;
-  live_[id] = std::move(e);
+  AddLive(id, std::move(e));
   return id;
 }
 
@@ -117,9 +132,12 @@ absl::Status Subvolumes::Rename(uint64_t id, absl::string_view new_name) {
   Entry e = it->second;
   e.name = std::string(new_name);
   COWKV_RETURN_IF_ERROR(PutInfo(id, e));
-  by_name_.erase(it->second.name);
-  by_name_[e.name] = id;
+  const size_t dropped = by_name_.erase(it->second.name);
+  COWKV_CHECK(dropped == 1);
+  const bool named = by_name_.emplace(e.name, id).second;
+  COWKV_CHECK(named);
   it->second = std::move(e);
+  DCheckNames();
   return absl::OkStatus();
 }
 
@@ -133,8 +151,10 @@ absl::Status Subvolumes::Delete(uint64_t id) {
   // Both changes are in this engine transaction: after a crash the
   // subvolume is either whole or nameless and dropping.
   COWKV_RETURN_IF_ERROR(txn_->DeleteRootTreeItem(InfoKey(id)));
-  by_name_.erase(it->second.name);
+  const size_t dropped = by_name_.erase(it->second.name);
+  COWKV_CHECK(dropped == 1);
   live_.erase(it);
+  DCheckNames();
   return absl::OkStatus();
 }
 
@@ -176,6 +196,7 @@ absl::StatusOr<int> Subvolumes::CleanDeadRoots(int max_steps) {
     std::vector<uint64_t> dying = txn_->TreeIds(/*dropping=*/true);
     if (dying.empty()) break;
     const uint64_t id = dying.front();
+    COWKV_DCHECK(live_.count(id) == 0);  // a dying tree has lost its name
     bool more = true;
     while (more && steps < max_steps) {
       COWKV_ASSIGN_OR_RETURN(more, txn_->DropTreeStep(id));

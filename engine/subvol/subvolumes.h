@@ -8,6 +8,14 @@
 // its tree apart step by step across commits (resumable: the root item is
 // the progress).
 //
+// Invariants (asserted):
+//   1. Every live subvolume has exactly one name, and every name names one
+//      live subvolume (by_name_ and live_ agree).
+//   2. Ids are never reused: a new subvolume's id is >= kFirstFreeTreeId and
+//      was never live (mount refuses a root tree listing a tree at or above
+//      the superblock's next_tree_id, so this holds for any image mounted).
+//   3. A dying tree has no name.
+//
 // Every change is made in the running engine transaction; the store commits
 // after each one. Not thread-safe: StoreImpl holds its tree lock.
 #ifndef COWKV_ENGINE_SUBVOL_SUBVOLUMES_H_
@@ -80,6 +88,9 @@ class Subvolumes {
   absl::Status CheckNewName(absl::string_view name) const;
   // Writes `id`'s SUBVOL_INFO item (space reserved by the caller).
   absl::Status PutInfo(uint64_t id, const Entry& e);
+  // Records a new subvolume (Create, Snapshot) in live_ and by_name_.
+  void AddLive(uint64_t id, Entry e);
+  void DCheckNames() const;
 
   TxnManager* const txn_;
   std::map<uint64_t, Entry> live_;

@@ -120,6 +120,23 @@ TEST_F(SubvolumesTest, InfoWithoutATreeIsDataLoss) {
   EXPECT_TRUE(absl::IsDataLoss(st)) << st;
 }
 
+// Ids are never reused, and CreateTree asserts it: mount must refuse a root
+// tree listing a tree the superblock's next_tree_id has not reached, or the
+// next Create would hand that id out again.
+TEST_F(SubvolumesTest, ATreeIdAtOrAboveNextTreeIdIsDataLoss) {
+  auto def = txn_->TreeRootItem(format::kDefaultTreeId);
+  ASSERT_TRUE(def.ok()) << def.status();
+  ASSERT_OK(txn_->ReserveRootTreeWrites(1));
+  ASSERT_OK(txn_->PutRootTreeItem(RootItemKeyFor(9999), format::EncodeRootItem(*def)));
+  ASSERT_OK(txn_->Commit());
+  subvols_.reset();
+  txn_.reset();
+  auto m = TxnManager::Mount(&dev_, 16 << 20);
+  ASSERT_FALSE(m.ok());
+  EXPECT_TRUE(absl::IsDataLoss(m.status())) << m.status();
+  EXPECT_NE(m.status().message().find("next_tree_id"), absl::string_view::npos) << m.status();
+}
+
 TEST_F(SubvolumesTest, ATreeWithoutInfoGetsAName) {
   auto id = txn_->CreateTree();  // a tree the subvolume layer never named
   ASSERT_TRUE(id.ok());

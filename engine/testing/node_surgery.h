@@ -28,7 +28,8 @@ struct NodeInfo {
 absl::StatusOr<std::vector<NodeInfo>> ListNodes(BlockDevice* dev);
 
 // Reads the node at `bytenr`, lets `edit` change its items, re-encodes it
-// with the same header and a fresh checksum, and writes it back.
+// with the same header and a fresh checksum, and writes it back. The items
+// need not be in order (the encoder's per-item checks are skipped).
 absl::Status RewriteNode(BlockDevice* dev, uint64_t bytenr,
                          const std::function<void(std::vector<format::Item>*)>& edit);
 

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "engine/base/coding.h"
+#include "engine/format/layout.h"
 
 namespace cowkv {
 
@@ -111,6 +112,7 @@ int Node::LowerBound(absl::string_view k) const {
 }
 
 int Node::ChildSlot(absl::string_view k) const {
+  COWKV_DCHECK(!leaf());
   int slot = Bound<true>(k) - 1;  // last slot with key <= k
   return slot < 0 ? 0 : slot;
 }
@@ -124,13 +126,19 @@ const std::shared_ptr<Node>& Node::kid(int slot) const {
 }
 
 void Node::SetChild(int slot, const std::shared_ptr<Node>& child) {
-  COWKV_DCHECK(!leaf() && dirty.load(std::memory_order_relaxed));
+  COWKV_DCHECK(!leaf());
+  COWKV_DCHECK(dirty.load(std::memory_order_relaxed));
+  COWKV_DCHECK(child->level + 1 == level);  // a path's levels descend by one
   SetValue(slot, format::EncodeChildPtr({child->bytenr, child->generation}));
   if (kids_.empty()) kids_.resize(slots_.size());
   kids_[slot] = child;
 }
 
 void Node::InsertItem(int slot, absl::string_view k, absl::string_view v) {
+  COWKV_DCHECK(slot >= 0);
+  COWKV_DCHECK(slot <= nritems());
+  DCheckNewKey(slot, k, /*replacing=*/false);
+  DCheckValue(v);
   if (!kids_.empty()) kids_.insert(kids_.begin() + slot, nullptr);
   uint32_t off = Append(k, v);
   slots_.insert(slots_.begin() + slot,
@@ -145,6 +153,8 @@ void Node::InsertItem(int slot, absl::string_view k, absl::string_view v) {
 }
 
 void Node::EraseItem(int slot) {
+  COWKV_DCHECK(slot >= 0);
+  COWKV_DCHECK(slot < nritems());
   const Slot& s = slots_[slot];
   used_ -= format::ItemSize(s.klen, s.vlen);
   garbage_ += s.klen + s.vlen;
@@ -158,6 +168,9 @@ void Node::EraseItem(int slot) {
 }
 
 void Node::SetValue(int slot, absl::string_view v) {
+  COWKV_DCHECK(slot >= 0);
+  COWKV_DCHECK(slot < nritems());
+  DCheckValue(v);
   if (!kids_.empty()) kids_[slot] = nullptr;
   Slot& s = slots_[slot];
   used_ = used_ - s.vlen + v.size();
@@ -175,6 +188,9 @@ void Node::SetValue(int slot, absl::string_view v) {
 }
 
 void Node::SetKey(int slot, absl::string_view k) {
+  COWKV_DCHECK(slot >= 0);
+  COWKV_DCHECK(slot < nritems());
+  DCheckNewKey(slot, k, /*replacing=*/true);
   std::string v(value(slot));
   Slot& s = slots_[slot];
   used_ = used_ - s.klen + k.size();
@@ -186,6 +202,13 @@ void Node::SetKey(int slot, absl::string_view k) {
 }
 
 void Node::MoveTailTo(int from, Node* dst) {
+  COWKV_DCHECK(dst != this);
+  COWKV_DCHECK(dst->level == level);
+  COWKV_DCHECK(from >= 0);
+  COWKV_DCHECK(from <= nritems());
+  // Appended after dst's items: dst stays sorted.
+  COWKV_DCHECK(from == nritems() || dst->nritems() == 0 ||
+               dst->key(dst->nritems() - 1) < key(from));
   if (!kids_.empty() || !dst->kids_.empty()) {
     if (dst->kids_.empty()) dst->kids_.resize(dst->slots_.size());
     for (int i = from; i < nritems(); ++i) {
@@ -208,6 +231,8 @@ void Node::MoveTailTo(int from, Node* dst) {
 }
 
 void Node::CopyItemsFrom(const Node& src) {
+  COWKV_DCHECK(&src != this);
+  COWKV_DCHECK(src.level == level);  // a CoW copy keeps its level
   slots_ = src.slots_;
   words_ = src.words_;
   kids_.clear();
@@ -215,6 +240,28 @@ void Node::CopyItemsFrom(const Node& src) {
   garbage_ = src.garbage_;
   used_ = src.used_;
   prefix_ = src.prefix_;
+}
+
+// `k` may become key(slot): it keeps the keys strictly ascending (an
+// internal node's slot 0 holds its lower fence, "" on the leftmost spine)
+// and does not view this node's arena, which the change may reallocate.
+void Node::DCheckNewKey(int slot, absl::string_view k, bool replacing) const {
+  COWKV_DCHECK(!ViewsArena(k));
+  COWKV_DCHECK(k.size() <= format::kMaxTreeKeySize);
+  COWKV_DCHECK(!k.empty() || (!leaf() && slot == 0));
+  COWKV_DCHECK(slot == 0 || key(slot - 1) < k);
+  const int next = replacing ? slot + 1 : slot;
+  COWKV_DCHECK(next >= nritems() || k < key(next));
+}
+
+// An internal node's values are child pointers.
+void Node::DCheckValue(absl::string_view v) const {
+  COWKV_DCHECK(!ViewsArena(v));
+  COWKV_DCHECK(leaf() || v.size() == format::kChildPtrSize);
+}
+
+bool Node::ViewsArena(absl::string_view s) const {
+  return !s.empty() && s.data() >= arena_.data() && s.data() < arena_.data() + arena_.size();
 }
 
 void Node::MaybeCompact() {

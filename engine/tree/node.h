@@ -127,6 +127,10 @@ class Node {
   void MaybeCompact();
   template <bool kUpper>
   int Bound(absl::string_view key) const;
+  // Debug checks of a change's arguments (node.cc).
+  void DCheckNewKey(int slot, absl::string_view k, bool replacing) const;
+  void DCheckValue(absl::string_view v) const;
+  bool ViewsArena(absl::string_view s) const;
 
   std::vector<Slot> slots_;
   // words_[i] is slot i's search word; kept apart from slots_ so a binary

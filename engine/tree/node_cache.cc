@@ -65,6 +65,9 @@ absl::StatusOr<NodeRef> NodeCache::Read(const format::NodeExpect& expect) {
 }
 
 void NodeCache::InsertLocked(NodeRef node) {
+  // Callers look up (Read) or drop (NewDirty) what is cached there first:
+  // overwriting a clean entry would leave its bytes counted forever.
+  COWKV_DCHECK(map_.count(node->bytenr) == 0);
   if (node->dirty) {
     dirty_[node->bytenr] = node;
   } else {
@@ -76,6 +79,8 @@ void NodeCache::InsertLocked(NodeRef node) {
 }
 
 NodeRef NodeCache::NewDirty(const format::NodeHeader& header) {
+  COWKV_DCHECK(header.level < format::kMaxLevel);
+  COWKV_DCHECK(header.bytenr % nodesize_ == 0);  // allocated nodesize-aligned
   auto node = std::make_shared<Node>(header, std::vector<format::ItemView>{});
   node->dirty = true;
   absl::MutexLock l(&mu_);
@@ -83,6 +88,7 @@ NodeRef NodeCache::NewDirty(const format::NodeHeader& header) {
   if (it != map_.end()) {
     // A stale clean copy of a freed and reallocated extent.
     COWKV_CHECK(!it->second->dirty && !writeback_.count(header.bytenr));
+    COWKV_DCHECK(clean_bytes_ >= it->second->MemoryBytes());
     clean_bytes_ -= it->second->MemoryBytes();
     map_.erase(it);
   }
@@ -103,6 +109,7 @@ void NodeCache::Discard(uint64_t bytenr) {
   if (it->second->dirty) {
     dirty_.erase(bytenr);
   } else if (writeback_.erase(bytenr) == 0) {
+    COWKV_DCHECK(clean_bytes_ >= it->second->MemoryBytes());
     clean_bytes_ -= it->second->MemoryBytes();
   }
   map_.erase(it);
@@ -130,6 +137,7 @@ void NodeCache::MarkWritten(const std::vector<NodeRef>& nodes) {
   for (const NodeRef& node : nodes) {
     auto wb = writeback_.find(node->bytenr);
     if (wb == writeback_.end() || wb->second != node) continue;  // freed meanwhile
+    COWKV_DCHECK(!node->dirty.load(std::memory_order_relaxed));  // sealed: immutable
     writeback_.erase(wb);
     clean_bytes_ += node->MemoryBytes();
     clock_.push_back(node->bytenr);
@@ -150,6 +158,7 @@ void NodeCache::EvictLocked() {
       clock_.push_back(bytenr);
       continue;
     }
+    COWKV_DCHECK(clean_bytes_ >= n.MemoryBytes());
     clean_bytes_ -= n.MemoryBytes();
     map_.erase(it);
     ++evictions_;
@@ -181,6 +190,7 @@ absl::Status WriteNodes(BlockDevice* device, const std::vector<NodeRef>& nodes,
   std::string buf;
   buf.reserve(std::min(kMaxRun, nodes.size() * nodesize));
   uint64_t run_start = 0;
+  uint64_t prev = 0;
   auto write_run = [&]() -> absl::Status {
     if (buf.empty()) return absl::OkStatus();
     if (bytes != nullptr) *bytes += buf.size();
@@ -190,6 +200,10 @@ absl::Status WriteNodes(BlockDevice* device, const std::vector<NodeRef>& nodes,
   };
   for (const NodeRef& n : nodes) {
     COWKV_CHECK(n->used() <= format::NodeCapacity(nodesize));
+    COWKV_DCHECK(!n->dirty.load(std::memory_order_relaxed));  // sealed first
+    COWKV_DCHECK(n->bytenr % nodesize == 0);
+    COWKV_DCHECK(prev == 0 || n->bytenr > prev);  // sorted, each node once
+    prev = n->bytenr;
     if (buf.empty() || n->bytenr != run_start + buf.size() || buf.size() + nodesize > kMaxRun) {
       COWKV_RETURN_IF_ERROR(write_run());
       run_start = n->bytenr;

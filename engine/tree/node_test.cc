@@ -6,13 +6,16 @@
 // in the first 8 bytes after the prefix, zero bytes, prefixes of each
 // other); after each change every probe is compared with std::lower_bound /
 // std::upper_bound over a std::vector<std::string> model.
+#include "engine/tree/node.h"
+
 #include <algorithm>
 #include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
-#include "engine/tree/node.h"
+#include "engine/base/check.h"
+#include "engine/format/layout.h"
 #include "gtest/gtest.h"
 
 namespace cowkv {
@@ -44,6 +47,12 @@ void ExpectSameAnswers(const Node& node, const std::vector<std::string>& keys,
   }
 }
 
+// Internal nodes hold child pointers (Node asserts their size); the random
+// length is drawn either way, so both levels see the same random sequence.
+std::string Value(uint8_t level, size_t len, char c) {
+  return std::string(level ? format::kChildPtrSize : len, c);
+}
+
 void RunIndexCase(uint8_t level, uint64_t seed) {
   std::mt19937_64 rng(seed);
   Node node({1 << 20, 1, 5, level}, {});
@@ -58,7 +67,10 @@ void RunIndexCase(uint8_t level, uint64_t seed) {
       auto pos = std::lower_bound(keys.begin() + (level && !keys.empty() ? 1 : 0), keys.end(), k);
       if (pos != keys.end() && *pos == k) continue;
       if (level && !keys.empty() && pos == keys.begin()) continue;
-      node.InsertItem(pos - keys.begin(), k, std::string(rng() % 20, 'v'));
+      // An internal node's slot 0 (its fence) sorts first too, also once
+      // erasing slot 0 made a former separator the fence (Node asserts it).
+      if (level && !keys.empty() && !(keys[0] < k)) continue;
+      node.InsertItem(pos - keys.begin(), k, Value(level, rng() % 20, 'v'));
       keys.insert(pos, k);
     } else if (op < 7) {
       int slot = rng() % keys.size();
@@ -66,7 +78,7 @@ void RunIndexCase(uint8_t level, uint64_t seed) {
       keys.erase(keys.begin() + slot);
     } else if (op < 8) {
       int slot = rng() % keys.size();
-      node.SetValue(slot, std::string(rng() % 40, 'w'));
+      node.SetValue(slot, Value(level, rng() % 40, 'w'));
     } else if (op < 9 && keys.size() > 4) {
       int from = 1 + rng() % (keys.size() - 1);
       node.MoveTailTo(from, &other);
@@ -85,6 +97,47 @@ void RunIndexCase(uint8_t level, uint64_t seed) {
 
 TEST(NodeIndex, LeafMatchesBinarySearch) { RunIndexCase(0, 1); }
 TEST(NodeIndex, InternalMatchesBinarySearch) { RunIndexCase(1, 2); }
+
+// Goal: a change that would break a node's invariants (strict key order,
+// child pointers one level down, arguments that do not alias the node's
+// own arena) crashes at the change, in debug builds.
+// Method: one bad change per case on a small dirty node.
+class NodeDeathTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!COWKV_DCHECK_IS_ON) GTEST_SKIP() << "COWKV_DCHECK is compiled out";
+    leaf_.InsertItem(0, "b", "1");
+    leaf_.InsertItem(1, "d", "2");
+  }
+  Node leaf_{{1 << 20, 1, 5, 0}, {}};
+};
+
+TEST_F(NodeDeathTest, InsertOutOfOrder) {
+  EXPECT_DEATH(leaf_.InsertItem(0, "c", "x"), "k < key\\(next\\)");
+  EXPECT_DEATH(leaf_.InsertItem(2, "a", "x"), "key\\(slot - 1\\) < k");
+  EXPECT_DEATH(leaf_.InsertItem(1, "b", "x"), "key\\(slot - 1\\) < k");  // a duplicate
+  EXPECT_DEATH(leaf_.SetKey(0, "e"), "k < key\\(next\\)");
+  EXPECT_DEATH(leaf_.InsertItem(0, "", "x"), "!k.empty\\(\\)");
+}
+
+TEST_F(NodeDeathTest, ArgumentsMustNotViewTheNode) {
+  // Appending to the arena may move it under the view.
+  EXPECT_DEATH(leaf_.InsertItem(2, "e", leaf_.value(0)), "!ViewsArena\\(v\\)");
+  EXPECT_DEATH(leaf_.SetKey(1, leaf_.key(1)), "!ViewsArena\\(k\\)");
+}
+
+TEST_F(NodeDeathTest, ChildrenAreOneLevelDown) {
+  auto parent =
+      std::make_shared<Node>(format::NodeHeader{2 << 20, 1, 5, 2}, std::vector<format::ItemView>{});
+  parent->dirty = true;
+  parent->InsertItem(0, "", std::string(format::kChildPtrSize, '\0'));
+  auto leaf =
+      std::make_shared<Node>(format::NodeHeader{3 << 20, 1, 5, 0}, std::vector<format::ItemView>{});
+  EXPECT_DEATH(parent->SetChild(0, leaf), "child->level \\+ 1 == level");
+  EXPECT_DEATH(parent->SetValue(0, "short"), "v.size\\(\\) == format::kChildPtrSize");
+  Node other({4 << 20, 1, 5, 1}, {});
+  EXPECT_DEATH(parent->MoveTailTo(0, &other), "dst->level == level");
+}
 
 }  // namespace
 }  // namespace cowkv

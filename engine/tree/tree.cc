@@ -55,6 +55,7 @@ absl::StatusOr<NodeRef> Tree::ReadChild(const Node& parent, int slot) {
     const NodeRef& kid = parent.kid(slot);
     if (kid != nullptr) {
       COWKV_DCHECK(kid->bytenr == parent.Child(slot).bytenr);
+      COWKV_DCHECK(kid->level + 1 == parent.level);  // the read path checks it as DATA_LOSS
       return kid;
     }
   }
@@ -132,6 +133,7 @@ absl::StatusOr<absl::string_view> Tree::Get(absl::string_view key, LeafHint* hin
 
 absl::StatusOr<NodeRef> Tree::NewNode(uint8_t level) {
   COWKV_CHECK(hooks_ != nullptr);
+  COWKV_DCHECK(level < format::kMaxLevel);
   COWKV_ASSIGN_OR_RETURN(uint64_t bytenr, hooks_->AllocTreeBlock(id_, level));
   return cache_->NewDirty({bytenr, hooks_->generation(), id_, level});
 }
@@ -163,6 +165,7 @@ absl::Status Tree::SearchForWrite(absl::string_view key, Path& path) {
   COWKV_ASSIGN_OR_RETURN(NodeRef node, ReadRoot());
   COWKV_ASSIGN_OR_RETURN(node, CowIfNeeded(std::move(node), nullptr, 0));
   const int top = node->level;
+  COWKV_CHECK(top < format::kMaxLevel);  // the decoder refuses deeper; Path holds kMaxLevel
   path[top].node = std::move(node);
   for (int level = top; level > 0; --level) {
     Node* n = path[level].node.get();
@@ -170,6 +173,8 @@ absl::Status Tree::SearchForWrite(absl::string_view key, Path& path) {
     path[level].slot = slot;
     COWKV_ASSIGN_OR_RETURN(NodeRef child, ReadChild(*n, slot));
     COWKV_ASSIGN_OR_RETURN(path[level - 1].node, CowIfNeeded(std::move(child), n, slot));
+    COWKV_DCHECK(path[level - 1].node->level == level - 1);  // levels descend by one
+    COWKV_DCHECK(path[level - 1].node->dirty.load(std::memory_order_relaxed));
   }
   path[0].slot = path[0].node->LowerBound(key);
   return absl::OkStatus();
@@ -220,6 +225,7 @@ absl::Status Tree::Repair(Path& path, int level, int inserted_slot) {
   bool shrank = inserted_slot < 0;
   for (int lv = level; lv < format::kMaxLevel; ++lv) {
     Node* n = path[lv].node.get();
+    COWKV_DCHECK(n->level == lv);
     const bool is_root = n->bytenr == root_.bytenr;
     if (n->used() > capacity()) {
       COWKV_RETURN_IF_ERROR(SplitNode(path, lv, &inserted_slot));
@@ -291,6 +297,10 @@ absl::Status Tree::SplitNode(Path& path, int lv, int* inserted_slot) {
   }
   COWKV_ASSIGN_OR_RETURN(NodeRef right, NewNode(left->level));
   left->MoveTailTo(best, right.get());
+  // Both halves fit, and the separator is a real key (not a fence).
+  COWKV_DCHECK(left->used() <= cap);
+  COWKV_DCHECK(right->used() <= cap);
+  COWKV_DCHECK(!right->key(0).empty());
   std::string sep(right->key(0));
   if (left->bytenr == root_.bytenr) {
     COWKV_RETURN_IF_ERROR(GrowRoot(left, std::move(sep), right));
@@ -308,6 +318,9 @@ absl::Status Tree::SplitNode(Path& path, int lv, int* inserted_slot) {
 }
 
 absl::Status Tree::GrowRoot(NodeRef left, std::string sep, NodeRef right) {
+  COWKV_DCHECK(left->level == right->level);
+  // SplitNode refuses (RESOURCE_EXHAUSTED) a root split at the height limit.
+  COWKV_CHECK(left->level + 1 < format::kMaxLevel);
   COWKV_ASSIGN_OR_RETURN(NodeRef root, NewNode(left->level + 1));
   root->InsertItem(0, "", EncodeChildPtr({left->bytenr, left->generation}));
   root->InsertItem(1, sep, EncodeChildPtr({right->bytenr, right->generation}));
@@ -356,9 +369,13 @@ absl::StatusOr<bool> Tree::DropLeftmost() {
   COWKV_ASSIGN_OR_RETURN(root, CowIfNeeded(std::move(root), nullptr, 0));
   Path path;
   const int top = root->level;
+  COWKV_CHECK(top < format::kMaxLevel);
   path[top].node = root;
   int level = top;
   for (;; --level) {
+    // ShouldDescendForDrop answers false for a leaf child: path[level - 1]
+    // below stays inside the path.
+    COWKV_CHECK(level >= 1);
     Node* n = path[level].node.get();
     COWKV_ASSIGN_OR_RETURN(bool descend, hooks_->ShouldDescendForDrop(id_, n->Child(0), level - 1));
     if (!descend) break;
@@ -390,6 +407,7 @@ absl::Status Tree::FixUnderflow(Path& path, int lv, bool* changed_parent) {
   COWKV_ASSIGN_OR_RETURN(sib, CowIfNeeded(std::move(sib), parent, sib_slot));
   NodeRef left = pslot == lslot ? path[lv].node : sib;
   NodeRef right = pslot == lslot ? sib : path[lv].node;
+  COWKV_DCHECK(left->level == right->level);
   const size_t cap = capacity();
   if (left->used() + right->used() <= cap) {
     right->MoveTailTo(0, left.get());

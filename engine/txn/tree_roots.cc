@@ -41,6 +41,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "engine/base/check.h"
 #include "engine/base/status.h"
 #include "engine/format/items.h"
 #include "engine/format/layout.h"
@@ -57,6 +58,9 @@ Tree* TxnManager::fs_tree(uint64_t id) {
 
 absl::StatusOr<uint64_t> TxnManager::CreateTree() {
   const uint64_t id = next_tree_id_++;
+  // Ids are never reused (mount refuses a tree at or above next_tree_id).
+  COWKV_CHECK(id >= format::kFirstFreeTreeId);
+  COWKV_CHECK(fs_roots_.count(id) == 0);
   FsRoot& r = fs_roots_[id];
   COWKV_ASSIGN_OR_RETURN(r.tree, Tree::CreateEmpty(id, cache_.get(), this));
   r.dirty = true;
@@ -71,6 +75,8 @@ absl::StatusOr<uint64_t> TxnManager::CloneTree(uint64_t source_id, bool read_onl
   COWKV_CHECK_MSG(!HasDirtyNodes(), "snapshot of a tree with dirty nodes");
   COWKV_ASSIGN_OR_RETURN(NodeRef root, src->second.tree->ReadRoot());
   const uint64_t id = next_tree_id_++;
+  COWKV_CHECK(id >= format::kFirstFreeTreeId);
+  COWKV_CHECK(fs_roots_.count(id) == 0);
   // The snapshot's root item points at the source's root node: one more
   // reference, nothing else. The first write to either tree CoWs the shared
   // root and pays for its children's references then.
@@ -214,6 +220,7 @@ absl::Status TxnManager::CowTreeBlock(uint64_t tree_id, const Node& old) {
   if (may_be_shared) {
     COWKV_ASSIGN_OR_RETURN(std::tie(refs, flags), LookupExtentInfo(old.bytenr));
   }
+  COWKV_DCHECK(refs >= 1);  // LookupExtentInfo returns DATA_LOSS otherwise
   const bool full = flags & format::kExtentFlagFullBackref;
   if (refs > 1) {
     if (old.owner == tree_id && !full) {
@@ -269,6 +276,8 @@ absl::StatusOr<bool> TxnManager::ShouldDescendForDrop(uint64_t tree_id, format::
 }
 
 absl::Status TxnManager::DropChild(uint64_t tree_id, const Node& parent, int slot) {
+  // The tree drops pointers only from nodes it CoWed (Tree::DropLeftmost).
+  COWKV_DCHECK(parent.dirty.load(std::memory_order_relaxed));
   format::ChildPtr c = parent.Child(slot);
   COWKV_ASSIGN_OR_RETURN(NodeRef child,
                          cache_->Read({c.bytenr, c.generation, 0, parent.level - 1}));

@@ -77,8 +77,8 @@ absl::StatusOr<Superblock> ReadBestSuperblock(BlockDevice* device, std::string* 
 TxnManager::TxnManager(BlockDevice* device, const Superblock& sb, uint64_t cache_bytes)
     : device_(device),
       sb_(sb),
-      cache_(std::make_unique<NodeCache>(device, sb.fsid, sb.nodesize, sb.sectorsize,
-                                         cache_bytes)) {}
+      cache_(std::make_unique<NodeCache>(device, sb.fsid, sb.nodesize, sb.sectorsize, cache_bytes)),
+      free_(sb.sectorsize) {}
 
 TxnManager::~TxnManager() = default;
 
@@ -168,6 +168,15 @@ absl::Status TxnManager::LoadTrees() {
     if (!format::DecodeKey17(it.key(), &k)) continue;
     if (k.type != format::kRootItem) continue;
     COWKV_ASSIGN_OR_RETURN(format::RootItem ri, format::DecodeRootItem(it.value(), k.objectid));
+    // Ids are never reused (CreateTree and CloneTree assert it): every tree
+    // the root tree lists was created below the superblock's next_tree_id.
+    if (k.objectid >= std::max<uint64_t>(sb_.next_tree_id, format::kFirstFreeTreeId)) {
+      CorruptionSite site;
+      site.what = "root tree";
+      site.owner = k.objectid;
+      return COWKV_CORRUPTION(site, "tree id at or above the superblock's next_tree_id",
+                              absl::StrCat(k.objectid), absl::StrCat("<", sb_.next_tree_id));
+    }
     auto tree = std::make_unique<Tree>(k.objectid, RootRef{ri.bytenr, ri.generation, ri.level},
                                        cache_.get(), this);
     COWKV_RETURN_IF_ERROR(tree->ReadRoot().status());
@@ -216,6 +225,12 @@ absl::Status TxnManager::RebuildFreeSpace() {
                               absl::StrCat(format::kKeySize17));
     }
     if (k.type == format::kExtentItem) {
+      // Every extent is allocated on a sector boundary, and freeing one
+      // asserts it (FreeSpace): refuse here what would crash there.
+      if (k.objectid % sb_.sectorsize != 0 || k.offset % sb_.sectorsize != 0 || k.offset == 0) {
+        return absl::DataLossError(absl::StrCat("extent [", k.objectid, ", +", k.offset,
+                                                ") is empty or not sector-aligned"));
+      }
       if (!free_.RemoveFree(k.objectid, k.offset)) {
         site.bytenr = k.objectid;
         return COWKV_CORRUPTION(site, "extent overlaps another extent or reserved space",
@@ -231,11 +246,13 @@ absl::Status TxnManager::RebuildFreeSpace() {
 
 
 absl::StatusOr<uint64_t> TxnManager::AllocTreeBlock(uint64_t owner, uint8_t level) {
+  COWKV_DCHECK(level < format::kMaxLevel);
   absl::StatusOr<uint64_t> bytenr = free_.Allocate(sb_.nodesize, sb_.nodesize);
   if (!bytenr.ok()) {
     ++enospc_errors_;
     return bytenr.status();
   }
+  COWKV_DCHECK(*bytenr >= format::kReservedHead);
   refs_.Add(*bytenr, sb_.nodesize, level, {format::kTreeBlockRef, owner}, +1, true,
             generation_);
   bytes_used_ += sb_.nodesize;
@@ -254,6 +271,7 @@ absl::Status TxnManager::FreeTreeBlock(uint64_t tree_id, const Node& node) {
   if (refs_.DropIfCancelled(node.bytenr)) {
     // Allocated and freed in this transaction, never written: free at once.
     free_.FreeNow(node.bytenr, sb_.nodesize);
+    COWKV_CHECK(bytes_used_ >= sb_.nodesize);
     bytes_used_ -= sb_.nodesize;
     cache_->Discard(node.bytenr);
   }
@@ -263,6 +281,9 @@ absl::Status TxnManager::FreeTreeBlock(uint64_t tree_id, const Node& node) {
 void TxnManager::OnExtentFreed(uint64_t bytenr, uint64_t num_bytes) {
   // The committed tree may still point here until this commit is durable.
   free_.Pin(bytenr, num_bytes);
+  // bytes_used_ is the sum of the extent items' lengths (mount adds them,
+  // allocations add theirs): freeing one cannot take it below zero.
+  COWKV_CHECK(bytes_used_ >= num_bytes);
   bytes_used_ -= num_bytes;
   cache_->Discard(bytenr);
 }
@@ -363,6 +384,7 @@ void TxnManager::AddDataRef(uint64_t tree_id, const format::DataRef& d, int64_t 
     // sync may have logged the item that points here, and a replay of that
     // log must find the data, so it is pinned until the next commit.
     free_.Pin(d.bytenr, d.len);
+    COWKV_CHECK(bytes_used_ >= d.len);  // its new_alloc +1 added d.len
     bytes_used_ -= d.len;
   }
 }
@@ -494,6 +516,10 @@ absl::StatusOr<std::unique_ptr<TxnManager::CommitBatch>> TxnManager::PrepareComm
                                         generation_, " (", s.ToString(), "); reopen to recover"));
     return s;
   }
+  // The sealed state is complete: every ref applied, the extent tree's root
+  // item up to date (RunAllDelayedRefs loops until both hold).
+  COWKV_DCHECK(refs_.empty());
+  COWKV_DCHECK(!extent_tree_->root_changed());
   auto batch = std::make_unique<CommitBatch>();
   batch->generation = generation_;
   batch->nodes = cache_->SealDirty();
@@ -543,6 +569,7 @@ absl::Status TxnManager::CheckDeviceOwned() {
 }
 
 absl::Status TxnManager::WriteCommit(const CommitBatch& batch) {
+  COWKV_CHECK(batch.sb.generation == batch.generation);
   for (const NodeRef& n : batch.nodes) COWKV_CHECK(n->generation == batch.generation);
   COWKV_RETURN_IF_ERROR(CheckDeviceOwned());
   COWKV_RETURN_IF_ERROR(WriteNodes(device_, batch.nodes, batch.sb.fsid, batch.sb.nodesize));
@@ -573,6 +600,9 @@ absl::Status TxnManager::FinishCommit(std::unique_ptr<CommitBatch> batch, absl::
     }
     return written;
   }
+  // Generations only grow: the durable superblock is never replaced by an
+  // older one (mount would pick the newest copy anyway).
+  COWKV_CHECK(batch->sb.generation > sb_.generation);
   cache_->MarkWritten(batch->nodes);
   free_.Unpin(batch->pinned);
   sb_ = batch->sb;
