@@ -224,8 +224,12 @@ absl::StatusOr<std::string> KvSpace::LoadValue(const kv::ItemView& item) {
   if (!item.in_extent) return std::string(item.value);
   std::string v(item.extent.value_len, '\0');
   if (item.extent.bytenr + item.extent.disk_len > device_->Size()) {
-    return absl::DataLossError(absl::StrCat("data extent [", item.extent.bytenr, ", +",
-                                            item.extent.disk_len, ") past the end of the device"));
+    CorruptionSite site;
+    site.what = "data extent";
+    site.bytenr = item.extent.bytenr;
+    return COWKV_CORRUPTION(site, "past the end of the device",
+                            absl::StrCat("end ", item.extent.bytenr + item.extent.disk_len),
+                            absl::StrCat("<= ", device_->Size()));
   }
   COWKV_RETURN_IF_ERROR(device_->ReadAt(item.extent.bytenr, v.data(), v.size()));
   const uint32_t crc = Crc32c(v.data(), v.size());

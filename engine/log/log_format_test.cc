@@ -13,6 +13,7 @@
 #include "engine/log/log_format.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -125,6 +126,19 @@ absl::StatusOr<LogRootBlock> Decode(absl::string_view data, const LogRootExpect&
       << b.status();
   EXPECT_NE(b.status().message().find(why), std::string::npos) << b.status();
   return b;
+}
+
+// A block that lists one valid log tree, with `patch` applied to the
+// bytes of that tree's entry (the encoder asserts what the decoder
+// refuses, so a bad entry is written as a bad writer would: into a sealed
+// block, checksum restamped).
+std::string WithTreeEntry(const std::function<void(char* entry)>& patch) {
+  LogRootBlock b = Header();
+  b.trees = {TreeRef(0)};
+  std::string block = EncodeLogRoot(b, 512);
+  patch(block.data() + format::kLogHeaderSize);
+  EncodeLE32(block.data(), Crc32c(block.data() + 4, block.size() - 4));
+  return block;
 }
 
 TEST(LogFormat, EveryKindRoundTripsAtEverySectorSize) {
@@ -288,37 +302,43 @@ TEST(LogFormat, BytenrsOutsideTheDeviceAreRefused) {
   };
   for (const auto& [bytenr, valid] : kBytenrs) {
     SCOPED_TRACE(bytenr);
-    LogRootBlock b = Header();
-    b.next = bytenr;
-    EXPECT_EQ(Decode(EncodeLogRoot(b, 512), e).ok(), valid);
-    b = Header();
-    b.trees = {TreeRef(0)};
-    b.trees[0].bytenr = bytenr;
-    EXPECT_EQ(Decode(EncodeLogRoot(b, 512), e).ok(), valid);
+    // The encoder asserts a next bytenr past the reserved head: write it
+    // into a sealed block and restamp the checksum, as a bad writer would.
+    std::string block = EncodeLogRoot(Header(), 512);
+    EncodeLE64(block.data() + format::kLogNextOff, bytenr);
+    EncodeLE32(block.data(), Crc32c(block.data() + 4, block.size() - 4));
+    EXPECT_EQ(Decode(block, e).ok(), valid);
+    EXPECT_EQ(Decode(WithTreeEntry([&](char* t) { EncodeLE64(t + 8, bytenr); }), e).ok(), valid);
   }
 }
 
 TEST(LogFormat, LogTreeRootsMustBeOfTheNextGenerationAndABoundedLevel) {
   for (int level = 0; level < 256; ++level) {
-    LogRootBlock b = Header();
-    b.trees = {TreeRef(0)};
-    b.trees[0].level = static_cast<uint8_t>(level);
-    EXPECT_EQ(Decode(EncodeLogRoot(b, 512), Expect()).ok(), level < format::kMaxLevel) << level;
+    const std::string block = WithTreeEntry([&](char* t) { t[24] = static_cast<char>(level); });
+    EXPECT_EQ(Decode(block, Expect()).ok(), level < format::kMaxLevel) << level;
   }
   for (uint64_t gen : {uint64_t{0}, Expect().base_generation, Expect().base_generation + 2}) {
-    LogRootBlock b = Header();
-    b.trees = {TreeRef(0)};
-    b.trees[0].generation = gen;
-    EXPECT_FALSE(Decode(EncodeLogRoot(b, 512), Expect()).ok()) << gen;
+    const std::string block = WithTreeEntry([&](char* t) { EncodeLE64(t + 16, gen); });
+    EXPECT_FALSE(Decode(block, Expect()).ok()) << gen;
   }
 }
 
 TEST(LogFormat, InlineKeysMustBeTreeKeys) {
-  for (size_t klen : {size_t{0}, size_t{1}, format::kMaxTreeKeySize, format::kMaxTreeKeySize + 1}) {
+  // Keys of 1 and of kMaxTreeKeySize bytes are written and read back; an
+  // empty key or a longer one (the encoder asserts both) is written as a
+  // bad writer would, by patching the key length of a one-byte key.
+  for (size_t klen : {size_t{1}, format::kMaxTreeKeySize}) {
     LogRootBlock b = Header();
     b.entries = {{5, std::string(klen, 'k'), "v"}};
-    const bool valid = klen > 0 && klen <= format::kMaxTreeKeySize;
-    EXPECT_EQ(Decode(EncodeLogRoot(b, 4096), Expect()).ok(), valid) << klen;
+    EXPECT_TRUE(Decode(EncodeLogRoot(b, 4096), Expect()).ok()) << klen;
+  }
+  for (size_t klen : {size_t{0}, format::kMaxTreeKeySize + 1}) {
+    LogRootBlock b = Header();
+    b.entries = {{5, std::string(format::kMaxTreeKeySize + 1, 'k').substr(0, 1), "v"}};
+    std::string block = EncodeLogRoot(b, 4096);
+    EncodeLE16(block.data() + format::kLogHeaderSize + 8, static_cast<uint16_t>(klen));
+    EncodeLE32(block.data(), Crc32c(block.data() + 4, block.size() - 4));
+    EXPECT_FALSE(Decode(block, Expect()).ok()) << klen;
   }
 }
 

@@ -249,8 +249,7 @@ absl::Status Subvolume::RunInTransaction(const std::function<absl::Status(KvTran
     if (last.ok()) last = tx->Commit(durability).status();
     if (last.ok() || !Retryable(last)) return last;
   }
-  return absl::Status(last.code(), absl::StrCat("gave up after ", max_attempts,
-                                                " attempts: ", last.message()));
+  return WithContext(last, absl::StrCat("gave up after ", max_attempts, " attempts"));
 }
 
 namespace {

@@ -69,8 +69,10 @@ absl::Status StoreImpl::ReplayEntry(const log::LogEntry& e, std::set<uint64_t>* 
   if (fs::DecodeFsKey(e.key, &fk)) {
     COWKV_RETURN_IF_ERROR(NoteFsReplay(tree, e, &(*notes)[e.subvol]));
   } else if (!kv::IsKvTreeKey(e.key)) {
-    return absl::DataLossError(absl::StrCat("log entry of subvolume ", e.subvol,
-                                            " with an unknown key type"));
+    CorruptionSite site;
+    site.what = "log entry";
+    site.owner = e.subvol;
+    return COWKV_CORRUPTION(site, "unknown key type", "", "");
   } else if (!e.value.empty()) {
     COWKV_RETURN_IF_ERROR(kv::DecodeItem(e.key, e.value).status());
   }
@@ -111,7 +113,7 @@ absl::Status StoreImpl::NoteFsReplay(Tree* tree, const log::LogEntry& e,
   fs::DecodeFsKey(e.key, &k);
   if (!e.value.empty()) {
     absl::Status v = fs::ValidateItem(k, e.value);
-    if (!v.ok()) return absl::DataLossError(absl::StrCat("log entry: ", v.message()));
+    if (!v.ok()) return WithContext(v, "log entry");  // counted where it was found
   }
   notes->inodes.insert(k.objectid);
   if (k.type == fs::kInodeItem && !e.value.empty()) notes->full_inodes.insert(k.objectid);

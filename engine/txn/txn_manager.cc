@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "cowkv/errors.h"
 #include "engine/base/check.h"
 #include "engine/base/status.h"
 #include "engine/format/items.h"
@@ -65,11 +66,12 @@ absl::StatusOr<Superblock> ReadBestSuperblock(BlockDevice* device, std::string* 
   std::vector<Superblock> c = SuperblockCandidates(device, notes);
   if (c.empty()) {
     // Each rejected copy was reported (and counted) where it was decoded;
-    // this sums them up for the caller, with the notes.
-    CorruptionSite site;
-    site.what = "superblock";
-    return COWKV_CORRUPTION(
-        site, absl::StrCat("no valid cowkv superblock found", notes ? *notes : ""), "", "");
+    // this sums them up for the caller, with the notes: the same class,
+    // not a second count. The message is what an operator pointing a tool
+    // at the wrong file reads first ("no valid cowkv superblock found").
+    return WithReason(absl::DataLossError(absl::StrCat("no valid cowkv superblock found",
+                                                       notes ? *notes : "")),
+                      ErrorReason::kCorruption);
   }
   return c.front();
 }
