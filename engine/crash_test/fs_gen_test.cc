@@ -67,10 +67,10 @@ uint64_t MaxOps() { return testing::Flags().max_ops ? testing::Flags().max_ops :
 
 // The store's options for every run and mount; PlantedBugsAreCaught sets
 // a planted bug here.
-Options::PlantedBug planted = Options::PlantedBug::kNone;
+Options::TestHooks::PlantedBug planted = Options::TestHooks::PlantedBug::kNone;
 Options StoreOptions() {
   Options o = testing::TestOptions();
-  o.planted_bug = planted;
+  o.test_hooks.planted_bug = planted;
   return o;
 }
 
@@ -488,7 +488,7 @@ TEST(FsGen, Issue13Regressions) {
 }
 
 // The generator's own test: each bug it found, planted back into the
-// engine (Options::planted_bug), is caught by a sample of the generated
+// engine (Options::TestHooks::planted_bug), is caught by a sample of the generated
 // space, the ported workloads and the regressions together, and without a
 // planted bug the same runs are clean (the other tests show that).
 TEST(FsGen, PlantedBugsAreCaught) {
@@ -502,12 +502,12 @@ TEST(FsGen, PlantedBugsAreCaught) {
   ASSERT_TRUE(ported.ok()) << ported.status();
   sample.insert(sample.end(), ported->begin(), ported->end());
   for (const Workload& w : RegressionWorkloads()) sample.push_back(w);
-  const std::pair<Options::PlantedBug, const char*> bugs[] = {
-      {Options::PlantedBug::kNoFullCommit, "no full commit"},
-      {Options::PlantedBug::kItemCountsAsNames, "item counts as names"},
-      {Options::PlantedBug::kLateInodeCounter, "late inode counter"},
-      {Options::PlantedBug::kEagerReplayDrops, "eager replay drops"},
-      {Options::PlantedBug::kReplayDropsNewName, "replay drops a new name's item"},
+  const std::pair<Options::TestHooks::PlantedBug, const char*> bugs[] = {
+      {Options::TestHooks::PlantedBug::kNoFullCommit, "no full commit"},
+      {Options::TestHooks::PlantedBug::kItemCountsAsNames, "item counts as names"},
+      {Options::TestHooks::PlantedBug::kLateInodeCounter, "late inode counter"},
+      {Options::TestHooks::PlantedBug::kEagerReplayDrops, "eager replay drops"},
+      {Options::TestHooks::PlantedBug::kReplayDropsNewName, "replay drops a new name's item"},
   };
   testing::TouchShardFile();
   for (size_t i = 0; i < std::size(bugs); ++i) {
@@ -522,7 +522,7 @@ TEST(FsGen, PlantedBugsAreCaught) {
                 static_cast<unsigned long long>(st.workloads));
     EXPECT_GT(st.violations, 0u) << "the generator missed the planted bug \"" << name << "\"";
   }
-  planted = Options::PlantedBug::kNone;
+  planted = Options::TestHooks::PlantedBug::kNone;
 }
 
 }  // namespace

@@ -48,7 +48,7 @@ struct FsOptions {
   bool precise_logged_check = true;  // seed 004
   bool fiemap_path_cache = true;   // seed 002
   size_t inode_cache_entries = 1 << 16;
-  // Testing only (Options::planted_bug).
+  // Testing only (Options::TestHooks::planted_bug).
   bool bug_no_full_commit = false;
   bool bug_item_counts_as_names = false;
   bool bug_replay_drops_new_name = false;

@@ -116,8 +116,8 @@ void StoreImpl::Throttle(const ThrottleSample& sample) {
     throttle_wait_us_.fetch_add(absl::ToInt64Microseconds(absl::Now() - start),
                                 std::memory_order_relaxed);
   };
-  if (options_.throttle_policy == Options::ThrottlePolicy::kReservedBytes) {
-    if (dirty >= options_.throttle_dirty_bytes) {
+  if (options_.test_hooks.throttle_policy == Options::TestHooks::ThrottlePolicy::kReservedBytes) {
+    if (dirty >= options_.test_hooks.throttle_dirty_bytes) {
       wait_for_commit(CommitTrigger::kDirtyBytes);
     } else {
       MaybeCommitForDirtyBytes(dirty);
@@ -140,7 +140,7 @@ void StoreImpl::Throttle(const ThrottleSample& sample) {
 
 ThrottleSample StoreImpl::PayDelayedRefsLocked(uint64_t heads_before) {
   const uint64_t heads = txn_->pending_ref_heads();
-  if (options_.throttle_policy == Options::ThrottlePolicy::kDelayedRefs &&
+  if (options_.test_hooks.throttle_policy == Options::TestHooks::ThrottlePolicy::kDelayedRefs &&
       heads >= options_.delayed_refs_soft && heads > heads_before) {
     const uint64_t n = std::min<uint64_t>(2 * (heads - heads_before), options_.delayed_refs_batch);
     if (txn_->RunDelayedRefBatch(static_cast<int>(n)).ok()) ++throttle_batches_;

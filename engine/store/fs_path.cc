@@ -146,10 +146,10 @@ fs::FsOptions StoreImpl::FsOptionsFromStore() const {
   o.precise_logged_check = options_.fs_precise_logged_check;
   o.fiemap_path_cache = options_.fiemap_path_cache;
   o.inode_cache_entries = options_.inode_cache_entries;
-  o.bug_no_full_commit = options_.planted_bug == Options::PlantedBug::kNoFullCommit;
-  o.bug_item_counts_as_names = options_.planted_bug == Options::PlantedBug::kItemCountsAsNames;
-  o.bug_replay_drops_new_name = options_.planted_bug == Options::PlantedBug::kReplayDropsNewName;
-  o.bug_late_inode_counter = options_.planted_bug == Options::PlantedBug::kLateInodeCounter;
+  o.bug_no_full_commit = options_.test_hooks.planted_bug == Options::TestHooks::PlantedBug::kNoFullCommit;
+  o.bug_item_counts_as_names = options_.test_hooks.planted_bug == Options::TestHooks::PlantedBug::kItemCountsAsNames;
+  o.bug_replay_drops_new_name = options_.test_hooks.planted_bug == Options::TestHooks::PlantedBug::kReplayDropsNewName;
+  o.bug_late_inode_counter = options_.test_hooks.planted_bug == Options::TestHooks::PlantedBug::kLateInodeCounter;
   return o;
 }
 

@@ -29,28 +29,18 @@ std::string Pattern(size_t n, int seed) {
   return s;
 }
 
-class FsTest : public ::testing::Test {
+class FsTest : public testing::StoreTest {
  protected:
-  void SetUp() override {
-    ASSERT_OK(Store::Mkfs(&dev_, testing::TestMkfs(4096)));
-    Reopen();
-  }
-  void TearDown() override {
-    if (store_ != nullptr) {
-      ASSERT_OK(store_->Close());
-    }
-    store_.reset();
-    ExpectCheckClean(&dev_);
-  }
-  void Reopen(BlockDevice* dev = nullptr, Options o = testing::TestOptions()) {
-    if (store_ != nullptr) {
-      ASSERT_OK(store_->Close());
-    }
-    store_.reset();
-    ASSERT_OK_AND_ASSIGN(store_, Store::Open(dev ? dev : &dev_, o));
+  FsTest() : StoreTest(128ull << 20) {}
+  void OnOpen() override {
     ASSERT_OK_AND_ASSIGN(auto sv, store_->DefaultSubvolume());
     sv_id_ = sv->id();
     files_ = std::make_unique<Files>(sv->files());
+  }
+  void OnClose() override { files_.reset(); }
+  // The fs tests reopen on another device as often as with other options.
+  void Reopen(BlockDevice* dev = nullptr, Options o = testing::TestOptions()) {
+    StoreTest::Reopen(o, dev);
   }
   Files& f() { return *files_; }
   uint64_t Ino(absl::string_view path) {
@@ -76,8 +66,6 @@ class FsTest : public ::testing::Test {
     return d.ok() ? *d : "";
   }
 
-  MemDevice dev_{128ull << 20};
-  std::unique_ptr<Store> store_;
   std::unique_ptr<Files> files_;
   uint64_t sv_id_ = 0;
 };

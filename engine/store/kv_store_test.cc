@@ -24,28 +24,19 @@ using testing::ExpectCheckClean;
 using testing::IsOk;
 using testing::StatusIs;
 
-class KvTest : public ::testing::Test {
+class KvTest : public testing::StoreTest {
  protected:
-  void SetUp() override {
-    ASSERT_OK(Store::Mkfs(&dev_, testing::TestMkfs(4096)));
-    Reopen();
-  }
-  void TearDown() override {
-    if (store_ != nullptr) {
-      ASSERT_OK(store_->Close());
-      store_.reset();
-    }
-    ExpectCheckClean(&dev_);
-  }
-  void Reopen(Options o = testing::TestOptions()) {
-    sv_.reset();
-    if (store_ != nullptr) {
-      ASSERT_OK(store_->Close());
-    }
-    store_.reset();
+  Options DefaultOptions() override {
+    Options o = testing::TestOptions();
     o.default_durability = Durability::kDurable;
-    ASSERT_OK_AND_ASSIGN(store_, Store::Open(&dev_, o));
-    ASSERT_OK_AND_ASSIGN(sv_, store_->DefaultSubvolume());
+    return o;
+  }
+  void OnOpen() override { ASSERT_OK_AND_ASSIGN(sv_, store_->DefaultSubvolume()); }
+  void OnClose() override { sv_.reset(); }
+  // The KV tests write durably unless they say otherwise.
+  void Reopen(Options o = testing::TestOptions()) {
+    o.default_durability = Durability::kDurable;
+    StoreTest::Reopen(o);
   }
   std::vector<std::string> Keys(const RangeResult& r) {
     std::vector<std::string> out;
@@ -53,8 +44,6 @@ class KvTest : public ::testing::Test {
     return out;
   }
 
-  MemDevice dev_{64ull << 20};
-  std::unique_ptr<Store> store_;
   std::unique_ptr<Subvolume> sv_;
 };
 

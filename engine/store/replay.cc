@@ -97,7 +97,7 @@ absl::Status StoreImpl::ReplayEntry(const log::LogEntry& e, std::set<uint64_t>* 
     return absl::OkStatus();  // the same extent before and after (a trimmed file extent)
   }
   if (op.new_data.len != 0) txn_->AddDataRef(e.subvol, op.new_data, +1, first);
-  if (op.old_data.len != 0 && options_.planted_bug == Options::PlantedBug::kEagerReplayDrops) {
+  if (op.old_data.len != 0 && options_.test_hooks.planted_bug == Options::TestHooks::PlantedBug::kEagerReplayDrops) {
     txn_->AddDataRef(e.subvol, op.old_data, -1, false);
   } else if (op.old_data.len != 0) {
     drops->push_back({e.subvol, op.old_data});

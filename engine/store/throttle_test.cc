@@ -97,8 +97,8 @@ TEST(Throttle, BytesPolicyWaitsForCommits) {
   MemDevice dev(256 << 20);
   ASSERT_OK(Store::Mkfs(&dev, testing::TestMkfs(4096)));
   Options o = testing::TestOptions();
-  o.throttle_policy = Options::ThrottlePolicy::kReservedBytes;
-  o.throttle_dirty_bytes = 1 << 20;
+  o.test_hooks.throttle_policy = Options::TestHooks::ThrottlePolicy::kReservedBytes;
+  o.test_hooks.throttle_dirty_bytes = 1 << 20;
   ASSERT_OK_AND_ASSIGN(auto store, Store::Open(&dev, o));
   for (int i = 0; i < 20000; ++i) {
     ASSERT_OK(store->Put(absl::StrCat("k", i * 7919 % 20011), std::string(200, 'v')));

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -67,6 +68,46 @@ inline std::map<std::string, std::string> ReadAll(Store* store) {
   EXPECT_TRUE(it->status().ok()) << it->status();
   return m;
 }
+
+// A test over one store on a MemDevice (64 MiB unless the subclass says): SetUp formats and opens it,
+// TearDown closes it and runs the full check, so every test that writes
+// ends checked. Reopen() closes and mounts again (with other options, or
+// another device). Subclasses add their handles in OnOpen().
+class StoreTest : public ::testing::Test {
+ protected:
+  explicit StoreTest(uint64_t device_bytes = 64ull << 20) : dev_(device_bytes) {}
+  void SetUp() override {
+    ASSERT_TRUE(Store::Mkfs(&dev_, TestMkfs(4096)).ok());
+    Reopen(DefaultOptions());
+  }
+  // The options SetUp mounts with.
+  virtual Options DefaultOptions() { return TestOptions(); }
+  void TearDown() override {
+    CloseStore();
+    ExpectCheckClean(&dev_);
+  }
+  void CloseStore() {
+    OnClose();
+    if (store_ != nullptr) {
+      absl::Status s = store_->Close();
+      EXPECT_TRUE(s.ok()) << s;
+    }
+    store_.reset();
+  }
+  void Reopen(Options o = TestOptions(), BlockDevice* dev = nullptr) {
+    CloseStore();
+    absl::StatusOr<std::unique_ptr<Store>> opened = Store::Open(dev ? dev : &dev_, o);
+    ASSERT_TRUE(opened.ok()) << opened.status();
+    store_ = std::move(*opened);
+    OnOpen();
+  }
+  // Handles derived from store_ (dropped before it closes).
+  virtual void OnOpen() {}
+  virtual void OnClose() {}
+
+  MemDevice dev_;
+  std::unique_ptr<Store> store_;
+};
 
 }  // namespace testing
 }  // namespace cowkv

@@ -67,35 +67,13 @@ struct Options {
   // crosses it (when no Begin() handle is open).
   uint64_t commit_interval_ms = 30000;
   uint64_t dirty_bytes_max = 256ull << 20;
-  // The throttler (seed 001). Writers are paced by delayed refs: with
-  // `delayed_refs_soft` heads pending, a writer runs twice as many heads as
-  // its write added (at most `delayed_refs_batch`) itself, in the same hold
-  // of the tree lock as the write; once the transaction has made `delayed_refs_commit` ref
-  // updates (pending or already run) the writer commits; with
-  // `delayed_refs_hard` heads pending it waits for that commit. kReservedBytes is the
-  // older policy, kept for comparison: writers wait for a commit whenever
-  // dirty metadata passes `throttle_dirty_bytes`. docs/benchmarks.md has the
-  // measurements behind the defaults.
   // The file namespace. The three seed optimisations can be switched off
-  // for the benchmarks that measure them.
+  // for the benchmarks that measure them (cowkv_<variant> in bench/).
   uint64_t inode_cache_entries = 1 << 16;  // in-memory inodes per subvolume (seed 003)
   bool fs_dir_index_offset = true;         // seed 000
   bool fs_precise_logged_check = true;     // seed 004
   bool fiemap_path_cache = true;           // seed 002 (the subvolume path's sharedness
                                            // and the extent-tree leaf, per fiemap)
-  // Testing only: puts back one of the fsync and replay bugs the crash
-  // generator found (issue 13), so that engine/crash_test/fs_gen_test.cc
-  // can show it catches each. Never set outside tests.
-  enum class PlantedBug {
-    kNone,
-    kNoFullCommit,        // fsync logs even when names it depends on were removed or moved
-    kItemCountsAsNames,   // an inode whose item a name change logged counts as logged with its names,
-                          // and a directory fsync skips logged children (before issue 13's fix)
-    kLateInodeCounter,    // the inode counter loaded after a delete (reuses the number)
-    kEagerReplayDrops,    // replay drops a replaced item's extent reference at once
-    kReplayDropsNewName,  // replay drops the DIR_ITEM of a name that came back under a new index
-  };
-  PlantedBug planted_bug = PlantedBug::kNone;
   // Operator events (EngineEvent). Called on the engine thread that saw
   // the event, with engine locks held: it must be quick and must not call
   // the Store. Empty = none.
@@ -103,13 +81,17 @@ struct Options {
   // Commits and log syncs slower than this are kSlowCommit / kSlowLogSync
   // events. 0 = never.
   uint64_t slow_op_ms = 1000;
-  enum class ThrottlePolicy { kDelayedRefs, kReservedBytes };
-  ThrottlePolicy throttle_policy = ThrottlePolicy::kDelayedRefs;
+  // The throttler (seed 001). Writers are paced by delayed refs: with
+  // `delayed_refs_soft` heads pending, a writer runs twice as many heads as
+  // its write added (at most `delayed_refs_batch`) itself, in the same hold
+  // of the tree lock as the write; once the transaction has made
+  // `delayed_refs_commit` ref updates (pending or already run) the writer
+  // commits; with `delayed_refs_hard` heads pending it waits for that
+  // commit. docs/benchmarks.md has the measurements behind the defaults.
   uint64_t delayed_refs_soft = 16384;
   uint64_t delayed_refs_commit = 65536;
   uint64_t delayed_refs_hard = 262144;
   uint64_t delayed_refs_batch = 32;
-  uint64_t throttle_dirty_bytes = 64ull << 20;
   // Drop deleted subvolumes on a background thread. Off: only
   // Store::DropDeletedSubvolumes() does it (tests that step it by hand).
   bool background_cleaner = true;
@@ -120,6 +102,31 @@ struct Options {
 #else
   bool paranoid_checks = false;
 #endif
+
+  // Test and benchmark hooks: never set in production. They put back
+  // behaviour the engine replaced, so that a test can show its generator
+  // catches a bug, or a benchmark can measure what an optimisation gained.
+  struct TestHooks {
+    // One of the fsync and replay bugs the crash generator found (issue
+    // 13), for engine/crash_test/fs_gen_test.cc.
+    enum class PlantedBug {
+      kNone,
+      kNoFullCommit,        // fsync logs even when names it depends on were removed or moved
+      kItemCountsAsNames,   // an inode whose item a name change logged counts as logged with
+                            // its names, and a directory fsync skips logged children
+      kLateInodeCounter,    // the inode counter loaded after a delete (reuses the number)
+      kEagerReplayDrops,    // replay drops a replaced item's extent reference at once
+      kReplayDropsNewName,  // replay drops the DIR_ITEM of a name that came back under a new index
+    };
+    PlantedBug planted_bug = PlantedBug::kNone;
+    // The throttler's older policy, for bench/subvol_bench's comparison
+    // (BM_.../cowkv_bytes_throttle) and throttle_test: writers wait for a
+    // commit whenever dirty metadata passes `throttle_dirty_bytes`.
+    enum class ThrottlePolicy { kDelayedRefs, kReservedBytes };
+    ThrottlePolicy throttle_policy = ThrottlePolicy::kDelayedRefs;
+    uint64_t throttle_dirty_bytes = 64ull << 20;
+  };
+  TestHooks test_hooks;
 };
 
 }  // namespace cowkv
