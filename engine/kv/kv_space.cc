@@ -288,6 +288,10 @@ absl::StatusOr<RangeResult> KvSpace::Range(Tree* tree, const RangeRequest& req,
       COWKV_ASSIGN_OR_RETURN(value, LoadValue(item));
       loaded += value.size();
     }
+    // In key order (reversed for a reverse scan), and never past the limit.
+    COWKV_DCHECK(r.kvs.empty() || (req.reverse ? uk < r.kvs.back().key : uk > r.kvs.back().key));
+    COWKV_DCHECK(limit == 0 || r.kvs.size() < limit);
+    COWKV_DCHECK(item.meta.mod_revision <= revision_ && item.meta.create_revision <= item.meta.mod_revision);
     r.kvs.push_back(MakeKeyValue(uk, item, std::move(value)));
     r.kvs.back().value_size = value_size;
   }
@@ -404,9 +408,11 @@ absl::StatusOr<uint64_t> KvSpace::Apply(uint64_t subvol, const WritableTree& wri
     }
     if (op.new_data.len != 0) ws.used.insert(std::string(kv::UserKey(op.tree_key)));
   }
+  COWKV_DCHECK(rev == revision_ + 1);  // one new revision per change, never skipped
   revision_ = rev;
   ++commits_;
   for (const KvOp& op : ops) {
+    COWKV_DCHECK(kv::IsKvTreeKey(op.tree_key));
     window_.RecordWrite(subvol, kv::UserKey(op.tree_key), rev);
     log_->NoteChange(subvol, op.tree_key);
   }

@@ -64,6 +64,7 @@ absl::StatusOr<uint64_t> StoreImpl::ApplyLocked(uint64_t subvol, uint64_t read_r
   const uint64_t before = kv_->revision();
   absl::StatusOr<uint64_t> rev =
       kv_->Apply(subvol, [&] { return WritableTree(subvol); }, read_revision, reads, ws);
+  COWKV_DCHECK(!rev.ok() || *rev >= before);
   if (rev.ok() && *rev > before) ++durable_seq_;  // a change the next log sync covers
   return rev;
 }
@@ -134,6 +135,7 @@ absl::Status StoreImpl::PrepareExtents(std::map<std::string, std::optional<std::
       d = txn_->AllocDataExtent(value->size());
     }
     COWKV_RETURN_IF_ERROR(d.status());
+    COWKV_DCHECK(d->len >= value->size());  // the value's sectors, rounded up
     kv::ExtentRef ref{d->bytenr, d->len, value->size(), Crc32c(value->data(), value->size())};
     (*extents)[key] = ref;  // released with the others if anything fails
     COWKV_RETURN_IF_ERROR(device_->WriteAt(ref.bytenr, value->data(), value->size()));
@@ -245,6 +247,7 @@ void StoreImpl::TxnFinish(KvTxnState* t) {
   t->finished = true;
   absl::WriterMutexLock l(&mu_);
   kv_->CloseTxn();
+  COWKV_CHECK(open_txns_ > 0);
   --open_txns_;
 }
 

@@ -51,6 +51,9 @@ bool LogSyncer::PublishCommit(uint64_t generation, uint64_t point, const absl::S
     first_failure = failed_.ok();
     if (first_failure) failed_ = s;
   } else {
+    // Commits publish in generation order (commit_mu_); a log sync's point
+    // can run ahead of the commit, never the commit behind an earlier one.
+    COWKV_DCHECK(generation == 0 || generation >= durable_gen_);
     durable_gen_ = std::max(durable_gen_, generation);
     committed_point_ = std::max(committed_point_, point);
   }
