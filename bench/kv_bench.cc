@@ -46,8 +46,15 @@
 //                              (default; Seek + Next, like the peers' cursors)
 //                              or Subvolume::Range(start, limit = 100)
 // bench/README.md describes the setup of each system.
+#include <benchmark/benchmark.h>
 #include <fcntl.h>
 #include <lmdb.h>
+#include <rocksdb/cache.h>
+#include <rocksdb/db.h>
+#include <rocksdb/iterator.h>
+#include <rocksdb/options.h>
+#include <rocksdb/table.h>
+#include <rocksdb/write_batch.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -68,14 +75,6 @@
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <benchmark/benchmark.h>
-#include <rocksdb/cache.h>
-#include <rocksdb/db.h>
-#include <rocksdb/iterator.h>
-#include <rocksdb/options.h>
-#include <rocksdb/table.h>
-#include <rocksdb/write_batch.h>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"

@@ -82,8 +82,8 @@
 //   --seed003_files=N      files per thread of BM_Seed003Create (100000)
 #include <fcntl.h>
 #include <stdlib.h>
-#include <time.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -100,11 +100,11 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "benchmark/benchmark.h"
 #include "bench/bench_util.h"
-#include "engine/fs/inode_cache.h"
+#include "benchmark/benchmark.h"
 #include "cowkv/device.h"
 #include "cowkv/store.h"
+#include "engine/fs/inode_cache.h"
 
 namespace cowkv_bench {
 namespace {

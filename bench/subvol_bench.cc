@@ -159,7 +159,8 @@ void BM_StreamWrite(benchmark::State& state, bool bytes_policy, bool inline_valu
     o.node_cache_bytes = 512ull << 20;
     // Streaming writes, like dd without fsync: durable at engine commits.
     o.default_durability = cowkv::Durability::kAsync;
-    if (bytes_policy) o.test_hooks.throttle_policy = cowkv::Options::TestHooks::ThrottlePolicy::kReservedBytes;
+    if (bytes_policy)
+      o.test_hooks.throttle_policy = cowkv::Options::TestHooks::ThrottlePolicy::kReservedBytes;
     OpenStore s;
     std::string err = MakeStore(o, 4ull << 30, &s);
     if (!err.empty()) return state.SkipWithError(err.c_str());

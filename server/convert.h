@@ -6,11 +6,11 @@
 #ifndef COWKV_SERVER_CONVERT_H_
 #define COWKV_SERVER_CONVERT_H_
 
+#include "cowkv/store.h"
 #include "cowkv/v1/admin.pb.h"
 #include "cowkv/v1/files.pb.h"
 #include "cowkv/v1/kv.pb.h"
 #include "cowkv/v1/subvolumes.pb.h"
-#include "cowkv/store.h"
 
 namespace cowkv {
 namespace server {

@@ -150,8 +150,8 @@ grpc::Status KvService::Get(ServerContext* ctx, const v1::GetRequest* req, v1::G
     absl::StatusOr<KeyValue> read = sv->GetItem(req->key(), kAdmitFreeValueBytes, &revision);
     ResponseGrant grant;
     if (read.ok() && read->value.size() < read->value_size) {
-      COWKV_ASSIGN_OR_RETURN(
-          grant, env_->budget().Acquire(kUnaryResponseCopies * read->value_size, ctx));
+      COWKV_ASSIGN_OR_RETURN(grant,
+                             env_->budget().Acquire(kUnaryResponseCopies * read->value_size, ctx));
       read = sv->GetItem(req->key(), 0, &revision);
     }
     if (absl::IsNotFound(read.status())) {

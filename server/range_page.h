@@ -28,8 +28,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "cowkv/v1/kv.pb.h"
 #include "cowkv/store.h"
+#include "cowkv/v1/kv.pb.h"
 
 namespace cowkv {
 namespace server {

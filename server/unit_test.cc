@@ -3,21 +3,21 @@
 // against the StatsResponse proto, metrics rendering, input checks.
 // Method: direct calls, a MemDevice-backed Store where a KvTransaction is
 // needed, and an explicit clock (absl::Time values) for leases.
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <set>
-#include <algorithm>
 #include <sstream>
 #include <string>
 
 #include "absl/strings/numbers.h"
 #include "absl/time/clock.h"
-#include "cowkv/v1/admin.pb.h"
 #include "cowkv/device.h"
+#include "cowkv/v1/admin.pb.h"
 #include "gtest/gtest.h"
-#include "server/connections.h"
 #include "nlohmann/json.hpp"
+#include "server/connections.h"
 #include "server/log.h"
 #include "server/metrics.h"
 #include "server/range_page.h"

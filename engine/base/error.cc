@@ -1,10 +1,9 @@
 // Error reasons; see error.h.
-#include "cowkv/errors.h"
-
 #include <string>
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "cowkv/errors.h"
 
 namespace cowkv {
 namespace {

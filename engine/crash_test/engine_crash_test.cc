@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "engine/io/fault_device.h"
 #include "cowkv/device.h"
 #include "cowkv/store.h"
+#include "engine/io/fault_device.h"
 #include "engine/testing/crash_harness.h"
 #include "engine/testing/loss_modes.h"
 #include "engine/testing/status_matchers.h"

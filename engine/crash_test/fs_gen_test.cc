@@ -47,10 +47,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "engine/crash_test/fs_model.h"
-#include "engine/io/fault_device.h"
 #include "cowkv/device.h"
 #include "cowkv/store.h"
+#include "engine/crash_test/fs_model.h"
+#include "engine/io/fault_device.h"
 #include "engine/testing/crash_harness.h"
 #include "engine/testing/store_fixture.h"
 #include "engine/testing/test_flags.h"

@@ -23,8 +23,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "engine/base/coding.h"
 #include "cowkv/limits.h"
+#include "engine/base/coding.h"
 
 namespace cowkv {
 namespace fs {

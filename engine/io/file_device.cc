@@ -1,8 +1,6 @@
 // FileDevice: pread/pwrite/fdatasync over one file descriptor (see
 // file_device.h). Every system call is retried on EINTR and on short
 // transfers, so a Status is either OK for all `n` bytes or an error.
-#include "cowkv/device.h"
-
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <sys/file.h>
@@ -18,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "cowkv/device.h"
 #include "engine/base/check.h"
 #include "engine/base/status.h"
 

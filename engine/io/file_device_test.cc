@@ -5,8 +5,6 @@
 // lengths and buffer addresses (some crossing a bounce-chunk boundary), then
 // reopens buffered and compares the whole file; concurrent read-modify-writes
 // of disjoint bytes in shared blocks must not undo each other.
-#include "cowkv/device.h"
-
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "cowkv/device.h"
 #include "gtest/gtest.h"
 
 namespace cowkv {

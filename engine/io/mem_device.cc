@@ -1,9 +1,8 @@
 // MemDevice: a std::string image guarded by one mutex (see mem_device.h).
-#include "cowkv/device.h"
-
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "cowkv/device.h"
 #include "engine/base/check.h"
 #include "engine/base/status.h"
 

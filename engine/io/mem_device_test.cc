@@ -2,13 +2,12 @@
 // Method: round-trip writes at edges and overlaps, probe every out-of-range
 // shape (including offset + n overflow), and check Snapshot/Restore and the
 // write/flush counters directly.
-#include "cowkv/device.h"
-
 #include <cstdint>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "cowkv/device.h"
 #include "gtest/gtest.h"
 
 namespace cowkv {

@@ -2,8 +2,8 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
-#include "engine/base/check.h"
 #include "cowkv/errors.h"
+#include "engine/base/check.h"
 
 namespace cowkv {
 namespace kv {

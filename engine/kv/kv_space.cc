@@ -33,7 +33,6 @@ KeyValue MakeKeyValue(absl::string_view user_key, const kv::ItemView& item, std:
   return kv;
 }
 
-
 // The first key after every key with prefix `p` ("" = no such bound).
 std::string PrefixEnd(std::string p) {
   while (!p.empty() && static_cast<uint8_t>(p.back()) == 0xff) p.pop_back();
@@ -116,10 +115,14 @@ namespace {
 template <typename T>
 bool CompareWith(Compare::Op op, const T& have, const T& want) {
   switch (op) {
-    case Compare::Op::kEqual: return have == want;
-    case Compare::Op::kNotEqual: return have != want;
-    case Compare::Op::kLess: return have < want;
-    case Compare::Op::kGreater: return have > want;
+    case Compare::Op::kEqual:
+      return have == want;
+    case Compare::Op::kNotEqual:
+      return have != want;
+    case Compare::Op::kLess:
+      return have < want;
+    case Compare::Op::kGreater:
+      return have > want;
   }
   return false;
 }
@@ -207,7 +210,8 @@ absl::StatusOr<KeyValue> KvSpace::Get(Tree* tree, absl::string_view key, uint64_
 
 absl::Status KvSpace::Validate(uint64_t read_revision, const ReadSet& reads) {
   absl::Status v = window_.Validate(read_revision, reads);
-  if (!v.ok()) (absl::IsOutOfRange(v) ? too_old_ : conflicts_).fetch_add(1, std::memory_order_relaxed);
+  if (!v.ok())
+    (absl::IsOutOfRange(v) ? too_old_ : conflicts_).fetch_add(1, std::memory_order_relaxed);
   return v;
 }
 
@@ -243,8 +247,8 @@ absl::StatusOr<std::string> KvSpace::LoadValue(const kv::ItemView& item) {
   return v;
 }
 
-absl::StatusOr<RangeResult> KvSpace::Range(Tree* tree, const RangeRequest& req,
-                                                   uint64_t limit, bool* bytes_cut) {
+absl::StatusOr<RangeResult> KvSpace::Range(Tree* tree, const RangeRequest& req, uint64_t limit,
+                                           bool* bytes_cut) {
   RangeResult r;
   uint64_t bytes = 0;
   uint64_t loaded = 0;  // value bytes, counted once at the end (kv_range_value_bytes)
@@ -291,7 +295,8 @@ absl::StatusOr<RangeResult> KvSpace::Range(Tree* tree, const RangeRequest& req,
     // In key order (reversed for a reverse scan), and never past the limit.
     COWKV_DCHECK(r.kvs.empty() || (req.reverse ? uk < r.kvs.back().key : uk > r.kvs.back().key));
     COWKV_DCHECK(limit == 0 || r.kvs.size() < limit);
-    COWKV_DCHECK(item.meta.mod_revision <= revision_ && item.meta.create_revision <= item.meta.mod_revision);
+    COWKV_DCHECK(item.meta.mod_revision <= revision_ &&
+                 item.meta.create_revision <= item.meta.mod_revision);
     r.kvs.push_back(MakeKeyValue(uk, item, std::move(value)));
     r.kvs.back().value_size = value_size;
   }
@@ -350,8 +355,8 @@ absl::Status KvSpace::ApplyOp(Tree* tree, uint64_t subvol, const KvOp& op, bool 
 }
 
 absl::StatusOr<uint64_t> KvSpace::Apply(uint64_t subvol, const WritableTree& writable,
-                                       uint64_t read_revision,
-                                                const kv::ReadSet& reads, KvWriteSet& ws) {
+                                        uint64_t read_revision, const kv::ReadSet& reads,
+                                        KvWriteSet& ws) {
   COWKV_RETURN_IF_ERROR(txn_->fatal());
   COWKV_RETURN_IF_ERROR(Validate(read_revision, reads));
   if (ws.empty()) return revision_;
@@ -420,8 +425,7 @@ absl::StatusOr<uint64_t> KvSpace::Apply(uint64_t subvol, const WritableTree& wri
 }
 
 absl::StatusOr<TxnResponse> KvSpace::Txn(uint64_t subvol, Tree* tree, const WritableTree& writable,
-                                         const TxnRequest& req,
-                                                 KvWriteSet* branches) {
+                                         const TxnRequest& req, KvWriteSet* branches) {
   TxnResponse resp;
   COWKV_ASSIGN_OR_RETURN(resp.succeeded, ComparesHold(tree, req.compare));
   const std::vector<TxnOp>& ops = resp.succeeded ? req.success : req.failure;
@@ -438,7 +442,8 @@ absl::StatusOr<TxnResponse> KvSpace::Txn(uint64_t subvol, Tree* tree, const Writ
         COWKV_RETURN_IF_ERROR(NormaliseRange(op.range, &n.start, &n.end));
         const uint64_t budget = req.max_response_bytes;
         const uint64_t left = budget == 0 ? 0 : budget - std::min(budget, response_bytes);
-        if (budget != 0 && (n.max_bytes == 0 || n.max_bytes > left)) n.max_bytes = std::max<uint64_t>(left, 1);
+        if (budget != 0 && (n.max_bytes == 0 || n.max_bytes > left))
+          n.max_bytes = std::max<uint64_t>(left, 1);
         bool cut = false;
         COWKV_ASSIGN_OR_RETURN(res.range, Range(tree, n, n.limit, &cut));
         if (budget != 0) {
@@ -449,10 +454,11 @@ absl::StatusOr<TxnResponse> KvSpace::Txn(uint64_t subvol, Tree* tree, const Writ
           // first pair larger than what was left.
           const bool op_bound = op.range.max_bytes != 0 && op.range.max_bytes <= left;
           if ((cut && !op_bound) || response_bytes > budget) {
-            return LimitError(absl::StrCat(
-                "Txn: the range results pass the response budget of ", budget,
-                " bytes at op ", i, " (", ops.size(), " ops); nothing was applied. Lower the "
-                "ranges' limits, use keys_only or count_only, or read them with Range, which pages"));
+            return LimitError(absl::StrCat("Txn: the range results pass the response budget of ",
+                                           budget, " bytes at op ", i, " (", ops.size(),
+                                           " ops); nothing was applied. Lower the "
+                                           "ranges' limits, use keys_only or count_only, or read "
+                                           "them with Range, which pages"));
           }
         }
         break;

@@ -3,12 +3,11 @@
 // inline entries, compared with the bytes the encoder wrote before the
 // sector codec (engine/format/sector.h) was factored out; both decode back
 // to their inputs. The mutation fuzz test of the decoder is in engine/fuzz.
-#include "engine/log/log_format.h"
-
 #include <string>
 
 #include "absl/strings/escaping.h"
 #include "engine/format/layout.h"
+#include "engine/log/log_format.h"
 #include "gtest/gtest.h"
 
 namespace cowkv {

@@ -3,9 +3,8 @@
 // preconditions (asserted in Add) crash on misuse rather than reach the
 // extent tree.
 // Method: direct calls on a DelayedRefs; one bad call per death test.
-#include "engine/refs/delayed_refs.h"
-
 #include "engine/format/items.h"
+#include "engine/refs/delayed_refs.h"
 #include "gtest/gtest.h"
 
 namespace cowkv {

@@ -22,10 +22,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "cowkv/device.h"
 #include "engine/base/status.h"
 #include "engine/format/items.h"
 #include "engine/format/layout.h"
-#include "cowkv/device.h"
 #include "engine/refs/delayed_refs.h"
 #include "engine/testing/status_matchers.h"
 #include "engine/tree/node_cache.h"

@@ -29,13 +29,12 @@ namespace cowkv {
 void StoreImpl::CommitterLoop() {
   absl::MutexLock l(&handles_mu_);
   for (;;) {
-    handles_mu_.AwaitWithTimeout(
-        absl::Condition(
-            +[](StoreImpl* s) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-              return s->stop_ || s->commit_requested_;
-            },
-            this),
-        absl::Milliseconds(options_.commit_interval_ms));
+    handles_mu_.AwaitWithTimeout(absl::Condition(
+                                     +[](StoreImpl* s) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                                       return s->stop_ || s->commit_requested_;
+                                     },
+                                     this),
+                                 absl::Milliseconds(options_.commit_interval_ms));
     if (stop_) return;
     const CommitTrigger why = commit_requested_ ? requested_trigger_ : CommitTrigger::kInterval;
     commit_requested_ = false;
@@ -176,9 +175,11 @@ absl::Status StoreImpl::Commit(CommitTrigger trigger) {
   {
     absl::MutexLock hl(&handles_mu_);
     // Keep new handles out, then wait for the open ones to end.
-    handles_mu_.Await(absl::Condition(+[](bool* wanted) { return !*wanted; }, &commit_wanted_));
+    handles_mu_.Await(absl::Condition(
+        +[](bool* wanted) { return !*wanted; }, &commit_wanted_));
     commit_wanted_ = true;
-    handles_mu_.Await(absl::Condition(+[](int* n) { return *n == 0; }, &open_handles_));
+    handles_mu_.Await(absl::Condition(
+        +[](int* n) { return *n == 0; }, &open_handles_));
     absl::StatusOr<std::unique_ptr<TxnManager::CommitBatch>> prepared;
     {
       absl::WriterMutexLock l(&mu_);
@@ -296,8 +297,8 @@ absl::Status StoreImpl::AfterCommitLocked(CommitTrigger trigger,
 
 void StoreImpl::ReportIfSlow(EngineEvent::Kind kind, std::chrono::steady_clock::duration took,
                              absl::string_view trigger) {
-  const uint64_t micros = static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::microseconds>(took).count());
+  const uint64_t micros =
+      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(took).count());
   if (!options_.on_event || options_.slow_op_ms == 0 || micros < options_.slow_op_ms * 1000) {
     return;
   }

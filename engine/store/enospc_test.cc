@@ -62,9 +62,9 @@ TEST(Enospc, FillDeleteRefill) {
   {
     // The reservation must not be so pessimistic that much space is wasted.
     StoreStats st = store->Stats();
-    std::cout << "full at " << first << " keys: used " << st.used_bytes << " of "
-              << st.total_bytes << " bytes, free " << st.free_bytes << ", pinned "
-              << st.pinned_bytes << ", commits for space " << st.commits_by_space << "\n";
+    std::cout << "full at " << first << " keys: used " << st.used_bytes << " of " << st.total_bytes
+              << " bytes, free " << st.free_bytes << ", pinned " << st.pinned_bytes
+              << ", commits for space " << st.commits_by_space << "\n";
     EXPECT_GT(st.used_bytes, st.total_bytes * 7 / 10);
   }
   // Still usable: reads, a commit, and more ENOSPC without damage.
@@ -156,8 +156,8 @@ TEST(Enospc, DeleteRangeFreesAFullDevice) {
   ASSERT_OK_AND_ASSIGN(auto sv, store->DefaultSubvolume());
   int keys = 0;
   for (;; ++keys) {
-    absl::Status s = sv->Put(absl::StrCat("fill/", 100000 + keys), std::string(1500, 'f'),
-                             Durability::kAsync);
+    absl::Status s =
+        sv->Put(absl::StrCat("fill/", 100000 + keys), std::string(1500, 'f'), Durability::kAsync);
     if (absl::IsResourceExhausted(s)) break;
     ASSERT_OK(s);
   }
@@ -176,8 +176,8 @@ TEST(Enospc, DeleteRangeFreesAFullDevice) {
     return sv->Txn(txn).status();
   };
   const StoreStats full = store->Stats();
-  std::cout << "full at " << keys << " keys: free " << full.free_bytes << " of "
-            << full.total_bytes << " bytes\n";
+  std::cout << "full at " << keys << " keys: free " << full.free_bytes << " of " << full.total_bytes
+            << " bytes\n";
   // 60 keys in one call on the full device: the old bound asked for a
   // worst-case path per key, ~11 MB.
   ASSERT_OK(delete_range("fill/100000", absl::StrCat("fill/", 100000 + kFirstSlice)));

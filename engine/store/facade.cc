@@ -62,7 +62,7 @@ absl::Status Store::Mkfs(BlockDevice* device, const MkfsOptions& options) {
     for (char& c : fsid) c = static_cast<char>(rng());
   }
   return TxnManager::Mkfs(device, options.nodesize, options.sectorsize, fsid,
-                         &Subvolumes::NameDefault);
+                          &Subvolumes::NameDefault);
 }
 
 absl::StatusOr<std::unique_ptr<Store>> Store::Open(BlockDevice* device, const Options& options) {
@@ -73,7 +73,8 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(BlockDevice* device, const Op
   return std::unique_ptr<Store>(new Store(std::move(impl)));
 }
 
-absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path, const Options& options) {
+absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path,
+                                                   const Options& options) {
   FileDeviceOptions fo;
   fo.read_only = options.read_only;
   COWKV_ASSIGN_OR_RETURN(std::unique_ptr<FileDevice> dev, FileDevice::Open(path, fo));
@@ -104,7 +105,9 @@ absl::StatusOr<std::unique_ptr<Subvolume>> Store::DefaultSubvolume() {
   return impl_->OpenSubvolume("default");
 }
 
-std::unique_ptr<Iterator> Store::NewIterator() { return impl_->NewIterator(format::kDefaultTreeId); }
+std::unique_ptr<Iterator> Store::NewIterator() {
+  return impl_->NewIterator(format::kDefaultTreeId);
+}
 
 absl::StatusOr<SubvolumeInfo> Store::CreateSubvolume(absl::string_view name) {
   return impl_->CreateSubvolume(name);
@@ -119,9 +122,7 @@ absl::Status Store::RenameSubvolume(absl::string_view name, absl::string_view ne
   return impl_->RenameSubvolume(name, new_name);
 }
 
-absl::Status Store::DeleteSubvolume(absl::string_view name) {
-  return impl_->DeleteSubvolume(name);
-}
+absl::Status Store::DeleteSubvolume(absl::string_view name) { return impl_->DeleteSubvolume(name); }
 
 absl::Status Store::DropDeletedSubvolumes(uint64_t max_steps) {
   return impl_->DropDeletedSubvolumes(max_steps);
@@ -258,9 +259,15 @@ FileStat ToStat(const fs::Attr& a) {
   FileStat s;
   s.ino = a.ino;
   switch (a.type()) {
-    case fs::FileType::kDirectory: s.kind = FileKind::kDirectory; break;
-    case fs::FileType::kSymlink: s.kind = FileKind::kSymlink; break;
-    default: s.kind = FileKind::kRegular; break;
+    case fs::FileType::kDirectory:
+      s.kind = FileKind::kDirectory;
+      break;
+    case fs::FileType::kSymlink:
+      s.kind = FileKind::kSymlink;
+      break;
+    default:
+      s.kind = FileKind::kRegular;
+      break;
   }
   s.mode = a.item.mode & 07777;
   s.nlink = a.item.nlink;
@@ -428,9 +435,8 @@ absl::Status Files::Truncate(uint64_t ino, uint64_t size) {
 
 absl::Status Files::Clone(uint64_t src, uint64_t src_offset, uint64_t dst, uint64_t dst_offset,
                           uint64_t length) {
-  return store_->FsWrite(subvol_, [&](fs::FsOps& o) {
-    return o.Clone(src, src_offset, dst, dst_offset, length);
-  });
+  return store_->FsWrite(
+      subvol_, [&](fs::FsOps& o) { return o.Clone(src, src_offset, dst, dst_offset, length); });
 }
 
 absl::Status Files::Fsync(uint64_t ino, bool datasync) {

@@ -10,9 +10,9 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "engine/io/fault_device.h"
 #include "cowkv/device.h"
 #include "cowkv/store.h"
+#include "engine/io/fault_device.h"
 #include "engine/testing/status_matchers.h"
 #include "engine/testing/store_fixture.h"
 #include "gtest/gtest.h"

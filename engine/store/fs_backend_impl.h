@@ -114,8 +114,8 @@ class StoreImpl::FsBackendImpl : public fs::FsBackend {
   // lookup is kept for the next: fiemap asks about extents in file order,
   // which for a file written sequentially is disk order too.
   absl::StatusOr<uint64_t> DataExtentRefs(uint64_t bytenr, uint64_t len) override {
-    return s_->txn_->DataExtentRefs(
-        bytenr, len, s_->options_.fiemap_path_cache ? &extent_hint_ : nullptr);
+    return s_->txn_->DataExtentRefs(bytenr, len,
+                                    s_->options_.fiemap_path_cache ? &extent_hint_ : nullptr);
   }
   absl::StatusOr<bool> TreeBlockShared(const fs::PathNode& n) override {
     return s_->txn_->TreeBlockShared(subvol_, n.bytenr, n.generation);

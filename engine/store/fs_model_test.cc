@@ -38,9 +38,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "engine/base/crc32c.h"
 #include "cowkv/device.h"
 #include "cowkv/store.h"
+#include "engine/base/crc32c.h"
 #include "engine/testing/status_matchers.h"
 #include "engine/testing/store_fixture.h"
 #include "engine/testing/test_flags.h"
@@ -72,10 +72,10 @@ struct MNode {
   std::map<std::string, MEntry> entries;  // directories
   uint64_t next_seq = 0;
   // fiemap bookkeeping (the live model only).
-  uint64_t version = 0;            // bumped by every data change
-  bool cloned = false;             // ever a clone's source or destination
-  std::set<std::string> exposed;   // live snapshots that hold this inode
-  std::set<std::string> intact;    // ... and whose data it has not changed since
+  uint64_t version = 0;           // bumped by every data change
+  bool cloned = false;            // ever a clone's source or destination
+  std::set<std::string> exposed;  // live snapshots that hold this inode
+  std::set<std::string> intact;   // ... and whose data it has not changed since
 };
 using Model = std::map<uint64_t, MNode>;
 
@@ -111,7 +111,8 @@ uint64_t SizeOf(const MNode& n) {
 std::string Diff(const std::string& got, const std::string& want) {
   size_t i = 0;
   while (i < got.size() && i < want.size() && got[i] == want[i]) ++i;
-  return absl::StrCat("got ", got.size(), " bytes, want ", want.size(), "; first difference at ", i);
+  return absl::StrCat("got ", got.size(), " bytes, want ", want.size(), "; first difference at ",
+                      i);
 }
 
 std::string Extents(const std::vector<FiemapExtent>& es) {
@@ -233,8 +234,8 @@ int MHeight(const Model& m, uint64_t ino) {
 }
 
 // Mirrors FsOps::Rename and RenameChecks; applies the rename when it holds.
-Want MRename(Model& m, const std::string& from, const std::string& to, uint32_t flags,
-             MRes* f, MRes* t) {
+Want MRename(Model& m, const std::string& from, const std::string& to, uint32_t flags, MRes* f,
+             MRes* t) {
   Want w = MResolve(m, from, f);
   if (!w.ok()) return w;
   if (f->ino == 0) return Posix("ENOENT");
@@ -383,13 +384,13 @@ struct OpSpec {
   void (FsRun::*fn)();
 };
 const OpSpec kOps[] = {
-    {60, &FsRun::OpCreate},   {30, &FsRun::OpMkdir},     {12, &FsRun::OpSymlink},
-    {160, &FsRun::OpWrite},   {45, &FsRun::OpTruncate},  {100, &FsRun::OpRead},
-    {45, &FsRun::OpUnlink},   {25, &FsRun::OpRmdir},     {80, &FsRun::OpRename},
-    {30, &FsRun::OpLink},     {55, &FsRun::OpClone},     {50, &FsRun::OpXattr},
-    {35, &FsRun::OpReadDir},  {50, &FsRun::OpStat},      {40, &FsRun::OpFiemap},
-    {8, &FsRun::OpFsync},     {70, &FsRun::OpError},     {3, &FsRun::OpCommit},
-    {1, &FsRun::OpSnapshot},  {1, &FsRun::OpDropSnapshot},
+    {60, &FsRun::OpCreate},  {30, &FsRun::OpMkdir},       {12, &FsRun::OpSymlink},
+    {160, &FsRun::OpWrite},  {45, &FsRun::OpTruncate},    {100, &FsRun::OpRead},
+    {45, &FsRun::OpUnlink},  {25, &FsRun::OpRmdir},       {80, &FsRun::OpRename},
+    {30, &FsRun::OpLink},    {55, &FsRun::OpClone},       {50, &FsRun::OpXattr},
+    {35, &FsRun::OpReadDir}, {50, &FsRun::OpStat},        {40, &FsRun::OpFiemap},
+    {8, &FsRun::OpFsync},    {70, &FsRun::OpError},       {3, &FsRun::OpCommit},
+    {1, &FsRun::OpSnapshot}, {1, &FsRun::OpDropSnapshot},
 };
 
 FsRun::FsRun(uint64_t seed, uint32_t nodesize) : seed_(seed), nodesize_(nodesize), rng_(seed) {
@@ -487,8 +488,8 @@ void FsRun::Note(std::string what) {
 // Compares an outcome with the model's and counts it; true when both are OK.
 bool FsRun::Outcome(const std::string& op, const absl::Status& s, const Want& w) {
   ++mix_[w.ok() ? op : absl::StrCat(op, " ", w.posix)];
-  EXPECT_EQ(s.code(), w.code) << op << ": " << s << " (the model says "
-                              << (w.ok() ? "OK" : w.posix) << ")";
+  EXPECT_EQ(s.code(), w.code) << op << ": " << s << " (the model says " << (w.ok() ? "OK" : w.posix)
+                              << ")";
   if (!w.ok() && s.code() == w.code) {
     EXPECT_TRUE(absl::StartsWith(s.message(), w.posix)) << op << ": " << s;
   }
@@ -656,13 +657,16 @@ void FsRun::CreateAs(FileKind kind) {
   const std::string path = P(85) ? FreshPath(kind != FileKind::kSymlink) : AnyPath();
   std::string target;
   if (kind == FileKind::kSymlink) {
-    target = absl::StrCat(P(50) ? "/" : "", std::string(1 + R(150), static_cast<char>('a' + R(26))));
+    target =
+        absl::StrCat(P(50) ? "/" : "", std::string(1 + R(150), static_cast<char>('a' + R(26))));
   }
   DoCreate(kind, path, target);
 }
 
 void FsRun::DoCreate(FileKind kind, const std::string& path, const std::string& target) {
-  const char* op = kind == FileKind::kDirectory ? "mkdir" : kind == FileKind::kSymlink ? "symlink" : "create";
+  const char* op = kind == FileKind::kDirectory ? "mkdir"
+                   : kind == FileKind::kSymlink ? "symlink"
+                                                : "create";
   Note(absl::StrCat(op, " ", path.substr(0, 200)));
   MRes r;
   Want w = MResolve(m_, path, &r);
@@ -688,9 +692,7 @@ void FsRun::DoCreate(FileKind kind, const std::string& path, const std::string& 
   ASSERT_NO_FATAL_FAILURE(VerifyPath(path));
 }
 
-void FsRun::OpUnlink() {
-  DoUnlink(P(85) ? AnyPath() : FreshPath(false), false);
-}
+void FsRun::OpUnlink() { DoUnlink(P(85) ? AnyPath() : FreshPath(false), false); }
 
 void FsRun::OpRmdir() {
   std::optional<PathEntry> d = Pick(kDir);
@@ -735,7 +737,9 @@ void FsRun::DoUnlink(const std::string& path, bool dir) {
 std::optional<std::pair<std::string, std::string>> FsRun::RenamePick(int scenario,
                                                                      uint32_t* flags) {
   *flags = 0;
-  std::optional<PathEntry> a = Pick(scenario == 2 || scenario == 5 ? kDir : scenario == 1 ? kFile : kAny);
+  std::optional<PathEntry> a = Pick(scenario == 2 || scenario == 5 ? kDir
+                                    : scenario == 1                ? kFile
+                                                                   : kAny);
   if (!a) return std::nullopt;
   std::string to;
   if (scenario == 0) to = FreshPath(false);
@@ -777,7 +781,8 @@ std::optional<std::pair<std::string, std::string>> FsRun::RenamePick(int scenari
 bool FsRun::TooDeep(const std::string& from, const std::string& to, uint32_t flags) {
   uint64_t fi = 0, ti = 0;
   if (!MLookup(m_, from, &fi).ok()) return false;
-  const int fdepth = static_cast<int>(Parts(from).size()), tdepth = static_cast<int>(Parts(to).size());
+  const int fdepth = static_cast<int>(Parts(from).size()),
+            tdepth = static_cast<int>(Parts(to).size());
   if (m_.at(fi).kind == FileKind::kDirectory && tdepth + MHeight(m_, fi) > kMaxDepth) return true;
   if ((flags & kRenameExchange) && MLookup(m_, to, &ti).ok() &&
       m_.at(ti).kind == FileKind::kDirectory && fdepth + MHeight(m_, ti) > kMaxDepth) {
@@ -801,9 +806,11 @@ void FsRun::DoRename(const std::string& from, const std::string& to, uint32_t fl
   const bool same = to_ok && MLookup(m_, from, &self).ok() && over == self;
   MRes fr, tr;
   const Want w = MRename(m_, from, to, flags, &fr, &tr);
-  std::string op = flags == kRenameExchange ? "rename.exchange"
-                   : flags == kRenameNoReplace ? "rename.noreplace" : "rename";
-  if (w.ok() && flags == 0 && tr.ino != 0 && !same) op = to_dir ? "rename.over_dir" : "rename.over_file";
+  std::string op = flags == kRenameExchange    ? "rename.exchange"
+                   : flags == kRenameNoReplace ? "rename.noreplace"
+                                               : "rename";
+  if (w.ok() && flags == 0 && tr.ino != 0 && !same)
+    op = to_dir ? "rename.over_dir" : "rename.over_file";
   if (same) op += ".same_inode";
   if (!Outcome(op, f().Rename(from, to, flags), w)) {
     if (!w.ok()) {
@@ -1072,7 +1079,8 @@ void FsRun::OpXattr() {
 
 // 0 set, 1 get, 2 list, 3 remove.
 void FsRun::DoXattr(uint64_t ino, int sub) {
-  static const char* const kNames[] = {"user.a", "user.b", "user.checksum", "trusted.x", "security.selinux"};
+  static const char* const kNames[] = {"user.a", "user.b", "user.checksum", "trusted.x",
+                                       "security.selinux"};
   std::string name = kNames[R(5)];
   if (P(30)) {
     const std::vector<std::string>& c = Colliding("user.c");
@@ -1130,7 +1138,9 @@ void FsRun::CheckFiemapRange(uint64_t ino) {
   for (const FiemapExtent& e : all) {
     if (e.logical + e.length > off && (len == 0 || e.logical < off + len)) want.push_back(e);
   }
-  ASSERT_EQ(part.size(), want.size()) << "whole file:\n" << Extents(all) << "range:\n" << Extents(part);
+  ASSERT_EQ(part.size(), want.size()) << "whole file:\n"
+                                      << Extents(all) << "range:\n"
+                                      << Extents(part);
   for (size_t i = 0; i < want.size(); ++i) {
     ASSERT_EQ(part[i].logical, want[i].logical);
     ASSERT_EQ(part[i].physical, want[i].physical);
@@ -1152,22 +1162,31 @@ void FsRun::OpError() {
   std::optional<PathEntry> file = Pick(kFile), dir = Pick(kDir), link = Pick(kLink);
   const std::string missing = Join(FreshPath(false), "nope");
   switch (R(12)) {
-    case 0: return DoStat(missing);
-    case 1: return DoCreate(FileKind::kRegular, Join(file ? file->path : missing, "x"), "");
-    case 2: return DoCreate(FileKind::kDirectory, Join(missing, "x"), "");
+    case 0:
+      return DoStat(missing);
+    case 1:
+      return DoCreate(FileKind::kRegular, Join(file ? file->path : missing, "x"), "");
+    case 2:
+      return DoCreate(FileKind::kDirectory, Join(missing, "x"), "");
     case 3: {
       const uint64_t symlink = PickIno(kLink);
       return DoWrite(P(50) || symlink == 0 ? PickIno(kDir) : symlink, R(100), "x", "write");
     }
-    case 4: return DoTruncate(P(50) ? PickIno(kDir) : DeadIno(), R(5000));
+    case 4:
+      return DoTruncate(P(50) ? PickIno(kDir) : DeadIno(), R(5000));
     case 5:
       if (P(50)) return DoRead(DeadIno(), 0, 10);
       return DoXattr(DeadIno(), static_cast<int>(R(4)));
-    case 6: return DoLink(dir ? dir->path : "/", FreshPath(false));
-    case 7: return DoReadLink(P(50) && link ? link->path : file ? file->path : missing);
-    case 8: return DoReadDir(file ? file->path : missing, 0);
-    case 9: return DoCreate(FileKind::kRegular, Join(dir ? dir->path : "/", std::string(256, 'L')), "");
-    case 10: return P(50) ? DoUnlink("/", true) : DoRename("/", FreshPath(false), 0);
+    case 6:
+      return DoLink(dir ? dir->path : "/", FreshPath(false));
+    case 7:
+      return DoReadLink(P(50) && link ? link->path : file ? file->path : missing);
+    case 8:
+      return DoReadDir(file ? file->path : missing, 0);
+    case 9:
+      return DoCreate(FileKind::kRegular, Join(dir ? dir->path : "/", std::string(256, 'L')), "");
+    case 10:
+      return P(50) ? DoUnlink("/", true) : DoRename("/", FreshPath(false), 0);
     default: {
       const uint64_t ino = PickIno(kAny);
       return DoXattr(ino, P(50) ? 1 : 3);
@@ -1306,9 +1325,9 @@ void FsRun::Finish() {
 void FsRun::PrintMix(double seconds) {
   uint64_t regular = 0, dirs = 0;
   for (const auto& [ino, n] : m_) (n.kind == FileKind::kDirectory ? dirs : regular) += 1;
-  std::cout << "fs_model seed " << seed_ << " (nodesize " << nodesize_ << "): " << op_
-            << " ops in " << seconds << " s; at the end " << m_.size() << " inodes (" << dirs
-            << " directories), " << (TotalData() >> 10) << " KiB of file data\n";
+  std::cout << "fs_model seed " << seed_ << " (nodesize " << nodesize_ << "): " << op_ << " ops in "
+            << seconds << " s; at the end " << m_.size() << " inodes (" << dirs << " directories), "
+            << (TotalData() >> 10) << " KiB of file data\n";
   std::string line;
   for (const auto& [k, v] : mix_) {
     std::string cell = absl::StrCat(k, " ", v);

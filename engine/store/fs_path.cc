@@ -23,7 +23,6 @@ static_assert(kFiemapExtentLast == fs::kFiemapLast && kFiemapExtentShared == fs:
               kFiemapExtentNotAligned == fs::kFiemapNotAligned);
 static_assert(kRenameNoReplace == fs::kRenameNoReplace && kRenameExchange == fs::kRenameExchange);
 
-
 // What applying a batch will do: its tree writes in order, the data
 // references they add and drop, and what to reserve for them.
 struct StoreImpl::FsBackendImpl::ApplyPlan {
@@ -59,8 +58,8 @@ absl::Status StoreImpl::FsBackendImpl::PlanWrite(const fs::FsWrite& w, ApplyPlan
   }
   fs::FsKey k;
   const bool fs_key = fs::DecodeFsKey(w.key, &k);
-  if (fs_key && std::find(plan->inodes.begin(), plan->inodes.end(), k.objectid) ==
-                    plan->inodes.end()) {
+  if (fs_key &&
+      std::find(plan->inodes.begin(), plan->inodes.end(), k.objectid) == plan->inodes.end()) {
     plan->inodes.push_back(k.objectid);
   }
   if (fs_key && k.type != fs::kExtentData && w.old == nullptr) {
@@ -115,8 +114,8 @@ absl::Status StoreImpl::FsBackendImpl::Apply(const std::vector<fs::FsWrite>& wri
     // Deletes skip Tree::Delete's probe descent: the item was just read,
     // or (unread) is one the namespace holds, so a miss is rare (a damaged
     // tree) and costs only a needlessly CoWed path, within the reservation.
-    absl::Status st = w->value->has_value() ? tree_->Put(w->key, **w->value)
-                                            : tree_->DeletePresent(w->key);
+    absl::Status st =
+        w->value->has_value() ? tree_->Put(w->key, **w->value) : tree_->DeletePresent(w->key);
     if (t.may_be_absent && absl::IsNotFound(st)) continue;  // nothing was changed
     if (!st.ok()) {
       s_->txn_->SetFatal(st);  // half applied in memory: this generation must not commit
@@ -146,10 +145,14 @@ fs::FsOptions StoreImpl::FsOptionsFromStore() const {
   o.precise_logged_check = options_.fs_precise_logged_check;
   o.fiemap_path_cache = options_.fiemap_path_cache;
   o.inode_cache_entries = options_.inode_cache_entries;
-  o.bug_no_full_commit = options_.test_hooks.planted_bug == Options::TestHooks::PlantedBug::kNoFullCommit;
-  o.bug_item_counts_as_names = options_.test_hooks.planted_bug == Options::TestHooks::PlantedBug::kItemCountsAsNames;
-  o.bug_replay_drops_new_name = options_.test_hooks.planted_bug == Options::TestHooks::PlantedBug::kReplayDropsNewName;
-  o.bug_late_inode_counter = options_.test_hooks.planted_bug == Options::TestHooks::PlantedBug::kLateInodeCounter;
+  o.bug_no_full_commit =
+      options_.test_hooks.planted_bug == Options::TestHooks::PlantedBug::kNoFullCommit;
+  o.bug_item_counts_as_names =
+      options_.test_hooks.planted_bug == Options::TestHooks::PlantedBug::kItemCountsAsNames;
+  o.bug_replay_drops_new_name =
+      options_.test_hooks.planted_bug == Options::TestHooks::PlantedBug::kReplayDropsNewName;
+  o.bug_late_inode_counter =
+      options_.test_hooks.planted_bug == Options::TestHooks::PlantedBug::kLateInodeCounter;
   return o;
 }
 

@@ -9,9 +9,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "engine/io/fault_device.h"
 #include "cowkv/device.h"
 #include "cowkv/store.h"
+#include "engine/io/fault_device.h"
 #include "engine/testing/status_matchers.h"
 #include "engine/testing/store_fixture.h"
 #include "gtest/gtest.h"
@@ -383,7 +383,8 @@ TEST_F(FsTest, FiemapSharedAfterSnapshotAndClearAfterItsDeletion) {
   ASSERT_OK(store_->CreateSnapshot("default", "snap", true).status());
   ASSERT_OK_AND_ASSIGN(auto shared, f().Fiemap(ino));
   ASSERT_EQ(shared.size(), 64u);
-  for (const FiemapExtent& e : shared) EXPECT_EQ(e.flags & kFiemapExtentShared, kFiemapExtentShared);
+  for (const FiemapExtent& e : shared)
+    EXPECT_EQ(e.flags & kFiemapExtentShared, kFiemapExtentShared);
   // The snapshot reads the same; writes to it are refused.
   ASSERT_OK_AND_ASSIGN(auto snap, store_->OpenSubvolume("snap"));
   Files sf = snap->files();
@@ -452,8 +453,8 @@ TEST_F(FsTest, FsyncFallsBackToACommitOnlyAfterANameWentAway) {
   };
   const std::vector<Case> cases = {
       {"a new file", [&] { return f().Create("/a/n1").status(); }, "/a/n1", false},
-      {"a new link in another directory", [&] { return f().Link("/a/x", "/b/x2").status(); }, "/a/x",
-       false},
+      {"a new link in another directory", [&] { return f().Link("/a/x", "/b/x2").status(); },
+       "/a/x", false},
       {"an unrelated directory lost an entry", [&] { return f().Unlink("/b/x2"); }, "/a/n1", false},
       {"the file was renamed", [&] { return f().Rename("/a/n1", "/a/n2"); }, "/a/n2", true},
       {"its directory lost an entry", [&] { return f().Unlink("/a/n2"); }, "/a/x", true},

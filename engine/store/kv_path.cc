@@ -21,7 +21,7 @@
 namespace cowkv {
 
 absl::StatusOr<KeyValue> StoreImpl::GetItem(uint64_t subvol, absl::string_view key,
-                                           uint64_t max_value_load, uint64_t* revision) {
+                                            uint64_t max_value_load, uint64_t* revision) {
   COWKV_RETURN_IF_ERROR(CheckOpen());
   COWKV_RETURN_IF_ERROR(kv::ValidateKey(key));
   absl::ReaderMutexLock l(&mu_);
@@ -62,8 +62,8 @@ absl::StatusOr<Tree*> StoreImpl::WritableTree(uint64_t subvol) {
 absl::StatusOr<uint64_t> StoreImpl::ApplyLocked(uint64_t subvol, uint64_t read_revision,
                                                 const kv::ReadSet& reads, kv::KvWriteSet& ws) {
   const uint64_t before = kv_->revision();
-  absl::StatusOr<uint64_t> rev =
-      kv_->Apply(subvol, [&] { return WritableTree(subvol); }, read_revision, reads, ws);
+  absl::StatusOr<uint64_t> rev = kv_->Apply(
+      subvol, [&] { return WritableTree(subvol); }, read_revision, reads, ws);
   COWKV_DCHECK(!rev.ok() || *rev >= before);
   if (rev.ok() && *rev > before) ++durable_seq_;  // a change the next log sync covers
   return rev;
@@ -101,8 +101,8 @@ void StoreImpl::RunWriteBatch(const std::vector<GroupWrite*>& batch) {
   for (GroupWrite* g : batch) g->durable_status = synced;
 }
 
-absl::StatusOr<uint64_t> StoreImpl::KvWrite(
-    const std::function<absl::StatusOr<uint64_t>()>& apply, Durability d) {
+absl::StatusOr<uint64_t> StoreImpl::KvWrite(const std::function<absl::StatusOr<uint64_t>()>& apply,
+                                            Durability d) {
   COWKV_RETURN_IF_ERROR(CheckOpen());
   if (options_.read_only) return ReadOnlyStoreError("store is opened read-only");
   for (int attempt = 0;; ++attempt) {
@@ -110,7 +110,8 @@ absl::StatusOr<uint64_t> StoreImpl::KvWrite(
     w.apply = &apply;
     w.durable = Resolve(d) == Durability::kDurable;
     RunInWriteGroup(&w);
-    if (absl::IsResourceExhausted(w.rev.status()) && !IsLimitError(w.rev.status()) && attempt == 0) {
+    if (absl::IsResourceExhausted(w.rev.status()) && !IsLimitError(w.rev.status()) &&
+        attempt == 0) {
       // Space freed in this generation is pinned until it commits.
       COWKV_RETURN_IF_ERROR(Commit(CommitTrigger::kSpace));
       continue;
@@ -125,7 +126,7 @@ absl::StatusOr<uint64_t> StoreImpl::KvWrite(
 }
 
 absl::Status StoreImpl::PrepareExtents(std::map<std::string, std::optional<std::string>>* writes,
-                                      std::map<std::string, kv::ExtentRef>* extents) {
+                                       std::map<std::string, kv::ExtentRef>* extents) {
   const size_t inline_max = kv::MaxInlineValue(nodesize_);
   for (const auto& [key, value] : *writes) {
     if (!value.has_value() || value->size() <= inline_max || extents->count(key)) continue;
@@ -164,11 +165,11 @@ absl::StatusOr<uint64_t> StoreImpl::Put(uint64_t subvol, absl::string_view key,
   COWKV_RETURN_IF_ERROR(kv::ValidateValue(value));
   kv::KvWriteSet ws;
   kv::BufferPut(&ws, key, value);
-  return KvWriteSetWrite(&ws, [&] { return ApplyLocked(subvol, 0, kv::ReadSet{}, ws); }, d);
+  return KvWriteSetWrite(
+      &ws, [&] { return ApplyLocked(subvol, 0, kv::ReadSet{}, ws); }, d);
 }
 
-absl::StatusOr<uint64_t> StoreImpl::Delete(uint64_t subvol, absl::string_view key,
-                                           Durability d) {
+absl::StatusOr<uint64_t> StoreImpl::Delete(uint64_t subvol, absl::string_view key, Durability d) {
   COWKV_RETURN_IF_ERROR(kv::ValidateKey(key));
   kv::KvWriteSet ws;
   kv::BufferDelete(&ws, key);
@@ -209,18 +210,19 @@ absl::StatusOr<TxnResponse> StoreImpl::Txn(uint64_t subvol, const TxnRequest& re
   if (prepared.ok()) prepared = PrepareExtents(&branches[1].writes, &branches[1].extents);
   TxnResponse resp;
   absl::StatusOr<uint64_t> rev =
-      prepared.ok() ? KvWrite(
-                          [&]() -> absl::StatusOr<uint64_t> {
-                            COWKV_ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
-                            const uint64_t before = kv_->revision();
-                            COWKV_ASSIGN_OR_RETURN(
-                                resp, kv_->Txn(subvol, tree, [&] { return WritableTree(subvol); },
-                                               req, branches));
-                            if (resp.revision > before) ++durable_seq_;
-                            return resp.revision;
-                          },
-                          req.durability)
-                    : absl::StatusOr<uint64_t>(prepared);
+      prepared.ok()
+          ? KvWrite(
+                [&]() -> absl::StatusOr<uint64_t> {
+                  COWKV_ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
+                  const uint64_t before = kv_->revision();
+                  COWKV_ASSIGN_OR_RETURN(
+                      resp, kv_->Txn(
+                                subvol, tree, [&] { return WritableTree(subvol); }, req, branches));
+                  if (resp.revision > before) ++durable_seq_;
+                  return resp.revision;
+                },
+                req.durability)
+          : absl::StatusOr<uint64_t>(prepared);
   for (const kv::KvWriteSet& b : branches) {
     if (!b.extents.empty()) ReleaseUnusedExtents(b);
   }
@@ -349,9 +351,9 @@ absl::StatusOr<RangeResult> StoreImpl::TxnRange(KvTxnState* t, const RangeReques
     bool cut = false;
     COWKV_ASSIGN_OR_RETURN(r, kv_->Range(tree, scan, overlap ? 0 : n.limit, &cut));
     if (overlap && cut) {
-      return LimitError(absl::StrCat(
-          "range overlapping this transaction's own writes reads more than ", kOverlapScanBytes,
-          " bytes; narrow it, or read it before writing into it"));
+      return LimitError(
+          absl::StrCat("range overlapping this transaction's own writes reads more than ",
+                       kOverlapScanBytes, " bytes; narrow it, or read it before writing into it"));
     }
   }
   for (const KeyValue& kv : r.kvs) {

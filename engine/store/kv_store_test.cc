@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "engine/io/fault_device.h"
 #include "cowkv/device.h"
 #include "cowkv/store.h"
+#include "engine/io/fault_device.h"
 #include "engine/testing/status_matchers.h"
 #include "engine/testing/store_fixture.h"
 #include "gtest/gtest.h"
@@ -134,7 +134,8 @@ TEST_F(KvTest, RangeReads) {
 // cost of a read is what it returns, not what it scans.
 TEST_F(KvTest, RangeStopsAtItsByteBound) {
   const std::string big(64 << 10, 'v');  // in data extents at 4 KiB nodes
-  for (int i = 0; i < 40; ++i) ASSERT_OK(sv_->Put(absl::StrCat("k", 100 + i), big, Durability::kAsync));
+  for (int i = 0; i < 40; ++i)
+    ASSERT_OK(sv_->Put(absl::StrCat("k", 100 + i), big, Durability::kAsync));
   ASSERT_OK(store_->Commit());
   for (uint64_t max : {uint64_t{1}, uint64_t{200} << 10, uint64_t{1} << 20}) {
     for (bool reverse : {false, true}) {
@@ -164,7 +165,8 @@ TEST_F(KvTest, RangeStopsAtItsByteBound) {
 // one value (issue 14: 200 ranges built a 1.7 GB response).
 TEST_F(KvTest, TxnRangesShareAResponseBudget) {
   const std::string big(64 << 10, 'v');
-  for (int i = 0; i < 40; ++i) ASSERT_OK(sv_->Put(absl::StrCat("k", 100 + i), big, Durability::kAsync));
+  for (int i = 0; i < 40; ++i)
+    ASSERT_OK(sv_->Put(absl::StrCat("k", 100 + i), big, Durability::kAsync));
   ASSERT_OK(store_->Commit());
   TxnRequest txn;
   txn.max_response_bytes = 1 << 20;
@@ -524,7 +526,7 @@ TEST_F(KvTest, DurableLargeValuesSurvivePowerLoss) {
     ASSERT_OK(sv->Put("keep", Pattern(70000, 9)));
     ASSERT_OK(s->Commit());
     for (int i = 0; i < 6; ++i) ASSERT_OK(sv->Put(absl::StrCat("big", i), Pattern(40000, i)));
-    ASSERT_OK(sv->Put("keep", "overwritten"));  // its old extent goes
+    ASSERT_OK(sv->Put("keep", "overwritten"));       // its old extent goes
     ASSERT_OK(sv->Put("big0", Pattern(40000, 99)));  // logged twice
     fd.CrashAtFlush(1);
     (void)s->Close();
@@ -556,8 +558,8 @@ TEST_F(KvTest, LargestTransactionFitsASmallDevice) {
   }
   ASSERT_OK_AND_ASSIGN(TxnResponse r, sv_->Txn(req));
   EXPECT_TRUE(r.succeeded);
-  ASSERT_OK_AND_ASSIGN(RangeResult all, sv_->Range(RangeRequest{"bulk", "bulm", "", 0, false,
-                                                                false, true}));
+  ASSERT_OK_AND_ASSIGN(RangeResult all,
+                       sv_->Range(RangeRequest{"bulk", "bulm", "", 0, false, false, true}));
   EXPECT_EQ(all.count, 10000u);
 }
 

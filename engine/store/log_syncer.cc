@@ -19,8 +19,7 @@ absl::StatusOr<LogSyncer::Outcome> LogSyncer::WaitDurable(uint64_t point) {
       // Await: with many committers waiting, re-evaluating every waiter's
       // condition on each unlock costs more than the sync.
       for (;;) {
-        if (committed_point_ >= point ||
-            (synced_point_ >= point && durable_gen_ >= synced_base_)) {
+        if (committed_point_ >= point || (synced_point_ >= point && durable_gen_ >= synced_base_)) {
           return Outcome::kDurable;
         }
         if (!failed_.ok()) return failed_;

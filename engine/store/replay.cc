@@ -97,7 +97,8 @@ absl::Status StoreImpl::ReplayEntry(const log::LogEntry& e, std::set<uint64_t>* 
     return absl::OkStatus();  // the same extent before and after (a trimmed file extent)
   }
   if (op.new_data.len != 0) txn_->AddDataRef(e.subvol, op.new_data, +1, first);
-  if (op.old_data.len != 0 && options_.test_hooks.planted_bug == Options::TestHooks::PlantedBug::kEagerReplayDrops) {
+  if (op.old_data.len != 0 &&
+      options_.test_hooks.planted_bug == Options::TestHooks::PlantedBug::kEagerReplayDrops) {
     txn_->AddDataRef(e.subvol, op.old_data, -1, false);
   } else if (op.old_data.len != 0) {
     drops->push_back({e.subvol, op.old_data});
@@ -107,8 +108,7 @@ absl::Status StoreImpl::ReplayEntry(const log::LogEntry& e, std::set<uint64_t>* 
 
 // Replay of file-namespace log entries: `notes` collects what the fix-up
 // must look at; INODE_REF entries remember the names they drop.
-absl::Status StoreImpl::NoteFsReplay(Tree* tree, const log::LogEntry& e,
-                                     fs::ReplayNotes* notes) {
+absl::Status StoreImpl::NoteFsReplay(Tree* tree, const log::LogEntry& e, fs::ReplayNotes* notes) {
   fs::FsKey k;
   fs::DecodeFsKey(e.key, &k);
   if (!e.value.empty()) {

@@ -1,6 +1,8 @@
 // StoreImpl's life: construction, Init (mount: log recovery and replay,
 // the background threads), Close, and Stats. The rooms it wires are in
 // the files beside it (docs/design.md "The store").
+#include "engine/store/store_impl.h"
+
 #include <algorithm>
 #include <chrono>
 #include <random>
@@ -13,7 +15,6 @@
 #include "engine/base/check.h"
 #include "engine/base/status.h"
 #include "engine/format/layout.h"
-#include "engine/store/store_impl.h"
 
 namespace cowkv {
 
@@ -45,8 +46,8 @@ absl::Status StoreImpl::Init() {
     }
   }
   {
-    syncer_ = std::make_unique<LogSyncer>([this] { return RunLogSync(); },
-                                          txn_->superblock().generation);
+    syncer_ =
+        std::make_unique<LogSyncer>([this] { return RunLogSync(); }, txn_->superblock().generation);
   }
   if (r.root_blocks > 0 && !options_.read_only) {
     // The replayed state becomes an engine commit; the chain is retired.

@@ -38,6 +38,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "cowkv/store.h"
 #include "engine/base/latency_histogram.h"
 #include "engine/format/items.h"
 #include "engine/fs/fs_ops.h"
@@ -47,23 +48,33 @@
 #include "engine/log/log_manager.h"
 #include "engine/store/log_syncer.h"
 #include "engine/store/write_group.h"
-#include "cowkv/store.h"
-#include "engine/tree/tree.h"
 #include "engine/subvol/subvolumes.h"
+#include "engine/tree/tree.h"
 #include "engine/txn/txn_manager.h"
 
 namespace cowkv {
 
 enum class CommitTrigger {
-  kExplicit, kInterval, kDirtyBytes, kSpace, kClose, kDelayedRefs, kLogFull, kFsync, kCount
+  kExplicit,
+  kInterval,
+  kDirtyBytes,
+  kSpace,
+  kClose,
+  kDelayedRefs,
+  kLogFull,
+  kFsync,
+  kCount
 };
 
 // Every trigger but kClose (counted as explicit), with its name in
 // StoreStats (commits_by_<name>, commit_latency) and in slow-commit events.
 inline constexpr std::pair<CommitTrigger, const char*> kTriggerNames[] = {
-    {CommitTrigger::kExplicit, "explicit"},       {CommitTrigger::kInterval, "interval"},
-    {CommitTrigger::kDirtyBytes, "dirty_bytes"},  {CommitTrigger::kSpace, "space"},
-    {CommitTrigger::kDelayedRefs, "delayed_refs"}, {CommitTrigger::kLogFull, "log_full"},
+    {CommitTrigger::kExplicit, "explicit"},
+    {CommitTrigger::kInterval, "interval"},
+    {CommitTrigger::kDirtyBytes, "dirty_bytes"},
+    {CommitTrigger::kSpace, "space"},
+    {CommitTrigger::kDelayedRefs, "delayed_refs"},
+    {CommitTrigger::kLogFull, "log_full"},
     {CommitTrigger::kFsync, "fsync"},
 };
 // "close" for kClose.
@@ -94,7 +105,7 @@ class StoreImpl {
   absl::Status Close();
   // The key space (kv_store.cc).
   absl::StatusOr<uint64_t> Put(uint64_t subvol, absl::string_view key, absl::string_view value,
-                   Durability d);
+                               Durability d);
   absl::StatusOr<uint64_t> Delete(uint64_t subvol, absl::string_view key, Durability d);
   // max_value_load: as RangeRequest::max_value_load.
   absl::StatusOr<KeyValue> GetItem(uint64_t subvol, absl::string_view key,
@@ -137,7 +148,6 @@ class StoreImpl {
   // Logs what fsync of `ino` needs and waits for the log sync.
   absl::Status FsFsync(uint64_t subvol, uint64_t ino, bool datasync);
 
-
  private:
   class FsBackendImpl;
   std::shared_ptr<fs::FsState> FsStateFor(uint64_t subvol);
@@ -167,15 +177,16 @@ class StoreImpl {
                               std::map<std::string, kv::ExtentRef>* extents);
   void ReleaseUnusedExtents(const kv::KvWriteSet& ws);
   // Prepares extents, runs KvWrite, releases what was not used.
-  absl::StatusOr<uint64_t> KvWriteSetWrite(
-      kv::KvWriteSet* ws, const std::function<absl::StatusOr<uint64_t>()>& apply, Durability d);
+  absl::StatusOr<uint64_t> KvWriteSetWrite(kv::KvWriteSet* ws,
+                                           const std::function<absl::StatusOr<uint64_t>()>& apply,
+                                           Durability d);
   // Iterator support: the value of `tree_key` in `subvol` now.
   absl::StatusOr<std::string> LoadByTreeKey(uint64_t subvol, absl::string_view tree_key);
   // Runs `apply` under the exclusive lock; on ENOSPC commits once (freed
   // space is pinned until then) and retries; then waits for durability and
   // paces the writer.
-  absl::StatusOr<uint64_t> KvWrite(
-      const std::function<absl::StatusOr<uint64_t>()>& apply, Durability d);
+  absl::StatusOr<uint64_t> KvWrite(const std::function<absl::StatusOr<uint64_t>()>& apply,
+                                   Durability d);
   absl::StatusOr<Tree*> WritableTree(uint64_t subvol) ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // A transaction read a key written after its read revision (counted).
   absl::Status ConflictOf(const KeyValue& kv, uint64_t read_revision);
@@ -204,15 +215,13 @@ class StoreImpl {
       const std::function<absl::StatusOr<uint64_t>(Subvolumes*)>& op, bool commit_first,
       TxnManager::WriteKind kind = TxnManager::WriteKind::kInsert);
   absl::StatusOr<Tree*> TreeFor(uint64_t tree_id) ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  absl::Status CommitLocked(CommitTrigger trigger)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_, commit_mu_);
+  absl::Status CommitLocked(CommitTrigger trigger) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_, commit_mu_);
   // Counts a commit that made its generation durable and records its
   // latency since `start` (when the commit took commit_mu_).
   // An EngineEvent for a commit or log sync slower than slow_op_ms.
   void ReportIfSlow(EngineEvent::Kind kind, std::chrono::steady_clock::duration took,
                     absl::string_view trigger);
-  absl::Status AfterCommitLocked(CommitTrigger trigger,
-                                 std::chrono::steady_clock::time_point start)
+  absl::Status AfterCommitLocked(CommitTrigger trigger, std::chrono::steady_clock::time_point start)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // StoreStats' latency snapshots.
   void LatencyStatsLocked(StoreStats* s) ABSL_SHARED_LOCKS_REQUIRED(mu_);
@@ -274,7 +283,7 @@ class StoreImpl {
   uint64_t durable_seq_ ABSL_GUARDED_BY(mu_) = 0;
   std::unique_ptr<log::LogManager> log_ ABSL_PT_GUARDED_BY(mu_);
   uint64_t open_txns_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t replayed_entries_ = 0;  // set by Init
+  uint64_t replayed_entries_ = 0;             // set by Init
   std::atomic<uint64_t> durable_commits_{0};  // relaxed: statistics
 
   absl::Mutex log_mu_ ABSL_ACQUIRED_AFTER(commit_mu_) ABSL_ACQUIRED_BEFORE(handles_mu_);

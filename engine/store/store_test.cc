@@ -1,6 +1,8 @@
 // Goal: the facade's basic contract — put/get/delete/iterate, commit and
 // reopen, handles, input validation — on small and large trees.
 // Method: direct cases on a MemDevice, each ending with a clean `check`.
+#include "cowkv/store.h"
+
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -10,7 +12,6 @@
 
 #include "absl/synchronization/mutex.h"
 #include "cowkv/device.h"
-#include "cowkv/store.h"
 #include "engine/testing/status_matchers.h"
 #include "engine/testing/store_fixture.h"
 #include "gtest/gtest.h"
@@ -131,7 +132,8 @@ TEST(Store, CommitTriggers) {
     return pred(store->Stats());
   };
   // The writer that crosses dirty_bytes_max kicks the background committer.
-  for (int i = 0; i < 3000; ++i) ASSERT_OK(store->Put("k" + std::to_string(i), std::string(100, 'x')));
+  for (int i = 0; i < 3000; ++i)
+    ASSERT_OK(store->Put("k" + std::to_string(i), std::string(100, 'x')));
   EXPECT_TRUE(wait_for([](const StoreStats& s) { return s.commits_by_dirty_bytes > 0; }));
   // Below the threshold, the interval commits what is left.
   o.dirty_bytes_max = 0;
@@ -199,9 +201,8 @@ TEST(Store, ParanoidChecksAndReadOnly) {
 
 // ---- Commit and log-sync latency ---------------------------------------------
 
-const std::vector<std::string> kTriggers = {"explicit",  "interval",     "dirty_bytes",
-                                            "space",     "delayed_refs", "log_full",
-                                            "fsync"};
+const std::vector<std::string> kTriggers = {"explicit",     "interval", "dirty_bytes", "space",
+                                            "delayed_refs", "log_full", "fsync"};
 
 // A histogram's shape: 22 exponential bounds from 8 µs, cumulative counts
 // that never decrease and reach `count` (nothing here takes 16 s), and a
@@ -346,7 +347,7 @@ TEST(Store, LatencySnapshotMeanAndQuantiles) {
   EXPECT_DOUBLE_EQ(h.MeanSeconds(), 2.5);
   EXPECT_DOUBLE_EQ(h.QuantileSeconds(0.25), 1.3);  // rank 3 of the 10 in (1, 2]
   EXPECT_DOUBLE_EQ(h.QuantileSeconds(0.5), 1.6);
-  EXPECT_DOUBLE_EQ(h.QuantileSeconds(0.99), 4);    // in the +Inf bucket: the last bound
+  EXPECT_DOUBLE_EQ(h.QuantileSeconds(0.99), 4);  // in the +Inf bucket: the last bound
 }
 
 // Something outside the store formats its device while it is mounted (an

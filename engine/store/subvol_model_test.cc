@@ -266,8 +266,7 @@ TEST(Subvolumes, NamesAndErrors) {
   EXPECT_EQ(s.parent_id, a.id);
   EXPECT_GT(s.id, a.id);
   EXPECT_TRUE(s.read_only);
-  EXPECT_THAT(store->DeleteSubvolume("default"),
-              StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_THAT(store->DeleteSubvolume("default"), StatusIs(absl::StatusCode::kFailedPrecondition));
   EXPECT_THAT(store->DeleteSubvolume("nope"), StatusIs(absl::StatusCode::kNotFound));
   // Issue 14.6: renaming "default" left every request without a subvolume
   // name pointing at nothing, and a new "default" silently took its place.

@@ -24,9 +24,11 @@ absl::StatusOr<uint64_t> StoreImpl::ManageSubvolumes(
   absl::MutexLock cl(&commit_mu_);
   absl::MutexLock ll(&log_mu_);  // no log sync runs meanwhile (CommitLocked)
   absl::MutexLock hl(&handles_mu_);
-  handles_mu_.Await(absl::Condition(+[](bool* wanted) { return !*wanted; }, &commit_wanted_));
+  handles_mu_.Await(absl::Condition(
+      +[](bool* wanted) { return !*wanted; }, &commit_wanted_));
   commit_wanted_ = true;
-  handles_mu_.Await(absl::Condition(+[](int* n) { return *n == 0; }, &open_handles_));
+  handles_mu_.Await(absl::Condition(
+      +[](int* n) { return *n == 0; }, &open_handles_));
   absl::StatusOr<uint64_t> id;
   {
     absl::WriterMutexLock l(&mu_);

@@ -115,7 +115,8 @@ TEST(Throttle, DeviceFullWithSeveralWriters) {
   MemDevice dev(32 << 20);
   ASSERT_OK(Store::Mkfs(&dev, testing::TestMkfs(4096)));
   ASSERT_OK_AND_ASSIGN(auto store, Store::Open(&dev, SmallThrottle()));
-  for (int i = 0; i < 3000; ++i) ASSERT_OK(store->Put(absl::StrCat("base", i), std::string(300, 'b')));
+  for (int i = 0; i < 3000; ++i)
+    ASSERT_OK(store->Put(absl::StrCat("base", i), std::string(300, 'b')));
   ASSERT_OK(store->CreateSnapshot("default", "snap", false));
   ASSERT_OK(store->CreateSubvolume("other"));
   const std::vector<std::string> targets = {"default", "snap", "other"};
@@ -153,7 +154,8 @@ TEST(Throttle, DeviceFullWithSeveralWriters) {
   ASSERT_OK(store->Commit());
   EXPECT_LT(store->Stats().used_bytes, used_full - (1u << 20));
   ASSERT_OK_AND_ASSIGN(auto other, store->OpenSubvolume("other"));
-  for (int i = 0; i < 1000; ++i) ASSERT_OK(other->Put(absl::StrCat("after", i), std::string(400, 'a')));
+  for (int i = 0; i < 1000; ++i)
+    ASSERT_OK(other->Put(absl::StrCat("after", i), std::string(400, 'a')));
   ASSERT_OK(store->Close());
   testing::ExpectCheckClean(&dev);
 }

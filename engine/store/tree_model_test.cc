@@ -36,8 +36,9 @@ class ModelRun {
     // sometimes long ones up to the 1 KiB limit.
     uint64_t r = rng_() % 100;
     if (r < 70) return absl::StrCat("k", rng_() % 20000);
-    if (r < 95) return std::string(1 + rng_() % 64, static_cast<char>('a' + rng_() % 26)) +
-                       absl::StrCat(rng_() % 1000);
+    if (r < 95)
+      return std::string(1 + rng_() % 64, static_cast<char>('a' + rng_() % 26)) +
+             absl::StrCat(rng_() % 1000);
     std::string k(1 + rng_() % kMaxKeySize, '\0');
     for (char& c : k) c = static_cast<char>(rng_());
     return k;
@@ -168,7 +169,8 @@ void RunSeeds(uint32_t nodesize, uint64_t default_seed, uint64_t default_ops) {
   uint64_t seeds = Flags().seeds ? Flags().seeds : 1;
   uint64_t ops = Flags().ops ? Flags().ops : default_ops;
   for (uint64_t seed = first; seed < first + seeds; ++seed) {
-    SCOPED_TRACE(absl::StrCat("replay: --seed=", seed, " --ops=", ops, " (nodesize ", nodesize, ")"));
+    SCOPED_TRACE(
+        absl::StrCat("replay: --seed=", seed, " --ops=", ops, " (nodesize ", nodesize, ")"));
     ModelRun run(nodesize, seed);
     run.Run(ops);
     if (::testing::Test::HasFatalFailure()) return;

@@ -7,9 +7,9 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "cowkv/device.h"
 #include "engine/format/items.h"
 #include "engine/format/layout.h"
-#include "cowkv/device.h"
 #include "gtest/gtest.h"
 
 namespace cowkv {

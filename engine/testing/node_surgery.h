@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "cowkv/device.h"
 #include "engine/format/node_codec.h"
 #include "engine/format/superblock.h"
-#include "cowkv/device.h"
 
 namespace cowkv {
 namespace testing {

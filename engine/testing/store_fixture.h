@@ -69,10 +69,10 @@ inline std::map<std::string, std::string> ReadAll(Store* store) {
   return m;
 }
 
-// A test over one store on a MemDevice (64 MiB unless the subclass says): SetUp formats and opens it,
-// TearDown closes it and runs the full check, so every test that writes
-// ends checked. Reopen() closes and mounts again (with other options, or
-// another device). Subclasses add their handles in OnOpen().
+// A test over one store on a MemDevice (64 MiB unless the subclass says): SetUp formats and opens
+// it, TearDown closes it and runs the full check, so every test that writes ends checked. Reopen()
+// closes and mounts again (with other options, or another device). Subclasses add their handles in
+// OnOpen().
 class StoreTest : public ::testing::Test {
  protected:
   explicit StoreTest(uint64_t device_bytes = 64ull << 20) : dev_(device_bytes) {}

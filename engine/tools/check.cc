@@ -17,13 +17,13 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "cowkv/store.h"
 #include "engine/base/crc32c.h"
 #include "engine/base/status.h"
-#include "engine/tools/check_fs.h"
 #include "engine/format/items.h"
 #include "engine/format/layout.h"
 #include "engine/kv/kv_item.h"
-#include "cowkv/store.h"
+#include "engine/tools/check_fs.h"
 #include "engine/tree/node_cache.h"
 #include "engine/txn/txn_manager.h"
 
@@ -45,8 +45,8 @@ struct ExtentRecord {
 
 struct Visit {
   format::NodeExpect expect;
-  std::string lo;   // lower fence (inclusive)
-  std::string hi;   // upper fence (exclusive); empty = none
+  std::string lo;  // lower fence (inclusive)
+  std::string hi;  // upper fence (exclusive); empty = none
   bool root = false;
   // A tree being dropped loses its leftmost subtrees without rewriting the
   // fences below, so there slot 0 of an internal node is only a lower bound.
@@ -58,19 +58,18 @@ struct Visit {
 // One pointer to a tree block, and what its back-reference must be.
 struct Pointer {
   uint64_t child;
-  uint64_t parent;        // 0 = from the root item of tree `parent_owner`
+  uint64_t parent;  // 0 = from the root item of tree `parent_owner`
   uint64_t parent_owner;
 };
 
 class Checker {
  public:
   Checker(BlockDevice* dev, const format::Superblock& sb, CheckReport* r)
-      : dev_(dev), sb_(sb), r_(r),
-        cache_(dev, sb.fsid, sb.nodesize, sb.sectorsize, 64ull << 20) {}
+      : dev_(dev), sb_(sb), r_(r), cache_(dev, sb.fsid, sb.nodesize, sb.sectorsize, 64ull << 20) {}
 
   void Run() {
-    WalkTree(format::kRootTreeId, {sb_.root, sb_.root_generation, format::kRootTreeId,
-                                   sb_.root_level});
+    WalkTree(format::kRootTreeId,
+             {sb_.root, sb_.root_generation, format::kRootTreeId, sb_.root_level});
     for (const auto& [id, ri] : roots_) {
       WalkTree(id, {ri.bytenr, ri.generation, id, ri.level},
                (ri.flags & format::kRootFlagDropping) != 0);
@@ -116,7 +115,8 @@ class Checker {
   }
 
   void CheckNode(uint64_t id, const Node& n, const Visit& v, std::vector<Visit>* stack) {
-    const std::string where = absl::StrCat("tree ", id, " node ", n.bytenr, " level ", int{n.level});
+    const std::string where =
+        absl::StrCat("tree ", id, " node ", n.bytenr, " level ", int{n.level});
     if (n.nritems() == 0 && (!v.root || !n.leaf())) Problem(where, ": empty non-root node");
     if (!n.leaf() && !v.root && !v.dying && n.nritems() == 1) {
       Problem(where, ": internal node with a single child");
@@ -258,7 +258,8 @@ class Checker {
       }
       ++r_->extents;
       used += e.len;
-      if (bytenr < prev_end) Problem(where, ": overlaps the previous extent (ends at ", prev_end, ")");
+      if (bytenr < prev_end)
+        Problem(where, ": overlaps the previous extent (ends at ", prev_end, ")");
       prev_end = std::max(prev_end, bytenr + e.len);
       if (InReserved(bytenr, e.len)) Problem(where, ": inside reserved space");
       if (bytenr + e.len > dev_->Size()) Problem(where, ": past the end of the device");
@@ -283,8 +284,7 @@ class Checker {
                 int{levels_[bytenr]});
       }
       if (s->second != e.backrefs) {
-        Problem(where, ": back-references do not match the ", s->second.size(),
-                " pointers to it");
+        Problem(where, ": back-references do not match the ", s->second.size(), " pointers to it");
       }
     }
     for (const auto& [bytenr, refs] : seen_) {

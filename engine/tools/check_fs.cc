@@ -88,8 +88,8 @@ class FsChecker {
     for (const auto& [parent, index, name, child] : refs_) {
       auto it = index_.find({parent, index});
       if (it == index_.end() || it->second.child != child || it->second.name != name) {
-        Problem("inode ", child, " name \"", name, "\" (index ", index, ") missing from DIR_INDEX of ",
-                parent);
+        Problem("inode ", child, " name \"", name, "\" (index ", index,
+                ") missing from DIR_INDEX of ", parent);
       }
       if (!dir_items_.count({parent, name, child})) {
         Problem("inode ", child, " name \"", name, "\" missing from DIR_ITEM of ", parent);
@@ -97,8 +97,8 @@ class FsChecker {
     }
     for (const auto& [where, e] : index_) {
       if (!refs_.count({where.first, where.second, e.name, e.child})) {
-        Problem("DIR_INDEX ", where.second, " of ", where.first, " names \"", e.name,
-                "\" -> ", e.child, " which has no such name");
+        Problem("DIR_INDEX ", where.second, " of ", where.first, " names \"", e.name, "\" -> ",
+                e.child, " which has no such name");
       }
       auto c = inodes_.find(e.child);
       if (c != inodes_.end() && c->second.has_item &&
@@ -107,7 +107,8 @@ class FsChecker {
       }
     }
     for (const auto& [dir, name, child] : dir_items_) {
-      if (!ref_names_.count({dir, name, child})) Problem("DIR_ITEM of ", dir, " names \"", name, "\" -> ", child, " with no ref");
+      if (!ref_names_.count({dir, name, child}))
+        Problem("DIR_ITEM of ", dir, " names \"", name, "\" -> ", child, " with no ref");
     }
   }
 
@@ -146,26 +147,30 @@ class FsChecker {
       Problem("directory ", ino, " has ", in.names, " names");
     }
     const uint32_t want = dir || ino == fs::kRootDirIno ? 1 : in.names;
-    if (in.item.nlink != want) Problem("inode ", ino, " nlink ", in.item.nlink, " but ", want, " names");
+    if (in.item.nlink != want)
+      Problem("inode ", ino, " nlink ", in.item.nlink, " but ", want, " names");
     if (dir && in.item.size != 2 * in.name_bytes) {
-      Problem("directory ", ino, " size ", in.item.size, " but entries add up to ", 2 * in.name_bytes);
+      Problem("directory ", ino, " size ", in.item.size, " but entries add up to ",
+              2 * in.name_bytes);
     }
     if (dir && in.extents) Problem("directory ", ino, " has extents");
     if (!dir && in.extent_end > in.item.size) {
       Problem("inode ", ino, " has extents to ", in.extent_end, " past its size ", in.item.size);
     }
     if (!dir && in.extent_bytes != in.item.nbytes) {
-      Problem("inode ", ino, " nbytes ", in.item.nbytes, " but extents add up to ", in.extent_bytes);
+      Problem("inode ", ino, " nbytes ", in.item.nbytes, " but extents add up to ",
+              in.extent_bytes);
     }
   }
 
   const uint64_t tree_;
   std::vector<std::string>* p_;
   std::map<uint64_t, InodeInfo> inodes_;
-  std::set<std::tuple<uint64_t, uint64_t, std::string, uint64_t>> refs_;  // parent, index, name, child
-  std::set<std::tuple<uint64_t, std::string, uint64_t>> ref_names_;      // parent, name, child
-  std::set<std::tuple<uint64_t, std::string, uint64_t>> dir_items_;      // dir, name, child
-  std::map<std::pair<uint64_t, uint64_t>, DirEntry> index_;              // (dir, index)
+  std::set<std::tuple<uint64_t, uint64_t, std::string, uint64_t>>
+      refs_;                                                         // parent, index, name, child
+  std::set<std::tuple<uint64_t, std::string, uint64_t>> ref_names_;  // parent, name, child
+  std::set<std::tuple<uint64_t, std::string, uint64_t>> dir_items_;  // dir, name, child
+  std::map<std::pair<uint64_t, uint64_t>, DirEntry> index_;          // (dir, index)
 };
 
 }  // namespace

@@ -10,10 +10,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "engine/format/items.h"
-#include "engine/format/layout.h"
 #include "cowkv/device.h"
 #include "cowkv/store.h"
+#include "engine/format/items.h"
+#include "engine/format/layout.h"
 #include "engine/testing/node_surgery.h"
 #include "engine/testing/status_matchers.h"
 #include "engine/testing/store_fixture.h"
@@ -81,7 +81,8 @@ TEST_F(CheckTest, LeakedExtent) {
     // An extent at the very end of the device: allocated on paper, used by nothing.
     uint64_t b = (96ull << 20) - 4096;
     format::ExtentItem e{1, 1, format::kExtentFlagTreeBlock, 0};
-    items->push_back({format::EncodeKey17({b, format::kExtentItem, 4096}), format::EncodeExtentItem(e)});
+    items->push_back(
+        {format::EncodeKey17({b, format::kExtentItem, 4096}), format::EncodeExtentItem(e)});
     items->push_back({format::EncodeKey17({b, format::kTreeBlockRef, 5}), ""});
     items->erase(items->begin(), items->begin() + 2);  // keep it fitting; also breaks refs
   }));
@@ -159,7 +160,9 @@ class CheckFsTest : public ::testing::Test {
     EXPECT_NE(all.find(std::string(needle)), std::string::npos) << all;
   }
   // Key type byte of an fs item key ('f' + objectid + type + offset).
-  static int Type(const Item& it) { return it.key.size() == 18 ? static_cast<uint8_t>(it.key[9]) : -1; }
+  static int Type(const Item& it) {
+    return it.key.size() == 18 ? static_cast<uint8_t>(it.key[9]) : -1;
+  }
 
   MemDevice dev_{64ull << 20};
   uint64_t tree_ = 0;

@@ -10,10 +10,10 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "engine/format/items.h"
-#include "engine/format/layout.h"
 #include "cowkv/device.h"
 #include "cowkv/store.h"
+#include "engine/format/items.h"
+#include "engine/format/layout.h"
 #include "engine/testing/node_surgery.h"
 #include "engine/testing/status_matchers.h"
 #include "engine/testing/store_fixture.h"

@@ -7,10 +7,10 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "cowkv/store.h"
 #include "engine/base/status.h"
 #include "engine/format/items.h"
 #include "engine/format/layout.h"
-#include "cowkv/store.h"
 #include "engine/tree/node_cache.h"
 #include "engine/txn/txn_manager.h"
 
@@ -21,13 +21,20 @@ using format::Key17;
 
 std::string TypeName(uint8_t t) {
   switch (t) {
-    case format::kRootItem: return "ROOT_ITEM";
-    case format::kExtentItem: return "EXTENT_ITEM";
-    case format::kTreeBlockRef: return "TREE_BLOCK_REF";
-    case format::kSharedBlockRef: return "SHARED_BLOCK_REF";
-    case format::kExtentDataRef: return "EXTENT_DATA_REF";
-    case format::kSharedDataRef: return "SHARED_DATA_REF";
-    default: return absl::StrCat("TYPE_", int{t});
+    case format::kRootItem:
+      return "ROOT_ITEM";
+    case format::kExtentItem:
+      return "EXTENT_ITEM";
+    case format::kTreeBlockRef:
+      return "TREE_BLOCK_REF";
+    case format::kSharedBlockRef:
+      return "SHARED_BLOCK_REF";
+    case format::kExtentDataRef:
+      return "EXTENT_DATA_REF";
+    case format::kSharedDataRef:
+      return "SHARED_DATA_REF";
+    default:
+      return absl::StrCat("TYPE_", int{t});
   }
 }
 
@@ -53,8 +60,8 @@ std::string DescribeItem(uint64_t tree, const format::ItemView& it) {
     } else if (k.type == format::kRootItem) {
       auto r = format::DecodeRootItem(it.value, k.objectid);
       if (r.ok()) {
-        absl::StrAppend(&s, " root ", r->bytenr, " gen ", r->generation, " level ",
-                        int{r->level}, " flags ", r->flags);
+        absl::StrAppend(&s, " root ", r->bytenr, " gen ", r->generation, " level ", int{r->level},
+                        " flags ", r->flags);
       }
     }
     return s;
@@ -79,15 +86,16 @@ absl::Status DumpOne(NodeCache* cache, uint64_t tree, format::NodeExpect root, s
     }
     const Node& node = **n;
     out << (node.leaf() ? "  leaf " : "  node ") << node.bytenr << " level " << int{node.level}
-        << " items " << node.nritems() << " free " << format::NodeCapacity(cache->nodesize()) - node.used()
-        << " generation " << node.generation << " owner " << node.owner << "\n";
+        << " items " << node.nritems() << " free "
+        << format::NodeCapacity(cache->nodesize()) - node.used() << " generation "
+        << node.generation << " owner " << node.owner << "\n";
     for (int i = 0; i < node.nritems(); ++i) {
       if (node.leaf()) {
         out << "    item " << i << " " << DescribeItem(tree, {node.key(i), node.value(i)}) << "\n";
       } else {
         format::ChildPtr c = node.Child(i);
-        out << "    key \"" << Escaped(node.key(i), 64) << "\" block " << c.bytenr
-            << " gen " << c.generation << "\n";
+        out << "    key \"" << Escaped(node.key(i), 64) << "\" block " << c.bytenr << " gen "
+            << c.generation << "\n";
       }
     }
     for (int i = node.nritems() - 1; !node.leaf() && i >= 0; --i) {
@@ -103,11 +111,11 @@ absl::Status DumpOne(NodeCache* cache, uint64_t tree, format::NodeExpect root, s
 absl::Status DumpTree(BlockDevice* device, uint64_t tree_id, std::ostream& out) {
   std::string notes;
   COWKV_ASSIGN_OR_RETURN(format::Superblock sb, ReadBestSuperblock(device, &notes));
-  out << "superblock bytenr " << sb.bytenr << " generation " << sb.generation << " root "
-      << sb.root << " root_level " << int{sb.root_level} << "\n"
+  out << "superblock bytenr " << sb.bytenr << " generation " << sb.generation << " root " << sb.root
+      << " root_level " << int{sb.root_level} << "\n"
       << "  fsid " << absl::BytesToHexString(sb.fsid) << " nodesize " << sb.nodesize
-      << " sectorsize " << sb.sectorsize << " total_bytes " << sb.total_bytes
-      << " bytes_used " << sb.bytes_used << " log_root " << sb.log_root << "\n";
+      << " sectorsize " << sb.sectorsize << " total_bytes " << sb.total_bytes << " bytes_used "
+      << sb.bytes_used << " log_root " << sb.log_root << "\n";
   if (!notes.empty()) out << notes;
   NodeCache cache(device, sb.fsid, sb.nodesize, sb.sectorsize, 16ull << 20);
   std::map<uint64_t, format::RootItem> roots;

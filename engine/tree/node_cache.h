@@ -22,8 +22,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "engine/format/node_codec.h"
 #include "cowkv/device.h"
+#include "engine/format/node_codec.h"
 #include "engine/tree/node.h"
 
 namespace cowkv {

@@ -20,9 +20,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "cowkv/device.h"
 #include "engine/format/items.h"
 #include "engine/format/layout.h"
-#include "cowkv/device.h"
 #include "engine/testing/status_matchers.h"
 #include "engine/testing/txn_check.h"
 #include "engine/txn/txn_manager.h"

@@ -69,9 +69,9 @@ absl::StatusOr<Superblock> ReadBestSuperblock(BlockDevice* device, std::string* 
     // this sums them up for the caller, with the notes: the same class,
     // not a second count. The message is what an operator pointing a tool
     // at the wrong file reads first ("no valid cowkv superblock found").
-    return WithReason(absl::DataLossError(absl::StrCat("no valid cowkv superblock found",
-                                                       notes ? *notes : "")),
-                      ErrorReason::kCorruption);
+    return WithReason(
+        absl::DataLossError(absl::StrCat("no valid cowkv superblock found", notes ? *notes : "")),
+        ErrorReason::kCorruption);
   }
   return c.front();
 }

@@ -22,12 +22,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "cowkv/device.h"
 #include "cowkv/limits.h"
 #include "engine/base/status.h"
 #include "engine/format/layout.h"
 #include "engine/format/superblock.h"
 #include "engine/io/fault_device.h"
-#include "cowkv/device.h"
 #include "engine/testing/status_matchers.h"
 #include "engine/testing/txn_check.h"
 #include "gtest/gtest.h"

@@ -13,7 +13,6 @@
 
 #include <cstddef>
 #include <cstdint>
-
 #include <memory>
 #include <string>
 
@@ -89,8 +88,8 @@ absl::Status LockDevice(int fd, const std::string& path, bool shared);
 
 class FileDevice : public BlockDevice {
  public:
-  static absl::StatusOr<std::unique_ptr<FileDevice>> Open(
-      const std::string& path, const FileDeviceOptions& options = {});
+  static absl::StatusOr<std::unique_ptr<FileDevice>> Open(const std::string& path,
+                                                          const FileDeviceOptions& options = {});
   ~FileDevice() override;
   FileDevice(const FileDevice&) = delete;
   FileDevice& operator=(const FileDevice&) = delete;
@@ -104,8 +103,8 @@ class FileDevice : public BlockDevice {
   bool is_block_device() const { return is_block_device_; }
 
  private:
-  FileDevice(std::string path, int fd, uint64_t size, bool is_block_device,
-             bool direct_io, bool read_only);
+  FileDevice(std::string path, int fd, uint64_t size, bool is_block_device, bool direct_io,
+             bool read_only);
 
   // OUT_OF_RANGE unless [offset, offset + n) lies inside the device.
   absl::Status CheckRange(const char* op, uint64_t offset, size_t n) const;

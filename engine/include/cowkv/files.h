@@ -30,9 +30,9 @@ struct FileStat {
   int64_t atime_ns = 0;
   int64_t mtime_ns = 0;
   int64_t ctime_ns = 0;
-  int64_t btime_ns = 0;      // creation
-  uint64_t generation = 0;   // engine generation that created it
-  uint64_t transid = 0;      // ... that last changed it
+  int64_t btime_ns = 0;     // creation
+  uint64_t generation = 0;  // engine generation that created it
+  uint64_t transid = 0;     // ... that last changed it
 };
 
 struct DirEntryInfo {
@@ -93,8 +93,7 @@ class Files {
   // returned twice and entries present throughout are returned once.
   absl::StatusOr<ReadDirResult> ReadDir(absl::string_view path, uint64_t cookie = 0,
                                         uint64_t limit = 0);
-  absl::StatusOr<ReadDirResult> ReadDirInode(uint64_t dir, uint64_t cookie = 0,
-                                             uint64_t limit = 0);
+  absl::StatusOr<ReadDirResult> ReadDirInode(uint64_t dir, uint64_t cookie = 0, uint64_t limit = 0);
   // Data, by inode. Reads past EOF return less; holes read as zeros.
   absl::StatusOr<std::string> Read(uint64_t ino, uint64_t offset, uint64_t length);
   absl::Status Write(uint64_t ino, uint64_t offset, absl::string_view data);

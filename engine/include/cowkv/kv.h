@@ -70,18 +70,18 @@ struct Compare {
   std::string key;
   Target target = Target::kValue;
   Op op = Op::kEqual;
-  std::string value;      // kValue
-  uint64_t number = 0;    // kCreateRevision, kModRevision, kVersion
-  bool exists = true;     // kExists (kEqual / kNotEqual only)
+  std::string value;    // kValue
+  uint64_t number = 0;  // kCreateRevision, kModRevision, kVersion
+  bool exists = true;   // kExists (kEqual / kNotEqual only)
 };
 
 struct TxnOp {
   enum class Type { kPut, kDelete, kDeleteRange, kRange };
   Type type = Type::kPut;
-  std::string key;    // kPut, kDelete; start of kDeleteRange
-  std::string value;  // kPut
-  std::string end;    // kDeleteRange: exclusive end, empty = through the last key
-  RangeRequest range; // kRange
+  std::string key;     // kPut, kDelete; start of kDeleteRange
+  std::string value;   // kPut
+  std::string end;     // kDeleteRange: exclusive end, empty = through the last key
+  RangeRequest range;  // kRange
 };
 
 struct TxnRequest {
@@ -103,7 +103,7 @@ struct TxnOpResult {
 
 struct TxnResponse {
   bool succeeded = false;
-  uint64_t revision = 0;  // of the writes, or the revision read at
+  uint64_t revision = 0;             // of the writes, or the revision read at
   std::vector<TxnOpResult> results;  // one per op of the branch taken
 };
 

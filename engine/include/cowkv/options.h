@@ -32,10 +32,10 @@ struct EngineEvent {
     kSlowLogSync,  // a log sync took longer than Options::slow_op_ms
   };
   Kind kind;
-  uint64_t generation = 0;   // the commit's, or the one a log sync extends
-  uint64_t micros = 0;       // how long it took (slow events)
-  std::string trigger;       // kSlowCommit: "interval", "fsync", ...
-  std::string detail;        // kReadOnly: the error
+  uint64_t generation = 0;  // the commit's, or the one a log sync extends
+  uint64_t micros = 0;      // how long it took (slow events)
+  std::string trigger;      // kSlowCommit: "interval", "fsync", ...
+  std::string detail;       // kReadOnly: the error
 };
 
 // When a KV write is acknowledged.

@@ -39,10 +39,10 @@ struct CommitLatency {
 struct StoreStats {
   uint64_t generation = 0;
   uint32_t nodesize = 0;
-  uint64_t total_bytes = 0;       // usable bytes (device minus reserved)
-  uint64_t used_bytes = 0;        // allocated extents, committed + this txn
-  uint64_t free_bytes = 0;        // allocatable now
-  uint64_t pinned_bytes = 0;      // freed in this txn, free after commit
+  uint64_t total_bytes = 0;   // usable bytes (device minus reserved)
+  uint64_t used_bytes = 0;    // allocated extents, committed + this txn
+  uint64_t free_bytes = 0;    // allocatable now
+  uint64_t pinned_bytes = 0;  // freed in this txn, free after commit
   // Free space in pieces: a KV value is one contiguous data extent, so a
   // value of N bytes needs a free range of N (rounded to the sector).
   uint64_t free_fragments = 0;      // disjoint free ranges
@@ -60,15 +60,15 @@ struct StoreStats {
   uint64_t commits_by_delayed_refs = 0;
   uint64_t commits_by_log_full = 0;  // durable commits the log could not take
   uint64_t commits_by_fsync = 0;     // fsyncs the log could not carry (a name removed or moved)
-  uint64_t throttle_batches = 0;   // delayed-ref batches run by writers
-  uint64_t throttle_waits = 0;     // writers that waited for a commit
-  uint64_t throttle_wait_us = 0;   // total time they waited
-  uint64_t device_flushes = 0;   // all: engine commits' and log syncs'
+  uint64_t throttle_batches = 0;     // delayed-ref batches run by writers
+  uint64_t throttle_waits = 0;       // writers that waited for a commit
+  uint64_t throttle_wait_us = 0;     // total time they waited
+  uint64_t device_flushes = 0;       // all: engine commits' and log syncs'
   uint64_t dirty_nodes = 0;
   uint64_t dirty_bytes = 0;
-  uint64_t delayed_ref_heads = 0;    // pending heads (one per extent)
-  uint64_t delayed_ref_updates = 0;  // pending +1/-1 updates, before merging
-  uint64_t delayed_ref_runs = 0;     // batches run
+  uint64_t delayed_ref_heads = 0;       // pending heads (one per extent)
+  uint64_t delayed_ref_updates = 0;     // pending +1/-1 updates, before merging
+  uint64_t delayed_ref_runs = 0;        // batches run
   uint64_t delayed_refs_run_total = 0;  // heads applied to the extent tree
   uint64_t cache_hits = 0;
   uint64_t cache_misses = 0;
@@ -80,24 +80,24 @@ struct StoreStats {
   uint64_t deleted_subvolumes_pending = 0;  // still being dropped
   uint64_t cleaner_steps = 0;
   // KV and the log.
-  uint64_t revision = 0;            // last KV revision applied
-  uint64_t kv_commits = 0;          // KV writes and transactions that changed something
-  uint64_t durable_commits = 0;     // of them, acknowledged as durable
-  uint64_t log_syncs = 0;           // log syncs written (one flush each)
-  uint64_t log_inline_syncs = 0;    // of them, entries inline in one sector
+  uint64_t revision = 0;          // last KV revision applied
+  uint64_t kv_commits = 0;        // KV writes and transactions that changed something
+  uint64_t durable_commits = 0;   // of them, acknowledged as durable
+  uint64_t log_syncs = 0;         // log syncs written (one flush each)
+  uint64_t log_inline_syncs = 0;  // of them, entries inline in one sector
   uint64_t log_synced_keys = 0;
   uint64_t log_sync_bytes = 0;
   uint64_t log_replayed_entries = 0;  // at the last mount
-  uint64_t kv_conflicts = 0;        // transactions aborted by validation
-  uint64_t kv_too_old = 0;          // transactions past the conflict window
-  uint64_t open_transactions = 0;   // client transactions not yet finished
+  uint64_t kv_conflicts = 0;          // transactions aborted by validation
+  uint64_t kv_too_old = 0;            // transactions past the conflict window
+  uint64_t open_transactions = 0;     // client transactions not yet finished
   uint64_t kv_range_value_bytes = 0;  // value bytes range reads (and Txn ranges) loaded
   // The file namespace.
   uint64_t fs_fsyncs = 0;
-  uint64_t fs_logged_keys = 0;      // keys fsync and name-change log updates noted
-  uint64_t fs_log_updates = 0;      // rename/link/unlink that had to update the log
-  uint64_t fs_logged_lookups = 0;   // "was this inode logged?" asked of the log (seed 004)
-  uint64_t log_lookups = 0;         // log trees searched for them
+  uint64_t fs_logged_keys = 0;     // keys fsync and name-change log updates noted
+  uint64_t fs_log_updates = 0;     // rename/link/unlink that had to update the log
+  uint64_t fs_logged_lookups = 0;  // "was this inode logged?" asked of the log (seed 004)
+  uint64_t log_lookups = 0;        // log trees searched for them
   uint64_t inode_cache_hits = 0;
   uint64_t inode_cache_misses = 0;
   uint64_t inode_cache_evictions = 0;

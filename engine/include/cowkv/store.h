@@ -124,8 +124,7 @@ class Transaction {
 
  private:
   friend class StoreImpl;
-  Transaction(StoreImpl* store, uint64_t generation)
-      : store_(store), generation_(generation) {}
+  Transaction(StoreImpl* store, uint64_t generation) : store_(store), generation_(generation) {}
   StoreImpl* store_;
   uint64_t generation_;
   bool ended_ = false;
@@ -138,8 +137,7 @@ class Store {
   static absl::Status Mkfs(BlockDevice* device, const MkfsOptions& options);
 
   // Mounts `device` (borrowed; must outlive the Store).
-  static absl::StatusOr<std::unique_ptr<Store>> Open(BlockDevice* device,
-                                                     const Options& options);
+  static absl::StatusOr<std::unique_ptr<Store>> Open(BlockDevice* device, const Options& options);
   // Opens the file or block device at `path` and mounts it; the Store owns it.
   static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path,
                                                      const Options& options);
@@ -166,8 +164,8 @@ class Store {
   // btrfs's do; a snapshot sees everything written before the call. The
   // default tree is the subvolume "default" (id 5).
   absl::StatusOr<SubvolumeInfo> CreateSubvolume(absl::string_view name);
-  absl::StatusOr<SubvolumeInfo> CreateSnapshot(absl::string_view source,
-                                               absl::string_view name, bool read_only);
+  absl::StatusOr<SubvolumeInfo> CreateSnapshot(absl::string_view source, absl::string_view name,
+                                               bool read_only);
   absl::Status RenameSubvolume(absl::string_view name, absl::string_view new_name);
   // Deletes a subvolume: its name is gone when this returns (committed); the
   // cleaner frees its nodes in the background, resuming after a crash.

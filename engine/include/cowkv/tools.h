@@ -17,7 +17,7 @@ namespace cowkv {
 struct CheckReport {
   std::vector<std::string> problems;  // empty = clean, one line each
   uint64_t generation = 0;
-  std::string fsid_hex;     // of the superblock checked (empty if none)
+  std::string fsid_hex;  // of the superblock checked (empty if none)
   uint32_t nodesize = 0;
   uint64_t total_bytes = 0;
   uint64_t trees = 0;
