@@ -4,7 +4,7 @@
 //   absl::StatusOr<std::unique_ptr<LockedDevice>> d = LockedDevice::Open(opts);
 //   Store::Open((*d)->device(), options)  // the Store borrows the device
 //
-// Rules (docs/api.md "cowkvd"):
+// Rules (docs/api.md "Starting the server"):
 //  1. An absent path is created with `create_size` bytes, reserved with
 //     posix_fallocate and then zero-filled through the device, so no block
 //     is sparse or unwritten: on ext4/xfs a first write into an unwritten

@@ -9,7 +9,10 @@ Fails (exit 1, one line per finding) on:
   - reinterpret_cast in engine/format/;
   - TODO without an issue number (`TODO(#N)`);
   - a function longer than 70 lines in engine/ or server/ (unless listed below);
-  - trailing whitespace.
+  - trailing whitespace;
+  - a comment citing a section of docs/*.md by name (`docs/design.md "The
+    store"`, `(docs/api.md, "Errors")`) that the document does not have
+    (a heading, or a paragraph's bold lead, starting with that name).
 Also prints, without failing, an assertion-density report: for each Bazel
 package under engine/, its functions, its assertions (uses of the macros that
 engine/base/check.h defines) and assertions per function (STYLE.md point 5
@@ -102,6 +105,39 @@ def assertion_report(counts):
     print("  %-20s %9d %10d %8.2f" % ("engine (all)", total_f, total_a, total_a / total_f if total_f else 0.0))
 
 
+DOC_REF = re.compile(r'\b(design|format|testing|api|operations|benchmarks|cli)\.md\b[^"\n]{0,4}((?:"[^"\n]+"(?:, |\))?)+)')
+DOC_TITLE = re.compile(r'"([^"\n]+)"')
+_doc_sections = {}
+
+
+def doc_sections(doc):
+    """The headings and bold paragraph leads of docs/<doc>.md."""
+    if doc not in _doc_sections:
+        titles = []
+        path = os.path.join("docs", doc + ".md")
+        if os.path.exists(path):
+            for line in open(path, encoding="utf-8"):
+                m = re.match(r"#+\s+(.*)", line) or re.match(r"\*\*(.+?)\*\*", line)
+                if m:
+                    titles.append(m.group(1).strip())
+        _doc_sections[doc] = titles
+    return _doc_sections[doc]
+
+
+def doc_references(path, lines):
+    """Findings for cited doc sections that do not exist."""
+    out = []
+    for n, line in enumerate(lines, 1):
+        for m in DOC_REF.finditer(line):
+            for title in DOC_TITLE.findall(m.group(2)):
+                title = title.rstrip("\\").replace("`", "").lower()
+                sections = [t.replace("`", "").lower() for t in doc_sections(m.group(1))]
+                if not any(t.startswith(title) for t in sections):
+                    out.append('%s:%d: cites docs/%s.md "%s", which has no such section'
+                               % (path, n, m.group(1), title))
+    return out
+
+
 def main():
     problems = []
     assertion = assertion_pattern()
@@ -128,6 +164,7 @@ def main():
                 problems.append("%s:%d: trailing whitespace" % (path, n))
         if path.startswith(("engine/", "server/")) and path.endswith(".cc") and not path.endswith("_test.cc"):
             problems.extend(long_functions(path, lines))
+        problems.extend(doc_references(path, lines))
         if path.startswith("engine/") and not path.endswith("_test.cc") and path != CHECK_HEADER:
             c = counts.setdefault(engine_package(path), [0, 0])
             c[0] += sum(1 for _ in functions(lines))
