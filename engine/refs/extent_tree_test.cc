@@ -30,6 +30,7 @@
 #include "engine/testing/status_matchers.h"
 #include "engine/tree/node_cache.h"
 #include "engine/tree/tree.h"
+#include "engine/testing/in_memory_hooks.h"
 #include "gtest/gtest.h"
 
 namespace cowkv {
@@ -38,29 +39,6 @@ namespace {
 using format::ExtentItem;
 using format::Key17;
 
-// Everything in one engine transaction: nothing is ever clean or shared.
-class InMemoryHooks : public TreeHooks {
- public:
-  uint64_t generation() const override { return 3; }
-  absl::StatusOr<uint64_t> AllocTreeBlock(uint64_t, uint8_t) override {
-    next_ += 4096;
-    return next_;
-  }
-  absl::Status CowTreeBlock(uint64_t, const Node&) override { return absl::OkStatus(); }
-  absl::Status FreeTreeBlock(uint64_t, const Node&) override { return absl::OkStatus(); }
-  absl::StatusOr<bool> ShouldDescendForDrop(uint64_t, format::ChildPtr, int) override {
-    return absl::UnimplementedError("no drops here");
-  }
-  absl::Status DropChild(uint64_t, const Node&, int) override {
-    return absl::UnimplementedError("no drops here");
-  }
-  absl::Status DropRoot(uint64_t, const Node&) override {
-    return absl::UnimplementedError("no drops here");
-  }
-
- private:
-  uint64_t next_ = 1ull << 30;  // far from the extents the tests describe
-};
 
 struct Freed {
   uint64_t bytenr;
@@ -130,7 +108,7 @@ class ExtentTreeTest : public ::testing::Test {
 
   MemDevice dev_{64 << 20};
   NodeCache cache_{&dev_, std::string(16, 'e'), 4096, 4096, 64 << 20};
-  InMemoryHooks hooks_;
+  testing::InMemoryHooks hooks_{3, 1ull << 30};
   std::unique_ptr<Tree> tree_;
   DelayedRefs refs_;
   std::vector<Freed> freed_;

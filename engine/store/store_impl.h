@@ -103,7 +103,7 @@ class StoreImpl {
   absl::Status Init();
 
   absl::Status Close();
-  // The key space (kv_store.cc).
+  // The key space (kv_path.cc).
   absl::StatusOr<uint64_t> Put(uint64_t subvol, absl::string_view key, absl::string_view value,
                                Durability d);
   absl::StatusOr<uint64_t> Delete(uint64_t subvol, absl::string_view key, Durability d);
@@ -140,7 +140,7 @@ class StoreImpl {
   void EndHandle();
   size_t max_value_size() const { return kv::MaxInlineValue(nodesize_); }
 
-  // The file namespace (fs_store.cc): `fn` runs under the shared (FsRead)
+  // The file namespace (fs_path.cc): `fn` runs under the shared (FsRead)
   // or exclusive (FsWrite) tree lock; FsWrite retries once after a commit
   // on ENOSPC and paces the writer afterwards.
   absl::Status FsRead(uint64_t subvol, const std::function<absl::Status(fs::FsOps&)>& fn);
@@ -164,7 +164,7 @@ class StoreImpl {
                            std::vector<std::pair<uint64_t, format::DataRef>>* drops)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  // KV internals (kv_store.cc).
+  // KV internals (kv_path.cc; under the tree lock, kv::KvSpace).
   // Validates `reads` and applies `ws` to `subvol` atomically under one new
   // revision (the current one if nothing changed). ENOSPC changes nothing.
   absl::StatusOr<uint64_t> ApplyLocked(uint64_t subvol, uint64_t read_revision,
