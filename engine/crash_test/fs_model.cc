@@ -522,14 +522,16 @@ void Judgement::ExpectIn(int id, unsigned parts, size_t lo, const std::string& w
   }
   std::vector<std::string> bad_names;
   for (const std::string& name : names) {
+    // Present with the same value, or absent in both (no std::optional:
+    // GCC 12 warns, wrongly, that its value may be read uninitialised).
     auto g = got.entries.find(name);
-    const std::optional<int> have =
-        g == got.entries.end() ? std::nullopt : std::optional<int>(g->second);
+    const bool has = g != got.entries.end();
     bool seen = false;
     for (size_t m = lo; m <= hi_ && !seen; ++m) {
       const Proj want = FromModel(history_[m], id, parts);
       auto w = want.entries.find(name);
-      seen = (w == want.entries.end() ? std::nullopt : std::optional<int>(w->second)) == have;
+      const bool wants = w != want.entries.end();
+      seen = wants == has && (!has || w->second == g->second);
     }
     if (!seen) bad_names.push_back(name);
   }

@@ -262,7 +262,8 @@ uint64_t StoreImpl::SealLogLocked(std::vector<uint64_t>* retired) {
 
 void StoreImpl::PublishDurable(uint64_t generation, uint64_t point, const absl::Status& s) {
   if (syncer_->PublishCommit(generation, point, s) && options_.on_event) {
-    EngineEvent e{EngineEvent::Kind::kReadOnly};
+    EngineEvent e;
+    e.kind = EngineEvent::Kind::kReadOnly;
     e.generation = generation;
     e.detail = s.ToString();
     options_.on_event(e);
@@ -302,7 +303,8 @@ void StoreImpl::ReportIfSlow(EngineEvent::Kind kind, std::chrono::steady_clock::
   if (!options_.on_event || options_.slow_op_ms == 0 || micros < options_.slow_op_ms * 1000) {
     return;
   }
-  EngineEvent e{kind};
+  EngineEvent e;
+  e.kind = kind;
   e.generation = txn_->generation();
   e.micros = micros;
   e.trigger = std::string(trigger);

@@ -31,7 +31,7 @@ struct EngineEvent {
     kSlowCommit,   // an engine commit took longer than Options::slow_op_ms
     kSlowLogSync,  // a log sync took longer than Options::slow_op_ms
   };
-  Kind kind;
+  Kind kind = Kind::kReadOnly;
   uint64_t generation = 0;  // the commit's, or the one a log sync extends
   uint64_t micros = 0;      // how long it took (slow events)
   std::string trigger;      // kSlowCommit: "interval", "fsync", ...
