@@ -437,7 +437,27 @@ COWKV_SERVER="$ADDR" run kv get -s data greeting
 [[ "$OUT" == "hello again" ]] || fail "COWKV_SERVER ignored"
 
 case_ "--timeout: a deadline that cannot be met (timeout: 11)"
-c --timeout 0.000001 check
+# A listener that accepts and never answers: the call cannot finish, so
+# only the deadline ends it. (A 1 µs deadline against the live server was
+# not enough: gRPC rounds deadlines up to the millisecond, and an online
+# check of a small store can answer within one.)
+SILENT_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
+python3 -c '
+import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(8)
+held = []
+while True:
+    c, _ = s.accept(); held.append(c)
+' "$SILENT_PORT" &
+SILENT_PID=$!
+for _ in $(seq 50); do
+  python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1).close()' \
+    "$SILENT_PORT" 2>/dev/null && break
+  sleep 0.1
+done
+run --server "127.0.0.1:$SILENT_PORT" --timeout 0.3 check
+kill "$SILENT_PID" 2>/dev/null; wait "$SILENT_PID" 2>/dev/null
 expect_fail 11 '^cowkv: check: .*--timeout'
 
 case_ "--token-file: missing or wrong token (auth: 12); right token works"
