@@ -126,6 +126,10 @@ void ToProtoResults(const TxnResponse& r, const std::vector<TxnOp>& ops, v1::Txn
   }
 }
 
+absl::Status KeyNotFound(absl::string_view key) {
+  return absl::NotFoundError(absl::StrCat("key not found: \"", KeyForMessage(key), "\""));
+}
+
 }  // namespace
 
 absl::StatusOr<TxnResponse> KvService::RunTxn(absl::string_view subvolume, const TxnRequest& txn) {
@@ -155,7 +159,7 @@ grpc::Status KvService::Get(ServerContext* ctx, const v1::GetRequest* req, v1::G
       read = sv->GetItem(req->key(), 0, &revision);
     }
     if (absl::IsNotFound(read.status())) {
-      return absl::NotFoundError(absl::StrCat("key not found: \"", KeyForMessage(req->key()), "\""));
+      return KeyNotFound(req->key());
     }
     if (absl::IsDataLoss(read.status())) {
       // The engine named the extent (and counted it); add the key, keeping
@@ -252,7 +256,7 @@ grpc::Status KvService::Delete(ServerContext* ctx, const v1::DeleteRequest* req,
     const absl::Time start = absl::Now();
     absl::StatusOr<uint64_t> revision = sv->DeleteItem(req->key(), d);
     if (absl::IsNotFound(revision.status())) {
-      return absl::NotFoundError(absl::StrCat("key not found: \"", KeyForMessage(req->key()), "\""));
+      return KeyNotFound(req->key());
     }
     COWKV_RETURN_IF_ERROR(revision.status());
     ObserveWrite(d, start);

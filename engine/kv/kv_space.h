@@ -131,7 +131,8 @@ class KvSpace {
   absl::Status Validate(uint64_t read_revision, const ReadSet& reads);
   void OpenTxn() { window_.OpenTxn(revision_); }
   void CloseTxn() { window_.CloseTxn(); }
-  // A transaction's read found a key written after its read revision.
+  // A transaction's read found a key written after its read revision: ABORTED
+  // (reason kConflict), counted in conflicts(). Needs no lock.
   absl::Status Conflict(const KeyValue& kv, uint64_t read_revision);
 
   // Statistics (StoreStats).

@@ -22,6 +22,7 @@
 #include "engine/base/crc32c.h"
 #include "engine/base/status.h"
 #include "engine/format/layout.h"
+#include "engine/format/sector.h"
 #include "engine/testing/status_matchers.h"
 #include "gtest/gtest.h"
 
@@ -137,7 +138,7 @@ std::string WithTreeEntry(const std::function<void(char* entry)>& patch) {
   b.trees = {TreeRef(0)};
   std::string block = EncodeLogRoot(b, 512);
   patch(block.data() + format::kLogHeaderSize);
-  EncodeLE32(block.data(), Crc32c(block.data() + 4, block.size() - 4));
+  format::SealSector(format::kLogRootSector, &block);
   return block;
 }
 
@@ -306,7 +307,7 @@ TEST(LogFormat, BytenrsOutsideTheDeviceAreRefused) {
     // into a sealed block and restamp the checksum, as a bad writer would.
     std::string block = EncodeLogRoot(Header(), 512);
     EncodeLE64(block.data() + format::kLogNextOff, bytenr);
-    EncodeLE32(block.data(), Crc32c(block.data() + 4, block.size() - 4));
+    format::SealSector(format::kLogRootSector, &block);
     EXPECT_EQ(Decode(block, e).ok(), valid);
     EXPECT_EQ(Decode(WithTreeEntry([&](char* t) { EncodeLE64(t + 8, bytenr); }), e).ok(), valid);
   }
@@ -337,7 +338,7 @@ TEST(LogFormat, InlineKeysMustBeTreeKeys) {
     b.entries = {{5, std::string(format::kMaxTreeKeySize + 1, 'k').substr(0, 1), "v"}};
     std::string block = EncodeLogRoot(b, 4096);
     EncodeLE16(block.data() + format::kLogHeaderSize + 8, static_cast<uint16_t>(klen));
-    EncodeLE32(block.data(), Crc32c(block.data() + 4, block.size() - 4));
+    format::SealSector(format::kLogRootSector, &block);
     EXPECT_FALSE(Decode(block, Expect()).ok()) << klen;
   }
 }

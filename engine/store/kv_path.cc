@@ -69,10 +69,6 @@ absl::StatusOr<uint64_t> StoreImpl::ApplyLocked(uint64_t subvol, uint64_t read_r
   return rev;
 }
 
-absl::Status StoreImpl::ConflictOf(const KeyValue& kv, uint64_t read_revision) {
-  return kv_->Conflict(kv, read_revision);  // counts with an atomic: no lock
-}
-
 void StoreImpl::RunInWriteGroup(GroupWrite* w) {
   write_group_.Run(w, [this](const std::vector<GroupWrite*>& batch) { RunWriteBatch(batch); });
 }
@@ -270,7 +266,7 @@ absl::StatusOr<KeyValue> StoreImpl::TxnGet(KvTxnState* t, absl::string_view key)
   }
   t->reads.keys.emplace_back(t->subvol, std::string(key));
   absl::StatusOr<KeyValue> kv = GetItem(t->subvol, key);
-  if (kv.ok() && kv->mod_revision > t->read_revision) return ConflictOf(*kv, t->read_revision);
+  if (kv.ok() && kv->mod_revision > t->read_revision) return kv_->Conflict(*kv, t->read_revision);
   return kv;
 }
 
@@ -357,7 +353,7 @@ absl::StatusOr<RangeResult> StoreImpl::TxnRange(KvTxnState* t, const RangeReques
     }
   }
   for (const KeyValue& kv : r.kvs) {
-    if (kv.mod_revision > t->read_revision) return ConflictOf(kv, t->read_revision);
+    if (kv.mod_revision > t->read_revision) return kv_->Conflict(kv, t->read_revision);
   }
   kv::ReadRange rr{t->subvol, n.start, n.end};
   if (overlap) {

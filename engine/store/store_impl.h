@@ -188,8 +188,6 @@ class StoreImpl {
   absl::StatusOr<uint64_t> KvWrite(const std::function<absl::StatusOr<uint64_t>()>& apply,
                                    Durability d);
   absl::StatusOr<Tree*> WritableTree(uint64_t subvol) ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  // A transaction read a key written after its read revision (counted).
-  absl::Status ConflictOf(const KeyValue& kv, uint64_t read_revision);
   Durability Resolve(Durability d) const {
     return d == Durability::kDefault ? options_.default_durability : d;
   }
