@@ -39,8 +39,11 @@ LogManager::LogManager(TxnManager* txn, uint64_t max_pending_keys)
 LogManager::~LogManager() = default;
 
 void LogManager::ResetChain(uint64_t base, uint64_t nonce) {
-  cache_ = std::make_unique<NodeCache>(txn_->device(), txn_->superblock().fsid, txn_->nodesize(),
-                                       txn_->superblock().sectorsize, kLogCacheBytes);
+  auto cache =
+      std::make_unique<NodeCache>(txn_->device(), txn_->superblock().fsid, txn_->nodesize(),
+                                  txn_->superblock().sectorsize, kLogCacheBytes);
+  absl::MutexLock l(&chain_mu_);  // a FinishSync of the old chain sees it whole
+  cache_ = std::move(cache);
   pending_.clear();
   pending_keys_ = 0;
   fs_subvols_.clear();
@@ -99,7 +102,7 @@ absl::StatusOr<bool> LogManager::Contains(uint64_t subvol, absl::string_view tre
   if (in != inline_fs_keys_.end() && in->second.count(tree_key) > 0) return true;
   for (auto it = fs_trees_.rbegin(); it != fs_trees_.rend(); ++it) {
     if (it->subvol != subvol) continue;
-    ++stats_.lookups;
+    ++lookups_;
     Tree tree(format::kLogTreeOwner, RootRef{it->bytenr, it->generation, it->level}, cache_.get(),
               nullptr);
     absl::StatusOr<std::string> v = tree.Get(tree_key);
@@ -235,6 +238,7 @@ absl::Status LogManager::WriteSync(const SyncBatch& b) {
 }
 
 void LogManager::FinishSync(const SyncBatch& b, const absl::Status& written) {
+  absl::MutexLock l(&chain_mu_);
   if (written.ok()) {
     // Counted even when a commit retired the chain meanwhile: the sync was
     // written and flushed all the same (the store's latency histogram
@@ -254,7 +258,9 @@ void LogManager::FinishSync(const SyncBatch& b, const absl::Status& written) {
 }
 
 LogStats LogManager::Stats() const {
+  absl::MutexLock l(&chain_mu_);
   LogStats s = stats_;
+  s.lookups = lookups_;
   s.chain_blocks = chain_blocks_.size();
   return s;
 }

@@ -22,19 +22,28 @@
 // `max_pending_keys`, or when an engine-level write (a Transaction handle)
 // changed a tree outside the log's view.
 //
-// Not thread-safe: the store calls it under its tree lock, except
-// WriteSync, which the store serialises and calls without it.
+// Threads: the store calls it under its tree lock, except WriteSync and
+// FinishSync, which the store serialises (its log lock) and calls without
+// it, so that a lone durable write takes the tree lock twice (apply, then
+// PrepareSync), not three times. What FinishSync touches is safe beside the
+// tree-lock holders: the chain identity (nonce_, base_, cache_) is written
+// only by ResetChain, under both the tree lock and chain_mu_, and read under
+// either; broken_ is atomic; the sync counters are under chain_mu_; the
+// NodeCache is thread-safe.
 #ifndef COWKV_ENGINE_LOG_LOG_MANAGER_H_
 #define COWKV_ENGINE_LOG_LOG_MANAGER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "engine/format/superblock.h"
 #include "engine/log/log_format.h"
 #include "engine/tree/node_cache.h"
@@ -120,7 +129,8 @@ class LogManager : private TreeHooks {
   absl::StatusOr<std::unique_ptr<SyncBatch>> PrepareSync(uint64_t revision);
   // Without the lock: the new nodes, the root block, one flush.
   absl::Status WriteSync(const SyncBatch& b);
-  // Under the lock again.
+  // Without the tree lock too (see the file comment): counts the sync and,
+  // when its chain still lives, marks its nodes written or the chain broken.
   void FinishSync(const SyncBatch& b, const absl::Status& written);
 
   LogStats Stats() const;
@@ -149,7 +159,7 @@ class LogManager : private TreeHooks {
   uint64_t nonce_ = 0;
   uint64_t next_root_ = 0;  // where the next root block goes; 0 = no chain
   uint64_t seq_ = 0;
-  bool broken_ = false;  // a sync failed or could not allocate
+  std::atomic<bool> broken_{false};  // a sync failed or could not allocate
   bool full_ = false;    // over the pending bound, or engine-level writes
   std::vector<uint64_t> chain_blocks_;
   // File-namespace keys of this chain, for Contains(): subvolumes that have
@@ -157,7 +167,10 @@ class LogManager : private TreeHooks {
   absl::flat_hash_set<uint64_t> fs_subvols_;
   std::map<uint64_t, absl::flat_hash_set<std::string>> inline_fs_keys_;
   std::vector<LogTreeRef> fs_trees_;
-  LogStats stats_;
+  uint64_t lookups_ = 0;  // under the tree lock, as Contains runs
+  // Guards the sync counters and orders FinishSync against ResetChain.
+  mutable absl::Mutex chain_mu_;
+  LogStats stats_ ABSL_GUARDED_BY(chain_mu_);
 };
 
 }  // namespace log

@@ -214,7 +214,7 @@ absl::Status StoreImpl::Commit(CommitTrigger trigger) {
     absl::WriterMutexLock l(&mu_);
     s = txn_->FinishCommit(std::move(batch), written);
     if (s.ok()) txn_->FreeLogBlocks(retired);
-    if (s.ok()) s = AfterCommitLocked(trigger, start);
+    if (s.ok()) s = AfterCommitLocked(trigger, gen, start);
   }
   PublishDurable(gen, sealed_point, s);
   return s;
@@ -248,7 +248,7 @@ absl::Status StoreImpl::CommitLocked(CommitTrigger trigger) {
   const uint64_t gen = txn_->generation();
   absl::Status s = txn_->Commit();
   if (s.ok()) txn_->FreeLogBlocks(retired);
-  if (s.ok()) s = AfterCommitLocked(trigger, start);
+  if (s.ok()) s = AfterCommitLocked(trigger, gen, start);
   PublishDurable(gen, sealed_point, s);
   return s;
 }
@@ -278,13 +278,13 @@ const char* TriggerName(CommitTrigger trigger) {
   return "unknown";
 }
 
-absl::Status StoreImpl::AfterCommitLocked(CommitTrigger trigger,
+absl::Status StoreImpl::AfterCommitLocked(CommitTrigger trigger, uint64_t generation,
                                           std::chrono::steady_clock::time_point start) {
   // The clock stops before the paranoid check, which is not commit work.
   const CommitTrigger slot = trigger == CommitTrigger::kClose ? CommitTrigger::kExplicit : trigger;
   const auto took = std::chrono::steady_clock::now() - start;
   commit_latency_[static_cast<int>(slot)].Record(took);
-  ReportIfSlow(EngineEvent::Kind::kSlowCommit, took, TriggerName(trigger));
+  ReportIfSlow(EngineEvent::Kind::kSlowCommit, generation, took, TriggerName(trigger));
   ++commits_by_[static_cast<int>(trigger)];
   if (options_.paranoid_checks) {
     COWKV_ASSIGN_OR_RETURN(CheckReport r, Check(device_));
@@ -296,8 +296,8 @@ absl::Status StoreImpl::AfterCommitLocked(CommitTrigger trigger,
   return absl::OkStatus();
 }
 
-void StoreImpl::ReportIfSlow(EngineEvent::Kind kind, std::chrono::steady_clock::duration took,
-                             absl::string_view trigger) {
+void StoreImpl::ReportIfSlow(EngineEvent::Kind kind, uint64_t generation,
+                             std::chrono::steady_clock::duration took, absl::string_view trigger) {
   const uint64_t micros =
       static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(took).count());
   if (!options_.on_event || options_.slow_op_ms == 0 || micros < options_.slow_op_ms * 1000) {
@@ -305,7 +305,7 @@ void StoreImpl::ReportIfSlow(EngineEvent::Kind kind, std::chrono::steady_clock::
   }
   EngineEvent e;
   e.kind = kind;
-  e.generation = txn_->generation();
+  e.generation = generation;
   e.micros = micros;
   e.trigger = std::string(trigger);
   options_.on_event(e);
@@ -341,13 +341,12 @@ absl::StatusOr<std::optional<LogSyncer::Synced>> StoreImpl::RunLogSync() {
     absl::Status w = txn_->CheckDeviceOwned();
     if (w.ok()) w = log_->WriteSync(*batch);
     const auto elapsed = std::chrono::steady_clock::now() - start;
-    {
-      absl::WriterMutexLock l(&mu_);
-      log_->FinishSync(*batch, w);
-      if (w.ok()) log_sync_latency_.Record(elapsed);  // with FinishSync's count
-      if (w.ok()) ReportIfSlow(EngineEvent::Kind::kSlowLogSync, elapsed, "");
-    }
+    // Without the tree lock (LogManager's file comment says why that is
+    // safe): a lone durable write takes it twice, to apply and to prepare.
+    log_->FinishSync(*batch, w);
     if (!w.ok()) return std::nullopt;
+    log_sync_latency_.Record(elapsed);  // with FinishSync's count
+    ReportIfSlow(EngineEvent::Kind::kSlowLogSync, base, elapsed, "");
   }
   return LogSyncer::Synced{point, base};
 }

@@ -214,12 +214,14 @@ class StoreImpl {
       TxnManager::WriteKind kind = TxnManager::WriteKind::kInsert);
   absl::StatusOr<Tree*> TreeFor(uint64_t tree_id) ABSL_SHARED_LOCKS_REQUIRED(mu_);
   absl::Status CommitLocked(CommitTrigger trigger) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_, commit_mu_);
-  // Counts a commit that made its generation durable and records its
+  // An EngineEvent for a commit or log sync slower than slow_op_ms; no lock
+  // needed (`generation` as EngineEvent::generation).
+  void ReportIfSlow(EngineEvent::Kind kind, uint64_t generation,
+                    std::chrono::steady_clock::duration took, absl::string_view trigger);
+  // Counts a commit that made `generation` durable and records its
   // latency since `start` (when the commit took commit_mu_).
-  // An EngineEvent for a commit or log sync slower than slow_op_ms.
-  void ReportIfSlow(EngineEvent::Kind kind, std::chrono::steady_clock::duration took,
-                    absl::string_view trigger);
-  absl::Status AfterCommitLocked(CommitTrigger trigger, std::chrono::steady_clock::time_point start)
+  absl::Status AfterCommitLocked(CommitTrigger trigger, uint64_t generation,
+                                 std::chrono::steady_clock::time_point start)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // StoreStats' latency snapshots.
   void LatencyStatsLocked(StoreStats* s) ABSL_SHARED_LOCKS_REQUIRED(mu_);

@@ -421,6 +421,8 @@ TEST(Store, ReportsSlowCommitsSlowLogSyncsAndTheSwitchToReadOnly) {
     EXPECT_EQ(events[1].kind, EngineEvent::Kind::kSlowCommit);
     EXPECT_EQ(events[1].trigger, "explicit");
     EXPECT_GE(events[1].micros, 20000u);
+    // The sync extends the last durable generation; the commit seals the next.
+    EXPECT_EQ(events[0].generation + 1, events[1].generation);
     events.clear();
   }
   MkfsOptions other = TestMkfs();

@@ -70,6 +70,7 @@ void NodeCache::InsertLocked(NodeRef node) {
   COWKV_DCHECK(map_.count(node->bytenr) == 0);
   if (node->dirty) {
     dirty_[node->bytenr] = node;
+    dirty_nodes_.store(dirty_.size(), std::memory_order_relaxed);
   } else {
     clean_bytes_ += node->MemoryBytes();
     clock_.push_back(node->bytenr);
@@ -108,6 +109,7 @@ void NodeCache::Discard(uint64_t bytenr) {
   if (it == map_.end()) return;
   if (it->second->dirty) {
     dirty_.erase(bytenr);
+    dirty_nodes_.store(dirty_.size(), std::memory_order_relaxed);
   } else if (writeback_.erase(bytenr) == 0) {
     COWKV_DCHECK(clean_bytes_ >= it->second->MemoryBytes());
     clean_bytes_ -= it->second->MemoryBytes();
@@ -127,6 +129,7 @@ std::vector<NodeRef> NodeCache::SealDirty() {
     out.push_back(node);
   }
   dirty_.clear();
+  dirty_nodes_.store(0, std::memory_order_relaxed);
   std::sort(out.begin(), out.end(),
             [](const NodeRef& a, const NodeRef& b) { return a->bytenr < b->bytenr; });
   return out;

@@ -70,6 +70,9 @@ class NodeCache {
   const std::string& fsid() const { return fsid_; }
   BlockDevice* device() const { return device_; }
   NodeCacheStats Stats();
+  // Dirty nodes now, without the lock (the throttler asks on every write):
+  // exact when the caller excludes writers, as the tree lock does.
+  uint64_t DirtyNodes() const { return dirty_nodes_.load(std::memory_order_relaxed); }
 
  private:
   void InsertLocked(NodeRef node) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -91,6 +94,7 @@ class NodeCache {
   uint64_t clean_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   // The dirty subset of map_, so a commit touches only what it writes.
   absl::flat_hash_map<uint64_t, NodeRef> dirty_ ABSL_GUARDED_BY(mu_);
+  std::atomic<uint64_t> dirty_nodes_{0};  // dirty_.size(), stored under mu_
   // Sealed, not yet written: in map_, never evicted.
   absl::flat_hash_map<uint64_t, NodeRef> writeback_ ABSL_GUARDED_BY(mu_);
   // Statistics bumped under a shared lock; relaxed, no ordering implied.

@@ -141,7 +141,7 @@ class TxnManager : public TreeHooks {
   absl::Status ScanRootTree(uint8_t type,
                             const std::function<absl::Status(uint64_t objectid,
                                                              absl::string_view value)>& fn);
-  bool HasDirtyNodes() { return cache_->Stats().dirty_nodes > 0; }
+  bool HasDirtyNodes() { return cache_->DirtyNodes() > 0; }
 
   // Checks that `count` writes to `tree` fit (see the header comment).
   // `bytes` (optional): the keys and values the writes carry; with it, a
@@ -238,7 +238,7 @@ class TxnManager : public TreeHooks {
 
   TxnStats Stats();
   uint32_t nodesize() const { return sb_.nodesize; }
-  uint64_t dirty_bytes() { return cache_->Stats().dirty_bytes; }
+  uint64_t dirty_bytes() { return cache_->DirtyNodes() * cache_->nodesize(); }
   NodeCache* cache() { return cache_.get(); }
   BlockDevice* device() { return device_; }
 
