@@ -6,7 +6,9 @@
 # Runs COWKVD (build it with --config=opt) under callgrind on a fresh
 # file-backed device, sends PUTS durable puts (16 B keys, 256 B values, one
 # client) with the Python client, and prints the inclusive instruction count
-# per put of the server's KV Put handler and of the engine facade below it.
+# per put of the whole server process (gRPC included; its start and stop
+# are spread over the puts), of its KV Put handler and of the engine facade
+# below it.
 # Callgrind counts instructions, not time, so two builds compare exactly
 # whatever else the machine is doing; docs/benchmarks.md ("The Put path")
 # shows the figures before and after issue 15.
@@ -53,5 +55,7 @@ report() {  # report LABEL REGEX
     echo "$1: not found in the profile" >&2
   fi
 }
+total=$(callgrind_annotate "$work/cg.out" 2>/dev/null | awk '/PROGRAM TOTALS/ && !done {gsub(",", "", $1); print $1; done = 1}')
+echo "whole process (start and stop included): $((total / puts)) instructions per put"
 report "server KV Put handler (KvService::Put)" 'cowkv::server::KvService::Put\('
 report "engine facade below it" "${ENGINE_FN:-cowkv::Subvolume::(Put|Txn)\\(}"
