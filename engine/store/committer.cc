@@ -320,6 +320,14 @@ absl::Status StoreImpl::WaitDurable(uint64_t point) {
   }
 }
 
+void StoreImpl::AfterDurable(uint64_t point, std::function<void(const absl::Status&)> done) {
+  if (point == 0) {
+    done(absl::OkStatus());
+    return;
+  }
+  notifier_->Add(point, std::move(done));
+}
+
 absl::StatusOr<std::optional<LogSyncer::Synced>> StoreImpl::RunLogSync() {
   absl::MutexLock ll(&log_mu_);
   std::unique_ptr<log::LogManager::SyncBatch> batch;

@@ -3,6 +3,7 @@
 // a lock or a tree.
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <random>
 #include <set>
 #include <thread>
@@ -172,6 +173,53 @@ absl::StatusOr<RangeResult> Subvolume::Range(const RangeRequest& req) {
 std::unique_ptr<Iterator> Subvolume::NewIterator() { return store_->NewIterator(id_); }
 
 absl::StatusOr<TxnResponse> Subvolume::Txn(const TxnRequest& req) { return store_->Txn(id_, req); }
+
+void Subvolume::PutItemThen(absl::string_view key, absl::string_view value, Durability d,
+                            RevisionDone done) {
+  uint64_t point = 0;
+  absl::StatusOr<uint64_t> rev = store_->Put(id_, key, value, d, &point);
+  if (!rev.ok()) {
+    done(rev.status());
+    return;
+  }
+  store_->AfterDurable(point, [rev = *rev, done = std::move(done)](const absl::Status& s) {
+    done(s.ok() ? absl::StatusOr<uint64_t>(rev) : s);
+  });
+}
+
+void Subvolume::DeleteItemThen(absl::string_view key, Durability d, RevisionDone done) {
+  uint64_t point = 0;
+  absl::StatusOr<uint64_t> rev = store_->Delete(id_, key, d, &point);
+  // A missing key is NOT_FOUND once what the delete saw is durable (as
+  // DeleteItem answers); other errors at once.
+  if (!rev.ok() && !absl::IsNotFound(rev.status())) {
+    done(rev.status());
+    return;
+  }
+  store_->AfterDurable(point,
+                       [rev = std::move(rev), done = std::move(done)](const absl::Status& s) {
+                         done(s.ok() ? rev : absl::StatusOr<uint64_t>(s));
+                       });
+}
+
+void Subvolume::TxnThen(const TxnRequest& req, TxnDone done) {
+  uint64_t point = 0;
+  absl::StatusOr<TxnResponse> resp = store_->Txn(id_, req, &point);
+  if (!resp.ok()) {
+    done(resp.status());
+    return;
+  }
+  // Shared, not copied: the callback type must be copyable, a response may
+  // hold ranges of values.
+  auto held = std::make_shared<TxnResponse>(*std::move(resp));
+  store_->AfterDurable(point, [held, done = std::move(done)](const absl::Status& s) {
+    if (!s.ok()) {
+      done(s);
+      return;
+    }
+    done(std::move(*held));
+  });
+}
 
 absl::StatusOr<std::unique_ptr<KvTransaction>> Subvolume::BeginTransaction() {
   return store_->BeginTransaction(id_);

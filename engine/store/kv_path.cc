@@ -88,7 +88,13 @@ void StoreImpl::RunWriteBatch(const std::vector<GroupWrite*>& batch) {
       // compare) reflects async writes before it, which must survive a
       // crash once it returns (kv_gen_test: 'put a A; del b A;
       // delrange [b,+inf) D'). With nothing pending the wait is free.
-      if (g->durable && g->rev.ok()) durable_point = std::max(durable_point, durable_seq_);
+      if (g->durable && g->rev.ok()) {
+        if (g->defer) {
+          g->point = durable_seq_;
+        } else {
+          durable_point = std::max(durable_point, durable_seq_);
+        }
+      }
     }
     const ThrottleSample sample = PayDelayedRefsLocked(heads_before);
     for (GroupWrite* g : batch) g->throttle = sample;
@@ -98,13 +104,14 @@ void StoreImpl::RunWriteBatch(const std::vector<GroupWrite*>& batch) {
 }
 
 absl::StatusOr<uint64_t> StoreImpl::KvWrite(const std::function<absl::StatusOr<uint64_t>()>& apply,
-                                            Durability d) {
+                                            Durability d, uint64_t* defer_point) {
   COWKV_RETURN_IF_ERROR(CheckOpen());
   if (options_.read_only) return ReadOnlyStoreError("store is opened read-only");
   for (int attempt = 0;; ++attempt) {
     GroupWrite w;
     w.apply = &apply;
     w.durable = Resolve(d) == Durability::kDurable;
+    w.defer = defer_point != nullptr;
     RunInWriteGroup(&w);
     if (absl::IsResourceExhausted(w.rev.status()) && !IsLimitError(w.rev.status()) &&
         attempt == 0) {
@@ -112,9 +119,14 @@ absl::StatusOr<uint64_t> StoreImpl::KvWrite(const std::function<absl::StatusOr<u
       COWKV_RETURN_IF_ERROR(Commit(CommitTrigger::kSpace));
       continue;
     }
+    // Also for a durable call that fails or changes nothing: its answer
+    // reflects the writes before it (see RunWriteBatch).
+    if (defer_point != nullptr) *defer_point = w.durable ? w.point : 0;
     COWKV_RETURN_IF_ERROR(w.rev.status());
     const bool changed = *w.rev > w.before;
-    if (w.durable) COWKV_RETURN_IF_ERROR(w.durable_status);  // also a call that changed nothing
+    if (w.durable && !w.defer) {
+      COWKV_RETURN_IF_ERROR(w.durable_status);  // also a call that changed nothing
+    }
     if (changed && w.durable) durable_commits_.fetch_add(1, std::memory_order_relaxed);
     if (changed) Throttle(w.throttle);
     return w.rev;
@@ -148,24 +160,28 @@ void StoreImpl::ReleaseUnusedExtents(const kv::KvWriteSet& ws) {
 }
 
 absl::StatusOr<uint64_t> StoreImpl::KvWriteSetWrite(
-    kv::KvWriteSet* ws, const std::function<absl::StatusOr<uint64_t>()>& apply, Durability d) {
+    kv::KvWriteSet* ws, const std::function<absl::StatusOr<uint64_t>()>& apply, Durability d,
+    uint64_t* defer_point) {
   absl::Status s = PrepareExtents(&ws->writes, &ws->extents);
-  absl::StatusOr<uint64_t> rev = s.ok() ? KvWrite(apply, d) : absl::StatusOr<uint64_t>(s);
+  absl::StatusOr<uint64_t> rev =
+      s.ok() ? KvWrite(apply, d, defer_point) : absl::StatusOr<uint64_t>(s);
   if (!ws->extents.empty()) ReleaseUnusedExtents(*ws);
   return rev;
 }
 
 absl::StatusOr<uint64_t> StoreImpl::Put(uint64_t subvol, absl::string_view key,
-                                        absl::string_view value, Durability d) {
+                                        absl::string_view value, Durability d,
+                                        uint64_t* defer_point) {
   COWKV_RETURN_IF_ERROR(kv::ValidateKey(key));
   COWKV_RETURN_IF_ERROR(kv::ValidateValue(value));
   kv::KvWriteSet ws;
   kv::BufferPut(&ws, key, value);
   return KvWriteSetWrite(
-      &ws, [&] { return ApplyLocked(subvol, 0, kv::ReadSet{}, ws); }, d);
+      &ws, [&] { return ApplyLocked(subvol, 0, kv::ReadSet{}, ws); }, d, defer_point);
 }
 
-absl::StatusOr<uint64_t> StoreImpl::Delete(uint64_t subvol, absl::string_view key, Durability d) {
+absl::StatusOr<uint64_t> StoreImpl::Delete(uint64_t subvol, absl::string_view key, Durability d,
+                                           uint64_t* defer_point) {
   COWKV_RETURN_IF_ERROR(kv::ValidateKey(key));
   kv::KvWriteSet ws;
   kv::BufferDelete(&ws, key);
@@ -182,7 +198,7 @@ absl::StatusOr<uint64_t> StoreImpl::Delete(uint64_t subvol, absl::string_view ke
                                              COWKV_RETURN_IF_ERROR(got);
                                              return ApplyLocked(subvol, 0, kv::ReadSet{}, ws);
                                            },
-                                           d));
+                                           d, defer_point));
   // A missing key is NOT_FOUND, even on a full device; a durable delete
   // answers it once the state it saw (async writes before it) is durable,
   // as a durable Txn whose compare failed does.
@@ -190,7 +206,8 @@ absl::StatusOr<uint64_t> StoreImpl::Delete(uint64_t subvol, absl::string_view ke
   return rev;
 }
 
-absl::StatusOr<TxnResponse> StoreImpl::Txn(uint64_t subvol, const TxnRequest& req) {
+absl::StatusOr<TxnResponse> StoreImpl::Txn(uint64_t subvol, const TxnRequest& req,
+                                           uint64_t* defer_point) {
   for (const Compare& c : req.compare) COWKV_RETURN_IF_ERROR(kv::ValidateKey(c.key));
   COWKV_RETURN_IF_ERROR(kv::ValidateTxnOps(req.success));
   COWKV_RETURN_IF_ERROR(kv::ValidateTxnOps(req.failure));
@@ -217,7 +234,7 @@ absl::StatusOr<TxnResponse> StoreImpl::Txn(uint64_t subvol, const TxnRequest& re
                   if (resp.revision > before) ++durable_seq_;
                   return resp.revision;
                 },
-                req.durability)
+                req.durability, defer_point)
           : absl::StatusOr<uint64_t>(prepared);
   for (const kv::KvWriteSet& b : branches) {
     if (!b.extents.empty()) ReleaseUnusedExtents(b);

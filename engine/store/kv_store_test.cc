@@ -5,11 +5,14 @@
 // replay after power loss, fallback to engine commits. `check` after every
 // test that writes.
 #include <atomic>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/blocking_counter.h"
+#include "absl/synchronization/mutex.h"
 #include "cowkv/device.h"
 #include "cowkv/store.h"
 #include "engine/io/fault_device.h"
@@ -625,6 +628,127 @@ TEST_F(KvTest, DurableCommitsSurvivePowerLoss) {
     ASSERT_OK(s->Close());
   }
   ASSERT_OK_AND_ASSIGN(store_, Store::Open(&dev_, testing::TestOptions()));
+}
+
+// The Then forms (a server's non-blocking writes): each answers exactly
+// once; a durable answer comes only after the sync that covers it — every
+// acknowledged write survives a power cut at the next flush; async answers
+// come on the caller's thread; concurrent writers share syncs; Close
+// answers whatever is still waiting.
+TEST_F(KvTest, ThenFormsAnswerOnceWhenDurable) {
+  store_.reset();
+  sv_.reset();
+  for (auto mode : {FaultDevice::LossMode::kDropAll, FaultDevice::LossMode::kTorn}) {
+    FaultDevice fd(&dev_);
+    absl::Mutex mu;
+    std::map<std::string, std::string> acked;  // key -> value, answered OK
+    std::map<std::string, int> answers;        // key -> times answered
+    int not_found = 0;
+    {
+      Options o = testing::TestOptions();
+      o.default_durability = Durability::kDurable;
+      ASSERT_OK_AND_ASSIGN(auto s, Store::Open(&fd, o));
+      ASSERT_OK_AND_ASSIGN(auto sv, s->DefaultSubvolume());
+      const StoreStats before = s->Stats();
+      constexpr int kThreads = 4, kPerThread = 50;
+      absl::BlockingCounter pending(kThreads * (kPerThread + 2));
+      std::vector<std::thread> threads;
+      for (int t = 0; t < kThreads; ++t) {
+        threads.emplace_back([&, t] {
+          for (int i = 0; i < kPerThread; ++i) {
+            const std::string key = absl::StrCat("t", t, "/", i), value = absl::StrCat(i);
+            sv->PutItemThen(key, value, Durability::kDurable,
+                            [&, key, value](absl::StatusOr<uint64_t> rev) {
+                              absl::MutexLock l(&mu);
+                              ++answers[key];
+                              if (rev.ok()) acked[key] = value;
+                              pending.DecrementCount();
+                            });
+          }
+          sv->DeleteItemThen(absl::StrCat("absent", t), Durability::kDurable,
+                             [&](absl::StatusOr<uint64_t> rev) {
+                               absl::MutexLock l(&mu);
+                               if (absl::IsNotFound(rev.status())) ++not_found;
+                               pending.DecrementCount();
+                             });
+          TxnRequest req;
+          req.durability = Durability::kDurable;
+          TxnOp put;
+          put.key = absl::StrCat("txn", t);
+          put.value = "x";
+          req.success.push_back(put);
+          sv->TxnThen(req, [&, t](absl::StatusOr<TxnResponse> resp) {
+            absl::MutexLock l(&mu);
+            const std::string key = absl::StrCat("txn", t);
+            ++answers[key];
+            if (resp.ok() && resp->succeeded) acked[key] = "x";
+            pending.DecrementCount();
+          });
+        });
+      }
+      for (auto& th : threads) th.join();
+      pending.Wait();
+      {
+        absl::MutexLock l(&mu);
+        EXPECT_EQ(acked.size(), size_t{kThreads * (kPerThread + 1)});
+        for (const auto& [key, n] : answers) EXPECT_EQ(n, 1) << key;
+        EXPECT_EQ(not_found, kThreads);
+      }
+      const StoreStats after = s->Stats();
+      EXPECT_LT(after.log_syncs - before.log_syncs, uint64_t{kThreads * kPerThread})
+          << "concurrent Then writers never shared a sync";
+      // An async write answers on this thread, before the call returns.
+      bool answered = false;
+      sv->PutItemThen("async", "a", Durability::kAsync,
+                      [&](absl::StatusOr<uint64_t> rev) { answered = rev.ok(); });
+      EXPECT_TRUE(answered);
+      fd.CrashAtFlush(1);
+      (void)s->Close();  // dies at its first flush
+    }
+    ASSERT_TRUE(fd.dead());
+    fd.PowerLoss(mode, 11);
+    ASSERT_OK_AND_ASSIGN(auto s, Store::Open(&fd, testing::TestOptions()));
+    ASSERT_OK_AND_ASSIGN(auto sv, s->DefaultSubvolume());
+    for (const auto& [key, value] : acked) {
+      absl::StatusOr<std::string> got = sv->Get(key);
+      ASSERT_TRUE(got.ok()) << key << " was acknowledged durable and is gone: " << got.status();
+      EXPECT_EQ(*got, value) << key;
+    }
+    ASSERT_OK(s->Close());
+    ExpectCheckClean(&fd);
+  }
+  ASSERT_OK_AND_ASSIGN(store_, Store::Open(&dev_, testing::TestOptions()));
+}
+
+TEST_F(KvTest, CloseAnswersThenWritersStillWaiting) {
+  constexpr int kWriters = 64;
+  absl::Mutex mu;
+  int answered = 0, ok = 0, closed = 0;
+  std::vector<std::string> acked;
+  for (int i = 0; i < kWriters; ++i) {
+    const std::string key = absl::StrCat("w", i);
+    sv_->PutItemThen(key, "v", Durability::kDurable, [&, key](absl::StatusOr<uint64_t> rev) {
+      absl::MutexLock l(&mu);
+      ++answered;
+      if (rev.ok()) {
+        ++ok;
+        acked.push_back(key);
+      } else if (absl::IsFailedPrecondition(rev.status())) {
+        ++closed;
+      }
+    });
+  }
+  sv_.reset();
+  ASSERT_OK(store_->Close());
+  {
+    absl::MutexLock l(&mu);
+    EXPECT_EQ(answered, kWriters) << "Close returned before answering every writer";
+    EXPECT_EQ(ok + closed, kWriters);
+  }
+  // After Close, a Then write is refused at once.
+  Reopen();
+  ASSERT_OK_AND_ASSIGN(auto sv, store_->DefaultSubvolume());
+  for (const std::string& key : acked) EXPECT_OK(sv->Get(key).status()) << key;
 }
 
 TEST_F(KvTest, GroupCommitSharesSyncs) {

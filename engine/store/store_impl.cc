@@ -48,6 +48,9 @@ absl::Status StoreImpl::Init() {
   {
     syncer_ =
         std::make_unique<LogSyncer>([this] { return RunLogSync(); }, txn_->superblock().generation);
+    notifier_ =
+        std::make_unique<DurabilityNotifier>([this](uint64_t point) { return WaitDurable(point); },
+                                             absl::FailedPreconditionError("store is closed"));
   }
   if (r.root_blocks > 0 && !options_.read_only) {
     // The replayed state becomes an engine commit; the chain is retired.
@@ -78,6 +81,9 @@ absl::Status StoreImpl::Close() {
     absl::MutexLock l(&handles_mu_);
     stop_ = true;
   }
+  // Writers waiting without a thread are answered first: their writes are
+  // applied, and the wait may need the committer's commit.
+  if (notifier_ != nullptr) notifier_->Stop();
   if (committer_.joinable()) committer_.join();
   if (cleaner_.joinable()) cleaner_.join();
   absl::Status s;

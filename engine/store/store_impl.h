@@ -46,6 +46,7 @@
 #include "engine/kv/kv_item.h"
 #include "engine/kv/kv_space.h"
 #include "engine/log/log_manager.h"
+#include "engine/store/durability_notifier.h"
 #include "engine/store/log_syncer.h"
 #include "engine/store/write_group.h"
 #include "engine/subvol/subvolumes.h"
@@ -104,15 +105,23 @@ class StoreImpl {
 
   absl::Status Close();
   // The key space (kv_path.cc).
+  // Put, Delete and Txn wait for durability themselves, unless
+  // `defer_point` is given: then they return once applied and set it to the
+  // durability point the caller must wait for (AfterDurable; 0 = none).
   absl::StatusOr<uint64_t> Put(uint64_t subvol, absl::string_view key, absl::string_view value,
-                               Durability d);
-  absl::StatusOr<uint64_t> Delete(uint64_t subvol, absl::string_view key, Durability d);
+                               Durability d, uint64_t* defer_point = nullptr);
+  absl::StatusOr<uint64_t> Delete(uint64_t subvol, absl::string_view key, Durability d,
+                                  uint64_t* defer_point = nullptr);
   // max_value_load: as RangeRequest::max_value_load.
   absl::StatusOr<KeyValue> GetItem(uint64_t subvol, absl::string_view key,
                                    uint64_t max_value_load = 0, uint64_t* revision = nullptr);
   absl::StatusOr<RangeResult> Range(uint64_t subvol, const RangeRequest& req);
   std::unique_ptr<Iterator> NewIterator(uint64_t subvol);
-  absl::StatusOr<TxnResponse> Txn(uint64_t subvol, const TxnRequest& req);
+  absl::StatusOr<TxnResponse> Txn(uint64_t subvol, const TxnRequest& req,
+                                  uint64_t* defer_point = nullptr);
+  // Runs `done` once durability point `point` is durable (or with the error
+  // that stopped it): at once for point 0, else from the notifier's thread.
+  void AfterDurable(uint64_t point, std::function<void(const absl::Status&)> done);
   absl::StatusOr<std::unique_ptr<KvTransaction>> BeginTransaction(uint64_t subvol);
   // KvTransaction's body.
   absl::StatusOr<KeyValue> TxnGet(KvTxnState* t, absl::string_view key);
@@ -179,14 +188,15 @@ class StoreImpl {
   // Prepares extents, runs KvWrite, releases what was not used.
   absl::StatusOr<uint64_t> KvWriteSetWrite(kv::KvWriteSet* ws,
                                            const std::function<absl::StatusOr<uint64_t>()>& apply,
-                                           Durability d);
+                                           Durability d, uint64_t* defer_point = nullptr);
   // Iterator support: the value of `tree_key` in `subvol` now.
   absl::StatusOr<std::string> LoadByTreeKey(uint64_t subvol, absl::string_view tree_key);
   // Runs `apply` under the exclusive lock; on ENOSPC commits once (freed
   // space is pinned until then) and retries; then waits for durability and
-  // paces the writer.
+  // paces the writer. With `defer_point`, returns the point to wait for
+  // instead of waiting (see Put).
   absl::StatusOr<uint64_t> KvWrite(const std::function<absl::StatusOr<uint64_t>()>& apply,
-                                   Durability d);
+                                   Durability d, uint64_t* defer_point = nullptr);
   absl::StatusOr<Tree*> WritableTree(uint64_t subvol) ABSL_SHARED_LOCKS_REQUIRED(mu_);
   Durability Resolve(Durability d) const {
     return d == Durability::kDefault ? options_.default_durability : d;
@@ -291,6 +301,8 @@ class StoreImpl {
 
   // Group commit through the log (created by Init).
   std::unique_ptr<LogSyncer> syncer_;
+  // Durable writes whose callers wait without a thread (AfterDurable).
+  std::unique_ptr<DurabilityNotifier> notifier_;
   uint64_t throttle_batches_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<uint64_t> throttle_waits_{0};    // relaxed: statistics
   std::atomic<uint64_t> throttle_wait_us_{0};  // relaxed: statistics

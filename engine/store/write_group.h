@@ -34,6 +34,10 @@ struct ThrottleSample {
 struct GroupWrite {
   const std::function<absl::StatusOr<uint64_t>()>* apply = nullptr;  // under the tree lock
   bool durable = false;
+  // Durable, but the writer waits itself (StoreImpl::AfterDurable): the
+  // leader records the point it needs instead of syncing for it.
+  bool defer = false;
+  uint64_t point = 0;            // for `defer`: the durability point to wait for
   uint64_t before = 0;           // revision before the apply
   absl::StatusOr<uint64_t> rev;  // what the apply returned
   absl::Status durable_status;   // the group's log sync, if durable

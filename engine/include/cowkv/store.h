@@ -86,6 +86,19 @@ class Subvolume {
   absl::StatusOr<RangeResult> Range(const RangeRequest& req);
   std::unique_ptr<Iterator> NewIterator();
   absl::StatusOr<TxnResponse> Txn(const TxnRequest& req);
+  // PutItem, DeleteItem and Txn for a server that must not hold a thread
+  // while a write becomes durable. The write is applied on this thread;
+  // `done` runs exactly once with the answer the blocking call would give:
+  // on this thread when nothing is left to wait for (async durability, or
+  // an error), else from the store's durability thread once the log sync
+  // or engine commit covering it is done — one wait for every write queued
+  // meanwhile. Keep `done` short: writers queued behind it wait for it.
+  using RevisionDone = std::function<void(absl::StatusOr<uint64_t> revision)>;
+  using TxnDone = std::function<void(absl::StatusOr<TxnResponse> response)>;
+  void PutItemThen(absl::string_view key, absl::string_view value, Durability durability,
+                   RevisionDone done);
+  void DeleteItemThen(absl::string_view key, Durability durability, RevisionDone done);
+  void TxnThen(const TxnRequest& req, TxnDone done);
   absl::StatusOr<std::unique_ptr<KvTransaction>> BeginTransaction();
   // Runs `fn` in a transaction and commits it, retrying ABORTED and
   // OUT_OF_RANGE (too old) with jittered exponential backoff up to
