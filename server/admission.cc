@@ -28,7 +28,8 @@ void MemoryBudget::Grant::Release() {
   budget_ = nullptr;
 }
 
-absl::StatusOr<MemoryBudget::Grant> MemoryBudget::Acquire(uint64_t bytes, grpc::ServerContext* ctx) {
+absl::StatusOr<MemoryBudget::Grant> MemoryBudget::Acquire(uint64_t bytes,
+                                                          grpc::ServerContextBase* ctx) {
   bytes = std::min(bytes, limit_);
   const absl::Time give_up = absl::Now() + max_wait_;
   absl::MutexLock l(&mu_);

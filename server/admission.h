@@ -63,7 +63,7 @@ class MemoryBudget {
   // Waits for `bytes` (at most the whole budget). `ctx` (may be null): a
   // cancelled call or a passed deadline stops the wait (CANCELLED /
   // DEADLINE_EXCEEDED); past max_wait, RESOURCE_EXHAUSTED.
-  absl::StatusOr<Grant> Acquire(uint64_t bytes, grpc::ServerContext* ctx);
+  absl::StatusOr<Grant> Acquire(uint64_t bytes, grpc::ServerContextBase* ctx);
 
   uint64_t limit() const { return limit_; }
   uint64_t in_use() const;

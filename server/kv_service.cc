@@ -229,40 +229,56 @@ grpc::Status KvService::Range(ServerContext* ctx, const v1::RangeRequest* req,
   });
 }
 
-grpc::Status KvService::Put(ServerContext* ctx, const v1::PutRequest* req, v1::PutResponse* resp) {
-  return env_->Run(ctx, "cowkv.v1.KV/Put", ServiceEnv::Errors::kPlain, [&]() -> absl::Status {
-    COWKV_RETURN_IF_ERROR(ValidateKey("key", req->key()));
-    COWKV_RETURN_IF_ERROR(ValidateValue(req->value()));
-    COWKV_RETURN_IF_ERROR(ValidateDurability(req->durability()));
-    const Durability d = ToEngine(req->durability());
-    COWKV_ASSIGN_OR_RETURN(std::unique_ptr<Subvolume> sv,
-                           env_->OpenSubvolume("subvolume", req->subvolume()));
-    const absl::Time start = absl::Now();
-    COWKV_ASSIGN_OR_RETURN(uint64_t revision, sv->PutItem(req->key(), req->value(), d));
-    ObserveWrite(d, start);
-    resp->set_revision(revision);
-    return absl::OkStatus();
-  });
+grpc::ServerUnaryReactor* KvService::Put(grpc::CallbackServerContext* ctx,
+                                         const v1::PutRequest* req, v1::PutResponse* resp) {
+  return env_->RunAsync(
+      ctx, "cowkv.v1.KV/Put", ServiceEnv::Errors::kPlain,
+      [&](ServiceEnv::Answer answer, MemoryBudget::Grant*) -> absl::Status {
+        COWKV_RETURN_IF_ERROR(ValidateKey("key", req->key()));
+        COWKV_RETURN_IF_ERROR(ValidateValue(req->value()));
+        COWKV_RETURN_IF_ERROR(ValidateDurability(req->durability()));
+        const Durability d = ToEngine(req->durability());
+        COWKV_ASSIGN_OR_RETURN(std::unique_ptr<Subvolume> sv,
+                               env_->OpenSubvolume("subvolume", req->subvolume()));
+        const absl::Time start = absl::Now();
+        sv->PutItemThen(req->key(), req->value(), d,
+                        [this, d, start, resp, answer](absl::StatusOr<uint64_t> revision) {
+                          if (revision.ok()) {
+                            ObserveWrite(d, start);
+                            resp->set_revision(*revision);
+                          }
+                          answer(revision.status());
+                        });
+        return absl::OkStatus();
+      });
 }
 
-grpc::Status KvService::Delete(ServerContext* ctx, const v1::DeleteRequest* req,
-                               v1::DeleteResponse* resp) {
-  return env_->Run(ctx, "cowkv.v1.KV/Delete", ServiceEnv::Errors::kPlain, [&]() -> absl::Status {
-    COWKV_RETURN_IF_ERROR(ValidateKey("key", req->key()));
-    COWKV_RETURN_IF_ERROR(ValidateDurability(req->durability()));
-    const Durability d = ToEngine(req->durability());
-    COWKV_ASSIGN_OR_RETURN(std::unique_ptr<Subvolume> sv,
-                           env_->OpenSubvolume("subvolume", req->subvolume()));
-    const absl::Time start = absl::Now();
-    absl::StatusOr<uint64_t> revision = sv->DeleteItem(req->key(), d);
-    if (absl::IsNotFound(revision.status())) {
-      return KeyNotFound(req->key());
-    }
-    COWKV_RETURN_IF_ERROR(revision.status());
-    ObserveWrite(d, start);
-    resp->set_revision(*revision);
-    return absl::OkStatus();
-  });
+grpc::ServerUnaryReactor* KvService::Delete(grpc::CallbackServerContext* ctx,
+                                            const v1::DeleteRequest* req,
+                                            v1::DeleteResponse* resp) {
+  return env_->RunAsync(
+      ctx, "cowkv.v1.KV/Delete", ServiceEnv::Errors::kPlain,
+      [&](ServiceEnv::Answer answer, MemoryBudget::Grant*) -> absl::Status {
+        COWKV_RETURN_IF_ERROR(ValidateKey("key", req->key()));
+        COWKV_RETURN_IF_ERROR(ValidateDurability(req->durability()));
+        const Durability d = ToEngine(req->durability());
+        COWKV_ASSIGN_OR_RETURN(std::unique_ptr<Subvolume> sv,
+                               env_->OpenSubvolume("subvolume", req->subvolume()));
+        const absl::Time start = absl::Now();
+        sv->DeleteItemThen(req->key(), d,
+                           [this, d, start, req, resp, answer](absl::StatusOr<uint64_t> revision) {
+                             if (absl::IsNotFound(revision.status())) {
+                               answer(KeyNotFound(req->key()));
+                               return;
+                             }
+                             if (revision.ok()) {
+                               ObserveWrite(d, start);
+                               resp->set_revision(*revision);
+                             }
+                             answer(revision.status());
+                           });
+        return absl::OkStatus();
+      });
 }
 
 grpc::Status KvService::DeleteRange(ServerContext* ctx, const v1::DeleteRangeRequest* req,
@@ -292,37 +308,51 @@ grpc::Status KvService::DeleteRange(ServerContext* ctx, const v1::DeleteRangeReq
   });
 }
 
-grpc::Status KvService::Txn(ServerContext* ctx, const v1::TxnRequest* req, v1::TxnResponse* resp) {
-  return env_->Run(ctx, "cowkv.v1.KV/Txn", ServiceEnv::Errors::kPlain, [&]() -> absl::Status {
-    COWKV_ASSIGN_OR_RETURN(TxnRequest txn, ToEngineTxn(*req, env_->limits()));
-    // A Txn that may write needs a write token; one that only reads, read.
-    for (const std::vector<TxnOp>* branch : {&txn.success, &txn.failure}) {
-      for (const TxnOp& op : *branch) {
-        if (op.type != TxnOp::Type::kRange) {
-          COWKV_RETURN_IF_ERROR(ServiceEnv::RequireAccess(Access::kWrite));
+grpc::ServerUnaryReactor* KvService::Txn(grpc::CallbackServerContext* ctx,
+                                         const v1::TxnRequest* req, v1::TxnResponse* resp) {
+  return env_->RunAsync(
+      ctx, "cowkv.v1.KV/Txn", ServiceEnv::Errors::kPlain,
+      [&](ServiceEnv::Answer answer, MemoryBudget::Grant* keep) -> absl::Status {
+        COWKV_ASSIGN_OR_RETURN(TxnRequest parsed, ToEngineTxn(*req, env_->limits()));
+        auto txn = std::make_shared<const TxnRequest>(std::move(parsed));
+        // A Txn that may write needs a write token; one that only reads, read.
+        for (const std::vector<TxnOp>* branch : {&txn->success, &txn->failure}) {
+          for (const TxnOp& op : *branch) {
+            if (op.type != TxnOp::Type::kRange) {
+              COWKV_RETURN_IF_ERROR(ServiceEnv::RequireAccess(Access::kWrite));
+            }
+          }
         }
-      }
-    }
-    // Its range results, at most a page each, within its response budget.
-    uint64_t ranges = 0;
-    for (const std::vector<TxnOp>* branch : {&txn.success, &txn.failure}) {
-      uint64_t n = 0;
-      for (const TxnOp& op : *branch) n += op.type == TxnOp::Type::kRange && !op.range.count_only;
-      ranges = std::max(ranges, n);
-    }
-    ResponseGrant grant;
-    if (ranges > 0) {
-      COWKV_ASSIGN_OR_RETURN(
-          grant,
-          env_->budget().Acquire(
-              kUnaryResponseCopies * std::min<uint64_t>(txn.max_response_bytes,
-                                                        ranges * (kRangePageBytes + (1u << 20))),
-              ctx));
-    }
-    COWKV_ASSIGN_OR_RETURN(TxnResponse r, RunTxn(req->subvolume(), txn));
-    ToProtoResults(r, r.succeeded ? txn.success : txn.failure, resp);
-    return absl::OkStatus();
-  });
+        // Its range results, at most a page each, within its response
+        // budget, held until the response is sent.
+        uint64_t ranges = 0;
+        for (const std::vector<TxnOp>* branch : {&txn->success, &txn->failure}) {
+          uint64_t n = 0;
+          for (const TxnOp& op : *branch) {
+            n += op.type == TxnOp::Type::kRange && !op.range.count_only;
+          }
+          ranges = std::max(ranges, n);
+        }
+        if (ranges > 0) {
+          COWKV_ASSIGN_OR_RETURN(
+              *keep, env_->budget().Acquire(
+                         kUnaryResponseCopies *
+                             std::min<uint64_t>(txn->max_response_bytes,
+                                                ranges * (kRangePageBytes + (1u << 20))),
+                         ctx));
+        }
+        COWKV_ASSIGN_OR_RETURN(std::unique_ptr<Subvolume> sv,
+                               env_->OpenSubvolume("subvolume", req->subvolume()));
+        const absl::Time start = absl::Now();
+        sv->TxnThen(*txn, [this, txn, start, resp, answer](absl::StatusOr<TxnResponse> r) {
+          if (r.ok()) {
+            ObserveWrite(txn->durability, start);
+            ToProtoResults(*r, r->succeeded ? txn->success : txn->failure, resp);
+          }
+          answer(r.status());
+        });
+        return absl::OkStatus();
+      });
 }
 
 }  // namespace server

@@ -31,7 +31,10 @@ class RequestParseInterceptor final : public grpc::experimental::Interceptor {
     }
     if (unparsed_ && methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
       const grpc::Status sent = methods->GetSendStatus();
-      if (sent.error_code() == grpc::StatusCode::INTERNAL) {
+      // The synchronous server answers INTERNAL for a request it could not
+      // parse; the callback API (KV Put, Delete, Txn) UNIMPLEMENTED.
+      if (sent.error_code() == grpc::StatusCode::INTERNAL ||
+          sent.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
         const grpc::Status replaced =
             UnparsableRequestStatus(method_, *request_type_, sent.error_message());
         methods->ModifySendStatus(replaced);

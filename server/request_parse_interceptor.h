@@ -6,7 +6,9 @@
 // refuses the bytes — a proto3 `string` field (a subvolume name, a path, a
 // symlink target) holding invalid UTF-8 is the common case; truncated or
 // garbage bytes are the other — gRPC answers INTERNAL with an empty message
-// (grpcpp/impl/codegen/proto_utils.h: GenericDeserialize). INTERNAL means a
+// (grpcpp/impl/codegen/proto_utils.h: GenericDeserialize) — UNIMPLEMENTED,
+// also with no message, for the callback-API methods (KV Put, Delete,
+// Txn). INTERNAL means a
 // device I/O error in this API (docs/api.md), and an empty message breaks
 // the rule that every failure says what failed.
 //
@@ -14,7 +16,7 @@
 // the POST_RECV_MESSAGE hook with the parsed request, or with none when the
 // parse failed (server.cc SyncRequest), and the handler never runs. The
 // interceptor remembers that, and at PRE_SEND_STATUS replaces gRPC's
-// INTERNAL by status_mapping.h's UnparsableRequestStatus. It also records
+// INTERNAL (or UNIMPLEMENTED) by status_mapping.h's UnparsableRequestStatus. It also records
 // the call in RpcMetrics, which ServiceEnv::Run would otherwise never see.
 //
 // Not covered: the client-streaming Files.Write. There gRPC reports a

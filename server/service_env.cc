@@ -40,7 +40,7 @@ ServiceEnv::ServiceEnv(Store* store, BlockDevice* device, RpcMetrics* metrics, T
       budget_(limits.inflight_bytes),
       client_calls_(limits.max_calls_per_client) {}
 
-absl::StatusOr<const Principal*> ServiceEnv::Authenticate(grpc::ServerContext* ctx) const {
+absl::StatusOr<const Principal*> ServiceEnv::Authenticate(grpc::ServerContextBase* ctx) const {
   if (tokens_.empty()) return nullptr;
   const auto& md = ctx->client_metadata();
   auto it = md.find("authorization");
@@ -68,7 +68,7 @@ absl::Status ServiceEnv::RequireSubvolume(absl::string_view name) {
                              name.empty() ? "default" : name, "'"));
 }
 
-absl::Status ServiceEnv::CheckAlive(grpc::ServerContext* ctx) {
+absl::Status ServiceEnv::CheckAlive(grpc::ServerContextBase* ctx) {
   if (ctx->IsCancelled()) return absl::CancelledError("the call was cancelled");
   if (ctx->deadline() <= std::chrono::system_clock::now()) {
     return absl::DeadlineExceededError("the call's deadline passed");
@@ -119,7 +119,78 @@ grpc::Status ServiceEnv::Run(grpc::ServerContext* ctx, absl::string_view method,
   return out;
 }
 
-void ServiceEnv::LogIfOperatorError(grpc::ServerContext* ctx, absl::string_view method,
+// One callback call: holds what Run's CallScope holds for a synchronous
+// one (the per-client count, a response grant) until gRPC is done with it.
+class ServiceEnv::CallReactor final : public grpc::ServerUnaryReactor {
+ public:
+  CallReactor(ServiceEnv* env, std::string client, bool entered)
+      : env_(env), client_(std::move(client)), entered_(entered) {}
+  void OnDone() override {
+    grant.Release();
+    if (entered_) env_->client_calls_.Leave(client_);
+    delete this;
+  }
+  // A cancelled write is still applied; its answer comes when it is durable
+  // (gRPC drops it), so there is nothing to stop here.
+  void OnCancel() override {}
+
+  MemoryBudget::Grant grant;
+
+ private:
+  ServiceEnv* const env_;
+  const std::string client_;
+  const bool entered_;
+};
+
+grpc::ServerUnaryReactor* ServiceEnv::RunAsync(grpc::CallbackServerContext* ctx,
+                                               absl::string_view method, Errors errors,
+                                               const AsyncBody& body) {
+  const absl::Time start = absl::Now();
+  metrics_->Started(method);
+  std::string client = PeerAddress(ctx->peer());
+  const bool entered = client_calls_.Enter(client);
+  auto* reactor = new CallReactor(this, client, entered);
+  auto finish = [this, reactor, ctx, method, errors, start](const absl::Status& s) {
+    if (!s.ok()) LogIfOperatorError(ctx, method, s);
+    const grpc::Status out = errors == Errors::kPosix ? ToGrpcFileStatus(s) : ToGrpcStatus(s);
+    metrics_->Record(method, out.error_code(), absl::Now() - start);
+    reactor->Finish(out);
+  };
+  auto finish_now = [&](const grpc::Status& out) {
+    metrics_->Record(method, out.error_code(), absl::Now() - start);
+    reactor->Finish(out);
+  };
+  if (stopping()) {
+    finish_now(StoppingStatus());
+  } else if (!entered) {
+    finish_now(ToGrpcStatus(WithServerReason(
+        absl::ResourceExhaustedError(absl::StrCat(
+            "client ", client, " has ", client_calls_.per_client(),
+            " calls in flight (cowkvd --max-calls-per-client): finish or read some first")),
+        "TOO_MANY_CALLS")));
+  } else if (absl::StatusOr<const Principal*> auth = Authenticate(ctx); !auth.ok()) {
+    finish_now(UnauthenticatedStatus(auth.status().message()));
+    uint64_t suppressed = 0;
+    if (auth_log_.Admit(&suppressed)) {
+      Log(LogLevel::kWarn, "auth_failed", auth.status().message())
+          .Str("method", method)
+          .Str("peer", ctx->peer())
+          .Num("suppressed", suppressed);
+    }
+  } else {
+    const Principal* const outer = t_caller;
+    t_caller = *auth;
+    absl::Status s = CheckAlive(ctx);
+    if (s.ok()) s = RequireAccess(MethodAccess(method));
+    if (s.ok()) s = body(finish, &reactor->grant);
+    t_caller = outer;
+    // OK: the body answers (perhaps already has); an error: it never will.
+    if (!s.ok()) finish(s);
+  }
+  return reactor;
+}
+
+void ServiceEnv::LogIfOperatorError(grpc::ServerContextBase* ctx, absl::string_view method,
                                     const absl::Status& s) {
   const ErrorReason reason = ReasonOf(s);
   const bool data_loss = absl::IsDataLoss(s);

@@ -27,6 +27,7 @@
 #include "cowkv/device.h"
 #include "cowkv/store.h"
 #include "grpcpp/server_context.h"
+#include "grpcpp/support/server_callback.h"
 #include "server/admission.h"
 #include "server/auth.h"
 #include "server/limits.h"
@@ -61,13 +62,26 @@ class ServiceEnv {
   grpc::Status Run(grpc::ServerContext* ctx, absl::string_view method, Errors errors,
                    const std::function<absl::Status()>& body);
 
+  // Run() for a callback-API method whose answer may come later from
+  // another thread (a write answered once durable, without a thread held
+  // meanwhile). The same checks in the same order; then `body` runs on the
+  // calling thread, with the caller known (RequireAccess). It either
+  // returns an error — answered at once — or returns OK having arranged for
+  // `answer` to be called exactly once, from any thread, after it filled
+  // the response. A grant it moves into `*keep` (and the per-client call
+  // count) lasts until gRPC is done with the call, as Run's CallScope does.
+  using Answer = std::function<void(const absl::Status&)>;
+  using AsyncBody = std::function<absl::Status(Answer answer, MemoryBudget::Grant* keep)>;
+  grpc::ServerUnaryReactor* RunAsync(grpc::CallbackServerContext* ctx, absl::string_view method,
+                                     Errors errors, const AsyncBody& body);
+
   // From now on Run() refuses calls with UNAVAILABLE. Calls already running
   // finish (the drain).
   void SetStopping() { stopping_.store(true, std::memory_order_release); }
   bool stopping() const { return stopping_.load(std::memory_order_acquire); }
 
   // CANCELLED or DEADLINE_EXCEEDED when the call should stop now.
-  static absl::Status CheckAlive(grpc::ServerContext* ctx);
+  static absl::Status CheckAlive(grpc::ServerContextBase* ctx);
 
   // PERMISSION_DENIED unless the caller of the running call (Run sets it
   // for its body, on its thread) has `access` / may see subvolume `name`.
@@ -86,11 +100,12 @@ class ServiceEnv {
   }
 
  private:
+  class CallReactor;
   // The caller's principal; nullptr when authentication is off.
-  absl::StatusOr<const Principal*> Authenticate(grpc::ServerContext* ctx) const;
+  absl::StatusOr<const Principal*> Authenticate(grpc::ServerContextBase* ctx) const;
   // A DATA_LOSS, ENOSPC or read-only error is an operator's business:
   // logged (rate-limited), with the method and the peer.
-  void LogIfOperatorError(grpc::ServerContext* ctx, absl::string_view method,
+  void LogIfOperatorError(grpc::ServerContextBase* ctx, absl::string_view method,
                           const absl::Status& s);
 
   // Constant after construction.

@@ -42,18 +42,26 @@ class SubvolumesService final : public v1::Subvolumes::Service {
   ServiceEnv* const env_;
 };
 
-class KvService final : public v1::KV::Service {
+// Put, Delete and Txn are callback-API methods: a durable write is applied
+// on gRPC's thread and answered from the engine's durability thread, so
+// waiting for a sync holds no thread (engine Subvolume::PutItemThen).
+using KvServiceBase = v1::KV::WithCallbackMethod_Put<
+    v1::KV::WithCallbackMethod_Delete<v1::KV::WithCallbackMethod_Txn<v1::KV::Service>>>;
+
+class KvService final : public KvServiceBase {
  public:
   explicit KvService(ServiceEnv* env) : env_(env) {}
   grpc::Status Get(ServerContext* ctx, const v1::GetRequest* req, v1::GetResponse* resp) override;
   grpc::Status Range(ServerContext* ctx, const v1::RangeRequest* req,
                      v1::RangeResponse* resp) override;
-  grpc::Status Put(ServerContext* ctx, const v1::PutRequest* req, v1::PutResponse* resp) override;
-  grpc::Status Delete(ServerContext* ctx, const v1::DeleteRequest* req,
-                      v1::DeleteResponse* resp) override;
+  grpc::ServerUnaryReactor* Put(grpc::CallbackServerContext* ctx, const v1::PutRequest* req,
+                                v1::PutResponse* resp) override;
+  grpc::ServerUnaryReactor* Delete(grpc::CallbackServerContext* ctx, const v1::DeleteRequest* req,
+                                   v1::DeleteResponse* resp) override;
   grpc::Status DeleteRange(ServerContext* ctx, const v1::DeleteRangeRequest* req,
                            v1::DeleteRangeResponse* resp) override;
-  grpc::Status Txn(ServerContext* ctx, const v1::TxnRequest* req, v1::TxnResponse* resp) override;
+  grpc::ServerUnaryReactor* Txn(grpc::CallbackServerContext* ctx, const v1::TxnRequest* req,
+                                v1::TxnResponse* resp) override;
   // Interactive transactions (kv_txn_service.cc).
   grpc::Status Begin(ServerContext* ctx, const v1::BeginRequest* req,
                      v1::BeginResponse* resp) override;
