@@ -59,6 +59,23 @@ absl::StatusOr<MemoryBudget::Grant> MemoryBudget::Acquire(uint64_t bytes,
   return Grant(this, bytes);
 }
 
+absl::StatusOr<MemoryBudget::Grant> MemoryBudget::TryAcquire(uint64_t bytes) {
+  bytes = std::min(bytes, limit_);
+  absl::MutexLock l(&mu_);
+  if (in_use_ + bytes > limit_) {
+    ++refusals_;
+    return WithServerReason(
+        absl::ResourceExhaustedError(absl::StrCat(
+            "server busy: requests and responses in flight hold ", in_use_, " bytes of the ",
+            limit_, "-byte budget (cowkvd --max-inflight-bytes) and this write needs ", bytes,
+            "; retry with backoff")),
+        "SERVER_BUSY");
+  }
+  in_use_ += bytes;
+  peak_ = std::max(peak_, in_use_);
+  return Grant(this, bytes);
+}
+
 void MemoryBudget::Release(uint64_t bytes) {
   absl::MutexLock l(&mu_);
   in_use_ -= std::min(in_use_, bytes);

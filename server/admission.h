@@ -16,7 +16,11 @@
 // The thread count is bounded separately, by gRPC's ResourceQuota
 // (ServerOptions::max_threads): the synchronous server runs one thread per
 // call, and calls past the bound are refused by gRPC with
-// RESOURCE_EXHAUSTED before a handler runs.
+// RESOURCE_EXHAUSTED before a handler runs. The callback methods (KV Put,
+// Delete, Txn) hold no thread while their write becomes durable: they are
+// counted against the same bound by ServiceEnv::RunAsync, and the bytes of
+// a large request are admitted with TryAcquire (never waiting: a callback
+// runs on one of gRPC's own threads) until the write is durable.
 //
 // Thread-safe.
 #ifndef COWKV_SERVER_ADMISSION_H_
@@ -64,6 +68,10 @@ class MemoryBudget {
   // cancelled call or a passed deadline stops the wait (CANCELLED /
   // DEADLINE_EXCEEDED); past max_wait, RESOURCE_EXHAUSTED.
   absl::StatusOr<Grant> Acquire(uint64_t bytes, grpc::ServerContextBase* ctx);
+  // Acquire without waiting, for callback calls (they run on gRPC's own
+  // threads, which must not block: the release they would wait for may need
+  // one of them): the grant, or RESOURCE_EXHAUSTED (SERVER_BUSY) at once.
+  absl::StatusOr<Grant> TryAcquire(uint64_t bytes);
 
   uint64_t limit() const { return limit_; }
   uint64_t in_use() const;

@@ -233,10 +233,15 @@ grpc::ServerUnaryReactor* KvService::Put(grpc::CallbackServerContext* ctx,
                                          const v1::PutRequest* req, v1::PutResponse* resp) {
   return env_->RunAsync(
       ctx, "cowkv.v1.KV/Put", ServiceEnv::Errors::kPlain,
-      [&](ServiceEnv::Answer answer, MemoryBudget::Grant*) -> absl::Status {
+      [&](ServiceEnv::Answer answer, MemoryBudget::Grant* keep) -> absl::Status {
         COWKV_RETURN_IF_ERROR(ValidateKey("key", req->key()));
         COWKV_RETURN_IF_ERROR(ValidateValue(req->value()));
         COWKV_RETURN_IF_ERROR(ValidateDurability(req->durability()));
+        // The request stays in memory until the write is durable: a large
+        // value holds its bytes of the server's budget until then.
+        if (req->value().size() > kAdmitFreeValueBytes) {
+          COWKV_ASSIGN_OR_RETURN(*keep, env_->budget().TryAcquire(req->value().size()));
+        }
         const Durability d = ToEngine(req->durability());
         COWKV_ASSIGN_OR_RETURN(std::unique_ptr<Subvolume> sv,
                                env_->OpenSubvolume("subvolume", req->subvolume()));
@@ -333,13 +338,19 @@ grpc::ServerUnaryReactor* KvService::Txn(grpc::CallbackServerContext* ctx,
           }
           ranges = std::max(ranges, n);
         }
+        // With the request itself, held until the Txn is durable.
+        uint64_t held = 0;
+        for (const std::vector<TxnOp>* branch : {&txn->success, &txn->failure}) {
+          for (const TxnOp& op : *branch) held += op.key.size() + op.value.size();
+        }
+        if (held <= kAdmitFreeValueBytes) held = 0;
         if (ranges > 0) {
-          COWKV_ASSIGN_OR_RETURN(
-              *keep, env_->budget().Acquire(
-                         kUnaryResponseCopies *
-                             std::min<uint64_t>(txn->max_response_bytes,
-                                                ranges * (kRangePageBytes + (1u << 20))),
-                         ctx));
+          held +=
+              kUnaryResponseCopies *
+              std::min<uint64_t>(txn->max_response_bytes, ranges * (kRangePageBytes + (1u << 20)));
+        }
+        if (held > 0) {
+          COWKV_ASSIGN_OR_RETURN(*keep, env_->budget().TryAcquire(held));
         }
         COWKV_ASSIGN_OR_RETURN(std::unique_ptr<Subvolume> sv,
                                env_->OpenSubvolume("subvolume", req->subvolume()));

@@ -235,6 +235,47 @@ TEST(Limits, CallsPerClientAreBounded) {
   ASSERT_TRUE((*server)->Stop().ok());
 }
 
+// Goal: a durable Put holds no thread while it waits for its sync (a
+// callback call), so its request bytes are what bound it: a large value is
+// admitted against the budget until the write is durable, and the budget's
+// peak stays under the limit however many such Puts arrive at once.
+TEST(Limits, DurablePutsOfLargeValuesAreAdmitted) {
+  ServerOptions o = TestOptions("put-admission", 256ull << 20);
+  o.limits.inflight_bytes = 10ull << 20;  // two 4 MiB values at a time
+  auto server = Server::Start(o);
+  ASSERT_TRUE(server.ok()) << server.status();
+  Client c((*server)->port());
+  const std::string big(4 << 20, 'p');
+  std::vector<std::thread> puts;
+  std::atomic<int> ok{0}, busy{0}, other{0};
+  for (int i = 0; i < 6; ++i) {
+    puts.emplace_back([&, i] {
+      v1::PutRequest put;
+      put.set_key(absl::StrCat("big", i));
+      put.set_value(big);
+      put.set_durability(v1::DURABILITY_DURABLE);
+      v1::PutResponse resp;
+      const grpc::Status s = c.kv->Put(Ctx().get(), put, &resp);
+      if (s.ok()) {
+        ++ok;
+      } else if (s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+        ++busy;
+      } else {
+        ++other;
+        ADD_FAILURE() << s.error_code() << ": " << s.error_message();
+      }
+    });
+  }
+  for (std::thread& t : puts) t.join();
+  EXPECT_EQ(ok + busy, 6);
+  EXPECT_GT(ok, 0);
+  const v1::StatsResponse st = ServerStats(c);
+  EXPECT_LE(st.server_inflight_peak_bytes(), o.limits.inflight_bytes);
+  EXPECT_GE(st.server_inflight_peak_bytes(), big.size()) << "durable puts were never admitted";
+  EXPECT_EQ(st.server_inflight_bytes(), 0u) << "released when the calls ended";
+  ASSERT_TRUE((*server)->Stop().ok());
+}
+
 // Goal: a transaction's Get of a large value is admitted against the
 // budget like a plain Get (the server's own accounting sees it; it was
 // read without admission before).

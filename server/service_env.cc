@@ -128,6 +128,7 @@ class ServiceEnv::CallReactor final : public grpc::ServerUnaryReactor {
   void OnDone() override {
     grant.Release();
     if (entered_) env_->client_calls_.Leave(client_);
+    env_->async_calls_.fetch_sub(1, std::memory_order_relaxed);
     delete this;
   }
   // A cancelled write is still applied; its answer comes when it is durable
@@ -149,6 +150,7 @@ grpc::ServerUnaryReactor* ServiceEnv::RunAsync(grpc::CallbackServerContext* ctx,
   metrics_->Started(method);
   std::string client = PeerAddress(ctx->peer());
   const bool entered = client_calls_.Enter(client);
+  const int running = async_calls_.fetch_add(1, std::memory_order_relaxed) + 1;
   auto* reactor = new CallReactor(this, client, entered);
   auto finish = [this, reactor, ctx, method, errors, start](const absl::Status& s) {
     if (!s.ok()) LogIfOperatorError(ctx, method, s);
@@ -168,6 +170,12 @@ grpc::ServerUnaryReactor* ServiceEnv::RunAsync(grpc::CallbackServerContext* ctx,
             "client ", client, " has ", client_calls_.per_client(),
             " calls in flight (cowkvd --max-calls-per-client): finish or read some first")),
         "TOO_MANY_CALLS")));
+  } else if (running > limits_.max_threads) {
+    finish_now(ToGrpcStatus(WithServerReason(
+        absl::ResourceExhaustedError(absl::StrCat(
+            "server busy: ", limits_.max_threads,
+            " writes already wait for durability (cowkvd --max-threads); retry with backoff")),
+        "SERVER_BUSY")));
   } else if (absl::StatusOr<const Principal*> auth = Authenticate(ctx); !auth.ok()) {
     finish_now(UnauthenticatedStatus(auth.status().message()));
     uint64_t suppressed = 0;

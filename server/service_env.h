@@ -70,6 +70,10 @@ class ServiceEnv {
   // `answer` to be called exactly once, from any thread, after it filled
   // the response. A grant it moves into `*keep` (and the per-client call
   // count) lasts until gRPC is done with the call, as Run's CallScope does.
+  // Such calls hold no thread: they are bounded by their own count,
+  // server-wide, against RequestLimits::max_threads (RESOURCE_EXHAUSTED
+  // past it), and a body holding a large request admits its bytes in `keep`
+  // (MemoryBudget::TryAcquire: a callback body must never block).
   using Answer = std::function<void(const absl::Status&)>;
   using AsyncBody = std::function<absl::Status(Answer answer, MemoryBudget::Grant* keep)>;
   grpc::ServerUnaryReactor* RunAsync(grpc::CallbackServerContext* ctx, absl::string_view method,
@@ -120,6 +124,11 @@ class ServiceEnv {
   ClientCalls client_calls_;
   LogLimiter auth_log_{5, absl::Seconds(10)};
   LogLimiter error_log_{10, absl::Seconds(10)};
+
+  // Callback calls in flight (RunAsync), server-wide: they hold no thread,
+  // so the thread bound does not count them; this does, against the same
+  // limit (RequestLimits::max_threads).
+  std::atomic<int> async_calls_{0};
 
   // Release/acquire: a call that sees `true` also sees everything the
   // stopping thread did before setting it (it is set once, never cleared).
