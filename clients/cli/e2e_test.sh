@@ -2,7 +2,7 @@
 # Goal: every online `cowkv` command against a live cowkvd (a temp device,
 # a free port): subvolume create|list|show|rename|delete|snapshot, kv
 # get|put|del|range|txn, fs ls|stat|mkdir|put|cat|mv|ln|rm|rmdir|fsync|
-# clone|fiemap, stats, sync, check, and the global options (--server,
+# clone|fiemap, stats, sync, check, bench, and the global options (--server,
 # --token-file, --timeout, --json, COWKV_SERVER). Each case checks stdout,
 # and each failure case the exit code of its class (docs/cli.md) and the
 # one stderr line "cowkv: <op>: <reason>".
@@ -29,6 +29,9 @@ case_() { CASE="$*"; CASES=$((CASES + 1)); }
 start_server() {
   local name="$1" port="" i
   shift
+  # A restarted server writes the same log: remove the old one first, or the
+  # loop below can read the old port before the new process truncates it.
+  rm -f "$WORK/$name.log"
   "$COWKVD" --device "$WORK/$name.img" --create-size 256M \
     --listen 127.0.0.1:0 --metrics-listen "" "$@" 2>"$WORK/$name.log" &
   PID=$!
@@ -430,6 +433,45 @@ expect_out '^no problems found$'
 c check --json
 expect_json "d['ok'] and d['problems'] == [] and d['trees'] > 0"
 
+# --- bench ------------------------------------------------------------------
+
+case_ "bench --load s --duration 2 --json: PASS (0) or FAIL (1), every figure, no key left"
+c --json bench --load s --duration 2
+[[ "$RC" -eq 0 || "$RC" -eq 1 ]] || fail "want exit 0 (PASS) or 1 (FAIL)"
+expect_json "d['load'] == 's' and d['clients'] == 50 and d['channels'] == 1 and d['target_rate_wps'] == 150 and d['durability'] == 'durable' and d['prefix'] == '__cowkv_bench/' and d['writes'] + d['errors'] > 0 and 0 < d['peak_in_flight'] <= 50 and d['elapsed_s'] >= 2 and d['deleted'] >= d['writes'] + 1 and sorted(d['checks']) == ['errors', 'slowest', 'stddev', 'throughput'] and d['pass'] == all(x['pass'] for x in d['checks'].values()) and d['pass'] == ($RC == 0) and d['errors'] == sum(e['count'] for e in d['error_codes'].values()) and d['latency_p50_ms'] <= d['latency_p99_ms'] <= d['slowest_ms']"
+if [[ "$RC" -eq 0 ]]; then expect_no_err; else expect_one_err_line; expect_err '^cowkv: bench: FAIL: '; fi
+c kv range --prefix __cowkv_bench/ --count
+[[ "$OUT" == 0 ]] || fail "bench left $OUT keys under its prefix"
+
+case_ "bench text: the etcdctl check perf lines; a custom load"
+c bench --clients 4 --rate 20 --duration 0.5 --durability async -s data --prefix bench-text/
+[[ "$RC" -eq 0 || "$RC" -eq 1 ]] || fail "want exit 0 (PASS) or 1 (FAIL)"
+expect_out '^cowkv bench: load custom: 4 clients on 1 connection, target 20 writes/s for 0.5 s; 256-byte values, async; keys under "bench-text/" in subvolume data at '
+expect_out '^(PASS|FAIL): Throughput (is|too low:) [0-9.]+ writes/s \(target 20, at least 18\)$'
+expect_out '^(PASS|FAIL): Slowest request took '
+expect_out '^(PASS|FAIL): Stddev '
+expect_out '^(PASS: No errors|FAIL: [0-9]+ errors?)$'
+[[ "$(tail -1 <<<"$OUT")" == PASS || "$(tail -1 <<<"$OUT")" == FAIL ]] || fail "last line is not PASS or FAIL"
+c kv range -s data --prefix bench-text/ --count
+[[ "$OUT" == 0 ]] || fail "bench left $OUT keys under its prefix"
+
+case_ "bench refuses a prefix that holds keys (precondition: 6) and leaves them alone"
+c kv put __cowkv_bench/mine "user data"
+c bench --duration 1
+expect_fail 6 '^cowkv: bench: prefix "__cowkv_bench/" in subvolume default already holds keys \(first: "__cowkv_bench/mine"\)'
+c kv range --prefix __cowkv_bench/
+[[ "$OUT" == $'__cowkv_bench/mine\tuser data' ]] || fail "the user's key under the prefix changed"
+c kv del __cowkv_bench/mine
+expect_rc 0
+
+case_ "bench: a bad --load, --duration or --clients (usage: 2)"
+c bench --load xxl
+expect_fail 2 '^cowkv: bench: .*--load'
+c bench --duration 0
+expect_fail 2 '^cowkv: bench: .*--duration'
+c bench --clients 0
+expect_fail 2 '^cowkv: bench: .*--clients'
+
 # --- global options ---------------------------------------------------------
 
 case_ "COWKV_SERVER names the server"
@@ -548,6 +590,8 @@ case_ "server stopped: unavailable (10), one line naming the address"
 stop_server "$SERVER_PID"
 c kv get -s data greeting
 expect_fail 10 "^cowkv: kv get: cowkvd at $ADDR is unavailable"
+c bench --duration 1
+expect_fail 10 "^cowkv: bench: cowkvd at $ADDR is unavailable"
 
 echo "e2e: $CASES cases passed in $((SECONDS - STARTED)) s"
 pass

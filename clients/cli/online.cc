@@ -119,11 +119,8 @@ std::string SubvolumeNameProblem(absl::string_view name) {
 
 Connection::Connection(const Globals& g, std::string token,
                        std::shared_ptr<grpc::ChannelCredentials> creds)
-    : globals_(g), token_(std::move(token)) {
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(kMaxMessageBytes);
-  args.SetMaxSendMessageSize(kMaxMessageBytes);
-  channel_ = grpc::CreateCustomChannel(g.server, std::move(creds), args);
+    : globals_(g), token_(std::move(token)), creds_(std::move(creds)) {
+  channel_ = NewChannel(grpc::ChannelArguments());
   subvolumes_ = v1::Subvolumes::NewStub(channel_);
   kv_ = v1::KV::NewStub(channel_);
   files_ = v1::Files::NewStub(channel_);
@@ -168,6 +165,19 @@ absl::StatusOr<std::unique_ptr<Connection>> Connection::Open(
   return std::unique_ptr<Connection>(new Connection(g, std::move(token), std::move(creds)));
 }
 
+std::shared_ptr<grpc::Channel> Connection::NewChannel(const grpc::ChannelArguments& args) const {
+  grpc::ChannelArguments all = args;
+  all.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  all.SetMaxSendMessageSize(kMaxMessageBytes);
+  return grpc::CreateCustomChannel(globals_.server, creds_, all);
+}
+
+void Connection::Authorize(grpc::ClientContext* context) const {
+  if (!token_.empty()) {
+    context->AddMetadata("authorization", absl::StrCat("Bearer ", token_));
+  }
+}
+
 void Connection::Prepare(grpc::ClientContext* context, bool stream) const {
   const bool deadline =
       globals_.timeout_seconds > 0 && (!stream || globals_.timeout_given);
@@ -177,9 +187,7 @@ void Connection::Prepare(grpc::ClientContext* context, bool stream) const {
         std::chrono::microseconds(
             static_cast<int64_t>(globals_.timeout_seconds * 1e6)));
   }
-  if (!token_.empty()) {
-    context->AddMetadata("authorization", absl::StrCat("Bearer ", token_));
-  }
+  Authorize(context);
 }
 
 std::unique_ptr<Connection> Connect(absl::string_view op, const Globals& g,

@@ -83,6 +83,15 @@ class Connection {
   // Sets the deadline and the token on a call's context. `stream` calls
   // (file transfers, check) get a deadline only if --timeout was given.
   void Prepare(grpc::ClientContext* context, bool stream = false) const;
+  // Adds only the bearer token (if any): for calls whose deadline the
+  // caller sets itself (cowkv bench).
+  void Authorize(grpc::ClientContext* context) const;
+
+  // Another channel to the same server with the same credentials and
+  // message limits, plus `args`. cowkv bench opens several, each with
+  // GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL and an argument of its own, so that
+  // each is its own TCP connection.
+  std::shared_ptr<grpc::Channel> NewChannel(const grpc::ChannelArguments& args) const;
 
   v1::Subvolumes::Stub& subvolumes() { return *subvolumes_; }
   v1::KV::Stub& kv() { return *kv_; }
@@ -96,6 +105,7 @@ class Connection {
 
   Globals globals_;
   std::string token_;
+  std::shared_ptr<grpc::ChannelCredentials> creds_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Subvolumes::Stub> subvolumes_;
   std::unique_ptr<v1::KV::Stub> kv_;
