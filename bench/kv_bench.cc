@@ -45,6 +45,13 @@
 //   --cowkv_scan=iterator|range  cowkv RangeScan through Subvolume::NewIterator
 //                              (default; Seek + Next, like the peers' cursors)
 //                              or Subvolume::Range(start, limit = 100)
+//   --latency_dump=FILE        off by default. Writes, at exit, every reported
+//                              run's merged per-operation latencies of the put
+//                              benchmarks (DurablePut, AsyncPut, BatchTxn100)
+//                              to FILE, one line per operation:
+//                              "<name>\t<repetition>\t<microseconds>", for
+//                              bench/plots.py's CDF. Collected after the timed
+//                              loop, so the figures are the same with it on.
 // bench/README.md describes the setup of each system.
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
@@ -106,6 +113,7 @@ struct Config {
   bool cowkv_zero_device = true;
   bool cowkv_direct_io = false;
   uint32_t cowkv_nodesize = 16384;
+  std::string latency_dump;  // --latency_dump; empty = off
 };
 
 Config g_config;
@@ -144,6 +152,52 @@ class LatencyPool {
 };
 
 LatencyPool g_latencies;
+
+// --latency_dump: the merged latencies of every put run, written at exit.
+// google-benchmark calls a benchmark function several times per reported
+// run: with growing iteration counts until the run is long enough (only the
+// last is reported), and for repetitions after the first with that same
+// final count. So a name's reported runs are exactly its calls whose
+// iteration count equals its last call's; Write keeps those and drops the
+// estimation calls. Record is called by thread 0 after every thread has
+// left the timed loop.
+class LatencyDump {
+ public:
+  void Record(std::string name, int64_t iterations, const std::vector<double>& seconds) {
+    absl::MutexLock l(&mu_);
+    runs_.push_back(Run{std::move(name), iterations, seconds});
+  }
+
+  // "" or a message.
+  std::string Write(const std::string& path) {
+    absl::MutexLock l(&mu_);
+    std::map<std::string, int64_t> final_iterations;
+    for (const Run& r : runs_) final_iterations[r.name] = r.iterations;
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    if (f == nullptr) return "open " + path + ": " + std::strerror(errno);
+    std::fprintf(f, "# kv_bench --latency_dump: benchmark\trepetition\tlatency_us\n");
+    std::map<std::string, int> repetition;
+    for (const Run& r : runs_) {
+      if (r.iterations != final_iterations[r.name]) continue;  // an estimation call
+      const int rep = repetition[r.name]++;
+      for (double sec : r.seconds)
+        std::fprintf(f, "%s\t%d\t%.3f\n", r.name.c_str(), rep, sec * 1e6);
+    }
+    if (std::fclose(f) != 0) return "write " + path + ": " + std::strerror(errno);
+    return "";
+  }
+
+ private:
+  struct Run {
+    std::string name;
+    int64_t iterations;
+    std::vector<double> seconds;
+  };
+  absl::Mutex mu_;
+  std::vector<Run> runs_ ABSL_GUARDED_BY(mu_);
+};
+
+LatencyDump g_latency_dump;
 
 // ---- The systems -----------------------------------------------------------------
 
@@ -696,9 +750,11 @@ std::vector<double> TimedPuts(benchmark::State& state, Op op) {
 
 // Shared by DurablePut, AsyncPut and BatchTxn100: runs `op` per iteration on
 // every thread, merges all threads' latencies in thread 0 (p50_us, p99_us of
-// the merged set) and reports items_per_second as keys/s over all threads.
+// the merged set; with --latency_dump also recorded under `name`, the
+// benchmark's reported name) and reports items_per_second as keys/s over all
+// threads.
 template <typename Op>
-void RunPuts(benchmark::State& state, Sys s, size_t keys_per_op, Op op) {
+void RunPuts(benchmark::State& state, const std::string& name, Sys s, size_t keys_per_op, Op op) {
   std::string err;
   Peer* peer = GetPeer(s, &err);
   if (peer == nullptr) state.SkipWithError(err.c_str());
@@ -716,6 +772,7 @@ void RunPuts(benchmark::State& state, Sys s, size_t keys_per_op, Op op) {
   if (state.thread_index() != 0) return;
   std::vector<double> all = g_latencies.TakeAll(state.threads());
   if (all.empty()) return;
+  if (!g_config.latency_dump.empty()) g_latency_dump.Record(name, state.max_iterations, all);
   state.counters["p50_us"] = PercentileUs(&all, 0.50);
   state.counters["p99_us"] = PercentileUs(&all, 0.99);
   delta.Report(peer, state);
@@ -727,7 +784,8 @@ std::string_view WriteValue(uint32_t i, uint64_t r) {
 }
 
 void BM_DurablePut(benchmark::State& state, Sys s) {
-  RunPuts(state, s, 1, [](Peer* p, std::mt19937_64& rng) {
+  const std::string name = absl::StrCat("BM_DurablePut/", SysName(s), "/threads:", state.threads());
+  RunPuts(state, name, s, 1, [](Peer* p, std::mt19937_64& rng) {
     const uint64_t r = rng();
     const uint32_t i = static_cast<uint32_t>((r >> 1) % g_data->size());
     return p->Put(g_data->key(i), WriteValue(i, r), /*durable=*/true);
@@ -735,7 +793,7 @@ void BM_DurablePut(benchmark::State& state, Sys s) {
 }
 
 void BM_AsyncPut(benchmark::State& state, Sys s) {
-  RunPuts(state, s, 1, [](Peer* p, std::mt19937_64& rng) {
+  RunPuts(state, absl::StrCat("BM_AsyncPut/", SysName(s)), s, 1, [](Peer* p, std::mt19937_64& rng) {
     const uint64_t r = rng();
     const uint32_t i = static_cast<uint32_t>((r >> 1) % g_data->size());
     return p->Put(g_data->key(i), WriteValue(i, r), /*durable=*/false);
@@ -751,7 +809,8 @@ void BM_AsyncPut(benchmark::State& state, Sys s) {
 void BM_BatchTxn100(benchmark::State& state, Sys s) {
   Kvs kvs;
   kvs.reserve(kTxnKeys);
-  RunPuts(state, s, kTxnKeys, [&kvs](Peer* p, std::mt19937_64& rng) {
+  const std::string name = absl::StrCat("BM_BatchTxn100/", SysName(s));
+  RunPuts(state, name, s, kTxnKeys, [&kvs](Peer* p, std::mt19937_64& rng) {
     kvs.clear();
     for (size_t j = 0; j < kTxnKeys; ++j) {
       const uint64_t r = rng();
@@ -951,8 +1010,10 @@ bool ParseOwnFlags(int* argc, char** argv) {
       g_config.cowkv_zero_device = (a == "--cowkv_device=zeroed");
     } else if (a == "--cowkv_scan=iterator" || a == "--cowkv_scan=range") {
       g_config.cowkv_scan_range = (a == "--cowkv_scan=range");
+    } else if (a.rfind("--latency_dump=", 0) == 0 && a.size() > 15) {
+      g_config.latency_dump = a.substr(15);
     } else if (a.rfind("--num", 0) == 0 || a.rfind("--dir", 0) == 0 ||
-               a.rfind("--cowkv_scan", 0) == 0) {
+               a.rfind("--latency_dump", 0) == 0 || a.rfind("--cowkv_scan", 0) == 0) {
       std::fprintf(stderr, "kv_bench: bad %s\n", a.c_str());
       return false;
     } else {
@@ -996,6 +1057,9 @@ int Main(int argc, char** argv) {
   benchmark::AddCustomContext("value_bytes", std::to_string(kValueSize));
   benchmark::AddCustomContext("files_dir", g_run_dir);
   benchmark::AddCustomContext("cowkv_scan", g_config.cowkv_scan_range ? "range" : "iterator");
+  if (!g_config.latency_dump.empty()) {
+    benchmark::AddCustomContext("latency_dump", g_config.latency_dump);
+  }
   benchmark::AddCustomContext("rocksdb_version", std::to_string(ROCKSDB_MAJOR) + "." +
                                                      std::to_string(ROCKSDB_MINOR) + "." +
                                                      std::to_string(ROCKSDB_PATCH));
@@ -1006,7 +1070,15 @@ int Main(int argc, char** argv) {
   benchmark::Shutdown();
 
   int rc = 0;
-  std::string err = CloseFixtures();
+  std::string err;
+  if (!g_config.latency_dump.empty()) {
+    err = g_latency_dump.Write(g_config.latency_dump);
+    if (!err.empty()) {
+      std::fprintf(stderr, "kv_bench: --latency_dump: %s\n", err.c_str());
+      rc = 1;
+    }
+  }
+  err = CloseFixtures();
   if (!err.empty()) {
     std::fprintf(stderr, "kv_bench: closing stores: %s\n", err.c_str());
     rc = 1;

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs every Debian package that cowkv's build, tests and benchmarks need
-# (openssl: the clients' TLS tests make their certificates with it).
+# (openssl: the clients' TLS tests make their certificates with it;
+# python3-pytest and python3-matplotlib: //bench:compare_test and plots_test,
+# and bench/plots.py).
 # Idempotent: on a ready machine it checks with dpkg and does nothing.
 # Then checks the toolchains of the Go, TypeScript and Rust clients, which it
 # does not install (Go >= 1.26, Node >= 20 with npm, Rust >= 1.85 with
@@ -17,6 +19,7 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler grpc-proto
   libcpp-httplib-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
   openssl
+  python3-pytest python3-matplotlib
 )
 
 check_client_toolchains() {
