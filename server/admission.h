@@ -18,7 +18,8 @@
 // call, and calls past the bound are refused by gRPC with
 // RESOURCE_EXHAUSTED before a handler runs. The callback methods (KV Put,
 // Delete, Txn) hold no thread while their write becomes durable: they are
-// counted against the same bound by ServiceEnv::RunAsync, and the bytes of
+// counted against their own bound (--max-waiting-writes) by
+// ServiceEnv::RunAsync, and the bytes of
 // a large request are admitted with TryAcquire (never waiting: a callback
 // runs on one of gRPC's own threads) until the write is durable.
 //

@@ -55,6 +55,10 @@ inline constexpr uint64_t kAdmitFreeValueBytes = 64u << 10;
 // its response is read): a quarter of the threads, so one client cannot
 // take them all.
 inline constexpr int kDefaultMaxCallsPerClient = kDefaultMaxThreads / 4;
+// Durable writes (KV Put, Delete, Txn) waiting for their sync hold no
+// thread, a few hundred bytes each (their large values are budgeted as
+// bytes): bounded on their own, server-wide.
+inline constexpr int kDefaultMaxWaitingWrites = 8192;
 
 struct RequestLimits {
   size_t max_txn_ops = kDefaultMaxTxnOps;
@@ -62,6 +66,7 @@ struct RequestLimits {
   uint64_t inflight_bytes = kDefaultInflightBytes;
   int max_threads = kDefaultMaxThreads;
   int max_calls_per_client = kDefaultMaxCallsPerClient;
+  int max_waiting_writes = kDefaultMaxWaitingWrites;
 };
 
 // Files.Read sends chunks of at most this size; Files.Write accepts

@@ -276,6 +276,54 @@ TEST(Limits, DurablePutsOfLargeValuesAreAdmitted) {
   ASSERT_TRUE((*server)->Stop().ok());
 }
 
+// Goal: durable writes waiting for their sync are bounded server-wide
+// (--max-waiting-writes) although they hold no thread: with a bound of 1,
+// 48 writers released at once are each answered — OK or SERVER_BUSY naming
+// the flag — and the count goes back to zero (a later write succeeds).
+TEST(Limits, WaitingWritesAreBounded) {
+  ServerOptions o = TestOptions("waiting-writes");
+  o.limits.max_waiting_writes = 1;
+  auto server = Server::Start(o);
+  ASSERT_TRUE(server.ok()) << server.status();
+  Client c((*server)->port());
+  constexpr int kWriters = 48;
+  std::atomic<bool> go{false};
+  std::atomic<int> ok{0}, busy{0};
+  std::vector<std::thread> writers;
+  for (int i = 0; i < kWriters; ++i) {
+    writers.emplace_back([&, i] {
+      v1::PutRequest put;
+      put.set_key(absl::StrCat("w", i));
+      put.set_value("v");
+      put.set_durability(v1::DURABILITY_DURABLE);
+      v1::PutResponse resp;
+      while (!go.load()) std::this_thread::yield();
+      const grpc::Status s = c.kv->Put(Ctx().get(), put, &resp);
+      if (s.ok()) {
+        ++ok;
+      } else if (s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED &&
+                 ErrorInfoOf(s).reason == "SERVER_BUSY" &&
+                 s.error_message().find("--max-waiting-writes") != std::string::npos) {
+        ++busy;
+      } else {
+        ADD_FAILURE() << s.error_code() << ": " << s.error_message();
+      }
+    });
+  }
+  go.store(true);
+  for (std::thread& t : writers) t.join();
+  EXPECT_EQ(ok + busy, kWriters);
+  EXPECT_GT(ok, 0);
+  EXPECT_GT(busy, 0) << "48 concurrent durable writes never exceeded a bound of 1";
+  v1::PutRequest put;
+  put.set_key("after");
+  put.set_value("v");
+  put.set_durability(v1::DURABILITY_DURABLE);
+  v1::PutResponse resp;
+  ASSERT_GRPC_OK(c.kv->Put(Ctx().get(), put, &resp));
+  ASSERT_TRUE((*server)->Stop().ok());
+}
+
 // Goal: a transaction's Get of a large value is admitted against the
 // budget like a plain Get (the server's own accounting sees it; it was
 // read without admission before).

@@ -98,6 +98,7 @@ struct Flags {
   bool insecure_listen = false;
   int max_threads = kDefaultMaxThreads;
   int max_calls_per_client = kDefaultMaxCallsPerClient;
+  int max_waiting_writes = kDefaultMaxWaitingWrites;
   std::string log_format = "text";
   std::string log_level = "info";
   uint64_t slow_op_ms = 1000;
@@ -145,6 +146,10 @@ void DeclareFlags(CLI::App& app, Flags& f) {
                  absl::StrCat("Calls one client address may have in flight, unread responses "
                               "included (default ",
                               kDefaultMaxCallsPerClient, ")"));
+  app.add_option("--max-waiting-writes", f.max_waiting_writes,
+                 absl::StrCat("Durable writes that may wait for their sync at once, server-wide "
+                              "(they hold no thread; default ",
+                              kDefaultMaxWaitingWrites, ")"));
   app.add_option("--max-txns", f.max_txns,
                  absl::StrCat("Open interactive transactions in all (default ", kMaxOpenTxnsTotal, ")"));
 }
@@ -212,6 +217,10 @@ absl::StatusOr<ServerOptions> ToOptions(const Flags& f) {
   if (f.max_calls_per_client < 1)
     return absl::InvalidArgumentError("--max-calls-per-client: at least 1");
   o.limits.max_calls_per_client = f.max_calls_per_client;
+  if (f.max_waiting_writes < 1) {
+    return absl::InvalidArgumentError("--max-waiting-writes: at least 1");
+  }
+  o.limits.max_waiting_writes = f.max_waiting_writes;
   o.max_txns_total = f.max_txns;
   // Beyond loopback, anyone on the network could read and write
   // everything (and /metrics has no authentication at all).
@@ -256,6 +265,7 @@ void LogStart(const ServerOptions& o, const Flags& f) {
       .Num("max_inflight_bytes", o.limits.inflight_bytes)
       .Num("max_threads", static_cast<uint64_t>(f.max_threads))
       .Num("max_calls_per_client", static_cast<uint64_t>(f.max_calls_per_client))
+      .Num("max_waiting_writes", static_cast<uint64_t>(f.max_waiting_writes))
       .Num("slow_op_ms", f.slow_op_ms);
 }
 

@@ -125,10 +125,16 @@ class ServiceEnv::CallReactor final : public grpc::ServerUnaryReactor {
  public:
   CallReactor(ServiceEnv* env, std::string client, bool entered)
       : env_(env), client_(std::move(client)), entered_(entered) {}
+  // Answers the call; the write no longer waits (the response, until
+  // sent, is small: the count of waiting writes drops now, not at OnDone,
+  // which gRPC may run after the client's next call has arrived).
+  void Answer(const grpc::Status& out) {
+    env_->async_calls_.fetch_sub(1, std::memory_order_relaxed);
+    Finish(out);
+  }
   void OnDone() override {
     grant.Release();
     if (entered_) env_->client_calls_.Leave(client_);
-    env_->async_calls_.fetch_sub(1, std::memory_order_relaxed);
     delete this;
   }
   // A cancelled write is still applied; its answer comes when it is durable
@@ -156,11 +162,11 @@ grpc::ServerUnaryReactor* ServiceEnv::RunAsync(grpc::CallbackServerContext* ctx,
     if (!s.ok()) LogIfOperatorError(ctx, method, s);
     const grpc::Status out = errors == Errors::kPosix ? ToGrpcFileStatus(s) : ToGrpcStatus(s);
     metrics_->Record(method, out.error_code(), absl::Now() - start);
-    reactor->Finish(out);
+    reactor->Answer(out);
   };
   auto finish_now = [&](const grpc::Status& out) {
     metrics_->Record(method, out.error_code(), absl::Now() - start);
-    reactor->Finish(out);
+    reactor->Answer(out);
   };
   if (stopping()) {
     finish_now(StoppingStatus());
@@ -170,11 +176,12 @@ grpc::ServerUnaryReactor* ServiceEnv::RunAsync(grpc::CallbackServerContext* ctx,
             "client ", client, " has ", client_calls_.per_client(),
             " calls in flight (cowkvd --max-calls-per-client): finish or read some first")),
         "TOO_MANY_CALLS")));
-  } else if (running > limits_.max_threads) {
+  } else if (running > limits_.max_waiting_writes) {
     finish_now(ToGrpcStatus(WithServerReason(
         absl::ResourceExhaustedError(absl::StrCat(
-            "server busy: ", limits_.max_threads,
-            " writes already wait for durability (cowkvd --max-threads); retry with backoff")),
+            "server busy: ", limits_.max_waiting_writes,
+            " writes already wait for durability (cowkvd --max-waiting-writes); retry with "
+            "backoff")),
         "SERVER_BUSY")));
   } else if (absl::StatusOr<const Principal*> auth = Authenticate(ctx); !auth.ok()) {
     finish_now(UnauthenticatedStatus(auth.status().message()));

@@ -71,8 +71,8 @@ class ServiceEnv {
   // the response. A grant it moves into `*keep` (and the per-client call
   // count) lasts until gRPC is done with the call, as Run's CallScope does.
   // Such calls hold no thread: they are bounded by their own count,
-  // server-wide, against RequestLimits::max_threads (RESOURCE_EXHAUSTED
-  // past it), and a body holding a large request admits its bytes in `keep`
+  // server-wide, against RequestLimits::max_waiting_writes
+  // (RESOURCE_EXHAUSTED past it), and a body holding a large request admits its bytes in `keep`
   // (MemoryBudget::TryAcquire: a callback body must never block).
   using Answer = std::function<void(const absl::Status&)>;
   using AsyncBody = std::function<absl::Status(Answer answer, MemoryBudget::Grant* keep)>;
@@ -125,9 +125,9 @@ class ServiceEnv {
   LogLimiter auth_log_{5, absl::Seconds(10)};
   LogLimiter error_log_{10, absl::Seconds(10)};
 
-  // Callback calls in flight (RunAsync), server-wide: they hold no thread,
-  // so the thread bound does not count them; this does, against the same
-  // limit (RequestLimits::max_threads).
+  // Callback calls not yet answered (RunAsync), server-wide: they hold no
+  // thread, so the thread bound does not count them; this does, against
+  // RequestLimits::max_waiting_writes.
   std::atomic<int> async_calls_{0};
 
   // Release/acquire: a call that sees `true` also sees everything the
