@@ -230,27 +230,36 @@ grpc::Status KvService::Range(ServerContext* ctx, const v1::RangeRequest* req,
 }
 
 grpc::ServerUnaryReactor* KvService::Put(grpc::CallbackServerContext* ctx,
-                                         const v1::PutRequest* req, v1::PutResponse* resp) {
+                                         const grpc::ByteBuffer* request,
+                                         grpc::ByteBuffer* response) {
   return env_->RunAsync(
       ctx, "cowkv.v1.KV/Put", ServiceEnv::Errors::kPlain,
       [&](ServiceEnv::Answer answer, MemoryBudget::Grant* keep) -> absl::Status {
-        COWKV_RETURN_IF_ERROR(ValidateKey("key", req->key()));
-        COWKV_RETURN_IF_ERROR(ValidateValue(req->value()));
-        COWKV_RETURN_IF_ERROR(ValidateDurability(req->durability()));
+        v1::PutRequest req;
+        COWKV_RETURN_IF_ERROR(ParseRawRequest(request, "cowkv.v1.KV/Put", &req));
+        COWKV_RETURN_IF_ERROR(ValidateKey("key", req.key()));
+        COWKV_RETURN_IF_ERROR(ValidateValue(req.value()));
+        COWKV_RETURN_IF_ERROR(ValidateDurability(req.durability()));
         // The request stays in memory until the write is durable: a large
         // value holds its bytes of the server's budget until then.
-        if (req->value().size() > kAdmitFreeValueBytes) {
-          COWKV_ASSIGN_OR_RETURN(*keep, env_->budget().TryAcquire(req->value().size()));
+        if (req.value().size() > kAdmitFreeValueBytes) {
+          COWKV_ASSIGN_OR_RETURN(*keep, env_->budget().TryAcquire(req.value().size()));
         }
-        const Durability d = ToEngine(req->durability());
+        const Durability d = ToEngine(req.durability());
         COWKV_ASSIGN_OR_RETURN(std::unique_ptr<Subvolume> sv,
-                               env_->OpenSubvolume("subvolume", req->subvolume()));
+                               env_->OpenSubvolume("subvolume", req.subvolume()));
         const absl::Time start = absl::Now();
-        sv->PutItemThen(req->key(), req->value(), d,
-                        [this, d, start, resp, answer](absl::StatusOr<uint64_t> revision) {
+        // Applied before PutItemThen returns: `req` may go then.
+        sv->PutItemThen(req.key(), req.value(), d,
+                        [this, d, start, response, answer](absl::StatusOr<uint64_t> revision) {
                           if (revision.ok()) {
                             ObserveWrite(d, start);
-                            resp->set_revision(*revision);
+                            v1::PutResponse resp;
+                            resp.set_revision(*revision);
+                            if (!SerializeRawResponse(resp, response)) {
+                              answer(absl::InternalError("PutResponse did not serialize"));
+                              return;
+                            }
                           }
                           answer(revision.status());
                         });
@@ -259,29 +268,37 @@ grpc::ServerUnaryReactor* KvService::Put(grpc::CallbackServerContext* ctx,
 }
 
 grpc::ServerUnaryReactor* KvService::Delete(grpc::CallbackServerContext* ctx,
-                                            const v1::DeleteRequest* req,
-                                            v1::DeleteResponse* resp) {
+                                            const grpc::ByteBuffer* request,
+                                            grpc::ByteBuffer* response) {
   return env_->RunAsync(
       ctx, "cowkv.v1.KV/Delete", ServiceEnv::Errors::kPlain,
       [&](ServiceEnv::Answer answer, MemoryBudget::Grant*) -> absl::Status {
-        COWKV_RETURN_IF_ERROR(ValidateKey("key", req->key()));
-        COWKV_RETURN_IF_ERROR(ValidateDurability(req->durability()));
-        const Durability d = ToEngine(req->durability());
+        v1::DeleteRequest req;
+        COWKV_RETURN_IF_ERROR(ParseRawRequest(request, "cowkv.v1.KV/Delete", &req));
+        COWKV_RETURN_IF_ERROR(ValidateKey("key", req.key()));
+        COWKV_RETURN_IF_ERROR(ValidateDurability(req.durability()));
+        const Durability d = ToEngine(req.durability());
         COWKV_ASSIGN_OR_RETURN(std::unique_ptr<Subvolume> sv,
-                               env_->OpenSubvolume("subvolume", req->subvolume()));
+                               env_->OpenSubvolume("subvolume", req.subvolume()));
         const absl::Time start = absl::Now();
-        sv->DeleteItemThen(req->key(), d,
-                           [this, d, start, req, resp, answer](absl::StatusOr<uint64_t> revision) {
-                             if (absl::IsNotFound(revision.status())) {
-                               answer(KeyNotFound(req->key()));
-                               return;
-                             }
-                             if (revision.ok()) {
-                               ObserveWrite(d, start);
-                               resp->set_revision(*revision);
-                             }
-                             answer(revision.status());
-                           });
+        sv->DeleteItemThen(
+            req.key(), d,
+            [this, d, start, key = req.key(), response, answer](absl::StatusOr<uint64_t> revision) {
+              if (absl::IsNotFound(revision.status())) {
+                answer(KeyNotFound(key));
+                return;
+              }
+              if (revision.ok()) {
+                ObserveWrite(d, start);
+                v1::DeleteResponse resp;
+                resp.set_revision(*revision);
+                if (!SerializeRawResponse(resp, response)) {
+                  answer(absl::InternalError("DeleteResponse did not serialize"));
+                  return;
+                }
+              }
+              answer(revision.status());
+            });
         return absl::OkStatus();
       });
 }
@@ -314,11 +331,14 @@ grpc::Status KvService::DeleteRange(ServerContext* ctx, const v1::DeleteRangeReq
 }
 
 grpc::ServerUnaryReactor* KvService::Txn(grpc::CallbackServerContext* ctx,
-                                         const v1::TxnRequest* req, v1::TxnResponse* resp) {
+                                         const grpc::ByteBuffer* request,
+                                         grpc::ByteBuffer* response) {
   return env_->RunAsync(
       ctx, "cowkv.v1.KV/Txn", ServiceEnv::Errors::kPlain,
       [&](ServiceEnv::Answer answer, MemoryBudget::Grant* keep) -> absl::Status {
-        COWKV_ASSIGN_OR_RETURN(TxnRequest parsed, ToEngineTxn(*req, env_->limits()));
+        v1::TxnRequest req;
+        COWKV_RETURN_IF_ERROR(ParseRawRequest(request, "cowkv.v1.KV/Txn", &req));
+        COWKV_ASSIGN_OR_RETURN(TxnRequest parsed, ToEngineTxn(req, env_->limits()));
         auto txn = std::make_shared<const TxnRequest>(std::move(parsed));
         // A Txn that may write needs a write token; one that only reads, read.
         for (const std::vector<TxnOp>* branch : {&txn->success, &txn->failure}) {
@@ -353,12 +373,17 @@ grpc::ServerUnaryReactor* KvService::Txn(grpc::CallbackServerContext* ctx,
           COWKV_ASSIGN_OR_RETURN(*keep, env_->budget().TryAcquire(held));
         }
         COWKV_ASSIGN_OR_RETURN(std::unique_ptr<Subvolume> sv,
-                               env_->OpenSubvolume("subvolume", req->subvolume()));
+                               env_->OpenSubvolume("subvolume", req.subvolume()));
         const absl::Time start = absl::Now();
-        sv->TxnThen(*txn, [this, txn, start, resp, answer](absl::StatusOr<TxnResponse> r) {
+        sv->TxnThen(*txn, [this, txn, start, response, answer](absl::StatusOr<TxnResponse> r) {
           if (r.ok()) {
             ObserveWrite(txn->durability, start);
-            ToProtoResults(*r, r->succeeded ? txn->success : txn->failure, resp);
+            v1::TxnResponse resp;
+            ToProtoResults(*r, r->succeeded ? txn->success : txn->failure, &resp);
+            if (!SerializeRawResponse(resp, response)) {
+              answer(absl::InternalError("TxnResponse did not serialize"));
+              return;
+            }
           }
           answer(r.status());
         });

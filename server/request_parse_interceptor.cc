@@ -55,7 +55,8 @@ class RequestParseInterceptor final : public grpc::experimental::Interceptor {
 
 }  // namespace
 
-RequestParseInterceptorFactory::RequestParseInterceptorFactory(RpcMetrics* metrics)
+RequestParseInterceptorFactory::RequestParseInterceptorFactory(
+    RpcMetrics* metrics, const std::vector<std::string>& parsed_by_handler)
     : metrics_(metrics) {
   for (const char* service : {v1::Subvolumes::service_full_name(), v1::KV::service_full_name(),
                               v1::Files::service_full_name(), v1::Admin::service_full_name()}) {
@@ -66,6 +67,7 @@ RequestParseInterceptorFactory::RequestParseInterceptorFactory(RpcMetrics* metri
           s->method(i)->input_type()->full_name();
     }
   }
+  for (const std::string& m : parsed_by_handler) request_types_.erase(m);
 }
 
 grpc::experimental::Interceptor* RequestParseInterceptorFactory::CreateServerInterceptor(

@@ -33,6 +33,7 @@
 #define COWKV_SERVER_REQUEST_PARSE_INTERCEPTOR_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "grpcpp/support/server_interceptor.h"
@@ -44,11 +45,15 @@ namespace server {
 class RequestParseInterceptorFactory final
     : public grpc::experimental::ServerInterceptorFactoryInterface {
  public:
-  // `metrics` is borrowed and must outlive the gRPC server.
-  explicit RequestParseInterceptorFactory(RpcMetrics* metrics);
+  // `metrics` is borrowed and must outlive the gRPC server. `parsed_by_handler`:
+  // methods ("/cowkv.v1.KV/Put") whose handlers parse their own request
+  // (raw methods, services.h): no interceptor — its per-call machinery is
+  // the cost this avoids.
+  RequestParseInterceptorFactory(RpcMetrics* metrics,
+                                 const std::vector<std::string>& parsed_by_handler);
 
-  // nullptr (no interceptor) for methods outside cowkv.v1 and for streams
-  // of requests.
+  // nullptr (no interceptor) for methods outside cowkv.v1, for streams of
+  // requests and for methods parsed by their handlers.
   grpc::experimental::Interceptor* CreateServerInterceptor(
       grpc::experimental::ServerRpcInfo* info) override;
 

@@ -181,7 +181,8 @@ absl::Status Server::StartGrpc() {
   reflection_v1_ = std::make_unique<ReflectionV1Service>(std::move(served));
   builder.RegisterService(reflection_v1_.get());
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
-  interceptors.push_back(std::make_unique<RequestParseInterceptorFactory>(metrics_.get()));
+  interceptors.push_back(
+      std::make_unique<RequestParseInterceptorFactory>(metrics_.get(), KvMethodsParsedByHandler()));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   grpc_ = builder.BuildAndStart();
   if (grpc_ == nullptr || port_ == 0) {

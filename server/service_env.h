@@ -27,16 +27,44 @@
 #include "cowkv/device.h"
 #include "cowkv/store.h"
 #include "grpcpp/server_context.h"
+#include "grpcpp/support/byte_buffer.h"
+#include "grpcpp/support/proto_buffer_reader.h"
 #include "grpcpp/support/server_callback.h"
 #include "server/admission.h"
 #include "server/auth.h"
 #include "server/limits.h"
 #include "server/log.h"
 #include "server/metrics.h"
+#include "server/status_mapping.h"
 #include "server/txn_registry.h"
 
 namespace cowkv {
 namespace server {
+
+// For raw callback methods (KvService's Put, Delete, Txn): parses `buffer`
+// as `Msg` as gRPC would; one that does not parse is the INVALID_ARGUMENT
+// (UNPARSABLE_REQUEST) the request-parse interceptor gives other methods.
+template <typename Msg>
+absl::Status ParseRawRequest(const grpc::ByteBuffer* buffer, absl::string_view method, Msg* out) {
+  if (buffer == nullptr || buffer->Length() == 0) {  // every field at its default
+    out->Clear();
+    return absl::OkStatus();
+  }
+  grpc::ByteBuffer shared(*buffer);  // shares the slices; the reader needs a mutable buffer
+  grpc::ProtoBufferReader reader(&shared);
+  if (!out->ParseFromZeroCopyStream(&reader)) {
+    return UnparsableRequestError(method, Msg::descriptor()->full_name());
+  }
+  return absl::OkStatus();
+}
+
+// The response of a raw callback method; false only if protobuf refused a
+// message the server built (larger than 2 GiB: never, with its limits).
+template <typename Msg>
+bool SerializeRawResponse(const Msg& msg, grpc::ByteBuffer* out) {
+  bool own_buffer = false;
+  return grpc::SerializationTraits<Msg>::Serialize(msg, out, &own_buffer).ok();
+}
 
 class ServiceEnv {
  public:

@@ -166,14 +166,28 @@ grpc::Status UnauthenticatedStatus(absl::string_view why) {
               "UNAUTHENTICATED");
 }
 
-grpc::Status UnparsableRequestStatus(absl::string_view method, absl::string_view request_type,
-                                     absl::string_view grpc_message) {
-  absl::string_view name = absl::StripPrefix(method, "/");
-  std::string msg = absl::StrCat(
+namespace {
+
+std::string UnparsableMessage(absl::string_view name, absl::string_view request_type) {
+  return absl::StrCat(
       absl::StartsWith(name, "cowkv.v1.Files/") ? "EINVAL: " : "", name,
       ": the request does not parse as ", request_type,
       ": a string field (a name, path or symlink target) holds invalid UTF-8, or the bytes "
       "are not a protobuf message of that type");
+}
+
+}  // namespace
+
+absl::Status UnparsableRequestError(absl::string_view method, absl::string_view request_type) {
+  absl::string_view name = absl::StripPrefix(method, "/");
+  return WithServerReason(absl::InvalidArgumentError(UnparsableMessage(name, request_type)),
+                          "UNPARSABLE_REQUEST");
+}
+
+grpc::Status UnparsableRequestStatus(absl::string_view method, absl::string_view request_type,
+                                     absl::string_view grpc_message) {
+  absl::string_view name = absl::StripPrefix(method, "/");
+  std::string msg = UnparsableMessage(name, request_type);
   if (!grpc_message.empty()) absl::StrAppend(&msg, " (gRPC: ", grpc_message, ")");
   const bool files = absl::StartsWith(name, "cowkv.v1.Files/");
   return Make(absl::StatusCode::kInvalidArgument, msg, "UNPARSABLE_REQUEST", files ? "EINVAL" : "");

@@ -75,6 +75,9 @@ grpc::Status UnauthenticatedStatus(absl::string_view why);
 // "cowkv.v1.GetRequest", `grpc_message` what gRPC said (may be empty).
 grpc::Status UnparsableRequestStatus(absl::string_view method, absl::string_view request_type,
                                      absl::string_view grpc_message);
+// The same as an absl::Status, for a handler that parses its own request
+// (raw callback methods): ToGrpcStatus makes it UnparsableRequestStatus's.
+absl::Status UnparsableRequestError(absl::string_view method, absl::string_view request_type);
 
 }  // namespace server
 }  // namespace cowkv
