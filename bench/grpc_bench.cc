@@ -391,6 +391,16 @@ class System {
   bool loaded_ = false;
 };
 
+// One call in flight: its context (30 s deadline), request and response,
+// deleted by the call's callback.
+template <typename Req, typename Resp>
+struct Call {
+  Call() { ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30)); }
+  grpc::ClientContext ctx;
+  Req req;
+  Resp resp;
+};
+
 // Picks the key of a read or write: uniform over the loaded keys.
 uint64_t PickKey(std::mt19937_64* rng, uint64_t range) { return (*rng)() % range; }
 
@@ -485,14 +495,6 @@ class CowkvSystem final : public System {
   void TxnOfKeys(uint64_t first, int n, Done done) override { TxnOn(0, first, n, std::move(done)); }
 
  private:
-  template <typename Req, typename Resp>
-  struct Call {
-    Call() { ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30)); }
-    grpc::ClientContext ctx;
-    Req req;
-    Resp resp;
-  };
-
   void TxnOn(int conn, uint64_t first, int n, Done done) {
     auto* c = new Call<cowkv::v1::TxnRequest, cowkv::v1::TxnResponse>;
     c->req.set_durability(cowkv::v1::DURABILITY_DURABLE);
@@ -613,14 +615,6 @@ class EtcdSystem final : public System {
   void TxnOfKeys(uint64_t first, int n, Done done) override { TxnOn(0, first, n, std::move(done)); }
 
  private:
-  template <typename Req, typename Resp>
-  struct Call {
-    Call() { ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30)); }
-    grpc::ClientContext ctx;
-    Req req;
-    Resp resp;
-  };
-
   void TxnOn(int conn, uint64_t first, int n, Done done) {
     auto* c = new Call<etcdserverpb::TxnRequest, etcdserverpb::TxnResponse>;
     for (int i = 0; i < n; ++i) {

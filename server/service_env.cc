@@ -76,6 +76,44 @@ absl::Status ServiceEnv::CheckAlive(grpc::ServerContextBase* ctx) {
   return absl::OkStatus();
 }
 
+// The checks before any body, in order: the server is stopping, the client
+// has too many calls, (callback writes) too many writes wait for durability,
+// the caller's token. OK with `*caller` set (nullptr: authentication off),
+// or the refusal to answer with.
+grpc::Status ServiceEnv::Admit(grpc::ServerContextBase* ctx, absl::string_view method,
+                               const std::string& client, bool entered, bool over_waiting_bound,
+                               const Principal** caller) {
+  if (stopping()) return StoppingStatus();
+  if (!entered) {
+    return ToGrpcStatus(WithServerReason(
+        absl::ResourceExhaustedError(absl::StrCat(
+            "client ", client, " has ", client_calls_.per_client(),
+            " calls in flight (cowkvd --max-calls-per-client): finish or read some first")),
+        "TOO_MANY_CALLS"));
+  }
+  if (over_waiting_bound) {
+    return ToGrpcStatus(WithServerReason(
+        absl::ResourceExhaustedError(absl::StrCat(
+            "server busy: ", limits_.max_waiting_writes,
+            " writes already wait for durability (cowkvd --max-waiting-writes); retry with "
+            "backoff")),
+        "SERVER_BUSY"));
+  }
+  absl::StatusOr<const Principal*> auth = Authenticate(ctx);
+  if (!auth.ok()) {
+    uint64_t suppressed = 0;
+    if (auth_log_.Admit(&suppressed)) {
+      Log(LogLevel::kWarn, "auth_failed", auth.status().message())
+          .Str("method", method)
+          .Str("peer", ctx->peer())
+          .Num("suppressed", suppressed);
+    }
+    return UnauthenticatedStatus(auth.status().message());
+  }
+  *caller = *auth;
+  return grpc::Status::OK;
+}
+
 grpc::Status ServiceEnv::Run(grpc::ServerContext* ctx, absl::string_view method, Errors errors,
                              const std::function<absl::Status()>& body) {
   const absl::Time start = absl::Now();
@@ -86,28 +124,13 @@ grpc::Status ServiceEnv::Run(grpc::ServerContext* ctx, absl::string_view method,
   const std::string client = PeerAddress(ctx->peer());
   const bool entered = client_calls_.Enter(client);
   if (entered) CallScope::AtEnd([this, client] { client_calls_.Leave(client); });
-  if (stopping()) {
-    out = StoppingStatus();
-  } else if (!entered) {
-    out = ToGrpcStatus(WithServerReason(
-        absl::ResourceExhaustedError(absl::StrCat(
-            "client ", client, " has ", client_calls_.per_client(),
-            " calls in flight (cowkvd --max-calls-per-client): finish or read some first")),
-        "TOO_MANY_CALLS"));
-  } else if (absl::StatusOr<const Principal*> auth = Authenticate(ctx); !auth.ok()) {
-    out = UnauthenticatedStatus(auth.status().message());
-    uint64_t suppressed = 0;
-    if (auth_log_.Admit(&suppressed)) {
-      Log(LogLevel::kWarn, "auth_failed", auth.status().message())
-          .Str("method", method)
-          .Str("peer", ctx->peer())
-          .Num("suppressed", suppressed);
-    }
-  } else {
+  const Principal* caller = nullptr;
+  out = Admit(ctx, method, client, entered, /*over_waiting_bound=*/false, &caller);
+  if (out.ok()) {
     // The caller is known to this thread while the body runs (RequireAccess,
     // RequireSubvolume); bodies run on the calling thread.
     const Principal* const outer = t_caller;
-    t_caller = *auth;
+    t_caller = caller;
     absl::Status s = CheckAlive(ctx);
     if (s.ok()) s = RequireAccess(MethodAccess(method));
     if (s.ok()) s = body();
@@ -164,37 +187,15 @@ grpc::ServerUnaryReactor* ServiceEnv::RunAsync(grpc::CallbackServerContext* ctx,
     metrics_->Record(method, out.error_code(), absl::Now() - start);
     reactor->Answer(out);
   };
-  auto finish_now = [&](const grpc::Status& out) {
-    metrics_->Record(method, out.error_code(), absl::Now() - start);
-    reactor->Answer(out);
-  };
-  if (stopping()) {
-    finish_now(StoppingStatus());
-  } else if (!entered) {
-    finish_now(ToGrpcStatus(WithServerReason(
-        absl::ResourceExhaustedError(absl::StrCat(
-            "client ", client, " has ", client_calls_.per_client(),
-            " calls in flight (cowkvd --max-calls-per-client): finish or read some first")),
-        "TOO_MANY_CALLS")));
-  } else if (running > limits_.max_waiting_writes) {
-    finish_now(ToGrpcStatus(WithServerReason(
-        absl::ResourceExhaustedError(absl::StrCat(
-            "server busy: ", limits_.max_waiting_writes,
-            " writes already wait for durability (cowkvd --max-waiting-writes); retry with "
-            "backoff")),
-        "SERVER_BUSY")));
-  } else if (absl::StatusOr<const Principal*> auth = Authenticate(ctx); !auth.ok()) {
-    finish_now(UnauthenticatedStatus(auth.status().message()));
-    uint64_t suppressed = 0;
-    if (auth_log_.Admit(&suppressed)) {
-      Log(LogLevel::kWarn, "auth_failed", auth.status().message())
-          .Str("method", method)
-          .Str("peer", ctx->peer())
-          .Num("suppressed", suppressed);
-    }
+  const Principal* caller = nullptr;
+  const grpc::Status refused =
+      Admit(ctx, method, client, entered, running > limits_.max_waiting_writes, &caller);
+  if (!refused.ok()) {
+    metrics_->Record(method, refused.error_code(), absl::Now() - start);
+    reactor->Answer(refused);
   } else {
     const Principal* const outer = t_caller;
-    t_caller = *auth;
+    t_caller = caller;
     absl::Status s = CheckAlive(ctx);
     if (s.ok()) s = RequireAccess(MethodAccess(method));
     if (s.ok()) s = body(finish, &reactor->grant);

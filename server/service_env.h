@@ -133,6 +133,9 @@ class ServiceEnv {
 
  private:
   class CallReactor;
+  grpc::Status Admit(grpc::ServerContextBase* ctx, absl::string_view method,
+                     const std::string& client, bool entered, bool over_waiting_bound,
+                     const Principal** caller);
   // The caller's principal; nullptr when authentication is off.
   absl::StatusOr<const Principal*> Authenticate(grpc::ServerContextBase* ctx) const;
   // A DATA_LOSS, ENOSPC or read-only error is an operator's business:
