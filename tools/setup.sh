@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs every Debian package that cowkv's build, tests and benchmarks need
 # (openssl: the clients' TLS tests make their certificates with it;
+# libtcmalloc-minimal4: cowkvd's allocator;
 # python3-pytest and python3-matplotlib: //bench:compare_test and plots_test,
 # and bench/plots.py).
 # Idempotent: on a ready machine it checks with dpkg and does nothing.
@@ -18,7 +19,7 @@ PACKAGES=(
   libisal-dev libcli11-dev liblmdb-dev librocksdb-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler grpc-proto
   libcpp-httplib-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
-  openssl
+  openssl libtcmalloc-minimal4
   python3-pytest python3-matplotlib
 )
 

@@ -8,6 +8,15 @@
 // writers arriving during one sync cost one wait and one thread, not N
 // blocked threads — group commit without a thread per writer.
 //
+// A lone writer needs no thread at all: when nothing is queued, the
+// notifier's thread is not waiting and no other caller is, Add waits on the
+// caller's own thread (it leads the log sync itself) and runs `done` there
+// before it returns. So one client's durable write costs no hand-off to
+// another thread and back (on a 2-core VM each wake-up of a sleeping
+// thread costs tens of microseconds), and at most one caller's thread is
+// ever held by a wait: everyone arriving meanwhile queues for the thread.
+// (`lone_inline` false: every wait is the thread's.)
+//
 // The thread starts with the first Add. Stop() answers everything queued
 // (waiting for it first) and ends the thread; an Add after Stop is answered
 // at once with `closed_status`.
@@ -34,19 +43,24 @@ class DurabilityNotifier {
   using Wait = std::function<absl::Status(uint64_t point)>;
   using Done = std::function<void(const absl::Status&)>;
 
-  DurabilityNotifier(Wait wait, absl::Status closed_status);
+  DurabilityNotifier(Wait wait, absl::Status closed_status, bool lone_inline = true);
   ~DurabilityNotifier();
   DurabilityNotifier(const DurabilityNotifier&) = delete;
   DurabilityNotifier& operator=(const DurabilityNotifier&) = delete;
 
   // Calls `done` once `point` is durable (or with the error that stopped
-  // it), from the notifier's thread; at once when stopped.
+  // it): on this thread before returning when this caller is the lone
+  // writer (see above), else from the notifier's thread; at once when
+  // stopped.
   void Add(uint64_t point, Done done);
+  // Answers everything queued, waits for a lone writer's wait to end, and
+  // ends the thread.
   void Stop();
 
   struct Counters {
-    uint64_t waits = 0;    // WaitDurable calls made
-    uint64_t answers = 0;  // callbacks run
+    uint64_t waits = 0;         // WaitDurable calls made (both kinds)
+    uint64_t answers = 0;       // callbacks run (both kinds)
+    uint64_t caller_waits = 0;  // ... of which on a lone writer's thread
   };
   Counters counters() const;
 
@@ -59,11 +73,14 @@ class DurabilityNotifier {
 
   const Wait wait_;
   const absl::Status closed_status_;
+  const bool lone_inline_;
   mutable absl::Mutex mu_;
   absl::CondVar cv_;
   std::vector<Waiter> queue_ ABSL_GUARDED_BY(mu_);
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   bool started_ ABSL_GUARDED_BY(mu_) = false;
+  bool thread_waiting_ ABSL_GUARDED_BY(mu_) = false;  // the thread is in wait_
+  bool caller_waiting_ ABSL_GUARDED_BY(mu_) = false;  // a lone writer is in wait_
   Counters counters_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;  // started under mu_, joined by Stop
 };

@@ -48,9 +48,9 @@ absl::Status StoreImpl::Init() {
   {
     syncer_ =
         std::make_unique<LogSyncer>([this] { return RunLogSync(); }, txn_->superblock().generation);
-    notifier_ =
-        std::make_unique<DurabilityNotifier>([this](uint64_t point) { return WaitDurable(point); },
-                                             absl::FailedPreconditionError("store is closed"));
+    notifier_ = std::make_unique<DurabilityNotifier>(
+        [this](uint64_t point) { return WaitDurable(point); },
+        absl::FailedPreconditionError("store is closed"), options_.lone_writer_waits_inline);
   }
   if (r.root_blocks > 0 && !options_.read_only) {
     // The replayed state becomes an engine commit; the chain is retired.

@@ -120,7 +120,9 @@ class StoreImpl {
   absl::StatusOr<TxnResponse> Txn(uint64_t subvol, const TxnRequest& req,
                                   uint64_t* defer_point = nullptr);
   // Runs `done` once durability point `point` is durable (or with the error
-  // that stopped it): at once for point 0, else from the notifier's thread.
+  // that stopped it): at once for point 0, else from the notifier's thread
+  // or, for a lone writer, on this thread after it led the sync
+  // (DurabilityNotifier).
   void AfterDurable(uint64_t point, std::function<void(const absl::Status&)> done);
   absl::StatusOr<std::unique_ptr<KvTransaction>> BeginTransaction(uint64_t subvol);
   // KvTransaction's body.

@@ -92,6 +92,13 @@ struct Options {
   uint64_t delayed_refs_commit = 65536;
   uint64_t delayed_refs_hard = 262144;
   uint64_t delayed_refs_batch = 32;
+  // Subvolume::PutItemThen / DeleteItemThen / TxnThen: a lone durable
+  // writer (nothing else queued or waiting) leads its log sync on its own
+  // thread and is answered there, instead of handing the wait to the
+  // durability thread and back (a thread wake-up each way). At most one
+  // caller's thread is held so. Off: a Then call never waits on the
+  // caller's thread.
+  bool lone_writer_waits_inline = true;
   // Drop deleted subvolumes on a background thread. Off: only
   // Store::DropDeletedSubvolumes() does it (tests that step it by hand).
   bool background_cleaner = true;

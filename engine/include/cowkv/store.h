@@ -90,9 +90,12 @@ class Subvolume {
   // while a write becomes durable. The write is applied on this thread;
   // `done` runs exactly once with the answer the blocking call would give:
   // on this thread when nothing is left to wait for (async durability, or
-  // an error), else from the store's durability thread once the log sync
-  // or engine commit covering it is done — one wait for every write queued
-  // meanwhile. Keep `done` short: writers queued behind it wait for it.
+  // an error); on this thread too, after this thread led the log sync
+  // itself, when it is the lone durable writer (nothing else queued or
+  // waiting: at most one caller's thread is held so); else from the store's
+  // durability thread once the log sync or engine commit covering it is
+  // done — one wait for every write queued meanwhile. Keep `done` short:
+  // writers queued behind it wait for it.
   using RevisionDone = std::function<void(absl::StatusOr<uint64_t> revision)>;
   using TxnDone = std::function<void(absl::StatusOr<TxnResponse> response)>;
   void PutItemThen(absl::string_view key, absl::string_view value, Durability durability,
