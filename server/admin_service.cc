@@ -71,6 +71,9 @@ grpc::Status AdminService::Stats(ServerContext* ctx, const v1::StatsRequest* req
     FillStats(env_->store().Stats(), resp);
     resp->set_server_open_handles(env_->txns().open());
     resp->set_server_expired_handles(env_->txns().expired_total());
+    const TxnRegistry::Peaks peaks = env_->txns().peaks();
+    resp->set_server_open_handles_peak(peaks.total);
+    resp->set_server_open_handles_peak_per_client(peaks.per_client);
     resp->set_server_rpcs(env_->metrics().calls());
     resp->set_server_rpc_errors(env_->metrics().errors());
     resp->set_server_inflight_bytes(env_->budget().in_use());

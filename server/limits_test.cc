@@ -37,6 +37,19 @@ v1::StatsResponse ServerStats(Client& c) {
   return stats;
 }
 
+// Stats once every admitted byte is given back, or after `patience`. A
+// response's grant is released once gRPC has sent it, which can be just
+// after the client has read it.
+v1::StatsResponse StatsOnceReleased(Client& c, absl::Duration patience = absl::Seconds(15)) {
+  const absl::Time give_up = absl::Now() + patience;
+  v1::StatsResponse st = ServerStats(c);
+  while (st.server_inflight_bytes() > 0 && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(20));
+    st = ServerStats(c);
+  }
+  return st;
+}
+
 // Issue 14.2: a ~2 KB Txn of Range ops over a large key space built a
 // 1.7 GB response. Now: more ops than --max-txn-ops are refused before any
 // work; up to it, the ranges share one response budget and the server
@@ -153,12 +166,18 @@ TEST(Limits, TransactionSlotsArePerClientAndFreedOnClose) {
     EXPECT_EQ(ErrorInfoOf(s).reason, "TOO_MANY_TRANSACTIONS");
   }
   EXPECT_EQ(ServerStats(admin).server_open_handles(), 8u);
+  // The high-water marks: reached, never passed, and they stay after the
+  // handles go.
+  EXPECT_EQ(ServerStats(admin).server_open_handles_peak(), 8u);
+  EXPECT_EQ(ServerStats(admin).server_open_handles_peak_per_client(), 8u);
   // The three connections that hold them go away.
   conns.erase(conns.begin(), conns.begin() + 3);
   const absl::Time give_up = absl::Now() + absl::Seconds(10);
   while (ServerStats(admin).server_open_handles() > 0 && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(20));
   EXPECT_EQ(ServerStats(admin).server_open_handles(), 0u) << "handles of closed connections still open";
   ASSERT_GRPC_OK(conns[0]->Begin(Ctx().get(), begin, &resp));
+  EXPECT_EQ(ServerStats(admin).server_open_handles_peak(), 8u);
+  EXPECT_EQ(ServerStats(admin).server_open_handles_peak_per_client(), 8u);
   ASSERT_TRUE((*server)->Stop().ok());
 }
 
@@ -269,7 +288,7 @@ TEST(Limits, DurablePutsOfLargeValuesAreAdmitted) {
   for (std::thread& t : puts) t.join();
   EXPECT_EQ(ok + busy, 6);
   EXPECT_GT(ok, 0);
-  const v1::StatsResponse st = ServerStats(c);
+  const v1::StatsResponse st = StatsOnceReleased(c);
   EXPECT_LE(st.server_inflight_peak_bytes(), o.limits.inflight_bytes);
   EXPECT_GE(st.server_inflight_peak_bytes(), big.size()) << "durable puts were never admitted";
   EXPECT_EQ(st.server_inflight_bytes(), 0u) << "released when the calls ended";
@@ -403,7 +422,7 @@ TEST(Limits, AdmissionBoundsBytesInFlight) {
   for (std::thread& t : gets) t.join();
   EXPECT_EQ(ok + busy, 12);
   EXPECT_GT(ok, 0);
-  v1::StatsResponse st = ServerStats(c);
+  v1::StatsResponse st = StatsOnceReleased(c);
   EXPECT_LE(st.server_inflight_peak_bytes(), o.limits.inflight_bytes);
   EXPECT_GE(st.server_inflight_peak_bytes(), big.size());
   EXPECT_GT(st.server_admission_waits(), 0u);
@@ -426,11 +445,7 @@ TEST(Limits, AdmissionBoundsBytesInFlight) {
   EXPECT_LE(st.server_inflight_peak_bytes(), o.limits.inflight_bytes);
   for (auto& ctx : ctxs) ctx->TryCancel();
   for (auto& r : readers) (void)r->Finish();
-  const absl::Time give_up = absl::Now() + absl::Seconds(15);
-  while (ServerStats(c).server_inflight_bytes() > 0 && absl::Now() < give_up) {
-    absl::SleepFor(absl::Milliseconds(50));
-  }
-  EXPECT_EQ(ServerStats(c).server_inflight_bytes(), 0u);
+  EXPECT_EQ(StatsOnceReleased(c).server_inflight_bytes(), 0u);
   ASSERT_TRUE((*server)->Stop().ok());
 }
 

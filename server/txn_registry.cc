@@ -1,6 +1,7 @@
 // Interactive transaction handles with leases; see txn_registry.h.
 #include "server/txn_registry.h"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -51,6 +52,8 @@ absl::StatusOr<TxnRegistry::Begun> TxnRegistry::Add(const std::string& peer,
     } while (out.handle == 0 || entries_.contains(out.handle) || expired_.contains(out.handle));
     e->deadline = now + lease;
     entries_[out.handle] = e;
+    peaks_.total = std::max<uint64_t>(peaks_.total, entries_.size());
+    peaks_.per_client = std::max<uint64_t>(peaks_.per_client, mine);
   }
   return out;
 }
@@ -218,6 +221,11 @@ void TxnRegistry::AbortAll() {
 uint64_t TxnRegistry::open() const {
   absl::MutexLock l(&mu_);
   return entries_.size();
+}
+
+TxnRegistry::Peaks TxnRegistry::peaks() const {
+  absl::MutexLock l(&mu_);
+  return peaks_;
 }
 
 uint64_t TxnRegistry::expired_total() const {

@@ -98,6 +98,13 @@ class TxnRegistry {
 
   uint64_t open() const;
   uint64_t expired_total() const;
+  // High-water marks since start: handles open at once, in all and for one
+  // client (a load test's proof that a limit was reached, not exceeded).
+  struct Peaks {
+    uint64_t total = 0;
+    uint64_t per_client = 0;
+  };
+  Peaks peaks() const;
 
   // Expired handles remembered for an ABORTED reply instead of NOT_FOUND.
   static constexpr size_t kRememberExpired = 4096;
@@ -134,6 +141,7 @@ class TxnRegistry {
   absl::flat_hash_set<uint64_t> expired_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<uint64_t> closed_ ABSL_GUARDED_BY(mu_);  // of expired_: by a closed connection
   uint64_t expired_total_ ABSL_GUARDED_BY(mu_) = 0;
+  Peaks peaks_ ABSL_GUARDED_BY(mu_);
   absl::BitGen rng_ ABSL_GUARDED_BY(mu_);
 };
 
