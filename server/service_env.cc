@@ -163,6 +163,14 @@ class ServiceEnv::CallReactor final : public grpc::ServerUnaryReactor {
   // A cancelled write is still applied; its answer comes when it is durable
   // (gRPC drops it), so there is nothing to stop here.
   void OnCancel() override {}
+  // Both reactions above are short and never block (a budget release, a
+  // count, a delete), so gRPC may run them on the thread that ends the
+  // call. Otherwise it hands every OnDone to its executor thread: a thread
+  // wake-up per call (11 % of cowkvd's cycles at 16 clients, most of them
+  // the wake-up). gRPC marks this hook "not API"; its signature is that of
+  // the pinned Debian gRPC 1.51, and `override` makes a change to it a
+  // compile error, not a silent slowdown.
+  bool InternalInlineable() override { return true; }
 
   MemoryBudget::Grant grant;
 
