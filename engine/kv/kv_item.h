@@ -50,6 +50,10 @@ inline absl::string_view UserKey(absl::string_view tree_key) {
 }
 
 std::string EncodeItem(const ItemMeta& meta, absl::string_view value);
+// EncodeItem into `*out` (replacing its contents; its capacity is reused).
+void EncodeItemTo(const ItemMeta& meta, absl::string_view value, std::string* out);
+// TreeKey into `*out` (replacing its contents; its capacity is reused).
+void TreeKeyTo(absl::string_view user_key, std::string* out);
 
 struct ExtentRef {
   uint64_t bytenr = 0;

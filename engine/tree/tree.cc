@@ -73,6 +73,14 @@ absl::StatusOr<std::pair<NodeRef, int>> Tree::FindInLeaf(absl::string_view key) 
   return std::make_pair(std::move(node), found ? slot : -1);
 }
 
+absl::StatusOr<bool> Tree::Find(absl::string_view key, NodeRef* leaf, absl::string_view* value) {
+  COWKV_ASSIGN_OR_RETURN(auto found, FindInLeaf(key));
+  if (found.second < 0) return false;
+  *leaf = std::move(found.first);
+  *value = (*leaf)->value(found.second);
+  return true;
+}
+
 absl::StatusOr<std::optional<std::string>> Tree::Lookup(absl::string_view key) {
   COWKV_ASSIGN_OR_RETURN(auto found, FindInLeaf(key));
   if (found.second < 0) return std::optional<std::string>();
@@ -161,9 +169,14 @@ absl::StatusOr<NodeRef> Tree::CowIfNeeded(NodeRef node, Node* parent, int parent
   return copy;
 }
 
-absl::Status Tree::SearchForWrite(absl::string_view key, Path& path) {
+absl::Status Tree::SearchForWrite(absl::string_view key, Path& path, bool* cow_failed) {
   COWKV_ASSIGN_OR_RETURN(NodeRef node, ReadRoot());
-  COWKV_ASSIGN_OR_RETURN(node, CowIfNeeded(std::move(node), nullptr, 0));
+  absl::StatusOr<NodeRef> cowed = CowIfNeeded(std::move(node), nullptr, 0);
+  if (!cowed.ok()) {
+    if (cow_failed != nullptr) *cow_failed = true;
+    return cowed.status();
+  }
+  node = *std::move(cowed);
   const int top = node->level;
   COWKV_CHECK(top < format::kMaxLevel);  // the decoder refuses deeper; Path holds kMaxLevel
   path[top].node = std::move(node);
@@ -172,7 +185,12 @@ absl::Status Tree::SearchForWrite(absl::string_view key, Path& path) {
     const int slot = n->ChildSlot(key);
     path[level].slot = slot;
     COWKV_ASSIGN_OR_RETURN(NodeRef child, ReadChild(*n, slot));
-    COWKV_ASSIGN_OR_RETURN(path[level - 1].node, CowIfNeeded(std::move(child), n, slot));
+    cowed = CowIfNeeded(std::move(child), n, slot);
+    if (!cowed.ok()) {
+      if (cow_failed != nullptr) *cow_failed = true;
+      return cowed.status();
+    }
+    path[level - 1].node = *std::move(cowed);
     COWKV_DCHECK(path[level - 1].node->level == level - 1);  // levels descend by one
     COWKV_DCHECK(path[level - 1].node->dirty.load(std::memory_order_relaxed));
   }
@@ -184,6 +202,26 @@ absl::Status Tree::Put(absl::string_view key, absl::string_view value) {
   COWKV_RETURN_IF_ERROR(ValidatePut(key, value));
   Path path;
   COWKV_RETURN_IF_ERROR(SearchForWrite(key, path));
+  return PutAt(path, key, value);
+}
+
+absl::Status Tree::Upsert(absl::string_view key, MakeValue make, bool* changed) {
+  *changed = false;
+  COWKV_RETURN_IF_ERROR(ValidatePut(key, ""));
+  Path path;
+  COWKV_RETURN_IF_ERROR(SearchForWrite(key, path, changed));
+  const Node& leaf = *path[0].node;
+  const int slot = path[0].slot;
+  absl::string_view old;
+  const bool found = slot < leaf.nritems() && leaf.key(slot) == key;
+  if (found) old = leaf.value(slot);
+  COWKV_ASSIGN_OR_RETURN(absl::string_view value, make(found ? &old : nullptr));
+  COWKV_RETURN_IF_ERROR(ValidatePut(key, value));
+  *changed = true;
+  return PutAt(path, key, value);
+}
+
+absl::Status Tree::PutAt(Path& path, absl::string_view key, absl::string_view value) {
   Node* leaf = path[0].node.get();
   const int slot = path[0].slot;
   int inserted = -1;
