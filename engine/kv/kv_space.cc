@@ -220,6 +220,8 @@ absl::StatusOr<std::string> KvSpace::GetValue(Tree* tree, absl::string_view key)
   absl::string_view raw;
   COWKV_ASSIGN_OR_RETURN(bool found, tree->Find(tk, &leaf, &raw));
   if (!found) return absl::NotFoundError("key not found");
+  absl::string_view inline_value;
+  if (InlineValue(raw, &inline_value)) return std::string(inline_value);
   COWKV_ASSIGN_OR_RETURN(ItemView item, DecodeItem(tk, raw));
   if (!item.in_extent) return std::string(item.value);
   return LoadValue(item);
