@@ -19,10 +19,10 @@ std::string TreeKey(absl::string_view user_key) {
 }
 
 void TreeKeyTo(absl::string_view user_key, std::string* out) {
-  out->clear();
-  out->reserve(user_key.size() + 1);
-  out->push_back(kKvPrefix);
-  out->append(user_key.data(), user_key.size());
+  out->resize(user_key.size() + 1);
+  char* p = out->data();
+  p[0] = kKvPrefix;
+  if (!user_key.empty()) std::memcpy(p + 1, user_key.data(), user_key.size());
 }
 
 std::string EncodeItem(const ItemMeta& meta, absl::string_view value) {

@@ -25,7 +25,7 @@ absl::StatusOr<std::unique_ptr<Tree>> Tree::CreateEmpty(uint64_t id, NodeCache* 
                                                         TreeHooks* hooks) {
   auto tree = std::make_unique<Tree>(id, RootRef{}, cache, hooks);
   COWKV_ASSIGN_OR_RETURN(NodeRef root, tree->NewNode(0));
-  tree->SetRoot(*root);
+  tree->SetRoot(root);
   return tree;
 }
 
@@ -47,6 +47,10 @@ absl::Status Tree::ValidatePut(absl::string_view key, absl::string_view value) c
 }
 
 absl::StatusOr<NodeRef> Tree::ReadRoot() {
+  if (root_node_ != nullptr) {
+    COWKV_DCHECK(root_node_->bytenr == root_.bytenr && root_node_->level == root_.level);
+    return root_node_;
+  }
   return cache_->Read({root_.bytenr, root_.generation, expect_owner_, root_.level});
 }
 
@@ -146,8 +150,9 @@ absl::StatusOr<NodeRef> Tree::NewNode(uint8_t level) {
   return cache_->NewDirty({bytenr, hooks_->generation(), id_, level});
 }
 
-void Tree::SetRoot(const Node& node) {
-  root_ = RootRef{node.bytenr, node.generation, node.level};
+void Tree::SetRoot(const NodeRef& node) {
+  root_ = RootRef{node->bytenr, node->generation, node->level};
+  root_node_ = node;
   root_changed_ = true;
 }
 
@@ -164,7 +169,7 @@ absl::StatusOr<NodeRef> Tree::CowIfNeeded(NodeRef node, Node* parent, int parent
   if (parent != nullptr) {
     parent->SetChild(parent_slot, copy);
   } else {
-    SetRoot(*copy);
+    SetRoot(copy);
   }
   return copy;
 }
@@ -364,7 +369,7 @@ absl::Status Tree::GrowRoot(NodeRef left, std::string sep, NodeRef right) {
   root->InsertItem(1, sep, EncodeChildPtr({right->bytenr, right->generation}));
   root->SetChild(0, left);
   root->SetChild(1, right);
-  SetRoot(*root);
+  SetRoot(root);
   return absl::OkStatus();
 }
 
@@ -376,7 +381,7 @@ absl::Status Tree::CollapseRoot() {
     // The child may be shared with a snapshot; a root never is (the
     // reference from a root item is always the tree's own), so CoW it first.
     COWKV_ASSIGN_OR_RETURN(child, CowIfNeeded(std::move(child), root.get(), 0));
-    SetRoot(*child);
+    SetRoot(child);
     COWKV_RETURN_IF_ERROR(hooks_->FreeTreeBlock(id_, *root));
   }
 }
@@ -395,6 +400,7 @@ absl::StatusOr<bool> Tree::DropLeftmost() {
   if (root->leaf()) {  // possibly shared, and holding data references
     COWKV_RETURN_IF_ERROR(hooks_->DropRoot(id_, *root));
     ++version_;
+    root_node_.reset();  // the tree is gone
     return false;
   }
   COWKV_ASSIGN_OR_RETURN(bool own_root, hooks_->ShouldDescendForDrop(
@@ -402,6 +408,7 @@ absl::StatusOr<bool> Tree::DropLeftmost() {
   if (!own_root) {  // shared with a snapshot: drop our reference, keep the nodes
     COWKV_RETURN_IF_ERROR(hooks_->DropRoot(id_, *root));
     ++version_;
+    root_node_.reset();  // the tree is gone
     return false;
   }
   COWKV_ASSIGN_OR_RETURN(root, CowIfNeeded(std::move(root), nullptr, 0));
@@ -426,7 +433,10 @@ absl::StatusOr<bool> Tree::DropLeftmost() {
   // Remove nodes the removal left empty, bottom-up.
   for (; path[level].node->nritems() == 0; ++level) {
     COWKV_RETURN_IF_ERROR(hooks_->FreeTreeBlock(id_, *path[level].node));
-    if (level == top) return false;
+    if (level == top) {
+      root_node_.reset();  // the tree is gone
+      return false;
+    }
     RemoveFirstChild(path[level + 1].node.get());
   }
   return true;

@@ -180,7 +180,7 @@ class Tree {
   absl::Status GrowRoot(NodeRef left, std::string sep, NodeRef right);
   absl::Status CollapseRoot();
   absl::StatusOr<NodeRef> NewNode(uint8_t level);
-  void SetRoot(const Node& node);
+  void SetRoot(const NodeRef& node);
   size_t capacity() const;
 
   const uint64_t id_;
@@ -190,6 +190,11 @@ class Tree {
   NodeCache* const cache_;
   TreeHooks* const hooks_;
   RootRef root_;
+  // The node at root_ once a writer has set it (SetRoot): ReadRoot returns
+  // it without the cache's lock and lookup. Held even if the cache evicts
+  // it (one node per tree); changed only with root_, under the store's
+  // exclusive lock.
+  NodeRef root_node_;
   // Bumped by the writer under the store's exclusive lock; read lock-free by
   // iterators' fast path (acquire pairs with the writer's release).
   std::atomic<uint64_t> version_{0};
