@@ -515,17 +515,6 @@ void TreeIterator::Load() {
   valid_ = true;
 }
 
-bool TreeIterator::TryFastNext() {
-  if (!valid_ || Stale()) return false;
-  const Node& leaf = *nodes_[0];
-  if (leaf.dirty.load(std::memory_order_acquire) || slots_[0] + 1 >= leaf.nritems()) {
-    return false;
-  }
-  ++slots_[0];
-  Load();
-  return true;
-}
-
 bool TreeIterator::TryFastPrev() {
   if (!valid_ || Stale()) return false;
   const Node& leaf = *nodes_[0];

@@ -219,7 +219,18 @@ class TreeIterator {
   // Steps within the current leaf without any lock when that leaf is clean
   // (immutable) and the tree has not changed; false = take the lock and
   // call Next()/Prev().
-  bool TryFastNext();
+  bool TryFastNext() {
+    if (!valid_ || Stale()) return false;
+    const Node& leaf = *nodes_[0];
+    if (leaf.dirty.load(std::memory_order_acquire) || slots_[0] + 1 >= leaf.nritems()) {
+      return false;
+    }
+    // Load() for a clean leaf: views into it.
+    const int slot = ++slots_[0];
+    key_view_ = leaf.key(slot);
+    value_view_ = leaf.value(slot);
+    return true;
+  }
   bool TryFastPrev();
   absl::string_view key() const { return key_view_; }
   absl::string_view value() const { return value_view_; }
