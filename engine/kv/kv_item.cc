@@ -1,5 +1,7 @@
 #include "engine/kv/kv_item.h"
 
+#include <cstring>
+
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "engine/base/coding.h"
@@ -12,20 +14,32 @@ namespace kv {
 
 std::string TreeKey(absl::string_view user_key) {
   std::string k;
-  k.reserve(user_key.size() + 1);
-  k.push_back(kKvPrefix);
-  k.append(user_key.data(), user_key.size());
+  TreeKeyTo(user_key, &k);
   return k;
 }
 
+void TreeKeyTo(absl::string_view user_key, std::string* out) {
+  out->resize(user_key.size() + 1);
+  char* p = out->data();
+  p[0] = kKvPrefix;
+  if (!user_key.empty()) std::memcpy(p + 1, user_key.data(), user_key.size());
+}
+
 std::string EncodeItem(const ItemMeta& meta, absl::string_view value) {
-  std::string out(kKvHeaderSize, '\0');
-  out[0] = static_cast<char>(kKindInline);
-  EncodeLE64(out.data() + 8, meta.create_revision);
-  EncodeLE64(out.data() + 16, meta.mod_revision);
-  EncodeLE64(out.data() + 24, meta.version);
-  out.append(value.data(), value.size());
+  std::string out;
+  EncodeItemTo(meta, value, &out);
   return out;
+}
+
+void EncodeItemTo(const ItemMeta& meta, absl::string_view value, std::string* out) {
+  out->resize(kKvHeaderSize + value.size());
+  char* p = out->data();
+  p[0] = static_cast<char>(kKindInline);
+  for (int i = 1; i < 8; ++i) p[i] = 0;
+  EncodeLE64(p + 8, meta.create_revision);
+  EncodeLE64(p + 16, meta.mod_revision);
+  EncodeLE64(p + 24, meta.version);
+  if (!value.empty()) std::memcpy(p + kKvHeaderSize, value.data(), value.size());
 }
 
 std::string EncodeExtentItem(const ItemMeta& meta, const ExtentRef& ref) {

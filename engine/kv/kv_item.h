@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "cowkv/limits.h"
+#include "engine/base/coding.h"
 
 namespace cowkv {
 namespace kv {
@@ -50,6 +51,10 @@ inline absl::string_view UserKey(absl::string_view tree_key) {
 }
 
 std::string EncodeItem(const ItemMeta& meta, absl::string_view value);
+// EncodeItem into `*out` (replacing its contents; its capacity is reused).
+void EncodeItemTo(const ItemMeta& meta, absl::string_view value, std::string* out);
+// TreeKey into `*out` (replacing its contents; its capacity is reused).
+void TreeKeyTo(absl::string_view user_key, std::string* out);
 
 struct ExtentRef {
   uint64_t bytenr = 0;
@@ -68,6 +73,20 @@ struct ItemView {
 // Decodes an item read from the tree. DATA_LOSS (naming the key) when the
 // header is short, of an unknown kind, or its revisions are inconsistent.
 absl::StatusOr<ItemView> DecodeItem(absl::string_view tree_key, absl::string_view raw);
+// The hot path of DecodeItem for readers that want only the value: true
+// and `*value` when `raw` is an inline item DecodeItem accepts (the same
+// checks), false for anything else (an extent item or a bad header: call
+// DecodeItem).
+inline bool InlineValue(absl::string_view raw, absl::string_view* value) {
+  if (raw.size() < kKvHeaderSize) return false;
+  const char* p = raw.data();
+  // Kind 0 (inline) and seven zero bytes.
+  if (DecodeLE64(p) != 0) return false;
+  const uint64_t create = DecodeLE64(p + 8), mod = DecodeLE64(p + 16), version = DecodeLE64(p + 24);
+  if (create == 0 || mod < create || version == 0) return false;
+  *value = raw.substr(kKvHeaderSize);
+  return true;
+}
 
 // Largest value stored inline for `nodesize`; larger ones (up to
 // kMaxValueSize) go to data extents.

@@ -3,6 +3,7 @@
 #include "engine/kv/kv_space.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/escaping.h"
@@ -206,6 +207,24 @@ absl::StatusOr<KeyValue> KvSpace::Get(Tree* tree, absl::string_view key, uint64_
   KeyValue kv = MakeKeyValue(key, item, std::move(value));
   kv.value_size = value_size;
   return kv;
+}
+
+absl::StatusOr<std::string> KvSpace::GetValue(Tree* tree, absl::string_view key) {
+  // The tree key on the stack: 'k' + key (ValidateKey bounds it).
+  char buf[1 + kMaxKeySize];
+  if (key.empty() || key.size() > kMaxKeySize) return ValidateKey(key);
+  buf[0] = kKvPrefix;
+  std::memcpy(buf + 1, key.data(), key.size());
+  const absl::string_view tk(buf, key.size() + 1);
+  NodeRef leaf;
+  absl::string_view raw;
+  COWKV_ASSIGN_OR_RETURN(bool found, tree->Find(tk, &leaf, &raw));
+  if (!found) return absl::NotFoundError("key not found");
+  absl::string_view inline_value;
+  if (InlineValue(raw, &inline_value)) return std::string(inline_value);
+  COWKV_ASSIGN_OR_RETURN(ItemView item, DecodeItem(tk, raw));
+  if (!item.in_extent) return std::string(item.value);
+  return LoadValue(item);
 }
 
 absl::Status KvSpace::Validate(uint64_t read_revision, const ReadSet& reads) {
@@ -421,6 +440,48 @@ absl::StatusOr<uint64_t> KvSpace::Apply(uint64_t subvol, const WritableTree& wri
     window_.RecordWrite(subvol, kv::UserKey(op.tree_key), rev);
     log_->NoteChange(subvol, op.tree_key);
   }
+  return rev;
+}
+
+absl::StatusOr<uint64_t> KvSpace::PutInline(uint64_t subvol, Tree* tree, absl::string_view key,
+                                            absl::string_view value) {
+  COWKV_RETURN_IF_ERROR(txn_->fatal());
+  COWKV_DCHECK(value.size() <= MaxInlineValue(tree->cache()->nodesize()));
+  TreeKeyTo(key, &put_key_);
+  const absl::string_view tk = put_key_;
+  // Apply's reservation for one insert of this key and item.
+  COWKV_RETURN_IF_ERROR(txn_->ReserveForWrite(tree, TxnManager::WriteKind::kInsert, 1,
+                                              tk.size() + kKvHeaderSize + value.size() + 16, 0));
+  const uint64_t rev = revision_ + 1;
+  format::DataRef old_data;  // an extent the old item referenced
+  bool changed = false;
+  absl::Status s = tree->Upsert(
+      tk,
+      [&](const absl::string_view* old) -> absl::StatusOr<absl::string_view> {
+        ItemMeta meta{rev, rev, 1};
+        if (old != nullptr) {
+          COWKV_ASSIGN_OR_RETURN(ItemView prev, DecodeItem(tk, *old));
+          meta.create_revision = prev.meta.create_revision;
+          meta.version = prev.meta.version + 1;
+          format::LeafDataRef(tk, *old, &old_data);
+        }
+        EncodeItemTo(meta, value, &put_item_);
+        return absl::string_view(put_item_);
+      },
+      &changed);
+  if (!s.ok()) {
+    // Half applied in memory: this generation must never commit. A failure
+    // before the item changed (a corrupt old item, a read error on the way
+    // down) left the tree's items as they were, as Apply's lookups do.
+    if (changed) txn_->SetFatal(s);
+    return s;
+  }
+  if (old_data.len != 0) txn_->AddDataRef(subvol, old_data, -1, false);
+  COWKV_DCHECK(rev == revision_ + 1);  // one new revision per change, never skipped
+  revision_ = rev;
+  ++commits_;
+  window_.RecordWrite(subvol, key, rev);
+  log_->NoteChange(subvol, tk);
   return rev;
 }
 

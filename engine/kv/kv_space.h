@@ -32,6 +32,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -98,6 +99,9 @@ class KvSpace {
   // `max_value_load` (0 = no bound) is not loaded: it comes back empty with
   // value_size set.
   absl::StatusOr<KeyValue> Get(Tree* tree, absl::string_view key, uint64_t max_value_load = 0);
+  // Get's value alone (NOT_FOUND if absent), copied once out of the leaf:
+  // no tree-key, item or KeyValue copies.
+  absl::StatusOr<std::string> GetValue(Tree* tree, absl::string_view key);
   // `req` already normalised (NormaliseRange). `*bytes_cut` (when given)
   // tells whether req.max_bytes, rather than `limit` or the range's end,
   // stopped the scan.
@@ -114,9 +118,15 @@ class KvSpace {
   // revision if nothing changed). `writable` gives the subvolume's tree,
   // or why it cannot be written; it is asked only when something would
   // change. ENOSPC changes nothing.
-  using WritableTree = std::function<absl::StatusOr<Tree*>()>;
+  using WritableTree = absl::FunctionRef<absl::StatusOr<Tree*>()>;
   absl::StatusOr<uint64_t> Apply(uint64_t subvol, const WritableTree& writable,
                                  uint64_t read_revision, const ReadSet& reads, KvWriteSet& ws);
+  // Apply of a write set holding one put of an inline value (at most
+  // MaxInlineValue) and no reads, the common Put: same result, revisions
+  // and failure contract, without the write set. One descent of `tree`
+  // (writable) reads the old item's revisions and writes the new item.
+  absl::StatusOr<uint64_t> PutInline(uint64_t subvol, Tree* tree, absl::string_view key,
+                                     absl::string_view value);
   // The one-shot Txn: compares on `tree`, then the branch taken, applied as
   // Apply does. `branches`: the success and failure branches' puts with
   // their extents (KvWriteSet::extents).
@@ -151,6 +161,9 @@ class KvSpace {
   std::atomic<uint64_t> conflicts_{0};
   std::atomic<uint64_t> too_old_{0};
   std::atomic<uint64_t> range_value_bytes_{0};
+  // PutInline's buffers, reused (it runs under the exclusive tree lock).
+  std::string put_key_;
+  std::string put_item_;
 };
 
 }  // namespace kv

@@ -1,6 +1,7 @@
 // Unit tests of the KV item codec and the conflict window.
 #include <string>
 
+#include "absl/strings/escaping.h"
 #include "engine/format/items.h"
 #include "engine/kv/conflict_window.h"
 #include "engine/kv/kv_item.h"
@@ -51,6 +52,42 @@ TEST(KvItem, CorruptHeadersAreDataLoss) {
       }
     }
   }
+}
+
+// InlineValue, the readers' hot path, accepts exactly the inline items
+// DecodeItem accepts, with the same value: every truncation and bit flip of
+// the header, extent items and bad revisions.
+TEST(KvItem, InlineValueAgreesWithDecodeItem) {
+  auto agree = [](const std::string& raw) {
+    absl::StatusOr<ItemView> v = DecodeItem("ka", raw);
+    absl::string_view fast;
+    const bool ok = InlineValue(raw, &fast);
+    EXPECT_EQ(ok, v.ok() && !v->in_extent) << absl::CHexEscape(raw);
+    if (ok && v.ok()) {
+      EXPECT_EQ(fast, v->value);
+    }
+  };
+  const std::string raw = EncodeItem({3, 7, 2}, "value");
+  agree(raw);
+  agree(EncodeItem({1, 1, 1}, ""));
+  agree(EncodeItem({8, 7, 1}, "x"));  // mod below create
+  agree(EncodeItem({0, 0, 1}, "x"));
+  agree(EncodeItem({1, 2, 0}, "x"));  // version 0
+  agree(EncodeExtentItem({4, 9, 3}, ExtentRef{1 << 20, 8192, 5000, 1}));
+  for (size_t n = 0; n < raw.size(); ++n) agree(raw.substr(0, n));
+  for (size_t i = 0; i < kKvHeaderSize; ++i) {
+    for (int b = 0; b < 8; ++b) {
+      std::string f = raw;
+      f[i] ^= static_cast<char>(1 << b);
+      agree(f);
+    }
+  }
+  // EncodeItemTo reuses a buffer and gives EncodeItem's bytes.
+  std::string buf(200, 'z');
+  EncodeItemTo({3, 7, 2}, "value", &buf);
+  EXPECT_EQ(buf, raw);
+  TreeKeyTo("abc", &buf);
+  EXPECT_EQ(buf, "kabc");
 }
 
 TEST(KvItem, Limits) {

@@ -81,6 +81,12 @@ absl::Status StoreImpl::WriteOnce(absl::string_view key, const absl::string_view
   COWKV_RETURN_IF_ERROR(CheckOpen());
   COWKV_RETURN_IF_ERROR(kv::ValidateKey(key));
   if (value != nullptr) COWKV_RETURN_IF_ERROR(kv::ValidateValue(*value));
+  if (value != nullptr && value->size() <= max_value_size()) {
+    // The common put: no write set, no extent (kv::KvSpace::PutInline).
+    absl::WriterMutexLock l(&mu_);
+    log_->MarkFull();
+    return PutInlineLocked(format::kDefaultTreeId, key, *value).status();
+  }
   kv::KvWriteSet ws;
   ws.writes[std::string(key)] =
       value ? std::optional<std::string>(std::string(*value)) : std::nullopt;

@@ -94,8 +94,7 @@ absl::Status Store::Put(absl::string_view key, absl::string_view value, Durabili
 }
 
 absl::StatusOr<std::string> Store::Get(absl::string_view key) {
-  COWKV_ASSIGN_OR_RETURN(KeyValue kv, impl_->GetItem(format::kDefaultTreeId, key));
-  return std::move(kv.value);
+  return impl_->GetValue(format::kDefaultTreeId, key);
 }
 
 absl::Status Store::Delete(absl::string_view key, Durability d) {
@@ -149,8 +148,7 @@ absl::StatusOr<uint64_t> Subvolume::PutItem(absl::string_view key, absl::string_
 }
 
 absl::StatusOr<std::string> Subvolume::Get(absl::string_view key) {
-  COWKV_ASSIGN_OR_RETURN(KeyValue kv, store_->GetItem(id_, key));
-  return std::move(kv.value);
+  return store_->GetValue(id_, key);
 }
 
 absl::StatusOr<KeyValue> Subvolume::GetItem(absl::string_view key, uint64_t max_value_load,

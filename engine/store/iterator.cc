@@ -30,6 +30,7 @@ class Iterator::Impl {
   void Settle() {
     valid_ = it_.Valid() && kv::IsKvTreeKey(it_.key());
     if (!valid_) return;
+    if (kv::InlineValue(it_.value(), &value_)) return;
     absl::StatusOr<kv::ItemView> item = kv::DecodeItem(it_.key(), it_.value());
     if (!item.ok()) return Fail(item.status());
     if (!item->in_extent) {

@@ -30,6 +30,14 @@ absl::StatusOr<KeyValue> StoreImpl::GetItem(uint64_t subvol, absl::string_view k
   return kv_->Get(tree, key, max_value_load);
 }
 
+absl::StatusOr<std::string> StoreImpl::GetValue(uint64_t subvol, absl::string_view key) {
+  COWKV_RETURN_IF_ERROR(CheckOpen());
+  COWKV_RETURN_IF_ERROR(kv::ValidateKey(key));
+  absl::ReaderMutexLock l(&mu_);
+  COWKV_ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
+  return kv_->GetValue(tree, key);
+}
+
 absl::StatusOr<std::string> StoreImpl::LoadByTreeKey(uint64_t subvol, absl::string_view tree_key) {
   absl::ReaderMutexLock l(&mu_);
   COWKV_ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
@@ -66,6 +74,16 @@ absl::StatusOr<uint64_t> StoreImpl::ApplyLocked(uint64_t subvol, uint64_t read_r
       subvol, [&] { return WritableTree(subvol); }, read_revision, reads, ws);
   COWKV_DCHECK(!rev.ok() || *rev >= before);
   if (rev.ok() && *rev > before) ++durable_seq_;  // a change the next log sync covers
+  return rev;
+}
+
+absl::StatusOr<uint64_t> StoreImpl::PutInlineLocked(uint64_t subvol, absl::string_view key,
+                                                    absl::string_view value) {
+  COWKV_DCHECK(value.size() <= max_value_size());
+  const uint64_t before = kv_->revision();
+  COWKV_ASSIGN_OR_RETURN(Tree * tree, WritableTree(subvol));
+  absl::StatusOr<uint64_t> rev = kv_->PutInline(subvol, tree, key, value);
+  if (rev.ok() && *rev > before) ++durable_seq_;  // as ApplyLocked
   return rev;
 }
 
@@ -174,6 +192,9 @@ absl::StatusOr<uint64_t> StoreImpl::Put(uint64_t subvol, absl::string_view key,
                                         uint64_t* defer_point) {
   COWKV_RETURN_IF_ERROR(kv::ValidateKey(key));
   COWKV_RETURN_IF_ERROR(kv::ValidateValue(value));
+  if (value.size() <= max_value_size()) {
+    return KvWrite([&] { return PutInlineLocked(subvol, key, value); }, d, defer_point);
+  }
   kv::KvWriteSet ws;
   kv::BufferPut(&ws, key, value);
   return KvWriteSetWrite(

@@ -115,6 +115,8 @@ class StoreImpl {
   // max_value_load: as RangeRequest::max_value_load.
   absl::StatusOr<KeyValue> GetItem(uint64_t subvol, absl::string_view key,
                                    uint64_t max_value_load = 0, uint64_t* revision = nullptr);
+  // GetItem's value alone (Store::Get, Subvolume::Get), copied once.
+  absl::StatusOr<std::string> GetValue(uint64_t subvol, absl::string_view key);
   absl::StatusOr<RangeResult> Range(uint64_t subvol, const RangeRequest& req);
   std::unique_ptr<Iterator> NewIterator(uint64_t subvol);
   absl::StatusOr<TxnResponse> Txn(uint64_t subvol, const TxnRequest& req,
@@ -180,6 +182,11 @@ class StoreImpl {
   // revision (the current one if nothing changed). ENOSPC changes nothing.
   absl::StatusOr<uint64_t> ApplyLocked(uint64_t subvol, uint64_t read_revision,
                                        const kv::ReadSet& reads, kv::KvWriteSet& ws)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // ApplyLocked of one put of an inline value (at most max_value_size())
+  // with no reads, without building a write set (kv::KvSpace::PutInline).
+  absl::StatusOr<uint64_t> PutInlineLocked(uint64_t subvol, absl::string_view key,
+                                           absl::string_view value)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Writes every value of `ws` too large to be inline to a data extent of
   // its own (no flush: the log sync or commit that makes the item durable

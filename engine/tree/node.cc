@@ -216,6 +216,13 @@ void Node::MoveTailTo(int from, Node* dst) {
     }
     if (!kids_.empty()) kids_.resize(from);
   }
+  // One allocation for what moves, with as much again for dst to grow
+  // into (a split's right half fills back up): appending item by item
+  // would reallocate and copy dst's arena about ten times per split.
+  size_t moved = 0;
+  for (int i = from; i < nritems(); ++i) moved += slots_[i].klen + slots_[i].vlen;
+  dst->arena_.reserve(dst->arena_.size() + 2 * moved);
+  dst->slots_.reserve(dst->slots_.size() + 2 * static_cast<size_t>(nritems() - from));
   for (int i = from; i < nritems(); ++i) {
     uint32_t off = dst->Append(key(i), value(i));
     dst->slots_.push_back(Slot{off, slots_[i].vlen, slots_[i].klen});

@@ -25,7 +25,7 @@ absl::StatusOr<std::unique_ptr<Tree>> Tree::CreateEmpty(uint64_t id, NodeCache* 
                                                         TreeHooks* hooks) {
   auto tree = std::make_unique<Tree>(id, RootRef{}, cache, hooks);
   COWKV_ASSIGN_OR_RETURN(NodeRef root, tree->NewNode(0));
-  tree->SetRoot(*root);
+  tree->SetRoot(root);
   return tree;
 }
 
@@ -47,6 +47,10 @@ absl::Status Tree::ValidatePut(absl::string_view key, absl::string_view value) c
 }
 
 absl::StatusOr<NodeRef> Tree::ReadRoot() {
+  if (root_node_ != nullptr) {
+    COWKV_DCHECK(root_node_->bytenr == root_.bytenr && root_node_->level == root_.level);
+    return root_node_;
+  }
   return cache_->Read({root_.bytenr, root_.generation, expect_owner_, root_.level});
 }
 
@@ -71,6 +75,14 @@ absl::StatusOr<std::pair<NodeRef, int>> Tree::FindInLeaf(absl::string_view key) 
   const int slot = node->LowerBound(key);
   const bool found = slot < node->nritems() && node->key(slot) == key;
   return std::make_pair(std::move(node), found ? slot : -1);
+}
+
+absl::StatusOr<bool> Tree::Find(absl::string_view key, NodeRef* leaf, absl::string_view* value) {
+  COWKV_ASSIGN_OR_RETURN(auto found, FindInLeaf(key));
+  if (found.second < 0) return false;
+  *leaf = std::move(found.first);
+  *value = (*leaf)->value(found.second);
+  return true;
 }
 
 absl::StatusOr<std::optional<std::string>> Tree::Lookup(absl::string_view key) {
@@ -138,8 +150,9 @@ absl::StatusOr<NodeRef> Tree::NewNode(uint8_t level) {
   return cache_->NewDirty({bytenr, hooks_->generation(), id_, level});
 }
 
-void Tree::SetRoot(const Node& node) {
-  root_ = RootRef{node.bytenr, node.generation, node.level};
+void Tree::SetRoot(const NodeRef& node) {
+  root_ = RootRef{node->bytenr, node->generation, node->level};
+  root_node_ = node;
   root_changed_ = true;
 }
 
@@ -156,14 +169,19 @@ absl::StatusOr<NodeRef> Tree::CowIfNeeded(NodeRef node, Node* parent, int parent
   if (parent != nullptr) {
     parent->SetChild(parent_slot, copy);
   } else {
-    SetRoot(*copy);
+    SetRoot(copy);
   }
   return copy;
 }
 
-absl::Status Tree::SearchForWrite(absl::string_view key, Path& path) {
+absl::Status Tree::SearchForWrite(absl::string_view key, Path& path, bool* cow_failed) {
   COWKV_ASSIGN_OR_RETURN(NodeRef node, ReadRoot());
-  COWKV_ASSIGN_OR_RETURN(node, CowIfNeeded(std::move(node), nullptr, 0));
+  absl::StatusOr<NodeRef> cowed = CowIfNeeded(std::move(node), nullptr, 0);
+  if (!cowed.ok()) {
+    if (cow_failed != nullptr) *cow_failed = true;
+    return cowed.status();
+  }
+  node = *std::move(cowed);
   const int top = node->level;
   COWKV_CHECK(top < format::kMaxLevel);  // the decoder refuses deeper; Path holds kMaxLevel
   path[top].node = std::move(node);
@@ -172,7 +190,12 @@ absl::Status Tree::SearchForWrite(absl::string_view key, Path& path) {
     const int slot = n->ChildSlot(key);
     path[level].slot = slot;
     COWKV_ASSIGN_OR_RETURN(NodeRef child, ReadChild(*n, slot));
-    COWKV_ASSIGN_OR_RETURN(path[level - 1].node, CowIfNeeded(std::move(child), n, slot));
+    cowed = CowIfNeeded(std::move(child), n, slot);
+    if (!cowed.ok()) {
+      if (cow_failed != nullptr) *cow_failed = true;
+      return cowed.status();
+    }
+    path[level - 1].node = *std::move(cowed);
     COWKV_DCHECK(path[level - 1].node->level == level - 1);  // levels descend by one
     COWKV_DCHECK(path[level - 1].node->dirty.load(std::memory_order_relaxed));
   }
@@ -184,6 +207,26 @@ absl::Status Tree::Put(absl::string_view key, absl::string_view value) {
   COWKV_RETURN_IF_ERROR(ValidatePut(key, value));
   Path path;
   COWKV_RETURN_IF_ERROR(SearchForWrite(key, path));
+  return PutAt(path, key, value);
+}
+
+absl::Status Tree::Upsert(absl::string_view key, MakeValue make, bool* changed) {
+  *changed = false;
+  COWKV_RETURN_IF_ERROR(ValidatePut(key, ""));
+  Path path;
+  COWKV_RETURN_IF_ERROR(SearchForWrite(key, path, changed));
+  const Node& leaf = *path[0].node;
+  const int slot = path[0].slot;
+  absl::string_view old;
+  const bool found = slot < leaf.nritems() && leaf.key(slot) == key;
+  if (found) old = leaf.value(slot);
+  COWKV_ASSIGN_OR_RETURN(absl::string_view value, make(found ? &old : nullptr));
+  COWKV_RETURN_IF_ERROR(ValidatePut(key, value));
+  *changed = true;
+  return PutAt(path, key, value);
+}
+
+absl::Status Tree::PutAt(Path& path, absl::string_view key, absl::string_view value) {
   Node* leaf = path[0].node.get();
   const int slot = path[0].slot;
   int inserted = -1;
@@ -326,7 +369,7 @@ absl::Status Tree::GrowRoot(NodeRef left, std::string sep, NodeRef right) {
   root->InsertItem(1, sep, EncodeChildPtr({right->bytenr, right->generation}));
   root->SetChild(0, left);
   root->SetChild(1, right);
-  SetRoot(*root);
+  SetRoot(root);
   return absl::OkStatus();
 }
 
@@ -338,7 +381,7 @@ absl::Status Tree::CollapseRoot() {
     // The child may be shared with a snapshot; a root never is (the
     // reference from a root item is always the tree's own), so CoW it first.
     COWKV_ASSIGN_OR_RETURN(child, CowIfNeeded(std::move(child), root.get(), 0));
-    SetRoot(*child);
+    SetRoot(child);
     COWKV_RETURN_IF_ERROR(hooks_->FreeTreeBlock(id_, *root));
   }
 }
@@ -357,6 +400,7 @@ absl::StatusOr<bool> Tree::DropLeftmost() {
   if (root->leaf()) {  // possibly shared, and holding data references
     COWKV_RETURN_IF_ERROR(hooks_->DropRoot(id_, *root));
     ++version_;
+    root_node_.reset();  // the tree is gone
     return false;
   }
   COWKV_ASSIGN_OR_RETURN(bool own_root, hooks_->ShouldDescendForDrop(
@@ -364,6 +408,7 @@ absl::StatusOr<bool> Tree::DropLeftmost() {
   if (!own_root) {  // shared with a snapshot: drop our reference, keep the nodes
     COWKV_RETURN_IF_ERROR(hooks_->DropRoot(id_, *root));
     ++version_;
+    root_node_.reset();  // the tree is gone
     return false;
   }
   COWKV_ASSIGN_OR_RETURN(root, CowIfNeeded(std::move(root), nullptr, 0));
@@ -388,7 +433,10 @@ absl::StatusOr<bool> Tree::DropLeftmost() {
   // Remove nodes the removal left empty, bottom-up.
   for (; path[level].node->nritems() == 0; ++level) {
     COWKV_RETURN_IF_ERROR(hooks_->FreeTreeBlock(id_, *path[level].node));
-    if (level == top) return false;
+    if (level == top) {
+      root_node_.reset();  // the tree is gone
+      return false;
+    }
     RemoveFirstChild(path[level + 1].node.get());
   }
   return true;
@@ -465,17 +513,6 @@ void TreeIterator::Load() {
     value_view_ = leaf.value(slot);
   }
   valid_ = true;
-}
-
-bool TreeIterator::TryFastNext() {
-  if (!valid_ || Stale()) return false;
-  const Node& leaf = *nodes_[0];
-  if (leaf.dirty.load(std::memory_order_acquire) || slots_[0] + 1 >= leaf.nritems()) {
-    return false;
-  }
-  ++slots_[0];
-  Load();
-  return true;
 }
 
 bool TreeIterator::TryFastPrev() {

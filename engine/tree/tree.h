@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -89,6 +90,10 @@ class Tree {
   absl::StatusOr<std::string> Get(absl::string_view key);
   // Get with absence as nullopt (no NOT_FOUND status to build).
   absl::StatusOr<std::optional<std::string>> Lookup(absl::string_view key);
+  // Lookup without a copy: true and `*value` viewing the item inside
+  // `*leaf` (valid while the caller holds `*leaf` and the tree does not
+  // change), or false when absent.
+  absl::StatusOr<bool> Find(absl::string_view key, NodeRef* leaf, absl::string_view* value);
   // The leaf a lookup ended in and the key range it covers, kept between
   // lookups that move through the tree in key order (fiemap's extent-tree
   // lookups, seed 002): while the tree is unchanged (version) and the key
@@ -107,6 +112,16 @@ class Tree {
   absl::StatusOr<absl::string_view> Get(absl::string_view key, LeafHint* hint);
   // Inserts or overwrites.
   absl::Status Put(absl::string_view key, absl::string_view value);
+  // Put whose value depends on the current one, in one descent: `make`
+  // sees the current value (null when absent; a view valid only during the
+  // call) and returns the new one (which must not view the tree). The path
+  // to the key is CoWed first (as DeletePresent). On failure `*changed`
+  // tells whether the tree may be half written (a CoW or the change itself
+  // failed); false means its items are as before (`make` failed, or a node
+  // read did).
+  using MakeValue =
+      absl::FunctionRef<absl::StatusOr<absl::string_view>(const absl::string_view* old)>;
+  absl::Status Upsert(absl::string_view key, MakeValue make, bool* changed);
   // NOT_FOUND when absent (and nothing is CoWed).
   absl::Status Delete(absl::string_view key);
   // Delete without the probe descent, for a key the caller has just seen
@@ -153,7 +168,11 @@ class Tree {
   // The leaf `key` belongs in, and its slot there (-1: absent). Reads only.
   absl::StatusOr<std::pair<NodeRef, int>> FindInLeaf(absl::string_view key);
 
-  absl::Status SearchForWrite(absl::string_view key, Path& path);
+  // `*cow_failed` (when given) is set if a failure came from a CoW (which
+  // may be half done) rather than from a read (which changes nothing).
+  absl::Status SearchForWrite(absl::string_view key, Path& path, bool* cow_failed = nullptr);
+  // Puts `value` at the leaf slot SearchForWrite found for `key` and repairs.
+  absl::Status PutAt(Path& path, absl::string_view key, absl::string_view value);
   absl::StatusOr<NodeRef> CowIfNeeded(NodeRef node, Node* parent, int parent_slot);
   absl::Status Repair(Path& path, int level, int inserted_slot);
   absl::Status SplitNode(Path& path, int level, int* inserted_slot);
@@ -161,7 +180,7 @@ class Tree {
   absl::Status GrowRoot(NodeRef left, std::string sep, NodeRef right);
   absl::Status CollapseRoot();
   absl::StatusOr<NodeRef> NewNode(uint8_t level);
-  void SetRoot(const Node& node);
+  void SetRoot(const NodeRef& node);
   size_t capacity() const;
 
   const uint64_t id_;
@@ -171,6 +190,11 @@ class Tree {
   NodeCache* const cache_;
   TreeHooks* const hooks_;
   RootRef root_;
+  // The node at root_ once a writer has set it (SetRoot): ReadRoot returns
+  // it without the cache's lock and lookup. Held even if the cache evicts
+  // it (one node per tree); changed only with root_, under the store's
+  // exclusive lock.
+  NodeRef root_node_;
   // Bumped by the writer under the store's exclusive lock; read lock-free by
   // iterators' fast path (acquire pairs with the writer's release).
   std::atomic<uint64_t> version_{0};
@@ -195,7 +219,18 @@ class TreeIterator {
   // Steps within the current leaf without any lock when that leaf is clean
   // (immutable) and the tree has not changed; false = take the lock and
   // call Next()/Prev().
-  bool TryFastNext();
+  bool TryFastNext() {
+    if (!valid_ || Stale()) return false;
+    const Node& leaf = *nodes_[0];
+    if (leaf.dirty.load(std::memory_order_acquire) || slots_[0] + 1 >= leaf.nritems()) {
+      return false;
+    }
+    // Load() for a clean leaf: views into it.
+    const int slot = ++slots_[0];
+    key_view_ = leaf.key(slot);
+    value_view_ = leaf.value(slot);
+    return true;
+  }
   bool TryFastPrev();
   absl::string_view key() const { return key_view_; }
   absl::string_view value() const { return value_view_; }

@@ -129,5 +129,62 @@ TEST_F(TreeShortcuts, LookupAndDeletePresentMatchTheModel) {
   EXPECT_GE(tree_->height(), 2);
 }
 
+// Upsert (the KV put's one descent) hands `make` exactly the current value
+// (null when absent) and stores what it returns; a failing `make` changes no
+// item and reports `changed` false. Find views what Lookup copies.
+TEST_F(TreeShortcuts, UpsertAndFindMatchTheModel) {
+  std::map<std::string, std::string> model;
+  std::mt19937_64 rng(11);
+  std::string next;
+  for (int round = 0; round < 30000; ++round) {
+    const std::string k = Key(rng() % 5000);
+    auto it = model.find(k);
+    const bool fail = rng() % 8 == 0;
+    next = std::string(1 + rng() % 300, static_cast<char>('a' + round % 26));
+    bool saw_old = false, changed = true;
+    absl::Status st = tree_->Upsert(
+        k,
+        [&](const absl::string_view* old) -> absl::StatusOr<absl::string_view> {
+          saw_old = true;
+          if (it == model.end()) {
+            EXPECT_EQ(old, nullptr) << k;
+          } else {
+            EXPECT_NE(old, nullptr) << k;
+            if (old != nullptr) EXPECT_EQ(*old, it->second) << k;
+          }
+          if (fail) return absl::DataLossError("planted");
+          return absl::string_view(next);
+        },
+        &changed);
+    ASSERT_TRUE(saw_old);
+    if (fail) {
+      ASSERT_TRUE(absl::IsDataLoss(st)) << st;
+      EXPECT_FALSE(changed);
+    } else {
+      ASSERT_TRUE(st.ok()) << st;
+      model[k] = next;
+    }
+    NodeRef leaf;
+    absl::string_view view;
+    absl::StatusOr<bool> found = tree_->Find(k, &leaf, &view);
+    ASSERT_TRUE(found.ok()) << found.status();
+    it = model.find(k);
+    ASSERT_EQ(*found, it != model.end()) << k;
+    if (*found) {
+      EXPECT_EQ(view, it->second) << k;
+    }
+  }
+  EXPECT_GE(tree_->height(), 2);
+  for (uint64_t i = 0; i < 5000; ++i) {
+    absl::StatusOr<std::optional<std::string>> got = tree_->Lookup(Key(i));
+    ASSERT_TRUE(got.ok());
+    auto it = model.find(Key(i));
+    ASSERT_EQ(got->has_value(), it != model.end()) << Key(i);
+    if (it != model.end()) {
+      EXPECT_EQ(**got, it->second);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace cowkv
