@@ -142,7 +142,9 @@ ThrottleSample StoreImpl::PayDelayedRefsLocked(uint64_t heads_before) {
   if (options_.test_hooks.throttle_policy == Options::TestHooks::ThrottlePolicy::kDelayedRefs &&
       heads >= options_.delayed_refs_soft && heads > heads_before) {
     const uint64_t n = std::min<uint64_t>(2 * (heads - heads_before), options_.delayed_refs_batch);
-    if (txn_->RunDelayedRefBatch(static_cast<int>(n)).ok()) ++throttle_batches_;
+    if (txn_->RunDelayedRefBatch(static_cast<int>(n)).ok()) {
+      throttle_batches_.fetch_add(1, std::memory_order_relaxed);
+    }
   }
   return ThrottleSample{txn_->pending_ref_heads(), txn_->dirty_bytes(),
                         txn_->ref_updates_this_txn()};

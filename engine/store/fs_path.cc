@@ -161,6 +161,7 @@ absl::Status StoreImpl::FsRead(uint64_t subvol, const std::function<absl::Status
   std::shared_ptr<fs::FsState> st = FsStateFor(subvol);  // kept alive if the subvolume goes
   absl::ReaderMutexLock l(&mu_);
   COWKV_ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
+  absl::ReaderMutexLock tl(TreeLock(subvol));
   FsBackendImpl be(this, subvol, tree);
   fs::FsOps ops(&be, st.get(), fs_options_);
   return fn(ops);
@@ -175,8 +176,12 @@ absl::Status StoreImpl::FsWrite(uint64_t subvol,
     absl::Status s;
     ThrottleSample sample;
     {
-      absl::WriterMutexLock l(&mu_);
+      // The barrier shared and this subvolume's tree lock exclusive: file
+      // writers of other subvolumes run beside this one (store_impl.h).
+      absl::ReaderMutexLock l(&mu_);
       COWKV_RETURN_IF_ERROR(txn_->fatal());
+      COWKV_RETURN_IF_ERROR(TreeFor(subvol).status());
+      absl::MutexLock tl(TreeLock(subvol));
       absl::StatusOr<Tree*> tree = WritableTree(subvol);
       if (!tree.ok()) {
         // A read-only snapshot: EROFS first in the message, the reason kept.
@@ -190,7 +195,9 @@ absl::Status StoreImpl::FsWrite(uint64_t subvol,
       fs::FsOps ops(&be, st.get(), fs_options_);
       ops.BeginWrite();
       const uint64_t heads_before = txn_->pending_ref_heads();
+      txn_->BeginWrite(subvol);
       s = fn(ops);
+      txn_->EndWrite(subvol);  // its reservations go before the tree lock
       if (s.ok()) sample = PayDelayedRefsLocked(heads_before);
     }
     if (absl::IsResourceExhausted(s) && attempt == 0) {
