@@ -179,11 +179,14 @@ absl::Status StoreImpl::FsWrite(uint64_t subvol,
       // The barrier shared and this subvolume's tree lock exclusive: file
       // writers of other subvolumes run beside this one (store_impl.h).
       absl::ReaderMutexLock l(&mu_);
-      COWKV_RETURN_IF_ERROR(txn_->fatal());
       COWKV_RETURN_IF_ERROR(TreeFor(subvol).status());
       absl::MutexLock tl(TreeLock(subvol));
+      // Checks fatal() and samples the heads before the write; reservations
+      // are held until EndWrite (TxnManager::ReserveForWrite).
+      COWKV_ASSIGN_OR_RETURN(const uint64_t heads_before, txn_->BeginWrite(subvol));
       absl::StatusOr<Tree*> tree = WritableTree(subvol);
       if (!tree.ok()) {
+        txn_->EndWrite(subvol);
         // A read-only snapshot: EROFS first in the message, the reason kept.
         return absl::IsFailedPrecondition(tree.status())
                    ? WithReason(absl::FailedPreconditionError(
@@ -194,11 +197,9 @@ absl::Status StoreImpl::FsWrite(uint64_t subvol,
       FsBackendImpl be(this, subvol, *tree);
       fs::FsOps ops(&be, st.get(), fs_options_);
       ops.BeginWrite();
-      const uint64_t heads_before = txn_->pending_ref_heads();
-      txn_->BeginWrite(subvol);
       s = fn(ops);
-      txn_->EndWrite(subvol);  // its reservations go before the tree lock
-      if (s.ok()) sample = PayDelayedRefsLocked(heads_before);
+      const TxnManager::RefCounts after = txn_->EndWrite(subvol);
+      if (s.ok()) sample = PayDelayedRefsLocked(heads_before, after);
     }
     if (absl::IsResourceExhausted(s) && attempt == 0) {
       // Space freed in this generation is pinned until it commits.

@@ -99,7 +99,7 @@ void StoreImpl::RunWriteBatch(const std::vector<GroupWrite*>& batch) {
         }
       }
     }
-    const ThrottleSample sample = PayDelayedRefsLocked(heads_before);
+    const ThrottleSample sample = PayDelayedRefsLocked(heads_before, txn_->ref_counts());
     for (GroupWrite* g : batch) g->throttle = sample;
   }
   const absl::Status synced = durable_point > 0 ? WaitDurable(durable_point) : absl::OkStatus();

@@ -270,7 +270,9 @@ class StoreImpl {
   // most delayed_refs_batch), then samples what Throttle() decides on.
   // `heads_before`: pending heads before the write. A file writer holds
   // the barrier shared (TxnManager locks the extent tree for the batch).
-  ThrottleSample PayDelayedRefsLocked(uint64_t heads_before) ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // `after`: the counts at the end of the write.
+  ThrottleSample PayDelayedRefsLocked(uint64_t heads_before, const TxnManager::RefCounts& after)
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
   void CommitterLoop();
   // Asks the background committer for a commit now (or commits here when
   // there is none).

@@ -372,19 +372,22 @@ absl::Status TxnManager::ReserveForWrite(Tree* tree, WriteKind kind, uint64_t co
   return absl::OkStatus();
 }
 
-void TxnManager::BeginWrite(uint64_t tree_id) {
+absl::StatusOr<uint64_t> TxnManager::BeginWrite(uint64_t tree_id) {
   absl::MutexLock l(&space_mu_);
+  if (!fatal_.ok()) return fatal_;
   // One writer per tree at a time (its subvolume's tree lock).
   COWKV_CHECK(reserved_bytes_.emplace(tree_id, 0).second);
+  return refs_.num_heads();
 }
 
-void TxnManager::EndWrite(uint64_t tree_id) {
+TxnManager::RefCounts TxnManager::EndWrite(uint64_t tree_id) {
   absl::MutexLock l(&space_mu_);
   auto it = reserved_bytes_.find(tree_id);
-  if (it == reserved_bytes_.end()) return;
+  COWKV_CHECK(it != reserved_bytes_.end());  // BeginWrite's
   COWKV_CHECK(reserved_bytes_total_ >= it->second);
   reserved_bytes_total_ -= it->second;
   reserved_bytes_.erase(it);
+  return RefCounts{refs_.num_heads(), refs_.updates_since_commit()};
 }
 
 absl::StatusOr<uint64_t> TxnManager::AllocLogBlock() {

@@ -182,9 +182,23 @@ class TxnManager : public TreeHooks {
   absl::Status ReserveForWrite(Tree* tree, WriteKind kind, uint64_t count = 1, uint64_t bytes = 0,
                                uint64_t delete_nodes = 0)
       ABSL_LOCKS_EXCLUDED(extent_mu_, space_mu_);
-  void BeginWrite(uint64_t tree_id) ABSL_LOCKS_EXCLUDED(space_mu_);
+  //
+  // BeginWrite answers fatal() or the delayed-ref heads pending before the
+  // write, and EndWrite the counts after it: one trip to space_mu_ each,
+  // which two writers of different subvolumes otherwise bounce between
+  // them several times per write.
+  absl::StatusOr<uint64_t> BeginWrite(uint64_t tree_id) ABSL_LOCKS_EXCLUDED(space_mu_);
+  struct RefCounts {
+    uint64_t heads = 0;    // pending_ref_heads()
+    uint64_t updates = 0;  // ref_updates_this_txn()
+  };
   // Ends a file writer's write to `tree_id`: its reservations are released.
-  void EndWrite(uint64_t tree_id) ABSL_LOCKS_EXCLUDED(space_mu_);
+  RefCounts EndWrite(uint64_t tree_id) ABSL_LOCKS_EXCLUDED(space_mu_);
+  // Both counts in one trip.
+  RefCounts ref_counts() const ABSL_LOCKS_EXCLUDED(space_mu_) {
+    absl::MutexLock l(&space_mu_);
+    return RefCounts{refs_.num_heads(), refs_.updates_since_commit()};
+  }
 
   // Log blocks (engine/log): nodesize extents outside the extent tree, held
   // by the log while its chain lives. AllocLogBlock refuses
