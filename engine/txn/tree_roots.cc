@@ -239,7 +239,7 @@ absl::Status TxnManager::CowTreeBlock(uint64_t tree_id, const Node& old) {
   // refs == 2 and takes the "refs > 1" branch, so neither moves X's
   // children off SHARED(X) when X's last reference goes: a leaked
   // reference per child. extent_mu_ makes the refcount read and the refs
-  // it queues one step. Test: ConcurrencyTest.WritersInSnapshotsShareNodes.
+  // it queues one step. Test: Concurrency.FileWritersInSubvolumesAndDirectories.
   absl::MutexLock el(&extent_mu_);
   uint64_t refs = 1, flags = 0;
   COWKV_ASSIGN_OR_RETURN(std::tie(refs, flags), LookupExtentInfo(old.bytenr));
