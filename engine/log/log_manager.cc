@@ -42,19 +42,22 @@ void LogManager::ResetChain(uint64_t base, uint64_t nonce) {
   auto cache =
       std::make_unique<NodeCache>(txn_->device(), txn_->superblock().fsid, txn_->nodesize(),
                                   txn_->superblock().sectorsize, kLogCacheBytes);
+  {
+    absl::MutexLock nl(&notes_mu_);
+    pending_.clear();
+    pending_keys_ = 0;
+    fs_subvols_.clear();
+    inline_fs_keys_.clear();
+    fs_trees_.clear();
+    full_ = false;
+  }
   absl::MutexLock l(&chain_mu_);  // a FinishSync of the old chain sees it whole
   cache_ = std::move(cache);
-  pending_.clear();
-  pending_keys_ = 0;
-  fs_subvols_.clear();
-  inline_fs_keys_.clear();
-  fs_trees_.clear();
   base_ = base;
   nonce_ = nonce;
   next_root_ = 0;
   seq_ = 0;
   broken_ = false;
-  full_ = false;
   ++stats_.chains;
 }
 
@@ -85,6 +88,7 @@ LogAnchor LogManager::StartChain(uint64_t base, std::vector<uint64_t>* retired) 
 }
 
 void LogManager::NoteChange(uint64_t subvol, absl::string_view tree_key) {
+  absl::MutexLock l(&notes_mu_);
   if (full_ || broken_) return;
   if (!tree_key.empty() && tree_key[0] == format::kFsKeyPrefix) fs_subvols_.insert(subvol);
   if (pending_[subvol].emplace(tree_key).second && ++pending_keys_ > max_pending_keys_) {
@@ -95,7 +99,8 @@ void LogManager::NoteChange(uint64_t subvol, absl::string_view tree_key) {
 }
 
 absl::StatusOr<bool> LogManager::Contains(uint64_t subvol, absl::string_view tree_key) {
-  if (!HasFsEntries(subvol)) return false;
+  absl::MutexLock l(&notes_mu_);
+  if (fs_subvols_.count(subvol) == 0) return false;
   auto p = pending_.find(subvol);
   if (p != pending_.end() && p->second.count(tree_key) > 0) return true;
   auto in = inline_fs_keys_.find(subvol);
@@ -111,8 +116,6 @@ absl::StatusOr<bool> LogManager::Contains(uint64_t subvol, absl::string_view tre
   }
   return false;
 }
-
-bool LogManager::needs_full_commit() const { return broken_ || full_ || next_root_ == 0; }
 
 absl::StatusOr<uint64_t> LogManager::AllocTreeBlock(uint64_t, uint8_t) {
   COWKV_ASSIGN_OR_RETURN(uint64_t b, txn_->AllocLogBlock());
@@ -177,7 +180,11 @@ absl::Status LogManager::BuildTrees(const std::vector<LogEntry>& entries, LogRoo
 }
 
 absl::StatusOr<std::unique_ptr<LogManager::SyncBatch>> LogManager::PrepareSync(uint64_t revision) {
-  if (needs_full_commit()) return absl::FailedPreconditionError("log needs a full commit");
+  // Under the store's exclusive barrier: no writer notes meanwhile; the
+  // lock is for the members' sake (and orders before the space locks the
+  // block allocations below take).
+  absl::MutexLock l(&notes_mu_);
+  if (NeedsFullCommitLocked()) return absl::FailedPreconditionError("log needs a full commit");
   if (pending_keys_ == 0) return std::unique_ptr<SyncBatch>();
   COWKV_DCHECK(next_root_ != 0);  // a live chain knows where its next link goes
   LogRootBlock root;
@@ -258,9 +265,14 @@ void LogManager::FinishSync(const SyncBatch& b, const absl::Status& written) {
 }
 
 LogStats LogManager::Stats() const {
+  uint64_t lookups;
+  {
+    absl::MutexLock nl(&notes_mu_);
+    lookups = lookups_;
+  }
   absl::MutexLock l(&chain_mu_);
   LogStats s = stats_;
-  s.lookups = lookups_;
+  s.lookups = lookups;
   s.chain_blocks = chain_blocks_.size();
   return s;
 }

@@ -30,6 +30,14 @@
 // only by ResetChain, under both the tree lock and chain_mu_, and read under
 // either; broken_ is atomic; the sync counters are under chain_mu_; the
 // NodeCache is thread-safe.
+//
+// File writers of different subvolumes note changes and ask Contains at
+// once (each under the store's shared barrier and its own subvolume's tree
+// lock): the noted keys and what Contains reads are under notes_mu_, a
+// leaf but for the engine's space locks and the node caches (PrepareSync
+// allocates log blocks while holding it). Everything else changes only
+// under the store's exclusive barrier (PrepareSync, StartChain), which no
+// noting writer holds at the same time.
 #ifndef COWKV_ENGINE_LOG_LOG_MANAGER_H_
 #define COWKV_ENGINE_LOG_LOG_MANAGER_H_
 
@@ -98,19 +106,29 @@ class LogManager : private TreeHooks {
   // `base` is durable.
   LogAnchor StartChain(uint64_t base, std::vector<uint64_t>* retired);
 
-  void NoteChange(uint64_t subvol, absl::string_view tree_key);
+  void NoteChange(uint64_t subvol, absl::string_view tree_key) ABSL_LOCKS_EXCLUDED(notes_mu_);
   // Whether `tree_key` of `subvol` is in this chain: noted since the last
   // sync, or in a link written since the chain began (inline entries are
   // remembered; log trees are searched, newest first). Only file-namespace
   // keys (prefix 'f') are tracked — the fs layer's "was this inode logged
   // in this transaction?" (seed 004).
-  absl::StatusOr<bool> Contains(uint64_t subvol, absl::string_view tree_key);
+  absl::StatusOr<bool> Contains(uint64_t subvol, absl::string_view tree_key)
+      ABSL_LOCKS_EXCLUDED(notes_mu_);
   // Whether any file-namespace key of `subvol` was noted in this chain.
-  bool HasFsEntries(uint64_t subvol) const { return fs_subvols_.count(subvol) > 0; }
+  bool HasFsEntries(uint64_t subvol) const ABSL_LOCKS_EXCLUDED(notes_mu_) {
+    absl::MutexLock l(&notes_mu_);
+    return fs_subvols_.count(subvol) > 0;
+  }
   // An engine-level write the log cannot see: durable commits fall back to
   // engine commits until the next chain.
-  void MarkFull() { full_ = true; }
-  bool needs_full_commit() const;
+  void MarkFull() ABSL_LOCKS_EXCLUDED(notes_mu_) {
+    absl::MutexLock l(&notes_mu_);
+    full_ = true;
+  }
+  bool needs_full_commit() const ABSL_LOCKS_EXCLUDED(notes_mu_) {
+    absl::MutexLock l(&notes_mu_);
+    return NeedsFullCommitLocked();
+  }
   uint64_t chain_base() const { return base_; }
 
   struct SyncBatch {
@@ -126,7 +144,8 @@ class LogManager : private TreeHooks {
   };
   // Under the lock: copies the pending keys into the log trees and seals a
   // sync at `revision`. Null when nothing is pending.
-  absl::StatusOr<std::unique_ptr<SyncBatch>> PrepareSync(uint64_t revision);
+  absl::StatusOr<std::unique_ptr<SyncBatch>> PrepareSync(uint64_t revision)
+      ABSL_LOCKS_EXCLUDED(notes_mu_);
   // Without the lock: the new nodes, the root block, one flush.
   absl::Status WriteSync(const SyncBatch& b);
   // Without the tree lock too (see the file comment): counts the sync and,
@@ -145,29 +164,35 @@ class LogManager : private TreeHooks {
   absl::Status DropChild(uint64_t, const Node&, int) override;
   absl::Status DropRoot(uint64_t, const Node&) override;
 
+  bool NeedsFullCommitLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(notes_mu_) {
+    return broken_ || full_ || next_root_ == 0;
+  }
   // The pending keys' current items, by subvolume and key.
-  absl::StatusOr<std::vector<LogEntry>> CollectPending();
+  absl::StatusOr<std::vector<LogEntry>> CollectPending() ABSL_EXCLUSIVE_LOCKS_REQUIRED(notes_mu_);
   absl::Status BuildTrees(const std::vector<LogEntry>& entries, LogRootBlock* root);
-  void ResetChain(uint64_t base, uint64_t nonce);
+  void ResetChain(uint64_t base, uint64_t nonce) ABSL_LOCKS_EXCLUDED(notes_mu_, chain_mu_);
 
   TxnManager* const txn_;
   const uint64_t max_pending_keys_;
   std::unique_ptr<NodeCache> cache_;  // one per chain
-  std::map<uint64_t, absl::flat_hash_set<std::string>> pending_;
-  uint64_t pending_keys_ = 0;
+  // What file writers note and ask about; never held with chain_mu_.
+  mutable absl::Mutex notes_mu_;
+  std::map<uint64_t, absl::flat_hash_set<std::string>> pending_ ABSL_GUARDED_BY(notes_mu_);
+  uint64_t pending_keys_ ABSL_GUARDED_BY(notes_mu_) = 0;
   uint64_t base_ = 0;
   uint64_t nonce_ = 0;
   uint64_t next_root_ = 0;  // where the next root block goes; 0 = no chain
   uint64_t seq_ = 0;
   std::atomic<bool> broken_{false};  // a sync failed or could not allocate
-  bool full_ = false;    // over the pending bound, or engine-level writes
+  // Over the pending bound, or engine-level writes.
+  bool full_ ABSL_GUARDED_BY(notes_mu_) = false;
   std::vector<uint64_t> chain_blocks_;
   // File-namespace keys of this chain, for Contains(): subvolumes that have
   // any, keys of inline links, and the log trees of the other links.
-  absl::flat_hash_set<uint64_t> fs_subvols_;
-  std::map<uint64_t, absl::flat_hash_set<std::string>> inline_fs_keys_;
-  std::vector<LogTreeRef> fs_trees_;
-  uint64_t lookups_ = 0;  // under the tree lock, as Contains runs
+  absl::flat_hash_set<uint64_t> fs_subvols_ ABSL_GUARDED_BY(notes_mu_);
+  std::map<uint64_t, absl::flat_hash_set<std::string>> inline_fs_keys_ ABSL_GUARDED_BY(notes_mu_);
+  std::vector<LogTreeRef> fs_trees_ ABSL_GUARDED_BY(notes_mu_);
+  uint64_t lookups_ ABSL_GUARDED_BY(notes_mu_) = 0;
   // Guards the sync counters and orders FinishSync against ResetChain.
   mutable absl::Mutex chain_mu_;
   LogStats stats_ ABSL_GUARDED_BY(chain_mu_);

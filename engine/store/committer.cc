@@ -143,15 +143,19 @@ void StoreImpl::Throttle(const ThrottleSample& sample) {
   MaybeCommitForDirtyBytes(dirty);
 }
 
-ThrottleSample StoreImpl::PayDelayedRefsLocked(uint64_t heads_before) {
-  const uint64_t heads = txn_->pending_ref_heads();
+ThrottleSample StoreImpl::PayDelayedRefsLocked(uint64_t heads_before,
+                                               const TxnManager::RefCounts& after) {
+  TxnManager::RefCounts now = after;
+  const uint64_t heads = after.heads;
   if (options_.test_hooks.throttle_policy == Options::TestHooks::ThrottlePolicy::kDelayedRefs &&
       heads >= options_.delayed_refs_soft && heads > heads_before) {
     const uint64_t n = std::min<uint64_t>(2 * (heads - heads_before), options_.delayed_refs_batch);
-    if (txn_->RunDelayedRefBatch(static_cast<int>(n)).ok()) ++throttle_batches_;
+    if (txn_->RunDelayedRefBatch(static_cast<int>(n)).ok()) {
+      throttle_batches_.fetch_add(1, std::memory_order_relaxed);
+    }
+    now = txn_->ref_counts();
   }
-  return ThrottleSample{txn_->pending_ref_heads(), txn_->dirty_bytes(),
-                        txn_->ref_updates_this_txn()};
+  return ThrottleSample{now.heads, txn_->dirty_bytes(), now.updates};
 }
 
 void StoreImpl::MaybeCommitForDirtyBytes(uint64_t dirty) {

@@ -161,6 +161,7 @@ absl::Status StoreImpl::FsRead(uint64_t subvol, const std::function<absl::Status
   std::shared_ptr<fs::FsState> st = FsStateFor(subvol);  // kept alive if the subvolume goes
   absl::ReaderMutexLock l(&mu_);
   COWKV_ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
+  absl::ReaderMutexLock tl(TreeLock(subvol));
   FsBackendImpl be(this, subvol, tree);
   fs::FsOps ops(&be, st.get(), fs_options_);
   return fn(ops);
@@ -175,10 +176,17 @@ absl::Status StoreImpl::FsWrite(uint64_t subvol,
     absl::Status s;
     ThrottleSample sample;
     {
-      absl::WriterMutexLock l(&mu_);
-      COWKV_RETURN_IF_ERROR(txn_->fatal());
+      // The barrier shared and this subvolume's tree lock exclusive: file
+      // writers of other subvolumes run beside this one (store_impl.h).
+      absl::ReaderMutexLock l(&mu_);
+      COWKV_RETURN_IF_ERROR(TreeFor(subvol).status());
+      absl::MutexLock tl(TreeLock(subvol));
+      // Checks fatal() and samples the heads before the write; reservations
+      // are held until EndWrite (TxnManager::ReserveForWrite).
+      COWKV_ASSIGN_OR_RETURN(const uint64_t heads_before, txn_->BeginWrite(subvol));
       absl::StatusOr<Tree*> tree = WritableTree(subvol);
       if (!tree.ok()) {
+        txn_->EndWrite(subvol);
         // A read-only snapshot: EROFS first in the message, the reason kept.
         return absl::IsFailedPrecondition(tree.status())
                    ? WithReason(absl::FailedPreconditionError(
@@ -189,9 +197,9 @@ absl::Status StoreImpl::FsWrite(uint64_t subvol,
       FsBackendImpl be(this, subvol, *tree);
       fs::FsOps ops(&be, st.get(), fs_options_);
       ops.BeginWrite();
-      const uint64_t heads_before = txn_->pending_ref_heads();
       s = fn(ops);
-      if (s.ok()) sample = PayDelayedRefsLocked(heads_before);
+      const TxnManager::RefCounts after = txn_->EndWrite(subvol);
+      if (s.ok()) sample = PayDelayedRefsLocked(heads_before, after);
     }
     if (absl::IsResourceExhausted(s) && attempt == 0) {
       // Space freed in this generation is pinned until it commits.

@@ -22,7 +22,10 @@ namespace cowkv {
 class Iterator::Impl {
  public:
   using Loader = std::function<absl::StatusOr<std::string>(absl::string_view tree_key)>;
-  Impl(absl::Mutex* mu, Tree* tree, Loader load) : mu_(mu), it_(tree), load_(std::move(load)) {}
+  // `mu`: the store's barrier; `tree_mu`: the subvolume's tree lock (both
+  // taken shared around every step that reads the tree).
+  Impl(absl::Mutex* mu, absl::Mutex* tree_mu, Tree* tree, Loader load)
+      : mu_(mu), tree_mu_(tree_mu), it_(tree), load_(std::move(load)) {}
   bool Valid() const { return valid_; }
   // After every move, without the lock: inside the key space? a sane item?
   // A value in a data extent is loaded through the store (under its lock,
@@ -50,6 +53,7 @@ class Iterator::Impl {
     status_ = std::move(s);
   }
   absl::Mutex* mu_;
+  absl::Mutex* tree_mu_;
   TreeIterator it_;
   Loader load_;
   bool valid_ = false;
@@ -67,6 +71,7 @@ bool Iterator::Valid() const { return impl_->Valid(); }
 void Iterator::SeekToFirst() {
   {
     absl::ReaderMutexLock l(impl_->mu_);
+    absl::ReaderMutexLock tl(impl_->tree_mu_);
     impl_->it_.Seek(std::string(1, kv::kKvPrefix));
   }
   impl_->Settle();
@@ -75,6 +80,7 @@ void Iterator::SeekToFirst() {
 void Iterator::SeekToLast() {
   {
     absl::ReaderMutexLock l(impl_->mu_);
+    absl::ReaderMutexLock tl(impl_->tree_mu_);
     impl_->it_.SeekForPrev(std::string(1, kv::kKvPrefixEnd));
   }
   impl_->Settle();
@@ -83,6 +89,7 @@ void Iterator::SeekToLast() {
 void Iterator::Seek(absl::string_view key) {
   {
     absl::ReaderMutexLock l(impl_->mu_);
+    absl::ReaderMutexLock tl(impl_->tree_mu_);
     impl_->it_.Seek(kv::TreeKey(key));
   }
   impl_->Settle();
@@ -91,6 +98,7 @@ void Iterator::Seek(absl::string_view key) {
 void Iterator::SeekForPrev(absl::string_view key) {
   {
     absl::ReaderMutexLock l(impl_->mu_);
+    absl::ReaderMutexLock tl(impl_->tree_mu_);
     impl_->it_.SeekForPrev(kv::TreeKey(key));
   }
   impl_->Settle();
@@ -99,6 +107,7 @@ void Iterator::SeekForPrev(absl::string_view key) {
 void Iterator::Next() {
   if (!impl_->it_.TryFastNext()) {
     absl::ReaderMutexLock l(impl_->mu_);
+    absl::ReaderMutexLock tl(impl_->tree_mu_);
     impl_->it_.Next();
   }
   impl_->Settle();
@@ -107,6 +116,7 @@ void Iterator::Next() {
 void Iterator::Prev() {
   if (!impl_->it_.TryFastPrev()) {
     absl::ReaderMutexLock l(impl_->mu_);
+    absl::ReaderMutexLock tl(impl_->tree_mu_);
     impl_->it_.Prev();
   }
   impl_->Settle();
@@ -122,13 +132,16 @@ absl::Status Iterator::status() const {
 
 std::unique_ptr<Iterator> StoreImpl::NewIterator(uint64_t subvol) {
   Tree* tree;
+  absl::Mutex* tree_mu;
   {
     absl::ReaderMutexLock l(&mu_);
     tree = txn_->fs_tree(subvol);  // subvolume trees live as long as the store
+    COWKV_CHECK(tree != nullptr);
+    tree_mu = TreeLock(subvol);  // as long as the store too
   }
-  COWKV_CHECK(tree != nullptr);
   return std::make_unique<Iterator>(std::make_unique<Iterator::Impl>(
-      &mu_, tree, [this, subvol](absl::string_view tk) { return LoadByTreeKey(subvol, tk); }));
+      &mu_, tree_mu, tree,
+      [this, subvol](absl::string_view tk) { return LoadByTreeKey(subvol, tk); }));
 }
 
 }  // namespace cowkv

@@ -26,6 +26,7 @@ absl::StatusOr<KeyValue> StoreImpl::GetItem(uint64_t subvol, absl::string_view k
   COWKV_RETURN_IF_ERROR(kv::ValidateKey(key));
   absl::ReaderMutexLock l(&mu_);
   COWKV_ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
+  absl::ReaderMutexLock tl(TreeLock(subvol));
   if (revision != nullptr) *revision = kv_->revision();
   return kv_->Get(tree, key, max_value_load);
 }
@@ -41,6 +42,7 @@ absl::StatusOr<std::string> StoreImpl::GetValue(uint64_t subvol, absl::string_vi
 absl::StatusOr<std::string> StoreImpl::LoadByTreeKey(uint64_t subvol, absl::string_view tree_key) {
   absl::ReaderMutexLock l(&mu_);
   COWKV_ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
+  absl::ReaderMutexLock tl(TreeLock(subvol));
   COWKV_ASSIGN_OR_RETURN(std::string raw, tree->Get(tree_key));
   COWKV_ASSIGN_OR_RETURN(kv::ItemView item, kv::DecodeItem(tree_key, raw));
   return kv_->LoadValue(item);
@@ -52,6 +54,7 @@ absl::StatusOr<RangeResult> StoreImpl::Range(uint64_t subvol, const RangeRequest
   COWKV_RETURN_IF_ERROR(kv::NormaliseRange(req, &n.start, &n.end));
   absl::ReaderMutexLock l(&mu_);
   COWKV_ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
+  absl::ReaderMutexLock tl(TreeLock(subvol));
   return kv_->Range(tree, n, n.limit);
 }
 
@@ -114,7 +117,7 @@ void StoreImpl::RunWriteBatch(const std::vector<GroupWrite*>& batch) {
         }
       }
     }
-    const ThrottleSample sample = PayDelayedRefsLocked(heads_before);
+    const ThrottleSample sample = PayDelayedRefsLocked(heads_before, txn_->ref_counts());
     for (GroupWrite* g : batch) g->throttle = sample;
   }
   const absl::Status synced = durable_point > 0 ? WaitDurable(durable_point) : absl::OkStatus();
@@ -373,6 +376,7 @@ absl::StatusOr<RangeResult> StoreImpl::TxnRange(KvTxnState* t, const RangeReques
   {
     absl::ReaderMutexLock l(&mu_);
     COWKV_ASSIGN_OR_RETURN(Tree * tree, TreeFor(t->subvol));
+    absl::ReaderMutexLock tl(TreeLock(t->subvol));
     RangeRequest scan = n;
     scan.count_only = n.count_only && !overlap;
     // Overlapping this transaction's own writes, the whole range is read

@@ -35,6 +35,7 @@ absl::Status StoreImpl::Init() {
     const format::Superblock& sb = txn_->superblock();
     subvols_ = std::make_unique<Subvolumes>(txn_.get());
     COWKV_RETURN_IF_ERROR(subvols_->Load());
+    AddTreeLocksLocked();
     log_ = std::make_unique<log::LogManager>(txn_.get(), options_.log_max_pending_keys);
     kv_ = std::make_unique<kv::KvSpace>(txn_.get(), log_.get(), device_,
                                         options_.conflict_window_keys,
@@ -96,6 +97,21 @@ absl::StatusOr<Tree*> StoreImpl::TreeFor(uint64_t tree_id) {
   Tree* tree = txn_->fs_tree(tree_id);
   if (tree == nullptr) return absl::NotFoundError(absl::StrCat("no subvolume with id ", tree_id));
   return tree;
+}
+
+absl::Mutex* StoreImpl::TreeLock(uint64_t subvol) {
+  auto it = tree_locks_.find(subvol);
+  // Every live subvolume has one (AddTreeLocksLocked after each change to
+  // the set of trees); callers found the tree first.
+  COWKV_CHECK_MSG(it != tree_locks_.end(), "a subvolume without a tree lock");
+  return it->second.get();
+}
+
+void StoreImpl::AddTreeLocksLocked() {
+  for (uint64_t id : txn_->TreeIds(/*dropping=*/false)) {
+    std::unique_ptr<absl::Mutex>& m = tree_locks_[id];
+    if (m == nullptr) m = std::make_unique<absl::Mutex>();
+  }
 }
 
 namespace {
@@ -163,8 +179,10 @@ void CopyFreeSpaceShape(const TxnStats& t, StoreStats* s) {
 
 }  // namespace
 
+// Exclusive: the subvolume list reads every tree's root pointer, which a
+// file writer of that subvolume moves under the shared barrier.
 StoreStats StoreImpl::Stats() {
-  absl::ReaderMutexLock l(&mu_);
+  absl::WriterMutexLock l(&mu_);
   TxnStats t = txn_->Stats();
   StoreStats s;
   s.generation = t.generation;
@@ -183,7 +201,7 @@ StoreStats StoreImpl::Stats() {
   s.commits_by_delayed_refs = commits_by_[static_cast<int>(CommitTrigger::kDelayedRefs)];
   s.commits_by_log_full = commits_by_[static_cast<int>(CommitTrigger::kLogFull)];
   s.commits_by_fsync = commits_by_[static_cast<int>(CommitTrigger::kFsync)];
-  s.throttle_batches = throttle_batches_;
+  s.throttle_batches = throttle_batches_.load(std::memory_order_relaxed);
   s.throttle_waits = throttle_waits_.load(std::memory_order_relaxed);
   s.throttle_wait_us = throttle_wait_us_.load(std::memory_order_relaxed);
   s.device_flushes = t.device_flushes;

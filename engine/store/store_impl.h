@@ -1,8 +1,10 @@
 // StoreImpl: the engine behind the Store facade (private to //engine).
 //
 // Locking (the lock order, outermost first): commit_mu_ → log_mu_ →
-// handles_mu_ → mu_ → NodeCache; LogSyncer's and WriteGroup's locks are leaves
-// taken alone.
+// handles_mu_ → mu_ → a subvolume's tree lock (one at a time) →
+// LogManager::notes_mu_ → TxnManager::extent_mu_ → TxnManager::space_mu_ →
+// NodeCache; fs_mu_, LogSyncer's and WriteGroup's locks are leaves taken
+// alone (fs_mu_ possibly under mu_).
 //   - commit_mu_ serialises commits (and subvolume changes, which commit):
 //     a commit writes its generation without mu_, and the next one must not
 //     seal before that generation is durable.
@@ -11,8 +13,22 @@
 //     writing into blocks that are about to be reused.
 //   - LogSyncer's lock guards the group-commit state: which points a log sync or
 //     an engine commit made durable, and whether a sync leader is running.
-//   - mu_ is the tree lock: writers and the commit hold it exclusively,
-//     readers (Get, iterator steps) share it.
+//   - mu_ is the store-wide barrier. Held exclusively by whatever changes
+//     the set of trees or must see every tree still: the commit's seal and
+//     finish, subvolume create/snapshot/rename/delete, the cleaner, replay,
+//     a log sync's capture (PrepareSync), fsync's logging, KV writes (the
+//     write group: one revision counter and conflict window for the whole
+//     store), Show/List subvolumes and Stats. Held shared by file writers
+//     and by every reader.
+//   - a subvolume's tree lock (tree_locks_, one per subvolume, found by id
+//     under the shared barrier) serialises file writers of that subvolume
+//     (exclusive) against each other and against its readers (shared):
+//     dirty nodes change in place, so a reader must not run beside a writer
+//     of the same tree. File writers of different subvolumes run at once;
+//     what they share (free space, delayed refs, the extent tree, the log's
+//     noted keys) has its own lock in TxnManager and LogManager, below.
+//   - TxnManager::extent_mu_ / space_mu_ and LogManager::notes_mu_: see
+//     txn_manager.h and log_manager.h.
 //   - handles_mu_ guards the count of open Transaction handles and the
 //     "commit wanted" flag; a commit waits on it until no handle is open and
 //     keeps new handles out meanwhile.
@@ -153,9 +169,10 @@ class StoreImpl {
   void EndHandle();
   size_t max_value_size() const { return kv::MaxInlineValue(nodesize_); }
 
-  // The file namespace (fs_path.cc): `fn` runs under the shared (FsRead)
-  // or exclusive (FsWrite) tree lock; FsWrite retries once after a commit
-  // on ENOSPC and paces the writer afterwards.
+  // The file namespace (fs_path.cc): `fn` runs under the shared barrier and
+  // the subvolume's tree lock, shared (FsRead) or exclusive (FsWrite);
+  // FsWrite retries once after a commit on ENOSPC and paces the writer
+  // afterwards.
   absl::Status FsRead(uint64_t subvol, const std::function<absl::Status(fs::FsOps&)>& fn);
   absl::Status FsWrite(uint64_t subvol, const std::function<absl::Status(fs::FsOps&)>& fn);
   // Logs what fsync of `ino` needs and waits for the log sync.
@@ -232,6 +249,11 @@ class StoreImpl {
       const std::function<absl::StatusOr<uint64_t>(Subvolumes*)>& op, bool commit_first,
       TxnManager::WriteKind kind = TxnManager::WriteKind::kInsert);
   absl::StatusOr<Tree*> TreeFor(uint64_t tree_id) ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Subvolume `subvol`'s tree lock (see the lock order). Exists for every
+  // live subvolume (AddTreeLocksLocked) and lives as long as the store.
+  absl::Mutex* TreeLock(uint64_t subvol) ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Gives every live subvolume a tree lock; after anything that adds one.
+  void AddTreeLocksLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CommitLocked(CommitTrigger trigger) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_, commit_mu_);
   // An EngineEvent for a commit or log sync slower than slow_op_ms; no lock
   // needed (`generation` as EngineEvent::generation).
@@ -255,8 +277,11 @@ class StoreImpl {
   // Ends a write, still in its hold of the tree lock: above the soft limit
   // the writer that just added delayed-ref heads runs twice as many (at
   // most delayed_refs_batch), then samples what Throttle() decides on.
-  // `heads_before`: pending heads before the write.
-  ThrottleSample PayDelayedRefsLocked(uint64_t heads_before) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `heads_before`: pending heads before the write. A file writer holds
+  // the barrier shared (TxnManager locks the extent tree for the batch).
+  // `after`: the counts at the end of the write.
+  ThrottleSample PayDelayedRefsLocked(uint64_t heads_before, const TxnManager::RefCounts& after)
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
   void CommitterLoop();
   // Asks the background committer for a commit now (or commits here when
   // there is none).
@@ -281,8 +306,12 @@ class StoreImpl {
   bool commit_requested_ ABSL_GUARDED_BY(handles_mu_) = false;
   CommitTrigger requested_trigger_ ABSL_GUARDED_BY(handles_mu_) = CommitTrigger::kInterval;
 
-  absl::Mutex mu_;
+  absl::Mutex mu_ ABSL_ACQUIRED_AFTER(handles_mu_);
   std::unique_ptr<TxnManager> txn_ ABSL_PT_GUARDED_BY(mu_);
+  // One tree lock per subvolume id, added under the exclusive barrier and
+  // never removed (ids are not reused), so a pointer found under the
+  // shared barrier stays valid for the store's life.
+  std::map<uint64_t, std::unique_ptr<absl::Mutex>> tree_locks_ ABSL_GUARDED_BY(mu_);
   // The names over txn_'s fs trees; loaded by Init().
   std::unique_ptr<Subvolumes> subvols_ ABSL_PT_GUARDED_BY(mu_);
 
@@ -312,7 +341,8 @@ class StoreImpl {
   std::unique_ptr<LogSyncer> syncer_;
   // Durable writes whose callers wait without a thread (AfterDurable).
   std::unique_ptr<DurabilityNotifier> notifier_;
-  uint64_t throttle_batches_ ABSL_GUARDED_BY(mu_) = 0;
+  // Bumped by file writers under the shared barrier; relaxed: statistics.
+  std::atomic<uint64_t> throttle_batches_{0};
   std::atomic<uint64_t> throttle_waits_{0};    // relaxed: statistics
   std::atomic<uint64_t> throttle_wait_us_{0};  // relaxed: statistics
   uint64_t cleaner_steps_ ABSL_GUARDED_BY(mu_) = 0;

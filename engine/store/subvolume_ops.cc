@@ -35,6 +35,7 @@ absl::StatusOr<uint64_t> StoreImpl::ManageSubvolumes(
     absl::Status s = commit_first ? CommitLocked(CommitTrigger::kExplicit) : absl::OkStatus();
     if (s.ok()) s = txn_->ReserveForWrite(txn_->fs_tree(format::kDefaultTreeId), kind);
     id = s.ok() ? op(subvols_.get()) : absl::StatusOr<uint64_t>(s);
+    AddTreeLocksLocked();  // a new subvolume's, before any writer can find it
     if (id.ok()) s = CommitLocked(CommitTrigger::kExplicit);
     if (!s.ok()) id = s;
   }
@@ -71,17 +72,22 @@ SubvolumeInfo ToSubvolumeInfo(const SubvolInfo& s) {
 }
 }  // namespace
 
+// A subvolume's info holds its tree's root pointer, which a file writer of
+// that subvolume moves under the shared barrier: Show reads it under the
+// tree lock (the server asks on every file write), List under the
+// exclusive barrier (one lock for all of them; an admin call).
 absl::StatusOr<SubvolumeInfo> StoreImpl::ShowSubvolume(absl::string_view name) {
   COWKV_RETURN_IF_ERROR(CheckOpen());
   absl::ReaderMutexLock l(&mu_);
   COWKV_ASSIGN_OR_RETURN(uint64_t id, subvols_->Lookup(name));
+  absl::ReaderMutexLock tl(TreeLock(id));
   COWKV_ASSIGN_OR_RETURN(SubvolInfo s, subvols_->Get(id));
   return ToSubvolumeInfo(s);
 }
 
 std::vector<SubvolumeInfo> StoreImpl::ListSubvolumes() {
   std::vector<SubvolumeInfo> out;
-  absl::ReaderMutexLock l(&mu_);
+  absl::WriterMutexLock l(&mu_);
   for (const SubvolInfo& s : subvols_->List()) out.push_back(ToSubvolumeInfo(s));
   return out;
 }

@@ -80,9 +80,12 @@ absl::StatusOr<uint64_t> TxnManager::CloneTree(uint64_t source_id, bool read_onl
   // The snapshot's root item points at the source's root node: one more
   // reference, nothing else. The first write to either tree CoWs the shared
   // root and pays for its children's references then.
-  refs_.Add(root->bytenr, sb_.nodesize, root->level, {format::kTreeBlockRef, id}, +1, false,
-            generation_);
-  ++nodes_per_tree_[id];
+  {
+    absl::MutexLock l(&space_mu_);
+    refs_.Add(root->bytenr, sb_.nodesize, root->level, {format::kTreeBlockRef, id}, +1, false,
+              generation_);
+    ++nodes_per_tree_[id];
+  }
   FsRoot& r = fs_roots_[id];
   r.tree = std::make_unique<Tree>(id, RootRef{root->bytenr, root->generation, root->level},
                                   cache_.get(), this);
@@ -158,10 +161,20 @@ absl::Status TxnManager::ScanRootTree(
 
 // refs and flags of a tree block: the extent item plus what is queued.
 absl::StatusOr<std::pair<uint64_t, uint64_t>> TxnManager::LookupExtentInfo(uint64_t bytenr) {
-  const DelayedRefHead* head = refs_.Find(bytenr);
+  bool have_head = false, must_insert = false, set_full_backref = false;
+  int64_t ref_mod = 0;
+  {
+    absl::MutexLock l(&space_mu_);
+    if (const DelayedRefHead* head = refs_.Find(bytenr); head != nullptr) {
+      have_head = true;
+      must_insert = head->must_insert;
+      set_full_backref = head->set_full_backref;
+      ref_mod = head->ref_mod;
+    }
+  }
   int64_t refs = 0;
   uint64_t flags = 0;
-  if (head == nullptr || !head->must_insert) {
+  if (!have_head || !must_insert) {
     std::string key = format::EncodeKey17(Key17{bytenr, format::kExtentItem, sb_.nodesize});
     absl::StatusOr<std::string> raw = extent_tree_->Get(key);
     if (absl::IsNotFound(raw.status())) {
@@ -175,9 +188,9 @@ absl::StatusOr<std::pair<uint64_t, uint64_t>> TxnManager::LookupExtentInfo(uint6
     refs = static_cast<int64_t>(e.refs);
     flags = e.flags;
   }
-  if (head != nullptr) {
-    refs += head->ref_mod;
-    if (head->set_full_backref) flags |= format::kExtentFlagFullBackref;
+  if (have_head) {
+    refs += ref_mod;
+    if (set_full_backref) flags |= format::kExtentFlagFullBackref;
   }
   if (refs <= 0) {
     CorruptionSite site;
@@ -216,10 +229,26 @@ absl::Status TxnManager::CowTreeBlock(uint64_t tree_id, const Node& old) {
   auto sv = fs_roots_.find(tree_id);
   const bool may_be_shared = sv != fs_roots_.end() &&
                              old.generation <= sv->second.item.last_snapshot;
-  uint64_t refs = 1, flags = 0;
-  if (may_be_shared) {
-    COWKV_ASSIGN_OR_RETURN(std::tie(refs, flags), LookupExtentInfo(old.bytenr));
+  if (!may_be_shared) {
+    absl::MutexLock l(&space_mu_);
+    CowRefsLocked(tree_id, old, 1, 0);
+    return absl::OkStatus();
   }
+  // Trouble case: snapshot S→T, then writers of S and T (each under its
+  // own subvolume's lock) CoW the same shared node X at once. Each reads
+  // refs == 2 and takes the "refs > 1" branch, so neither moves X's
+  // children off SHARED(X) when X's last reference goes: a leaked
+  // reference per child. extent_mu_ makes the refcount read and the refs
+  // it queues one step. Test: Concurrency.FileWritersInSubvolumesAndDirectories.
+  absl::MutexLock el(&extent_mu_);
+  uint64_t refs = 1, flags = 0;
+  COWKV_ASSIGN_OR_RETURN(std::tie(refs, flags), LookupExtentInfo(old.bytenr));
+  absl::MutexLock l(&space_mu_);
+  CowRefsLocked(tree_id, old, refs, flags);
+  return absl::OkStatus();
+}
+
+void TxnManager::CowRefsLocked(uint64_t tree_id, const Node& old, uint64_t refs, uint64_t flags) {
   COWKV_DCHECK(refs >= 1);  // LookupExtentInfo returns DATA_LOSS otherwise
   const bool full = flags & format::kExtentFlagFullBackref;
   if (refs > 1) {
@@ -240,8 +269,7 @@ absl::Status TxnManager::CowTreeBlock(uint64_t tree_id, const Node& old) {
     AddChildRefs(old, /*full_backref=*/false, tree_id, +1);
     AddChildRefs(old, /*full_backref=*/false, old.owner, -1);
   }
-  DropTreeRef(tree_id, old);
-  return absl::OkStatus();
+  DropTreeRefLocked(tree_id, old);
 }
 
 // ---- Deletion ----------------------------------------------------------------
@@ -271,6 +299,7 @@ absl::StatusOr<bool> TxnManager::ShouldDescendForDrop(uint64_t tree_id, format::
   if (level == 0) return false;  // leaves hold no tree-block references
   auto sv = fs_roots_.find(tree_id);
   if (sv == fs_roots_.end() || c.generation > sv->second.item.last_snapshot) return true;
+  absl::MutexLock el(&extent_mu_);
   COWKV_ASSIGN_OR_RETURN(auto info, LookupExtentInfo(c.bytenr));
   return info.first == 1;
 }
@@ -290,9 +319,12 @@ absl::Status TxnManager::DropRoot(uint64_t tree_id, const Node& node) {
       sv != fs_roots_.end() && node.generation <= sv->second.item.last_snapshot;
   uint64_t refs = 1, flags = 0;
   if (may_be_shared) {
+    absl::MutexLock el(&extent_mu_);
     COWKV_ASSIGN_OR_RETURN(std::tie(refs, flags), LookupExtentInfo(node.bytenr));
   }
   const bool full = flags & format::kExtentFlagFullBackref;
+  // The cleaner drops under the exclusive barrier: nothing else runs here.
+  absl::ReleasableMutexLock l(&space_mu_);
   if (refs > 1 && node.owner == tree_id && !full) {
     // Others keep the node: its references, recorded as the owner's, must
     // become the node's own (FULL_BACKREF) before the owner lets go.
@@ -305,6 +337,7 @@ absl::Status TxnManager::DropRoot(uint64_t tree_id, const Node& node) {
     // The last reference: the leaf goes, and with it its data references.
     AddChildRefs(node, full, full ? tree_id : node.owner, -1);
   }
+  l.Release();
   return FreeTreeBlock(tree_id, node);  // frees at once what this txn allocated
 }
 

@@ -79,8 +79,8 @@ absl::StatusOr<Superblock> ReadBestSuperblock(BlockDevice* device, std::string* 
 
 TxnManager::TxnManager(BlockDevice* device, const Superblock& sb, uint64_t cache_bytes)
     : device_(device),
-      sb_(sb),
       cache_(std::make_unique<NodeCache>(device, sb.fsid, sb.nodesize, sb.sectorsize, cache_bytes)),
+      sb_(sb),
       free_(sb.sectorsize) {}
 
 TxnManager::~TxnManager() = default;
@@ -116,7 +116,10 @@ absl::Status TxnManager::Mkfs(BlockDevice* device, uint32_t nodesize, uint32_t s
   std::unique_ptr<TxnManager> m(new TxnManager(device, sb, 64ull << 20));
   m->generation_ = 1;
   m->next_tree_id_ = format::kFirstFreeTreeId;
-  m->AddDeviceFreeSpace();
+  {
+    absl::MutexLock l(&m->space_mu_);  // mkfs: alone, but the members say so
+    m->AddDeviceFreeSpaceLocked();
+  }
   COWKV_ASSIGN_OR_RETURN(m->root_tree_,
                          Tree::CreateEmpty(format::kRootTreeId, m->cache(), m.get()));
   COWKV_ASSIGN_OR_RETURN(m->extent_tree_,
@@ -202,7 +205,7 @@ absl::Status TxnManager::LoadTrees() {
   return absl::OkStatus();
 }
 
-void TxnManager::AddDeviceFreeSpace() {
+void TxnManager::AddDeviceFreeSpaceLocked() {
   const uint64_t size = device_->Size();
   uint64_t start = format::kReservedHead;
   for (int i = 1; i < format::kNumSuperblockMirrors; ++i) {
@@ -215,7 +218,8 @@ void TxnManager::AddDeviceFreeSpace() {
 }
 
 absl::Status TxnManager::RebuildFreeSpace() {
-  AddDeviceFreeSpace();
+  absl::MutexLock l(&space_mu_);  // mount: alone, but the members say so
+  AddDeviceFreeSpaceLocked();
   bytes_used_ = 0;
   nodes_per_tree_.clear();
   TreeIterator it(extent_tree_.get());
@@ -250,6 +254,7 @@ absl::Status TxnManager::RebuildFreeSpace() {
 
 absl::StatusOr<uint64_t> TxnManager::AllocTreeBlock(uint64_t owner, uint8_t level) {
   COWKV_DCHECK(level < format::kMaxLevel);
+  absl::MutexLock l(&space_mu_);
   absl::StatusOr<uint64_t> bytenr = free_.Allocate(sb_.nodesize, sb_.nodesize);
   if (!bytenr.ok()) {
     ++enospc_errors_;
@@ -263,14 +268,15 @@ absl::StatusOr<uint64_t> TxnManager::AllocTreeBlock(uint64_t owner, uint8_t leve
   return bytenr;
 }
 
-void TxnManager::DropTreeRef(uint64_t tree_id, const Node& node) {
+void TxnManager::DropTreeRefLocked(uint64_t tree_id, const Node& node) {
   refs_.Add(node.bytenr, sb_.nodesize, node.level, {format::kTreeBlockRef, tree_id}, -1, false,
             generation_);
   --nodes_per_tree_[tree_id];
 }
 
 absl::Status TxnManager::FreeTreeBlock(uint64_t tree_id, const Node& node) {
-  DropTreeRef(tree_id, node);
+  absl::MutexLock l(&space_mu_);
+  DropTreeRefLocked(tree_id, node);
   if (refs_.DropIfCancelled(node.bytenr)) {
     // Allocated and freed in this transaction, never written: free at once.
     free_.FreeNow(node.bytenr, sb_.nodesize);
@@ -282,6 +288,7 @@ absl::Status TxnManager::FreeTreeBlock(uint64_t tree_id, const Node& node) {
 }
 
 void TxnManager::OnExtentFreed(uint64_t bytenr, uint64_t num_bytes) {
+  absl::MutexLock l(&space_mu_);
   // The committed tree may still point here until this commit is durable.
   free_.Pin(bytenr, num_bytes);
   // bytes_used_ is the sum of the extent items' lengths (mount adds them,
@@ -291,7 +298,7 @@ void TxnManager::OnExtentFreed(uint64_t bytenr, uint64_t num_bytes) {
   cache_->Discard(bytenr);
 }
 
-uint64_t TxnManager::CommitReserveNodes(uint64_t extra_heads) const {
+uint64_t TxnManager::CommitReserveNodesLocked(uint64_t extra_heads) const {
   const uint64_t heads = refs_.num_heads() + extra_heads;
   const uint64_t per_head = 2 * (extent_tree_->height() + 2);
   const uint64_t roots = (fs_roots_.size() + 2) * 2 * (root_tree_->height() + 2);
@@ -308,6 +315,10 @@ uint64_t TxnManager::CommitReserveNodes(uint64_t extra_heads) const {
 
 absl::Status TxnManager::ReserveForWrite(Tree* tree, WriteKind kind, uint64_t count,
                                          uint64_t bytes, uint64_t delete_nodes) {
+  // extent_mu_: the extent tree's height (CommitReserveNodesLocked) does
+  // not move under a concurrent delayed-ref batch.
+  absl::MutexLock el(&extent_mu_);
+  absl::MutexLock l(&space_mu_);
   if (!fatal_.ok()) return fatal_;
   // Inserts leave room for deletes, so a full store can always shrink.
   constexpr uint64_t kDeleteMarginNodes = 64;
@@ -333,22 +344,57 @@ absl::Status TxnManager::ReserveForWrite(Tree* tree, WriteKind kind, uint64_t co
         format::NodeCapacity(sb_.nodesize) / (format::kSlotSize + 1 + format::kChildPtrSize);
     extra_heads += std::min(static_cast<uint64_t>(tree->height()) * count, op) * max_fanout;
   }
-  uint64_t need = op + CommitReserveNodes(extra_heads);
+  const uint64_t commit_nodes = CommitReserveNodesLocked(extra_heads);
+  uint64_t need = op + commit_nodes;
   if (kind == WriteKind::kInsert) need += kDeleteMarginNodes;
   const uint64_t need_bytes = need * sb_.nodesize;
-  if (free_.free_bytes() < need_bytes) {
+  // Other file writers' outstanding reservations count as used.
+  auto mine = reserved_bytes_.find(tree->id());
+  const uint64_t others =
+      reserved_bytes_total_ - (mine == reserved_bytes_.end() ? 0 : mine->second);
+  const uint64_t free_bytes = free_.free_bytes() > others ? free_.free_bytes() - others : 0;
+  if (free_bytes < need_bytes) {
     ++enospc_errors_;
-    return NoSpaceError(absl::StrCat("a write needs up to ", need_bytes,
-                                     " bytes of metadata space (commit included); ",
-                                     free_.free_bytes(), " bytes free, ", free_.pinned_bytes(),
-                                     " bytes pinned until the next commit"));
+    return NoSpaceError(absl::StrCat(
+        "a write needs up to ", need_bytes, " bytes of metadata space (commit included); ",
+        free_bytes, " bytes free, ", free_.pinned_bytes(), " bytes pinned until the next commit",
+        others > 0 ? absl::StrCat(", ", others, " bytes reserved by other writers") : ""));
+  }
+  // What this write may still take: its nodes and its heads' share of the
+  // commit (the commit's base share is counted once, by every check).
+  if (mine != reserved_bytes_.end()) {
+    const uint64_t hold = (op + commit_nodes - CommitReserveNodesLocked(0)) * sb_.nodesize;
+    if (hold > mine->second) {
+      reserved_bytes_total_ += hold - mine->second;
+      mine->second = hold;
+    }
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<uint64_t> TxnManager::AllocLogBlock() {
+absl::StatusOr<uint64_t> TxnManager::BeginWrite(uint64_t tree_id) {
+  absl::MutexLock l(&space_mu_);
   if (!fatal_.ok()) return fatal_;
-  const uint64_t keep = (CommitReserveNodes(0) + 64) * sb_.nodesize;
+  // One writer per tree at a time (its subvolume's tree lock).
+  COWKV_CHECK(reserved_bytes_.emplace(tree_id, 0).second);
+  return refs_.num_heads();
+}
+
+TxnManager::RefCounts TxnManager::EndWrite(uint64_t tree_id) {
+  absl::MutexLock l(&space_mu_);
+  auto it = reserved_bytes_.find(tree_id);
+  COWKV_CHECK(it != reserved_bytes_.end());  // BeginWrite's
+  COWKV_CHECK(reserved_bytes_total_ >= it->second);
+  reserved_bytes_total_ -= it->second;
+  reserved_bytes_.erase(it);
+  return RefCounts{refs_.num_heads(), refs_.updates_since_commit()};
+}
+
+absl::StatusOr<uint64_t> TxnManager::AllocLogBlock() {
+  absl::MutexLock el(&extent_mu_);
+  absl::MutexLock l(&space_mu_);
+  if (!fatal_.ok()) return fatal_;
+  const uint64_t keep = (CommitReserveNodesLocked(0) + 64) * sb_.nodesize + reserved_bytes_total_;
   if (free_.free_bytes() < keep + sb_.nodesize) {
     return NoSpaceError(absl::StrCat("no space for a log block: ", free_.free_bytes(),
                                      " bytes free, the next commit may need ", keep));
@@ -357,10 +403,12 @@ absl::StatusOr<uint64_t> TxnManager::AllocLogBlock() {
 }
 
 absl::StatusOr<format::DataRef> TxnManager::AllocDataExtent(uint64_t len) {
+  absl::MutexLock el(&extent_mu_);
+  absl::MutexLock l(&space_mu_);
   if (!fatal_.ok()) return fatal_;
   const uint64_t ss = sb_.sectorsize;
   const uint64_t rounded = (len + ss - 1) / ss * ss;
-  const uint64_t keep = DataReserveBytes();
+  const uint64_t keep = DataReserveBytesLocked();
   if (free_.free_bytes() < keep + rounded) {
     ++enospc_errors_;
     return NoSpaceError(absl::StrCat("a ", rounded, "-byte data extent does not fit: ",
@@ -376,10 +424,14 @@ absl::StatusOr<format::DataRef> TxnManager::AllocDataExtent(uint64_t len) {
   return format::DataRef{*b, rounded};
 }
 
-void TxnManager::ReleaseUnusedData(const format::DataRef& d) { free_.FreeNow(d.bytenr, d.len); }
+void TxnManager::ReleaseUnusedData(const format::DataRef& d) {
+  absl::MutexLock l(&space_mu_);
+  free_.FreeNow(d.bytenr, d.len);
+}
 
 void TxnManager::AddDataRef(uint64_t tree_id, const format::DataRef& d, int64_t delta,
                             bool new_alloc) {
+  absl::MutexLock l(&space_mu_);
   refs_.Add(d.bytenr, d.len, 0, {format::kExtentDataRef, tree_id}, delta, new_alloc, generation_);
   if (new_alloc) bytes_used_ += d.len;
   if (delta < 0 && refs_.DropIfCancelled(d.bytenr)) {
@@ -393,6 +445,7 @@ void TxnManager::AddDataRef(uint64_t tree_id, const format::DataRef& d, int64_t 
 }
 
 absl::Status TxnManager::ClaimDataExtent(const format::DataRef& d) {
+  absl::MutexLock l(&space_mu_);
   if (d.bytenr % sb_.sectorsize != 0 || d.len % sb_.sectorsize != 0 ||
       !free_.RemoveFree(d.bytenr, d.len)) {
     CorruptionSite site;
@@ -405,6 +458,7 @@ absl::Status TxnManager::ClaimDataExtent(const format::DataRef& d) {
 }
 
 absl::StatusOr<bool> TxnManager::DataExtentCommitted(const format::DataRef& d) {
+  absl::MutexLock el(&extent_mu_);
   absl::StatusOr<std::string> raw =
       extent_tree_->Get(format::EncodeKey17(Key17{d.bytenr, format::kExtentItem, d.len}));
   if (absl::IsNotFound(raw.status())) return false;
@@ -414,9 +468,21 @@ absl::StatusOr<bool> TxnManager::DataExtentCommitted(const format::DataRef& d) {
 
 absl::StatusOr<uint64_t> TxnManager::DataExtentRefs(uint64_t bytenr, uint64_t len,
                                                     Tree::LeafHint* hint) {
-  const DelayedRefHead* head = refs_.Find(bytenr);
+  // extent_mu_ first: a delayed-ref batch moves a head into the tree
+  // under it, so the head and the item are read as one state.
+  absl::MutexLock el(&extent_mu_);
   int64_t refs = 0;
-  if (head == nullptr || !head->must_insert) {
+  bool must_insert = false;
+  int64_t ref_mod = 0;
+  {
+    absl::MutexLock l(&space_mu_);
+    const DelayedRefHead* head = refs_.Find(bytenr);
+    if (head != nullptr) {
+      must_insert = head->must_insert;
+      ref_mod = head->ref_mod;
+    }
+  }
+  if (!must_insert) {
     char key_buf[format::kKeySize17];
     format::EncodeKey17To(key_buf, Key17{bytenr, format::kExtentItem, len});
     const absl::string_view key(key_buf, sizeof(key_buf));
@@ -443,7 +509,7 @@ absl::StatusOr<uint64_t> TxnManager::DataExtentRefs(uint64_t bytenr, uint64_t le
       refs = static_cast<int64_t>(e.refs);
     }
   }
-  if (head != nullptr) refs += head->ref_mod;
+  refs += ref_mod;
   return static_cast<uint64_t>(std::max<int64_t>(refs, 0));
 }
 
@@ -451,15 +517,18 @@ absl::StatusOr<bool> TxnManager::TreeBlockShared(uint64_t tree_id, uint64_t byte
                                                  uint64_t generation) {
   auto sv = fs_roots_.find(tree_id);
   if (sv == fs_roots_.end() || generation > sv->second.item.last_snapshot) return false;
+  absl::MutexLock el(&extent_mu_);
   COWKV_ASSIGN_OR_RETURN(auto info, LookupExtentInfo(bytenr));
   return info.first > 1;
 }
 
 void TxnManager::FreeLogBlocks(const std::vector<uint64_t>& blocks) {
+  absl::MutexLock l(&space_mu_);
   for (uint64_t b : blocks) free_.FreeNow(b, sb_.nodesize);
 }
 
 absl::Status TxnManager::ClaimLogBlocks(const std::vector<uint64_t>& blocks) {
+  absl::MutexLock l(&space_mu_);
   for (uint64_t b : blocks) {
     if (!free_.RemoveFree(b, sb_.nodesize)) {
       CorruptionSite site;
@@ -472,6 +541,7 @@ absl::Status TxnManager::ClaimLogBlocks(const std::vector<uint64_t>& blocks) {
 }
 
 void TxnManager::SetFatal(const absl::Status& why) {
+  absl::MutexLock l(&space_mu_);
   if (fatal_.ok()) {
     fatal_ =
         ReadOnlyStoreError(absl::StrCat("store is read-only after a failed write in generation ",
@@ -480,11 +550,19 @@ void TxnManager::SetFatal(const absl::Status& why) {
 }
 
 absl::StatusOr<int> TxnManager::RunDelayedRefBatch(int max_heads) {
-  if (!fatal_.ok()) return fatal_;
-  std::vector<DelayedRefHead> heads = refs_.TakeBatch(max_heads);
+  // extent_mu_ over the whole batch: its heads leave refs_ before their
+  // items reach the extent tree, and no reader may see that gap.
+  absl::MutexLock el(&extent_mu_);
+  std::vector<DelayedRefHead> heads;
+  {
+    absl::MutexLock l(&space_mu_);
+    if (!fatal_.ok()) return fatal_;
+    heads = refs_.TakeBatch(max_heads);
+  }
   absl::Status s = RunDelayedRefs(extent_tree_.get(), heads,
                                   [this](uint64_t b, uint64_t n) { OnExtentFreed(b, n); });
   if (!s.ok()) {
+    absl::MutexLock l(&space_mu_);
     fatal_ = ReadOnlyStoreError(absl::StrCat("store is read-only after a failed delayed-ref run (",
                                              s.ToString(), "); reopen to recover"));
     return s;
@@ -494,7 +572,11 @@ absl::StatusOr<int> TxnManager::RunDelayedRefBatch(int max_heads) {
 
 bool TxnManager::HasChanges() const {
   if (superblocks_need_rewrite_) return true;
-  if (!refs_.empty() || root_tree_->root_changed() || extent_tree_->root_changed()) return true;
+  {
+    absl::MutexLock l(&space_mu_);
+    if (!refs_.empty()) return true;
+  }
+  if (root_tree_->root_changed() || extent_tree_->root_changed()) return true;
   for (const auto& [id, r] : fs_roots_) {
     if (r.tree->root_changed() || r.dirty) return true;
   }
@@ -509,10 +591,11 @@ absl::Status TxnManager::Commit() {
 }
 
 absl::StatusOr<std::unique_ptr<TxnManager::CommitBatch>> TxnManager::PrepareCommit() {
-  if (!fatal_.ok()) return fatal_;
+  COWKV_RETURN_IF_ERROR(fatal());
   if (!HasChanges()) return std::unique_ptr<CommitBatch>();
   absl::Status s = UpdateRootItems();
   if (s.ok()) s = RunAllDelayedRefs();
+  absl::MutexLock l(&space_mu_);  // alone (the exclusive barrier); the members say so
   if (!s.ok()) {
     fatal_ =
         ReadOnlyStoreError(absl::StrCat("store is read-only after a failed commit of generation ",
@@ -597,6 +680,7 @@ absl::Status TxnManager::WriteCommit(const CommitBatch& batch) {
 }
 
 absl::Status TxnManager::FinishCommit(std::unique_ptr<CommitBatch> batch, absl::Status written) {
+  absl::MutexLock l(&space_mu_);
   if (!written.ok()) {
     // The sealed nodes stay in the cache (the device may not hold them), so
     // reads keep working; no write will ever commit again.
@@ -651,21 +735,31 @@ absl::Status TxnManager::RunAllDelayedRefs() {
   // previous round freed, a chain that may walk the extent tree; it ends
   // because a node CoWed once stays dirty, so it is bounded by the tree's
   // size, not by a small constant.
-  auto it = nodes_per_tree_.find(format::kExtentTreeId);
-  const int64_t limit = 2 * (it == nodes_per_tree_.end() ? 0 : it->second) + 1024;
+  int64_t limit;
+  {
+    absl::MutexLock l(&space_mu_);
+    auto it = nodes_per_tree_.find(format::kExtentTreeId);
+    limit = 2 * (it == nodes_per_tree_.end() ? 0 : it->second) + 1024;
+  }
   for (int64_t round = 0;; ++round) {
     COWKV_CHECK_MSG(round < limit, "delayed refs did not converge");
     if (extent_tree_->root_changed()) {
       COWKV_RETURN_IF_ERROR(PutRootItem(root_tree_.get(), extent_tree_.get(), format::RootItem{}));
     }
-    if (refs_.empty()) return absl::OkStatus();
-    std::vector<DelayedRefHead> heads = refs_.TakeAll();
+    std::vector<DelayedRefHead> heads;
+    {
+      absl::MutexLock l(&space_mu_);
+      if (refs_.empty()) return absl::OkStatus();
+      heads = refs_.TakeAll();
+    }
     COWKV_RETURN_IF_ERROR(RunDelayedRefs(extent_tree_.get(), heads,
                                          [this](uint64_t b, uint64_t n) { OnExtentFreed(b, n); }));
   }
 }
 
 TxnStats TxnManager::Stats() {
+  absl::MutexLock el(&extent_mu_);
+  absl::MutexLock l(&space_mu_);
   TxnStats s;
   s.generation = generation_;
   s.commits = commits_;
@@ -677,9 +771,9 @@ TxnStats TxnManager::Stats() {
   s.free_fragments = free_.fragments();
   s.free_largest_bytes = free_.largest();
   // What AllocateData would grant: whole extents, minus the commit's room.
-  const uint64_t keep = DataReserveBytes();
+  const uint64_t keep = DataReserveBytesLocked();
   const uint64_t spare = free_.free_bytes() > keep ? free_.free_bytes() - keep : 0;
-  auto usable = [&](uint64_t size) {
+  auto usable = [&](uint64_t size) ABSL_EXCLUSIVE_LOCKS_REQUIRED(space_mu_) {
     return std::min(spare / size * size, free_.UsableFor(size, sb_.sectorsize));
   };
   s.usable_for_4k = usable(4096);

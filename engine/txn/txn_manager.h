@@ -30,7 +30,26 @@
 // changed) unless the worst case of that write plus everything the commit may
 // still allocate fits in free space; see docs/design.md "Space reservation".
 //
-// Not thread-safe: StoreImpl serialises calls.
+// Threads. Two kinds of callers (docs/design.md "Concurrency"):
+//   - exclusive: the store holds its barrier (StoreImpl::mu_) exclusively —
+//     commit, subvolume changes, replay, KV writes, log syncs, the cleaner,
+//     mount. Nothing else runs inside the manager then.
+//   - file writers and readers: each holds the barrier shared and its own
+//     subvolume's tree lock, so several run here at once, each on its own
+//     fs tree. They call the TreeHooks, ReserveForWrite/EndWrite,
+//     AllocDataExtent, ReleaseUnusedData, AddDataRef, RunDelayedRefBatch,
+//     DataExtentRefs, TreeBlockShared, SetFatal, fatal() and the counters.
+//     What those share is behind the manager's own locks, outermost first:
+//     extent_mu_ (the extent tree: a delayed-ref batch, every read of it,
+//     and the CoW of a node that may be shared, whose refcount decision
+//     must not interleave with another tree's CoW of the same node) →
+//     space_mu_ (free space, the delayed-ref heads, used bytes, per-tree
+//     node counts, reservations, fatal_) → NodeCache. Neither is held
+//     while a tree is changed, except extent_mu_ around the extent tree's
+//     own changes (whose hooks take space_mu_ only).
+//   Everything else (fs_roots_, the root tree, generation_, the superblock)
+//   changes only under the exclusive barrier, and the trees' roots only
+//   under their subvolume's tree lock or the exclusive barrier.
 #ifndef COWKV_ENGINE_TXN_TXN_MANAGER_H_
 #define COWKV_ENGINE_TXN_TXN_MANAGER_H_
 
@@ -151,8 +170,35 @@ class TxnManager : public TreeHooks {
   // batch of deletes can CoW (DeleteNodesBound), which replaces the
   // per-write worst case when smaller, so a large delete of neighbouring
   // keys on a full device needs what it touches, not a path per key.
-  absl::Status ReserveForWrite(Tree* tree, WriteKind kind, uint64_t count = 1,
-                               uint64_t bytes = 0, uint64_t delete_nodes = 0);
+  //
+  // Concurrent file writers (one per subvolume) bracket a write with
+  // BeginWrite/EndWrite and hold what they reserved until EndWrite: a check
+  // counts the other writers' outstanding reservations as used, so two
+  // writers cannot both be granted the same free space. A writer's own
+  // earlier reservations in the same write are not counted (its
+  // allocations since are already out of free space), and callers under
+  // the exclusive barrier hold nothing, so a lone writer's answers are as
+  // they were.
+  absl::Status ReserveForWrite(Tree* tree, WriteKind kind, uint64_t count = 1, uint64_t bytes = 0,
+                               uint64_t delete_nodes = 0)
+      ABSL_LOCKS_EXCLUDED(extent_mu_, space_mu_);
+  //
+  // BeginWrite answers fatal() or the delayed-ref heads pending before the
+  // write, and EndWrite the counts after it: one trip to space_mu_ each,
+  // which two writers of different subvolumes otherwise bounce between
+  // them several times per write.
+  absl::StatusOr<uint64_t> BeginWrite(uint64_t tree_id) ABSL_LOCKS_EXCLUDED(space_mu_);
+  struct RefCounts {
+    uint64_t heads = 0;    // pending_ref_heads()
+    uint64_t updates = 0;  // ref_updates_this_txn()
+  };
+  // Ends a file writer's write to `tree_id`: its reservations are released.
+  RefCounts EndWrite(uint64_t tree_id) ABSL_LOCKS_EXCLUDED(space_mu_);
+  // Both counts in one trip.
+  RefCounts ref_counts() const ABSL_LOCKS_EXCLUDED(space_mu_) {
+    absl::MutexLock l(&space_mu_);
+    return RefCounts{refs_.num_heads(), refs_.updates_since_commit()};
+  }
 
   // Log blocks (engine/log): nodesize extents outside the extent tree, held
   // by the log while its chain lives. AllocLogBlock refuses
@@ -200,8 +246,14 @@ class TxnManager : public TreeHooks {
   // Runs up to `max_heads` delayed-ref heads now, before the commit (the
   // throttler's writer batch). A failure makes the store read-only.
   absl::StatusOr<int> RunDelayedRefBatch(int max_heads);
-  uint64_t pending_ref_heads() const { return refs_.num_heads(); }
-  uint64_t ref_updates_this_txn() const { return refs_.updates_since_commit(); }
+  uint64_t pending_ref_heads() const ABSL_LOCKS_EXCLUDED(space_mu_) {
+    absl::MutexLock l(&space_mu_);
+    return refs_.num_heads();
+  }
+  uint64_t ref_updates_this_txn() const ABSL_LOCKS_EXCLUDED(space_mu_) {
+    absl::MutexLock l(&space_mu_);
+    return refs_.updates_since_commit();
+  }
 
   // One sealed generation on its way to the device.
   struct CommitBatch {
@@ -225,8 +277,12 @@ class TxnManager : public TreeHooks {
   absl::Status Commit();
   bool HasChanges() const;
 
-  // Non-OK once a commit failed after touching the device.
-  const absl::Status& fatal() const { return fatal_; }
+  // Non-OK once a commit failed after touching the device (a copy: file
+  // writers of other subvolumes may set it meanwhile).
+  absl::Status fatal() const ABSL_LOCKS_EXCLUDED(space_mu_) {
+    absl::MutexLock l(&space_mu_);
+    return fatal_;
+  }
 
   // Whether the device still holds this store: the primary superblock's
   // bytes are the ones this manager read at mount or last wrote (or is
@@ -251,37 +307,66 @@ class TxnManager : public TreeHooks {
     bool dying() const { return item.flags & format::kRootFlagDropping; }
   };
   absl::Status LoadTrees();
-  absl::StatusOr<std::pair<uint64_t, uint64_t>> LookupExtentInfo(uint64_t bytenr);
-  void AddChildRefs(const Node& node, bool full_backref, uint64_t tree_id, int64_t delta);
-  void DropTreeRef(uint64_t tree_id, const Node& node);
+  // The caller holds extent_mu_ (or the exclusive barrier: mount, drops).
+  absl::StatusOr<std::pair<uint64_t, uint64_t>> LookupExtentInfo(uint64_t bytenr)
+      ABSL_LOCKS_EXCLUDED(space_mu_);
+  void AddChildRefs(const Node& node, bool full_backref, uint64_t tree_id, int64_t delta)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(space_mu_);
+  void DropTreeRefLocked(uint64_t tree_id, const Node& node)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(space_mu_);
+  // CowTreeBlock's body once the refcount is known.
+  void CowRefsLocked(uint64_t tree_id, const Node& old, uint64_t refs, uint64_t flags)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(space_mu_);
 
   absl::Status RebuildFreeSpace();
-  void AddDeviceFreeSpace();
+  void AddDeviceFreeSpaceLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(space_mu_);
   absl::Status UpdateRootItems();
   absl::Status RunAllDelayedRefs();
 
-  uint64_t CommitReserveNodes(uint64_t extra_heads) const;
-  // Free bytes a data extent may not take: what the commit may need.
-  uint64_t DataReserveBytes() const { return (CommitReserveNodes(4) + 64) * sb_.nodesize; }
-  void OnExtentFreed(uint64_t bytenr, uint64_t num_bytes);
+  // Reads the extent tree's height: extent_mu_ or the exclusive barrier.
+  uint64_t CommitReserveNodesLocked(uint64_t extra_heads) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(space_mu_);
+  // Free bytes a data extent may not take: what the commit may need, and
+  // what other writers hold reserved.
+  uint64_t DataReserveBytesLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(space_mu_) {
+    return (CommitReserveNodesLocked(4) + 64) * sb_.nodesize + reserved_bytes_total_;
+  }
+  void OnExtentFreed(uint64_t bytenr, uint64_t num_bytes) ABSL_LOCKS_EXCLUDED(space_mu_);
 
+  // Constant after construction.
   BlockDevice* const device_;
-  format::Superblock sb_;  // the last committed superblock
-  std::unique_ptr<NodeCache> cache_;
-  FreeSpace free_;
-  DelayedRefs refs_;
-  std::unique_ptr<Tree> root_tree_;
+  const std::unique_ptr<NodeCache> cache_;  // thread-safe
+
+  // The extent tree; see the header comment. Taken before space_mu_.
+  mutable absl::Mutex extent_mu_ ABSL_ACQUIRED_BEFORE(space_mu_);
+  // Replaced only at mount; its nodes change under extent_mu_ (a writer's
+  // delayed-ref batch) or the exclusive barrier (the commit).
   std::unique_ptr<Tree> extent_tree_;
+
+  // Changed only under the store's exclusive barrier (read by file
+  // writers under the shared one).
+  format::Superblock sb_;  // the last committed superblock
+  std::unique_ptr<Tree> root_tree_;
   std::map<uint64_t, FsRoot> fs_roots_;
-  std::map<uint64_t, int64_t> nodes_per_tree_;  // live tree blocks by owner
   uint64_t generation_ = 0;  // the running engine transaction
   uint64_t next_tree_id_ = 0;
-  uint64_t bytes_used_ = 0;
   uint64_t commits_ = 0;
+
+  // Shared by concurrent file writers: a leaf but for the node cache.
+  mutable absl::Mutex space_mu_ ABSL_ACQUIRED_AFTER(extent_mu_);
+  FreeSpace free_ ABSL_GUARDED_BY(space_mu_);
+  DelayedRefs refs_ ABSL_GUARDED_BY(space_mu_);
+  std::map<uint64_t, int64_t> nodes_per_tree_ ABSL_GUARDED_BY(space_mu_);  // live tree blocks
+  uint64_t bytes_used_ ABSL_GUARDED_BY(space_mu_) = 0;
+  uint64_t enospc_errors_ ABSL_GUARDED_BY(space_mu_) = 0;
+  absl::Status fatal_ ABSL_GUARDED_BY(space_mu_);
+  // Outstanding reservations of file writers, by tree (ReserveForWrite,
+  // EndWrite), and their sum.
+  std::map<uint64_t, uint64_t> reserved_bytes_ ABSL_GUARDED_BY(space_mu_);
+  uint64_t reserved_bytes_total_ ABSL_GUARDED_BY(space_mu_) = 0;
+
   // Bumped by WriteCommit without the store lock; relaxed: a statistic.
   std::atomic<uint64_t> flushes_{0};
-  uint64_t enospc_errors_ = 0;
-  absl::Status fatal_;
   uint64_t next_log_root_ = 0;
   uint64_t next_log_nonce_ = 0;
   uint64_t revision_ = 0;
