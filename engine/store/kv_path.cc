@@ -36,6 +36,7 @@ absl::StatusOr<std::string> StoreImpl::GetValue(uint64_t subvol, absl::string_vi
   COWKV_RETURN_IF_ERROR(kv::ValidateKey(key));
   absl::ReaderMutexLock l(&mu_);
   COWKV_ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
+  absl::ReaderMutexLock tl(TreeLock(subvol));  // as GetItem: file writers change it in place
   return kv_->GetValue(tree, key);
 }
 
