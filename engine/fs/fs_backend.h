@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -97,6 +98,11 @@ class FsBackend {
   // whether a tree block is shared (reachable from more than one root).
   virtual absl::StatusOr<uint64_t> DataExtentRefs(uint64_t bytenr, uint64_t len) = 0;
   virtual absl::StatusOr<bool> TreeBlockShared(const PathNode& node) = 0;
+  // Runs `fn`, during which the two calls above may be answered under one
+  // hold of the locks they need rather than one per call (a fiemap asks
+  // about every extent of a file). `fn` must call no other backend method
+  // that writes.
+  virtual absl::Status WithExtentReads(absl::FunctionRef<absl::Status()> fn) { return fn(); }
   // Bumped when a snapshot is taken (not-shared answers go stale) and when
   // a root is dropped (shared answers go stale).
   virtual uint64_t snapshot_epoch() const = 0;

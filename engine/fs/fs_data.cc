@@ -509,26 +509,28 @@ absl::StatusOr<std::vector<FiemapEntry>> FsOps::Fiemap(uint64_t ino, uint64_t of
   };
   absl::MutexLock l(&st_->path_mu);
   PathCounts counts;
-  absl::Status scanned = b_->ScanWithPath(
-      ExtentKey(ino, first), TypeStart(ino, kExtentData + 1),
-      [&](absl::string_view k, absl::string_view v, const std::vector<PathNode>& path) {
-        FsKey fk;
-        DecodeFsKey(k, &fk);
-        if (fk.offset >= end) {
-          reached_end = false;
-          return false;
-        }
-        absl::StatusOr<FileExtent> e = DecodeFileExtent(v, ino, fk.offset);
-        absl::StatusOr<FiemapEntry> m =
-            e.ok() ? MapExtent(fk.offset, *e, path, own_refs, &counts)
-                   : absl::StatusOr<FiemapEntry>(e.status());
-        if (!m.ok()) {
-          bad = m.status();
-          return false;
-        }
-        if (fk.offset + m->length > offset) out.push_back(*m);
-        return true;
-      });
+  // One hold of the extent-reference locks for the whole walk.
+  absl::Status scanned = b_->WithExtentReads([&] {
+    return b_->ScanWithPath(
+        ExtentKey(ino, first), TypeStart(ino, kExtentData + 1),
+        [&](absl::string_view k, absl::string_view v, const std::vector<PathNode>& path) {
+          FsKey fk;
+          DecodeFsKey(k, &fk);
+          if (fk.offset >= end) {
+            reached_end = false;
+            return false;
+          }
+          absl::StatusOr<FileExtent> e = DecodeFileExtent(v, ino, fk.offset);
+          absl::StatusOr<FiemapEntry> m = e.ok() ? MapExtent(fk.offset, *e, path, own_refs, &counts)
+                                                 : absl::StatusOr<FiemapEntry>(e.status());
+          if (!m.ok()) {
+            bad = m.status();
+            return false;
+          }
+          if (fk.offset + m->length > offset) out.push_back(*m);
+          return true;
+        });
+  });
   st_->counters.path_cache_hits.fetch_add(counts.hits, std::memory_order_relaxed);
   st_->counters.shared_checks.fetch_add(counts.checks, std::memory_order_relaxed);
   COWKV_RETURN_IF_ERROR(scanned);

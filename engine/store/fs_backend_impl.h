@@ -120,6 +120,9 @@ class StoreImpl::FsBackendImpl : public fs::FsBackend {
   absl::StatusOr<bool> TreeBlockShared(const fs::PathNode& n) override {
     return s_->txn_->TreeBlockShared(subvol_, n.bytenr, n.generation);
   }
+  absl::Status WithExtentReads(absl::FunctionRef<absl::Status()> fn) override {
+    return s_->txn_->WithExtentReads(fn);
+  }
   uint64_t snapshot_epoch() const override {
     return s_->snapshot_epoch_.load(std::memory_order_acquire);
   }

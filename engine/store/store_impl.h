@@ -28,7 +28,9 @@
 //     what they share (free space, delayed refs, the extent tree, the log's
 //     noted keys) has its own lock in TxnManager and LogManager, below.
 //   - TxnManager::extent_mu_ / space_mu_ and LogManager::notes_mu_: see
-//     txn_manager.h and log_manager.h.
+//     txn_manager.h and log_manager.h. A fiemap holds extent_mu_ and
+//     space_mu_ once for its whole walk (TxnManager::WithExtentReads), inside
+//     its subvolume's FsState::path_mu (a lock only fiemap takes).
 //   - handles_mu_ guards the count of open Transaction handles and the
 //     "commit wanted" flag; a commit waits on it until no handle is open and
 //     keeps new handles out meanwhile.

@@ -160,18 +160,35 @@ absl::Status TxnManager::ScanRootTree(
 }
 
 // refs and flags of a tree block: the extent item plus what is queued.
-absl::StatusOr<std::pair<uint64_t, uint64_t>> TxnManager::LookupExtentInfo(uint64_t bytenr) {
-  bool have_head = false, must_insert = false, set_full_backref = false;
+namespace {
+// A tree block's queued ref update, read under space_mu_.
+struct QueuedHead {
+  bool have = false, must_insert = false, set_full_backref = false;
   int64_t ref_mod = 0;
+};
+}  // namespace
+
+absl::StatusOr<std::pair<uint64_t, uint64_t>> TxnManager::LookupExtentInfo(uint64_t bytenr) {
+  QueuedHead h;
   {
     absl::MutexLock l(&space_mu_);
     if (const DelayedRefHead* head = refs_.Find(bytenr); head != nullptr) {
-      have_head = true;
-      must_insert = head->must_insert;
-      set_full_backref = head->set_full_backref;
-      ref_mod = head->ref_mod;
+      h = {true, head->must_insert, head->set_full_backref, head->ref_mod};
     }
   }
+  return ExtentInfoWithHead(bytenr, h.have, h.must_insert, h.set_full_backref, h.ref_mod);
+}
+
+absl::StatusOr<std::pair<uint64_t, uint64_t>> TxnManager::LookupExtentInfoLocked(uint64_t bytenr) {
+  QueuedHead h;
+  if (const DelayedRefHead* head = refs_.Find(bytenr); head != nullptr) {
+    h = {true, head->must_insert, head->set_full_backref, head->ref_mod};
+  }
+  return ExtentInfoWithHead(bytenr, h.have, h.must_insert, h.set_full_backref, h.ref_mod);
+}
+
+absl::StatusOr<std::pair<uint64_t, uint64_t>> TxnManager::ExtentInfoWithHead(
+    uint64_t bytenr, bool have_head, bool must_insert, bool set_full_backref, int64_t ref_mod) {
   int64_t refs = 0;
   uint64_t flags = 0;
   if (!have_head || !must_insert) {

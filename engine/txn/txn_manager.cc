@@ -466,21 +466,45 @@ absl::StatusOr<bool> TxnManager::DataExtentCommitted(const format::DataRef& d) {
   return true;
 }
 
+namespace {
+// The manager whose WithExtentReads this thread is in (nullptr: none).
+thread_local const TxnManager* t_extent_reader = nullptr;
+}  // namespace
+
+bool TxnManager::InExtentReads() const { return t_extent_reader == this; }
+
+absl::Status TxnManager::WithExtentReads(absl::FunctionRef<absl::Status()> fn) {
+  COWKV_CHECK(t_extent_reader == nullptr);
+  absl::MutexLock el(&extent_mu_);
+  absl::MutexLock l(&space_mu_);
+  t_extent_reader = this;
+  absl::Status s = fn();
+  t_extent_reader = nullptr;
+  return s;
+}
+
 absl::StatusOr<uint64_t> TxnManager::DataExtentRefs(uint64_t bytenr, uint64_t len,
                                                     Tree::LeafHint* hint) {
+  if (InExtentReads()) {
+    extent_mu_.AssertHeld();
+    space_mu_.AssertHeld();
+    return DataExtentRefsLocked(bytenr, len, hint);
+  }
   // extent_mu_ first: a delayed-ref batch moves a head into the tree
   // under it, so the head and the item are read as one state.
   absl::MutexLock el(&extent_mu_);
+  absl::MutexLock l(&space_mu_);
+  return DataExtentRefsLocked(bytenr, len, hint);
+}
+
+absl::StatusOr<uint64_t> TxnManager::DataExtentRefsLocked(uint64_t bytenr, uint64_t len,
+                                                          Tree::LeafHint* hint) {
   int64_t refs = 0;
   bool must_insert = false;
   int64_t ref_mod = 0;
-  {
-    absl::MutexLock l(&space_mu_);
-    const DelayedRefHead* head = refs_.Find(bytenr);
-    if (head != nullptr) {
-      must_insert = head->must_insert;
-      ref_mod = head->ref_mod;
-    }
+  if (const DelayedRefHead* head = refs_.Find(bytenr); head != nullptr) {
+    must_insert = head->must_insert;
+    ref_mod = head->ref_mod;
   }
   if (!must_insert) {
     char key_buf[format::kKeySize17];
@@ -517,6 +541,12 @@ absl::StatusOr<bool> TxnManager::TreeBlockShared(uint64_t tree_id, uint64_t byte
                                                  uint64_t generation) {
   auto sv = fs_roots_.find(tree_id);
   if (sv == fs_roots_.end() || generation > sv->second.item.last_snapshot) return false;
+  if (InExtentReads()) {
+    extent_mu_.AssertHeld();
+    space_mu_.AssertHeld();
+    COWKV_ASSIGN_OR_RETURN(auto info, LookupExtentInfoLocked(bytenr));
+    return info.first > 1;
+  }
   absl::MutexLock el(&extent_mu_);
   COWKV_ASSIGN_OR_RETURN(auto info, LookupExtentInfo(bytenr));
   return info.first > 1;
