@@ -150,7 +150,9 @@ TEST_F(TreeShortcuts, UpsertAndFindMatchTheModel) {
             EXPECT_EQ(old, nullptr) << k;
           } else {
             EXPECT_NE(old, nullptr) << k;
-            if (old != nullptr) EXPECT_EQ(*old, it->second) << k;
+            if (old != nullptr) {
+              EXPECT_EQ(*old, it->second) << k;
+            }
           }
           if (fail) return absl::DataLossError("planted");
           return absl::string_view(next);
