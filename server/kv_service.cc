@@ -126,6 +126,22 @@ void ToProtoResults(const TxnResponse& r, const std::vector<TxnOp>& ops, v1::Txn
   }
 }
 
+// A durable write's answer: `Response` with its revision, or the error.
+template <typename Response>
+void AnswerRevision(const absl::StatusOr<uint64_t>& revision, grpc::ByteBuffer* response,
+                    const ServiceEnv::Answer& answer) {
+  if (revision.ok()) {
+    Response resp;
+    resp.set_revision(*revision);
+    if (!SerializeRawResponse(resp, response)) {
+      answer(
+          absl::InternalError(absl::StrCat(Response::descriptor()->name(), " did not serialize")));
+      return;
+    }
+  }
+  answer(revision.status());
+}
+
 absl::Status KeyNotFound(absl::string_view key) {
   return absl::NotFoundError(absl::StrCat("key not found: \"", KeyForMessage(key), "\""));
 }
@@ -252,16 +268,8 @@ grpc::ServerUnaryReactor* KvService::Put(grpc::CallbackServerContext* ctx,
         // Applied before PutItemThen returns: `req` may go then.
         sv->PutItemThen(req.key(), req.value(), d,
                         [this, d, start, response, answer](absl::StatusOr<uint64_t> revision) {
-                          if (revision.ok()) {
-                            ObserveWrite(d, start);
-                            v1::PutResponse resp;
-                            resp.set_revision(*revision);
-                            if (!SerializeRawResponse(resp, response)) {
-                              answer(absl::InternalError("PutResponse did not serialize"));
-                              return;
-                            }
-                          }
-                          answer(revision.status());
+                          if (revision.ok()) ObserveWrite(d, start);
+                          AnswerRevision<v1::PutResponse>(revision, response, answer);
                         });
         return absl::OkStatus();
       });
@@ -288,16 +296,8 @@ grpc::ServerUnaryReactor* KvService::Delete(grpc::CallbackServerContext* ctx,
                 answer(KeyNotFound(key));
                 return;
               }
-              if (revision.ok()) {
-                ObserveWrite(d, start);
-                v1::DeleteResponse resp;
-                resp.set_revision(*revision);
-                if (!SerializeRawResponse(resp, response)) {
-                  answer(absl::InternalError("DeleteResponse did not serialize"));
-                  return;
-                }
-              }
-              answer(revision.status());
+              if (revision.ok()) ObserveWrite(d, start);
+              AnswerRevision<v1::DeleteResponse>(revision, response, answer);
             });
         return absl::OkStatus();
       });

@@ -189,6 +189,20 @@ uint64_t DeleteNodesBound(const Tree* tree, uint64_t leaves, uint64_t inner, uin
          static_cast<uint64_t>(tree->WorstCaseNodesPerOp()) * point_deletes;
 }
 
+// The revisions of a put at `rev` over `old` (its item; nullptr: the key
+// is new), and the data extent the old item referenced (into *old_data).
+absl::StatusOr<ItemMeta> PutMeta(absl::string_view tree_key, const absl::string_view* old,
+                                 uint64_t rev, format::DataRef* old_data) {
+  ItemMeta meta{rev, rev, 1};
+  if (old != nullptr) {
+    COWKV_ASSIGN_OR_RETURN(ItemView prev, DecodeItem(tree_key, *old));
+    meta.create_revision = prev.meta.create_revision;
+    meta.version = prev.meta.version + 1;
+    format::LeafDataRef(tree_key, *old, old_data);
+  }
+  return meta;
+}
+
 }  // namespace
 
 KvSpace::KvSpace(TxnManager* txn, log::LogManager* log, BlockDevice* device, uint64_t window_keys,
@@ -393,13 +407,9 @@ absl::StatusOr<uint64_t> KvSpace::Apply(uint64_t subvol, const WritableTree& wri
     KvOp op{kv::TreeKey(key), std::nullopt, {}, {}};
     absl::StatusOr<std::string> old = tree->Get(op.tree_key);
     if (!old.ok() && !absl::IsNotFound(old.status())) return old.status();
-    kv::ItemMeta meta{rev, rev, 1};
-    if (old.ok()) {
-      COWKV_ASSIGN_OR_RETURN(kv::ItemView prev, kv::DecodeItem(op.tree_key, *old));
-      meta.create_revision = prev.meta.create_revision;
-      meta.version = prev.meta.version + 1;
-      format::LeafDataRef(op.tree_key, *old, &op.old_data);
-    }
+    const absl::string_view old_item = old.ok() ? absl::string_view(*old) : absl::string_view();
+    COWKV_ASSIGN_OR_RETURN(kv::ItemMeta meta,
+                           PutMeta(op.tree_key, old.ok() ? &old_item : nullptr, rev, &op.old_data));
     if (!value.has_value()) {
       if (old.ok()) ops.push_back(std::move(op));
       continue;
@@ -458,13 +468,7 @@ absl::StatusOr<uint64_t> KvSpace::PutInline(uint64_t subvol, Tree* tree, absl::s
   absl::Status s = tree->Upsert(
       tk,
       [&](const absl::string_view* old) -> absl::StatusOr<absl::string_view> {
-        ItemMeta meta{rev, rev, 1};
-        if (old != nullptr) {
-          COWKV_ASSIGN_OR_RETURN(ItemView prev, DecodeItem(tk, *old));
-          meta.create_revision = prev.meta.create_revision;
-          meta.version = prev.meta.version + 1;
-          format::LeafDataRef(tk, *old, &old_data);
-        }
+        COWKV_ASSIGN_OR_RETURN(ItemMeta meta, PutMeta(tk, old, rev, &old_data));
         EncodeItemTo(meta, value, &put_item_);
         return absl::string_view(put_item_);
       },

@@ -160,38 +160,30 @@ absl::Status TxnManager::ScanRootTree(
 }
 
 // refs and flags of a tree block: the extent item plus what is queued.
-namespace {
-// A tree block's queued ref update, read under space_mu_.
-struct QueuedHead {
-  bool have = false, must_insert = false, set_full_backref = false;
-  int64_t ref_mod = 0;
-};
-}  // namespace
+TxnManager::QueuedHead TxnManager::QueuedHeadLocked(uint64_t bytenr) const {
+  const DelayedRefHead* head = refs_.Find(bytenr);
+  if (head == nullptr) return QueuedHead{};
+  return QueuedHead{true, head->must_insert, head->set_full_backref, head->ref_mod};
+}
 
 absl::StatusOr<std::pair<uint64_t, uint64_t>> TxnManager::LookupExtentInfo(uint64_t bytenr) {
   QueuedHead h;
   {
     absl::MutexLock l(&space_mu_);
-    if (const DelayedRefHead* head = refs_.Find(bytenr); head != nullptr) {
-      h = {true, head->must_insert, head->set_full_backref, head->ref_mod};
-    }
+    h = QueuedHeadLocked(bytenr);
   }
-  return ExtentInfoWithHead(bytenr, h.have, h.must_insert, h.set_full_backref, h.ref_mod);
+  return ExtentInfoWithHead(bytenr, h);
 }
 
 absl::StatusOr<std::pair<uint64_t, uint64_t>> TxnManager::LookupExtentInfoLocked(uint64_t bytenr) {
-  QueuedHead h;
-  if (const DelayedRefHead* head = refs_.Find(bytenr); head != nullptr) {
-    h = {true, head->must_insert, head->set_full_backref, head->ref_mod};
-  }
-  return ExtentInfoWithHead(bytenr, h.have, h.must_insert, h.set_full_backref, h.ref_mod);
+  return ExtentInfoWithHead(bytenr, QueuedHeadLocked(bytenr));
 }
 
-absl::StatusOr<std::pair<uint64_t, uint64_t>> TxnManager::ExtentInfoWithHead(
-    uint64_t bytenr, bool have_head, bool must_insert, bool set_full_backref, int64_t ref_mod) {
+absl::StatusOr<std::pair<uint64_t, uint64_t>> TxnManager::ExtentInfoWithHead(uint64_t bytenr,
+                                                                             const QueuedHead& h) {
   int64_t refs = 0;
   uint64_t flags = 0;
-  if (!have_head || !must_insert) {
+  if (!h.have || !h.must_insert) {
     std::string key = format::EncodeKey17(Key17{bytenr, format::kExtentItem, sb_.nodesize});
     absl::StatusOr<std::string> raw = extent_tree_->Get(key);
     if (absl::IsNotFound(raw.status())) {
@@ -205,9 +197,9 @@ absl::StatusOr<std::pair<uint64_t, uint64_t>> TxnManager::ExtentInfoWithHead(
     refs = static_cast<int64_t>(e.refs);
     flags = e.flags;
   }
-  if (have_head) {
-    refs += ref_mod;
-    if (set_full_backref) flags |= format::kExtentFlagFullBackref;
+  if (h.have) {
+    refs += h.ref_mod;
+    if (h.set_full_backref) flags |= format::kExtentFlagFullBackref;
   }
   if (refs <= 0) {
     CorruptionSite site;

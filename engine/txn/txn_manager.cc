@@ -499,14 +499,9 @@ absl::StatusOr<uint64_t> TxnManager::DataExtentRefs(uint64_t bytenr, uint64_t le
 
 absl::StatusOr<uint64_t> TxnManager::DataExtentRefsLocked(uint64_t bytenr, uint64_t len,
                                                           Tree::LeafHint* hint) {
+  const QueuedHead h = QueuedHeadLocked(bytenr);
   int64_t refs = 0;
-  bool must_insert = false;
-  int64_t ref_mod = 0;
-  if (const DelayedRefHead* head = refs_.Find(bytenr); head != nullptr) {
-    must_insert = head->must_insert;
-    ref_mod = head->ref_mod;
-  }
-  if (!must_insert) {
+  if (!h.must_insert) {
     char key_buf[format::kKeySize17];
     format::EncodeKey17To(key_buf, Key17{bytenr, format::kExtentItem, len});
     const absl::string_view key(key_buf, sizeof(key_buf));
@@ -533,7 +528,7 @@ absl::StatusOr<uint64_t> TxnManager::DataExtentRefsLocked(uint64_t bytenr, uint6
       refs = static_cast<int64_t>(e.refs);
     }
   }
-  refs += ref_mod;
+  refs += h.ref_mod;
   return static_cast<uint64_t>(std::max<int64_t>(refs, 0));
 }
 

@@ -323,12 +323,16 @@ class TxnManager : public TreeHooks {
   // ... with space_mu_ held by the caller too.
   absl::StatusOr<std::pair<uint64_t, uint64_t>> LookupExtentInfoLocked(uint64_t bytenr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(space_mu_);
+  // An extent's queued ref update (its delayed-ref head), copied out.
+  struct QueuedHead {
+    bool have = false, must_insert = false, set_full_backref = false;
+    int64_t ref_mod = 0;
+  };
+  QueuedHead QueuedHeadLocked(uint64_t bytenr) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(space_mu_);
   // Their shared tail: the extent item read (extent_mu_ or the exclusive
   // barrier) and combined with the queued head given.
-  absl::StatusOr<std::pair<uint64_t, uint64_t>> ExtentInfoWithHead(uint64_t bytenr, bool have_head,
-                                                                   bool must_insert,
-                                                                   bool set_full_backref,
-                                                                   int64_t ref_mod);
+  absl::StatusOr<std::pair<uint64_t, uint64_t>> ExtentInfoWithHead(uint64_t bytenr,
+                                                                   const QueuedHead& h);
   // DataExtentRefs' body: the caller holds both locks.
   absl::StatusOr<uint64_t> DataExtentRefsLocked(uint64_t bytenr, uint64_t len, Tree::LeafHint* hint)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(extent_mu_, space_mu_);
