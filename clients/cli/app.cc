@@ -147,7 +147,7 @@ Cli::Cli()
       {"kv", AddKv(&app_, g)},           {"fs", AddFs(&app_, g)},
       {"stats", AddStats(&app_, g)},     {"sync", AddSync(&app_, g)},
       {"version", AddVersion(&app_, g)}, {"status", AddStatus(&app_, g)},
-      {"bench", AddBench(&app_, g)}};
+      {"bench", AddBench(&app_, g)},     {"mount", AddMount(&app_)}};
   for (const auto& [name, run] : commands) commands_[name] = run;
 }
 

@@ -14,7 +14,7 @@
 // of an online command (online.h).
 //
 // Offline subcommands work on a device directly through the engine facade
-// (engine/include/cowkv/store.h): mkfs, check PATH, dump-tree. Online ones talk to cowkvd
+// (engine/include/cowkv/store.h): mkfs, check PATH, dump-tree, mount. Online ones talk to cowkvd
 // (--server): subvolume, kv, fs, stats, sync, check without PATH, bench.
 #ifndef COWKV_CLIENTS_CLI_COMMANDS_H_
 #define COWKV_CLIENTS_CLI_COMMANDS_H_
@@ -66,6 +66,7 @@ RunFn AddSync(CLI::App* app, const GlobalsPtr& g);      // admin.cc
 RunFn AddVersion(CLI::App* app, const GlobalsPtr& g);   // admin.cc
 RunFn AddStatus(CLI::App* app, const GlobalsPtr& g);    // admin.cc
 RunFn AddBench(CLI::App* app, const GlobalsPtr& g);     // bench.cc
+RunFn AddMount(CLI::App* app);                          // mount.cc, fuse_fs.cc
 
 // `cowkv check` without PATH: Admin.Check on the server. (admin.cc)
 int RunOnlineCheck(const Globals& g, bool json);

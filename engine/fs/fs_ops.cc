@@ -187,26 +187,44 @@ absl::StatusOr<uint64_t> FsOps::LookupIn(Batch& b, absl::string_view path) {
   return Walk(b, parts, path);
 }
 
-absl::StatusOr<FsOps::Resolved> FsOps::ResolveParent(Batch& b, absl::string_view path,
+std::string Place::Describe() const {
+  if (!at()) return std::string(path);
+  return absl::StrCat("<", dir, ">/", name);
+}
+
+absl::StatusOr<FsOps::Resolved> FsOps::ResolveParent(Batch& b, const Place& place,
                                                      const Resolved* sibling) {
-  COWKV_ASSIGN_OR_RETURN(PathParts parts, SplitPath(path));
-  if (parts.empty())
-    return PosixError(ErrorReason::kEINVAL, "the root directory has no name to change");
   Resolved r;
-  r.name = std::string(parts.back());
-  const absl::Span<const absl::string_view> dir_parts =
-      absl::MakeConstSpan(parts).subspan(0, parts.size() - 1);
-  r.dir_parts.assign(dir_parts.begin(), dir_parts.end());
-  if (sibling != nullptr && sibling->dir_parts == r.dir_parts) {
-    // Same directory path, resolved by this operation already: the same
-    // parent (nothing can have changed under the operation's lock).
-    r.parent = sibling->parent;
+  if (place.at()) {
+    COWKV_RETURN_IF_ERROR(ValidateName(place.name));
+    r.name = std::string(place.name);
+    r.at_dir = r.parent = place.dir;
+    if (sibling == nullptr || sibling->at_dir != place.dir) {
+      COWKV_ASSIGN_OR_RETURN(InodeItem pit, LoadInode(b, r.parent));
+      if (!IsDir(pit)) {
+        return PosixError(ErrorReason::kENOTDIR,
+                          absl::StrCat("inode ", place.dir, " is not a directory"));
+      }
+    }
   } else {
-    COWKV_ASSIGN_OR_RETURN(r.parent, Walk(b, dir_parts, path));
-    COWKV_ASSIGN_OR_RETURN(InodeItem pit, LoadInode(b, r.parent));
-    if (!IsDir(pit)) {
-      return PosixError(ErrorReason::kENOTDIR,
-                        absl::StrCat("\"", JoinParts(dir_parts), "\" is not a directory"));
+    COWKV_ASSIGN_OR_RETURN(PathParts parts, SplitPath(place.path));
+    if (parts.empty())
+      return PosixError(ErrorReason::kEINVAL, "the root directory has no name to change");
+    r.name = std::string(parts.back());
+    const absl::Span<const absl::string_view> dir_parts =
+        absl::MakeConstSpan(parts).subspan(0, parts.size() - 1);
+    r.dir_parts.assign(dir_parts.begin(), dir_parts.end());
+    if (sibling != nullptr && sibling->at_dir == 0 && sibling->dir_parts == r.dir_parts) {
+      // Same directory path, resolved by this operation already: the same
+      // parent (nothing can have changed under the operation's lock).
+      r.parent = sibling->parent;
+    } else {
+      COWKV_ASSIGN_OR_RETURN(r.parent, Walk(b, dir_parts, place.path));
+      COWKV_ASSIGN_OR_RETURN(InodeItem pit, LoadInode(b, r.parent));
+      if (!IsDir(pit)) {
+        return PosixError(ErrorReason::kENOTDIR,
+                          absl::StrCat("\"", JoinParts(dir_parts), "\" is not a directory"));
+      }
     }
   }
   COWKV_ASSIGN_OR_RETURN(std::optional<DirEntry> e, FindEntry(b, r.parent, r.name));
@@ -427,7 +445,7 @@ absl::Status FsOps::EnsureRoot(Batch& b) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<Attr> FsOps::Create(absl::string_view path, FileType type, uint32_t mode,
+absl::StatusOr<Attr> FsOps::Create(const Place& place, FileType type, uint32_t mode,
                                    absl::string_view symlink_target) {
   if (type == FileType::kSymlink &&
       (symlink_target.empty() || symlink_target.size() > kMaxSymlinkLen ||
@@ -436,8 +454,9 @@ absl::StatusOr<Attr> FsOps::Create(absl::string_view path, FileType type, uint32
                                                          " bytes without NUL"));
   }
   Batch b(b_);
-  COWKV_ASSIGN_OR_RETURN(Resolved r, ResolveParent(b, path));
-  if (r.ino != 0) return PosixError(ErrorReason::kEEXIST, absl::StrCat(path, " exists"));
+  COWKV_ASSIGN_OR_RETURN(Resolved r, ResolveParent(b, place));
+  if (r.ino != 0)
+    return PosixError(ErrorReason::kEEXIST, absl::StrCat(place.Describe(), " exists"));
   COWKV_RETURN_IF_ERROR(EnsureRoot(b));
   COWKV_ASSIGN_OR_RETURN(uint64_t ino, AllocIno());
   {
@@ -465,21 +484,23 @@ absl::StatusOr<Attr> FsOps::Create(absl::string_view path, FileType type, uint32
   return Attr{ino, it};
 }
 
-absl::Status FsOps::Unlink(absl::string_view path, bool dir) {
+absl::Status FsOps::Unlink(const Place& place, bool dir) {
   Batch b(b_);
-  COWKV_ASSIGN_OR_RETURN(Resolved r, ResolveParent(b, path));
-  if (r.ino == 0) return PosixError(ErrorReason::kENOENT, absl::StrCat("no such file: ", path));
+  COWKV_ASSIGN_OR_RETURN(Resolved r, ResolveParent(b, place));
+  if (r.ino == 0)
+    return PosixError(ErrorReason::kENOENT, absl::StrCat("no such file: ", place.Describe()));
   COWKV_ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, r.ino));
   if (dir && !IsDir(it))
-    return PosixError(ErrorReason::kENOTDIR, absl::StrCat(path, " is not a directory"));
+    return PosixError(ErrorReason::kENOTDIR, absl::StrCat(place.Describe(), " is not a directory"));
   if (!dir && IsDir(it))
-    return PosixError(ErrorReason::kEISDIR, absl::StrCat(path, " is a directory"));
+    return PosixError(ErrorReason::kEISDIR, absl::StrCat(place.Describe(), " is a directory"));
   if (dir) {
     bool empty = true;
     COWKV_RETURN_IF_ERROR(
         b.Scan(TypeStart(r.ino, kDirIndex), TypeStart(r.ino, kDirIndex + 1), false,
                [&](absl::string_view, absl::string_view) { return empty = false; }));
-    if (!empty) return PosixError(ErrorReason::kENOTEMPTY, absl::StrCat(path, " is not empty"));
+    if (!empty)
+      return PosixError(ErrorReason::kENOTEMPTY, absl::StrCat(place.Describe(), " is not empty"));
   }
   COWKV_ASSIGN_OR_RETURN(bool log, AnyLogged(b, {r.ino, r.parent}));
   COWKV_RETURN_IF_ERROR(RemoveName(b, r.parent, r.name, r.ino));
@@ -548,14 +569,15 @@ absl::Status FsOps::TouchInode(Batch& b, uint64_t ino) {
   return absl::OkStatus();
 }
 
-absl::Status FsOps::Rename(absl::string_view from, absl::string_view to, uint32_t flags) {
+absl::Status FsOps::Rename(const Place& from, const Place& to, uint32_t flags) {
   if ((flags & ~(kRenameNoReplace | kRenameExchange)) != 0 ||
       flags == (kRenameNoReplace | kRenameExchange)) {
     return PosixError(ErrorReason::kEINVAL, absl::StrCat("bad rename flags ", flags));
   }
   Batch b(b_);
   COWKV_ASSIGN_OR_RETURN(Resolved f, ResolveParent(b, from));
-  if (f.ino == 0) return PosixError(ErrorReason::kENOENT, absl::StrCat("no such file: ", from));
+  if (f.ino == 0)
+    return PosixError(ErrorReason::kENOENT, absl::StrCat("no such file: ", from.Describe()));
   COWKV_ASSIGN_OR_RETURN(Resolved t, ResolveParent(b, to, &f));
   // Two names of one inode: nothing to do (but no-replace still refuses an existing `to`).
   if (f.ino == t.ino && !(flags & kRenameNoReplace)) return absl::OkStatus();
@@ -592,16 +614,27 @@ absl::Status FsOps::Rename(absl::string_view from, absl::string_view to, uint32_
   return b.Commit();
 }
 
-absl::StatusOr<Attr> FsOps::Link(absl::string_view existing, absl::string_view new_path) {
+absl::StatusOr<Attr> FsOps::Link(absl::string_view existing, const Place& new_place) {
   Batch b(b_);
   COWKV_ASSIGN_OR_RETURN(uint64_t ino, LookupIn(b, existing));
-  COWKV_ASSIGN_OR_RETURN(Resolved t, ResolveParent(b, new_path));
+  return LinkIn(b, ino, new_place);
+}
+
+absl::StatusOr<Attr> FsOps::LinkInode(uint64_t ino, const Place& new_place) {
+  Batch b(b_);
+  return LinkIn(b, ino, new_place);
+}
+
+absl::StatusOr<Attr> FsOps::LinkIn(Batch& b, uint64_t ino, const Place& new_place) {
+  COWKV_ASSIGN_OR_RETURN(Resolved t, ResolveParent(b, new_place));
   COWKV_ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
   if (IsDir(it))
     return PosixError(ErrorReason::kEPERM, "hard links to directories are not allowed");
   if (it.nlink >= kMaxLinks)
-    return PosixError(ErrorReason::kEMLINK, absl::StrCat(existing, " has ", it.nlink, " links"));
-  if (t.ino != 0) return PosixError(ErrorReason::kEEXIST, absl::StrCat(new_path, " exists"));
+    return PosixError(ErrorReason::kEMLINK,
+                      absl::StrCat("inode ", ino, " has ", it.nlink, " links"));
+  if (t.ino != 0)
+    return PosixError(ErrorReason::kEEXIST, absl::StrCat(new_place.Describe(), " exists"));
   COWKV_ASSIGN_OR_RETURN(bool log, AnyLogged(b, {ino, t.parent}));
   COWKV_RETURN_IF_ERROR(AddName(b, t.parent, t.name, ino, TypeOf(it)));
   ++it.nlink;

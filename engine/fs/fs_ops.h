@@ -187,6 +187,26 @@ struct ReplayNotes {
 // A path's components (views into the caller's path).
 using PathParts = absl::InlinedVector<absl::string_view, 8>;
 
+// Where a namespace operation acts: a path from the subvolume's root, or a
+// name in a directory given by inode (the *at() calls, and FUSE's low-level
+// API, which knows directories by inode). Views into the caller's strings.
+struct Place {
+  Place(absl::string_view p) : path(p) {}  // NOLINT: a path is a place
+  static Place At(uint64_t dir, absl::string_view name) {
+    Place pl(absl::string_view{});
+    pl.dir = dir;
+    pl.name = name;
+    return pl;
+  }
+  bool at() const { return dir != 0; }
+  // The place in error messages: the path, or "<dir>/name".
+  std::string Describe() const;
+
+  absl::string_view path;
+  uint64_t dir = 0;  // nonzero: `name` in directory `dir`
+  absl::string_view name;
+};
+
 class FsOps {
  public:
   FsOps(FsBackend* backend, FsState* state, const FsOptions& options);
@@ -201,11 +221,13 @@ class FsOps {
   absl::StatusOr<uint64_t> LookupAt(uint64_t dir, absl::string_view name);
   absl::StatusOr<Attr> Stat(uint64_t ino);
 
-  absl::StatusOr<Attr> Create(absl::string_view path, FileType type, uint32_t mode,
+  absl::StatusOr<Attr> Create(const Place& place, FileType type, uint32_t mode,
                               absl::string_view symlink_target = {});
-  absl::Status Unlink(absl::string_view path, bool dir);
-  absl::Status Rename(absl::string_view from, absl::string_view to, uint32_t flags);
-  absl::StatusOr<Attr> Link(absl::string_view existing, absl::string_view new_path);
+  absl::Status Unlink(const Place& place, bool dir);
+  absl::Status Rename(const Place& from, const Place& to, uint32_t flags);
+  absl::StatusOr<Attr> Link(absl::string_view existing, const Place& new_place);
+  // linkat(2) by inode: a new name for `ino`.
+  absl::StatusOr<Attr> LinkInode(uint64_t ino, const Place& new_place);
   absl::StatusOr<std::vector<ReadDirEntry>> ReadDir(uint64_t dir, uint64_t cookie,
                                                     uint64_t limit, bool* more);
   absl::StatusOr<std::string> ReadLink(uint64_t ino);
@@ -243,6 +265,7 @@ class FsOps {
   using LogWork = std::vector<std::pair<uint64_t, bool>>;  // inode, with entries
   struct Resolved {
     uint64_t parent = 0;
+    uint64_t at_dir = 0;  // the place named its parent by inode
     PathParts dir_parts;  // the parent's path; views into the caller's path
     std::string name;
     uint64_t ino = 0;  // 0 = absent
@@ -252,8 +275,9 @@ class FsOps {
   // that follows (a rename's two paths share their parents' items).
   // `sibling`: a path this operation resolved already; when it has the
   // same parent path its parent is reused instead of walked again.
-  absl::StatusOr<Resolved> ResolveParent(Batch& b, absl::string_view path,
+  absl::StatusOr<Resolved> ResolveParent(Batch& b, const Place& place,
                                          const Resolved* sibling = nullptr);
+  absl::StatusOr<Attr> LinkIn(Batch& b, uint64_t ino, const Place& new_place);
   absl::StatusOr<uint64_t> LookupIn(Batch& b, absl::string_view path);
   absl::StatusOr<uint64_t> Walk(Batch& b, absl::Span<const absl::string_view> parts,
                                 absl::string_view path);

@@ -389,11 +389,11 @@ absl::StatusOr<FileStat> Files::Stat(absl::string_view path) {
 }
 
 namespace {
-absl::StatusOr<FileStat> CreateAs(StoreImpl* s, uint64_t subvol, absl::string_view path,
+absl::StatusOr<FileStat> CreateAs(StoreImpl* s, uint64_t subvol, const fs::Place& place,
                                   fs::FileType type, uint32_t mode, absl::string_view target) {
   FileStat st;
   COWKV_RETURN_IF_ERROR(s->FsWrite(subvol, [&](fs::FsOps& o) {
-    COWKV_ASSIGN_OR_RETURN(fs::Attr a, o.Create(path, type, mode, target));
+    COWKV_ASSIGN_OR_RETURN(fs::Attr a, o.Create(place, type, mode, target));
     st = ToStat(a);
     return absl::OkStatus();
   }));
@@ -423,6 +423,15 @@ absl::StatusOr<std::string> Files::ReadLink(absl::string_view path) {
   return out;
 }
 
+absl::StatusOr<std::string> Files::ReadLinkInode(uint64_t ino) {
+  std::string out;
+  COWKV_RETURN_IF_ERROR(store_->FsRead(subvol_, [&](fs::FsOps& o) {
+    COWKV_ASSIGN_OR_RETURN(out, o.ReadLink(ino));
+    return absl::OkStatus();
+  }));
+  return out;
+}
+
 absl::Status Files::Unlink(absl::string_view path) {
   return store_->FsWrite(subvol_, [&](fs::FsOps& o) { return o.Unlink(path, false); });
 }
@@ -439,6 +448,46 @@ absl::StatusOr<FileStat> Files::Link(absl::string_view existing, absl::string_vi
   FileStat st;
   COWKV_RETURN_IF_ERROR(store_->FsWrite(subvol_, [&](fs::FsOps& o) {
     COWKV_ASSIGN_OR_RETURN(fs::Attr a, o.Link(existing, new_path));
+    st = ToStat(a);
+    return absl::OkStatus();
+  }));
+  return st;
+}
+
+absl::StatusOr<FileStat> Files::MkdirAt(uint64_t dir, absl::string_view name, uint32_t mode) {
+  return CreateAs(store_, subvol_, fs::Place::At(dir, name), fs::FileType::kDirectory, mode, {});
+}
+
+absl::StatusOr<FileStat> Files::CreateAt(uint64_t dir, absl::string_view name, uint32_t mode) {
+  return CreateAs(store_, subvol_, fs::Place::At(dir, name), fs::FileType::kRegular, mode, {});
+}
+
+absl::StatusOr<FileStat> Files::SymlinkAt(absl::string_view target, uint64_t dir,
+                                          absl::string_view name) {
+  return CreateAs(store_, subvol_, fs::Place::At(dir, name), fs::FileType::kSymlink, 0777, target);
+}
+
+absl::Status Files::UnlinkAt(uint64_t dir, absl::string_view name) {
+  return store_->FsWrite(subvol_,
+                         [&](fs::FsOps& o) { return o.Unlink(fs::Place::At(dir, name), false); });
+}
+
+absl::Status Files::RmdirAt(uint64_t dir, absl::string_view name) {
+  return store_->FsWrite(subvol_,
+                         [&](fs::FsOps& o) { return o.Unlink(fs::Place::At(dir, name), true); });
+}
+
+absl::Status Files::RenameAt(uint64_t from_dir, absl::string_view from_name, uint64_t to_dir,
+                             absl::string_view to_name, uint32_t flags) {
+  return store_->FsWrite(subvol_, [&](fs::FsOps& o) {
+    return o.Rename(fs::Place::At(from_dir, from_name), fs::Place::At(to_dir, to_name), flags);
+  });
+}
+
+absl::StatusOr<FileStat> Files::LinkAt(uint64_t ino, uint64_t dir, absl::string_view name) {
+  FileStat st;
+  COWKV_RETURN_IF_ERROR(store_->FsWrite(subvol_, [&](fs::FsOps& o) {
+    COWKV_ASSIGN_OR_RETURN(fs::Attr a, o.LinkInode(ino, fs::Place::At(dir, name)));
     st = ToStat(a);
     return absl::OkStatus();
   }));

@@ -670,10 +670,16 @@ void FsRun::DoCreate(FileKind kind, const std::string& path, const std::string& 
   Note(absl::StrCat(op, " ", path.substr(0, 200)));
   MRes r;
   Want w = MResolve(m_, path, &r);
+  // A resolvable parent: by path or by the parent's inode (mkdirat & co.).
+  const bool at = w.ok() && P(40);
   if (w.ok() && r.ino != 0) w = Posix("EEXIST");
-  absl::StatusOr<FileStat> st = kind == FileKind::kDirectory ? f().Mkdir(path)
-                                : kind == FileKind::kSymlink ? f().Symlink(target, path)
-                                                             : f().Create(path);
+  absl::StatusOr<FileStat> st =
+      at ? (kind == FileKind::kDirectory ? f().MkdirAt(r.parent, r.name)
+            : kind == FileKind::kSymlink ? f().SymlinkAt(target, r.parent, r.name)
+                                         : f().CreateAt(r.parent, r.name))
+         : (kind == FileKind::kDirectory ? f().Mkdir(path)
+            : kind == FileKind::kSymlink ? f().Symlink(target, path)
+                                         : f().Create(path));
   if (!Outcome(op, st.status(), w)) {
     if (!w.ok()) {
       ASSERT_NO_FATAL_FAILURE(VerifyPath(path));
@@ -705,6 +711,7 @@ void FsRun::DoUnlink(const std::string& path, bool dir) {
   Note(absl::StrCat(op, " ", path.substr(0, 200)));
   MRes r;
   Want w = MResolve(m_, path, &r);
+  const bool at = w.ok() && P(40);
   if (w.ok() && r.ino == 0) w = Posix("ENOENT");
   if (w.ok()) {
     const MNode& n = m_.at(r.ino);
@@ -713,7 +720,8 @@ void FsRun::DoUnlink(const std::string& path, bool dir) {
     if (!dir && is_dir) w = Posix("EISDIR");
     if (dir && is_dir && !n.entries.empty()) w = Posix("ENOTEMPTY");
   }
-  const absl::Status s = dir ? f().Rmdir(path) : f().Unlink(path);
+  const absl::Status s = at ? (dir ? f().RmdirAt(r.parent, r.name) : f().UnlinkAt(r.parent, r.name))
+                            : (dir ? f().Rmdir(path) : f().Unlink(path));
   if (!Outcome(op, s, w)) {
     if (!w.ok()) {
       ASSERT_NO_FATAL_FAILURE(VerifyPath(path));
@@ -805,6 +813,9 @@ void FsRun::DoRename(const std::string& from, const std::string& to, uint32_t fl
   const bool to_dir = to_ok && m_.at(over).kind == FileKind::kDirectory;
   const bool same = to_ok && MLookup(m_, from, &self).ok() && over == self;
   MRes fr, tr;
+  // Both parents resolvable: renameat2 by the parents' inodes, sometimes.
+  const bool at = MResolve(m_, from, &fr).ok() && MResolve(m_, to, &tr).ok() && P(40);
+  const MRes at_from = fr, at_to = tr;
   const Want w = MRename(m_, from, to, flags, &fr, &tr);
   std::string op = flags == kRenameExchange    ? "rename.exchange"
                    : flags == kRenameNoReplace ? "rename.noreplace"
@@ -812,7 +823,10 @@ void FsRun::DoRename(const std::string& from, const std::string& to, uint32_t fl
   if (w.ok() && flags == 0 && tr.ino != 0 && !same)
     op = to_dir ? "rename.over_dir" : "rename.over_file";
   if (same) op += ".same_inode";
-  if (!Outcome(op, f().Rename(from, to, flags), w)) {
+  const absl::Status s =
+      at ? f().RenameAt(at_from.parent, at_from.name, at_to.parent, at_to.name, flags)
+         : f().Rename(from, to, flags);
+  if (!Outcome(op, s, w)) {
     if (!w.ok()) {
       ASSERT_NO_FATAL_FAILURE(VerifyPath(from));
       ASSERT_NO_FATAL_FAILURE(VerifyPath(to));
@@ -844,9 +858,11 @@ void FsRun::DoLink(const std::string& existing, const std::string& path) {
   MRes t;
   Want w = MLookup(m_, existing, &ino);
   if (w.ok()) w = MResolve(m_, path, &t);
+  // linkat(AT_EMPTY_PATH) by the inode and the new parent's inode, sometimes.
+  const bool at = w.ok() && P(40);
   if (w.ok() && m_.at(ino).kind == FileKind::kDirectory) w = Posix("EPERM");
   if (w.ok() && t.ino != 0) w = Posix("EEXIST");
-  absl::StatusOr<FileStat> st = f().Link(existing, path);
+  absl::StatusOr<FileStat> st = at ? f().LinkAt(ino, t.parent, t.name) : f().Link(existing, path);
   if (!Outcome("link", st.status(), w)) {
     if (!w.ok()) {
       ASSERT_NO_FATAL_FAILURE(VerifyPath(existing));

@@ -93,6 +93,49 @@ TEST_F(FsTest, EmptyRootAndBasicNamespace) {
   EXPECT_THAT(Names("/a/b"), ElementsAre("file"));
 }
 
+// The *At calls name a place by its directory's inode; they check the
+// directory and the name as the path calls check a path.
+TEST_F(FsTest, CallsByDirectoryInode) {
+  ASSERT_OK_AND_ASSIGN(FileStat d, f().Mkdir("/d"));
+  ASSERT_OK_AND_ASSIGN(FileStat file, f().CreateAt(d.ino, "f", 0600));
+  EXPECT_EQ(file.mode, 0600u);
+  EXPECT_EQ(Ino("/d/f"), file.ino);
+  ASSERT_OK_AND_ASSIGN(FileStat sub, f().MkdirAt(d.ino, "sub"));
+  ASSERT_OK(f().SymlinkAt("f", sub.ino, "ln").status());
+  ASSERT_OK_AND_ASSIGN(std::string target, f().ReadLink("/d/sub/ln"));
+  EXPECT_EQ(target, "f");
+  ASSERT_OK_AND_ASSIGN(uint64_t ln, f().LookupAt(sub.ino, "ln"));
+  ASSERT_OK_AND_ASSIGN(target, f().ReadLinkInode(ln));
+  EXPECT_EQ(target, "f");
+  EXPECT_THAT(f().ReadLinkInode(file.ino).status(), StatusIs(absl::StatusCode::kInvalidArgument));
+  ASSERT_OK_AND_ASSIGN(FileStat linked, f().LinkAt(file.ino, kRootInode, "g"));
+  EXPECT_EQ(linked.nlink, 2u);
+  ASSERT_OK(f().RenameAt(kRootInode, "g", sub.ino, "h"));
+  EXPECT_THAT(Names("/d/sub"), ElementsAre("ln", "h"));
+  EXPECT_THAT(f().RenameAt(sub.ino, "h", d.ino, "f", kRenameNoReplace),
+              StatusIs(absl::StatusCode::kAlreadyExists));
+  ASSERT_OK(f().RenameAt(sub.ino, "h", d.ino, "f", kRenameExchange));
+  ASSERT_OK(f().UnlinkAt(sub.ino, "h"));
+  ASSERT_OK(f().UnlinkAt(sub.ino, "ln"));
+  ASSERT_OK(f().RmdirAt(d.ino, "sub"));
+  EXPECT_THAT(Names("/d"), ElementsAre("f"));
+  // The directory must exist and be one; the name must be a valid name.
+  absl::Status notdir = f().CreateAt(file.ino, "x").status();
+  EXPECT_TRUE(absl::StartsWith(notdir.message(), "ENOTDIR")) << notdir;
+  EXPECT_THAT(f().CreateAt(999999, "x").status(), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(f().CreateAt(d.ino, "..").status(), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(f().CreateAt(d.ino, "a/b").status(), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(f().CreateAt(d.ino, "").status(), StatusIs(absl::StatusCode::kInvalidArgument));
+  absl::Status longname = f().MkdirAt(d.ino, std::string(256, 'n')).status();
+  EXPECT_TRUE(absl::StartsWith(longname.message(), "ENAMETOOLONG")) << longname;
+  EXPECT_THAT(f().UnlinkAt(d.ino, "nope"), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(f().LinkAt(d.ino, kRootInode, "dirlink"),
+              StatusIs(absl::StatusCode::kFailedPrecondition));  // EPERM
+  ASSERT_OK(store_->Commit());
+  Reopen();
+  EXPECT_THAT(Names("/d"), ElementsAre("f"));
+}
+
 TEST_F(FsTest, PosixErrors) {
   ASSERT_OK(f().Mkdir("/d").status());
   ASSERT_OK(f().Create("/d/f").status());

@@ -84,10 +84,22 @@ class Files {
   absl::StatusOr<FileStat> Create(absl::string_view path, uint32_t mode = 0644);
   absl::StatusOr<FileStat> Symlink(absl::string_view target, absl::string_view path);
   absl::StatusOr<std::string> ReadLink(absl::string_view path);
+  absl::StatusOr<std::string> ReadLinkInode(uint64_t ino);
   absl::Status Unlink(absl::string_view path);  // not a directory
   absl::Status Rmdir(absl::string_view path);   // an empty directory
   absl::Status Rename(absl::string_view from, absl::string_view to, uint32_t flags = 0);
   absl::StatusOr<FileStat> Link(absl::string_view existing, absl::string_view new_path);
+  // The same by a directory's inode and a name in it (mkdirat, unlinkat,
+  // renameat2, linkat with AT_EMPTY_PATH; FUSE's low-level calls).
+  absl::StatusOr<FileStat> MkdirAt(uint64_t dir, absl::string_view name, uint32_t mode = 0755);
+  absl::StatusOr<FileStat> CreateAt(uint64_t dir, absl::string_view name, uint32_t mode = 0644);
+  absl::StatusOr<FileStat> SymlinkAt(absl::string_view target, uint64_t dir,
+                                     absl::string_view name);
+  absl::Status UnlinkAt(uint64_t dir, absl::string_view name);
+  absl::Status RmdirAt(uint64_t dir, absl::string_view name);
+  absl::Status RenameAt(uint64_t from_dir, absl::string_view from_name, uint64_t to_dir,
+                        absl::string_view to_name, uint32_t flags = 0);
+  absl::StatusOr<FileStat> LinkAt(uint64_t ino, uint64_t dir, absl::string_view name);
   // Entries in creation order from `cookie` (0 = the start), at most
   // `limit` (0 = all). Stable under concurrent changes: an entry is never
   // returned twice and entries present throughout are returned once.
