@@ -56,6 +56,20 @@
 #include "engine/testing/test_flags.h"
 #include "gtest/gtest.h"
 
+#ifdef COWKV_FS_GEN_MOUNT
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "mount/fuse_fs.h"
+#endif
+
 namespace cowkv {
 namespace crashgen {
 namespace {
@@ -169,6 +183,147 @@ absl::Status ApplyEngine(Store* store, Files f, const Op& op, size_t position, u
   return absl::InternalError("unknown op");
 }
 
+#ifdef COWKV_FS_GEN_MOUNT
+// The op as syscalls on the mount at `mp`; a failed syscall is an error
+// status carrying the errno's name (the oracle only asks whether it failed).
+absl::Status ApplyMount(Store* store, Files f, const std::string& mp, const Op& op, size_t position,
+                        uint64_t* made) {
+  *made = 0;
+  auto P = [&](const std::string& p) { return mp + p; };
+  auto err = [&](const char* call) {
+    return absl::UnknownError(absl::StrCat(call, " ", op.Describe(), ": ", strerror(errno)));
+  };
+  auto made_ino = [&](const std::string& p) {
+    struct stat st;
+    if (lstat(P(p).c_str(), &st) != 0) return err("lstat");
+    *made = st.st_ino;
+    return absl::OkStatus();
+  };
+  switch (op.kind) {
+    case OpKind::kCreate: {
+      const int fd = open(P(op.a).c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644);
+      if (fd < 0) return err("open");
+      close(fd);
+      return made_ino(op.a);
+    }
+    case OpKind::kMkdir:
+      if (mkdir(P(op.a).c_str(), 0755) != 0) return err("mkdir");
+      return made_ino(op.a);
+    case OpKind::kSymlink:
+      if (symlink(op.a.c_str(), P(op.b).c_str()) != 0) return err("symlink");
+      return made_ino(op.b);
+    case OpKind::kLink:
+      return link(P(op.a).c_str(), P(op.b).c_str()) == 0 ? absl::OkStatus() : err("link");
+    case OpKind::kUnlink:
+      return unlink(P(op.a).c_str()) == 0 ? absl::OkStatus() : err("unlink");
+    case OpKind::kRmdir:
+      return rmdir(P(op.a).c_str()) == 0 ? absl::OkStatus() : err("rmdir");
+    case OpKind::kRename:
+      return renameat2(AT_FDCWD, P(op.a).c_str(), AT_FDCWD, P(op.b).c_str(), op.flags) == 0
+                 ? absl::OkStatus()
+                 : err("renameat2");
+    case OpKind::kWrite: {
+      const int fd = open(P(op.a).c_str(), O_WRONLY);
+      if (fd < 0) return err("open");
+      const std::string data = WriteBytes(op, position);
+      const ssize_t n = pwrite(fd, data.data(), data.size(), static_cast<off_t>(op.x));
+      const int e = errno;
+      close(fd);
+      errno = e;
+      return n == static_cast<ssize_t>(data.size()) ? absl::OkStatus() : err("pwrite");
+    }
+    case OpKind::kTruncate:
+      return truncate(P(op.a).c_str(), static_cast<off_t>(op.x)) == 0 ? absl::OkStatus()
+                                                                      : err("truncate");
+    case OpKind::kClone: {
+      // copy_file_range: the mount clones aligned ranges (as Clone) and
+      // copies the rest; len 0 is "to the source's end", as Clone's.
+      struct stat st;
+      if (stat(P(op.a).c_str(), &st) != 0) return err("stat");
+      uint64_t len = op.len;
+      if (len == 0) len = static_cast<uint64_t>(st.st_size) > op.x ? st.st_size - op.x : 0;
+      const int in = open(P(op.a).c_str(), O_RDONLY);
+      if (in < 0) return err("open");
+      const int out = open(P(op.b).c_str(), O_WRONLY);
+      if (out < 0) {
+        close(in);
+        return err("open");
+      }
+      loff_t off_in = static_cast<loff_t>(op.x), off_out = static_cast<loff_t>(op.y);
+      absl::Status s;
+      while (len > 0) {
+        const ssize_t n = copy_file_range(in, &off_in, out, &off_out, len, 0);
+        if (n < 0) {
+          s = err("copy_file_range");
+          break;
+        }
+        if (n == 0) break;
+        len -= static_cast<uint64_t>(n);
+      }
+      close(in);
+      close(out);
+      return s;
+    }
+    case OpKind::kSetXattr:
+      return setxattr(P(op.a).c_str(), op.s1.c_str(), op.s2.data(), op.s2.size(), 0) == 0
+                 ? absl::OkStatus()
+                 : err("setxattr");
+    case OpKind::kRemoveXattr:
+      return removexattr(P(op.a).c_str(), op.s1.c_str()) == 0 ? absl::OkStatus()
+                                                              : err("removexattr");
+    case OpKind::kFsync:
+    case OpKind::kFdatasync: {
+      struct stat st;
+      if (lstat(P(op.a).c_str(), &st) != 0) return err("lstat");
+      if (S_ISLNK(st.st_mode)) {
+        // No syscall fsyncs a symlink itself (open follows it, O_PATH
+        // cannot fsync): the engine's, by the inode the mount showed.
+        return f.Fsync(st.st_ino, op.kind == OpKind::kFdatasync);
+      }
+      const int fd = open(P(op.a).c_str(), O_RDONLY);
+      if (fd < 0) return err("open");
+      const int r = op.kind == OpKind::kFsync ? fsync(fd) : fdatasync(fd);
+      const int e = errno;
+      close(fd);
+      errno = e;
+      return r == 0 ? absl::OkStatus() : err(op.kind == OpKind::kFsync ? "fsync" : "fdatasync");
+    }
+    case OpKind::kCommit:
+      return store->Commit();  // no syscall reaches a FUSE file system's commit
+  }
+  return absl::InternalError("unknown op");
+}
+
+// A mount of the run's store for the length of the run.
+class RunMount {
+ public:
+  RunMount(Store* store, Files f) {
+    char dir[] = "/tmp/cowkv-gen.XXXXXX";
+    if (mkdtemp(dir) == nullptr) std::abort();
+    mp_ = dir;
+    mount::MountConfig c;
+    c.mountpoint = mp_;
+    c.max_threads = 2;
+    absl::StatusOr<std::unique_ptr<mount::FuseMount>> m = mount::FuseMount::Mount(store, f, c);
+    if (!m.ok()) {
+      ADD_FAILURE() << "mount: " << m.status();
+      std::abort();
+    }
+    m_ = std::move(*m);
+    m_->ServeInBackground();
+  }
+  ~RunMount() {
+    (void)m_->Unmount();
+    rmdir(mp_.c_str());
+  }
+  const std::string& dir() const { return mp_; }
+
+ private:
+  std::string mp_;
+  std::unique_ptr<mount::FuseMount> m_;
+};
+#endif
+
 // ---- Runs ---------------------------------------------------------------------------
 
 // What one run of a workload saw.
@@ -189,6 +344,9 @@ Outcome RunOnce(const Workload& w, const Base& base, FaultDevice* fd,
     return o;
   }
   Files f = (*store)->DefaultSubvolume().value()->files();
+#ifdef COWKV_FS_GEN_MOUNT
+  auto mnt = std::make_unique<RunMount>(store->get(), f);
+#endif
   o.history.push_back(base.model);
   bool crashed = false;
   for (size_t i = 0; i < w.ops.size(); ++i) {
@@ -206,7 +364,11 @@ Outcome RunOnce(const Workload& w, const Base& base, FaultDevice* fd,
     }
     uint64_t ino = 0;
     const uint64_t commits = (*store)->Stats().commits;
+#ifdef COWKV_FS_GEN_MOUNT
+    absl::Status s = ApplyMount(store->get(), f, mnt->dir(), op, position, &ino);
+#else
     absl::Status s = ApplyEngine(store->get(), f, op, position, &ino);
+#endif
     if (made) next.MutableInode(made).eng = ino;
     o.history.push_back(std::move(next));
     Point p;
@@ -229,6 +391,9 @@ Outcome RunOnce(const Workload& w, const Base& base, FaultDevice* fd,
     crashed = true;
     if (op.persistence()) o.in_flight = p;
   }
+#ifdef COWKV_FS_GEN_MOUNT
+  mnt.reset();  // unmounted before power fails: nothing in flight
+#endif
   // Power fails before the close's commit can write a superblock.
   if (!fd->dead()) fd->CrashAtFlush(1);
   (void)(*store)->Close();

@@ -1,6 +1,6 @@
 // `cowkv mount`: the FUSE low-level operations over cowkv::Files. See
 // fuse_fs.h and docs/mount.md.
-#include "clients/cli/fuse_fs.h"
+#include "mount/fuse_fs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,24 +18,21 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "clients/cli/commands.h"
-#include "clients/cli/fs_signature.h"
-#include "cowkv/device.h"
 #include "cowkv/errors.h"
 #include "cowkv/files.h"
 #include "cowkv/options.h"
 #include "cowkv/store.h"
 
 namespace cowkv {
-namespace cli {
+namespace mount {
 
 namespace {
 
-constexpr char kOp[] = "mount";
 constexpr uint32_t kBlock = 4096;
 
 int ErrnoByName(absl::string_view name) {
@@ -103,18 +100,16 @@ namespace {
 // share it without a lock of their own.
 class Mounted {
  public:
-  Mounted(Store* store, std::unique_ptr<Subvolume> sv, const MountOptions& o)
-      : store_(store), sv_(std::move(sv)), files_(sv_->files()), o_(o) {}
+  Mounted(Store* store, Files files, const MountConfig& c) : store_(store), files_(files), c_(c) {}
 
   Files& files() { return files_; }
   Store* store() { return store_; }
-  const MountOptions& options() const { return o_; }
+  const MountConfig& options() const { return c_; }
 
  private:
   Store* store_;
-  std::unique_ptr<Subvolume> sv_;
   Files files_;
-  MountOptions o_;
+  MountConfig c_;
 };
 
 Mounted* M(fuse_req_t req) { return static_cast<Mounted*>(fuse_req_userdata(req)); }
@@ -569,134 +564,84 @@ fuse_lowlevel_ops MakeOps() {
   return ops;
 }
 
-// Writes all of `s` to `fd` (the pipe to the waiting parent).
-void WriteAll(int fd, const std::string& s) {
-  size_t done = 0;
-  while (done < s.size()) {
-    ssize_t n = write(fd, s.data() + done, s.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    done += static_cast<size_t>(n);
-  }
-}
+}  // namespace
 
-constexpr char kMounted[] = "mounted";
+struct FuseMount::State {
+  State(Store* store, Files files, const MountConfig& c) : mounted(store, files, c) {}
+  Mounted mounted;
+  fuse_lowlevel_ops ops;
+  fuse_session* se = nullptr;
+  bool signals = false;
+  std::thread thread;
+  int loop_result = 0;
+};
 
-// Serves the mount in this process. `ready_fd` (or -1): told kMounted once
-// mounted, or the failure. Returns the exit code.
-int Serve(const MountOptions& o, int ready_fd) {
-  auto fail = [&](const std::string& why, int code) {
-    if (ready_fd >= 0) {
-      WriteAll(ready_fd, why.empty() ? std::string("failed") : why);
-      close(ready_fd);
-      return code;
-    }
-    return Fail(kOp, why, code);
-  };
-  FileDeviceOptions dopt;
-  dopt.read_only = o.read_only;
-  absl::StatusOr<std::unique_ptr<FileDevice>> dev = FileDevice::Open(o.device, dopt);
-  if (!dev.ok()) return fail(std::string(dev.status().message()), OpenExitCode(dev.status()));
-  if (!HasCowkvSignature(dev->get())) {
-    return fail(absl::StrCat(o.device, ": no cowkv filesystem found (run cowkv mkfs)"),
-                kExitFailure);
-  }
-  Options eopt;
-  eopt.read_only = o.read_only;
-  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(dev->get(), eopt);
-  if (!store.ok())
-    return fail(absl::StrCat(o.device, ": ", store.status().message()), kExitFailure);
-  absl::StatusOr<std::unique_ptr<Subvolume>> sv = (*store)->OpenSubvolume(o.subvolume);
-  if (!sv.ok()) return fail(std::string(sv.status().message()), kExitFailure);
-  Mounted m(store->get(), std::move(*sv), o);
-
+absl::StatusOr<std::unique_ptr<FuseMount>> FuseMount::Mount(Store* store, Files files,
+                                                            const MountConfig& c) {
+  auto st = std::make_unique<State>(store, files, c);
+  st->ops = MakeOps();
   std::vector<std::string> argv_s = {"cowkv-mount"};
-  std::vector<std::string> opts = {absl::StrCat("fsname=cowkv:", o.subvolume), "subtype=cowkv",
+  std::vector<std::string> opts = {absl::StrCat("fsname=", c.fsname), "subtype=cowkv",
                                    "default_permissions"};
-  if (o.read_only) opts.push_back("ro");
-  for (const std::string& x : o.fuse_options) opts.push_back(x);
+  if (c.read_only) opts.push_back("ro");
+  for (const std::string& x : c.fuse_options) opts.push_back(x);
   argv_s.push_back("-o");
   argv_s.push_back(absl::StrJoin(opts, ","));
-  if (o.debug) argv_s.push_back("-d");
+  if (c.debug) argv_s.push_back("-d");
   std::vector<char*> argv;
   for (std::string& a : argv_s) argv.push_back(a.data());
   fuse_args args = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
-  const fuse_lowlevel_ops ops = MakeOps();
-  fuse_session* se = fuse_session_new(&args, &ops, sizeof ops, &m);
-  if (se == nullptr) {
-    return fail(absl::StrCat("bad FUSE options: ", absl::StrJoin(opts, ",")), kExitUsage);
+  st->se = fuse_session_new(&args, &st->ops, sizeof st->ops, &st->mounted);
+  fuse_opt_free_args(&args);
+  if (st->se == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("libfuse refused the options ", absl::StrJoin(opts, ",")));
   }
-  if (fuse_set_signal_handlers(se) != 0) {
-    fuse_session_destroy(se);
-    return fail("cannot install signal handlers", kExitFailure);
+  if (fuse_session_mount(st->se, c.mountpoint.c_str()) != 0) {
+    fuse_session_destroy(st->se);
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot mount at ", c.mountpoint,
+                     " (is it an existing directory, and not mounted already?)"));
   }
-  if (fuse_session_mount(se, o.mountpoint.c_str()) != 0) {
-    fuse_remove_signal_handlers(se);
-    fuse_session_destroy(se);
-    return fail(absl::StrCat("cannot mount at ", o.mountpoint,
-                             " (is it an existing directory, and not mounted already?)"),
-                kExitFailure);
-  }
-  if (ready_fd >= 0) {
-    WriteAll(ready_fd, kMounted);
-    close(ready_fd);
-    ready_fd = -1;
+  return std::unique_ptr<FuseMount>(new FuseMount(std::move(st)));
+}
+
+FuseMount::FuseMount(std::unique_ptr<State> st) : st_(std::move(st)) {}
+
+FuseMount::~FuseMount() { (void)Unmount(); }
+
+absl::Status FuseMount::Serve(bool signals) {
+  if (signals) {
+    if (fuse_set_signal_handlers(st_->se) != 0)
+      return absl::InternalError("cannot install the signal handlers");
+    st_->signals = true;
   }
   fuse_loop_config cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.clone_fd = 0;
-  cfg.max_idle_threads = std::max(1u, o.max_threads);
-  const int loop = fuse_session_loop_mt(se, &cfg);
-  fuse_session_unmount(se);
-  fuse_remove_signal_handlers(se);
-  fuse_session_destroy(se);
-  // Everything written is committed before the device is let go.
-  absl::Status closed = (*store)->Close();
-  if (!closed.ok()) return Fail(kOp, absl::StrCat("closing the store: ", closed.message()));
-  if (loop < 0) return Fail(kOp, absl::StrCat("FUSE loop: ", strerror(-loop)));
-  return kExitOk;
+  cfg.max_idle_threads = std::max(1u, st_->mounted.options().max_threads);
+  st_->loop_result = fuse_session_loop_mt(st_->se, &cfg);
+  if (st_->loop_result < 0)
+    return absl::InternalError(absl::StrCat("FUSE loop: ", strerror(-st_->loop_result)));
+  return absl::OkStatus();
 }
 
-}  // namespace
-
-int RunMount(const MountOptions& o) {
-  if (o.foreground) return Serve(o, -1);
-  // Detach only once mounted, so that every failure reaches the terminal:
-  // the child does everything (engine threads start after the fork) and
-  // tells the parent through a pipe.
-  int p[2];
-  if (pipe(p) != 0) return Fail(kOp, absl::StrCat("pipe: ", strerror(errno)));
-  const pid_t pid = fork();
-  if (pid < 0) return Fail(kOp, absl::StrCat("fork: ", strerror(errno)));
-  if (pid == 0) {
-    close(p[0]);
-    setsid();
-    int null = open("/dev/null", O_RDWR);
-    if (null >= 0) {
-      dup2(null, STDIN_FILENO);
-      dup2(null, STDOUT_FILENO);
-      dup2(null, STDERR_FILENO);
-      if (null > STDERR_FILENO) close(null);
-    }
-    _exit(Serve(o, p[1]));
-  }
-  close(p[1]);
-  std::string msg;
-  char buf[512];
-  for (;;) {
-    ssize_t n = read(p[0], buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    msg.append(buf, static_cast<size_t>(n));
-  }
-  close(p[0]);
-  if (msg == kMounted) return kExitOk;
-  int status = 0;
-  waitpid(pid, &status, 0);
-  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : kExitFailure;
-  if (msg.empty()) msg = "the mount process ended before the mount was up";
-  return Fail(kOp, msg, code == kExitOk ? kExitFailure : code);
+void FuseMount::ServeInBackground() {
+  st_->thread = std::thread([this] { (void)Serve(false); });
 }
 
-}  // namespace cli
+absl::Status FuseMount::Unmount() {
+  if (st_ == nullptr || st_->se == nullptr) return absl::OkStatus();
+  // The loop ends when the kernel lets go of the mount (its read of
+  // /dev/fuse fails); the flag ends it if it was between requests.
+  fuse_session_exit(st_->se);
+  fuse_session_unmount(st_->se);
+  if (st_->thread.joinable()) st_->thread.join();
+  if (st_->signals) fuse_remove_signal_handlers(st_->se);
+  fuse_session_destroy(st_->se);
+  st_->se = nullptr;
+  return absl::OkStatus();
+}
+
+}  // namespace mount
 }  // namespace cowkv
