@@ -112,6 +112,7 @@
 #include "cowkv/device.h"
 #include "cowkv/store.h"
 #include "engine/fs/inode_cache.h"
+#include "mount/fuse_fs.h"
 
 namespace cowkv_bench {
 namespace {
@@ -640,6 +641,177 @@ void BM_Seed004Rename(benchmark::State& state, bool optimised) {
   }
 }
 
+// ---- Seeds 000, 003, 004 through `cowkv mount` ------------------------------------------
+//
+// The same workloads as syscalls on a FUSE mount of the same kind of store
+// (mount/fuse_fs.h, served by threads of this process): `cowkv_fuse` over
+// `cowkv` is what FUSE costs a user of the mount.
+
+// A mount of `s`'s default subvolume at a fresh directory, for one run.
+class BenchMount {
+ public:
+  std::string Start(FsStore* s) {
+    mp_ = g_run_dir + "/mnt";
+    std::error_code ec;
+    std::filesystem::create_directories(mp_, ec);
+    cowkv::mount::MountConfig c;
+    c.mountpoint = mp_;
+    absl::StatusOr<std::unique_ptr<cowkv::mount::FuseMount>> m =
+        cowkv::mount::FuseMount::Mount(s->store.get(), s->files(), c);
+    if (!m.ok()) return Err("FuseMount::Mount " + mp_, m.status());
+    m_ = std::move(*m);
+    m_->ServeInBackground();
+    return "";
+  }
+  ~BenchMount() {
+    if (m_ != nullptr) (void)m_->Unmount();
+  }
+  std::string Path(const std::string& p) const { return mp_ + p; }
+
+ private:
+  std::string mp_;
+  std::unique_ptr<cowkv::mount::FuseMount> m_;
+};
+
+std::string Sys(const std::string& what) { return absl::StrCat(what, ": ", strerror(errno)); }
+
+bool CreateEmpty(const std::string& path) {
+  const int fd = open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644);
+  if (fd < 0) return false;
+  close(fd);
+  return true;
+}
+
+void BM_Seed000DirFsyncFuse(benchmark::State& state) {
+  const uint64_t n = g_config.seed000_files;
+  constexpr uint64_t kPeriod = 100;
+  for (auto _ : state) {
+    FsStore s;
+    std::string err = FreshStore(cowkv::Options{}, &s);
+    if (!err.empty()) return Fail(state, err);
+    BenchMount m;
+    err = m.Start(&s);
+    if (!err.empty()) return Fail(state, err);
+    const std::string dir = m.Path("/testdir");
+    if (mkdir(dir.c_str(), 0755) != 0) return Fail(state, Sys("mkdir"));
+    std::vector<double> lat;
+    lat.reserve(n / kPeriod);
+    for (uint64_t i = 1; i <= n; ++i) {
+      if (!CreateEmpty(absl::StrCat(dir, "/file_", i))) return Fail(state, Sys("create"));
+      if (i % kPeriod == 0) {
+        const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+        if (fd < 0) return Fail(state, Sys("open dir"));
+        auto t0 = Clock::now();
+        const int r = fsync(fd);
+        auto t1 = Clock::now();
+        close(fd);
+        if (r != 0) return Fail(state, Sys("fsync dir"));
+        lat.push_back(Seconds(t0, t1));
+      }
+    }
+    double total = 0;
+    for (double v : lat) total += v;
+    state.SetIterationTime(total);
+    state.counters["files"] = static_cast<double>(n);
+    state.counters["fsyncs"] = static_cast<double>(lat.size());
+    state.counters["total_fsync_ms"] = total * 1e3;
+    state.counters["mean_us"] = lat.empty() ? 0 : total / lat.size() * 1e6;
+    state.counters["p50_us"] = PercentileUs(&lat, 0.50);
+    state.counters["p99_us"] = PercentileUs(&lat, 0.99);
+    state.counters["max_us"] = PercentileUs(&lat, 1.0);
+  }
+}
+
+FsStore* g_seed003_fuse = nullptr;
+BenchMount* g_seed003_mount = nullptr;
+
+void BM_Seed003CreateFuse(benchmark::State& state) {
+  if (state.thread_index() == 0) {
+    auto s = std::make_unique<FsStore>();
+    auto m = std::make_unique<BenchMount>();
+    std::string err = FreshStore(cowkv::Options{}, s.get());
+    if (err.empty()) err = m->Start(s.get());
+    for (int t = 0; err.empty() && t < state.threads(); ++t) {
+      if (mkdir(m->Path(absl::StrCat("/d", t + 1)).c_str(), 0755) != 0) err = Sys("mkdir");
+    }
+    if (err.empty()) {
+      g_seed003_fuse = s.release();
+      g_seed003_mount = m.release();
+    } else {
+      Fail(state, err);
+    }
+  }
+  const std::string prefix =
+      g_seed003_mount == nullptr
+          ? std::string()
+          : g_seed003_mount->Path(absl::StrCat("/d", state.thread_index() + 1, "/f"));
+  uint64_t i = 0;
+  for (auto _ : state) {
+    if (g_seed003_mount == nullptr) {
+      state.SkipWithError("no mount");
+      break;
+    }
+    if (!CreateEmpty(absl::StrCat(prefix, i++))) {
+      state.SkipWithError(Sys("create").c_str());
+      break;
+    }
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(i));
+  if (state.thread_index() == 0 && g_seed003_fuse != nullptr) {
+    delete g_seed003_mount;
+    g_seed003_mount = nullptr;
+    std::string err = g_seed003_fuse->Close();
+    delete g_seed003_fuse;
+    g_seed003_fuse = nullptr;
+    if (!err.empty()) return Fail(state, err);
+  }
+}
+
+void BM_Seed004RenameFuse(benchmark::State& state) {
+  const uint64_t n = static_cast<uint64_t>(state.range(0));
+  for (auto _ : state) {
+    FsStore s;
+    std::string err = FreshStore(cowkv::Options{}, &s);
+    if (!err.empty()) return Fail(state, err);
+    BenchMount m;
+    err = m.Start(&s);
+    if (!err.empty()) return Fail(state, err);
+    const std::string dir = m.Path("/testdir");
+    if (mkdir(dir.c_str(), 0755) != 0) return Fail(state, Sys("mkdir"));
+    for (uint64_t i = 1; i <= n; ++i) {
+      if (!CreateEmpty(absl::StrCat(dir, "/file_", i))) return Fail(state, Sys("create"));
+    }
+    absl::Status cm = s.store->Commit();
+    if (!cm.ok()) return Fail(state, Err("Commit", cm));
+    const int foo = open(m.Path("/foo").c_str(), O_CREAT | O_RDWR, 0644);
+    if (foo < 0) return Fail(state, Sys("create /foo"));
+    const std::string block(4096, 'f');
+    if (pwrite(foo, block.data(), block.size(), 0) != 4096 || fsync(foo) != 0) {
+      close(foo);
+      return Fail(state, Sys("write+fsync /foo"));
+    }
+    if (!CreateEmpty(absl::StrCat(dir, "/file_", n + 1))) return Fail(state, Sys("create"));
+    auto t0 = Clock::now();
+    for (uint64_t i = 1; i <= n; ++i) {
+      const std::string from = absl::StrCat(dir, "/file_", i);
+      if (rename(from.c_str(), (from + "-RPMDELETE").c_str()) != 0) {
+        close(foo);
+        return Fail(state, Sys("rename"));
+      }
+    }
+    auto t1 = Clock::now();
+    const int r = fsync(foo);
+    auto t2 = Clock::now();
+    close(foo);
+    if (r != 0) return Fail(state, Sys("fsync /foo"));
+    state.SetIterationTime(Seconds(t0, t2));
+    state.counters["files"] = static_cast<double>(n);
+    state.counters["rename_ms"] = Seconds(t0, t1) * 1e3;
+    state.counters["fsync_ms"] = Seconds(t1, t2) * 1e3;
+    state.counters["total_ms"] = Seconds(t0, t2) * 1e3;
+  }
+}
+
 void RegisterAll() {
   benchmark::RegisterBenchmark("BM_Fdatasync/device", BM_Fdatasync)
       ->UseManualTime()
@@ -659,6 +831,11 @@ void RegisterAll() {
         ->Iterations(1)
         ->Unit(benchmark::kMillisecond);
   }
+
+  benchmark::RegisterBenchmark("BM_Seed000DirFsync/cowkv_fuse", BM_Seed000DirFsyncFuse)
+      ->UseManualTime()
+      ->Iterations(1)
+      ->Unit(benchmark::kMillisecond);
 
   const std::pair<const char*, FiemapMode> s002[] = {{"BM_Seed002Fiemap", FiemapMode::kWarm},
                                                      {"BM_Seed002FiemapCold", FiemapMode::kCold},
@@ -685,6 +862,13 @@ void RegisterAll() {
         ->Unit(benchmark::kMillisecond);
   }
 
+  benchmark::RegisterBenchmark("BM_Seed003Create/cowkv_fuse", BM_Seed003CreateFuse)
+      ->Threads(1)
+      ->Threads(2)
+      ->UseRealTime()
+      ->Iterations(static_cast<int64_t>(g_config.seed003_files))
+      ->Unit(benchmark::kMillisecond);
+
   const std::pair<const char*, bool> s004[] = {{"cowkv", true}, {"cowkv_no_logged_check", false}};
   for (const auto& [v, on] : s004) {
     benchmark::RegisterBenchmark(absl::StrCat("BM_Seed004Rename/", v).c_str(), BM_Seed004Rename,
@@ -697,6 +881,12 @@ void RegisterAll() {
         ->Iterations(1)
         ->Unit(benchmark::kMillisecond);
   }
+  benchmark::RegisterBenchmark("BM_Seed004Rename/cowkv_fuse", BM_Seed004RenameFuse)
+      ->Arg(1000)
+      ->Arg(10000)
+      ->UseManualTime()
+      ->Iterations(1)
+      ->Unit(benchmark::kMillisecond);
 }
 
 // ---- main -----------------------------------------------------------------------------
