@@ -3,7 +3,8 @@
 # (openssl: the clients' TLS tests make their certificates with it;
 # libtcmalloc-minimal4: cowkvd's allocator;
 # libfuse3-dev, fuse3: `cowkv mount`; fsmark, dbench, stress-ng, postmark,
-# attr, xfsprogs: the tools the mount's tests run on it;
+# attr, xfsprogs: the tools the mount's tests run on it; btrfs-progs: the
+# peer of bench/mount_dbench.sh;
 # python3-pytest and python3-matplotlib: //bench:compare_test and plots_test,
 # and bench/plots.py).
 # Idempotent: on a ready machine it checks with dpkg and does nothing.
@@ -22,7 +23,7 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler grpc-proto
   libcpp-httplib-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
   openssl libtcmalloc-minimal4
-  libfuse3-dev fuse3 fsmark dbench stress-ng postmark attr xfsprogs
+  libfuse3-dev fuse3 fsmark dbench stress-ng postmark attr xfsprogs btrfs-progs
   python3-pytest python3-matplotlib
 )
 
