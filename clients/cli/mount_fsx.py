@@ -15,12 +15,22 @@ from the model), to show that the comparison catches a wrong file.
 """
 
 import argparse
+import ctypes
 import errno
 import os
 import random
 import sys
 
 MAX_FILE = 1 << 20
+FALLOC_KEEP_SIZE, FALLOC_PUNCH_HOLE, FALLOC_ZERO_RANGE = 0x01, 0x02, 0x10
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
+
+
+def fallocate(fd, mode, off, length):
+    if _libc.fallocate(fd, mode, off, length) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
 
 
 class Model:
@@ -219,6 +229,31 @@ class Fsx:
         d[off_out:off_out + len(chunk)] = chunk
         return [b]
 
+    def op_fallocate(self):
+        if not self.m.files:
+            return []
+        n = self.pick_name()
+        d = self.m.data[self.m.files[n]]
+        mode = self.rng.choice([0, FALLOC_KEEP_SIZE, FALLOC_PUNCH_HOLE | FALLOC_KEEP_SIZE,
+                                FALLOC_ZERO_RANGE, FALLOC_ZERO_RANGE | FALLOC_KEEP_SIZE])
+        unit = 4096 if self.rng.random() < 0.5 else 1
+        off = unit * self.rng.randrange(max(1, (len(d) + 65536) // unit))
+        ln = unit * self.rng.randrange(1, 64) if unit > 1 else self.rng.randrange(1, 70000)
+        off = min(off, MAX_FILE - ln)
+        self.log.append(f"fallocate {n} mode={mode:#x} off={off} len={ln}")
+        fd = os.open(self.path(n), os.O_WRONLY)
+        try:
+            fallocate(fd, mode, off, ln)
+        finally:
+            os.close(fd)
+        end = off + ln
+        if mode & (FALLOC_PUNCH_HOLE | FALLOC_ZERO_RANGE):
+            lo, hi = min(off, len(d)), min(end, len(d))
+            d[lo:hi] = b"\0" * (hi - lo)
+        if not mode & FALLOC_KEEP_SIZE and end > len(d):
+            d.extend(b"\0" * (end - len(d)))
+        return [n]
+
     def op_seek(self):
         if not self.m.files:
             return []
@@ -312,6 +347,8 @@ class Fsx:
                (self.op_fsync, 6), (self.op_copy_range, 8), (self.op_seek, 6)]
         if self.use_xattr:
             ops.append((self.op_xattr, 6))
+        if self.use_falloc:
+            ops.append((self.op_fallocate, 8))
         funcs = [f for f, w in ops for _ in range(w)]
         for step in range(steps):
             changed = self.rng.choice(funcs)()
@@ -328,13 +365,14 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--full-every", type=int, default=50)
     ap.add_argument("--no-xattr", action="store_true")
+    ap.add_argument("--no-fallocate", action="store_true")
     ap.add_argument("--planted-bug", action="store_true",
                     help="drop a write's last byte from the model: the run must fail")
     a = ap.parse_args()
     os.makedirs(a.dir, exist_ok=True)
     if os.listdir(a.dir):
         sys.exit(f"mount_fsx: {a.dir} is not empty")
-    fsx = Fsx(a.dir, a.seed, a.planted_bug, not a.no_xattr, False)
+    fsx = Fsx(a.dir, a.seed, a.planted_bug, not a.no_xattr, not a.no_fallocate)
     try:
         fsx.run(a.steps, a.full_every)
     except AssertionError as e:
