@@ -87,6 +87,10 @@ class FsBackend {
   // writing it (fallocate's preallocated extents: value_len and crc 0).
   // As WriteData: Apply a write with first_ref, or ReleaseData it.
   virtual absl::StatusOr<format::DataRef> AllocData(uint64_t len) = 0;
+  // Free bytes of the device now (an upper bound on what AllocData can
+  // still grant): fallocate refuses a range larger than this at once
+  // rather than allocating extent by extent until ENOSPC.
+  virtual uint64_t FreeDataBytes() { return ~uint64_t{0}; }
   // The whole extent, its checksum verified (DATA_LOSS otherwise).
   virtual absl::StatusOr<std::string> ReadData(const format::DataRef& d) = 0;
 

@@ -11,6 +11,8 @@
 // simply unmapped (punch) or preallocated (zero range) here, and read as
 // zeros either way.
 #include <algorithm>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -62,12 +64,22 @@ absl::Status FsOps::PreallocHoles(Batch& b, uint64_t ino, uint64_t start, uint64
     }
     return absl::OkStatus();
   };
-  uint64_t pos = start;
+  // The holes first: a range larger than the free space is refused before
+  // anything is allocated (the per-extent allocation is the exact check).
+  std::vector<std::pair<uint64_t, uint64_t>> holes;
+  uint64_t pos = start, need = 0;
   for (const auto& [s, e] : items) {
-    if (s > pos) COWKV_RETURN_IF_ERROR(fill(pos, std::min(s, end)));
+    if (s > pos && pos < end) holes.push_back({pos, std::min(s, end)});
     pos = std::max(pos, s + e.length());
   }
-  if (pos < end) COWKV_RETURN_IF_ERROR(fill(pos, end));
+  if (pos < end) holes.push_back({pos, end});
+  for (const auto& [lo, hi] : holes) need += hi - lo;
+  const uint64_t free = b_->FreeDataBytes();
+  if (need > free) {
+    return PosixError(ErrorReason::kENOSPC,
+                      absl::StrCat("fallocate needs ", need, " bytes, ", free, " are free"));
+  }
+  for (const auto& [lo, hi] : holes) COWKV_RETURN_IF_ERROR(fill(lo, hi));
   return absl::OkStatus();
 }
 

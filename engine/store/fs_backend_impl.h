@@ -86,6 +86,7 @@ class StoreImpl::FsBackendImpl : public fs::FsBackend {
     d.crc = 0;
     return d;
   }
+  uint64_t FreeDataBytes() override { return s_->txn_->Stats().free_bytes; }
 
   // Corrupt bytes are reported through CorruptionError, as every other
   // read of the device does: one message shape, and counted in

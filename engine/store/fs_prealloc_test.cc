@@ -288,6 +288,12 @@ TEST(PreallocFullTest, EnospcChangesNothing) {
     EXPECT_EQ(after.size, 5000u);
     EXPECT_EQ(after.bytes, 5000u);
     EXPECT_EQ(*f.Read(st.ino, 0, 5000), Pattern(5000, 8));
+    // A range far past the free space is refused at once, before any
+    // extent is allocated (not 8 million allocations of 128 KiB).
+    absl::Status huge = f.Fallocate(st.ino, kFallocKeepSize, 0, 1ull << 40);
+    ASSERT_EQ(huge.code(), absl::StatusCode::kResourceExhausted) << huge;
+    EXPECT_TRUE(absl::StartsWith(huge.message(), "ENOSPC: fallocate needs")) << huge;
+    EXPECT_EQ(store->Stats().used_bytes, used);
     // What fits still goes.
     ASSERT_OK(f.Fallocate(st.ino, kFallocKeepSize, 0, 1 << 20));
     ASSERT_OK(store->Close());
