@@ -112,6 +112,7 @@ struct Flaws {
   bool exists = false;             // the name to create is taken
   bool wrong_kind = false;         // EISDIR, ENOTDIR, ENOTEMPTY, EPERM: the object forbids it
   bool not_regular = false;        // EINVAL the object decides: a symlink read, a file ReadLink
+  bool unsupported = false;        // a Fallocate mode that is not supported (EOPNOTSUPP)
 };
 
 // The one code a request with these flaws gets: the first that applies, in
@@ -120,6 +121,7 @@ Code Oracle(const Flaws& f) {
   if (f.deadline_passed) return Code::DEADLINE_EXCEEDED;  // nothing is sent
   if (f.too_large) return Code::RESOURCE_EXHAUSTED;       // gRPC refuses it, no handler runs
   if (f.unparsable || f.malformed) return Code::INVALID_ARGUMENT;
+  if (f.unsupported) return Code::UNIMPLEMENTED;  // decided by the request alone too
   if (f.unknown_subvolume || f.unknown_handle) return Code::NOT_FOUND;
   if (f.expired_handle) return Code::ABORTED;
   if (f.writable_snapshot) return Code::FAILED_PRECONDITION;
@@ -283,6 +285,7 @@ class BadInput {
   void FilesWriteStream();
   void FilesNamespace();
   void FilesData();
+  void FilesFallocate();
   void Admin();
 
   // Helpers for the Files generators.
@@ -1673,8 +1676,9 @@ void BadInput::FilesNamespace() {
   }
 }
 
-// Truncate and Clone: never valid on the seed.
+// Truncate, Clone and Fallocate: never valid on the seed.
 void BadInput::FilesData() {
+  if (OneIn(3)) return FilesFallocate();
   Flaws f;
   const auto [sv, state] = DrawWriteTarget(8, &f);
   if (OneIn(2)) {
@@ -1751,6 +1755,57 @@ void BadInput::FilesData() {
   }
   Send("Files/Clone",
        "clone " + req.src_path().substr(0, 30) + " -> " + req.dst_path().substr(0, 30), f,
+       {Serialize(req, f.unparsable)});
+}
+
+// Fallocate: malformed (length 0, PUNCH_HOLE with ZERO_RANGE, past 2^50, a
+// bad path), a mode not supported, or an object it refuses.
+void BadInput::FilesFallocate() {
+  Flaws f;
+  const auto [sv, state] = DrawWriteTarget(8, &f);
+  v1::FallocateRequest req;
+  req.set_subvolume(sv);
+  req.set_path(PickOf<std::string>({"/dir/a", "/dir/b", "/empty"}));
+  req.set_mode(PickOf<uint32_t>({0, v1::FALLOCATE_FLAG_KEEP_SIZE,
+                                 v1::FALLOCATE_FLAG_PUNCH_HOLE | v1::FALLOCATE_FLAG_KEEP_SIZE,
+                                 v1::FALLOCATE_FLAG_ZERO_RANGE}));
+  req.set_offset(U(1 << 20));
+  req.set_length(1 + U(1 << 20));
+  if (f.malformed) {
+    switch (U(4)) {
+      case 0:
+        req.set_length(0);
+        break;
+      case 1:
+        req.set_mode(v1::FALLOCATE_FLAG_PUNCH_HOLE | v1::FALLOCATE_FLAG_ZERO_RANGE |
+                     v1::FALLOCATE_FLAG_KEEP_SIZE);
+        break;
+      case 2:
+        req.set_offset(kMaxFileSize - U(100)), req.set_length(1000);
+        break;
+      default:
+        req.set_path(BadPath());
+        break;
+    }
+  } else if (OneIn(4)) {
+    // Collapse, insert, unshare range, no-hide-stale, punch without KEEP_SIZE.
+    f.unsupported = true;
+    req.set_mode(PickOf<uint32_t>({0x08, 0x20, 0x40, 0x04, v1::FALLOCATE_FLAG_PUNCH_HOLE}));
+  }
+  if (state) {
+    switch (U(3)) {
+      case 0:
+        f.absent = true, req.set_path(Fresh("/absent-"));
+        break;
+      case 1:
+        f.wrong_kind = true, req.set_path("/dir");
+        break;  // EISDIR
+      default:
+        f.not_regular = true, req.set_path("/link");
+        break;  // EINVAL
+    }
+  }
+  Send("Files/Fallocate", "fallocate " + req.path().substr(0, 40), f,
        {Serialize(req, f.unparsable)});
 }
 

@@ -927,6 +927,95 @@ TEST_F(Rpc, FilesOnReadOnlySnapshotAreEROFS) {
   EXPECT_EQ(ErrorInfoOf(notdir).reason, "ENOTDIR") << notdir.error_message();
 }
 
+// Fallocate: allocate (growing the file), KEEP_SIZE past EOF, punch hole,
+// zero range; UNWRITTEN in fiemap; the modes refused (EOPNOTSUPP as
+// UNIMPLEMENTED, before the file is looked up), length 0, a directory,
+// a read-only snapshot.
+TEST_F(Rpc, FilesFallocate) {
+  CreateSubvolume("fs-falloc");
+  ASSERT_GRPC_OK(WriteFile("fs-falloc", "/f", Pattern(10000, 3)));
+  v1::FallocateRequest req;
+  req.set_subvolume("fs-falloc");
+  req.set_path("/f");
+  req.set_offset(0);
+  req.set_length(100000);
+  v1::FileStat st;
+  ASSERT_GRPC_OK(fs().Fallocate(Ctx().get(), req, &st));
+  EXPECT_EQ(st.size(), 100000u);
+  EXPECT_EQ(st.bytes(), 100000u);
+  std::string back;
+  ASSERT_GRPC_OK(ReadFile("fs-falloc", "/f", 0, 0, &back));
+  EXPECT_EQ(back, Pattern(10000, 3) + std::string(90000, '\0'));
+  req.set_mode(v1::FALLOCATE_FLAG_KEEP_SIZE);
+  req.set_offset(100000);
+  req.set_length(50000);
+  ASSERT_GRPC_OK(fs().Fallocate(Ctx().get(), req, &st));
+  EXPECT_EQ(st.size(), 100000u);
+  EXPECT_EQ(st.bytes(), 150000u);
+  v1::FiemapRequest fm;
+  fm.set_subvolume("fs-falloc");
+  fm.set_path("/f");
+  v1::FiemapResponse fm_resp;
+  ASSERT_GRPC_OK(fs().Fiemap(Ctx().get(), fm, &fm_resp));
+  ASSERT_GE(fm_resp.extents_size(), 2);
+  EXPECT_EQ(fm_resp.extents(0).flags() & v1::FIEMAP_FLAG_UNWRITTEN, 0u);
+  const v1::FiemapExtent& last = fm_resp.extents(fm_resp.extents_size() - 1);
+  EXPECT_NE(last.flags() & v1::FIEMAP_FLAG_UNWRITTEN, 0u);
+  EXPECT_EQ(last.logical() + last.length(), 150000u) << "preallocated past EOF";
+  req.set_mode(v1::FALLOCATE_FLAG_PUNCH_HOLE | v1::FALLOCATE_FLAG_KEEP_SIZE);
+  req.set_offset(1000);
+  req.set_length(2000);
+  ASSERT_GRPC_OK(fs().Fallocate(Ctx().get(), req, &st));
+  req.set_mode(v1::FALLOCATE_FLAG_ZERO_RANGE);
+  req.set_offset(5000);
+  req.set_length(200000);
+  ASSERT_GRPC_OK(fs().Fallocate(Ctx().get(), req, &st));
+  EXPECT_EQ(st.size(), 205000u);
+  std::string want = Pattern(10000, 3);
+  want.replace(1000, 2000, std::string(2000, '\0'));
+  want.resize(5000);
+  want.resize(205000, '\0');
+  ASSERT_GRPC_OK(ReadFile("fs-falloc", "/f", 0, 0, &back));
+  EXPECT_EQ(back, want);
+  // By inode number.
+  req.set_path("");
+  req.set_ino(st.ino());
+  req.set_mode(0);
+  req.set_offset(0);
+  req.set_length(1);
+  ASSERT_GRPC_OK(fs().Fallocate(Ctx().get(), req, &st));
+  // Refused: what the request alone decides comes before the lookup.
+  req.set_ino(0);
+  req.set_path("/none");
+  for (uint32_t mode : {0x02u, 0x04u, 0x08u, 0x20u, 0x40u}) {
+    req.set_mode(mode);
+    const grpc::Status s = fs().Fallocate(Ctx().get(), req, &st);
+    EXPECT_POSIX(s, UNIMPLEMENTED, "EOPNOTSUPP");
+    EXPECT_EQ(ErrorInfoOf(s).reason, "EOPNOTSUPP") << s.error_message();
+    EXPECT_EQ(ErrorInfoOf(s).errno_name, "EOPNOTSUPP");
+  }
+  req.set_mode(v1::FALLOCATE_FLAG_PUNCH_HOLE | v1::FALLOCATE_FLAG_ZERO_RANGE);
+  EXPECT_POSIX(fs().Fallocate(Ctx().get(), req, &st), INVALID_ARGUMENT, "EINVAL");
+  req.set_mode(0);
+  req.set_length(0);
+  EXPECT_POSIX(fs().Fallocate(Ctx().get(), req, &st), INVALID_ARGUMENT, "EINVAL");
+  req.set_offset(1ull << 50);
+  req.set_length(1);
+  EXPECT_POSIX(fs().Fallocate(Ctx().get(), req, &st), INVALID_ARGUMENT, "EFBIG");
+  req.set_offset(0);
+  EXPECT_POSIX(fs().Fallocate(Ctx().get(), req, &st), NOT_FOUND, "ENOENT");
+  v1::MkdirRequest mk;
+  mk.set_subvolume("fs-falloc");
+  mk.set_path("/d");
+  ASSERT_GRPC_OK(fs().Mkdir(Ctx().get(), mk, &st));
+  req.set_path("/d");
+  EXPECT_POSIX(fs().Fallocate(Ctx().get(), req, &st), FAILED_PRECONDITION, "EISDIR");
+  Snapshot("fs-falloc", "fs-falloc-ro", true);
+  req.set_subvolume("fs-falloc-ro");
+  req.set_path("/f");
+  EXPECT_POSIX(fs().Fallocate(Ctx().get(), req, &st), FAILED_PRECONDITION, "EROFS");
+}
+
 // ---- Admin, health, reflection, metrics ------------------------------------------
 
 TEST_F(Rpc, AdminSyncStatsCheckVersion) {

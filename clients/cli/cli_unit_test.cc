@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_join.h"
 #include "clients/cli/app.h"
 #include "clients/cli/kv_commands.h"
 #include "clients/cli/online.h"
@@ -220,6 +221,20 @@ TEST(Fiemap, FragmentsInlineAndEmpty) {
             "Filesystem type is: cowkv\n"
             "File size of e is 0 (0 blocks of 4096 bytes)\n"
             "e: 0 extents found\n");
+}
+
+// fallocate's preallocated extents: "unwritten", in filefrag's flag order
+// (after inline, before shared), also past EOF.
+TEST(Fiemap, UnwrittenExtents) {
+  EXPECT_EQ(absl::StrJoin(FiemapFlagNames(v1::FIEMAP_FLAG_LAST | v1::FIEMAP_FLAG_SHARED |
+                                          v1::FIEMAP_FLAG_UNWRITTEN),
+                          ","),
+            "last,unwritten,shared");
+  const std::string out = FormatFiemap(
+      "p", 4096,
+      {Extent(0, 4096 * 10, 4096, 0),
+       Extent(4096, 4096 * 11, 8192, v1::FIEMAP_FLAG_LAST | v1::FIEMAP_FLAG_UNWRITTEN)});
+  EXPECT_NE(out.find("last,unwritten,eof\n"), std::string::npos) << out;
 }
 
 TEST(Json, HeaderComesFirstAndBytesRoundTrip) {

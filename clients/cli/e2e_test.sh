@@ -2,7 +2,7 @@
 # Goal: every online `cowkv` command against a live cowkvd (a temp device,
 # a free port): subvolume create|list|show|rename|delete|snapshot, kv
 # get|put|del|range|txn, fs ls|stat|mkdir|put|cat|mv|ln|rm|rmdir|fsync|
-# clone|fiemap, stats, sync, check, bench, and the global options (--server,
+# clone|fiemap|fallocate, stats, sync, check, bench, and the global options (--server,
 # --token-file, --timeout, --json, COWKV_SERVER). Each case checks stdout,
 # and each failure case the exit code of its class (docs/cli.md) and the
 # one stderr line "cowkv: <op>: <reason>".
@@ -401,6 +401,34 @@ tail -c +65537 "$WORK/big.bin" | head -c 65536 | cmp -s - "$WORK/part.got" || fa
 case_ "fs clone: missing source (not found: 4)"
 c fs clone -s data /docs/none /docs/x
 expect_fail 4 '^cowkv: fs clone: ENOENT'
+
+case_ "fs fallocate: preallocate, keep size past EOF, punch, zero; fiemap shows unwritten"
+c fs fallocate -s data -o 0 -l 64K /docs/prealloc.bin
+expect_fail 4 '^cowkv: fs fallocate: ENOENT'
+"$COWKV" --server "$ADDR" fs put -s data /dev/null /docs/prealloc.bin || fail "cannot create"
+c --json fs fallocate -s data -l 64K /docs/prealloc.bin
+expect_rc 0
+expect_json "d['stat']['size'] == 65536 and d['stat']['bytes'] == 65536"
+c fs fiemap -s data /docs/prealloc.bin
+expect_out 'last,unwritten,eof$'
+c --json fs fallocate -s data -k -o 64K -l 32K /docs/prealloc.bin
+expect_json "d['stat']['size'] == 65536 and d['stat']['bytes'] == 98304"
+c --json fs fiemap -s data /docs/prealloc.bin
+expect_json "all('unwritten' in e['flags'] for e in d['extents']) and d['extents'][-1]['logical'] + d['extents'][-1]['length'] == 98304"
+[[ "$("$COWKV" --server "$ADDR" fs cat -s data /docs/prealloc.bin | wc -c)" == 65536 ]] ||
+  fail "preallocated file is not 64 KiB"
+[[ "$("$COWKV" --server "$ADDR" fs cat -s data /docs/prealloc.bin | tr -d '\0' | wc -c)" == 0 ]] ||
+  fail "preallocated bytes are not zeros"
+c --json fs fallocate -s data -p -o 0 -l 4K /docs/prealloc.bin
+expect_json "d['stat']['size'] == 65536 and d['stat']['bytes'] == 94208"
+c --json fs fallocate -s data -z -o 60K -l 10K /docs/prealloc.bin
+expect_json "d['stat']['size'] == 71680"
+c fs fallocate -s data -p -z -l 4K /docs/prealloc.bin
+expect_fail 3 '^cowkv: fs fallocate: EINVAL'
+c fs fallocate -s data -l 0 /docs/prealloc.bin
+expect_fail 3 '^cowkv: fs fallocate: EINVAL'
+c fs fallocate -s data -l 4K /docs
+expect_fail 6 '^cowkv: fs fallocate: EISDIR'
 
 case_ "files of a read-only snapshot are readable"
 c fs ls -s data@2026-11-22 /

@@ -217,11 +217,15 @@ std::string ModeString(v1::FileKind kind, uint32_t mode) {
 
 std::vector<std::string> FiemapFlagNames(uint32_t flags) {
   std::vector<std::string> names;
+  // One flag a line, in bit order (filefrag's).
+  // clang-format off
   const std::pair<uint32_t, const char*> kNames[] = {
       {v1::FIEMAP_FLAG_LAST, "last"},
       {v1::FIEMAP_FLAG_NOT_ALIGNED, "not_aligned"},
       {v1::FIEMAP_FLAG_INLINE, "inline"},
+      {v1::FIEMAP_FLAG_UNWRITTEN, "unwritten"},
       {v1::FIEMAP_FLAG_SHARED, "shared"}};
+  // clang-format on
   for (const auto& [bit, name] : kNames) {
     if (flags & bit) {
       names.push_back(name);

@@ -82,7 +82,7 @@ std::string KindShort(v1::FileKind kind);
 //      0:        0..       3:      12345..     12348:      4:             last,shared,eof
 //   NAME: 1 extent found
 //
-// Flags: last, not_aligned, inline, shared (FIEMAP_EXTENT_*), then eof when
+// Flags: last, not_aligned, inline, unwritten, shared (FIEMAP_EXTENT_*), then eof when
 // the extent reaches the file size. "extents found" counts runs that are not
 // physically contiguous with the previous extent, as filefrag does; the
 // `expected:` column shows where such a run would have continued.

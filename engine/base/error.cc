@@ -35,6 +35,7 @@ constexpr ReasonRow kReasons[kErrorReasonCount] = {
     {"LIMIT", "E2BIG"},
     {"CORRUPTION", "EIO"},
     {"DEVICE_CHANGED", "EIO"},
+    {"EOPNOTSUPP", "EOPNOTSUPP"},
 };
 
 }  // namespace
@@ -92,6 +93,9 @@ absl::Status PosixError(ErrorReason reason, absl::string_view what) {
       break;
     case ErrorReason::kENOSPC:
       code = absl::StatusCode::kResourceExhausted;
+      break;
+    case ErrorReason::kEOPNOTSUPP:
+      code = absl::StatusCode::kUnimplemented;
       break;
     case ErrorReason::kEINVAL:
     case ErrorReason::kENAMETOOLONG:

@@ -312,6 +312,9 @@ class Run {
   void RemoveXattr(uint64_t ino, const std::string& n) {
     Do([&] { return f_.RemoveXattr(ino, n); }, "removexattr " + n);
   }
+  void Fallocate(uint64_t ino, uint32_t mode, uint64_t off, uint64_t len) {
+    Do([&] { return f_.Fallocate(ino, mode, off, len); }, absl::StrCat("fallocate ", ino));
+  }
 
   // Durability points.
   void Fsync(uint64_t ino, Ns want, bool datasync = false);
@@ -1036,6 +1039,46 @@ void LinkSameDirFsyncDir(Run& r) {
   r.Fsync(d, Ns().Dir("/d", d).File("/d/f", f, P(1800, 60)).File("/d/g", f, P(1800, 60)));
 }
 
+// ---- fallocate (issue 17) ------------------------------------------------------------
+
+// btrfs/261-like: preallocated extents past EOF (KEEP_SIZE), a write into
+// them that grows the file, fsync: the data and size come back, and the
+// extents left past EOF too (`check`: nbytes adds up).
+void FallocKeepSizeWriteFsync(Run& r) {
+  const uint64_t f = r.Create("/f", P(5000, 61));
+  r.Commit();
+  r.Fallocate(f, kFallocKeepSize, 5000, 60536);
+  r.Write(f, 20000, P(100, 62));
+  r.Fsync(f, Ns().File("/f", f, P(5000, 61) + Zeros(15000) + P(100, 62)));
+}
+
+// Punch hole and zero range over committed data (zero range growing the
+// file), fsync: the ranges read as zeros after replay.
+void FallocPunchAndZeroRangeFsync(Run& r) {
+  const std::string data = P(100000, 63);
+  const uint64_t f = r.Create("/f", data);
+  r.Commit();
+  r.Fallocate(f, kFallocPunchHole | kFallocKeepSize, 4096, 16000);
+  r.Fallocate(f, kFallocZeroRange, 50000, 60000);
+  std::string want = data.substr(0, 50000) + Zeros(60000);
+  want.replace(4096, 16000, Zeros(16000));
+  r.Fsync(f, Ns().File("/f", f, want));
+}
+
+// A committed preallocated file, written into in two places (each write
+// splits a prealloc extent), fdatasync.
+void FallocCommittedWriteIntoFdatasync(Run& r) {
+  const uint64_t f = r.Create("/f");
+  r.Fallocate(f, 0, 0, 200000);
+  r.Commit();
+  r.Write(f, 1000, P(5000, 64));
+  r.Write(f, 150000, P(100, 65));
+  std::string want = Zeros(200000);
+  want.replace(1000, 5000, P(5000, 64));
+  want.replace(150000, 100, P(100, 65));
+  r.Fsync(f, Ns().File("/f", f, want), /*datasync=*/true);
+}
+
 // ---- The sweep --------------------------------------------------------------------
 
 struct Scenario {
@@ -1112,6 +1155,9 @@ const std::vector<Scenario>& Scenarios() {
       {"MoveThenCreateOldNameOtherDir", MoveThenCreateOldNameOtherDir, nullptr, true},
       {"RenameDirOverEmptyDir", RenameDirOverEmptyDir, nullptr, true},
       {"LinkSameDirFsyncDir", LinkSameDirFsyncDir},
+      {"FallocKeepSizeWriteFsync", FallocKeepSizeWriteFsync},
+      {"FallocPunchAndZeroRangeFsync", FallocPunchAndZeroRangeFsync},
+      {"FallocCommittedWriteIntoFdatasync", FallocCommittedWriteIntoFdatasync},
   };
   return *all;
 }

@@ -21,12 +21,12 @@
 // each length L = 1..--max_ops (3), L core operations (CoreOps: create,
 // mkdir, symlink, link, unlink, rename plain / over a file / over an
 // empty directory / exchange, write append / overwrite, truncate down /
-// up, over the names /A/foo, /A/bar, /B/foo, /A/C/foo and /A/C, and
-// moving /B into /A/C and back; the third op a namespace op only, as
-// ACE's seq-3 metadata set), each but the last followed by nothing, an
-// fsync of its primary object or (L < 3) of that object's parent; the
-// last by an fsync or (L < 3) fdatasync of any object the workload
-// involved (the ops' paths, their parents and the root).
+// up, fallocate (KEEP_SIZE past EOF, allocate growing the file, punch
+// hole, zero range with and without KEEP_SIZE), over the names /A/foo, /A/bar, /B/foo, /A/C/foo and
+// /A/C, and moving /B into /A/C and back; the third op a namespace op only, as ACE's seq-3 metadata
+// set), each but the last followed by nothing, an fsync of its primary object or (L < 3) of that
+// object's parent; the last by an fsync or (L < 3) fdatasync of any object the workload involved
+// (the ops' paths, their parents and the root).
 //
 // The default run takes a seeded sample (--seed, --samples); the manual
 // target fs_gen_test_full enumerates the whole space (--full), sharded by
@@ -179,6 +179,11 @@ absl::Status ApplyEngine(Store* store, Files f, const Op& op, size_t position, u
       return f.Fsync(*ino, op.kind == OpKind::kFdatasync);
     }
     case OpKind::kCommit: return store->Commit();
+    case OpKind::kFallocate: {
+      absl::StatusOr<uint64_t> ino = ino_of(op.a);
+      if (!ino.ok()) return ino.status();
+      return f.Fallocate(*ino, op.flags, op.x, op.y);
+    }
   }
   return absl::InternalError("unknown op");
 }
@@ -673,6 +678,7 @@ TEST(FsGen, PlantedBugsAreCaught) {
       {Options::TestHooks::PlantedBug::kLateInodeCounter, "late inode counter"},
       {Options::TestHooks::PlantedBug::kEagerReplayDrops, "eager replay drops"},
       {Options::TestHooks::PlantedBug::kReplayDropsNewName, "replay drops a new name's item"},
+      {Options::TestHooks::PlantedBug::kDropsPrealloc, "replay drops KEEP_SIZE extents"},
   };
   testing::TouchShardFile();
   for (size_t i = 0; i < std::size(bugs); ++i) {

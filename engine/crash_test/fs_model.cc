@@ -40,6 +40,26 @@ std::string WriteBytes(const Op& op, size_t position) {
   return s;
 }
 
+namespace {
+// fallocate modes in workload text.
+const std::vector<std::pair<std::string, uint32_t>>& FallocModes() {
+  static const auto* v = new std::vector<std::pair<std::string, uint32_t>>{
+      {"alloc", 0},
+      {"keep-size", kFallocKeepSize},
+      {"punch-hole", kFallocPunchHole | kFallocKeepSize},
+      {"zero-range", kFallocZeroRange},
+      {"zero-range-keep-size", kFallocZeroRange | kFallocKeepSize},
+  };
+  return *v;
+}
+std::string FallocModeName(uint32_t mode) {
+  for (const auto& [name, m] : FallocModes()) {
+    if (m == mode) return name;
+  }
+  return absl::StrCat("0x", absl::Hex(mode));
+}
+}  // namespace
+
 std::string Op::Describe() const {
   switch (kind) {
     case OpKind::kCreate: return "create " + a;
@@ -61,6 +81,8 @@ std::string Op::Describe() const {
     case OpKind::kFsync: return "fsync " + a;
     case OpKind::kFdatasync: return "fdatasync " + a;
     case OpKind::kCommit: return "commit";
+    case OpKind::kFallocate:
+      return absl::StrCat("fallocate ", a, " ", FallocModeName(flags), " ", x, " ", y);
   }
   return "?";
 }
@@ -220,6 +242,21 @@ bool MState::ApplyData(const Op& op, size_t position) {
       if (!id || inodes_[*id].xattrs.erase(op.s1) == 0) return false;
       return true;
     }
+    case OpKind::kFallocate: {
+      // The five supported modes; the bytes inside the size read as zeros
+      // after punch and zero range; without KEEP_SIZE the file grows.
+      MInode* m = file(op.a);
+      bool known = false;
+      for (const auto& [name, mode] : FallocModes()) known = known || mode == op.flags;
+      if (!m || !known || op.y == 0 || op.x + op.y > kMaxModelFile) return false;
+      const uint64_t end = op.x + op.y;
+      if ((op.flags & (kFallocPunchHole | kFallocZeroRange)) && op.x < m->data.size()) {
+        const uint64_t hi = std::min<uint64_t>(end, m->data.size());
+        m->data.replace(op.x, hi - op.x, hi - op.x, '\0');
+      }
+      if (!(op.flags & kFallocKeepSize) && m->data.size() < end) m->data.resize(end, '\0');
+      return true;
+    }
     default: return false;
   }
 }
@@ -260,7 +297,9 @@ bool MState::Apply(const Op& op, size_t position, int* made) {
     case OpKind::kTruncate:
     case OpKind::kClone:
     case OpKind::kSetXattr:
-    case OpKind::kRemoveXattr: return ApplyData(op, position);
+    case OpKind::kRemoveXattr:
+    case OpKind::kFallocate:
+      return ApplyData(op, position);
     case OpKind::kFsync:
     case OpKind::kFdatasync: return At(op.a).has_value();
     case OpKind::kCommit: return true;
@@ -730,6 +769,20 @@ std::vector<Op> CoreOps(const MState& s, bool metadata_only) {
       if (size > 0) add(Mk(OpKind::kWrite, path, "", size / 3, std::max<uint64_t>(1, size / 3)));
       if (size > 0) add(Mk(OpKind::kTruncate, path, "", size / 2));  // down
       add(Mk(OpKind::kTruncate, path, "", size + 5000));               // up
+      // fallocate in every mode: past EOF (KEEP_SIZE, and growing the
+      // file), and over the data (punch hole, zero range).
+      auto falloc = [&](uint32_t mode, uint64_t off, uint64_t len) {
+        Op o = Mk(OpKind::kFallocate, path, "", off, len);
+        o.flags = mode;
+        add(o);
+      };
+      falloc(kFallocKeepSize, size, 20000);
+      falloc(0, size / 2, size / 2 + 6000);
+      if (size > 0) {
+        falloc(kFallocPunchHole | kFallocKeepSize, size / 4, size / 2);
+        falloc(kFallocZeroRange, size / 3, size);
+        falloc(kFallocZeroRange | kFallocKeepSize, size / 2, size);
+      }
     }
   }
   // Moving a committed top directory into the other one, and back.
@@ -777,6 +830,23 @@ absl::StatusOr<Op> ParseOp(const std::vector<std::string>& w) {
       {"clone", {OpKind::kClone, 6}},        {"setxattr", {OpKind::kSetXattr, 4}},
       {"removexattr", {OpKind::kRemoveXattr, 3}},
   };
+  // fallocate PATH MODE OFFSET LENGTH (a mode word: FallocModes).
+  if (w[0] == "fallocate") {
+    if (w.size() != 5) return absl::InvalidArgumentError("expected 4 arguments");
+    Op o = MakeOp(OpKind::kFallocate, w[1]);
+    bool known = false;
+    for (const auto& [name, mode] : FallocModes()) {
+      if (name == w[2]) {
+        o.flags = mode;
+        known = true;
+      }
+    }
+    if (!known) return absl::InvalidArgumentError("unknown fallocate mode");
+    if (!absl::SimpleAtoi(w[3], &o.x) || !absl::SimpleAtoi(w[4], &o.y)) {
+      return absl::InvalidArgumentError("bad numbers");
+    }
+    return o;
+  }
   auto v = verbs->find(w[0]);
   if (v == verbs->end()) return absl::InvalidArgumentError("unknown verb");
   if (w.size() != v->second.second) {

@@ -31,8 +31,8 @@ enum class OpKind {
   kLink,     // a -> b
   kUnlink,
   kRmdir,
-  kRename,  // a -> b; flags
-  kWrite,   // a, x = offset, y = length
+  kRename,    // a -> b; flags
+  kWrite,     // a, x = offset, y = length
   kTruncate,  // a, x = size
   kClone,     // a x -> b y, len
   kSetXattr,  // a, s1 = name, s2 = value
@@ -40,13 +40,15 @@ enum class OpKind {
   kFsync,
   kFdatasync,
   kCommit,
+  // a, x = offset, y = length, flags = mode (kFalloc*)
+  kFallocate,
 };
 
 struct Op {
   OpKind kind = OpKind::kCreate;
   std::string a, b;
   uint64_t x = 0, y = 0, len = 0;
-  uint32_t flags = 0;  // rename flags
+  uint32_t flags = 0;  // rename flags; fallocate mode
   std::string s1, s2;
   bool persistence() const { return kind == OpKind::kFsync || kind == OpKind::kFdatasync; }
   std::string Describe() const;

@@ -172,14 +172,16 @@ absl::StatusOr<uint32_t> DecodeDataRefCount(absl::string_view v, uint64_t bytenr
 bool LeafDataRef(absl::string_view key, absl::string_view value, DataRef* ref) {
   if (key.empty()) return false;
   if (key[0] == kFsKeyPrefix) {
+    const uint8_t kind =
+        value.size() == kFsExtentItemSize ? static_cast<uint8_t>(value[kFsExtentKindOff]) : 0;
     if (key.size() != 1 + kKeySize17 || static_cast<uint8_t>(key[9]) != kFsExtentDataType ||
-        value.size() != kFsExtentItemSize ||
-        static_cast<uint8_t>(value[kFsExtentKindOff]) != kFsExtentRegular) {
+        (kind != kFsExtentRegular && kind != kFsExtentPrealloc)) {
       return false;
     }
     ref->bytenr = DecodeLE64(value.data() + kFsExtentBytenrOff);
     ref->len = DecodeLE64(value.data() + kFsExtentDiskLenOff);
-    ref->value_len = ref->len;
+    // A preallocated extent was never written: nothing to verify.
+    ref->value_len = kind == kFsExtentPrealloc ? 0 : ref->len;
     ref->crc = DecodeLE32(value.data() + kFsExtentCsumOff);
     return ref->len != 0;
   }

@@ -59,7 +59,10 @@ absl::StatusOr<uint32_t> DecodeDataRefCount(absl::string_view v, uint64_t bytenr
 // A file extent (tree key 'f' + 17-byte key of type EXTENT_DATA) of kind 1
 // (regular): u64 generation, u8 kind, 7 zero bytes, u64 disk_bytenr, u64
 // disk_len, u64 offset, u64 num_bytes, u32 crc32c of the whole extent's
-// disk_len bytes, u32 zero. fs/ owns the rest.
+// disk_len bytes, u32 zero. fs/ owns the rest. A file extent of kind 2
+// (preallocated) has the same layout and crc 0: it refers to its extent
+// like a regular one, but its data was never written (value_len 0: no
+// bytes to verify).
 inline constexpr char kKvKeyPrefix = 'k';
 inline constexpr uint8_t kKvKindExtent = 1;
 inline constexpr size_t kKvExtentItemSize = 64;
@@ -70,6 +73,7 @@ inline constexpr size_t kKvExtentCsumOff = 56;
 inline constexpr char kFsKeyPrefix = 'f';
 inline constexpr uint8_t kFsExtentDataType = 108;
 inline constexpr uint8_t kFsExtentRegular = 1;
+inline constexpr uint8_t kFsExtentPrealloc = 2;
 inline constexpr size_t kFsExtentItemSize = 56;
 inline constexpr size_t kFsExtentKindOff = 8;
 inline constexpr size_t kFsExtentBytenrOff = 16;

@@ -83,6 +83,14 @@ class FsBackend {
   // with first_ref, or ReleaseData it.
   virtual absl::StatusOr<format::DataRef> WriteData(absl::string_view data) = 0;
   virtual void ReleaseData(const format::DataRef& d) = 0;
+  // Allocates a data extent of `len` bytes (sector-rounded) without
+  // writing it (fallocate's preallocated extents: value_len and crc 0).
+  // As WriteData: Apply a write with first_ref, or ReleaseData it.
+  virtual absl::StatusOr<format::DataRef> AllocData(uint64_t len) = 0;
+  // Free bytes of the device now (an upper bound on what AllocData can
+  // still grant): fallocate refuses a range larger than this at once
+  // rather than allocating extent by extent until ENOSPC.
+  virtual uint64_t FreeDataBytes() { return ~uint64_t{0}; }
   // The whole extent, its checksum verified (DATA_LOSS otherwise).
   virtual absl::StatusOr<std::string> ReadData(const format::DataRef& d) = 0;
 

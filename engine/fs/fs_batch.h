@@ -97,6 +97,12 @@ class FsOps::Batch {
     return d;
   }
 
+  absl::StatusOr<format::DataRef> AllocData(uint64_t len) {
+    COWKV_ASSIGN_OR_RETURN(format::DataRef d, b_->AllocData(len));
+    written_.push_back(d);
+    return d;
+  }
+
   void Note(absl::string_view key) { notes_.insert(ItemKey(key)); }
   size_t notes() const { return notes_.size(); }
 

@@ -50,7 +50,7 @@ absl::StatusOr<absl::flat_hash_map<uint64_t, uint64_t>> CountOwnRefs(FsBackend* 
                   bad = e.status();
                   return false;
                 }
-                if (e->kind != kExtentRegular) return true;
+                if (!e->on_disk()) return true;
                 const uint64_t at = fk.offset - e->offset;
                 auto [it, fresh] = base.emplace(e->disk_bytenr, at);
                 uint64_t& n = own[e->disk_bytenr];
@@ -270,6 +270,8 @@ absl::StatusOr<std::string> FsOps::ReadExtent(const FileExtent& e, uint64_t from
     out.resize(len, '\0');
     return out;
   }
+  // Preallocated: never written, reads as zeros (not the disk's old bytes).
+  if (e.kind == kExtentPrealloc) return std::string(len, '\0');
   if (e.offset + e.num_bytes > e.disk_len) {
     CorruptionSite site;
     site.what = "file extent";
@@ -563,6 +565,7 @@ absl::StatusOr<FiemapEntry> FsOps::MapExtent(
     COWKV_ASSIGN_OR_RETURN(shared, PathShared(path, counts));
   }
   if (shared) m.flags |= kFiemapShared;
+  if (e.kind == kExtentPrealloc) m.flags |= kFiemapUnwritten;
   return m;
 }
 

@@ -292,10 +292,11 @@ absl::StatusOr<DirEntry> DecodeDirIndex(absl::string_view v, uint64_t dir) {
 std::string EncodeFileExtent(const FileExtent& e) {
   // What DecodeFileExtent refuses (but the key offset's overflow, which it
   // checks against the key).
-  COWKV_CHECK(e.kind == kExtentInline || e.kind == kExtentRegular);
+  COWKV_CHECK(e.kind == kExtentInline || e.kind == kExtentRegular || e.kind == kExtentPrealloc);
   if (e.kind == kExtentInline) {
     COWKV_CHECK(!e.inline_data.empty());
   } else {
+    COWKV_CHECK(e.kind != kExtentPrealloc || e.crc == 0);
     COWKV_CHECK(e.disk_len > 0);
     COWKV_CHECK(e.num_bytes > 0);
     COWKV_CHECK(e.offset < e.disk_len);
@@ -336,7 +337,8 @@ absl::StatusOr<FileExtent> DecodeFileExtent(absl::string_view v, uint64_t ino, u
     if (e.inline_data.empty()) return bad("empty inline extent");
     return e;
   }
-  if (e.kind != kExtentRegular || v.size() != kFileExtentRegularSize) {
+  if ((e.kind != kExtentRegular && e.kind != kExtentPrealloc) ||
+      v.size() != kFileExtentRegularSize) {
     return bad(absl::StrCat("kind ", int{e.kind}, " of ", v.size(), " bytes"));
   }
   e.disk_bytenr = r.LE64();
@@ -350,6 +352,8 @@ absl::StatusOr<FileExtent> DecodeFileExtent(absl::string_view v, uint64_t ino, u
     return bad(absl::StrCat("extent [", e.disk_bytenr, ", +", e.disk_len, ") range ", e.offset,
                             "+", e.num_bytes));
   }
+  // A preallocated extent's data was never written: nothing to checksum.
+  if (e.kind == kExtentPrealloc && e.crc != 0) return bad("preallocated extent with a checksum");
   return e;
 }
 

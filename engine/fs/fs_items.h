@@ -133,11 +133,15 @@ absl::StatusOr<std::optional<DirEntry>> FindDirEntry(absl::string_view v, uint64
 // EXTENT_DATA value: u64 generation, u8 kind, 7 bytes zero, then
 //   inline:  the data bytes (the extent covers exactly them);
 //   regular: u64 disk_bytenr, u64 disk_len, u64 offset, u64 num_bytes,
-//            u32 crc32c of the whole disk extent's data, u32 zero.
+//            u32 crc32c of the whole disk extent's data, u32 zero;
+//   prealloc: the regular layout, crc 0 (btrfs's BTRFS_FILE_EXTENT_PREALLOC:
+//            allocated by fallocate, never written; reads as zeros).
 // The file range [key offset, + num_bytes) reads the extent's bytes
-// [offset, offset + num_bytes); ranges with no item are holes.
+// [offset, offset + num_bytes) (zeros for prealloc); ranges with no item
+// are holes.
 inline constexpr uint8_t kExtentInline = 0;
 inline constexpr uint8_t kExtentRegular = 1;
+inline constexpr uint8_t kExtentPrealloc = 2;
 inline constexpr size_t kFileExtentHeaderSize = 16;
 inline constexpr size_t kFileExtentRegularSize = 16 + 40;
 struct FileExtent {
@@ -149,6 +153,8 @@ struct FileExtent {
   uint64_t offset = 0;
   uint64_t num_bytes = 0;
   uint32_t crc = 0;
+  // Regular or prealloc: points at a data extent.
+  bool on_disk() const { return kind == kExtentRegular || kind == kExtentPrealloc; }
   // Bytes of the file this extent covers.
   uint64_t length() const { return kind == kExtentInline ? inline_data.size() : num_bytes; }
 };

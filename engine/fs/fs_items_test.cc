@@ -13,6 +13,7 @@
 #include "absl/strings/escaping.h"
 #include "engine/base/check.h"
 #include "engine/base/coding.h"
+#include "engine/format/items.h"
 #include "engine/testing/status_matchers.h"
 #include "gtest/gtest.h"
 
@@ -215,6 +216,36 @@ TEST(FsItems, FileExtents) {
   std::string past = renc;
   EncodeLE64(past.data() + 40, 65536);
   EXPECT_THAT(DecodeFileExtent(past, 257, 0), StatusIs(absl::StatusCode::kDataLoss));
+
+  // Preallocated (fallocate): the regular layout, kind 2, crc 0.
+  FileExtent pre = reg;
+  pre.kind = kExtentPrealloc;
+  pre.crc = 0;
+  std::string penc = EncodeFileExtent(pre);
+  ASSERT_EQ(penc.size(), kFileExtentRegularSize);
+  EXPECT_EQ(static_cast<uint8_t>(penc[8]), 2);
+  ASSERT_OK_AND_ASSIGN(FileExtent pgot, DecodeFileExtent(penc, 257, 4096));
+  EXPECT_EQ(pgot.kind, kExtentPrealloc);
+  EXPECT_TRUE(pgot.on_disk());
+  EXPECT_EQ(pgot.offset, 4096u);
+  EXPECT_EQ(pgot.length(), 8192u);
+  Mangle(penc, [](absl::string_view v) { return DecodeFileExtent(v, 257, 4096).status(); });
+  // A checksum on data never written, a short item, an unknown kind.
+  std::string summed = penc;
+  summed[48] = 1;
+  EXPECT_THAT(DecodeFileExtent(summed, 257, 0), StatusIs(absl::StatusCode::kDataLoss));
+  EXPECT_THAT(DecodeFileExtent(penc.substr(0, 40), 257, 0), StatusIs(absl::StatusCode::kDataLoss));
+  std::string kind3 = penc;
+  kind3[8] = 3;
+  EXPECT_THAT(DecodeFileExtent(kind3, 257, 0), StatusIs(absl::StatusCode::kDataLoss));
+  // The refs layer sees a reference with nothing to verify.
+  format::DataRef d;
+  ASSERT_TRUE(format::LeafDataRef(EncodeFsKey({257, kExtentData, 4096}), penc, &d));
+  EXPECT_EQ(d.bytenr, pre.disk_bytenr);
+  EXPECT_EQ(d.len, pre.disk_len);
+  EXPECT_EQ(d.value_len, 0u);
+  EXPECT_EQ(d.crc, 0u);
+  EXPECT_FALSE(format::LeafDataRef(EncodeFsKey({257, kExtentData, 4096}), kind3, &d));
 }
 
 TEST(FsItems, Xattrs) {

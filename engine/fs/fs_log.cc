@@ -597,7 +597,7 @@ absl::StatusOr<bool> FsOps::HasName(Batch& b, uint64_t ino, uint64_t parent,
 // One touched inode: every name it has gets its directory entries (added
 // when replay left them out; a name in a missing directory is dropped);
 // nlink = names; no names left = deleted; directories' sizes recomputed;
-// extents past EOF dropped.
+// extents past EOF dropped (preallocated ones kept).
 absl::Status FsOps::FixInode(Batch& b, uint64_t ino) {
   COWKV_ASSIGN_OR_RETURN(std::optional<std::string> raw, b.Get(InodeKey(ino)));
   if (!raw.has_value()) {
@@ -628,12 +628,7 @@ absl::Status FsOps::FixInode(Batch& b, uint64_t ino) {
                                  }));
     fixed.size = size;
   } else {
-    int64_t nb = 0;
-    COWKV_RETURN_IF_ERROR(Punch(b, ino, fixed.size, ~0ull, &nb));
-    if (fixed.size == 0) {
-      COWKV_ASSIGN_OR_RETURN(std::optional<std::string> v, b.Get(ExtentKey(ino, 0)));
-      if (v.has_value()) b.Del(ExtentKey(ino, 0));
-    }
+    COWKV_RETURN_IF_ERROR(DropPastEof(b, ino, fixed.size));
   }
   if (EncodeInodeItem(fixed) != *raw) b.Put(InodeKey(ino), EncodeInodeItem(fixed));
   return absl::OkStatus();

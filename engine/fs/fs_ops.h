@@ -53,7 +53,15 @@ struct FsOptions {
   bool bug_item_counts_as_names = false;
   bool bug_replay_drops_new_name = false;
   bool bug_late_inode_counter = false;
+  bool bug_replay_drops_prealloc = false;  // fix-up drops KEEP_SIZE extents past EOF
 };
+
+// fallocate(2) modes (Linux's FALLOC_FL_* values); the combinations
+// FsOps::Fallocate takes are 0, KEEP_SIZE, PUNCH_HOLE | KEEP_SIZE and
+// ZERO_RANGE with or without KEEP_SIZE.
+inline constexpr uint32_t kFallocKeepSize = 0x01;
+inline constexpr uint32_t kFallocPunchHole = 0x02;
+inline constexpr uint32_t kFallocZeroRange = 0x10;
 
 // Relaxed atomics: statistics, bumped under a shared lock too.
 struct FsCounters {
@@ -169,6 +177,7 @@ struct FiemapEntry {
 inline constexpr uint32_t kFiemapLast = 0x1;
 inline constexpr uint32_t kFiemapNotAligned = 0x100;
 inline constexpr uint32_t kFiemapInline = 0x200;
+inline constexpr uint32_t kFiemapUnwritten = 0x800;  // preallocated (reads as zeros)
 inline constexpr uint32_t kFiemapShared = 0x2000;
 
 inline constexpr uint32_t kRenameNoReplace = 1;
@@ -241,6 +250,13 @@ class FsOps {
   absl::StatusOr<std::string> GetXattr(uint64_t ino, absl::string_view name);
   absl::StatusOr<std::vector<std::string>> ListXattrs(uint64_t ino);
   absl::Status RemoveXattr(uint64_t ino, absl::string_view name);
+  // fallocate(2) (fs_prealloc.cc): allocate (mode 0 / KEEP_SIZE: the
+  // holes of the range get preallocated extents, which read as zeros),
+  // PUNCH_HOLE | KEEP_SIZE (the range becomes a hole), ZERO_RANGE (the
+  // range becomes preallocated extents). Without KEEP_SIZE the file grows
+  // to the range's end. EOPNOTSUPP (UNIMPLEMENTED) for other modes,
+  // EINVAL for length 0, ENOSPC with nothing changed.
+  absl::Status Fallocate(uint64_t ino, uint32_t mode, uint64_t offset, uint64_t length);
 
   // Notes what fsync of `ino` must log; the caller then waits for a log
   // sync. `datasync`: skip the names of an inode older than this
@@ -317,6 +333,12 @@ class FsOps {
   absl::Status WriteExtents(Batch& b, uint64_t ino, uint64_t offset, absl::string_view data,
                             int64_t* nbytes);
   absl::StatusOr<std::string> ReadExtent(const FileExtent& e, uint64_t from, uint64_t len);
+  // fallocate: preallocated extents over the holes of [start, end)
+  // (at most max_extent bytes each); adds their bytes to *nbytes.
+  absl::Status PreallocHoles(Batch& b, uint64_t ino, uint64_t start, uint64_t end, int64_t* nbytes);
+  // Replay: drops what lies past EOF but preallocated extents (btrfs keeps
+  // fallocate KEEP_SIZE extents through log replay).
+  absl::Status DropPastEof(Batch& b, uint64_t ino, uint64_t size);
   absl::Status CloneChecks(const InodeItem& s, uint64_t src, uint64_t src_off,
                            const InodeItem& d, uint64_t dst, uint64_t dst_off, uint64_t length);
   absl::StatusOr<std::vector<Xattr>> LoadXattrs(Batch& b, uint64_t ino, absl::string_view name);

@@ -597,11 +597,23 @@ std::string RegularExtent(uint64_t bytenr, uint64_t disk_len, uint64_t off, uint
   e.crc = 0xc0ffee;
   return fs::EncodeFileExtent(e);
 }
+// A preallocated extent (fallocate): the regular layout, kind 2, crc 0.
+std::string PreallocExtent(uint64_t bytenr, uint64_t disk_len, uint64_t off, uint64_t num) {
+  fs::FileExtent e;
+  e.generation = 3;
+  e.kind = fs::kExtentPrealloc;
+  e.disk_bytenr = bytenr;
+  e.disk_len = disk_len;
+  e.offset = off;
+  e.num_bytes = num;
+  return fs::EncodeFileExtent(e);
+}
 
 TEST(FormatItemsFuzz, LeafDataRef) {
   const std::vector<std::string> seeds = {
       Pair(FsExtentKey(257, 0), RegularExtent(8 << 20, 8192, 0, 8192)),
       Pair(FsExtentKey(UINT64_MAX, UINT64_MAX), RegularExtent(UINT64_MAX, UINT64_MAX, 0, 1)),
+      Pair(FsExtentKey(257, 4096), PreallocExtent(8 << 20, 131072, 4096, 8192)),
       Pair(kv::TreeKey("user"), kv::EncodeExtentItem({1, 2, 2}, {9 << 20, 8192, 5000, 7})),
       Pair(kv::TreeKey(std::string(200, 'u')),
            kv::EncodeExtentItem({1, 1, 1}, {UINT64_MAX, UINT64_MAX, UINT64_MAX, 7})),
@@ -760,6 +772,7 @@ TEST(FsItemsFuzz, FileExtent) {
   seeds.push_back(WithOffset(4096, fs::EncodeFileExtent(inl)));
   seeds.push_back(WithOffset(0, RegularExtent(8 << 20, 8192, 0, 8192)));
   seeds.push_back(WithOffset(1 << 20, RegularExtent(9 << 20, 1 << 20, 4096, 65536)));
+  seeds.push_back(WithOffset(1 << 20, PreallocExtent(9 << 20, 1 << 20, 4096, 65536)));
   // The last byte of a huge extent, at the last file offset that fits.
   seeds.push_back(
       WithOffset(UINT64_MAX - 1, RegularExtent(UINT64_MAX, UINT64_MAX, UINT64_MAX - 1, 1)));
@@ -773,7 +786,10 @@ TEST(FsItemsFuzz, FileExtent) {
                if (!d.ok()) return d.status();
                // What readers rely on: the range read stays inside the extent
                // and the file range does not wrap.
-               if (d->kind == fs::kExtentRegular) {
+               if (d->on_disk()) {
+                 if (d->kind == fs::kExtentPrealloc) {
+                   EXPECT_EQ(d->crc, 0u);
+                 }
                  EXPECT_LT(d->offset, d->disk_len);
                  EXPECT_LE(d->num_bytes, d->disk_len - d->offset);
                  EXPECT_GE(off + d->num_bytes, off);

@@ -528,6 +528,11 @@ absl::Status Files::Truncate(uint64_t ino, uint64_t size) {
   return store_->FsWrite(subvol_, [&](fs::FsOps& o) { return o.Truncate(ino, size); });
 }
 
+absl::Status Files::Fallocate(uint64_t ino, uint32_t mode, uint64_t offset, uint64_t length) {
+  return store_->FsWrite(subvol_,
+                         [&](fs::FsOps& o) { return o.Fallocate(ino, mode, offset, length); });
+}
+
 absl::Status Files::Clone(uint64_t src, uint64_t src_offset, uint64_t dst, uint64_t dst_offset,
                           uint64_t length) {
   return store_->FsWrite(

@@ -80,6 +80,13 @@ class StoreImpl::FsBackendImpl : public fs::FsBackend {
     return d;
   }
   void ReleaseData(const format::DataRef& d) override { s_->txn_->ReleaseUnusedData(d); }
+  absl::StatusOr<format::DataRef> AllocData(uint64_t len) override {
+    COWKV_ASSIGN_OR_RETURN(format::DataRef d, s_->txn_->AllocDataExtent(len));
+    d.value_len = 0;
+    d.crc = 0;
+    return d;
+  }
+  uint64_t FreeDataBytes() override { return s_->txn_->Stats().free_bytes; }
 
   // Corrupt bytes are reported through CorruptionError, as every other
   // read of the device does: one message shape, and counted in

@@ -6,15 +6,19 @@
 // truncates (down and up), reads, unlink, rmdir, renames (plain, over a
 // file, over an empty directory, no-replace, exchange, a directory under
 // itself), hard links, clones (between files and within one), xattrs,
-// paged readdir, stat, fiemap and fsync, plus operations that must fail
+// paged readdir, stat, fiemap and fsync, fallocate (allocate, KEEP_SIZE
+// also past EOF, punch hole, zero range, and the modes refused), plus
+// operations that must fail
 // (ENOENT, ENOTDIR, EISDIR, EEXIST, ENOTEMPTY, EPERM, EINVAL, ENODATA,
 // ENAMETOOLONG). The model predicts every outcome, including which error;
 // after a failure the touched paths are re-read and must be unchanged.
 // Commits re-check that ranges cloned since are still SHARED; reopens run
 // `check` and compare the whole tree (ReadDir + Stat + Read from "/") and
 // every live snapshot with its model copy.
-// fiemap rules: extents sorted, disjoint, inside the file, summing to
-// st_bytes; a freshly cloned range is SHARED in both files; a file unchanged
+// fiemap rules: extents sorted, disjoint, inside the file (UNWRITTEN ones,
+// preallocated, may pass EOF), summing to st_bytes; after a fallocate its
+// range is mapped throughout (allocate, zero range: UNWRITTEN throughout)
+// or not at all (punch); a freshly cloned range is SHARED in both files; a file unchanged
 // since a live snapshot is SHARED; a file never cloned and in no live
 // snapshot has no SHARED extent (so dropping a snapshot clears the flag).
 // Odd seeds use 4 KiB nodes (deep trees), even ones 16 KiB; seeds divisible
@@ -314,6 +318,7 @@ class FsRun {
   void OpCommit();
   void OpSnapshot();
   void OpDropSnapshot();
+  void OpFallocate();
 
  private:
   Files f() { return *files_; }
@@ -347,6 +352,7 @@ class FsRun {
   void DoStat(const std::string& path);
   void DoReadDir(const std::string& path, uint64_t limit);
   void DoReadLink(const std::string& path);
+  void DoFallocate(uint64_t ino, uint32_t mode, uint64_t off, uint64_t len);
 
   void VerifyInode(Files f, const Model& m, uint64_t ino, const std::string& path);
   void VerifyDir(Files f, const Model& m, uint64_t dir);
@@ -383,6 +389,7 @@ struct OpSpec {
   int weight;
   void (FsRun::*fn)();
 };
+// clang-format off
 const OpSpec kOps[] = {
     {60, &FsRun::OpCreate},  {30, &FsRun::OpMkdir},       {12, &FsRun::OpSymlink},
     {160, &FsRun::OpWrite},  {45, &FsRun::OpTruncate},    {100, &FsRun::OpRead},
@@ -391,7 +398,9 @@ const OpSpec kOps[] = {
     {35, &FsRun::OpReadDir}, {50, &FsRun::OpStat},        {40, &FsRun::OpFiemap},
     {8, &FsRun::OpFsync},    {70, &FsRun::OpError},       {3, &FsRun::OpCommit},
     {1, &FsRun::OpSnapshot}, {1, &FsRun::OpDropSnapshot},
+    {35, &FsRun::OpFallocate},
 };
+// clang-format on
 
 FsRun::FsRun(uint64_t seed, uint32_t nodesize) : seed_(seed), nodesize_(nodesize), rng_(seed) {
   random_.resize(2 << 20);
@@ -604,7 +613,7 @@ void FsRun::CheckFiemap(uint64_t ino) {
   const MNode& n = m_.at(ino);
   ASSERT_OK_AND_ASSIGN(std::vector<FiemapExtent> es, f().Fiemap(ino));
   ASSERT_OK_AND_ASSIGN(FileStat st, f().StatInode(ino));
-  uint64_t end = 0, total = 0;
+  uint64_t end = 0, total = 0, written = 0;
   bool shared = false;
   for (size_t i = 0; i < es.size(); ++i) {
     const FiemapExtent& e = es[i];
@@ -612,7 +621,11 @@ void FsRun::CheckFiemap(uint64_t ino) {
     ASSERT_GT(e.length, 0u);
     ASSERT_GE(e.logical, end) << "extents out of order or overlapping";
     end = e.logical + e.length;
-    ASSERT_LE(end, n.data.size()) << "extent past EOF";
+    const bool unwritten = (e.flags & kFiemapExtentUnwritten) != 0;
+    if (!unwritten) {
+      ASSERT_LE(end, n.data.size()) << "extent past EOF";
+      written += e.length;
+    }
     total += e.length;
     ASSERT_EQ((e.flags & kFiemapExtentLast) != 0, i + 1 == es.size());
     const bool inl = (e.flags & kFiemapExtentInline) != 0;
@@ -622,7 +635,7 @@ void FsRun::CheckFiemap(uint64_t ino) {
     }
     shared = shared || sh;
   }
-  ASSERT_LE(total, n.data.size());
+  ASSERT_LE(written, n.data.size());
   ASSERT_EQ(total, st.bytes) << "st_bytes differs from the bytes fiemap maps";
   if (!n.cloned && n.exposed.empty()) {
     ASSERT_FALSE(shared) << "SHARED on a file never cloned and in no live snapshot:\n"
@@ -1208,6 +1221,93 @@ void FsRun::OpError() {
       return DoXattr(ino, P(50) ? 1 : 3);
     }
   }
+}
+
+// ---- fallocate ------------------------------------------------------------------------
+
+// Mostly valid modes on files, over holes, data and EOF; now and then a
+// mode refused (EOPNOTSUPP, or EINVAL for punch with zero), length 0, a
+// directory, a symlink or a dead inode.
+void FsRun::OpFallocate() {
+  static const uint32_t kModes[] = {0, kFallocKeepSize, kFallocPunchHole | kFallocKeepSize,
+                                    kFallocZeroRange, kFallocZeroRange | kFallocKeepSize};
+  const uint64_t ino = P(94) ? PickIno(kFile) : P(50) ? DeadIno() : PickIno(kAny);
+  if (ino == 0) return;
+  uint32_t mode = kModes[R(std::size(kModes))];
+  if (P(4)) {
+    static const uint32_t kBad[] = {kFallocPunchHole,
+                                    0x04,
+                                    0x08,
+                                    0x20,
+                                    0x40,
+                                    kFallocPunchHole | kFallocZeroRange | kFallocKeepSize};
+    mode = kBad[R(std::size(kBad))];
+  }
+  const uint64_t size = m_.count(ino) ? SizeOf(m_.at(ino)) : 0;
+  uint64_t off = P(60) ? R(size + 1) : size + R(100 << 10);
+  uint64_t len = P(2) ? 0 : 1 + R(P(50) ? 5000 : 300 << 10);
+  if (TotalData() > kDataCap && !(mode & kFallocKeepSize) && off + len > size) {
+    off = size > len ? R(size - len) : 0;
+  }
+  if (off + len > kMaxFileBytes) return;
+  DoFallocate(ino, mode, off, len);
+}
+
+void FsRun::DoFallocate(uint64_t ino, uint32_t mode, uint64_t off, uint64_t len) {
+  const bool keep = (mode & kFallocKeepSize) != 0;
+  const std::string tag = absl::StrCat("fallocate.",
+                                       mode & kFallocPunchHole   ? "punch"
+                                       : mode & kFallocZeroRange ? "zero"
+                                                                 : "alloc",
+                                       keep ? "_keep" : "");
+  Note(absl::StrCat(tag, " 0x", absl::Hex(mode), " ", ino, " [", off, ", +", len, ")"));
+  // The request is checked before the inode is looked up.
+  Want w;
+  const uint32_t known = kFallocKeepSize | kFallocPunchHole | kFallocZeroRange;
+  if ((mode & kFallocPunchHole) && (mode & kFallocZeroRange)) {
+    w = Posix("EINVAL");
+  } else if ((mode & ~known) || ((mode & kFallocPunchHole) && !keep)) {
+    w = {Code::kUnimplemented, "EOPNOTSUPP"};
+  } else if (len == 0) {
+    w = Posix("EINVAL");
+  } else {
+    w = MRegular(m_, ino);
+  }
+  if (!Outcome(tag, f().Fallocate(ino, mode, off, len), w)) {
+    if (!w.ok() && m_.count(ino)) {
+      ASSERT_NO_FATAL_FAILURE(VerifyInode(f(), m_, ino, ""));
+    }
+    return;
+  }
+  std::string& d = m_.at(ino).data;
+  const uint64_t end = off + len;
+  if (mode & (kFallocPunchHole | kFallocZeroRange)) {
+    if (off < d.size())
+      d.replace(off, std::min(end, d.size()) - off, std::min(end, d.size()) - off, '\0');
+  }
+  if (!keep && d.size() < end) d.resize(end, '\0');
+  Changed(ino);
+  ASSERT_NO_FATAL_FAILURE(VerifyRange(ino, off > 300 ? off - 300 : 0, len + 600));
+  // The range is mapped throughout (allocate: data or preallocated; zero
+  // range: preallocated), or not at all (punch).
+  ASSERT_OK_AND_ASSIGN(std::vector<FiemapExtent> es, f().Fiemap(ino, off, len));
+  uint64_t covered = off;
+  for (const FiemapExtent& e : es) {
+    const uint64_t lo = std::max(e.logical, off), hi = std::min(e.logical + e.length, end);
+    if (lo >= hi) continue;
+    SCOPED_TRACE(
+        absl::StrCat("extent [", e.logical, ", +", e.length, ") flags 0x", absl::Hex(e.flags)));
+    ASSERT_FALSE(mode & kFallocPunchHole) << "mapped inside a punched hole";
+    ASSERT_EQ(lo, covered) << "a hole left in a fallocated range";
+    if (mode & kFallocZeroRange) {
+      ASSERT_TRUE(e.flags & kFiemapExtentUnwritten) << "zero range not UNWRITTEN";
+    }
+    covered = hi;
+  }
+  if (!(mode & kFallocPunchHole)) {
+    ASSERT_EQ(covered, end) << "a hole left at the end of a fallocated range";
+  }
+  ++mix_[es.empty() ? "~fallocate unmapped" : "~fallocate mapped"];
 }
 
 // ---- Commits, reopens, snapshots ----------------------------------------------------

@@ -18,6 +18,9 @@ namespace cowkv {
 
 static_assert(kRootInode == fs::kRootDirIno);
 
+static_assert(kFiemapExtentUnwritten == fs::kFiemapUnwritten);
+static_assert(kFallocKeepSize == fs::kFallocKeepSize && kFallocPunchHole == fs::kFallocPunchHole &&
+              kFallocZeroRange == fs::kFallocZeroRange);
 static_assert(kFiemapExtentLast == fs::kFiemapLast && kFiemapExtentShared == fs::kFiemapShared &&
               kFiemapExtentInline == fs::kFiemapInline &&
               kFiemapExtentNotAligned == fs::kFiemapNotAligned);
@@ -153,6 +156,8 @@ fs::FsOptions StoreImpl::FsOptionsFromStore() const {
       options_.test_hooks.planted_bug == Options::TestHooks::PlantedBug::kReplayDropsNewName;
   o.bug_late_inode_counter =
       options_.test_hooks.planted_bug == Options::TestHooks::PlantedBug::kLateInodeCounter;
+  o.bug_replay_drops_prealloc =
+      options_.test_hooks.planted_bug == Options::TestHooks::PlantedBug::kDropsPrealloc;
   return o;
 }
 

@@ -6,12 +6,14 @@
 // see the problem): refcount != back-references, a leaked extent, an
 // overlapping extent, misordered keys, a key outside its parent's fence, and
 // a flipped byte.
+#include <functional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cowkv/device.h"
 #include "cowkv/store.h"
+#include "engine/base/coding.h"
 #include "engine/format/items.h"
 #include "engine/format/layout.h"
 #include "engine/testing/node_surgery.h"
@@ -189,6 +191,72 @@ TEST_F(CheckFsTest, WrongLinkCount) {
     }
   }));
   ExpectFinding("nlink 1 but 2 names");
+}
+
+// Preallocated extents (fallocate): a file with data, preallocated extents
+// inside its size and past it (KEEP_SIZE), one of them split by a write,
+// is clean; a prealloc item turned regular past EOF, one with a checksum,
+// and a lost piece (the data extent's back-references no longer match its
+// pointers) are found.
+class CheckPreallocTest : public CheckFsTest {
+ protected:
+  void SetUp() override {
+    ASSERT_OK(Store::Mkfs(&dev_, testing::TestMkfs(4096)));
+    ASSERT_OK_AND_ASSIGN(auto store, Store::Open(&dev_, testing::TestOptions()));
+    ASSERT_OK_AND_ASSIGN(SubvolumeInfo info, store->CreateSubvolume("files"));
+    tree_ = info.id;
+    ASSERT_OK_AND_ASSIGN(auto sv, store->OpenSubvolume("files"));
+    Files f = sv->files();
+    ASSERT_OK_AND_ASSIGN(FileStat st, f.Create("/file"));
+    ASSERT_OK(f.Write(st.ino, 0, std::string(3000, 'x')));
+    ASSERT_OK(f.Fallocate(st.ino, 0, 3000, 20000));
+    ASSERT_OK(f.Write(st.ino, 10000, "split"));
+    ASSERT_OK(f.Fallocate(st.ino, kFallocKeepSize, 0, 60000));
+    ASSERT_OK(store->Close());
+    testing::ExpectCheckClean(&dev_);
+    ASSERT_OK_AND_ASSIGN(std::vector<NodeInfo> nodes, ListNodes(&dev_));
+    for (const NodeInfo& n : nodes) {
+      if (n.tree == tree_ && n.level == 0) leaf_ = n.bytenr;
+    }
+    ASSERT_NE(leaf_, 0u);
+  }
+  // Applies `fn` to the value of every preallocated EXTENT_DATA item.
+  void RewritePrealloc(const std::function<bool(std::string*)>& fn) {
+    ASSERT_OK(RewriteNode(&dev_, leaf_, [&](std::vector<Item>* items) {
+      for (auto it = items->begin(); it != items->end(); ++it) {
+        if (Type(*it) == 108 && it->value.size() == 56 && it->value[8] == 2 && fn(&it->value)) {
+          if (it->value.empty()) items->erase(it);
+          return;
+        }
+      }
+    }));
+  }
+};
+
+TEST_F(CheckPreallocTest, RegularPastEof) {
+  RewritePrealloc([](std::string* v) {
+    const uint64_t num = DecodeLE64(v->data() + 40);
+    if (num != 60000 - 23000) return false;  // the KEEP_SIZE one, past EOF
+    (*v)[8] = 1;
+    return true;
+  });
+  ExpectFinding("past its size");
+}
+
+TEST_F(CheckPreallocTest, ChecksumOnPreallocatedExtent) {
+  RewritePrealloc([](std::string* v) {
+    (*v)[48] = 7;
+    return true;
+  });
+  ExpectFinding("preallocated extent with a checksum");
+}
+
+TEST_F(CheckPreallocTest, LostPieceOfASplitExtent) {
+  RewritePrealloc([](std::string* v) {
+    v->clear();  // the first piece of the split extent goes
+    return true;
+  });
+  ExpectFinding("back-references do not match");
 }
 
 }  // namespace

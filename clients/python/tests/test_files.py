@@ -1,6 +1,7 @@
 """The file tree against a live cowkvd: file objects in every mode, streaming
 of files larger than one message, names (mkdir, rename with flags, link,
-symlink, unlink, rmdir), clone and fiemap, and POSIX names on errors."""
+symlink, unlink, rmdir), clone and fiemap, fallocate, and POSIX names on
+errors."""
 
 from __future__ import annotations
 
@@ -219,3 +220,46 @@ def test_fsync_paths(sv: cowkv.Subvolume) -> None:
     fs.fsync("/d")
     with pytest.raises(cowkv.NotFound):
         fs.fsync("/d/absent")
+
+
+def test_fallocate_modes_and_unwritten_extents(sv: cowkv.Subvolume) -> None:
+    fs = sv.files
+    data = os.urandom(10000)
+    fs.write_bytes("/p", data)
+    st = fs.fallocate("/p", 0, 100000)
+    assert st.size == 100000 and st.bytes == 100000
+    assert fs.read_bytes("/p") == data + bytes(90000)
+    exts = fs.fiemap("/p")
+    assert not exts[0].unwritten and all(e.unwritten for e in exts[1:]) and exts[-1].last
+    # KEEP_SIZE past EOF; by inode number.
+    st = fs.fallocate(st.ino, 100000, 50000, keep_size=True)
+    assert st.size == 100000 and st.bytes == 150000
+    last = fs.fiemap("/p")[-1]
+    assert last.unwritten and last.logical + last.length == 150000
+    # A write converts only what it covers.
+    with fs.open("/p", "r+") as f:
+        f.seek(50000)
+        f.write(b"middle")
+    exts = fs.fiemap("/p", offset=40000, length=20000)
+    assert [e.unwritten for e in exts] == [True, False, True]
+    # Punch hole (keeps the size), zero range (grows the file).
+    st = fs.fallocate("/p", 1000, 2000, punch_hole=True)
+    assert st.size == 100000 and st.bytes == 148000
+    st = fs.fallocate("/p", 90000, 20000, zero_range=True)
+    assert st.size == 110000
+    want = bytearray(data + bytes(100000))
+    want[1000:3000] = bytes(2000)
+    want[50000:50006] = b"middle"
+    assert fs.read_bytes("/p") == bytes(want[:110000])
+    # Refused.
+    with pytest.raises(cowkv.InvalidArgument) as e:
+        fs.fallocate("/p", 0, 10, punch_hole=True, zero_range=True)
+    assert e.value.errno_name == "EINVAL"
+    with pytest.raises(cowkv.InvalidArgument):
+        fs.fallocate("/p", 0, 0)
+    with pytest.raises(cowkv.NotFound):
+        fs.fallocate("/absent", 0, 10)
+    fs.mkdir("/dir")
+    with pytest.raises(cowkv.FailedPrecondition) as isdir:
+        fs.fallocate("/dir", 0, 10)
+    assert isdir.value.errno_name == "EISDIR"

@@ -47,8 +47,9 @@ enum class ErrorReason : uint8_t {
   kLimit,             // a request over a per-call bound: retrying cannot help
   kCorruption,        // a byte read from the device is wrong (DATA_LOSS)
   kDeviceChanged,     // the device was changed or taken by someone else
+  kEOPNOTSUPP,        // POSIX: a file operation's mode is not supported (fallocate)
 };
-inline constexpr int kErrorReasonCount = static_cast<int>(ErrorReason::kDeviceChanged) + 1;
+inline constexpr int kErrorReasonCount = static_cast<int>(ErrorReason::kEOPNOTSUPP) + 1;
 
 inline constexpr char kReasonPayloadUrl[] = "type.cowkv.dev/cowkv.reason";
 
@@ -75,8 +76,8 @@ absl::Status WithContext(const absl::Status& status, absl::string_view context);
 
 // A file-tree error: message "<POSIX name>: <what>", a code that matches
 // the errno (NOT_FOUND for ENOENT/ENODATA, ALREADY_EXISTS, INVALID_ARGUMENT
-// for EINVAL/ENAMETOOLONG/EFBIG, RESOURCE_EXHAUSTED for ENOSPC,
-// FAILED_PRECONDITION otherwise) and the reason attached.
+// for EINVAL/ENAMETOOLONG/EFBIG, RESOURCE_EXHAUSTED for ENOSPC, UNIMPLEMENTED
+// for EOPNOTSUPP, FAILED_PRECONDITION otherwise) and the reason attached.
 absl::Status PosixError(ErrorReason reason, absl::string_view what);
 
 }  // namespace cowkv

@@ -52,6 +52,7 @@ struct ReadDirResult {
 inline constexpr uint32_t kFiemapExtentLast = 0x1;
 inline constexpr uint32_t kFiemapExtentNotAligned = 0x100;
 inline constexpr uint32_t kFiemapExtentInline = 0x200;
+inline constexpr uint32_t kFiemapExtentUnwritten = 0x800;  // preallocated: reads as zeros
 inline constexpr uint32_t kFiemapExtentShared = 0x2000;
 
 struct FiemapExtent {
@@ -60,6 +61,11 @@ struct FiemapExtent {
   uint64_t length = 0;
   uint32_t flags = 0;
 };
+
+// fallocate modes (Linux's FALLOC_FL_* values).
+inline constexpr uint32_t kFallocKeepSize = 0x01;
+inline constexpr uint32_t kFallocPunchHole = 0x02;
+inline constexpr uint32_t kFallocZeroRange = 0x10;
 
 inline constexpr uint32_t kRenameNoReplace = 1;  // fail with ALREADY_EXISTS if `to` exists
 inline constexpr uint32_t kRenameExchange = 2;   // swap `from` and `to` (both must exist)
@@ -125,6 +131,15 @@ class Files {
   absl::StatusOr<std::string> GetXattr(uint64_t ino, absl::string_view name);
   absl::StatusOr<std::vector<std::string>> ListXattrs(uint64_t ino);
   absl::Status RemoveXattr(uint64_t ino, absl::string_view name);
+  // fallocate(2): `mode` is 0 (allocate: the holes of the range get
+  // preallocated extents, which read as zeros and show as UNWRITTEN in
+  // fiemap; the file grows to the range's end), kFallocKeepSize (the same
+  // without changing the size, also past EOF), kFallocPunchHole |
+  // kFallocKeepSize (the range becomes a hole) or kFallocZeroRange (with
+  // or without kFallocKeepSize: the range becomes preallocated extents).
+  // Other modes: EOPNOTSUPP (UNIMPLEMENTED); length 0: EINVAL; no space:
+  // ENOSPC with nothing changed.
+  absl::Status Fallocate(uint64_t ino, uint32_t mode, uint64_t offset, uint64_t length);
 
  private:
   friend class Subvolume;

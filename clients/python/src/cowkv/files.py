@@ -30,7 +30,9 @@ if TYPE_CHECKING:
 
 __all__ = ["Files", "FileStat", "FileKind", "DirEntry", "Extent", "RENAME_NOREPLACE",
            "RENAME_EXCHANGE", "FIEMAP_EXTENT_LAST", "FIEMAP_EXTENT_NOT_ALIGNED",
-           "FIEMAP_EXTENT_DATA_INLINE", "FIEMAP_EXTENT_SHARED", "Path"]
+           "FIEMAP_EXTENT_DATA_INLINE", "FIEMAP_EXTENT_SHARED", "Path",
+           "FIEMAP_EXTENT_UNWRITTEN", "FALLOC_FL_KEEP_SIZE", "FALLOC_FL_PUNCH_HOLE",
+           "FALLOC_FL_ZERO_RANGE"]
 
 Path = Union[str, "os.PathLike[str]"]
 
@@ -44,6 +46,13 @@ FIEMAP_EXTENT_LAST = files_pb2.FIEMAP_FLAG_LAST
 FIEMAP_EXTENT_NOT_ALIGNED = files_pb2.FIEMAP_FLAG_NOT_ALIGNED
 FIEMAP_EXTENT_DATA_INLINE = files_pb2.FIEMAP_FLAG_INLINE
 FIEMAP_EXTENT_SHARED = files_pb2.FIEMAP_FLAG_SHARED
+#: Preallocated by fallocate and not written yet: reads as zeros.
+FIEMAP_EXTENT_UNWRITTEN = files_pb2.FIEMAP_FLAG_UNWRITTEN
+
+#: fallocate modes (Linux's FALLOC_FL_* values), as Files.fallocate sends them.
+FALLOC_FL_KEEP_SIZE = files_pb2.FALLOCATE_FLAG_KEEP_SIZE
+FALLOC_FL_PUNCH_HOLE = files_pb2.FALLOCATE_FLAG_PUNCH_HOLE
+FALLOC_FL_ZERO_RANGE = files_pb2.FALLOCATE_FLAG_ZERO_RANGE
 
 #: Bytes per Write message (the server takes at most 4 MiB).
 WRITE_CHUNK = 1 << 20
@@ -125,6 +134,11 @@ class Extent:
     def last(self) -> bool:
         """The file's last extent."""
         return bool(self.flags & FIEMAP_EXTENT_LAST)
+
+    @property
+    def unwritten(self) -> bool:
+        """Preallocated (fallocate) and not written yet: reads as zeros."""
+        return bool(self.flags & FIEMAP_EXTENT_UNWRITTEN)
 
 
 def _p(path: Path) -> str:
@@ -323,6 +337,36 @@ class Files:
             offset = resp.extents[-1].logical + resp.extents[-1].length
             if stop and offset >= stop:
                 return out
+
+    # fallocate.
+
+    def fallocate(self, path_or_ino: Union[Path, int], offset: int, length: int, *,
+                  keep_size: bool = False, punch_hole: bool = False,
+                  zero_range: bool = False) -> FileStat:
+        """fallocate(2) on a regular file (a path, or an inode number).
+
+        By default the range's holes get preallocated extents, which read as
+        zeros and show ``unwritten`` in :meth:`fiemap`, and the file grows to
+        ``offset + length``; ``keep_size`` keeps the size (the range may lie
+        past EOF). ``punch_hole`` makes the range a hole and implies
+        ``keep_size`` (as fallocate(1)); ``zero_range`` makes it read as zeros
+        (preallocated extents). ``punch_hole`` with ``zero_range`` raises
+        InvalidArgument (EINVAL), as does ``length`` 0; a full device
+        NoSpace, with nothing changed. Returns the file's attributes."""
+        mode = 0
+        if keep_size or punch_hole:
+            mode |= FALLOC_FL_KEEP_SIZE
+        if punch_hole:
+            mode |= FALLOC_FL_PUNCH_HOLE
+        if zero_range:
+            mode |= FALLOC_FL_ZERO_RANGE
+        if isinstance(path_or_ino, int):
+            path, ino = "", path_or_ino
+        else:
+            path, ino = _p(path_or_ino), 0
+        req = files_pb2.FallocateRequest(subvolume=self.subvolume, path=path, ino=ino, mode=mode,
+                                         offset=offset, length=length)
+        return FileStat.from_proto(self._rpc.unary(self._rpc.files.Fallocate, req, "fallocate"))
 
 
 def _chunks(source: Union[BinaryIO, Iterator[bytes]]) -> Iterator[bytes]:
