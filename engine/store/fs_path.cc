@@ -153,6 +153,8 @@ fs::FsOptions StoreImpl::FsOptionsFromStore() const {
       options_.test_hooks.planted_bug == Options::TestHooks::PlantedBug::kReplayDropsNewName;
   o.bug_late_inode_counter =
       options_.test_hooks.planted_bug == Options::TestHooks::PlantedBug::kLateInodeCounter;
+  o.bug_skip_orphan_cleanup =
+      options_.test_hooks.planted_bug == Options::TestHooks::PlantedBug::kSkipOrphanCleanup;
   return o;
 }
 

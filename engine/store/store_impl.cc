@@ -45,6 +45,7 @@ absl::Status StoreImpl::Init() {
     } else {
       COWKV_RETURN_IF_ERROR(ReplayLog(r));
     }
+    if (!options_.read_only) COWKV_RETURN_IF_ERROR(CleanupOrphansLocked());
   }
   {
     syncer_ =
