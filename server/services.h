@@ -127,6 +127,13 @@ class FilesService final : public v1::Files::Service {
                      v1::FsyncResponse* resp) override;
   grpc::Status Fiemap(ServerContext* ctx, const v1::FiemapRequest* req,
                       v1::FiemapResponse* resp) override;
+  // Open files (files_handle_service.cc).
+  grpc::Status Open(ServerContext* ctx, const v1::OpenRequest* req,
+                    v1::OpenResponse* resp) override;
+  grpc::Status Close(ServerContext* ctx, const v1::CloseRequest* req,
+                     v1::CloseResponse* resp) override;
+  grpc::Status CreateTmpfile(ServerContext* ctx, const v1::CreateTmpfileRequest* req,
+                             v1::OpenResponse* resp) override;
 
  private:
   ServiceEnv* const env_;
