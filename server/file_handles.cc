@@ -46,12 +46,15 @@ absl::StatusOr<uint64_t> FileHandles::Add(const std::string& peer, const std::st
 
 absl::Status FileHandles::MissingLocked(uint64_t handle) const {
   if (expired_.contains(handle)) {
-    return absl::NotFoundError(absl::StrCat(
-        "EBADF: file handle ", handle,
-        " expired (unused for longer than its lease, or its connection closed); open it again"));
+    return WithServerReason(
+        absl::NotFoundError(absl::StrCat("EBADF: file handle ", handle,
+                                         " expired (unused for longer than its lease, or its "
+                                         "connection closed); open it again")),
+        "EBADF");
   }
-  return absl::NotFoundError(
-      absl::StrCat("EBADF: no open file handle ", handle, " (closed, or never opened)"));
+  return WithServerReason(absl::NotFoundError(absl::StrCat("EBADF: no open file handle ", handle,
+                                                           " (closed, or never opened)")),
+                          "EBADF");
 }
 
 void FileHandles::RemoveLocked(uint64_t handle, const Entry& e, bool expired) {

@@ -260,7 +260,6 @@ bool MState::ApplyData(const Op& op, size_t position) {
 
 bool MState::Apply(const Op& op, size_t position, int* made) {
   if (made) *made = 0;
-  auto gone_if_unnamed = [&](int id) { GoneIfUnnamed(id); };
   switch (op.kind) {
     case OpKind::kCreate: return Create(op.a, FileKind::kRegular, "", made);
     case OpKind::kMkdir: return Create(op.a, FileKind::kDirectory, "", made);
@@ -284,7 +283,7 @@ bool MState::Apply(const Op& op, size_t position, int* made) {
       std::optional<int> id = At(op.a);
       if (!id || *id == 0 || inodes_[*id].kind == FileKind::kDirectory) return false;
       paths_.erase(op.a);
-      gone_if_unnamed(*id);
+      GoneIfUnnamed(*id);
       return true;
     }
     case OpKind::kRmdir: {
