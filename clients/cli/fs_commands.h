@@ -45,6 +45,9 @@ std::string BaseName(absl::string_view path);
 // Declares fs put, cat, clone and fiemap. (fs_data.cc)
 void AddFsData(CommandGroup* group, const GlobalsPtr& g);
 
+// Declares fs tmpfile. (fs_tmpfile.cc)
+void AddFsTmpfile(CommandGroup* group, const GlobalsPtr& g);
+
 }  // namespace cli
 }  // namespace cowkv
 
