@@ -227,6 +227,8 @@ TEST(FormatDoc, FileItems) {
   EXPECT_EQ(fs::kDirItem, 84);
   EXPECT_EQ(fs::kDirIndex, 96);
   EXPECT_EQ(fs::kExtentData, 108);
+  EXPECT_EQ(fs::kOrphanItem, 48);
+  EXPECT_EQ(fs::kOrphanObjectid, 0xfffffffffffffffbull);
   EXPECT_EQ(fs::kRootDirIno, 256u);
 }
 

@@ -54,6 +54,11 @@ const absl::flat_hash_map<std::string, Access>& MethodTable() {
       {"cowkv.v1.Files/Clone", Access::kWrite},
       {"cowkv.v1.Files/Fsync", Access::kWrite},
       {"cowkv.v1.Files/Fallocate", Access::kWrite},
+      // Open files: opening reads (a handle keeps an unlinked file, as any
+      // reader's open does); an O_TMPFILE writes.
+      {"cowkv.v1.Files/Open", Access::kRead},
+      {"cowkv.v1.Files/Close", Access::kRead},
+      {"cowkv.v1.Files/CreateTmpfile", Access::kWrite},
       // Subvolumes: reading the list; changing it is admin.
       {"cowkv.v1.Subvolumes/List", Access::kRead},
       {"cowkv.v1.Subvolumes/Show", Access::kRead},

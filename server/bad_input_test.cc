@@ -286,6 +286,7 @@ class BadInput {
   void FilesNamespace();
   void FilesData();
   void FilesFallocate();
+  void FilesHandles();
   void Admin();
 
   // Helpers for the Files generators.
@@ -1834,6 +1835,66 @@ void BadInput::Admin() {
   }
 }
 
+// Open, Close and CreateTmpfile. Every handle opened is closed at once (an
+// O_TMPFILE never linked goes with it), so the seed does not change.
+void BadInput::FilesHandles() {
+  Flaws f;
+  f.unparsable = OneIn(8);
+  const uint64_t k = U(5);
+  auto close = [this](uint64_t handle) {
+    v1::CloseRequest c;
+    c.set_handle(handle);
+    Send("Files/Close", "close an open handle", Flaws{}, {Serialize(c, false)});
+  };
+  switch (U(3)) {
+    case 0: {
+      f.malformed = k == 0;
+      f.unknown_subvolume = k == 1;
+      f.absent = k == 2;
+      const std::string sv = f.unparsable          ? Utf8Bomb()
+                             : f.unknown_subvolume ? UnknownSubvolume()
+                                                   : ReadableSubvolume();
+      v1::OpenRequest req;
+      req.set_subvolume(sv);
+      req.set_path(f.absent ? Fresh("/dir/absent-") : AnyFile().path);
+      if (f.malformed && OneIn(2)) {
+        req.set_path(BadPath());
+      } else if (f.malformed) {
+        req.set_lease_ms(kMaxLeaseMs + 1 + U(1000));
+      }
+      const Reply r =
+          Send("Files/Open", "open " + req.path().substr(0, 40), f, {Serialize(req, f.unparsable)});
+      if (r.status.ok()) close(Parse<v1::OpenResponse>(r).handle());
+      return;
+    }
+    case 1: {
+      v1::CloseRequest req;
+      req.set_handle(rng_() | 1);
+      f.unknown_handle = true;
+      Send("Files/Close", "close an unknown handle", f, {Serialize(req, f.unparsable)});
+      return;
+    }
+    default: {
+      f.malformed = k == 0;
+      f.unknown_subvolume = k == 1;
+      f.absent = k == 2;
+      f.read_only = k == 3;
+      const std::string sv = f.unparsable          ? Utf8Bomb()
+                             : f.unknown_subvolume ? UnknownSubvolume()
+                             : f.read_only         ? kReadOnly
+                                                   : PickOf<std::string>({kSeed, kWritable});
+      v1::CreateTmpfileRequest req;
+      req.set_subvolume(sv);
+      req.set_dir_path(f.absent ? Fresh("/absent-") : "/dir");
+      if (f.malformed) req.set_mode(010000 + U(1000));
+      const Reply r = Send("Files/CreateTmpfile", "tmpfile in " + req.dir_path(), f,
+                           {Serialize(req, f.unparsable)});
+      if (r.status.ok()) close(Parse<v1::OpenResponse>(r).handle());
+      return;
+    }
+  }
+}
+
 // ---- The run ------------------------------------------------------------------------
 
 void BadInput::Run() {
@@ -1842,6 +1903,7 @@ void BadInput::Run() {
       {5, [this] { KvInteractive(); }},    {6, [this] { FilesRead(); }},
       {3, [this] { FilesWriteStream(); }}, {6, [this] { FilesNamespace(); }},
       {2, [this] { FilesData(); }},        {1, [this] { Admin(); }},
+      {1, [this] { FilesHandles(); }},
   };
   int total = 0;
   for (const auto& g : generators) total += g.first;

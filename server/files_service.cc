@@ -21,10 +21,10 @@ constexpr ServiceEnv::Errors kPosix = ServiceEnv::Errors::kPosix;
 
 grpc::Status FilesService::Stat(ServerContext* ctx, const v1::StatRequest* req, v1::FileStat* resp) {
   return env_->Run(ctx, "cowkv.v1.Files/Stat", kPosix, [&]() -> absl::Status {
-    COWKV_RETURN_IF_ERROR(ValidatePathOrIno("path", req->path(), req->ino()));
-    COWKV_ASSIGN_OR_RETURN(Files files, OpenFiles(env_, req->subvolume()));
-    COWKV_ASSIGN_OR_RETURN(uint64_t ino, Resolve(files, "path", req->path(), req->ino()));
-    COWKV_ASSIGN_OR_RETURN(FileStat st, files.StatInode(ino));
+    COWKV_RETURN_IF_ERROR(ValidateTarget("path", req->path(), req->ino(), req->handle()));
+    COWKV_ASSIGN_OR_RETURN(FileTarget t, ResolveTarget(env_, req->subvolume(), "path", req->path(),
+                                                       req->ino(), req->handle()));
+    COWKV_ASSIGN_OR_RETURN(FileStat st, t.files.StatInode(t.ino));
     ToProto(st, resp);
     return absl::OkStatus();
   });
@@ -79,12 +79,12 @@ grpc::Status FilesService::ReadDir(ServerContext* ctx, const v1::ReadDirRequest*
 grpc::Status FilesService::Truncate(ServerContext* ctx, const v1::TruncateRequest* req,
                                     v1::FileStat* resp) {
   return env_->Run(ctx, "cowkv.v1.Files/Truncate", kPosix, [&]() -> absl::Status {
-    COWKV_RETURN_IF_ERROR(ValidatePathOrIno("path", req->path(), req->ino()));
+    COWKV_RETURN_IF_ERROR(ValidateTarget("path", req->path(), req->ino(), req->handle()));
     COWKV_RETURN_IF_ERROR(ValidateFileEnd("size", req->size(), 0));
-    COWKV_ASSIGN_OR_RETURN(Files files, OpenFiles(env_, req->subvolume()));
-    COWKV_ASSIGN_OR_RETURN(uint64_t ino, Resolve(files, "path", req->path(), req->ino()));
-    COWKV_RETURN_IF_ERROR(files.Truncate(ino, req->size()));
-    COWKV_ASSIGN_OR_RETURN(FileStat st, files.StatInode(ino));
+    COWKV_ASSIGN_OR_RETURN(FileTarget t, ResolveTarget(env_, req->subvolume(), "path", req->path(),
+                                                       req->ino(), req->handle()));
+    COWKV_RETURN_IF_ERROR(t.files.Truncate(t.ino, req->size()));
+    COWKV_ASSIGN_OR_RETURN(FileStat st, t.files.StatInode(t.ino));
     ToProto(st, resp);
     return absl::OkStatus();
   });
@@ -110,10 +110,9 @@ grpc::Status FilesService::Rename(ServerContext* ctx, const v1::RenameRequest* r
 
 grpc::Status FilesService::Link(ServerContext* ctx, const v1::LinkRequest* req, v1::FileStat* resp) {
   return env_->Run(ctx, "cowkv.v1.Files/Link", kPosix, [&]() -> absl::Status {
-    COWKV_RETURN_IF_ERROR(ValidatePath("existing", req->existing()));
+    COWKV_RETURN_IF_ERROR(ValidateTarget("existing", req->existing(), req->ino(), req->handle()));
     COWKV_RETURN_IF_ERROR(ValidateNamedPath("new_path", req->new_path()));
-    COWKV_ASSIGN_OR_RETURN(Files files, OpenFiles(env_, req->subvolume()));
-    COWKV_ASSIGN_OR_RETURN(FileStat st, files.Link(req->existing(), req->new_path()));
+    COWKV_ASSIGN_OR_RETURN(FileStat st, LinkByTarget(env_, *req));
     ToProto(st, resp);
     return absl::OkStatus();
   });
@@ -177,10 +176,10 @@ grpc::Status FilesService::Clone(ServerContext* ctx, const v1::CloneRequest* req
 grpc::Status FilesService::Fsync(ServerContext* ctx, const v1::FsyncRequest* req,
                                  v1::FsyncResponse* resp) {
   return env_->Run(ctx, "cowkv.v1.Files/Fsync", kPosix, [&]() -> absl::Status {
-    COWKV_RETURN_IF_ERROR(ValidatePathOrIno("path", req->path(), req->ino()));
-    COWKV_ASSIGN_OR_RETURN(Files files, OpenFiles(env_, req->subvolume()));
-    COWKV_ASSIGN_OR_RETURN(uint64_t ino, Resolve(files, "path", req->path(), req->ino()));
-    return files.Fsync(ino, req->datasync());
+    COWKV_RETURN_IF_ERROR(ValidateTarget("path", req->path(), req->ino(), req->handle()));
+    COWKV_ASSIGN_OR_RETURN(FileTarget t, ResolveTarget(env_, req->subvolume(), "path", req->path(),
+                                                       req->ino(), req->handle()));
+    return t.files.Fsync(t.ino, req->datasync());
   });
 }
 
@@ -190,11 +189,11 @@ grpc::Status FilesService::Fiemap(ServerContext* ctx, const v1::FiemapRequest* r
     // 2^64 - 1 means "to the end of the file", as FIEMAP_MAX_OFFSET does.
     const uint64_t length = req->length() == UINT64_MAX ? 0 : req->length();
     COWKV_RETURN_IF_ERROR(ValidateByteRange("fiemap", req->offset(), length));
-    COWKV_RETURN_IF_ERROR(ValidatePathOrIno("path", req->path(), req->ino()));
-    COWKV_ASSIGN_OR_RETURN(Files files, OpenFiles(env_, req->subvolume()));
-    COWKV_ASSIGN_OR_RETURN(uint64_t ino, Resolve(files, "path", req->path(), req->ino()));
+    COWKV_RETURN_IF_ERROR(ValidateTarget("path", req->path(), req->ino(), req->handle()));
+    COWKV_ASSIGN_OR_RETURN(FileTarget t, ResolveTarget(env_, req->subvolume(), "path", req->path(),
+                                                       req->ino(), req->handle()));
     COWKV_ASSIGN_OR_RETURN(std::vector<FiemapExtent> extents,
-                           files.Fiemap(ino, req->offset(), length));
+                           t.files.Fiemap(t.ino, req->offset(), length));
     const size_t n = extents.size() < kFiemapMaxExtents ? extents.size() : kFiemapMaxExtents;
     for (size_t i = 0; i < n; ++i) ToProto(extents[i], resp->add_extents());
     resp->set_more(n < extents.size());

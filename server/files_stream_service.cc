@@ -77,9 +77,19 @@ absl::StatusOr<uint64_t> OpenForWrite(Files& files, const v1::WriteRequest& firs
   return *ino;
 }
 
+// The file of a Write stream whose first message names it by an open
+// handle (truncated if asked): no create, the handle's subvolume.
+absl::StatusOr<FileTarget> OpenHandleForWrite(ServiceEnv* env, const v1::WriteRequest& first) {
+  COWKV_ASSIGN_OR_RETURN(FileTarget t, ResolveTarget(env, "", "path", "", 0, first.handle()));
+  COWKV_ASSIGN_OR_RETURN(FileStat st, t.files.StatInode(t.ino));
+  COWKV_RETURN_IF_ERROR(CheckRegularFile(st));
+  if (first.truncate()) COWKV_RETURN_IF_ERROR(t.files.Truncate(t.ino, first.offset()));
+  return t;
+}
+
 absl::Status CheckLaterChunk(const v1::WriteRequest& m) {
   if (!m.subvolume().empty() || !m.path().empty() || m.ino() != 0 || m.offset() != 0 ||
-      m.create() || m.mode() != 0 || m.truncate()) {
+      m.create() || m.mode() != 0 || m.truncate() || m.handle() != 0) {
     return PosixError(ErrorReason::kEINVAL,
                       "only the first message of a Write stream names the file and offset");
   }
@@ -90,7 +100,7 @@ absl::Status CheckLaterChunk(const v1::WriteRequest& m) {
 // that a bad one changes nothing (no file is created or truncated first).
 absl::Status CheckFirstMessage(const v1::WriteRequest& first) {
   COWKV_RETURN_IF_ERROR(ValidateMode(first.mode()));
-  COWKV_RETURN_IF_ERROR(ValidatePathOrIno("path", first.path(), first.ino()));
+  COWKV_RETURN_IF_ERROR(ValidateTarget("path", first.path(), first.ino(), first.handle()));
   COWKV_RETURN_IF_ERROR(ValidateByteRange("write", first.offset(), first.data().size()));
   return ValidateFileEnd("write", first.offset(), first.data().size());
 }
@@ -110,9 +120,11 @@ grpc::Status FilesService::Read(ServerContext* ctx, const v1::ReadRequest* req,
                                 ServerWriter<v1::ReadResponse>* writer) {
   return env_->Run(ctx, "cowkv.v1.Files/Read", ServiceEnv::Errors::kPosix, [&]() -> absl::Status {
     COWKV_RETURN_IF_ERROR(ValidateByteRange("read", req->offset(), req->length()));
-    COWKV_RETURN_IF_ERROR(ValidatePathOrIno("path", req->path(), req->ino()));
-    COWKV_ASSIGN_OR_RETURN(Files files, OpenFiles(env_, req->subvolume()));
-    COWKV_ASSIGN_OR_RETURN(uint64_t ino, Resolve(files, "path", req->path(), req->ino()));
+    COWKV_RETURN_IF_ERROR(ValidateTarget("path", req->path(), req->ino(), req->handle()));
+    COWKV_ASSIGN_OR_RETURN(FileTarget t, ResolveTarget(env_, req->subvolume(), "path", req->path(),
+                                                       req->ino(), req->handle()));
+    Files files = t.files;
+    const uint64_t ino = t.ino;
     return StreamRead(ctx, files, ino, req->offset(), req->length(), writer, &env_->budget(),
                       &env_->metrics());
   });
@@ -139,9 +151,16 @@ grpc::Status FilesService::Write(ServerContext* ctx, ServerReader<v1::WriteReque
     ++received;
     COWKV_RETURN_IF_ERROR(CheckChunkSize(msg));
     COWKV_RETURN_IF_ERROR(CheckFirstMessage(msg));
-    COWKV_ASSIGN_OR_RETURN(Files files, OpenFiles(env_, msg.subvolume()));
-    COWKV_RETURN_IF_ERROR(CheckWritable(env_, msg.subvolume()));  // even a stream without data
-    COWKV_ASSIGN_OR_RETURN(uint64_t ino, OpenForWrite(files, msg));
+    auto resolve = [&]() -> absl::StatusOr<FileTarget> {
+      if (msg.handle() != 0) return OpenHandleForWrite(env_, msg);
+      COWKV_ASSIGN_OR_RETURN(Files files, OpenFiles(env_, msg.subvolume()));
+      COWKV_RETURN_IF_ERROR(CheckWritable(env_, msg.subvolume()));  // even without data
+      COWKV_ASSIGN_OR_RETURN(uint64_t ino, OpenForWrite(files, msg));
+      return FileTarget{files, ino};
+    };
+    COWKV_ASSIGN_OR_RETURN(FileTarget target, resolve());
+    Files files = target.files;
+    const uint64_t ino = target.ino;
     uint64_t pos = msg.offset();
     uint64_t written = 0;
     for (bool first = true;; first = false) {

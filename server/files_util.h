@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "cowkv/store.h"
+#include "cowkv/v1/files.pb.h"
 #include "server/service_env.h"
 
 namespace cowkv {
@@ -34,6 +35,22 @@ absl::Status CheckRegularFile(const FileStat& st);
 // read-only snapshot: for calls that would otherwise find nothing to write
 // (an empty Write stream) and still must refuse.
 absl::Status CheckWritable(ServiceEnv* env, absl::string_view name);
+
+// Open file handles (files_handle_service.cc). A request names its file by
+// `handle` (non-zero: an open file, in the subvolume it was opened in; the
+// call renews its lease), else `ino`, else `path` in `subvolume`.
+struct FileTarget {
+  Files files;
+  uint64_t ino = 0;
+};
+absl::StatusOr<FileTarget> ResolveTarget(ServiceEnv* env, absl::string_view subvolume,
+                                         absl::string_view path_field, absl::string_view path,
+                                         uint64_t ino, uint64_t handle);
+// Link by `existing`, or (linkat with AT_EMPTY_PATH) by `ino` or `handle`.
+absl::StatusOr<FileStat> LinkByTarget(ServiceEnv* env, const v1::LinkRequest& req);
+// ValidatePathOrIno, and nothing to check when `handle` is set.
+absl::Status ValidateTarget(absl::string_view path_field, absl::string_view path, uint64_t ino,
+                            uint64_t handle);
 
 }  // namespace server
 }  // namespace cowkv

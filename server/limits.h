@@ -85,6 +85,11 @@ inline constexpr uint64_t kMaxLeaseMs = 600000;
 inline constexpr int kMaxOpenTxnsPerPeer = 256;
 inline constexpr int kMaxOpenTxnsTotal = 4096;
 static_assert(kMaxOpenTxnsPerPeer * 16 <= kMaxOpenTxnsTotal, "one client cannot fill the table");
+// Open files (Files.Open, Files.CreateTmpfile): leases as transactions'
+// (kDefaultLeaseMs, kMaxLeaseMs), open handles per client and in all.
+inline constexpr int kMaxOpenFilesPerPeer = 1024;
+inline constexpr int kMaxOpenFilesTotal = 16384;
+static_assert(kMaxOpenFilesPerPeer * 16 <= kMaxOpenFilesTotal, "one client cannot fill the table");
 
 // Graceful stop: in-flight calls get this long to finish before gRPC
 // cancels them.

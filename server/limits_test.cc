@@ -449,6 +449,79 @@ TEST(Limits, AdmissionBoundsBytesInFlight) {
   ASSERT_TRUE((*server)->Stop().ok());
 }
 
+// Open files (Files.Open, CreateTmpfile): at most max_files_per_peer per
+// client address over all its connections (EMFILE, TOO_MANY_FILES), and the
+// handles of a connection that closes, or past their lease, are closed by
+// the server (an orphan among them deleted) and their slots come back.
+TEST(Limits, OpenFilesArePerClientAndFreedOnCloseAndExpiry) {
+  ServerOptions o = TestOptions("file-slots");
+  o.max_files_per_peer = 4;
+  o.max_files_total = 64;
+  auto server = Server::Start(o);
+  ASSERT_TRUE(server.ok()) << server.status();
+  Client admin((*server)->port());
+  v1::WriteResponse wr;
+  {
+    auto ctx = Ctx();
+    auto w = admin.files->Write(ctx.get(), &wr);
+    v1::WriteRequest m;
+    m.set_path("/f");
+    m.set_create(true);
+    m.set_data("data");
+    ASSERT_TRUE(w->Write(m));
+    w->WritesDone();
+    ASSERT_GRPC_OK(w->Finish());
+  }
+  std::vector<std::unique_ptr<v1::Files::Stub>> conns;
+  for (int i = 0; i < 3; ++i) {
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    conns.push_back(v1::Files::NewStub(grpc::CreateCustomChannel(
+        absl::StrCat("127.0.0.1:", (*server)->port()), grpc::InsecureChannelCredentials(), args)));
+  }
+  v1::OpenRequest open;
+  open.set_path("/f");
+  open.set_lease_ms(600000);  // only the close of the connection frees them
+  v1::OpenResponse resp;
+  for (int i = 0; i < 3; ++i) ASSERT_GRPC_OK(conns[i % 2]->Open(Ctx().get(), open, &resp));
+  v1::CreateTmpfileRequest tmp;
+  tmp.set_dir_path("/");
+  tmp.set_lease_ms(600000);
+  ASSERT_GRPC_OK(conns[1]->CreateTmpfile(Ctx().get(), tmp, &resp));
+  const uint64_t tmpfile = resp.ino();
+  for (auto& conn : conns) {
+    grpc::Status s = conn->Open(Ctx().get(), open, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+    EXPECT_EQ(s.error_message().rfind("EMFILE", 0), 0u) << s.error_message();
+    EXPECT_EQ(ErrorInfoOf(s).reason, "TOO_MANY_FILES");
+  }
+  // The two connections that hold them go away: their handles close, and
+  // the O_TMPFILE (an orphan) is deleted.
+  conns.erase(conns.begin(), conns.begin() + 2);
+  const absl::Time give_up = absl::Now() + absl::Seconds(10);
+  v1::StatRequest stat;
+  stat.set_ino(tmpfile);
+  v1::FileStat st;
+  while (absl::Now() < give_up) {
+    if (conns[0]->Open(Ctx().get(), open, &resp).ok()) break;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  v1::CloseRequest close;
+  v1::CloseResponse closed;
+  close.set_handle(resp.handle());
+  ASSERT_GRPC_OK(conns[0]->Close(Ctx().get(), close, &closed));
+  EXPECT_CODE(admin.files->Stat(Ctx().get(), stat, &st), NOT_FOUND);
+  // A short lease: the handle expires unused and is closed by the server.
+  open.set_lease_ms(100);
+  ASSERT_GRPC_OK(conns[0]->Open(Ctx().get(), open, &resp));
+  absl::SleepFor(absl::Milliseconds(400));
+  close.set_handle(resp.handle());
+  grpc::Status s = conns[0]->Close(Ctx().get(), close, &closed);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND) << s.error_message();
+  EXPECT_NE(s.error_message().find("expired"), std::string::npos) << s.error_message();
+  ASSERT_TRUE((*server)->Stop().ok());
+}
+
 }  // namespace
 }  // namespace server
 }  // namespace cowkv

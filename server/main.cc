@@ -94,6 +94,8 @@ struct Flags {
   size_t max_txn_ops = kDefaultMaxTxnOps;
   int max_txns_per_client = kMaxOpenTxnsPerPeer;
   int max_txns = kMaxOpenTxnsTotal;
+  int max_open_files_per_client = kMaxOpenFilesPerPeer;
+  int max_open_files = kMaxOpenFilesTotal;
   std::string max_inflight_bytes = "1G";
   bool insecure_listen = false;
   int max_threads = kDefaultMaxThreads;
@@ -152,6 +154,11 @@ void DeclareFlags(CLI::App& app, Flags& f) {
                               kDefaultMaxWaitingWrites, ")"));
   app.add_option("--max-txns", f.max_txns,
                  absl::StrCat("Open interactive transactions in all (default ", kMaxOpenTxnsTotal, ")"));
+  app.add_option("--max-open-files-per-client", f.max_open_files_per_client,
+                 absl::StrCat("Open file handles (Files.Open) per client address (default ",
+                              kMaxOpenFilesPerPeer, ")"));
+  app.add_option("--max-open-files", f.max_open_files,
+                 absl::StrCat("Open file handles in all (default ", kMaxOpenFilesTotal, ")"));
 }
 
 // Whether host:port names this machine only (127.0.0.0/8, ::1, localhost).
@@ -222,6 +229,12 @@ absl::StatusOr<ServerOptions> ToOptions(const Flags& f) {
   }
   o.limits.max_waiting_writes = f.max_waiting_writes;
   o.max_txns_total = f.max_txns;
+  if (f.max_open_files_per_client < 1 || f.max_open_files < f.max_open_files_per_client) {
+    return absl::InvalidArgumentError(
+        "--max-open-files-per-client: at least 1, and --max-open-files at least as many");
+  }
+  o.max_files_per_peer = f.max_open_files_per_client;
+  o.max_files_total = f.max_open_files;
   // Beyond loopback, anyone on the network could read and write
   // everything (and /metrics has no authentication at all).
   if (!f.insecure_listen) {
@@ -262,6 +275,8 @@ void LogStart(const ServerOptions& o, const Flags& f) {
       .Num("max_txn_ops", static_cast<uint64_t>(f.max_txn_ops))
       .Num("max_txns_per_client", static_cast<uint64_t>(f.max_txns_per_client))
       .Num("max_txns", static_cast<uint64_t>(f.max_txns))
+      .Num("max_open_files_per_client", static_cast<uint64_t>(f.max_open_files_per_client))
+      .Num("max_open_files", static_cast<uint64_t>(f.max_open_files))
       .Num("max_inflight_bytes", o.limits.inflight_bytes)
       .Num("max_threads", static_cast<uint64_t>(f.max_threads))
       .Num("max_calls_per_client", static_cast<uint64_t>(f.max_calls_per_client))

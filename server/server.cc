@@ -126,6 +126,9 @@ absl::Status Server::Init() {
       store_.get(), device_->device(), metrics_.get(), txns_.get(),
       options_.tokens.empty() ? TokenTable::SingleAdmin(options_.auth_token) : options_.tokens,
       options_.engine.default_durability != Durability::kAsync, options_.limits);
+  file_handles_ = std::make_unique<FileHandles>(
+      FileHandles::Limits{options_.max_files_per_peer, options_.max_files_total});
+  env_->set_file_handles(file_handles_.get());
   subvolumes_ = std::make_unique<SubvolumesService>(env_.get());
   kv_ = std::make_unique<KvService>(env_.get());
   files_ = std::make_unique<FilesService>(env_.get());
@@ -231,6 +234,7 @@ void Server::ReapLoop() {
   absl::Time last_trim = absl::Now();
   while (!stop_reaper_.WaitForNotificationWithTimeout(options_.reap_interval)) {
     txns_->ExpireIdle(absl::Now());
+    file_handles_->ExpireIdle(absl::Now());
     // glibc keeps freed heap memory in its arenas; after a burst of large
     // responses that is gigabytes. Give it back when nothing is admitted.
     if (absl::Now() - last_trim >= absl::Seconds(10) && env_->budget().in_use() == 0) {
@@ -238,10 +242,11 @@ void Server::ReapLoop() {
       last_trim = absl::Now();
     }
     // The handles of a connection that closed go now, not at their lease.
-    if (txns_->open() == 0) continue;
+    if (txns_->open() == 0 && file_handles_->open() == 0) continue;
     absl::StatusOr<OpenConnections> open = OpenConnections::Read(port_);
     if (!open.ok()) continue;  // leases alone
     txns_->ExpireClosed([&](const std::string& c) { return open->Has(c); });
+    file_handles_->ExpireClosed([&](const std::string& c) { return open->Has(c); });
   }
 }
 
@@ -257,6 +262,8 @@ absl::Status Server::Stop() {
     grpc_->Wait();
   }
   if (txns_ != nullptr) txns_->AbortAll();
+  // Open files close before the store does (an orphan's last close deletes it).
+  if (file_handles_ != nullptr) file_handles_->CloseAll();
   if (reaper_.joinable()) {
     stop_reaper_.Notify();
     reaper_.join();

@@ -78,6 +78,8 @@ struct ServerOptions {
   RequestLimits limits;
   int max_txns_per_peer = kMaxOpenTxnsPerPeer;
   int max_txns_total = kMaxOpenTxnsTotal;
+  int max_files_per_peer = kMaxOpenFilesPerPeer;
+  int max_files_total = kMaxOpenFilesTotal;
   absl::Duration drain_timeout = absl::Milliseconds(kDrainTimeoutMs);
   absl::Duration reap_interval = absl::Milliseconds(200);
 };
@@ -120,6 +122,7 @@ class Server {
   std::unique_ptr<Store> store_;
   std::unique_ptr<RpcMetrics> metrics_;
   std::unique_ptr<TxnRegistry> txns_;
+  std::unique_ptr<FileHandles> file_handles_;
   std::unique_ptr<ServiceEnv> env_;
   std::unique_ptr<SubvolumesService> subvolumes_;
   std::unique_ptr<KvService> kv_;

@@ -1016,6 +1016,49 @@ TEST_F(Rpc, FilesFallocate) {
   EXPECT_POSIX(fs().Fallocate(Ctx().get(), req, &st), FAILED_PRECONDITION, "EROFS");
 }
 
+// Open files (files_handle_test.cc has the rest): an unlinked open file
+// read by handle, an O_TMPFILE linked by handle, EBADF after Close.
+TEST_F(Rpc, FilesOpenCloseTmpfile) {
+  CreateSubvolume("fs6");
+  ASSERT_GRPC_OK(WriteFile("fs6", "/f", "kept by its handle"));
+  v1::OpenRequest open;
+  open.set_subvolume("fs6");
+  open.set_path("/f");
+  v1::OpenResponse h;
+  ASSERT_GRPC_OK(fs().Open(Ctx().get(), open, &h));
+  v1::UnlinkRequest un;
+  un.set_subvolume("fs6");
+  un.set_path("/f");
+  v1::UnlinkResponse un_resp;
+  ASSERT_GRPC_OK(fs().Unlink(Ctx().get(), un, &un_resp));
+  v1::StatRequest stat;
+  stat.set_handle(h.handle());
+  v1::FileStat st;
+  ASSERT_GRPC_OK(fs().Stat(Ctx().get(), stat, &st));
+  EXPECT_EQ(st.nlink(), 0u);
+  EXPECT_EQ(st.size(), 18u);
+  v1::CreateTmpfileRequest tmp;
+  tmp.set_subvolume("fs6");
+  tmp.set_dir_path("/");
+  v1::OpenResponse t;
+  ASSERT_GRPC_OK(fs().CreateTmpfile(Ctx().get(), tmp, &t));
+  v1::LinkRequest link;
+  link.set_handle(t.handle());
+  link.set_new_path("/named");
+  ASSERT_GRPC_OK(fs().Link(Ctx().get(), link, &st));
+  EXPECT_EQ(st.ino(), t.ino());
+  v1::CloseRequest close;
+  v1::CloseResponse close_resp;
+  for (uint64_t handle : {h.handle(), t.handle()}) {
+    close.set_handle(handle);
+    ASSERT_GRPC_OK(fs().Close(Ctx().get(), close, &close_resp));
+  }
+  const grpc::Status bad = fs().Stat(Ctx().get(), stat, &st);
+  EXPECT_EQ(bad.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(ErrorInfoOf(bad).reason, "EBADF") << bad.error_message();
+  EXPECT_EQ(ErrorInfoOf(bad).errno_name, "EBADF") << bad.error_message();
+}
+
 // ---- Admin, health, reflection, metrics ------------------------------------------
 
 TEST_F(Rpc, AdminSyncStatsCheckVersion) {

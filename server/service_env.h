@@ -32,6 +32,7 @@
 #include "grpcpp/support/server_callback.h"
 #include "server/admission.h"
 #include "server/auth.h"
+#include "server/file_handles.h"
 #include "server/limits.h"
 #include "server/log.h"
 #include "server/metrics.h"
@@ -81,6 +82,9 @@ class ServiceEnv {
   BlockDevice& device() { return *device_; }
   RpcMetrics& metrics() { return *metrics_; }
   TxnRegistry& txns() { return *txns_; }
+  // Open file handles (Files.Open); set once by the server before serving.
+  void set_file_handles(FileHandles* h) { file_handles_ = h; }
+  FileHandles& file_handles() { return *file_handles_; }
   const RequestLimits& limits() const { return limits_; }
   const TokenTable& tokens() const { return tokens_; }
   MemoryBudget& budget() { return budget_; }
@@ -148,6 +152,7 @@ class ServiceEnv {
   BlockDevice* const device_;
   RpcMetrics* const metrics_;
   TxnRegistry* const txns_;
+  FileHandles* file_handles_ = nullptr;
   const TokenTable tokens_;
   const bool default_durable_;
   const RequestLimits limits_;

@@ -130,6 +130,13 @@ class FilesService final : public v1::Files::Service {
   // files_prealloc_service.cc.
   grpc::Status Fallocate(ServerContext* ctx, const v1::FallocateRequest* req,
                          v1::FileStat* resp) override;
+  // Open files (files_handle_service.cc).
+  grpc::Status Open(ServerContext* ctx, const v1::OpenRequest* req,
+                    v1::OpenResponse* resp) override;
+  grpc::Status Close(ServerContext* ctx, const v1::CloseRequest* req,
+                     v1::CloseResponse* resp) override;
+  grpc::Status CreateTmpfile(ServerContext* ctx, const v1::CreateTmpfileRequest* req,
+                             v1::OpenResponse* resp) override;
 
  private:
   ServiceEnv* const env_;

@@ -128,7 +128,12 @@ grpc::Status ToGrpcFileStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
   // Rule 2: the POSIX name first (the engine's messages already have it),
   // then rule 1 on the code.
-  const absl::string_view posix = PosixNameFor(status);
+  absl::string_view posix = PosixNameFor(status);
+  // A message that names its own errno (EBADF, EMFILE, ENFILE for open
+  // files) keeps it.
+  if (HasPosixName(status.message())) {
+    posix = status.message().substr(0, status.message().find(": "));
+  }
   if (absl::StartsWith(status.message(), absl::StrCat(posix, ": "))) {
     return ToGrpcStatusImpl(status, posix);
   }

@@ -310,6 +310,23 @@ case_ "fs put: local file missing (1)"
 c fs put -s data "$WORK/absent" /y
 expect_fail 1 '^cowkv: fs put: cannot open .*absent'
 
+case_ "fs tmpfile (O_TMPFILE + linkat): stdin published as DIR/NAME; EEXIST leaves nothing"
+c fs mkdir -s data /published
+expect_rc 0
+printf 'atomic' | "$COWKV" --server "$ADDR" fs tmpfile -s data /published a.txt || fail "tmpfile"
+c fs cat -s data /published/a.txt
+[[ "$OUT" == atomic ]] || fail "cat of the published file"
+c --json fs tmpfile -s data --mode 0600 --from "$WORK/notes.txt" /published b.txt
+expect_json "d['path'] == '/published/b.txt' and d['stat']['size'] == 12 and d['stat']['nlink'] == 1"
+c fs tmpfile -s data --from "$WORK/notes.txt" /published a.txt
+expect_fail 5 '^cowkv: fs tmpfile: EEXIST'
+c fs ls -s data /published
+[[ "$OUT" == $'a.txt\nb.txt' ]] || fail "a refused tmpfile left something: $OUT"
+c fs tmpfile -s data /absent-dir x </dev/null
+expect_fail 4 '^cowkv: fs tmpfile: ENOENT'
+c fs tmpfile -s data@2026-11-22 / x </dev/null
+expect_fail 6 '^cowkv: fs tmpfile: EROFS'
+
 case_ "fs ls, ls -l, --json ls"
 c fs ls -s data /docs
 expect_rc 0

@@ -416,6 +416,7 @@ RunFn AddFs(CLI::App* app, const GlobalsPtr& g) {
   fsync->add_option("PATH", a->paths, "Path")->required()->expected(1);
   AddFsData(&group, g);
   AddFsPrealloc(&group, g);
+  AddFsTmpfile(&group, g);
   return group.Runner();
 }
 

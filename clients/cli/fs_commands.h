@@ -48,6 +48,9 @@ void AddFsData(CommandGroup* group, const GlobalsPtr& g);
 // Declares fs fallocate. (fs_prealloc.cc)
 void AddFsPrealloc(CommandGroup* group, const GlobalsPtr& g);
 
+// Declares fs tmpfile. (fs_tmpfile.cc)
+void AddFsTmpfile(CommandGroup* group, const GlobalsPtr& g);
+
 }  // namespace cli
 }  // namespace cowkv
 

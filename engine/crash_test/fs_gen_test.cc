@@ -41,6 +41,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -48,6 +49,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cowkv/device.h"
+#include "cowkv/status_macros.h"
 #include "cowkv/store.h"
 #include "engine/crash_test/fs_model.h"
 #include "engine/io/fault_device.h"
@@ -95,7 +97,10 @@ struct Base {
   MState model;
 };
 
-absl::Status ApplyEngine(Store* store, Files f, const Op& op, size_t position, uint64_t* made);
+// The engine's handles of a run, by the model's handle number.
+using Handles = std::vector<OpenFile>;
+absl::Status ApplyEngine(Store* store, Files f, const Op& op, size_t position, uint64_t* made,
+                         Handles* handles);
 
 // The setup committed and closed (the close's commit starts a log chain,
 // so every run's first fsync is a log sync); cached by setup.
@@ -112,6 +117,7 @@ const Base& BaseFor(const std::vector<Op>& setup) {
   if (!s.ok() || !store.ok()) std::abort();
   Files f = (*store)->DefaultSubvolume().value()->files();
   if (!f.Create("/.warm").ok() || !f.Unlink("/.warm").ok()) std::abort();
+  Handles handles;
   for (size_t i = 0; i < setup.size(); ++i) {
     int made = 0;
     if (!b.model.Apply(setup[i], i, &made)) {
@@ -119,7 +125,7 @@ const Base& BaseFor(const std::vector<Op>& setup) {
       break;
     }
     uint64_t ino = 0;
-    absl::Status st = ApplyEngine(store->get(), f, setup[i], i, &ino);
+    absl::Status st = ApplyEngine(store->get(), f, setup[i], i, &ino, &handles);
     if (!st.ok()) {
       ADD_FAILURE() << "setup op " << setup[i].Describe() << ": " << st;
       break;
@@ -131,9 +137,19 @@ const Base& BaseFor(const std::vector<Op>& setup) {
   return cache->emplace(key, std::move(b)).first->second;
 }
 
-absl::Status ApplyEngine(Store* store, Files f, const Op& op, size_t position, uint64_t* made) {
+absl::Status ApplyEngine(Store* store, Files f, const Op& op, size_t position, uint64_t* made,
+                         Handles* handles) {
   *made = 0;
-  auto ino_of = [&](const std::string& p) { return f.Lookup(p); };
+  auto handle = [&](size_t n) -> absl::StatusOr<OpenFile> {
+    if (n >= handles->size()) return absl::InternalError(absl::StrCat("no handle ", n));
+    return (*handles)[n];
+  };
+  // A path, or "%N": the inode of handle N.
+  auto ino_of = [&](const std::string& p) -> absl::StatusOr<uint64_t> {
+    if (p.empty() || p[0] != '%') return f.Lookup(p);
+    COWKV_ASSIGN_OR_RETURN(OpenFile h, handle(std::stoul(p.substr(1))));
+    return h.ino;
+  };
   auto keep = [&](const absl::StatusOr<FileStat>& st) {
     if (st.ok()) *made = st->ino;
     return st.status();
@@ -142,7 +158,12 @@ absl::Status ApplyEngine(Store* store, Files f, const Op& op, size_t position, u
     case OpKind::kCreate: return keep(f.Create(op.a));
     case OpKind::kMkdir: return keep(f.Mkdir(op.a));
     case OpKind::kSymlink: return keep(f.Symlink(op.a, op.b));
-    case OpKind::kLink: return f.Link(op.a, op.b).status();
+    case OpKind::kLink: {
+      if (op.a.empty() || op.a[0] != '%') return f.Link(op.a, op.b).status();
+      COWKV_ASSIGN_OR_RETURN(uint64_t ino, ino_of(op.a));
+      COWKV_ASSIGN_OR_RETURN(uint64_t dir, f.Lookup(ParentOf(op.b)));
+      return f.LinkAt(ino, dir, BaseOf(op.b)).status();  // linkat(AT_EMPTY_PATH)
+    }
     case OpKind::kUnlink: return f.Unlink(op.a);
     case OpKind::kRmdir: return f.Rmdir(op.a);
     case OpKind::kRename: return f.Rename(op.a, op.b, op.flags);
@@ -184,6 +205,22 @@ absl::Status ApplyEngine(Store* store, Files f, const Op& op, size_t position, u
       if (!ino.ok()) return ino.status();
       return f.Fallocate(*ino, op.flags, op.x, op.y);
     }
+    case OpKind::kOpen: {
+      COWKV_ASSIGN_OR_RETURN(OpenFile h, f.OpenPath(op.a));
+      handles->push_back(h);
+      return absl::OkStatus();
+    }
+    case OpKind::kClose: {
+      COWKV_ASSIGN_OR_RETURN(OpenFile h, handle(op.x));
+      return f.Close(h.handle);
+    }
+    case OpKind::kTmpfile: {
+      COWKV_ASSIGN_OR_RETURN(uint64_t dir, f.Lookup(op.a));
+      COWKV_ASSIGN_OR_RETURN(OpenFile h, f.CreateTmpfile(dir));
+      handles->push_back(h);
+      *made = h.ino;
+      return absl::OkStatus();
+    }
   }
   return absl::InternalError("unknown op");
 }
@@ -191,13 +228,66 @@ absl::Status ApplyEngine(Store* store, Files f, const Op& op, size_t position, u
 #ifdef COWKV_FS_GEN_MOUNT
 // The op as syscalls on the mount at `mp`; a failed syscall is an error
 // status carrying the errno's name (the oracle only asks whether it failed).
-absl::Status ApplyMount(Store* store, Files f, const std::string& mp, const Op& op, size_t position,
-                        uint64_t* made) {
+//
+// Handles ("%N") are file descriptors on the mount, kept in OpenFile.handle
+// with kFdBit set. O_TMPFILE has no FUSE request in libfuse 3.14, so a
+// tmpfile is made through the engine (an engine handle, no kFdBit) and the
+// ops on it go through the engine too.
+constexpr uint64_t kFdBit = 1ull << 63;
+
+absl::Status ApplyMount(Store* store, Files f, const std::string& mp, const Op& op,
+                        size_t position, uint64_t* made, Handles* handles) {
   *made = 0;
   auto P = [&](const std::string& p) { return mp + p; };
   auto err = [&](const char* call) {
     return absl::UnknownError(absl::StrCat(call, " ", op.Describe(), ": ", strerror(errno)));
   };
+  const bool by_handle = !op.a.empty() && op.a[0] == '%';
+  if (by_handle || op.kind == OpKind::kClose || op.kind == OpKind::kTmpfile) {
+    const size_t n = op.kind == OpKind::kClose ? op.x
+                     : op.kind == OpKind::kTmpfile ? 0
+                                                   : std::stoul(op.a.substr(1));
+    if (op.kind != OpKind::kTmpfile && n >= handles->size())
+      return absl::InternalError(absl::StrCat("no handle ", n));
+    const bool fd_handle =
+        op.kind != OpKind::kTmpfile && ((*handles)[n].handle & kFdBit) != 0;
+    if (!fd_handle) return ApplyEngine(store, f, op, position, made, handles);
+    const int fd = static_cast<int>((*handles)[n].handle & ~kFdBit);
+    switch (op.kind) {
+      case OpKind::kClose:
+        (*handles)[n].handle = 0;  // closed: the end of the run skips it
+        return close(fd) == 0 ? absl::OkStatus() : err("close");
+      case OpKind::kWrite: {
+        const std::string data = WriteBytes(op, position);
+        return pwrite(fd, data.data(), data.size(), static_cast<off_t>(op.x)) ==
+                       static_cast<ssize_t>(data.size())
+                   ? absl::OkStatus()
+                   : err("pwrite");
+      }
+      case OpKind::kTruncate:
+        return ftruncate(fd, static_cast<off_t>(op.x)) == 0 ? absl::OkStatus() : err("ftruncate");
+      case OpKind::kFallocate:
+        return fallocate(fd, static_cast<int>(op.flags), static_cast<off_t>(op.x),
+                         static_cast<off_t>(op.y)) == 0
+                   ? absl::OkStatus()
+                   : err("fallocate");
+      case OpKind::kSetXattr:
+        return fsetxattr(fd, op.s1.c_str(), op.s2.data(), op.s2.size(), 0) == 0
+                   ? absl::OkStatus()
+                   : err("fsetxattr");
+      case OpKind::kRemoveXattr:
+        return fremovexattr(fd, op.s1.c_str()) == 0 ? absl::OkStatus() : err("fremovexattr");
+      case OpKind::kFsync:
+        return fsync(fd) == 0 ? absl::OkStatus() : err("fsync");
+      case OpKind::kFdatasync:
+        return fdatasync(fd) == 0 ? absl::OkStatus() : err("fdatasync");
+      case OpKind::kLink:  // linkat(AT_EMPTY_PATH)
+        return linkat(fd, "", AT_FDCWD, P(op.b).c_str(), AT_EMPTY_PATH) == 0 ? absl::OkStatus()
+                                                                             : err("linkat");
+      default:
+        return ApplyEngine(store, f, op, position, made, handles);
+    }
+  }
   auto made_ino = [&](const std::string& p) {
     struct stat st;
     if (lstat(P(p).c_str(), &st) != 0) return err("lstat");
@@ -295,6 +385,27 @@ absl::Status ApplyMount(Store* store, Files f, const std::string& mp, const Op& 
     }
     case OpKind::kCommit:
       return store->Commit();  // no syscall reaches a FUSE file system's commit
+    case OpKind::kFallocate: {
+      const int fd = open(P(op.a).c_str(), O_WRONLY);
+      if (fd < 0) return err("open");
+      const int r = fallocate(fd, static_cast<int>(op.flags), static_cast<off_t>(op.x),
+                              static_cast<off_t>(op.y));
+      const int e = errno;
+      close(fd);
+      errno = e;
+      return r == 0 ? absl::OkStatus() : err("fallocate");
+    }
+    case OpKind::kOpen: {
+      const int fd = open(P(op.a).c_str(), O_RDWR);
+      if (fd < 0) return err("open");
+      struct stat st;
+      if (fstat(fd, &st) != 0) return err("fstat");
+      handles->push_back(OpenFile{kFdBit | static_cast<uint64_t>(fd), st.st_ino});
+      return absl::OkStatus();
+    }
+    case OpKind::kClose:
+    case OpKind::kTmpfile:
+      break;  // above
   }
   return absl::InternalError("unknown op");
 }
@@ -354,6 +465,7 @@ Outcome RunOnce(const Workload& w, const Base& base, FaultDevice* fd,
 #endif
   o.history.push_back(base.model);
   bool crashed = false;
+  Handles handles;
   for (size_t i = 0; i < w.ops.size(); ++i) {
     const Op& op = w.ops[i];
     const size_t position = w.setup.size() + i;
@@ -370,16 +482,16 @@ Outcome RunOnce(const Workload& w, const Base& base, FaultDevice* fd,
     uint64_t ino = 0;
     const uint64_t commits = (*store)->Stats().commits;
 #ifdef COWKV_FS_GEN_MOUNT
-    absl::Status s = ApplyMount(store->get(), f, mnt->dir(), op, position, &ino);
+    absl::Status s = ApplyMount(store->get(), f, mnt->dir(), op, position, &ino, &handles);
 #else
-    absl::Status s = ApplyEngine(store->get(), f, op, position, &ino);
+    absl::Status s = ApplyEngine(store->get(), f, op, position, &ino, &handles);
 #endif
     if (made) next.MutableInode(made).eng = ino;
     o.history.push_back(std::move(next));
     Point p;
     if (op.persistence()) {
       p.state = o.history.size() - 1;
-      p.inode = *o.history.back().At(op.a);
+      p.inode = *o.history.back().Target(op.a);
       p.datasync = op.kind == OpKind::kFdatasync;
     }
     if (s.ok()) {
@@ -395,9 +507,16 @@ Outcome RunOnce(const Workload& w, const Base& base, FaultDevice* fd,
     }
     crashed = true;
     if (op.persistence()) o.in_flight = p;
+    // A commit cut short may have reached its superblock.
+    if (op.kind == OpKind::kCommit) o.in_flight = Point{o.history.size() - 1, 0, false, true};
   }
 #ifdef COWKV_FS_GEN_MOUNT
-  mnt.reset();  // unmounted before power fails: nothing in flight
+  // Descriptors still open are closed (a process ending), then unmounted
+  // before power fails: nothing in flight.
+  for (const OpenFile& h : handles) {
+    if (h.handle & kFdBit) close(static_cast<int>(h.handle & ~kFdBit));
+  }
+  mnt.reset();
 #endif
   // Power fails before the close's commit can write a superblock.
   if (!fd->dead()) fd->CrashAtFlush(1);
@@ -414,6 +533,37 @@ void VerifyImage(Store* store, const Outcome& o, std::vector<std::string>* probl
   }
   for (std::string& p : Judge(o.history, o.completed, o.in_flight, *r)) {
     problems->push_back(std::move(p));
+  }
+  // No inode outlives the mount without a name: orphans (open files whose
+  // last name went, O_TMPFILEs) are deleted by the mount's cleanup, or by
+  // replay when their fsync logged them without names; either way their
+  // space is free (check).
+  Files f = store->DefaultSubvolume().value()->files();
+  std::set<uint64_t> reached;
+  for (const auto& [path, n] : r->paths) reached.insert(n.ino);
+  std::set<uint64_t> asked;
+  for (const MState& s : o.history) {
+    for (const auto* m : {&s.inodes(), &s.orphans()}) {
+      for (const auto& [id, in] : *m) {
+        if (in.eng == 0 || in.eng == kRootInode || reached.count(in.eng) ||
+            !asked.insert(in.eng).second) {
+          continue;
+        }
+        absl::StatusOr<FileStat> st = f.StatInode(in.eng);
+        if (st.ok()) {
+          problems->push_back(absl::StrCat("#", id, " (inode ", in.eng, ", nlink ", st->nlink,
+                                           ") survives the mount without a name"));
+        } else if (!absl::IsNotFound(st.status())) {
+          problems->push_back(absl::StrCat("stat of inode ", in.eng, ": ", st.status().ToString()));
+        }
+      }
+    }
+  }
+  absl::StatusOr<std::vector<uint64_t>> orphans = f.Orphans();
+  if (!orphans.ok() || !orphans->empty()) {
+    problems->push_back(
+        absl::StrCat("orphan items after the mount: ",
+                     orphans.ok() ? absl::StrJoin(*orphans, ", ") : orphans.status().ToString()));
   }
 }
 
@@ -499,7 +649,7 @@ void Enumerate(uint64_t max_ops, const std::function<void(const Workload&)>& emi
       }
       if (depth + 1 == len) {
         for (const std::string& x : all) {
-          if (!t.At(x)) continue;
+          if (!t.Target(x)) continue;
           w.ops.push_back(point(OpKind::kFsync, x));
           emit(w);
           w.ops.pop_back();
@@ -512,7 +662,9 @@ void Enumerate(uint64_t max_ops, const std::function<void(const Workload&)>& emi
       } else {
         std::vector<std::string> after = {""};  // "": no persistence point
         after.push_back(inv.front());
-        if (len < 3 && inv.front() != "/") after.push_back(ParentOf(inv.front()));
+        if (len < 3 && inv.front() != "/" && inv.front()[0] == '/') {
+          after.push_back(ParentOf(inv.front()));
+        }
         for (const std::string& p : after) {
           if (!p.empty()) w.ops.push_back(point(OpKind::kFsync, p));
           step(t, all, depth + 1, len);
@@ -650,6 +802,70 @@ std::vector<Workload> RegressionWorkloads() {
   return out;
 }
 
+// Open files and orphans (issue 17): a file unlinked or renamed over
+// while open, written and fsynced by handle, closed or not; an O_TMPFILE
+// fsynced unnamed, or linked and fsynced; a committed orphan. After the
+// crash no orphan is back under a name or left on disk (VerifyImage), and
+// check is clean (its space freed).
+std::vector<Workload> OrphanWorkloads() {
+  using K = OpKind;
+  std::vector<Workload> out;
+  auto close = [](size_t n) {
+    Op o = O(K::kClose, "");
+    o.x = n;
+    return o;
+  };
+  const std::vector<Op> setup = GeneratorSetup();
+  // Unlinked while open, written and fsynced by handle (generic/321-ish:
+  // the fsync must not bring the name back, replay deletes the inode).
+  out.push_back({"OrphanWriteFsync",
+                 setup,
+                 {O(K::kOpen, "/B/foo"), O(K::kUnlink, "/B/foo"), O(K::kWrite, "%0", "", 100, 9000),
+                  O(K::kFsync, "%0"), O(K::kFsync, "/B")}});
+  // Its last name goes in a later transaction than its fsync.
+  out.push_back({"FsyncedThenUnlinkedWhileOpen",
+                 setup,
+                 {O(K::kOpen, "/B/foo"), O(K::kWrite, "%0", "", 0, 5000), O(K::kFsync, "%0"),
+                  O(K::kUnlink, "/B/foo"), O(K::kFdatasync, "%0"), O(K::kFsync, "/A/foo")}});
+  // Both names of /A/foo go (one by a rename over it), then a commit with
+  // the orphan open: the committed image holds it; the mount deletes it.
+  out.push_back({"CommittedOrphan",
+                 setup,
+                 {O(K::kOpen, "/A/foo"), O(K::kUnlink, "/A/foo"), O(K::kRename, "/B/foo", "/A/bar"),
+                  O(K::kCommit, ""), O(K::kWrite, "%0", "", 0, 4096), O(K::kFsync, "%0"),
+                  O(K::kFsync, "/A/bar")}});
+  // Closed after a commit: the last close deletes it in the next transaction.
+  out.push_back({"OrphanClosedAfterCommit",
+                 setup,
+                 {O(K::kOpen, "/B/foo"), O(K::kUnlink, "/B/foo"), O(K::kCommit, ""), close(0),
+                  O(K::kCreate, "/B/new"), O(K::kFsync, "/B/new"), O(K::kCommit, "")}});
+  // O_TMPFILE (generic/004's shape): written and fsynced unnamed, linked,
+  // fsynced again.
+  out.push_back({"TmpfileFsyncLinkFsync",
+                 setup,
+                 {O(K::kTmpfile, "/A"), O(K::kWrite, "%0", "", 0, 6000), O(K::kFsync, "%0"),
+                  O(K::kLink, "%0", "/A/C"), O(K::kFsync, "%0"), close(0)}});
+  // An O_TMPFILE committed unnamed, linked in the next transaction: the
+  // committed orphan item is stale once the log names it.
+  out.push_back({"CommittedTmpfileLinkedLater",
+                 setup,
+                 {O(K::kTmpfile, "/B"), O(K::kWrite, "%0", "", 0, 3000), O(K::kCommit, ""),
+                  O(K::kLink, "%0", "/B/t"), O(K::kFsync, "%0"), O(K::kFsync, "/B")}});
+  // An O_TMPFILE never linked, fsynced, committed, closed.
+  out.push_back({"TmpfileNeverLinked",
+                 setup,
+                 {O(K::kTmpfile, "/A"), O(K::kWrite, "%0", "", 0, 200), O(K::kFdatasync, "%0"),
+                  O(K::kCommit, ""), close(0), O(K::kFsync, "/A")}});
+  return out;
+}
+
+TEST(FsGen, OrphanWorkloads) {
+  Stats st;
+  for (const Workload& w : OrphanWorkloads()) RunWorkload(w, &st);
+  PrintStats("orphan workloads", st, 0);
+  EXPECT_EQ(st.violations, 0u);
+}
+
 TEST(FsGen, Issue13Regressions) {
   Stats st;
   for (const Workload& w : RegressionWorkloads()) RunWorkload(w, &st);
@@ -672,6 +888,7 @@ TEST(FsGen, PlantedBugsAreCaught) {
   ASSERT_TRUE(ported.ok()) << ported.status();
   sample.insert(sample.end(), ported->begin(), ported->end());
   for (const Workload& w : RegressionWorkloads()) sample.push_back(w);
+  for (const Workload& w : OrphanWorkloads()) sample.push_back(w);
   const std::pair<Options::TestHooks::PlantedBug, const char*> bugs[] = {
       {Options::TestHooks::PlantedBug::kNoFullCommit, "no full commit"},
       {Options::TestHooks::PlantedBug::kItemCountsAsNames, "item counts as names"},
@@ -679,6 +896,7 @@ TEST(FsGen, PlantedBugsAreCaught) {
       {Options::TestHooks::PlantedBug::kEagerReplayDrops, "eager replay drops"},
       {Options::TestHooks::PlantedBug::kReplayDropsNewName, "replay drops a new name's item"},
       {Options::TestHooks::PlantedBug::kDropsPrealloc, "replay drops KEEP_SIZE extents"},
+      {Options::TestHooks::PlantedBug::kSkipOrphanCleanup, "mount skips the orphan cleanup"},
   };
   testing::TouchShardFile();
   for (size_t i = 0; i < std::size(bugs); ++i) {

@@ -83,6 +83,12 @@ std::string Op::Describe() const {
     case OpKind::kCommit: return "commit";
     case OpKind::kFallocate:
       return absl::StrCat("fallocate ", a, " ", FallocModeName(flags), " ", x, " ", y);
+    case OpKind::kOpen:
+      return "open " + a;
+    case OpKind::kClose:
+      return absl::StrCat("close ", HandleName(x));
+    case OpKind::kTmpfile:
+      return "tmpfile " + a;
   }
   return "?";
 }
@@ -95,6 +101,36 @@ std::string Workload::Describe() const {
 }
 
 // ---- The model -------------------------------------------------------------------
+
+std::string HandleName(size_t n) { return absl::StrCat("%", n); }
+
+std::optional<int> MState::Target(const std::string& p) const {
+  if (p.empty() || p[0] != '%') return At(p);
+  size_t n = 0;
+  if (!absl::SimpleAtoi(p.substr(1), &n) || n >= handles_.size() || handles_[n] < 0) {
+    return std::nullopt;
+  }
+  return handles_[n];
+}
+
+int MState::OpenCount(int id) const {
+  return static_cast<int>(std::count(handles_.begin(), handles_.end(), id));
+}
+
+void MState::GoneIfUnnamed(int id) {
+  if (!PathsOf(id).empty()) return;
+  auto it = inodes_.find(id);
+  if (it == inodes_.end()) return;
+  if (it->second.kind != FileKind::kDirectory && OpenCount(id) > 0) orphans_[id] = it->second;
+  inodes_.erase(it);
+}
+
+MInode* MState::File(const std::string& p) {
+  std::optional<int> id = Target(p);
+  if (!id) return nullptr;
+  MInode* m = &MutableInode(*id);
+  return m->kind == FileKind::kRegular ? m : nullptr;
+}
 
 MState::MState() {
   paths_["/"] = 0;
@@ -193,7 +229,7 @@ bool MState::Rename(const Op& op) {
     if (fdir != tdir) return false;
     if (tdir && !Entries(op.b).empty()) return false;
     paths_.erase(op.b);
-    if (PathsOf(*t).empty()) inodes_.erase(*t);
+    GoneIfUnnamed(*t);
   }
   MoveSubtree(op.a, op.b);
   return true;
@@ -201,11 +237,7 @@ bool MState::Rename(const Op& op) {
 
 // Writes, truncates, clones and xattrs.
 bool MState::ApplyData(const Op& op, size_t position) {
-  auto file = [&](const std::string& p) -> MInode* {
-    std::optional<int> id = At(p);
-    if (!id || inodes_[*id].kind != FileKind::kRegular) return nullptr;
-    return &inodes_[*id];
-  };
+  auto file = [&](const std::string& p) { return File(p); };
   switch (op.kind) {
     case OpKind::kWrite: {
       MInode* m = file(op.a);
@@ -225,21 +257,23 @@ bool MState::ApplyData(const Op& op, size_t position) {
       MInode* dst = file(op.b);
       if (!src || !dst || op.len == 0 || op.x + op.len > src->data.size()) return false;
       if (op.y + op.len > kMaxModelFile) return false;
-      if (At(op.a) == At(op.b) && op.x < op.y + op.len && op.y < op.x + op.len) return false;
+      if (Target(op.a) == Target(op.b) && op.x < op.y + op.len && op.y < op.x + op.len) {
+        return false;
+      }
       const std::string bytes = src->data.substr(op.x, op.len);
       if (dst->data.size() < op.y + op.len) dst->data.resize(op.y + op.len, '\0');
       dst->data.replace(op.y, op.len, bytes);
       return true;
     }
     case OpKind::kSetXattr: {
-      std::optional<int> id = At(op.a);
+      std::optional<int> id = Target(op.a);
       if (!id || op.s1.empty()) return false;
-      inodes_[*id].xattrs[op.s1] = op.s2;
+      MutableInode(*id).xattrs[op.s1] = op.s2;
       return true;
     }
     case OpKind::kRemoveXattr: {
-      std::optional<int> id = At(op.a);
-      if (!id || inodes_[*id].xattrs.erase(op.s1) == 0) return false;
+      std::optional<int> id = Target(op.a);
+      if (!id || MutableInode(*id).xattrs.erase(op.s1) == 0) return false;
       return true;
     }
     case OpKind::kFallocate: {
@@ -263,18 +297,22 @@ bool MState::ApplyData(const Op& op, size_t position) {
 
 bool MState::Apply(const Op& op, size_t position, int* made) {
   if (made) *made = 0;
-  auto gone_if_unnamed = [&](int id) {
-    if (PathsOf(id).empty()) inodes_.erase(id);
-  };
   switch (op.kind) {
     case OpKind::kCreate: return Create(op.a, FileKind::kRegular, "", made);
     case OpKind::kMkdir: return Create(op.a, FileKind::kDirectory, "", made);
     case OpKind::kSymlink:
       return !op.a.empty() && Create(op.b, FileKind::kSymlink, op.a, made);
     case OpKind::kLink: {
-      std::optional<int> id = At(op.a);
-      if (!id || *id == 0 || inodes_[*id].kind == FileKind::kDirectory) return false;
+      std::optional<int> id = Target(op.a);
+      if (!id || *id == 0 || Inode(*id).kind == FileKind::kDirectory) return false;
       if (!ParentIsDir(op.b) || paths_.count(op.b)) return false;
+      if (IsOrphan(*id)) {
+        // linkat of an orphan: only an O_TMPFILE one (else ENOENT).
+        if (!linkable_.count(*id)) return false;
+        inodes_[*id] = orphans_[*id];
+        orphans_.erase(*id);
+        linkable_.erase(*id);
+      }
       paths_[op.b] = *id;
       return true;
     }
@@ -282,7 +320,7 @@ bool MState::Apply(const Op& op, size_t position, int* made) {
       std::optional<int> id = At(op.a);
       if (!id || *id == 0 || inodes_[*id].kind == FileKind::kDirectory) return false;
       paths_.erase(op.a);
-      gone_if_unnamed(*id);
+      GoneIfUnnamed(*id);
       return true;
     }
     case OpKind::kRmdir: {
@@ -301,8 +339,31 @@ bool MState::Apply(const Op& op, size_t position, int* made) {
     case OpKind::kFallocate:
       return ApplyData(op, position);
     case OpKind::kFsync:
-    case OpKind::kFdatasync: return At(op.a).has_value();
+    case OpKind::kFdatasync:
+      return Target(op.a).has_value();
     case OpKind::kCommit: return true;
+    case OpKind::kOpen: {
+      std::optional<int> id = At(op.a);
+      if (!id || inodes_[*id].kind != FileKind::kRegular) return false;
+      handles_.push_back(*id);
+      return true;
+    }
+    case OpKind::kClose: {
+      if (op.x >= handles_.size() || handles_[op.x] < 0) return false;
+      const int id = handles_[op.x];
+      handles_[op.x] = -1;
+      if (OpenCount(id) == 0 && orphans_.erase(id)) linkable_.erase(id);
+      return true;
+    }
+    case OpKind::kTmpfile: {
+      if (!IsDir(op.a)) return false;
+      const int id = next_id_++;
+      orphans_[id] = MInode{FileKind::kRegular, "", {}, 0};
+      linkable_.insert(id);
+      handles_.push_back(id);
+      if (made) *made = id;
+      return true;
+    }
   }
   return false;
 }
@@ -505,6 +566,7 @@ void Judgement::Index() {
   std::map<uint64_t, int> by_eng;
   for (const MState& s : history_) {
     for (const auto& [id, m] : s.inodes()) by_eng[m.eng] = id;
+    for (const auto& [id, m] : s.orphans()) by_eng[m.eng] = id;
   }
   for (const auto& [path, n] : r_.paths) {
     auto id = by_eng.find(n.ino);
@@ -618,6 +680,15 @@ std::set<int> Judgement::ChangedDirs(const Point& p, const MState& s0) const {
 
 void Judgement::CheckPoint(const Point& p, const MState& s0) {
   const MState& at = history_[p.state];
+  if (at.IsOrphan(p.inode)) {
+    // fsync of an open file whose last name went (or of an O_TMPFILE):
+    // after the crash it must not be back under any name it had (btrfs:
+    // the log carries the inode without names, replay deletes it), unless
+    // a later state linked it again.
+    ExpectIn(p.inode, kPaths, p.state,
+             absl::StrCat(p.datasync ? "fdatasync" : "fsync", " of an orphan after op ", p.state));
+    return;
+  }
   if (!at.Exists(p.inode)) return;  // fsync of something already gone is a no-op
   const bool old = s0.Exists(p.inode);
   const std::string what = absl::StrCat(p.datasync ? "fdatasync" : "fsync", " after op ", p.state);
@@ -788,28 +859,60 @@ std::vector<Op> CoreOps(const MState& s, bool metadata_only) {
   // Moving a committed top directory into the other one, and back.
   add(Mk(OpKind::kRename, "/B", "/A/C"));
   add(Mk(OpKind::kRename, "/A/C", "/B"));
+  // Open handles: one per workload, on a file of the pool or an O_TMPFILE
+  // in /A; then (the unlinks and renames above make it an orphan) its
+  // close, and on an orphan a write, a truncate and (an O_TMPFILE) a link.
+  if (s.handles().empty()) {
+    for (const std::string& f : FileNames()) add(Mk(OpKind::kOpen, f));
+    add(Mk(OpKind::kTmpfile, "/A"));
+  } else if (s.handles()[0] >= 0) {
+    Op close = Mk(OpKind::kClose, "");
+    close.x = 0;
+    add(close);
+    const std::string h = HandleName(0);
+    if (s.IsOrphan(s.handles()[0])) {
+      for (const std::string& to : FileNames()) add(Mk(OpKind::kLink, h, to));
+      if (!metadata_only) {
+        const uint64_t size = s.Inode(s.handles()[0]).data.size();
+        add(Mk(OpKind::kWrite, h, "", size, 3000));
+        if (size > 0) add(Mk(OpKind::kTruncate, h, "", size / 2));
+      }
+    }
+  }
   return out;
 }
 
 std::vector<std::string> InvolvedPaths(const MState& after, const Op& op) {
   std::vector<std::string> out;
   auto add = [&](const std::string& p) {
-    if (p.empty() || !after.At(p)) return;
+    if (p.empty() || !after.Target(p)) return;
     if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
   };
+  const std::string last_handle =
+      after.handles().empty() ? "" : HandleName(after.handles().size() - 1);
   std::vector<std::string> own;
   switch (op.kind) {
     case OpKind::kSymlink: own = {op.b}; break;
     case OpKind::kLink: own = {op.b, op.a}; break;
     case OpKind::kRename: own = {op.b, op.a}; break;
     case OpKind::kClone: own = {op.b, op.a}; break;
+    case OpKind::kOpen:
+      own = {op.a, last_handle};
+      break;
+    case OpKind::kTmpfile:
+      own = {last_handle, op.a};
+      break;
+    case OpKind::kClose:
+      break;
     default: own = {op.a}; break;
   }
   for (const std::string& p : own) add(p);
   for (const std::string& p : own) {
-    if (p != "/") add(ParentOf(p));
+    if (p != "/" && !p.empty() && p[0] == '/') add(ParentOf(p));
   }
   add("/");
+  // An open handle's inode (an orphan's fsync goes by handle).
+  for (size_t n = 0; n < after.handles().size(); ++n) add(HandleName(n));
   return out;
 }
 
@@ -820,15 +923,26 @@ namespace {
 // One op line, split into words.
 absl::StatusOr<Op> ParseOp(const std::vector<std::string>& w) {
   static const auto* verbs = new std::map<std::string, std::pair<OpKind, size_t>>{
-      {"mkdir", {OpKind::kMkdir, 2}},        {"create", {OpKind::kCreate, 2}},
-      {"unlink", {OpKind::kUnlink, 2}},      {"rmdir", {OpKind::kRmdir, 2}},
-      {"fsync", {OpKind::kFsync, 2}},        {"fdatasync", {OpKind::kFdatasync, 2}},
-      {"commit", {OpKind::kCommit, 1}},      {"link", {OpKind::kLink, 3}},
-      {"symlink", {OpKind::kSymlink, 3}},    {"rename", {OpKind::kRename, 3}},
-      {"rename-exchange", {OpKind::kRename, 3}}, {"rename-noreplace", {OpKind::kRename, 3}},
-      {"write", {OpKind::kWrite, 4}},        {"truncate", {OpKind::kTruncate, 3}},
-      {"clone", {OpKind::kClone, 6}},        {"setxattr", {OpKind::kSetXattr, 4}},
+      {"mkdir", {OpKind::kMkdir, 2}},
+      {"create", {OpKind::kCreate, 2}},
+      {"unlink", {OpKind::kUnlink, 2}},
+      {"rmdir", {OpKind::kRmdir, 2}},
+      {"fsync", {OpKind::kFsync, 2}},
+      {"fdatasync", {OpKind::kFdatasync, 2}},
+      {"commit", {OpKind::kCommit, 1}},
+      {"link", {OpKind::kLink, 3}},
+      {"symlink", {OpKind::kSymlink, 3}},
+      {"rename", {OpKind::kRename, 3}},
+      {"rename-exchange", {OpKind::kRename, 3}},
+      {"rename-noreplace", {OpKind::kRename, 3}},
+      {"write", {OpKind::kWrite, 4}},
+      {"truncate", {OpKind::kTruncate, 3}},
+      {"clone", {OpKind::kClone, 6}},
+      {"setxattr", {OpKind::kSetXattr, 4}},
       {"removexattr", {OpKind::kRemoveXattr, 3}},
+      {"open", {OpKind::kOpen, 2}},
+      {"close", {OpKind::kClose, 2}},
+      {"tmpfile", {OpKind::kTmpfile, 2}},
   };
   // fallocate PATH MODE OFFSET LENGTH (a mode word: FallocModes).
   if (w[0] == "fallocate") {
@@ -874,6 +988,10 @@ absl::StatusOr<Op> ParseOp(const std::vector<std::string>& w) {
       o.s2 = w[3];
       break;
     case OpKind::kRemoveXattr: o.s1 = w[2]; break;
+    case OpKind::kClose:
+      o.a.clear();
+      ok = absl::SimpleAtoi(absl::StripPrefix(w[1], "%"), &o.x);
+      break;
     default: break;
   }
   if (!ok) return absl::InvalidArgumentError("bad numbers");

@@ -42,6 +42,12 @@ enum class OpKind {
   kCommit,
   // a, x = offset, y = length, flags = mode (kFalloc*)
   kFallocate,
+  // Open handles (numbered from 0 in the order a workload opens them; a
+  // handle is named "%N" where an op takes a path: write, truncate,
+  // setxattr, removexattr, fsync, fdatasync, and link's source).
+  kOpen,     // a = path of a regular file
+  kClose,    // x = handle number
+  kTmpfile,  // a = directory: a new unnamed file, opened (O_TMPFILE)
 };
 
 struct Op {
@@ -72,6 +78,9 @@ struct MInode {
   uint64_t eng = 0;  // the engine's inode number (set by the runner)
 };
 
+// "%N": handle N.
+std::string HandleName(size_t n);
+
 class MState {
  public:
   MState();
@@ -84,8 +93,18 @@ class MState {
   std::optional<int> At(const std::string& path) const;
   bool IsDir(const std::string& path) const;
   bool Exists(int id) const { return inodes_.count(id) > 0; }
-  const MInode& Inode(int id) const { return inodes_.at(id); }
-  MInode& MutableInode(int id) { return inodes_.at(id); }
+  const MInode& Inode(int id) const { return inodes_.count(id) ? inodes_.at(id) : orphans_.at(id); }
+  MInode& MutableInode(int id) { return inodes_.count(id) ? inodes_.at(id) : orphans_.at(id); }
+  // The inode a path or an open handle ("%N") names.
+  std::optional<int> Target(const std::string& path_or_handle) const;
+  // Files whose last name went while a handle was open on them (or
+  // O_TMPFILEs not linked yet): alive, but reached only by handle; on a
+  // real filesystem they vanish at the last close or at the next mount.
+  bool IsOrphan(int id) const { return orphans_.count(id) > 0; }
+  const std::map<int, MInode>& orphans() const { return orphans_; }
+  // handles()[n]: the inode handle n is open on, or -1 once closed.
+  const std::vector<int>& handles() const { return handles_; }
+  int OpenCount(int id) const;
   const std::map<std::string, int>& paths() const { return paths_; }
   const std::map<int, MInode>& inodes() const { return inodes_; }
   std::vector<std::string> PathsOf(int id) const;
@@ -101,9 +120,15 @@ class MState {
   bool ApplyData(const Op& op, size_t position);
   void MoveSubtree(const std::string& from, const std::string& to);
   void DropSubtreePaths(const std::string& from);
+  // After `id` lost a name: gone if it has none left (an orphan if open).
+  void GoneIfUnnamed(int id);
+  MInode* File(const std::string& path_or_handle);
 
   std::map<std::string, int> paths_;  // "/" is inode 0
   std::map<int, MInode> inodes_;
+  std::map<int, MInode> orphans_;
+  std::set<int> linkable_;  // O_TMPFILE orphans never linked
+  std::vector<int> handles_;
   int next_id_ = 1;
 };
 

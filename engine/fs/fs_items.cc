@@ -404,6 +404,18 @@ absl::Status ValidateItem(const FsKey& k, absl::string_view value) {
       return DecodeFileExtent(value, k.objectid, k.offset).status();
     case kXattrItem:
       return DecodeXattrs(value, k.objectid).status();
+    case kOrphanItem:
+      if (k.objectid != kOrphanObjectid) {
+        return Bad("orphan item", k.objectid,
+                   absl::StrCat("objectid ", k.objectid, ", want ", kOrphanObjectid));
+      }
+      if (!value.empty()) {
+        return Bad("orphan item", k.offset, absl::StrCat(value.size(), " bytes, want 0"));
+      }
+      if (k.offset <= kRootDirIno || k.offset >= kLastFreeObjectid) {
+        return Bad("orphan item", k.offset, "not a file's inode number");
+      }
+      return absl::OkStatus();
     default:
       return Bad("item", k.objectid, absl::StrCat("unknown item type ", int{k.type}));
   }

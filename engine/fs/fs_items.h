@@ -8,6 +8,8 @@
 //   ('f', dir, DIR_INDEX, index)         -> DirEntry     readdir order
 //   ('f', ino, EXTENT_DATA, file_offset) -> FileExtent   inline or on disk
 //   ('f', ino, XATTR_ITEM, name_hash)    -> [Xattr]
+//   ('f', ORPHAN_OBJECTID, ORPHAN_ITEM, ino) -> empty   an inode with no
+//                                        name kept alive by an open handle
 //
 // Every decoder checks every length against the item's size and returns
 // DATA_LOSS naming the item on anything malformed. Byte layouts are in
@@ -40,7 +42,14 @@ enum FsItemType : uint8_t {
   kDirItem = 84,
   kDirIndex = 96,
   kExtentData = 108,
+  kOrphanItem = 48,  // under kOrphanObjectid, offset = the orphaned inode
 };
+
+// Objectids from kLastFreeObjectid up are reserved (btrfs's
+// BTRFS_LAST_FREE_OBJECTID, -256): never an inode number. Orphan items
+// live under btrfs's ORPHAN_OBJECTID (-5), after every inode's items.
+inline constexpr uint64_t kLastFreeObjectid = ~uint64_t{0} - 255;
+inline constexpr uint64_t kOrphanObjectid = ~uint64_t{0} - 4;
 
 struct FsKey {
   uint64_t objectid = 0;

@@ -32,6 +32,7 @@ ItemKey ExtentKey(uint64_t ino, uint64_t offset) {
 }
 ItemKey InodeStart(uint64_t ino) { return ItemKey(FsKey{ino, 0, 0}); }
 ItemKey TypeStart(uint64_t ino, uint8_t type) { return ItemKey(FsKey{ino, type, 0}); }
+ItemKey OrphanKey(uint64_t ino) { return ItemKey(FsKey{kOrphanObjectid, kOrphanItem, ino}); }
 
 absl::Status DirectoryWithoutParent(uint64_t dir, int line) {
   CorruptionSite site;
@@ -249,7 +250,8 @@ absl::StatusOr<Attr> FsOps::Stat(uint64_t ino) {
 absl::Status FsOps::LoadNextIno() {
   if (st_->next_ino != 0) return absl::OkStatus();
   uint64_t next = kRootDirIno + 1;
-  COWKV_RETURN_IF_ERROR(b_->Scan(InodeStart(0), std::string(1, kFsPrefix + 1), true,
+  // Inode numbers end below the reserved objectids (orphan items).
+  COWKV_RETURN_IF_ERROR(b_->Scan(InodeStart(0), InodeStart(kLastFreeObjectid), true,
                                  [&](absl::string_view k, absl::string_view) {
                                    FsKey fk;
                                    if (DecodeFsKey(k, &fk)) next = std::max(next, fk.objectid + 1);
@@ -414,10 +416,16 @@ absl::Status FsOps::DeleteInode(Batch& b, uint64_t ino) {
   for (const std::string& k : keys) b.Del(k);
   st_->ForgetDeleted(ino);
   st_->cache.Erase(ino);
+  st_->orphans.erase(ino);
+  st_->linkable.erase(ino);
   return absl::OkStatus();
 }
 
 absl::Status FsOps::DropLink(Batch& b, uint64_t ino, InodeItem* item) {
+  if (!IsDir(*item) && item->nlink <= 1 && IsOpen(ino)) {
+    MakeOrphan(b, ino, item);
+    return absl::OkStatus();
+  }
   if (IsDir(*item) || item->nlink <= 1) return DeleteInode(b, ino);
   --item->nlink;
   COWKV_DCHECK(item->nlink >= 1);  // the last link deletes the inode instead
@@ -630,6 +638,11 @@ absl::StatusOr<Attr> FsOps::LinkIn(Batch& b, uint64_t ino, const Place& new_plac
   COWKV_ASSIGN_OR_RETURN(InodeItem it, LoadInode(b, ino));
   if (IsDir(it))
     return PosixError(ErrorReason::kEPERM, "hard links to directories are not allowed");
+  // An inode whose last name went (an orphan): only an O_TMPFILE one may
+  // get a name (Linux's I_LINKABLE); linkat of any other answers ENOENT.
+  const bool tmpfile = it.nlink == 0;
+  if (tmpfile && !st_->linkable.count(ino))
+    return PosixError(ErrorReason::kENOENT, absl::StrCat("inode ", ino, " has no names left"));
   if (it.nlink >= kMaxLinks)
     return PosixError(ErrorReason::kEMLINK,
                       absl::StrCat("inode ", ino, " has ", it.nlink, " links"));
@@ -641,8 +654,13 @@ absl::StatusOr<Attr> FsOps::LinkIn(Batch& b, uint64_t ino, const Place& new_plac
   it.ctime_ns = NowNs();
   it.transid = b_->generation();
   b.Put(InodeKey(ino), EncodeInodeItem(it));
+  if (tmpfile) b.Del(OrphanKey(ino));
   if (log) COWKV_RETURN_IF_ERROR(UpdateLog(b, {ino}));
   COWKV_RETURN_IF_ERROR(b.Commit());
+  if (tmpfile) {
+    st_->linkable.erase(ino);
+    st_->orphans.erase(ino);
+  }
   return Attr{ino, it};
 }
 

@@ -54,6 +54,7 @@ struct FsOptions {
   bool bug_replay_drops_new_name = false;
   bool bug_late_inode_counter = false;
   bool bug_replay_drops_prealloc = false;  // fix-up drops KEEP_SIZE extents past EOF
+  bool bug_skip_orphan_cleanup = false;
 };
 
 // fallocate(2) modes (Linux's FALLOC_FL_* values); the combinations
@@ -143,6 +144,17 @@ struct FsState {
     }
     deleted.erase(d);
   }
+  // Open handles (fs_open.cc). Handles and counts are guarded by open_mu
+  // (Open runs under the shared tree lock); `orphans` and `linkable`
+  // change only under the exclusive tree lock. An inode whose last name
+  // goes while open_count > 0 becomes an orphan (nlink 0, an ORPHAN_ITEM)
+  // and is deleted at its last Close, or at the next mount.
+  absl::Mutex open_mu;
+  uint64_t next_handle ABSL_GUARDED_BY(open_mu) = 1;
+  absl::flat_hash_map<uint64_t, uint64_t> handles ABSL_GUARDED_BY(open_mu);     // -> ino
+  absl::flat_hash_map<uint64_t, uint32_t> open_count ABSL_GUARDED_BY(open_mu);  // ino ->
+  absl::flat_hash_set<uint64_t> orphans;   // nlink 0, kept by open handles
+  absl::flat_hash_set<uint64_t> linkable;  // O_TMPFILE inodes never linked (I_LINKABLE)
   // Seed 002: sharedness of the last fiemap path, by level.
   struct PathCacheEntry {
     uint64_t bytenr = 0;
@@ -269,6 +281,25 @@ class FsOps {
   absl::StatusOr<std::vector<FiemapEntry>> Fiemap(uint64_t ino, uint64_t offset,
                                                   uint64_t length);
 
+  // Open handles and orphans (fs_open.cc). Open: a handle on `ino`
+  // (any existing inode); Close: EBADF (NOT_FOUND) for an unknown handle,
+  // else *last_orphan says the handle is the last one of an orphan: the
+  // caller repeats the Close under the exclusive lock with `may_delete`,
+  // which then deletes the orphan (inode, extents, xattrs, ORPHAN_ITEM).
+  absl::StatusOr<uint64_t> Open(uint64_t ino);
+  absl::Status Close(uint64_t handle, bool may_delete, bool* last_orphan);
+  // The inode an open handle is on (EBADF: NOT_FOUND).
+  absl::StatusOr<uint64_t> HandleInode(uint64_t handle);
+  // O_TMPFILE: a regular inode with nlink 0 and an ORPHAN_ITEM, opened;
+  // LinkInode gives it a name (linkat with AT_EMPTY_PATH).
+  absl::StatusOr<std::pair<uint64_t, Attr>> CreateTmpfile(uint64_t dir, uint32_t mode);
+  // Mount (btrfs's orphan cleanup): every ORPHAN_ITEM's inode that still
+  // has nlink 0 is deleted; a stale item (the inode was linked, or is
+  // gone) is dropped. Returns how many inodes it deleted.
+  absl::StatusOr<uint64_t> CleanupOrphans();
+  // Every ORPHAN_ITEM's inode (check, tests).
+  absl::StatusOr<std::vector<uint64_t>> ListOrphans();
+
   // After a log replay: makes the touched inodes and directories
   // consistent (stale names dropped, missing entries re-added, link counts
   // and directory sizes recomputed, unlinked inodes deleted, extents past
@@ -316,6 +347,11 @@ class FsOps {
                           int64_t* touch_later = nullptr);
   absl::Status DropLink(Batch& b, uint64_t ino, InodeItem* item);
   absl::Status DeleteInode(Batch& b, uint64_t ino);
+  // Whether a handle is open on `ino`.
+  bool IsOpen(uint64_t ino);
+  // `ino` (a file whose last name just went, `item` its inode) becomes an
+  // orphan instead of being deleted: nlink 0 and an ORPHAN_ITEM.
+  void MakeOrphan(Batch& b, uint64_t ino, InodeItem* item);
   absl::Status TouchDir(Batch& b, uint64_t dir, int64_t size_delta);
   absl::Status TouchInode(Batch& b, uint64_t ino);
   absl::StatusOr<bool> IsAncestor(Batch& b, uint64_t maybe_ancestor, uint64_t dir);
@@ -412,6 +448,7 @@ ItemKey ExtentKey(uint64_t ino, uint64_t offset);
 // Every key of `ino` lies in [InodeStart(ino), InodeStart(ino + 1)).
 ItemKey InodeStart(uint64_t ino);
 ItemKey TypeStart(uint64_t ino, uint8_t type);
+ItemKey OrphanKey(uint64_t ino);
 
 // Corruptions found walking from a directory up to the root (path walks in
 // fs_ops.cc and fs_log.cc): `dir` has no INODE_REF, or the walk passed the

@@ -319,6 +319,14 @@ class FsRun {
   void OpSnapshot();
   void OpDropSnapshot();
   void OpFallocate();
+  // Open handles and orphans (issue 17).
+  void OpOpen();
+  void OpClose();
+  void OpOrphanIo();
+  void OpTmpfile();
+  int OpenCount(uint64_t ino) const;
+  // After `ino`'s last name went: an orphan if a handle is open on it.
+  void Orphaned(uint64_t ino, const MNode& before);
 
  private:
   Files f() { return *files_; }
@@ -376,6 +384,9 @@ class FsRun {
   std::optional<Files> files_;
   Model m_;
   std::vector<uint64_t> dead_;
+  std::map<uint64_t, uint64_t> handles_;  // engine handle -> inode
+  Model orphans_;                         // files without names kept by handles
+  std::set<uint64_t> linkable_;           // O_TMPFILE orphans never linked
   std::map<std::string, Model> snaps_;
   int next_snap_ = 0;
   std::vector<CloneCheck> clone_checks_;
@@ -398,7 +409,8 @@ const OpSpec kOps[] = {
     {35, &FsRun::OpReadDir}, {50, &FsRun::OpStat},        {40, &FsRun::OpFiemap},
     {8, &FsRun::OpFsync},    {70, &FsRun::OpError},       {3, &FsRun::OpCommit},
     {1, &FsRun::OpSnapshot}, {1, &FsRun::OpDropSnapshot},
-    {35, &FsRun::OpFallocate},
+    {35, &FsRun::OpFallocate}, {8, &FsRun::OpOpen},
+    {8, &FsRun::OpClose},    {10, &FsRun::OpOrphanIo},    {3, &FsRun::OpTmpfile},
 };
 // clang-format on
 
@@ -476,9 +488,11 @@ uint64_t FsRun::PickIno(uint32_t kinds) {
 uint64_t FsRun::DeadIno() {
   if (!dead_.empty() && P(80)) {
     const uint64_t ino = dead_[R(dead_.size())];
-    if (m_.count(ino) == 0) return ino;
+    if (m_.count(ino) == 0 && orphans_.count(ino) == 0) return ino;
   }
-  return m_.rbegin()->first + 1000 + R(1000);
+  const uint64_t top =
+      std::max(m_.rbegin()->first, orphans_.empty() ? 0 : orphans_.rbegin()->first);
+  return top + 1000 + R(1000);
 }
 
 uint64_t FsRun::TotalData() const {
@@ -742,9 +756,12 @@ void FsRun::DoUnlink(const std::string& path, bool dir) {
     return;
   }
   m_.at(r.parent).entries.erase(r.name);
+  const MNode before = m_.at(r.ino);
   const bool gone = MDropLink(m_, r.ino);
   ASSERT_NO_FATAL_FAILURE(VerifyPath(path));
-  if (gone) {
+  if (gone && !dir && OpenCount(r.ino) > 0) {
+    ASSERT_NO_FATAL_FAILURE(Orphaned(r.ino, before));
+  } else if (gone) {
     dead_.push_back(r.ino);
     ASSERT_THAT(f().StatInode(r.ino), testing::StatusIs(Code::kNotFound));
   } else {
@@ -829,6 +846,8 @@ void FsRun::DoRename(const std::string& from, const std::string& to, uint32_t fl
   // Both parents resolvable: renameat2 by the parents' inodes, sometimes.
   const bool at = MResolve(m_, from, &fr).ok() && MResolve(m_, to, &tr).ok() && P(40);
   const MRes at_from = fr, at_to = tr;
+  std::optional<MNode> victim;
+  if (to_ok && !same) victim = m_.at(over);
   const Want w = MRename(m_, from, to, flags, &fr, &tr);
   std::string op = flags == kRenameExchange    ? "rename.exchange"
                    : flags == kRenameNoReplace ? "rename.noreplace"
@@ -852,7 +871,10 @@ void FsRun::DoRename(const std::string& from, const std::string& to, uint32_t fl
   if (tr.ino != 0 && m_.count(tr.ino)) {
     ASSERT_NO_FATAL_FAILURE(VerifyInode(f(), m_, tr.ino, ""));
   }
-  if (tr.ino != 0 && !m_.count(tr.ino)) {
+  if (tr.ino != 0 && !m_.count(tr.ino) && victim && victim->kind != FileKind::kDirectory &&
+      OpenCount(tr.ino) > 0) {
+    ASSERT_NO_FATAL_FAILURE(Orphaned(tr.ino, *victim));
+  } else if (tr.ino != 0 && !m_.count(tr.ino)) {
     dead_.push_back(tr.ino);
     ASSERT_THAT(f().StatInode(tr.ino), testing::StatusIs(Code::kNotFound));
   }
@@ -1345,6 +1367,122 @@ void FsRun::Open() {
   files_.emplace(sv->files());
 }
 
+int FsRun::OpenCount(uint64_t ino) const {
+  int n = 0;
+  for (const auto& [h, i] : handles_) n += i == ino ? 1 : 0;
+  return n;
+}
+
+void FsRun::Orphaned(uint64_t ino, const MNode& before) {
+  MNode n = before;
+  n.nlink = 0;
+  orphans_[ino] = n;
+  ASSERT_OK_AND_ASSIGN(FileStat st, f().StatInode(ino));
+  ASSERT_EQ(st.nlink, 0u) << "an open file whose last name went";
+  ASSERT_OK_AND_ASSIGN(std::vector<uint64_t> items, f().Orphans());
+  ASSERT_TRUE(std::count(items.begin(), items.end(), ino)) << "no orphan item for " << ino;
+}
+
+// Opens a file (or symlink) by inode; a dead inode is ENOENT.
+void FsRun::OpOpen() {
+  const bool dead = P(10);
+  const uint64_t ino = dead ? DeadIno() : PickIno(kFile | kLink);
+  if (ino == 0 || handles_.size() >= 16) return;
+  Note(absl::StrCat("open ", ino));
+  absl::StatusOr<OpenFile> h = f().Open(ino);
+  if (!Outcome("open", h.status(), dead ? Posix("ENOENT") : Want{})) return;
+  handles_[h->handle] = ino;
+}
+
+// Closes a handle; the last one of an orphan deletes it.
+void FsRun::OpClose() {
+  if (handles_.empty() || P(5)) {
+    Note("close of an unknown handle");
+    ASSERT_THAT(f().Close(1ull << 60), testing::StatusIs(Code::kNotFound));
+    return;
+  }
+  auto it = handles_.begin();
+  std::advance(it, R(handles_.size()));
+  const auto [handle, ino] = *it;
+  Note(absl::StrCat("close ", handle, " (inode ", ino, ")"));
+  ++mix_["close"];
+  ASSERT_OK(f().Close(handle));
+  handles_.erase(it);
+  if (OpenCount(ino) > 0 || !orphans_.count(ino)) return;
+  orphans_.erase(ino);
+  linkable_.erase(ino);
+  dead_.push_back(ino);
+  ++mix_["close.deletes_orphan"];
+  ASSERT_THAT(f().StatInode(ino), testing::StatusIs(Code::kNotFound));
+}
+
+// Data and fsync on an orphan, by inode: it behaves as a file; an
+// O_TMPFILE among them may be linked (linkat), any other is ENOENT.
+void FsRun::OpOrphanIo() {
+  if (orphans_.empty()) return;
+  auto it = orphans_.begin();
+  std::advance(it, R(orphans_.size()));
+  const uint64_t ino = it->first;
+  MNode& n = it->second;
+  if (P(25)) {
+    const std::string name = Name(false);
+    const bool linkable = linkable_.count(ino) > 0;
+    Note(absl::StrCat("linkat ", ino, " /", name));
+    Want w;
+    if (m_.at(kRootInode).entries.count(name)) w = Posix("EEXIST");
+    if (!linkable) w = Posix("ENOENT");
+    absl::StatusOr<FileStat> st = f().LinkAt(ino, kRootInode, name);
+    if (!Outcome(linkable ? "linkat.tmpfile" : "linkat.orphan", st.status(), w)) return;
+    n.nlink = 1;
+    n.cloned = true;  // a snapshot may hold it unnamed: the model cannot say if it is shared
+    m_[ino] = n;
+    MAddName(m_, kRootInode, name, ino);
+    orphans_.erase(ino);
+    linkable_.erase(ino);
+    ASSERT_NO_FATAL_FAILURE(VerifyPath(Join("/", name)));
+    return;
+  }
+  if (n.kind == FileKind::kRegular && P(70)) {
+    const uint64_t off = R(n.data.size() + 1);
+    const std::string data = Bytes(1 + R(20000));
+    Note(absl::StrCat("orphan write ", ino, " [", off, ", +", data.size(), ")"));
+    ++mix_["orphan.write"];
+    ASSERT_OK(f().Write(ino, off, data));
+    if (n.data.size() < off + data.size()) n.data.resize(off + data.size(), '\0');
+    n.data.replace(off, data.size(), data);
+  }
+  if (P(20)) {
+    Note(absl::StrCat("orphan fsync ", ino));
+    ++mix_["orphan.fsync"];
+    ASSERT_OK(f().Fsync(ino, P(50)));
+  }
+  ASSERT_OK_AND_ASSIGN(FileStat st, f().StatInode(ino));
+  ASSERT_EQ(st.nlink, 0u);
+  ASSERT_EQ(st.size, n.data.size());
+  if (n.kind == FileKind::kRegular) {
+    ASSERT_OK_AND_ASSIGN(std::string got, f().Read(ino, 0, n.data.size()));
+    ASSERT_TRUE(got == n.data) << "orphan " << ino << " data differs";
+  }
+}
+
+// O_TMPFILE in a random directory (a file is ENOTDIR).
+void FsRun::OpTmpfile() {
+  if (handles_.size() >= 16) return;
+  const bool bad = P(10);
+  const uint64_t dir = bad ? PickIno(kFile) : PickIno(kDir);
+  if (dir == 0) return;
+  Note(absl::StrCat("tmpfile in ", dir));
+  absl::StatusOr<OpenFile> t = f().CreateTmpfile(dir);
+  if (!Outcome("tmpfile", t.status(), bad ? Posix("ENOTDIR") : Want{})) return;
+  ASSERT_EQ(m_.count(t->ino) + orphans_.count(t->ino), 0u) << "inode handed out while in use";
+  MNode n;
+  n.nlink = 0;
+  orphans_[t->ino] = n;
+  linkable_.insert(t->ino);
+  handles_[t->handle] = t->ino;
+  dead_.erase(std::remove(dead_.begin(), dead_.end(), t->ino), dead_.end());
+}
+
 void FsRun::Reopen() {
   Note("reopen");
   ++mix_["~reopen + check"];
@@ -1352,6 +1490,12 @@ void FsRun::Reopen() {
   ASSERT_OK(store_->Close());
   store_.reset();
   ASSERT_NO_FATAL_FAILURE(testing::ExpectCheckClean(&dev_));
+  // Handles die with the store; the mount deletes the orphans they kept
+  // (checked with the other dead inodes below).
+  for (const auto& [ino, n] : orphans_) dead_.push_back(ino);
+  orphans_.clear();
+  handles_.clear();
+  linkable_.clear();
   ASSERT_NO_FATAL_FAILURE(Open());
   ASSERT_NO_FATAL_FAILURE(VerifyTree(f(), m_, "default"));
   for (const auto& [name, m] : snaps_) {

@@ -158,6 +158,8 @@ fs::FsOptions StoreImpl::FsOptionsFromStore() const {
       options_.test_hooks.planted_bug == Options::TestHooks::PlantedBug::kLateInodeCounter;
   o.bug_replay_drops_prealloc =
       options_.test_hooks.planted_bug == Options::TestHooks::PlantedBug::kDropsPrealloc;
+  o.bug_skip_orphan_cleanup =
+      options_.test_hooks.planted_bug == Options::TestHooks::PlantedBug::kSkipOrphanCleanup;
   return o;
 }
 

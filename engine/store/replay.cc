@@ -115,6 +115,12 @@ absl::Status StoreImpl::NoteFsReplay(Tree* tree, const log::LogEntry& e, fs::Rep
     absl::Status v = fs::ValidateItem(k, e.value);
     if (!v.ok()) return WithContext(v, "log entry");  // counted where it was found
   }
+  if (k.type == fs::kOrphanItem) {
+    // The orphaned inode is fixed like any touched inode (deleted if it
+    // has no names); the item itself is the mount's orphan cleanup's.
+    notes->inodes.insert(k.offset);
+    return absl::OkStatus();
+  }
   notes->inodes.insert(k.objectid);
   if (k.type == fs::kInodeItem && !e.value.empty()) notes->full_inodes.insert(k.objectid);
   if (k.type == fs::kDirItem || k.type == fs::kDirIndex) notes->dir_keys.insert(e.key);
@@ -147,6 +153,19 @@ absl::Status StoreImpl::FixupFsReplay(std::map<uint64_t, fs::ReplayNotes>& notes
     fs::FsOps ops(&be, st.get(), fs_options_);
     ops.BeginWrite();
     COWKV_RETURN_IF_ERROR(ops.ReplayFixup(n));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StoreImpl::CleanupOrphansLocked() {
+  for (uint64_t subvol : txn_->TreeIds(/*dropping=*/false)) {
+    Tree* tree = txn_->fs_tree(subvol);
+    if (tree == nullptr || txn_->IsReadOnly(subvol)) continue;
+    FsBackendImpl be(this, subvol, tree);
+    std::shared_ptr<fs::FsState> st = FsStateFor(subvol);
+    fs::FsOps ops(&be, st.get(), fs_options_);
+    ops.BeginWrite();
+    COWKV_RETURN_IF_ERROR(ops.CleanupOrphans().status());
   }
   return absl::OkStatus();
 }

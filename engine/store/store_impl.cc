@@ -53,6 +53,13 @@ absl::Status StoreImpl::Init() {
         [this](uint64_t point) { return WaitDurable(point); },
         absl::FailedPreconditionError("store is closed"), options_.lone_writer_waits_inline);
   }
+  if (!options_.read_only) {
+    // btrfs's orphan cleanup, after replay (whose commit below then carries
+    // it); a failure here leaves a store that closes cleanly.
+    absl::MutexLock cl(&commit_mu_);
+    absl::WriterMutexLock l(&mu_);
+    COWKV_RETURN_IF_ERROR(CleanupOrphansLocked());
+  }
   if (r.root_blocks > 0 && !options_.read_only) {
     // The replayed state becomes an engine commit; the chain is retired.
     COWKV_RETURN_IF_ERROR(Commit(CommitTrigger::kExplicit));

@@ -189,6 +189,9 @@ class StoreImpl {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status FixupFsReplay(std::map<uint64_t, fs::ReplayNotes>& notes)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Mount, after log replay: deletes every writable subvolume's orphans
+  // (inodes an open handle kept without names when the store went down).
+  absl::Status CleanupOrphansLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Applies one log entry; the references of the items it replaces go to
   // `drops` (ReplayLog drops them after the last entry).
   absl::Status ReplayEntry(const log::LogEntry& e, std::set<uint64_t>* claimed,

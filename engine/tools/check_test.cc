@@ -259,5 +259,71 @@ TEST_F(CheckPreallocTest, LostPieceOfASplitExtent) {
   ExpectFinding("back-references do not match");
 }
 
+// Orphans: a file unlinked while open is in the closed image as nlink 0
+// with an ORPHAN_ITEM (the closing commit ran with the handle open), which
+// check accepts; without its item, or an item without its inode, it
+// reports.
+class CheckOrphanTest : public CheckFsTest {
+ protected:
+  void SetUp() override {
+    ASSERT_OK(Store::Mkfs(&dev_, testing::TestMkfs(4096)));
+    ASSERT_OK_AND_ASSIGN(auto store, Store::Open(&dev_, testing::TestOptions()));
+    ASSERT_OK_AND_ASSIGN(SubvolumeInfo info, store->CreateSubvolume("files"));
+    tree_ = info.id;
+    ASSERT_OK_AND_ASSIGN(auto sv, store->OpenSubvolume("files"));
+    Files f = sv->files();
+    ASSERT_OK(f.Create("/kept").status());
+    ASSERT_OK_AND_ASSIGN(FileStat st, f.Create("/gone"));
+    ASSERT_OK(f.Write(st.ino, 0, std::string(5000, 'x')));
+    ASSERT_OK_AND_ASSIGN(OpenFile h, f.Open(st.ino));
+    ASSERT_OK(f.Unlink("/gone"));
+    ASSERT_OK_AND_ASSIGN(std::vector<uint64_t> orphans, f.Orphans());
+    EXPECT_EQ(orphans, std::vector<uint64_t>{st.ino});
+    orphan_ = st.ino;
+    (void)h;
+    ASSERT_OK(store->Close());  // the handle dies with the store; the item stays
+    testing::ExpectCheckClean(&dev_);
+    ASSERT_OK_AND_ASSIGN(std::vector<NodeInfo> nodes, ListNodes(&dev_));
+    for (const NodeInfo& n : nodes) {
+      if (n.tree == tree_ && n.level == 0) leaf_ = n.bytenr;
+    }
+    ASSERT_NE(leaf_, 0u);
+  }
+  uint64_t orphan_ = 0;
+};
+
+TEST_F(CheckOrphanTest, NlinkZeroWithoutOrphanItem) {
+  ASSERT_OK(RewriteNode(&dev_, leaf_, [](std::vector<Item>* items) {
+    for (auto it = items->begin(); it != items->end(); ++it) {
+      if (Type(*it) == 48) {  // ORPHAN_ITEM
+        items->erase(it);
+        return;
+      }
+    }
+  }));
+  ExpectFinding(absl::StrCat("inode ", orphan_, " has no name (nlink 0, no orphan item)"));
+}
+
+TEST_F(CheckOrphanTest, OrphanItemWithoutInode) {
+  ASSERT_OK(RewriteNode(&dev_, leaf_, [](std::vector<Item>* items) {
+    for (Item& it : *items) {
+      if (Type(it) == 48) it.key[17] = static_cast<char>(it.key[17] + 100);  // another inode
+    }
+  }));
+  ExpectFinding("which does not exist");
+}
+
+TEST_F(CheckOrphanTest, MountDeletesTheOrphan) {
+  {
+    ASSERT_OK_AND_ASSIGN(auto store, Store::Open(&dev_, testing::TestOptions()));
+    ASSERT_OK_AND_ASSIGN(auto sv, store->OpenSubvolume("files"));
+    EXPECT_EQ(sv->files().StatInode(orphan_).status().code(), absl::StatusCode::kNotFound);
+    ASSERT_OK_AND_ASSIGN(std::vector<uint64_t> orphans, sv->files().Orphans());
+    EXPECT_TRUE(orphans.empty());
+    ASSERT_OK(store->Close());
+  }
+  testing::ExpectCheckClean(&dev_);
+}
+
 }  // namespace
 }  // namespace cowkv

@@ -263,3 +263,55 @@ def test_fallocate_modes_and_unwritten_extents(sv: cowkv.Subvolume) -> None:
     with pytest.raises(cowkv.FailedPrecondition) as isdir:
         fs.fallocate("/dir", 0, 10)
     assert isdir.value.errno_name == "EISDIR"
+
+
+# Open handles, orphans and O_TMPFILE (Files.Open / CreateTmpfile / Close).
+
+
+def test_unlinked_open_handle_lives_until_close(sv: cowkv.Subvolume) -> None:
+    fs = sv.files
+    fs.write_bytes("/f", b"hello world")
+    with fs.open_handle("/f") as h:
+        assert h.opened_stat.size == 11 and h.lease_ms == 30000
+        fs.unlink("/f")
+        assert not fs.exists("/f")
+        assert h.stat().nlink == 0
+        assert h.write(b"WORLD", offset=6) == 5
+        assert h.read() == b"hello WORLD"
+        assert h.read(offset=6, length=3) == b"WOR"
+        assert h.truncate(5).size == 5
+        h.fsync()
+        h.fsync(datasync=True)
+        assert h.fiemap()
+        with pytest.raises(cowkv.NotFound) as e:
+            fs.link(h, "/back")  # not an O_TMPFILE: ENOENT, as linkat on Linux
+        assert e.value.errno_name == "ENOENT"
+        ino = h.ino
+    assert h.closed
+    with pytest.raises(cowkv.NotFound):
+        fs.stat(ino=ino)
+    with pytest.raises(ValueError):
+        h.read()
+    h.close()  # idempotent
+    with pytest.raises(cowkv.NotFound) as e:
+        fs.close_handle(h.handle)
+    assert e.value.errno_name == "EBADF"
+
+
+def test_tmpfile_linked_by_handle(sv: cowkv.Subvolume) -> None:
+    fs = sv.files
+    fs.mkdir("/d")
+    with fs.create_tmpfile("/d", 0o600) as t:
+        assert t.opened_stat.nlink == 0 and t.opened_stat.mode == 0o600
+        t.write(b"all or nothing")
+        t.fsync()
+        assert fs.listdir("/d") == []
+        st = fs.link(t, "/d/final")
+        assert st.nlink == 1 and st.ino == t.ino
+        assert fs.link("", "/d/again", ino=t.ino).nlink == 2
+    assert fs.read_bytes("/d/final") == b"all or nothing"
+    with fs.create_tmpfile("/d") as gone:
+        gone.write(b"never named")
+    with pytest.raises(cowkv.NotFound):
+        fs.stat(ino=gone.ino)
+    assert fs.listdir("/d") == ["final", "again"]

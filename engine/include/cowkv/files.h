@@ -67,6 +67,13 @@ inline constexpr uint32_t kFallocKeepSize = 0x01;
 inline constexpr uint32_t kFallocPunchHole = 0x02;
 inline constexpr uint32_t kFallocZeroRange = 0x10;
 
+// An open handle (Files::Open, CreateTmpfile): a number unique within the
+// subvolume's Files while the store is open, and the inode it is on.
+struct OpenFile {
+  uint64_t handle = 0;
+  uint64_t ino = 0;
+};
+
 inline constexpr uint32_t kRenameNoReplace = 1;  // fail with ALREADY_EXISTS if `to` exists
 inline constexpr uint32_t kRenameExchange = 2;   // swap `from` and `to` (both must exist)
 
@@ -140,6 +147,26 @@ class Files {
   // Other modes: EOPNOTSUPP (UNIMPLEMENTED); length 0: EINVAL; no space:
   // ENOSPC with nothing changed.
   absl::Status Fallocate(uint64_t ino, uint32_t mode, uint64_t offset, uint64_t length);
+
+  // Open handles (memory only; none survive Store::Close). While a handle
+  // is open on an inode, removing its last name (unlink, rename over it)
+  // does not delete it: it lives on as an orphan (nlink 0, an ORPHAN_ITEM
+  // on disk) that the data calls above, Fsync and Stat reach by inode,
+  // until its last handle closes; after a crash the next mount deletes
+  // it. Close of an unknown handle: "EBADF: ..." NOT_FOUND.
+  absl::StatusOr<OpenFile> Open(uint64_t ino);
+  absl::StatusOr<OpenFile> OpenPath(absl::string_view path);
+  absl::Status Close(uint64_t handle);
+  // The inode `handle` is open on (EBADF as Close).
+  absl::StatusOr<uint64_t> HandleInode(uint64_t handle);
+  // O_TMPFILE: an open handle on a new unnamed regular file in directory
+  // `dir` (nlink 0, an orphan from birth); LinkAt(ino, dir, name) names it
+  // (linkat with AT_EMPTY_PATH). Linking any other inode with nlink 0
+  // answers ENOENT, as Linux does.
+  absl::StatusOr<OpenFile> CreateTmpfile(uint64_t dir, uint32_t mode = 0644);
+  // Inodes with an ORPHAN_ITEM, ascending (open orphans; after a mount's
+  // cleanup none but those opened since).
+  absl::StatusOr<std::vector<uint64_t>> Orphans();
 
  private:
   friend class Subvolume;

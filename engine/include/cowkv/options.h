@@ -125,6 +125,7 @@ struct Options {
       kEagerReplayDrops,    // replay drops a replaced item's extent reference at once
       kReplayDropsNewName,  // replay drops the DIR_ITEM of a name that came back under a new index
       kDropsPrealloc,       // replay drops preallocated extents past EOF (fallocate KEEP_SIZE)
+      kSkipOrphanCleanup,   // mount leaves orphans (inodes kept by open handles) in place
     };
     PlantedBug planted_bug = PlantedBug::kNone;
     // The throttler's older policy, for bench/subvol_bench's comparison

@@ -30,6 +30,7 @@ from cowkv.errors import (AlreadyExists, Cancelled, Conflict, CowkvError, DataLo
                           NoSpace, NotFound, PermissionDenied, ReadOnly, ResourceExhausted,
                           TooOld, Unauthenticated, Unavailable, Unimplemented)
 from cowkv.file import RemoteFile
+from cowkv.handle import FileHandle
 from cowkv.files import (FIEMAP_EXTENT_DATA_INLINE, FIEMAP_EXTENT_LAST, FIEMAP_EXTENT_NOT_ALIGNED,
                          FIEMAP_EXTENT_SHARED, RENAME_EXCHANGE, RENAME_NOREPLACE, DirEntry,
                          Extent, FileKind, Files, FileStat)
@@ -49,7 +50,7 @@ __all__ = [
     "Transaction", "TransactionState", "TxnResult", "PutResult", "DeleteResult", "RangeResult",
     "Compare", "Value", "Version", "ModRevision", "CreateRevision", "Exists", "Missing",
     "Op", "Put", "Delete", "DeleteRange", "Range", "Get",
-    "Files", "RemoteFile", "FileStat", "FileKind", "DirEntry", "Extent",
+    "Files", "RemoteFile", "FileHandle", "FileStat", "FileKind", "DirEntry", "Extent",
     "RENAME_NOREPLACE", "RENAME_EXCHANGE", "FIEMAP_EXTENT_LAST", "FIEMAP_EXTENT_NOT_ALIGNED",
     "FIEMAP_EXTENT_DATA_INLINE", "FIEMAP_EXTENT_SHARED",
     "CowkvError", "InvalidArgument", "NotFound", "AlreadyExists", "FailedPrecondition",

@@ -27,6 +27,7 @@ from cowkv.v1 import files_pb2
 if TYPE_CHECKING:
     from cowkv._rpc import Rpc
     from cowkv.file import RemoteFile
+    from cowkv.handle import FileHandle
 
 __all__ = ["Files", "FileStat", "FileKind", "DirEntry", "Extent", "RENAME_NOREPLACE",
            "RENAME_EXCHANGE", "FIEMAP_EXTENT_LAST", "FIEMAP_EXTENT_NOT_ALIGNED",
@@ -195,10 +196,10 @@ class Files:
     # The streaming RPCs, as the file object uses them.
 
     def read_stream(self, *, path: str = "", ino: int = 0, offset: int = 0,
-                    length: int = 0) -> Iterator[bytes]:
+                    length: int = 0, handle: int = 0) -> Iterator[bytes]:
         """The bytes of a range as the server streams them (chunks ≤ 1 MiB)."""
         req = files_pb2.ReadRequest(subvolume=self.subvolume, path=path, ino=ino, offset=offset,
-                                    length=length)
+                                    length=length, handle=handle)
         for m in self._rpc.server_stream(self._rpc.files.Read, req, "read"):
             if m.data:
                 yield m.data
@@ -219,9 +220,10 @@ class Files:
 
     # Names and attributes.
 
-    def stat(self, path: Path = "", *, ino: int = 0) -> FileStat:
-        """Attributes of a file, directory or symlink (by path, or by inode)."""
-        req = files_pb2.StatRequest(subvolume=self.subvolume, path=_p(path), ino=ino)
+    def stat(self, path: Path = "", *, ino: int = 0, handle: int = 0) -> FileStat:
+        """Attributes of a file, directory or symlink (by path, inode or open handle)."""
+        req = files_pb2.StatRequest(subvolume=self.subvolume, path=_p(path), ino=ino,
+                                    handle=handle)
         return FileStat.from_proto(self._rpc.unary(self._rpc.files.Stat, req, "stat"))
 
     def exists(self, path: Path) -> bool:
@@ -274,10 +276,19 @@ class Files:
                                       **{"from": _p(src)})
         self._rpc.unary(self._rpc.files.Rename, req, "rename")
 
-    def link(self, existing: Path, new_path: Path) -> FileStat:
-        """Adds a hard link to a file (not a directory: EPERM)."""
-        req = files_pb2.LinkRequest(subvolume=self.subvolume, existing=_p(existing),
-                                    new_path=_p(new_path))
+    def link(self, existing: Union[Path, "FileHandle"], new_path: Path, *,
+             ino: int = 0) -> FileStat:
+        """Adds a hard link to a file (not a directory: EPERM). ``existing``
+        may be an open FileHandle, or ``ino`` name the file (linkat with
+        AT_EMPTY_PATH): that names an O_TMPFILE (create_tmpfile); a file
+        whose names are all gone otherwise raises NotFound (ENOENT)."""
+        from cowkv.handle import FileHandle
+        if isinstance(existing, FileHandle):
+            req = files_pb2.LinkRequest(subvolume=self.subvolume, handle=existing.handle,
+                                        new_path=_p(new_path))
+        else:
+            req = files_pb2.LinkRequest(subvolume=self.subvolume, existing=_p(existing), ino=ino,
+                                        new_path=_p(new_path))
         return FileStat.from_proto(self._rpc.unary(self._rpc.files.Link, req, "link"))
 
     def symlink(self, target: str, path: Path) -> FileStat:
@@ -299,10 +310,11 @@ class Files:
         req = files_pb2.RmdirRequest(subvolume=self.subvolume, path=_p(path))
         self._rpc.unary(self._rpc.files.Rmdir, req, "rmdir")
 
-    def truncate(self, path: Path = "", size: int = 0, *, ino: int = 0) -> FileStat:
+    def truncate(self, path: Path = "", size: int = 0, *, ino: int = 0,
+                 handle: int = 0) -> FileStat:
         """Sets a regular file's size (cuts, or extends with a hole)."""
         req = files_pb2.TruncateRequest(subvolume=self.subvolume, path=_p(path), ino=ino,
-                                        size=size)
+                                        size=size, handle=handle)
         return FileStat.from_proto(self._rpc.unary(self._rpc.files.Truncate, req, "truncate"))
 
     # Data sharing and durability.
@@ -316,20 +328,22 @@ class Files:
                                      dst_offset=dst_offset, length=length)
         self._rpc.unary(self._rpc.files.Clone, req, "clone")
 
-    def fsync(self, path: Path = "", *, ino: int = 0, datasync: bool = False) -> None:
+    def fsync(self, path: Path = "", *, ino: int = 0, datasync: bool = False,
+              handle: int = 0) -> None:
         """Makes a file (a directory: and its entries) survive a crash."""
         req = files_pb2.FsyncRequest(subvolume=self.subvolume, path=_p(path), ino=ino,
-                                     datasync=datasync)
+                                     datasync=datasync, handle=handle)
         self._rpc.unary(self._rpc.files.Fsync, req, "fsync")
 
     def fiemap(self, path: Path = "", offset: int = 0, length: int = 0, *,
-               ino: int = 0) -> List[Extent]:
+               ino: int = 0, handle: int = 0) -> List[Extent]:
         """The extents holding a byte range (0 = to EOF), in file order."""
         out: List[Extent] = []
         stop = offset + length if length else 0  # 0 = EOF
         while True:
             req = files_pb2.FiemapRequest(subvolume=self.subvolume, path=_p(path), ino=ino,
-                                          offset=offset, length=stop - offset if stop else 0)
+                                          offset=offset, length=stop - offset if stop else 0,
+                                          handle=handle)
             resp = self._rpc.unary(self._rpc.files.Fiemap, req, "fiemap")
             out += [Extent(e.logical, e.physical, e.length, e.flags) for e in resp.extents]
             if not resp.more or not resp.extents:
@@ -367,6 +381,33 @@ class Files:
         req = files_pb2.FallocateRequest(subvolume=self.subvolume, path=path, ino=ino, mode=mode,
                                          offset=offset, length=length)
         return FileStat.from_proto(self._rpc.unary(self._rpc.files.Fallocate, req, "fallocate"))
+
+    # Open handles (server-side, with a lease): a file unlinked while open
+    # lives on until its last close; O_TMPFILE.
+
+    def open_handle(self, path: Path = "", *, ino: int = 0,
+                    lease_ms: int = 0) -> "FileHandle":
+        """Opens a file on the server (Files.Open): a FileHandle, a context
+        manager with read/write/truncate/fsync/stat/fiemap/close by handle.
+        While it is open, removing the file's last name does not delete it."""
+        from cowkv.handle import FileHandle
+        req = files_pb2.OpenRequest(subvolume=self.subvolume, path=_p(path), ino=ino,
+                                    lease_ms=lease_ms)
+        return FileHandle(self, self._rpc.unary(self._rpc.files.Open, req, "open"))
+
+    def create_tmpfile(self, dir: Path = "/", mode: int = 0o644, *, dir_ino: int = 0,
+                       lease_ms: int = 0) -> "FileHandle":
+        """O_TMPFILE: a new regular file without a name in directory ``dir``,
+        opened; link(handle, path) names it, closing it unnamed deletes it."""
+        from cowkv.handle import FileHandle
+        req = files_pb2.CreateTmpfileRequest(subvolume=self.subvolume, dir_path=_p(dir),
+                                             dir_ino=dir_ino, mode=mode, lease_ms=lease_ms)
+        return FileHandle(self, self._rpc.unary(self._rpc.files.CreateTmpfile, req, "tmpfile"))
+
+    def close_handle(self, handle: int) -> None:
+        """Closes an open handle (FileHandle.close calls this)."""
+        req = files_pb2.CloseRequest(handle=handle)
+        self._rpc.unary(self._rpc.files.Close, req, "close")
 
 
 def _chunks(source: Union[BinaryIO, Iterator[bytes]]) -> Iterator[bytes]:
