@@ -53,6 +53,7 @@ const absl::flat_hash_map<std::string, Access>& MethodTable() {
       {"cowkv.v1.Files/Rmdir", Access::kWrite},
       {"cowkv.v1.Files/Clone", Access::kWrite},
       {"cowkv.v1.Files/Fsync", Access::kWrite},
+      {"cowkv.v1.Files/SetAttr", Access::kWrite},
       // Subvolumes: reading the list; changing it is admin.
       {"cowkv.v1.Subvolumes/List", Access::kRead},
       {"cowkv.v1.Subvolumes/Show", Access::kRead},

@@ -127,6 +127,9 @@ class FilesService final : public v1::Files::Service {
                      v1::FsyncResponse* resp) override;
   grpc::Status Fiemap(ServerContext* ctx, const v1::FiemapRequest* req,
                       v1::FiemapResponse* resp) override;
+  // files_attr_service.cc
+  grpc::Status SetAttr(ServerContext* ctx, const v1::SetAttrRequest* req,
+                       v1::FileStat* resp) override;
 
  private:
   ServiceEnv* const env_;

@@ -6,6 +6,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -58,6 +59,14 @@ std::string Op::Describe() const {
     case OpKind::kClone: return absl::StrCat("clone ", a, " ", x, " ", b, " ", y, " ", len);
     case OpKind::kSetXattr: return absl::StrCat("setxattr ", a, " ", s1, " ", s2);
     case OpKind::kRemoveXattr: return absl::StrCat("removexattr ", a, " ", s1);
+    case OpKind::kSetAttr: {
+      std::string out = "setattr " + a;
+      if (flags & kAttrMode) absl::StrAppend(&out, " mode=", absl::StrFormat("0%o", x));
+      if (flags & kAttrUid) absl::StrAppend(&out, " uid=", y);
+      if (flags & kAttrGid) absl::StrAppend(&out, " gid=", len);
+      if (flags & kAttrMtime) absl::StrAppend(&out, " mtime=", t);
+      return out;
+    }
     case OpKind::kFsync: return "fsync " + a;
     case OpKind::kFdatasync: return "fdatasync " + a;
     case OpKind::kCommit: return "commit";
@@ -77,6 +86,7 @@ std::string Workload::Describe() const {
 MState::MState() {
   paths_["/"] = 0;
   inodes_[0] = MInode{FileKind::kDirectory, "", {}, kRootInode};
+  inodes_[0].mode = 0755;
 }
 
 std::optional<int> MState::At(const std::string& path) const {
@@ -122,6 +132,7 @@ bool MState::Create(const std::string& path, FileKind kind, std::string data, in
   if (!ParentIsDir(path) || paths_.count(path)) return false;
   const int id = next_id_++;
   inodes_[id] = MInode{kind, std::move(data), {}, 0};
+  inodes_[id].mode = kind == FileKind::kDirectory ? 0755 : kind == FileKind::kSymlink ? 0777 : 0644;
   paths_[path] = id;
   if (made) *made = id;
   return true;
@@ -190,12 +201,14 @@ bool MState::ApplyData(const Op& op, size_t position) {
       if (!m || op.y == 0 || op.x + op.y > kMaxModelFile) return false;
       if (m->data.size() < op.x + op.y) m->data.resize(op.x + op.y, '\0');
       m->data.replace(op.x, op.y, WriteBytes(op, position));
+      m->mtime.reset();
       return true;
     }
     case OpKind::kTruncate: {
       MInode* m = file(op.a);
       if (!m || op.x > kMaxModelFile) return false;
       m->data.resize(op.x, '\0');
+      m->mtime.reset();
       return true;
     }
     case OpKind::kClone: {
@@ -207,6 +220,7 @@ bool MState::ApplyData(const Op& op, size_t position) {
       const std::string bytes = src->data.substr(op.x, op.len);
       if (dst->data.size() < op.y + op.len) dst->data.resize(op.y + op.len, '\0');
       dst->data.replace(op.y, op.len, bytes);
+      dst->mtime.reset();
       return true;
     }
     case OpKind::kSetXattr: {
@@ -218,6 +232,25 @@ bool MState::ApplyData(const Op& op, size_t position) {
     case OpKind::kRemoveXattr: {
       std::optional<int> id = At(op.a);
       if (!id || inodes_[*id].xattrs.erase(op.s1) == 0) return false;
+      return true;
+    }
+    case OpKind::kSetAttr: {
+      std::optional<int> id = At(op.a);
+      if (!id || op.flags == 0 || (op.flags & ~(kAttrMode | kAttrUid | kAttrGid | kAttrMtime)) ||
+          op.x > 07777) {
+        return false;
+      }
+      MInode& m = inodes_[*id];
+      if (op.flags & kAttrMode) m.mode = static_cast<uint32_t>(op.x);
+      if (op.flags & kAttrUid) m.uid = static_cast<uint32_t>(op.y);
+      if (op.flags & kAttrGid) m.gid = static_cast<uint32_t>(op.len);
+      // chown of a non-directory clears the set-ID bits (FsOps::SetAttr).
+      if ((op.flags & (kAttrUid | kAttrGid)) && !(op.flags & kAttrMode) &&
+          m.kind != FileKind::kDirectory) {
+        m.mode &= ~(04000u | ((m.mode & 010) ? 02000u : 0u));
+      }
+      // A directory's mtime moves with its entries: the model keeps none.
+      if ((op.flags & kAttrMtime) && m.kind != FileKind::kDirectory) m.mtime = op.t;
       return true;
     }
     default: return false;
@@ -260,7 +293,9 @@ bool MState::Apply(const Op& op, size_t position, int* made) {
     case OpKind::kTruncate:
     case OpKind::kClone:
     case OpKind::kSetXattr:
-    case OpKind::kRemoveXattr: return ApplyData(op, position);
+    case OpKind::kRemoveXattr:
+    case OpKind::kSetAttr:
+      return ApplyData(op, position);
     case OpKind::kFsync:
     case OpKind::kFdatasync: return At(op.a).has_value();
     case OpKind::kCommit: return true;
@@ -279,7 +314,7 @@ absl::Status Walk(Files f, const std::string& path, uint64_t dir, int depth, Rec
     std::string p = (path == "/" ? "/" : path + "/") + e.name;
     absl::StatusOr<FileStat> st = f.StatInode(e.ino);
     if (!st.ok()) return absl::Status(st.status().code(), absl::StrCat(p, ": ", st.status().message()));
-    RNode n{st->kind, e.ino, "", st->size, st->nlink, {}};
+    RNode n{st->kind, e.ino, "", st->size, st->nlink, {}, st->mode, st->uid, st->gid, st->mtime_ns};
     absl::StatusOr<uint64_t> by_name = f.LookupAt(dir, e.name);
     if (!by_name.ok() || *by_name != e.ino) out->problems.push_back(p + ": lookup by name disagrees");
     if (e.kind != st->kind) out->problems.push_back(p + ": entry kind disagrees with the inode");
@@ -318,6 +353,8 @@ absl::StatusOr<Recovered> CaptureNamespace(Files f) {
   absl::StatusOr<FileStat> root = f.StatInode(kRootInode);
   if (!root.ok()) return root.status();
   r.root_size = root->size;
+  r.root = RNode{root->kind, root->ino,  "",        root->size, root->nlink,
+                 {},         root->mode, root->uid, root->gid,  root->mtime_ns};
   absl::Status s = Walk(f, "/", kRootInode, 0, &r);
   if (!s.ok()) return s;
   return r;
@@ -335,9 +372,14 @@ struct Proj {
   std::vector<std::string> paths;
   std::map<std::string, std::string> xattrs;
   std::map<std::string, int> entries;  // directories
+  // kAttrs: mode, owner, and mtime where the model knows it (nullopt on
+  // either side: any).
+  uint32_t mode = 0, uid = 0, gid = 0;
+  std::optional<int64_t> mtime;
   bool operator==(const Proj& o) const {
     return exists == o.exists && kind == o.kind && data == o.data && paths == o.paths &&
-           xattrs == o.xattrs && entries == o.entries;
+           xattrs == o.xattrs && entries == o.entries && mode == o.mode && uid == o.uid &&
+           gid == o.gid && (!mtime || !o.mtime || *mtime == *o.mtime);
   }
 };
 
@@ -346,6 +388,7 @@ enum Parts : unsigned {
   kPaths = 1,
   kData = 2,     // file bytes, symlink target, xattrs
   kEntries = 4,  // a directory's entries
+  kAttrs = 8,    // mode, owner, a known mtime (not promised by fdatasync)
 };
 
 std::string Render(const Proj& p) {
@@ -357,6 +400,10 @@ std::string Render(const Proj& p) {
     if (p.data.size() <= 12) absl::StrAppend(&s, " \"", absl::CEscape(p.data), "\"");
   }
   for (const auto& [k, v] : p.xattrs) absl::StrAppend(&s, " ", k, "=", v);
+  if (p.mode != 0 || p.uid != 0 || p.gid != 0) {
+    absl::StrAppend(&s, " mode ", absl::StrFormat("0%o", p.mode), " owner ", p.uid, ":", p.gid);
+  }
+  if (p.mtime) absl::StrAppend(&s, " mtime ", *p.mtime);
   if (p.kind == FileKind::kDirectory) {
     std::vector<std::string> es;
     for (const auto& [n, id] : p.entries) es.push_back(absl::StrCat(n, "->#", id));
@@ -377,6 +424,12 @@ Proj FromModel(const MState& s, int id, unsigned parts) {
     p.xattrs = m.xattrs;
   }
   if ((parts & kEntries) && m.kind == FileKind::kDirectory) p.entries = s.EntriesOf(id);
+  if (parts & kAttrs) {
+    p.mode = m.mode;
+    p.uid = m.uid;
+    p.gid = m.gid;
+    p.mtime = m.mtime;
+  }
   return p;
 }
 
@@ -393,6 +446,11 @@ Proj FromRecovered(const Recovered& r, const RIndex& ix, int id, unsigned parts)
     p.exists = true;
     p.kind = FileKind::kDirectory;
     if (parts & kPaths) p.paths = {"/"};
+    if (parts & kAttrs) {
+      p.mode = r.root.mode;
+      p.uid = r.root.uid;
+      p.gid = r.root.gid;
+    }
   } else {
     auto n = ix.node.find(id);
     if (n == ix.node.end()) return p;
@@ -402,6 +460,12 @@ Proj FromRecovered(const Recovered& r, const RIndex& ix, int id, unsigned parts)
     if (parts & kData) {
       p.data = n->second->data;
       p.xattrs = n->second->xattrs;
+    }
+    if (parts & kAttrs) {
+      p.mode = n->second->mode;
+      p.uid = n->second->uid;
+      p.gid = n->second->gid;
+      p.mtime = n->second->mtime;
     }
   }
   if ((parts & kEntries) && p.kind == FileKind::kDirectory) {
@@ -585,7 +649,7 @@ void Judgement::CheckPoint(const Point& p, const MState& s0) {
   // The object itself: data, and (unless fdatasync of an old inode) its
   // full paths; a directory's entries.
   unsigned parts = kData | kEntries;
-  if (!(p.datasync && old)) parts |= kPaths;
+  if (!(p.datasync && old)) parts |= kPaths | kAttrs;
   ExpectIn(p.inode, parts, p.state, what);
   if (p.datasync && old) return;
   // Names this inode had in the committed state and lost, now held by
@@ -732,6 +796,25 @@ std::vector<Op> CoreOps(const MState& s, bool metadata_only) {
       add(Mk(OpKind::kTruncate, path, "", size + 5000));               // up
     }
   }
+  // setattr, each inode once (at its first path), the committed top
+  // directories too: chmod + chown, and an explicit mtime but for
+  // directories.
+  if (!metadata_only) {
+    std::set<int> attr_done;
+    for (const auto& [path, id] : s.paths()) {
+      if (path == "/" || !attr_done.insert(id).second) continue;
+      Op o = Mk(OpKind::kSetAttr, path);
+      o.flags = kAttrMode | kAttrUid | kAttrGid;
+      o.x = s.Inode(id).mode == 0600 ? 0640 : 0600;
+      o.y = 1000;
+      o.len = 100;
+      if (s.Inode(id).kind != FileKind::kDirectory) {
+        o.flags |= kAttrMtime;
+        o.t = 1'000'000'000 + id;
+      }
+      add(o);
+    }
+  }
   // Moving a committed top directory into the other one, and back.
   add(Mk(OpKind::kRename, "/B", "/A/C"));
   add(Mk(OpKind::kRename, "/A/C", "/B"));
@@ -767,15 +850,26 @@ namespace {
 // One op line, split into words.
 absl::StatusOr<Op> ParseOp(const std::vector<std::string>& w) {
   static const auto* verbs = new std::map<std::string, std::pair<OpKind, size_t>>{
-      {"mkdir", {OpKind::kMkdir, 2}},        {"create", {OpKind::kCreate, 2}},
-      {"unlink", {OpKind::kUnlink, 2}},      {"rmdir", {OpKind::kRmdir, 2}},
-      {"fsync", {OpKind::kFsync, 2}},        {"fdatasync", {OpKind::kFdatasync, 2}},
-      {"commit", {OpKind::kCommit, 1}},      {"link", {OpKind::kLink, 3}},
-      {"symlink", {OpKind::kSymlink, 3}},    {"rename", {OpKind::kRename, 3}},
-      {"rename-exchange", {OpKind::kRename, 3}}, {"rename-noreplace", {OpKind::kRename, 3}},
-      {"write", {OpKind::kWrite, 4}},        {"truncate", {OpKind::kTruncate, 3}},
-      {"clone", {OpKind::kClone, 6}},        {"setxattr", {OpKind::kSetXattr, 4}},
+      {"mkdir", {OpKind::kMkdir, 2}},
+      {"create", {OpKind::kCreate, 2}},
+      {"unlink", {OpKind::kUnlink, 2}},
+      {"rmdir", {OpKind::kRmdir, 2}},
+      {"fsync", {OpKind::kFsync, 2}},
+      {"fdatasync", {OpKind::kFdatasync, 2}},
+      {"commit", {OpKind::kCommit, 1}},
+      {"link", {OpKind::kLink, 3}},
+      {"symlink", {OpKind::kSymlink, 3}},
+      {"rename", {OpKind::kRename, 3}},
+      {"rename-exchange", {OpKind::kRename, 3}},
+      {"rename-noreplace", {OpKind::kRename, 3}},
+      {"write", {OpKind::kWrite, 4}},
+      {"truncate", {OpKind::kTruncate, 3}},
+      {"clone", {OpKind::kClone, 6}},
+      {"setxattr", {OpKind::kSetXattr, 4}},
       {"removexattr", {OpKind::kRemoveXattr, 3}},
+      {"chmod", {OpKind::kSetAttr, 3}},
+      {"chown", {OpKind::kSetAttr, 4}},
+      {"utime", {OpKind::kSetAttr, 3}},
   };
   auto v = verbs->find(w[0]);
   if (v == verbs->end()) return absl::InvalidArgumentError("unknown verb");
@@ -804,6 +898,21 @@ absl::StatusOr<Op> ParseOp(const std::vector<std::string>& w) {
       o.s2 = w[3];
       break;
     case OpKind::kRemoveXattr: o.s1 = w[2]; break;
+    case OpKind::kSetAttr:
+      // chmod PATH OCTAL | chown PATH UID GID | utime PATH MTIME_NS
+      if (w[0] == "chmod") {
+        o.flags = kAttrMode;
+        ok = !w[2].empty() && w[2].size() <= 5 &&
+             w[2].find_first_not_of("01234567") == std::string::npos;
+        if (ok) o.x = std::stoull(w[2], nullptr, 8);
+      } else if (w[0] == "chown") {
+        o.flags = kAttrUid | kAttrGid;
+        ok = num(2, &o.y) && num(3, &o.len);
+      } else {
+        o.flags = kAttrMtime;
+        ok = absl::SimpleAtoi(w[2], &o.t);
+      }
+      break;
     default: break;
   }
   if (!ok) return absl::InvalidArgumentError("bad numbers");

@@ -18,6 +18,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -53,6 +54,7 @@ struct FsOptions {
   bool bug_item_counts_as_names = false;
   bool bug_replay_drops_new_name = false;
   bool bug_late_inode_counter = false;
+  bool bug_logged_inode_skips_item = false;
 };
 
 // Relaxed atomics: statistics, bumped under a shared lock too.
@@ -174,6 +176,19 @@ inline constexpr uint32_t kFiemapShared = 0x2000;
 inline constexpr uint32_t kRenameNoReplace = 1;
 inline constexpr uint32_t kRenameExchange = 2;
 
+// What SetAttr changes (engine/include/cowkv/files.h SetAttrSpec).
+struct AttrTime {
+  bool now = false;  // the clock at the call, else `ns`
+  int64_t ns = 0;
+};
+struct AttrChange {
+  std::optional<uint32_t> mode;  // permission bits (07777); the kind stays
+  std::optional<uint32_t> uid, gid;
+  std::optional<AttrTime> atime, mtime;
+  std::optional<uint64_t> size;
+  bool empty() const { return !mode && !uid && !gid && !atime && !mtime && !size; }
+};
+
 // Touched-by-replay bookkeeping (ReplayFixup).
 struct ReplayNotes {
   std::set<uint64_t> inodes;       // any key of theirs was replayed
@@ -219,6 +234,10 @@ class FsOps {
   absl::StatusOr<std::string> GetXattr(uint64_t ino, absl::string_view name);
   absl::StatusOr<std::vector<std::string>> ListXattrs(uint64_t ino);
   absl::Status RemoveXattr(uint64_t ino, absl::string_view name);
+  // setattr (fs_attr.cc): the fields `c` names; `size` through Truncate
+  // first (regular files only), then the rest in one batch; ctime becomes
+  // now when anything changed.
+  absl::StatusOr<Attr> SetAttr(uint64_t ino, const AttrChange& c);
 
   // Notes what fsync of `ino` must log; the caller then waits for a log
   // sync. `datasync`: skip the names of an inode older than this

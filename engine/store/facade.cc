@@ -526,4 +526,21 @@ absl::Status Files::RemoveXattr(uint64_t ino, absl::string_view name) {
   return store_->FsWrite(subvol_, [&](fs::FsOps& o) { return o.RemoveXattr(ino, name); });
 }
 
+absl::StatusOr<FileStat> Files::SetAttr(uint64_t ino, const SetAttrSpec& spec) {
+  fs::AttrChange c;
+  c.mode = spec.mode;
+  c.uid = spec.uid;
+  c.gid = spec.gid;
+  if (spec.atime) c.atime = fs::AttrTime{spec.atime->now, spec.atime->ns};
+  if (spec.mtime) c.mtime = fs::AttrTime{spec.mtime->now, spec.mtime->ns};
+  c.size = spec.size;
+  FileStat st;
+  COWKV_RETURN_IF_ERROR(store_->FsWrite(subvol_, [&](fs::FsOps& o) {
+    COWKV_ASSIGN_OR_RETURN(fs::Attr a, o.SetAttr(ino, c));
+    st = ToStat(a);
+    return absl::OkStatus();
+  }));
+  return st;
+}
+
 }  // namespace cowkv

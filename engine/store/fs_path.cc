@@ -153,6 +153,8 @@ fs::FsOptions StoreImpl::FsOptionsFromStore() const {
       options_.test_hooks.planted_bug == Options::TestHooks::PlantedBug::kReplayDropsNewName;
   o.bug_late_inode_counter =
       options_.test_hooks.planted_bug == Options::TestHooks::PlantedBug::kLateInodeCounter;
+  o.bug_logged_inode_skips_item =
+      options_.test_hooks.planted_bug == Options::TestHooks::PlantedBug::kLoggedInodeSkipsItem;
   return o;
 }
 

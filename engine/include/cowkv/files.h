@@ -4,6 +4,7 @@
 #define COWKV_INCLUDE_COWKV_FILES_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,26 @@ struct FiemapExtent {
   uint32_t flags = 0;
 };
 
+// A time SetAttr sets: the engine's clock at the call (`now`), or `ns`
+// (nanoseconds since the Unix epoch), as utimensat's UTIME_NOW or a value.
+struct AttrTime {
+  bool now = false;
+  int64_t ns = 0;
+  static AttrTime Now() { return {true, 0}; }
+  static AttrTime At(int64_t ns) { return {false, ns}; }
+};
+
+// What Files::SetAttr changes: each field that is set (chmod, chown,
+// utimes, truncate in one call).
+struct SetAttrSpec {
+  std::optional<uint32_t> mode;  // permission bits (07777; EINVAL beyond); the kind stays
+  std::optional<uint32_t> uid;
+  std::optional<uint32_t> gid;
+  std::optional<AttrTime> atime;
+  std::optional<AttrTime> mtime;
+  std::optional<uint64_t> size;  // regular files only, as Truncate
+};
+
 inline constexpr uint32_t kRenameNoReplace = 1;  // fail with ALREADY_EXISTS if `to` exists
 inline constexpr uint32_t kRenameExchange = 2;   // swap `from` and `to` (both must exist)
 
@@ -113,6 +134,12 @@ class Files {
   absl::StatusOr<std::string> GetXattr(uint64_t ino, absl::string_view name);
   absl::StatusOr<std::vector<std::string>> ListXattrs(uint64_t ino);
   absl::Status RemoveXattr(uint64_t ino, absl::string_view name);
+  // setattr: changes what `spec` sets and returns the attributes after.
+  // ctime becomes now when anything changes (an empty spec changes
+  // nothing). chown of a non-directory clears set-user-ID (and set-group-ID
+  // with group execute) unless the mode is set too, as Linux. The size goes
+  // through Truncate first. A read-only snapshot or store: EROFS.
+  absl::StatusOr<FileStat> SetAttr(uint64_t ino, const SetAttrSpec& spec);
 
  private:
   friend class Subvolume;
