@@ -2,7 +2,7 @@
 # Goal: every online `cowkv` command against a live cowkvd (a temp device,
 # a free port): subvolume create|list|show|rename|delete|snapshot, kv
 # get|put|del|range|txn, fs ls|stat|mkdir|put|cat|mv|ln|rm|rmdir|fsync|
-# clone|fiemap, stats, sync, check, bench, and the global options (--server,
+# clone|fiemap|chmod|chown|touch, stats, sync, check, bench, and the global options (--server,
 # --token-file, --timeout, --json, COWKV_SERVER). Each case checks stdout,
 # and each failure case the exit code of its class (docs/cli.md) and the
 # one stderr line "cowkv: <op>: <reason>".
@@ -406,6 +406,39 @@ case_ "files of a read-only snapshot are readable"
 c fs ls -s data@2026-11-22 /
 expect_rc 0
 [[ -z "$OUT" ]] || fail "the snapshot predates every file"
+
+# --- fs attributes and xattrs (issue 17) -------------------------------------
+
+case_ "fs chmod, chown, touch: stat shows them"
+c fs chmod -s data 0600 /docs/notes.txt
+expect_rc 0; expect_no_err
+[[ -z "$OUT" ]] || fail "chmod printed something"
+c fs chown -s data 1000:100 /docs/notes.txt
+expect_rc 0
+c fs touch -s data -m --time 1000000000000000000 /docs/notes.txt
+expect_rc 0
+c fs stat -s data /docs/notes.txt
+expect_out '^Access: \(0600/-rw-------\)  Uid: 1000  Gid: 100$'
+expect_out '^Modify: 2001-09-09'
+c fs chown -s data :7 /docs/notes.txt
+c --json fs stat -s data /docs/notes.txt
+expect_json "d['uid'] == 1000 and d['gid'] == 7 and d['mtime_ns'] == 1000000000000000000"
+
+case_ "fs touch creates a missing file (not with -c); --json prints the attributes"
+c --json fs touch -s data /docs/touched
+expect_json "d['paths'][0]['path'] == '/docs/touched' and d['paths'][0]['stat']['size'] == 0"
+c fs touch -s data -c /docs/not-created
+expect_fail 4 '^cowkv: fs touch: ENOENT'
+
+case_ "fs chmod: bad mode is a usage error (2); missing file (4); read-only snapshot (6)"
+c fs chmod -s data 8777 /docs/notes.txt
+expect_rc 2
+c fs chmod -s data 0644 /docs/none
+expect_fail 4 '^cowkv: fs chmod: ENOENT'
+c fs chown -s data abc /docs/notes.txt
+expect_rc 2
+c fs chmod -s data@2026-11-22 0644 /
+expect_fail 6 '^cowkv: fs chmod: EROFS'
 
 # --- admin ------------------------------------------------------------------
 

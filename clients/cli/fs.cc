@@ -415,6 +415,7 @@ RunFn AddFs(CLI::App* app, const GlobalsPtr& g) {
   fsync->add_flag("--data", a->data_only, "fdatasync: data and size only");
   fsync->add_option("PATH", a->paths, "Path")->required()->expected(1);
   AddFsData(&group, g);
+  AddFsAttr(&group, g);
   return group.Runner();
 }
 

@@ -45,6 +45,9 @@ std::string BaseName(absl::string_view path);
 // Declares fs put, cat, clone and fiemap. (fs_data.cc)
 void AddFsData(CommandGroup* group, const GlobalsPtr& g);
 
+// Declares fs chmod, chown and touch. (fs_attr.cc)
+void AddFsAttr(CommandGroup* group, const GlobalsPtr& g);
+
 }  // namespace cli
 }  // namespace cowkv
 

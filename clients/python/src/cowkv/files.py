@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import os
-from typing import TYPE_CHECKING, BinaryIO, Iterator, List, Optional, Union
+from typing import TYPE_CHECKING, BinaryIO, Iterator, List, Optional, Tuple, Union
 
 from cowkv import errors
 from cowkv._validate import check_request
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Files", "FileStat", "FileKind", "DirEntry", "Extent", "RENAME_NOREPLACE",
            "RENAME_EXCHANGE", "FIEMAP_EXTENT_LAST", "FIEMAP_EXTENT_NOT_ALIGNED",
-           "FIEMAP_EXTENT_DATA_INLINE", "FIEMAP_EXTENT_SHARED", "Path"]
+           "FIEMAP_EXTENT_DATA_INLINE", "FIEMAP_EXTENT_SHARED", "Path", "UTIME_NOW"]
 
 Path = Union[str, "os.PathLike[str]"]
 
@@ -323,6 +323,65 @@ class Files:
             offset = resp.extents[-1].logical + resp.extents[-1].length
             if stop and offset >= stop:
                 return out
+
+    # Attributes (issue 17).
+
+    def set_attr(self, path: Path = "", *, ino: int = 0, mode: Optional[int] = None,
+                 uid: Optional[int] = None, gid: Optional[int] = None,
+                 size: Optional[int] = None, atime_ns: Union[int, "_Now", None] = None,
+                 mtime_ns: Union[int, "_Now", None] = None) -> FileStat:
+        """setattr: changes the attributes given (None = keep) and returns them
+        afterwards; a time may be :data:`UTIME_NOW` (the server's clock). ctime
+        becomes now when anything changes; ``size`` is a truncate."""
+        req = files_pb2.SetAttrRequest(subvolume=self.subvolume, path=_p(path), ino=ino)
+        fields = 0
+        if mode is not None:
+            fields |= files_pb2.SET_ATTR_MODE
+            req.mode = mode
+        if uid is not None:
+            fields |= files_pb2.SET_ATTR_UID
+            req.uid = uid
+        if gid is not None:
+            fields |= files_pb2.SET_ATTR_GID
+            req.gid = gid
+        if size is not None:
+            fields |= files_pb2.SET_ATTR_SIZE
+            req.size = size
+        if isinstance(atime_ns, _Now):
+            fields |= files_pb2.SET_ATTR_ATIME_NOW
+        elif atime_ns is not None:
+            fields |= files_pb2.SET_ATTR_ATIME
+            req.atime_ns = atime_ns
+        if isinstance(mtime_ns, _Now):
+            fields |= files_pb2.SET_ATTR_MTIME_NOW
+        elif mtime_ns is not None:
+            fields |= files_pb2.SET_ATTR_MTIME
+            req.mtime_ns = mtime_ns
+        req.fields = fields
+        return FileStat.from_proto(self._rpc.unary(self._rpc.files.SetAttr, req, "setattr"))
+
+    def chmod(self, path: Path, mode: int) -> FileStat:
+        """Sets the permission bits (at most 0o7777), as os.chmod."""
+        return self.set_attr(path, mode=mode)
+
+    def chown(self, path: Path, uid: int, gid: int) -> FileStat:
+        """Sets the owner, as os.chown: -1 keeps that id."""
+        return self.set_attr(path, uid=None if uid == -1 else uid,
+                             gid=None if gid == -1 else gid)
+
+    def utime(self, path: Path, ns: Optional[Tuple[int, int]] = None) -> FileStat:
+        """Sets (atime, mtime) in ns since the epoch, or both to now, as os.utime."""
+        if ns is None:
+            return self.set_attr(path, atime_ns=UTIME_NOW, mtime_ns=UTIME_NOW)
+        return self.set_attr(path, atime_ns=ns[0], mtime_ns=ns[1])
+
+
+class _Now(enum.Enum):
+    NOW = "now"
+
+
+#: A time for :meth:`Files.set_attr`: the server's clock (utimensat's UTIME_NOW).
+UTIME_NOW = _Now.NOW
 
 
 def _chunks(source: Union[BinaryIO, Iterator[bytes]]) -> Iterator[bytes]:
