@@ -1,5 +1,9 @@
-// cowkv.v1.Files, attribute calls: SetAttr.
+// cowkv.v1.Files, attribute calls: SetAttr, and the extended attributes
+// SetXattr, GetXattr, ListXattrs, RemoveXattr (the engine checks names,
+// values and flags).
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "cowkv/errors.h"
@@ -61,6 +65,52 @@ grpc::Status FilesService::SetAttr(ServerContext* ctx, const v1::SetAttrRequest*
     COWKV_ASSIGN_OR_RETURN(FileStat st, files.SetAttr(ino, spec));
     ToProto(st, resp);
     return absl::OkStatus();
+  });
+}
+
+grpc::Status FilesService::SetXattr(ServerContext* ctx, const v1::SetXattrRequest* req,
+                                    v1::SetXattrResponse* resp) {
+  return env_->Run(ctx, "cowkv.v1.Files/SetXattr", kPosix, [&]() -> absl::Status {
+    COWKV_RETURN_IF_ERROR(ValidatePathOrIno("path", req->path(), req->ino()));
+    static_assert(v1::XATTR_FLAG_CREATE == kXattrCreate, "same bits as the engine");
+    static_assert(v1::XATTR_FLAG_REPLACE == kXattrReplace, "same bits as the engine");
+    COWKV_ASSIGN_OR_RETURN(Files files, OpenFiles(env_, req->subvolume()));
+    COWKV_ASSIGN_OR_RETURN(uint64_t ino, Resolve(files, "path", req->path(), req->ino()));
+    return files.SetXattr(ino, req->name(), req->value(), req->flags());
+  });
+}
+
+grpc::Status FilesService::GetXattr(ServerContext* ctx, const v1::GetXattrRequest* req,
+                                    v1::GetXattrResponse* resp) {
+  return env_->Run(ctx, "cowkv.v1.Files/GetXattr", kPosix, [&]() -> absl::Status {
+    COWKV_RETURN_IF_ERROR(ValidatePathOrIno("path", req->path(), req->ino()));
+    COWKV_ASSIGN_OR_RETURN(Files files, OpenFiles(env_, req->subvolume()));
+    COWKV_ASSIGN_OR_RETURN(uint64_t ino, Resolve(files, "path", req->path(), req->ino()));
+    COWKV_ASSIGN_OR_RETURN(std::string value, files.GetXattr(ino, req->name()));
+    resp->set_value(std::move(value));
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status FilesService::ListXattrs(ServerContext* ctx, const v1::ListXattrsRequest* req,
+                                      v1::ListXattrsResponse* resp) {
+  return env_->Run(ctx, "cowkv.v1.Files/ListXattrs", kPosix, [&]() -> absl::Status {
+    COWKV_RETURN_IF_ERROR(ValidatePathOrIno("path", req->path(), req->ino()));
+    COWKV_ASSIGN_OR_RETURN(Files files, OpenFiles(env_, req->subvolume()));
+    COWKV_ASSIGN_OR_RETURN(uint64_t ino, Resolve(files, "path", req->path(), req->ino()));
+    COWKV_ASSIGN_OR_RETURN(std::vector<std::string> names, files.ListXattrs(ino));
+    for (std::string& n : names) resp->add_names(std::move(n));
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status FilesService::RemoveXattr(ServerContext* ctx, const v1::RemoveXattrRequest* req,
+                                       v1::RemoveXattrResponse* resp) {
+  return env_->Run(ctx, "cowkv.v1.Files/RemoveXattr", kPosix, [&]() -> absl::Status {
+    COWKV_RETURN_IF_ERROR(ValidatePathOrIno("path", req->path(), req->ino()));
+    COWKV_ASSIGN_OR_RETURN(Files files, OpenFiles(env_, req->subvolume()));
+    COWKV_ASSIGN_OR_RETURN(uint64_t ino, Resolve(files, "path", req->path(), req->ino()));
+    return files.RemoveXattr(ino, req->name());
   });
 }
 

@@ -1,7 +1,7 @@
 // Goal: the attribute calls of cowkv.v1.Files (issue 17) through the
 // generated stub against an in-process server: SetAttr's fields and
-// errors. Each answer's code and POSIX name are checked as server_test
-// does for the other calls.
+// errors, the xattr calls with their flags and limits. Each answer's code and POSIX name are
+// checked as server_test does for the other calls.
 #include <string>
 
 #include "cowkv/v1/files.grpc.pb.h"
@@ -144,6 +144,69 @@ TEST_F(FilesAttr, SetAttrOnReadOnlySnapshotIsEROFS) {
   req.set_fields(v1::SET_ATTR_MODE);
   req.set_mode(0600);
   EXPECT_POSIX(SetAttr(req, &st), FAILED_PRECONDITION, "EROFS");
+}
+
+TEST_F(FilesAttr, Xattrs) {
+  ASSERT_NO_FATAL_FAILURE(Create("/x"));
+  v1::SetXattrRequest set;
+  set.set_path("/x");
+  set.set_name("user.a");
+  set.set_value(std::string("v\0\xff", 3));  // values are bytes
+  v1::SetXattrResponse ok;
+  ASSERT_GRPC_OK(fs().SetXattr(Ctx().get(), set, &ok));
+  set.set_flags(v1::XATTR_FLAG_CREATE);
+  EXPECT_POSIX(fs().SetXattr(Ctx().get(), set, &ok), ALREADY_EXISTS, "EEXIST");
+  set.set_name("user.b");
+  set.set_value("b");
+  ASSERT_GRPC_OK(fs().SetXattr(Ctx().get(), set, &ok));
+  set.set_name("user.c");
+  set.set_flags(v1::XATTR_FLAG_REPLACE);
+  EXPECT_POSIX(fs().SetXattr(Ctx().get(), set, &ok), NOT_FOUND, "ENODATA");
+  set.set_flags(v1::XATTR_FLAG_CREATE | v1::XATTR_FLAG_REPLACE);
+  EXPECT_POSIX(fs().SetXattr(Ctx().get(), set, &ok), INVALID_ARGUMENT, "EINVAL");
+  set.set_flags(0);
+  set.set_name(std::string(256, 'n'));
+  EXPECT_POSIX(fs().SetXattr(Ctx().get(), set, &ok), INVALID_ARGUMENT, "ENAMETOOLONG");
+  set.set_name("");
+  EXPECT_POSIX(fs().SetXattr(Ctx().get(), set, &ok), INVALID_ARGUMENT, "EINVAL");
+  set.set_name("user.big");
+  set.set_value(std::string(4097, 'v'));
+  EXPECT_POSIX(fs().SetXattr(Ctx().get(), set, &ok), INVALID_ARGUMENT, "ERANGE");
+  set.set_value(std::string(4096, 'v'));  // fits an item of the default 16 KiB nodes
+  ASSERT_GRPC_OK(fs().SetXattr(Ctx().get(), set, &ok));
+  v1::RemoveXattrRequest drop;
+  drop.set_path("/x");
+  drop.set_name("user.big");
+  v1::RemoveXattrResponse dropped;
+  ASSERT_GRPC_OK(fs().RemoveXattr(Ctx().get(), drop, &dropped));
+
+  v1::GetXattrRequest get;
+  get.set_path("/x");
+  get.set_name("user.a");
+  v1::GetXattrResponse got;
+  ASSERT_GRPC_OK(fs().GetXattr(Ctx().get(), get, &got));
+  EXPECT_EQ(got.value(), std::string("v\0\xff", 3));
+  get.set_name("user.none");
+  EXPECT_POSIX(fs().GetXattr(Ctx().get(), get, &got), NOT_FOUND, "ENODATA");
+
+  v1::ListXattrsRequest list;
+  list.set_path("/x");
+  v1::ListXattrsResponse names;
+  ASSERT_GRPC_OK(fs().ListXattrs(Ctx().get(), list, &names));
+  ASSERT_EQ(names.names_size(), 2);
+  EXPECT_EQ(names.names(0), "user.a");
+  EXPECT_EQ(names.names(1), "user.b");
+
+  v1::RemoveXattrRequest rm;
+  rm.set_path("/x");
+  rm.set_name("user.a");
+  v1::RemoveXattrResponse removed;
+  ASSERT_GRPC_OK(fs().RemoveXattr(Ctx().get(), rm, &removed));
+  EXPECT_POSIX(fs().RemoveXattr(Ctx().get(), rm, &removed), NOT_FOUND, "ENODATA");
+  rm.set_path("/none");
+  EXPECT_POSIX(fs().RemoveXattr(Ctx().get(), rm, &removed), NOT_FOUND, "ENOENT");
+  list.set_path("/none");
+  EXPECT_POSIX(fs().ListXattrs(Ctx().get(), list, &names), NOT_FOUND, "ENOENT");
 }
 
 }  // namespace

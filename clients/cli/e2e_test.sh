@@ -2,7 +2,7 @@
 # Goal: every online `cowkv` command against a live cowkvd (a temp device,
 # a free port): subvolume create|list|show|rename|delete|snapshot, kv
 # get|put|del|range|txn, fs ls|stat|mkdir|put|cat|mv|ln|rm|rmdir|fsync|
-# clone|fiemap|chmod|chown|touch, stats, sync, check, bench, and the global options (--server,
+# clone|fiemap|chmod|chown|touch|setfattr|getfattr, stats, sync, check, bench, and the global options (--server,
 # --token-file, --timeout, --json, COWKV_SERVER). Each case checks stdout,
 # and each failure case the exit code of its class (docs/cli.md) and the
 # one stderr line "cowkv: <op>: <reason>".
@@ -439,6 +439,36 @@ c fs chown -s data abc /docs/notes.txt
 expect_rc 2
 c fs chmod -s data@2026-11-22 0644 /
 expect_fail 6 '^cowkv: fs chmod: EROFS'
+
+case_ "fs setfattr and getfattr (names, -n, -d, encodings); --create, --replace, -x"
+c fs setfattr -s data -n user.a -v hello /docs/notes.txt
+expect_rc 0; expect_no_err
+c fs setfattr -s data -n user.bin -v 0x00ff10 --create /docs/notes.txt
+expect_rc 0
+c fs getfattr -s data /docs/notes.txt
+expect_rc 0
+expect_out '^# file: /docs/notes.txt$'
+expect_out '^user.a$'
+expect_out '^user.bin$'
+c fs getfattr -s data -d /docs/notes.txt
+expect_out '^user.a="hello"$'
+expect_out '^user.bin=0sAP8Q$'
+c fs getfattr -s data -n user.bin -e hex /docs/notes.txt
+expect_out '^user.bin=0x00ff10$'
+c --json fs getfattr -s data -d /docs/notes.txt
+expect_json "d['files'][0]['xattrs'] == {'user.a': 'hello', 'user.bin': {'base64': 'AP8Q'}}"
+c fs setfattr -s data -n user.a -v again --create /docs/notes.txt
+expect_fail 5 '^cowkv: fs setfattr: EEXIST'
+c fs setfattr -s data -n user.none -v x --replace /docs/notes.txt
+expect_fail 4 '^cowkv: fs setfattr: ENODATA'
+c fs setfattr -s data -x user.bin /docs/notes.txt
+expect_rc 0
+c fs getfattr -s data -n user.bin /docs/notes.txt
+expect_fail 4 '^cowkv: fs getfattr: ENODATA'
+c fs setfattr -s data -n user.big -v "$(head -c 5000 /dev/zero | tr '\0' v)" /docs/notes.txt
+expect_fail 3 '^cowkv: fs setfattr: ERANGE'
+c fs setfattr -s data /docs/notes.txt
+expect_rc 2
 
 # --- admin ------------------------------------------------------------------
 

@@ -45,7 +45,7 @@ std::string BaseName(absl::string_view path);
 // Declares fs put, cat, clone and fiemap. (fs_data.cc)
 void AddFsData(CommandGroup* group, const GlobalsPtr& g);
 
-// Declares fs chmod, chown and touch. (fs_attr.cc)
+// Declares fs chmod, chown, touch, setfattr and getfattr. (fs_attr.cc)
 void AddFsAttr(CommandGroup* group, const GlobalsPtr& g);
 
 }  // namespace cli

@@ -21,7 +21,8 @@
 // each length L = 1..--max_ops (3), L core operations (CoreOps: create,
 // mkdir, symlink, link, unlink, rename plain / over a file / over an
 // empty directory / exchange, write append / overwrite, truncate down /
-// up, over the names /A/foo, /A/bar, /B/foo, /A/C/foo and /A/C, and
+// up, xattr create / replace / remove, setattr (chmod + chown + mtime),
+// over the names /A/foo, /A/bar, /B/foo, /A/C/foo and /A/C, and
 // moving /B into /A/C and back; the third op a namespace op only, as
 // ACE's seq-3 metadata set), each but the last followed by nothing, an
 // fsync of its primary object or (L < 3) of that object's parent; the
@@ -151,7 +152,7 @@ absl::Status ApplyEngine(Store* store, Files f, const Op& op, size_t position, u
     case OpKind::kSetXattr: {
       absl::StatusOr<uint64_t> ino = ino_of(op.a);
       if (!ino.ok()) return ino.status();
-      return f.SetXattr(*ino, op.s1, op.s2);
+      return f.SetXattr(*ino, op.s1, op.s2, op.flags);
     }
     case OpKind::kRemoveXattr: {
       absl::StatusOr<uint64_t> ino = ino_of(op.a);
@@ -519,6 +520,7 @@ TEST(FsGen, PlantedBugsAreCaught) {
       {Options::TestHooks::PlantedBug::kEagerReplayDrops, "eager replay drops"},
       {Options::TestHooks::PlantedBug::kReplayDropsNewName, "replay drops a new name's item"},
       {Options::TestHooks::PlantedBug::kLoggedInodeSkipsItem, "logged inode skips its item"},
+      {Options::TestHooks::PlantedBug::kXattrRemovalNotLogged, "xattr removal not logged"},
   };
   testing::TouchShardFile();
   for (size_t i = 0; i < std::size(bugs); ++i) {

@@ -1,6 +1,7 @@
 #include "engine/crash_test/fs_model.h"
 
 #include <algorithm>
+#include <functional>
 #include <sstream>
 
 #include "absl/strings/escaping.h"
@@ -57,7 +58,11 @@ std::string Op::Describe() const {
     case OpKind::kWrite: return absl::StrCat("write ", a, " ", x, " ", y);
     case OpKind::kTruncate: return absl::StrCat("truncate ", a, " ", x);
     case OpKind::kClone: return absl::StrCat("clone ", a, " ", x, " ", b, " ", y, " ", len);
-    case OpKind::kSetXattr: return absl::StrCat("setxattr ", a, " ", s1, " ", s2);
+    case OpKind::kSetXattr:
+      return absl::StrCat(flags == kXattrCreate    ? "setxattr-create "
+                          : flags == kXattrReplace ? "setxattr-replace "
+                                                   : "setxattr ",
+                          a, " ", s1, " ", s2);
     case OpKind::kRemoveXattr: return absl::StrCat("removexattr ", a, " ", s1);
     case OpKind::kSetAttr: {
       std::string out = "setattr " + a;
@@ -226,6 +231,8 @@ bool MState::ApplyData(const Op& op, size_t position) {
     case OpKind::kSetXattr: {
       std::optional<int> id = At(op.a);
       if (!id || op.s1.empty()) return false;
+      const bool has = inodes_[*id].xattrs.count(op.s1) > 0;
+      if (((op.flags & kXattrCreate) && has) || ((op.flags & kXattrReplace) && !has)) return false;
       inodes_[*id].xattrs[op.s1] = op.s2;
       return true;
     }
@@ -755,6 +762,43 @@ std::vector<Op> GeneratorSetup() {
           Mk(OpKind::kWrite, "/B/foo", "", 0, 100)};
 }
 
+namespace {
+// The generator's xattr and setattr ops (CoreOps).
+void AttrOps(const MState& s, const std::function<void(Op)>& add) {
+  // Each inode once (at its first path; the committed top directories
+  // too): create user.g, or replace and remove it where an earlier op set
+  // it; chmod + chown, with an explicit mtime but for directories.
+  std::set<int> done;
+  for (const auto& [path, id] : s.paths()) {
+    if (path == "/" || !done.insert(id).second) continue;
+    Op x = Mk(OpKind::kSetXattr, path);
+    x.s1 = "user.g";
+    if (s.Inode(id).xattrs.count("user.g")) {
+      x.flags = kXattrReplace;
+      x.s2 = "w";
+      add(x);
+      Op r = Mk(OpKind::kRemoveXattr, path);
+      r.s1 = "user.g";
+      add(r);
+    } else {
+      x.flags = kXattrCreate;
+      x.s2 = "v";
+      add(x);
+    }
+    Op a = Mk(OpKind::kSetAttr, path);
+    a.flags = kAttrMode | kAttrUid | kAttrGid;
+    a.x = s.Inode(id).mode == 0600 ? 0640 : 0600;
+    a.y = 1000;
+    a.len = 100;
+    if (s.Inode(id).kind != FileKind::kDirectory) {
+      a.flags |= kAttrMtime;
+      a.t = 1'000'000'000 + id;
+    }
+    add(a);
+  }
+}
+}  // namespace
+
 std::vector<Op> CoreOps(const MState& s, bool metadata_only) {
   std::vector<Op> out;
   auto add = [&](Op o) {
@@ -796,25 +840,7 @@ std::vector<Op> CoreOps(const MState& s, bool metadata_only) {
       add(Mk(OpKind::kTruncate, path, "", size + 5000));               // up
     }
   }
-  // setattr, each inode once (at its first path), the committed top
-  // directories too: chmod + chown, and an explicit mtime but for
-  // directories.
-  if (!metadata_only) {
-    std::set<int> attr_done;
-    for (const auto& [path, id] : s.paths()) {
-      if (path == "/" || !attr_done.insert(id).second) continue;
-      Op o = Mk(OpKind::kSetAttr, path);
-      o.flags = kAttrMode | kAttrUid | kAttrGid;
-      o.x = s.Inode(id).mode == 0600 ? 0640 : 0600;
-      o.y = 1000;
-      o.len = 100;
-      if (s.Inode(id).kind != FileKind::kDirectory) {
-        o.flags |= kAttrMtime;
-        o.t = 1'000'000'000 + id;
-      }
-      add(o);
-    }
-  }
+  if (!metadata_only) AttrOps(s, add);
   // Moving a committed top directory into the other one, and back.
   add(Mk(OpKind::kRename, "/B", "/A/C"));
   add(Mk(OpKind::kRename, "/A/C", "/B"));
@@ -847,6 +873,25 @@ std::vector<std::string> InvolvedPaths(const MState& after, const Op& op) {
 
 namespace {
 
+// chmod PATH OCTAL | chown PATH UID GID | utime PATH MTIME_NS
+bool ParseSetAttr(const std::vector<std::string>& w, Op* o) {
+  if (w[0] == "chmod") {
+    o->flags = kAttrMode;
+    if (w[2].empty() || w[2].size() > 5 ||
+        w[2].find_first_not_of("01234567") != std::string::npos) {
+      return false;
+    }
+    o->x = std::stoull(w[2], nullptr, 8);
+    return true;
+  }
+  if (w[0] == "chown") {
+    o->flags = kAttrUid | kAttrGid;
+    return absl::SimpleAtoi(w[2], &o->y) && absl::SimpleAtoi(w[3], &o->len);
+  }
+  o->flags = kAttrMtime;
+  return absl::SimpleAtoi(w[2], &o->t);
+}
+
 // One op line, split into words.
 absl::StatusOr<Op> ParseOp(const std::vector<std::string>& w) {
   static const auto* verbs = new std::map<std::string, std::pair<OpKind, size_t>>{
@@ -867,6 +912,8 @@ absl::StatusOr<Op> ParseOp(const std::vector<std::string>& w) {
       {"clone", {OpKind::kClone, 6}},
       {"setxattr", {OpKind::kSetXattr, 4}},
       {"removexattr", {OpKind::kRemoveXattr, 3}},
+      {"setxattr-create", {OpKind::kSetXattr, 4}},
+      {"setxattr-replace", {OpKind::kSetXattr, 4}},
       {"chmod", {OpKind::kSetAttr, 3}},
       {"chown", {OpKind::kSetAttr, 4}},
       {"utime", {OpKind::kSetAttr, 3}},
@@ -880,6 +927,8 @@ absl::StatusOr<Op> ParseOp(const std::vector<std::string>& w) {
   o.kind = v->second.first;
   if (w[0] == "rename-exchange") o.flags = kRenameExchange;
   if (w[0] == "rename-noreplace") o.flags = kRenameNoReplace;
+  if (w[0] == "setxattr-create") o.flags = kXattrCreate;
+  if (w[0] == "setxattr-replace") o.flags = kXattrReplace;
   if (w.size() >= 2) o.a = w[1];
   auto num = [&](size_t i, uint64_t* x) { return absl::SimpleAtoi(w[i], x); };
   bool ok = true;
@@ -899,19 +948,7 @@ absl::StatusOr<Op> ParseOp(const std::vector<std::string>& w) {
       break;
     case OpKind::kRemoveXattr: o.s1 = w[2]; break;
     case OpKind::kSetAttr:
-      // chmod PATH OCTAL | chown PATH UID GID | utime PATH MTIME_NS
-      if (w[0] == "chmod") {
-        o.flags = kAttrMode;
-        ok = !w[2].empty() && w[2].size() <= 5 &&
-             w[2].find_first_not_of("01234567") == std::string::npos;
-        if (ok) o.x = std::stoull(w[2], nullptr, 8);
-      } else if (w[0] == "chown") {
-        o.flags = kAttrUid | kAttrGid;
-        ok = num(2, &o.y) && num(3, &o.len);
-      } else {
-        o.flags = kAttrMtime;
-        ok = absl::SimpleAtoi(w[2], &o.t);
-      }
+      ok = ParseSetAttr(w, &o);
       break;
     default: break;
   }

@@ -35,7 +35,7 @@ enum class OpKind {
   kWrite,     // a, x = offset, y = length
   kTruncate,  // a, x = size
   kClone,     // a x -> b y, len
-  kSetXattr,  // a, s1 = name, s2 = value
+  kSetXattr,  // a, s1 = name, s2 = value; flags = kXattrCreate / kXattrReplace
   kRemoveXattr,
   kSetAttr,  // a; flags = which of x = mode, y = uid, len = gid, t = mtime (kAttr*)
   kFsync,
@@ -51,7 +51,7 @@ struct Op {
   std::string a, b;
   uint64_t x = 0, y = 0, len = 0;
   int64_t t = 0;
-  uint32_t flags = 0;  // rename flags; kSetAttr's fields
+  uint32_t flags = 0;  // rename flags; kSetAttr's fields; kSetXattr's flags
   std::string s1, s2;
   bool persistence() const { return kind == OpKind::kFsync || kind == OpKind::kFdatasync; }
   std::string Describe() const;

@@ -55,6 +55,7 @@ struct FsOptions {
   bool bug_replay_drops_new_name = false;
   bool bug_late_inode_counter = false;
   bool bug_logged_inode_skips_item = false;
+  bool bug_xattr_removal_not_logged = false;
 };
 
 // Relaxed atomics: statistics, bumped under a shared lock too.
@@ -173,6 +174,9 @@ inline constexpr uint32_t kFiemapNotAligned = 0x100;
 inline constexpr uint32_t kFiemapInline = 0x200;
 inline constexpr uint32_t kFiemapShared = 0x2000;
 
+inline constexpr uint32_t kXattrCreate = 1;
+inline constexpr uint32_t kXattrReplace = 2;
+
 inline constexpr uint32_t kRenameNoReplace = 1;
 inline constexpr uint32_t kRenameExchange = 2;
 
@@ -230,7 +234,9 @@ class FsOps {
   absl::Status Truncate(uint64_t ino, uint64_t size);
   absl::Status Clone(uint64_t src, uint64_t src_off, uint64_t dst, uint64_t dst_off,
                      uint64_t length);
-  absl::Status SetXattr(uint64_t ino, absl::string_view name, absl::string_view value);
+  // `flags`: kXattrCreate / kXattrReplace (setxattr(2)'s).
+  absl::Status SetXattr(uint64_t ino, absl::string_view name, absl::string_view value,
+                        uint32_t flags = 0);
   absl::StatusOr<std::string> GetXattr(uint64_t ino, absl::string_view name);
   absl::StatusOr<std::vector<std::string>> ListXattrs(uint64_t ino);
   absl::Status RemoveXattr(uint64_t ino, absl::string_view name);

@@ -500,8 +500,10 @@ absl::StatusOr<std::vector<FiemapExtent>> Files::Fiemap(uint64_t ino, uint64_t o
   return out;
 }
 
-absl::Status Files::SetXattr(uint64_t ino, absl::string_view name, absl::string_view value) {
-  return store_->FsWrite(subvol_, [&](fs::FsOps& o) { return o.SetXattr(ino, name, value); });
+absl::Status Files::SetXattr(uint64_t ino, absl::string_view name, absl::string_view value,
+                             uint32_t flags) {
+  return store_->FsWrite(subvol_,
+                         [&](fs::FsOps& o) { return o.SetXattr(ino, name, value, flags); });
 }
 
 absl::StatusOr<std::string> Files::GetXattr(uint64_t ino, absl::string_view name) {

@@ -3,6 +3,7 @@
 // change surviving a power cut after an fsync (a log sync, no commit).
 // `check` after every test (StoreTest).
 #include <string>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "cowkv/device.h"
@@ -207,6 +208,98 @@ TEST_F(FsAttrTest, FsyncLogsTheChange) {
   EXPECT_EQ(st.gid, 43u);
   EXPECT_EQ(st.mtime_ns, 123456789);
   EXPECT_EQ(*f().Read(ino, 0, 10), "data");
+  ASSERT_OK(store_->Close());
+  store_.reset();
+  ExpectCheckClean(&fd);
+  Reopen();
+}
+
+// ---- Extended attributes -------------------------------------------------------
+
+TEST_F(FsAttrTest, XattrCreateAndReplaceFlags) {
+  ASSERT_OK_AND_ASSIGN(FileStat made, f().Create("/x"));
+  const uint64_t ino = made.ino;
+  absl::Status s = f().SetXattr(ino, "user.a", "1", kXattrReplace);
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(absl::StartsWith(s.message(), "ENODATA")) << s;
+  ASSERT_OK(f().SetXattr(ino, "user.a", "1", kXattrCreate));
+  s = f().SetXattr(ino, "user.a", "2", kXattrCreate);
+  EXPECT_EQ(s.code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_TRUE(absl::StartsWith(s.message(), "EEXIST")) << s;
+  EXPECT_EQ(*f().GetXattr(ino, "user.a"), "1") << "a refused create changes nothing";
+  ASSERT_OK(f().SetXattr(ino, "user.a", "3", kXattrReplace));
+  EXPECT_EQ(*f().GetXattr(ino, "user.a"), "3");
+  s = f().SetXattr(ino, "user.a", "4", kXattrCreate | kXattrReplace);
+  EXPECT_TRUE(absl::StartsWith(s.message(), "EINVAL")) << s;
+  s = f().SetXattr(ino, "user.a", "4", 4);
+  EXPECT_TRUE(absl::StartsWith(s.message(), "EINVAL")) << s;
+  s = f().RemoveXattr(ino, "user.none");
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(absl::StartsWith(s.message(), "ENODATA")) << s;
+}
+
+TEST_F(FsAttrTest, XattrLimits) {
+  ASSERT_OK_AND_ASSIGN(FileStat made, f().Create("/x"));
+  const uint64_t ino = made.ino;
+  ASSERT_OK(f().SetXattr(ino, std::string(255, 'n'), "v"));
+  absl::Status s = f().SetXattr(ino, std::string(256, 'n'), "v");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StartsWith(s.message(), "ENAMETOOLONG")) << s;
+  s = f().SetXattr(ino, "", "v");
+  EXPECT_TRUE(absl::StartsWith(s.message(), "EINVAL")) << s;
+  s = f().SetXattr(ino, std::string("a\0b", 3), "v");
+  EXPECT_TRUE(absl::StartsWith(s.message(), "EINVAL")) << s;
+  s = f().SetXattr(ino, "user.big", std::string(kMaxXattrValue + 1, 'v'));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StartsWith(s.message(), "ERANGE")) << s;
+  // This fixture's nodes are 4 KiB: the largest value is what fits an item
+  // there (~1 KiB), less than kMaxXattrValue; past it ERANGE too.
+  s = f().SetXattr(ino, "user.big", std::string(kMaxXattrValue, 'v'));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StartsWith(s.message(), "ERANGE")) << s;
+  size_t lo = 0, hi = kMaxXattrValue;  // the largest value that fits
+  while (lo + 1 < hi) {
+    const size_t mid = (lo + hi) / 2;
+    (f().SetXattr(ino, "user.big", std::string(mid, 'v')).ok() ? lo : hi) = mid;
+  }
+  EXPECT_GT(lo, 800u);  // ~960 bytes less the name and the item's header
+  EXPECT_LT(lo, kMaxXattrValue);
+  ASSERT_OK(f().SetXattr(ino, "user.big", std::string(lo, 'w')));
+  EXPECT_EQ(f().GetXattr(ino, "user.big")->size(), lo);
+}
+
+// Changes, replacements and removals of xattrs after the file's first
+// fsync, then fsync again: one log sync, and a power cut shows exactly the
+// second fsync's xattrs.
+TEST_F(FsAttrTest, FsyncLogsXattrChangesAndRemovals) {
+  ASSERT_OK(f().Create("/warm").status());
+  ASSERT_OK_AND_ASSIGN(FileStat made, f().Create("/f"));
+  const uint64_t ino = made.ino;
+  ASSERT_OK(f().SetXattr(ino, "user.keep", "k"));
+  ASSERT_OK(f().SetXattr(ino, "user.gone", "g"));
+  ASSERT_OK(f().SetXattr(ino, "user.swap", "old"));
+  ASSERT_OK(store_->Commit());
+  CloseStore();
+  FaultDevice fd(&dev_);
+  Reopen(testing::TestOptions(), &fd);
+  ASSERT_OK(f().Fsync(Ino("/warm")));
+  ASSERT_OK(f().SetXattr(ino, "user.new", "n", kXattrCreate));
+  ASSERT_OK(f().Fsync(ino));
+  ASSERT_OK(f().RemoveXattr(ino, "user.gone"));
+  ASSERT_OK(f().RemoveXattr(ino, "user.new"));
+  ASSERT_OK(f().SetXattr(ino, "user.swap", "new", kXattrReplace));
+  const uint64_t commits = store_->Stats().commits;
+  ASSERT_OK(f().Fsync(ino));
+  EXPECT_EQ(store_->Stats().commits, commits) << "a log sync";
+  ASSERT_OK(f().SetXattr(ino, "user.late", "never synced"));
+  fd.CrashAtFlush(1);
+  (void)store_->Close();
+  store_.reset();
+  fd.PowerLoss(FaultDevice::LossMode::kDropAll, 1);
+  Reopen(testing::TestOptions(), &fd);
+  ASSERT_OK_AND_ASSIGN(std::vector<std::string> names, f().ListXattrs(ino));
+  EXPECT_EQ(names, (std::vector<std::string>{"user.keep", "user.swap"}));
+  EXPECT_EQ(*f().GetXattr(ino, "user.swap"), "new");
   ASSERT_OK(store_->Close());
   store_.reset();
   ExpectCheckClean(&fd);

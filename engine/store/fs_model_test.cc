@@ -96,7 +96,7 @@ Want Posix(const char* name) {
   const absl::string_view n(name);
   if (n == "ENOENT" || n == "ENODATA") return {Code::kNotFound, name};
   if (n == "EEXIST") return {Code::kAlreadyExists, name};
-  if (n == "EINVAL" || n == "ENAMETOOLONG") return {Code::kInvalidArgument, name};
+  if (n == "EINVAL" || n == "ENAMETOOLONG" || n == "ERANGE") return {Code::kInvalidArgument, name};
   return {Code::kFailedPrecondition, name};  // ENOTDIR EISDIR ENOTEMPTY EPERM EROFS
 }
 
@@ -1111,8 +1111,24 @@ void FsRun::DoXattr(uint64_t ino, int sub) {
   const bool has = w.ok() && m_.at(ino).xattrs.count(name) > 0;
   if (w.ok() && (sub == 1 || sub == 3) && !has) w = Posix("ENODATA");
   if (sub == 0) {
-    const std::string v = Bytes(R(400));
-    if (Outcome("xattr.set", f().SetXattr(ino, name, v), w)) m_.at(ino).xattrs[name] = v;
+    // setxattr's flags, and now and then a name or value over the limit
+    // (checked in this order before the inode, as FsOps::SetXattr does).
+    if (P(3)) name = std::string(256, 'n');
+    const std::string v = Bytes(P(3) ? kMaxXattrValue + 1 : R(400));
+    const uint32_t flags = P(20) ? kXattrCreate : P(25) ? kXattrReplace : 0;
+    if (name.size() > 255) {
+      w = Posix("ENAMETOOLONG");
+    } else if (v.size() > kMaxXattrValue) {
+      w = Posix("ERANGE");
+    } else if (w.ok() && (flags & kXattrCreate) && has) {
+      w = Posix("EEXIST");
+    } else if (w.ok() && (flags & kXattrReplace) && !has) {
+      w = Posix("ENODATA");
+    }
+    const char* tag = flags == kXattrCreate    ? "xattr.set.create"
+                      : flags == kXattrReplace ? "xattr.set.replace"
+                                               : "xattr.set";
+    if (Outcome(tag, f().SetXattr(ino, name, v, flags), w)) m_.at(ino).xattrs[name] = v;
   } else if (sub == 1) {
     absl::StatusOr<std::string> v = f().GetXattr(ino, name);
     if (Outcome("xattr.get", v.status(), w)) {

@@ -55,3 +55,32 @@ def test_set_attr_errors(sv: cowkv.Subvolume) -> None:
     with pytest.raises(cowkv.InvalidArgument) as big:
         fs.set_attr("/e", size=1 << 60)
     assert big.value.errno_name == "EFBIG"
+
+
+def test_xattrs(sv: cowkv.Subvolume) -> None:
+    fs = sv.files
+    fs.create("/x")
+    assert fs.list_xattrs("/x") == []
+    fs.set_xattr("/x", "user.b", b"\x00\xff")
+    fs.set_xattr("/x", "user.a", b"", cowkv.XATTR_CREATE)
+    assert fs.list_xattrs("/x") == ["user.a", "user.b"]
+    assert fs.get_xattr("/x", "user.b") == b"\x00\xff"
+    assert fs.get_xattr("/x", "user.a") == b""
+    with pytest.raises(cowkv.AlreadyExists) as e:
+        fs.set_xattr("/x", "user.a", b"1", cowkv.XATTR_CREATE)
+    assert e.value.errno_name == "EEXIST"
+    with pytest.raises(cowkv.NotFound) as n:
+        fs.set_xattr("/x", "user.c", b"1", cowkv.XATTR_REPLACE)
+    assert n.value.errno_name == "ENODATA"
+    fs.set_xattr("/x", "user.a", b"2", cowkv.XATTR_REPLACE)
+    assert fs.get_xattr(ino=fs.stat("/x").ino, path="", name="user.a") == b"2"
+    fs.remove_xattr("/x", "user.b")
+    with pytest.raises(cowkv.NotFound) as gone:
+        fs.get_xattr("/x", "user.b")
+    assert gone.value.errno_name == "ENODATA"
+    with pytest.raises(cowkv.InvalidArgument) as long_name:
+        fs.set_xattr("/x", "n" * 256, b"")
+    assert long_name.value.errno_name == "ENAMETOOLONG"
+    with pytest.raises(cowkv.InvalidArgument) as big:
+        fs.set_xattr("/x", "user.big", b"v" * 4097)
+    assert big.value.errno_name == "ERANGE"

@@ -82,6 +82,9 @@ struct SetAttrSpec {
   std::optional<uint64_t> size;  // regular files only, as Truncate
 };
 
+inline constexpr uint32_t kXattrCreate = 1;   // setxattr: fail with EEXIST if present
+inline constexpr uint32_t kXattrReplace = 2;  // setxattr: fail with ENODATA if absent
+
 inline constexpr uint32_t kRenameNoReplace = 1;  // fail with ALREADY_EXISTS if `to` exists
 inline constexpr uint32_t kRenameExchange = 2;   // swap `from` and `to` (both must exist)
 
@@ -130,7 +133,14 @@ class Files {
   // Extents of [offset, +length) (length 0 = to EOF).
   absl::StatusOr<std::vector<FiemapExtent>> Fiemap(uint64_t ino, uint64_t offset = 0,
                                                    uint64_t length = 0);
-  absl::Status SetXattr(uint64_t ino, absl::string_view name, absl::string_view value);
+  // Extended attributes. A name is 1..255 bytes without NUL (ENAMETOOLONG
+  // past 255, EINVAL empty or with NUL), a value at most kMaxXattrValue
+  // bytes (ERANGE past it). `flags`: kXattrCreate (EEXIST if the name is
+  // set) or kXattrReplace (ENODATA if it is not), as setxattr(2). Get and
+  // Remove of an absent name: ENODATA (NOT_FOUND). fsync of the inode logs
+  // them, removals too.
+  absl::Status SetXattr(uint64_t ino, absl::string_view name, absl::string_view value,
+                        uint32_t flags = 0);
   absl::StatusOr<std::string> GetXattr(uint64_t ino, absl::string_view name);
   absl::StatusOr<std::vector<std::string>> ListXattrs(uint64_t ino);
   absl::Status RemoveXattr(uint64_t ino, absl::string_view name);

@@ -124,7 +124,8 @@ struct Options {
       kLateInodeCounter,    // the inode counter loaded after a delete (reuses the number)
       kEagerReplayDrops,    // replay drops a replaced item's extent reference at once
       kReplayDropsNewName,  // replay drops the DIR_ITEM of a name that came back under a new index
-      kLoggedInodeSkipsItem,  // fsync skips the item of a file logged already in this transaction
+      kLoggedInodeSkipsItem,   // fsync skips the item of a file logged already in this transaction
+      kXattrRemovalNotLogged,  // removing an item's last xattr is not noted for the log
     };
     PlantedBug planted_bug = PlantedBug::kNone;
     // The throttler's older policy, for bench/subvol_bench's comparison

@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Files", "FileStat", "FileKind", "DirEntry", "Extent", "RENAME_NOREPLACE",
            "RENAME_EXCHANGE", "FIEMAP_EXTENT_LAST", "FIEMAP_EXTENT_NOT_ALIGNED",
-           "FIEMAP_EXTENT_DATA_INLINE", "FIEMAP_EXTENT_SHARED", "Path", "UTIME_NOW"]
+           "FIEMAP_EXTENT_DATA_INLINE", "FIEMAP_EXTENT_SHARED", "Path", "UTIME_NOW", "XATTR_CREATE",
+           "XATTR_REPLACE"]
 
 Path = Union[str, "os.PathLike[str]"]
 
@@ -44,6 +45,11 @@ FIEMAP_EXTENT_LAST = files_pb2.FIEMAP_FLAG_LAST
 FIEMAP_EXTENT_NOT_ALIGNED = files_pb2.FIEMAP_FLAG_NOT_ALIGNED
 FIEMAP_EXTENT_DATA_INLINE = files_pb2.FIEMAP_FLAG_INLINE
 FIEMAP_EXTENT_SHARED = files_pb2.FIEMAP_FLAG_SHARED
+
+#: set_xattr() flags (setxattr(2)'s): fail with AlreadyExists (EEXIST) if set,
+XATTR_CREATE = files_pb2.XATTR_FLAG_CREATE
+#: or with NotFound (ENODATA) if not set.
+XATTR_REPLACE = files_pb2.XATTR_FLAG_REPLACE
 
 #: Bytes per Write message (the server takes at most 4 MiB).
 WRITE_CHUNK = 1 << 20
@@ -374,6 +380,33 @@ class Files:
         if ns is None:
             return self.set_attr(path, atime_ns=UTIME_NOW, mtime_ns=UTIME_NOW)
         return self.set_attr(path, atime_ns=ns[0], mtime_ns=ns[1])
+
+    # Extended attributes (issue 17): names 1..255 bytes (ENAMETOOLONG past),
+    # values at most 4096 bytes and what fits one item (ERANGE past).
+
+    def set_xattr(self, path: Path, name: str, value: bytes, flags: int = 0, *,
+                  ino: int = 0) -> None:
+        """Sets an extended attribute; ``flags``: XATTR_CREATE or XATTR_REPLACE."""
+        req = files_pb2.SetXattrRequest(subvolume=self.subvolume, path=_p(path), ino=ino,
+                                        name=name, value=value, flags=flags)
+        self._rpc.unary(self._rpc.files.SetXattr, req, "setxattr")
+
+    def get_xattr(self, path: Path, name: str, *, ino: int = 0) -> bytes:
+        """An extended attribute's value; NotFound (ENODATA) if it is not set."""
+        req = files_pb2.GetXattrRequest(subvolume=self.subvolume, path=_p(path), ino=ino,
+                                        name=name)
+        return bytes(self._rpc.unary(self._rpc.files.GetXattr, req, "getxattr").value)
+
+    def list_xattrs(self, path: Path = "", *, ino: int = 0) -> List[str]:
+        """The names of a file's extended attributes, sorted."""
+        req = files_pb2.ListXattrsRequest(subvolume=self.subvolume, path=_p(path), ino=ino)
+        return list(self._rpc.unary(self._rpc.files.ListXattrs, req, "listxattr").names)
+
+    def remove_xattr(self, path: Path, name: str, *, ino: int = 0) -> None:
+        """Removes an extended attribute; NotFound (ENODATA) if it is not set."""
+        req = files_pb2.RemoveXattrRequest(subvolume=self.subvolume, path=_p(path), ino=ino,
+                                           name=name)
+        self._rpc.unary(self._rpc.files.RemoveXattr, req, "removexattr")
 
 
 class _Now(enum.Enum):
