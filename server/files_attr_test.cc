@@ -209,6 +209,29 @@ TEST_F(FilesAttr, Xattrs) {
   EXPECT_POSIX(fs().ListXattrs(Ctx().get(), list, &names), NOT_FOUND, "ENOENT");
 }
 
+TEST_F(FilesAttr, FsyncRange) {
+  ASSERT_NO_FATAL_FAILURE(Create("/r"));
+  v1::FsyncRequest req;
+  req.set_path("/r");
+  req.set_offset(4096);
+  req.set_length(4096);
+  v1::FsyncResponse resp;
+  ASSERT_GRPC_OK(fs().Fsync(Ctx().get(), req, &resp));
+  req.set_datasync(true);
+  req.set_length(0);  // to EOF
+  ASSERT_GRPC_OK(fs().Fsync(Ctx().get(), req, &resp));
+  req.set_offset(UINT64_MAX - 10);
+  req.set_length(100);
+  EXPECT_POSIX(fs().Fsync(Ctx().get(), req, &resp), INVALID_ARGUMENT, "EINVAL");
+  req.set_offset(1ull << 62);
+  req.set_length(1ull << 62);  // 2^63: past the largest offset
+  EXPECT_POSIX(fs().Fsync(Ctx().get(), req, &resp), INVALID_ARGUMENT, "EINVAL");
+  req.set_offset(0);
+  req.set_length(1);
+  req.set_path("/none");
+  EXPECT_POSIX(fs().Fsync(Ctx().get(), req, &resp), NOT_FOUND, "ENOENT");
+}
+
 }  // namespace
 }  // namespace server
 }  // namespace cowkv

@@ -177,9 +177,13 @@ grpc::Status FilesService::Clone(ServerContext* ctx, const v1::CloneRequest* req
 grpc::Status FilesService::Fsync(ServerContext* ctx, const v1::FsyncRequest* req,
                                  v1::FsyncResponse* resp) {
   return env_->Run(ctx, "cowkv.v1.Files/Fsync", kPosix, [&]() -> absl::Status {
+    COWKV_RETURN_IF_ERROR(ValidateByteRange("fsync", req->offset(), req->length()));
     COWKV_RETURN_IF_ERROR(ValidatePathOrIno("path", req->path(), req->ino()));
     COWKV_ASSIGN_OR_RETURN(Files files, OpenFiles(env_, req->subvolume()));
     COWKV_ASSIGN_OR_RETURN(uint64_t ino, Resolve(files, "path", req->path(), req->ino()));
+    if (req->offset() != 0 || req->length() != 0) {
+      return files.FsyncRange(ino, req->offset(), req->length(), req->datasync());
+    }
     return files.Fsync(ino, req->datasync());
   });
 }

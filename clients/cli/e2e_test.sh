@@ -470,6 +470,16 @@ expect_fail 3 '^cowkv: fs setfattr: ERANGE'
 c fs setfattr -s data /docs/notes.txt
 expect_rc 2
 
+case_ "fs fsync --range OFF:LEN (range writeback); a bad or overflowing range"
+c fs fsync -s data --range 64K:64K /docs/big.bin
+expect_rc 0; expect_no_err
+c fs fsync -s data --data --range 0:0 /docs/big.bin
+expect_rc 0
+c fs fsync -s data --range nope /docs/big.bin
+expect_rc 2
+c fs fsync -s data --range 9223372036854775807:2 /docs/big.bin
+expect_fail 3 '^cowkv: fs fsync: EINVAL'
+
 # --- admin ------------------------------------------------------------------
 
 case_ "stats (table and --json)"

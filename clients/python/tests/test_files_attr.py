@@ -84,3 +84,13 @@ def test_xattrs(sv: cowkv.Subvolume) -> None:
     with pytest.raises(cowkv.InvalidArgument) as big:
         fs.set_xattr("/x", "user.big", b"v" * 4097)
     assert big.value.errno_name == "ERANGE"
+
+
+def test_fsync_range(sv: cowkv.Subvolume) -> None:
+    fs = sv.files
+    fs.write_bytes("/r", b"x" * 10000)
+    fs.fsync("/r", offset=4096, length=4096)
+    fs.fsync("/r", datasync=True, offset=8192)
+    with pytest.raises(cowkv.InvalidArgument) as e:
+        fs.fsync("/r", offset=(1 << 63) - 1, length=2)
+    assert e.value.errno_name == "EINVAL"

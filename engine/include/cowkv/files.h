@@ -150,6 +150,12 @@ class Files {
   // with group execute) unless the mode is set too, as Linux. The size goes
   // through Truncate first. A read-only snapshot or store: EROFS.
   absl::StatusOr<FileStat> SetAttr(uint64_t ino, const SetAttrSpec& spec);
+  // Range writeback (sync_file_range, an fsync of a byte range): persists
+  // at least [offset, +length) of the file's data (length 0 = to EOF), and
+  // may persist more: today it is Fsync(ino, datasync) of the whole inode
+  // (its data, size, and with !datasync its names and attributes).
+  // offset + length past 2^63 - 1: EINVAL.
+  absl::Status FsyncRange(uint64_t ino, uint64_t offset, uint64_t length, bool datasync = false);
 
  private:
   friend class Subvolume;

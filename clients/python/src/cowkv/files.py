@@ -308,10 +308,13 @@ class Files:
                                      dst_offset=dst_offset, length=length)
         self._rpc.unary(self._rpc.files.Clone, req, "clone")
 
-    def fsync(self, path: Path = "", *, ino: int = 0, datasync: bool = False) -> None:
-        """Makes a file (a directory: and its entries) survive a crash."""
+    def fsync(self, path: Path = "", *, ino: int = 0, datasync: bool = False,
+              offset: int = 0, length: int = 0) -> None:
+        """Makes a file (a directory: and its entries) survive a crash. With
+        ``offset``/``length`` (sync_file_range), at least that byte range's data
+        (length 0 = to EOF); the whole file is synced today."""
         req = files_pb2.FsyncRequest(subvolume=self.subvolume, path=_p(path), ino=ino,
-                                     datasync=datasync)
+                                     datasync=datasync, offset=offset, length=length)
         self._rpc.unary(self._rpc.files.Fsync, req, "fsync")
 
     def fiemap(self, path: Path = "", offset: int = 0, length: int = 0, *,
