@@ -8,6 +8,7 @@
 #include "gtest/gtest.h"
 #include "server/server.h"
 #include "server/server_test_util.h"
+#include "server/status_mapping.h"
 
 namespace cowkv {
 namespace server {
@@ -230,6 +231,102 @@ TEST_F(FilesAttr, FsyncRange) {
   req.set_length(1);
   req.set_path("/none");
   EXPECT_POSIX(fs().Fsync(Ctx().get(), req, &resp), NOT_FOUND, "ENOENT");
+}
+
+// cowkvd --read-only: an image written by one server, served read-only by
+// another: reads work, every write is FAILED_PRECONDITION with reason
+// EROFS (Sync and Fsync are no-ops), stop exits cleanly (nothing to commit), and a second read-only
+// server may share the device while a writer may not.
+TEST(ReadOnlyServer, ReadsWorkWritesAreEROFS) {
+  ServerOptions o = TestOptions("ro");
+  {
+    absl::StatusOr<std::unique_ptr<Server>> w = Server::Start(o);
+    ASSERT_TRUE(w.ok()) << w.status();
+    Client c((*w)->port());
+    v1::PutRequest put;
+    put.set_key("k");
+    put.set_value("v");
+    v1::PutResponse put_resp;
+    ASSERT_GRPC_OK(c.kv->Put(Ctx().get(), put, &put_resp));
+    v1::CreateFileRequest cf;
+    cf.set_path("/f");
+    v1::FileStat st;
+    ASSERT_GRPC_OK(c.files->Create(Ctx().get(), cf, &st));
+    v1::SetXattrRequest sx;
+    sx.set_path("/f");
+    sx.set_name("user.a");
+    sx.set_value("1");
+    v1::SetXattrResponse sx_resp;
+    ASSERT_GRPC_OK(c.files->SetXattr(Ctx().get(), sx, &sx_resp));
+    ASSERT_TRUE((*w)->Stop().ok());
+  }
+  ServerOptions ro = o;
+  ro.device.read_only = true;
+  ro.engine.read_only = true;
+  absl::StatusOr<std::unique_ptr<Server>> r = Server::Start(ro);
+  ASSERT_TRUE(r.ok()) << r.status();
+  // Another read-only server shares the device; a writer is refused.
+  ServerOptions ro2 = ro;
+  ro2.metrics_listen = "";
+  absl::StatusOr<std::unique_ptr<Server>> r2 = Server::Start(ro2);
+  ASSERT_TRUE(r2.ok()) << r2.status();
+  ASSERT_TRUE((*r2)->Stop().ok());
+  absl::StatusOr<std::unique_ptr<Server>> writer = Server::Start(o);
+  EXPECT_EQ(writer.status().code(), absl::StatusCode::kFailedPrecondition) << writer.status();
+
+  Client c((*r)->port());
+  v1::GetRequest get;
+  get.set_key("k");
+  v1::GetResponse got;
+  ASSERT_GRPC_OK(c.kv->Get(Ctx().get(), get, &got));
+  v1::StatRequest sr;
+  sr.set_path("/f");
+  v1::FileStat st;
+  ASSERT_GRPC_OK(c.files->Stat(Ctx().get(), sr, &st));
+  v1::GetXattrRequest gx;
+  gx.set_path("/f");
+  gx.set_name("user.a");
+  v1::GetXattrResponse gx_resp;
+  ASSERT_GRPC_OK(c.files->GetXattr(Ctx().get(), gx, &gx_resp));
+  EXPECT_EQ(gx_resp.value(), "1");
+
+  auto erofs = [](const grpc::Status& s, const char* what) {
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION)
+        << what << ": " << s.error_message();
+    EXPECT_EQ(ErrorInfoOf(s).reason, "EROFS") << what << ": " << s.error_message();
+  };
+  v1::PutRequest put;
+  put.set_key("k2");
+  put.set_value("v");
+  v1::PutResponse put_resp;
+  erofs(c.kv->Put(Ctx().get(), put, &put_resp), "Put");
+  v1::CreateFileRequest cf;
+  cf.set_path("/g");
+  erofs(c.files->Create(Ctx().get(), cf, &st), "Create");
+  v1::SetAttrRequest sa;
+  sa.set_path("/f");
+  sa.set_fields(v1::SET_ATTR_MODE);
+  sa.set_mode(0600);
+  erofs(c.files->SetAttr(Ctx().get(), sa, &st), "SetAttr");
+  v1::RemoveXattrRequest rx;
+  rx.set_path("/f");
+  rx.set_name("user.a");
+  v1::RemoveXattrResponse rx_resp;
+  erofs(c.files->RemoveXattr(Ctx().get(), rx, &rx_resp), "RemoveXattr");
+  v1::CreateSubvolumeRequest cs;
+  cs.set_name("nope");
+  v1::SubvolumeInfo info;
+  erofs(c.subvolumes->Create(Ctx().get(), cs, &info), "Subvolumes.Create");
+  // Sync and Fsync have nothing to make durable: OK, as sync(2) and
+  // fsync(2) on a read-only mount.
+  v1::SyncRequest sync;
+  v1::SyncResponse sync_resp;
+  ASSERT_GRPC_OK(c.admin->Sync(Ctx().get(), sync, &sync_resp));
+  v1::FsyncRequest fsync;
+  fsync.set_path("/f");
+  v1::FsyncResponse fsync_resp;
+  ASSERT_GRPC_OK(c.files->Fsync(Ctx().get(), fsync, &fsync_resp));
+  EXPECT_TRUE((*r)->Stop().ok());
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 # a free port): subvolume create|list|show|rename|delete|snapshot, kv
 # get|put|del|range|txn, fs ls|stat|mkdir|put|cat|mv|ln|rm|rmdir|fsync|
 # clone|fiemap|chmod|chown|touch|setfattr|getfattr, stats, sync, check, bench, and the global options (--server,
-# --token-file, --timeout, --json, COWKV_SERVER). Each case checks stdout,
+# --token-file, --timeout, --json, COWKV_SERVER), and cowkvd --read-only. Each case checks stdout,
 # and each failure case the exit code of its class (docs/cli.md) and the
 # one stderr line "cowkv: <op>: <reason>".
 #
@@ -658,6 +658,31 @@ if command -v openssl >/dev/null; then
 else
   echo "e2e: TLS case skipped: openssl is not on PATH" >&2
 fi
+
+case_ "cowkvd --read-only: the main image served read-only after its server stops; reads work, writes are EROFS (6)"
+stop_server "$SERVER_PID"
+start_server main --read-only
+RO_PID=$PID
+c kv get -s data greeting
+expect_rc 0
+expect_out '^hello again$'
+c fs getfattr -s data -d /docs/notes.txt
+expect_out '^user.a="hello"$'
+c kv put -s data greeting again
+expect_fail 6 '^cowkv: kv put: '
+c fs mkdir -s data /ro-dir
+expect_fail 6 '^cowkv: fs mkdir: EROFS'
+c fs chmod -s data 0600 /docs/notes.txt
+expect_fail 6 '^cowkv: fs chmod: EROFS'
+c subvolume create nope
+expect_fail 6 '^cowkv: subvolume create: '
+stop_server "$RO_PID"
+"$COWKVD" --device "$WORK/none.img" --read-only --listen 127.0.0.1:0 --metrics-listen "" \
+  2>"$WORK/none.log" && fail "--read-only created a device"
+grep -q 'does not exist' "$WORK/none.log" || fail "no reason: $(cat "$WORK/none.log")"
+[[ ! -e "$WORK/none.img" ]] || fail "--read-only created $WORK/none.img"
+start_server main
+SERVER_PID=$PID
 
 case_ "server stopped: unavailable (10), one line naming the address"
 stop_server "$SERVER_PID"
