@@ -181,6 +181,20 @@ void ReplyEntry(fuse_req_t req, const absl::StatusOr<FileStat>& st) {
   fuse_reply_entry(req, &e);
 }
 
+// A new inode belongs to the process that made it (the engine creates
+// inodes as root): its uid and gid set in a second step. A failure there
+// leaves a root-owned inode, and the call fails.
+absl::StatusOr<FileStat> OwnedByCaller(fuse_req_t req, absl::StatusOr<FileStat> st) {
+  if (!st.ok()) return st;
+  const fuse_ctx* ctx = fuse_req_ctx(req);
+  if (ctx->uid == st->uid && ctx->gid == st->gid) return st;
+  SetAttrSpec spec;
+  spec.uid = ctx->uid;
+  spec.gid = ctx->gid;
+  spec.mode = st->mode;  // chown would clear set-ID bits the caller asked for
+  return M(req)->files().SetAttr(st->ino, spec);
+}
+
 // The file's (or directory's) attributes, by the engine's inode.
 void ReplyAttr(fuse_req_t req, const absl::StatusOr<FileStat>& st) {
   if (!st.ok()) return ReplyErr(req, st.status());
@@ -208,20 +222,29 @@ void OpGetattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
   ReplyAttr(req, M(req)->files().StatInode(Eng(ino)));
 }
 
-void OpSetattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse_file_info*) {
-  Files& f = M(req)->files();
-  const uint64_t e = Eng(ino);
-  constexpr int kSupported = FUSE_SET_ATTR_SIZE;
-  if ((to_set & ~kSupported) != 0) {
-    // Owners, permissions and times need the engine's SetAttr.
-    return (void)fuse_reply_err(req, EOPNOTSUPP);
-  }
+void OpSetattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set,
+               fuse_file_info*) {
+  SetAttrSpec spec;
+  if (to_set & FUSE_SET_ATTR_MODE) spec.mode = attr->st_mode & 07777;
+  if (to_set & FUSE_SET_ATTR_UID) spec.uid = attr->st_uid;
+  if (to_set & FUSE_SET_ATTR_GID) spec.gid = attr->st_gid;
   if (to_set & FUSE_SET_ATTR_SIZE) {
     if (attr->st_size < 0) return (void)fuse_reply_err(req, EINVAL);
-    if (absl::Status s = f.Truncate(e, static_cast<uint64_t>(attr->st_size)); !s.ok())
-      return ReplyErr(req, s);
+    spec.size = static_cast<uint64_t>(attr->st_size);
   }
-  ReplyAttr(req, f.StatInode(e));
+  auto ns = [](const timespec& t) { return static_cast<int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec; };
+  if (to_set & FUSE_SET_ATTR_ATIME_NOW) {
+    spec.atime = AttrTime::Now();
+  } else if (to_set & FUSE_SET_ATTR_ATIME) {
+    spec.atime = AttrTime::At(ns(attr->st_atim));
+  }
+  if (to_set & FUSE_SET_ATTR_MTIME_NOW) {
+    spec.mtime = AttrTime::Now();
+  } else if (to_set & FUSE_SET_ATTR_MTIME) {
+    spec.mtime = AttrTime::At(ns(attr->st_mtim));
+  }
+  // FUSE_SET_ATTR_CTIME: the engine sets ctime itself on every change.
+  ReplyAttr(req, M(req)->files().SetAttr(Eng(ino), spec));
 }
 
 void OpReadlink(fuse_req_t req, fuse_ino_t ino) {
@@ -233,15 +256,15 @@ void OpReadlink(fuse_req_t req, fuse_ino_t ino) {
 void OpMknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, dev_t) {
   // Regular files only: fifos, sockets and devices have no engine kind.
   if (!S_ISREG(mode)) return (void)fuse_reply_err(req, EPERM);
-  ReplyEntry(req, M(req)->files().CreateAt(Eng(parent), name, mode & 07777));
+  ReplyEntry(req, OwnedByCaller(req, M(req)->files().CreateAt(Eng(parent), name, mode & 07777)));
 }
 
 void OpMkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
-  ReplyEntry(req, M(req)->files().MkdirAt(Eng(parent), name, mode & 07777));
+  ReplyEntry(req, OwnedByCaller(req, M(req)->files().MkdirAt(Eng(parent), name, mode & 07777)));
 }
 
 void OpSymlink(fuse_req_t req, const char* link, fuse_ino_t parent, const char* name) {
-  ReplyEntry(req, M(req)->files().SymlinkAt(link, Eng(parent), name));
+  ReplyEntry(req, OwnedByCaller(req, M(req)->files().SymlinkAt(link, Eng(parent), name)));
 }
 
 void OpUnlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
@@ -274,19 +297,26 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   if ((fi->flags & O_ACCMODE) != O_RDONLY && M(req)->options().read_only)
     return (void)fuse_reply_err(req, EROFS);
   // O_TRUNC arrives as a setattr of the size before the open (no
-  // FUSE_CAP_ATOMIC_O_TRUNC).
-  fi->fh = 0;
-  fuse_reply_open(req, fi);
+  // FUSE_CAP_ATOMIC_O_TRUNC). The engine's handle keeps the inode alive as
+  // an orphan if its last name goes while it is open.
+  absl::StatusOr<OpenFile> h = f.Open(Eng(ino));
+  if (!h.ok()) return ReplyErr(req, h.status());
+  fi->fh = h->handle;
+  if (fuse_reply_open(req, fi) != 0) (void)f.Close(h->handle);  // the opener went away
 }
 
 void OpCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
               fuse_file_info* fi) {
   if (!S_ISREG(mode)) return (void)fuse_reply_err(req, EPERM);
-  absl::StatusOr<FileStat> st = M(req)->files().CreateAt(Eng(parent), name, mode & 07777);
+  Files& f = M(req)->files();
+  absl::StatusOr<FileStat> st =
+      OwnedByCaller(req, f.CreateAt(Eng(parent), name, mode & 07777));
   if (!st.ok()) return ReplyErr(req, st.status());
-  fi->fh = 0;
+  absl::StatusOr<OpenFile> h = f.Open(st->ino);
+  if (!h.ok()) return ReplyErr(req, h.status());
+  fi->fh = h->handle;
   const fuse_entry_param e = Entry(M(req), *st);
-  fuse_reply_create(req, &e, fi);
+  if (fuse_reply_create(req, &e, fi) != 0) (void)f.Close(h->handle);
 }
 
 void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
@@ -312,7 +342,10 @@ void OpFlush(fuse_req_t req, fuse_ino_t, fuse_file_info*) {
   fuse_reply_err(req, 0);
 }
 
-void OpRelease(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, 0); }
+void OpRelease(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
+  // The last close of an orphan deletes it.
+  fuse_reply_err(req, ErrnoOf(M(req)->files().Close(fi->fh)));
+}
 
 void OpFsync(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_info*) {
   fuse_reply_err(req, ErrnoOf(M(req)->files().Fsync(Eng(ino), datasync != 0)));
@@ -501,6 +534,18 @@ void OpCopyFileRange(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, fuse_file_
   fuse_reply_write(req, done);
 }
 
+void OpFallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
+                 fuse_file_info*) {
+  // FALLOC_FL_KEEP_SIZE, PUNCH_HOLE and ZERO_RANGE are the engine's values;
+  // the engine answers EOPNOTSUPP for the rest.
+  static_assert(kFallocKeepSize == 0x01 && kFallocPunchHole == 0x02 && kFallocZeroRange == 0x10,
+                "fallocate modes");
+  if (offset < 0 || length <= 0) return (void)fuse_reply_err(req, EINVAL);
+  fuse_reply_err(req, ErrnoOf(M(req)->files().Fallocate(Eng(ino), static_cast<uint32_t>(mode),
+                                                        static_cast<uint64_t>(offset),
+                                                        static_cast<uint64_t>(length))));
+}
+
 // lseek SEEK_DATA / SEEK_HOLE from the file's extents (fiemap).
 void OpLseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, fuse_file_info*) {
   Files& f = M(req)->files();
@@ -512,6 +557,12 @@ void OpLseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, fuse_file_in
   if (pos >= st->size) return (void)fuse_reply_err(req, ENXIO);
   absl::StatusOr<std::vector<FiemapExtent>> ext = f.Fiemap(Eng(ino), pos, st->size - pos);
   if (!ext.ok()) return ReplyErr(req, ext.status());
+  // Preallocated extents read as zeros: holes to lseek, as on btrfs.
+  ext->erase(std::remove_if(ext->begin(), ext->end(),
+                            [](const FiemapExtent& e) {
+                              return (e.flags & kFiemapExtentUnwritten) != 0;
+                            }),
+             ext->end());
   if (whence == SEEK_DATA) {
     for (const FiemapExtent& e : *ext) {
       if (e.logical + e.length > pos) return (void)fuse_reply_lseek(req, std::max(pos, e.logical));
@@ -560,6 +611,7 @@ fuse_lowlevel_ops MakeOps() {
   ops.listxattr = OpListxattr;
   ops.removexattr = OpRemovexattr;
   ops.copy_file_range = OpCopyFileRange;
+  ops.fallocate = OpFallocate;
   ops.lseek = OpLseek;
   return ops;
 }

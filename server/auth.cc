@@ -59,6 +59,11 @@ const absl::flat_hash_map<std::string, Access>& MethodTable() {
       {"cowkv.v1.Files/Open", Access::kRead},
       {"cowkv.v1.Files/Close", Access::kRead},
       {"cowkv.v1.Files/CreateTmpfile", Access::kWrite},
+      {"cowkv.v1.Files/SetAttr", Access::kWrite},
+      {"cowkv.v1.Files/SetXattr", Access::kWrite},
+      {"cowkv.v1.Files/GetXattr", Access::kRead},
+      {"cowkv.v1.Files/ListXattrs", Access::kRead},
+      {"cowkv.v1.Files/RemoveXattr", Access::kWrite},
       // Subvolumes: reading the list; changing it is admin.
       {"cowkv.v1.Subvolumes/List", Access::kRead},
       {"cowkv.v1.Subvolumes/Show", Access::kRead},

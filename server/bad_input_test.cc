@@ -287,6 +287,7 @@ class BadInput {
   void FilesData();
   void FilesFallocate();
   void FilesHandles();
+  void FilesAttrs();
   void Admin();
 
   // Helpers for the Files generators.
@@ -1677,6 +1678,81 @@ void BadInput::FilesNamespace() {
   }
 }
 
+// Issue 17's calls: SetAttr, SetXattr and RemoveXattr never valid on the
+// seed; GetXattr (of a name never set) and ListXattrs reads. Malformed
+// requests carry what the server checks before the subvolume: a bad path,
+// or (SetAttr) a mode, field bit or size it refuses.
+void BadInput::FilesAttrs() {
+  Flaws f;
+  const auto [sv, state] = DrawWriteTarget(8, &f);
+  const std::string path =
+      f.malformed ? BadPath() : PickOf<std::string>({"/dir/a", "/dir/b", "/empty"});
+  const std::string absent = Fresh("/dir/absent-");
+  switch (U(5)) {
+    case 0: {
+      v1::SetAttrRequest req;
+      req.set_subvolume(sv), req.set_path(path);
+      req.set_fields(v1::SET_ATTR_MODE), req.set_mode(0600);
+      if (f.malformed && OneIn(2)) {
+        req.set_path("/dir/a");
+        switch (U(3)) {
+          case 0:
+            req.set_mode(010000 + U(1000));
+            break;
+          case 1:
+            req.set_fields(v1::SET_ATTR_MODE | (1u << (10 + U(20))));
+            break;
+          default:
+            req.set_fields(v1::SET_ATTR_SIZE), req.set_size(kMaxFileSize + 1 + U(1000));
+        }
+      }
+      if (state) {
+        (OneIn(2) ? (f.absent = true, req.set_path(absent))
+                  : (f.wrong_kind = true, req.set_path("/dir"),
+                     req.set_fields(v1::SET_ATTR_SIZE)));  // EISDIR
+      }
+      Send("Files/SetAttr", "setattr " + req.path().substr(0, 40), f,
+           {Serialize(req, f.unparsable)});
+      return;
+    }
+    case 1: {
+      v1::SetXattrRequest req;
+      req.set_subvolume(sv), req.set_path(state ? absent : path);
+      req.set_name("user.x"), req.set_value("v");
+      if (state) f.absent = true;
+      Send("Files/SetXattr", "setxattr " + req.path().substr(0, 40), f,
+           {Serialize(req, f.unparsable)});
+      return;
+    }
+    case 2: {
+      v1::RemoveXattrRequest req;
+      req.set_subvolume(sv), req.set_path(path), req.set_name("user.never");
+      if (state) f.absent = true;  // ENODATA (NOT_FOUND)
+      Send("Files/RemoveXattr", "removexattr " + req.path().substr(0, 40), f,
+           {Serialize(req, f.unparsable)});
+      return;
+    }
+    case 3: {  // a read: the read-only snapshot serves it
+      v1::GetXattrRequest req;
+      f.read_only = false;
+      req.set_subvolume(sv), req.set_path(path), req.set_name("user.never");
+      f.absent = true;  // ENODATA (NOT_FOUND), after the flaws above it
+      Send("Files/GetXattr", "getxattr " + req.path().substr(0, 40), f,
+           {Serialize(req, f.unparsable)});
+      return;
+    }
+    default: {
+      v1::ListXattrsRequest req;
+      f.read_only = false;
+      req.set_subvolume(sv), req.set_path(state ? absent : path);
+      if (state) f.absent = true;
+      Send("Files/ListXattrs", "listxattrs " + req.path().substr(0, 40), f,
+           {Serialize(req, f.unparsable)});
+      return;
+    }
+  }
+}
+
 // Truncate, Clone and Fallocate: never valid on the seed.
 void BadInput::FilesData() {
   if (OneIn(3)) return FilesFallocate();
@@ -1904,6 +1980,7 @@ void BadInput::Run() {
       {3, [this] { FilesWriteStream(); }}, {6, [this] { FilesNamespace(); }},
       {2, [this] { FilesData(); }},        {1, [this] { Admin(); }},
       {1, [this] { FilesHandles(); }},
+      {2, [this] { FilesAttrs(); }},
   };
   int total = 0;
   for (const auto& g : generators) total += g.first;

@@ -68,6 +68,7 @@ absl::Status Fill(int fd, const std::string& path, uint64_t size) {
 
 absl::StatusOr<std::unique_ptr<LockedDevice>> LockedDevice::Open(const DeviceOptions& options) {
   if (options.path.empty()) return absl::InvalidArgumentError("--device: a path is required");
+  if (options.read_only) return OpenReadOnly(options);
   bool created = false;
   COWKV_ASSIGN_OR_RETURN(int fd, OpenOrCreate(options.path, &created));
   auto fail = [&](absl::Status s) {
@@ -100,6 +101,38 @@ absl::StatusOr<std::unique_ptr<LockedDevice>> LockedDevice::Open(const DeviceOpt
   }
   return std::unique_ptr<LockedDevice>(
       new LockedDevice(fd, std::move(*dev), created, format));
+}
+
+absl::StatusOr<std::unique_ptr<LockedDevice>> LockedDevice::OpenReadOnly(
+    const DeviceOptions& options) {
+  if (options.mkfs) {
+    return absl::InvalidArgumentError(
+        "--mkfs and --read-only: a read-only device is never formatted");
+  }
+  const int fd = ::open(options.path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) {
+      return absl::NotFoundError(
+          absl::StrCat("device ", options.path, " does not exist (--read-only never creates one)"));
+    }
+    return ErrnoError("open", options.path, errno);
+  }
+  absl::Status locked = LockDevice(fd, options.path, /*shared=*/true);
+  if (!locked.ok()) {
+    ::close(fd);
+    return locked;
+  }
+  FileDeviceOptions o;
+  o.read_only = true;
+  o.lock = false;  // held on fd
+  absl::StatusOr<std::unique_ptr<FileDevice>> dev = FileDevice::Open(options.path, o);
+  if (!dev.ok() || !HasCowkvSignature(dev->get())) {
+    ::close(fd);
+    return dev.ok() ? absl::FailedPreconditionError(
+                          absl::StrCat("device ", options.path, " holds no cowkv filesystem"))
+                    : dev.status();
+  }
+  return std::unique_ptr<LockedDevice>(new LockedDevice(fd, std::move(*dev), false, false));
 }
 
 LockedDevice::~LockedDevice() {

@@ -40,6 +40,10 @@ struct DeviceOptions {
   std::string path;
   uint64_t create_size = 1ull << 30;  // for an absent path
   bool mkfs = false;                  // format even an existing device
+  // cowkvd --read-only: the file opened O_RDONLY and locked shared (beside
+  // `cowkv check` and other read-only tools, never beside a writer); never
+  // created or formatted (NOT_FOUND / FAILED_PRECONDITION instead).
+  bool read_only = false;
 };
 
 class LockedDevice {
@@ -54,6 +58,7 @@ class LockedDevice {
   bool formatted() const { return formatted_; }
 
  private:
+  static absl::StatusOr<std::unique_ptr<LockedDevice>> OpenReadOnly(const DeviceOptions& options);
   LockedDevice(int lock_fd, std::unique_ptr<FileDevice> device, bool created, bool formatted)
       : lock_fd_(lock_fd), device_(std::move(device)), created_(created), formatted_(formatted) {}
 

@@ -176,9 +176,13 @@ grpc::Status FilesService::Clone(ServerContext* ctx, const v1::CloneRequest* req
 grpc::Status FilesService::Fsync(ServerContext* ctx, const v1::FsyncRequest* req,
                                  v1::FsyncResponse* resp) {
   return env_->Run(ctx, "cowkv.v1.Files/Fsync", kPosix, [&]() -> absl::Status {
+    COWKV_RETURN_IF_ERROR(ValidateByteRange("fsync", req->offset(), req->length()));
     COWKV_RETURN_IF_ERROR(ValidateTarget("path", req->path(), req->ino(), req->handle()));
     COWKV_ASSIGN_OR_RETURN(FileTarget t, ResolveTarget(env_, req->subvolume(), "path", req->path(),
                                                        req->ino(), req->handle()));
+    if (req->offset() != 0 || req->length() != 0) {
+      return t.files.FsyncRange(t.ino, req->offset(), req->length(), req->datasync());
+    }
     return t.files.Fsync(t.ino, req->datasync());
   });
 }

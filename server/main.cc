@@ -1,6 +1,6 @@
 // cowkvd: the cowkv server.
 //
-//   cowkvd --device PATH [--create-size 1G] [--mkfs]
+//   cowkvd --device PATH [--create-size 1G] [--mkfs | --read-only]
 //          [--listen 127.0.0.1:7420] [--metrics-listen 127.0.0.1:7421]
 //          [--tls-cert FILE --tls-key FILE] [--auth-token-file FILE]
 //          [--commit-interval-ms N] [--async-default] [--max-txn-ops N]
@@ -86,6 +86,7 @@ struct Flags {
   std::string device;
   std::string create_size = "1G";
   bool mkfs = false;
+  bool read_only = false;
   std::string listen = "127.0.0.1:7420";
   std::string metrics_listen = "127.0.0.1:7421";
   std::string tls_cert, tls_key, token_file, client_ca;
@@ -110,6 +111,9 @@ void DeclareFlags(CLI::App& app, Flags& f) {
   app.add_option("--device", f.device, "Device or image file to serve (created if absent)")->required();
   app.add_option("--create-size", f.create_size, "Size of a new device file (default 1G)");
   app.add_flag("--mkfs", f.mkfs, "Format the device even if it exists (destroys its contents)");
+  app.add_flag("--read-only", f.read_only,
+               "Serve an existing device read-only (opened O_RDONLY, locked shared): reads work, "
+               "every write is FAILED_PRECONDITION (EROFS)");
   app.add_option("--listen", f.listen, "gRPC address host:port (default 127.0.0.1:7420)");
   app.add_option("--metrics-listen", f.metrics_listen,
                  "Prometheus /metrics address host:port; empty = off (default 127.0.0.1:7421)");
@@ -201,6 +205,8 @@ absl::StatusOr<ServerOptions> ToOptions(const Flags& f) {
     return absl::InvalidArgumentError(absl::StrCat("--create-size: ", size.status().message()));
   o.device.create_size = *size;
   o.device.mkfs = f.mkfs;
+  o.device.read_only = f.read_only;
+  o.engine.read_only = f.read_only;
   o.listen = f.listen;
   o.metrics_listen = f.metrics_listen;
   COWKV_RETURN_IF_ERROR(ReadSecurityFiles(f, o));

@@ -273,7 +273,8 @@ absl::Status Server::Stop() {
     if (http_thread_.joinable()) http_thread_.join();
   }
   if (store_ != nullptr) {
-    stop_status_ = store_->Commit();
+    // A read-only store has nothing to commit (Commit would be EROFS).
+    if (!options_.engine.read_only) stop_status_ = store_->Commit();
     absl::Status closed = store_->Close();
     if (stop_status_.ok()) stop_status_ = closed;
   }

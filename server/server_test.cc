@@ -1059,6 +1059,48 @@ TEST_F(Rpc, FilesOpenCloseTmpfile) {
   EXPECT_EQ(ErrorInfoOf(bad).errno_name, "EBADF") << bad.error_message();
 }
 
+// Issue 17's calls once each (server/files_attr_test.cc has their cases):
+// SetAttr, SetXattr, GetXattr, ListXattrs, RemoveXattr.
+TEST_F(Rpc, FilesAttributesAndXattrs) {
+  CreateSubvolume("fs17");
+  ASSERT_GRPC_OK(WriteFile("fs17", "/f", "data"));
+  v1::SetAttrRequest sa;
+  sa.set_subvolume("fs17");
+  sa.set_path("/f");
+  sa.set_fields(v1::SET_ATTR_MODE);
+  sa.set_mode(0600);
+  v1::FileStat st;
+  ASSERT_GRPC_OK(fs().SetAttr(Ctx().get(), sa, &st));
+  EXPECT_EQ(st.mode(), 0600u);
+  v1::SetXattrRequest set;
+  set.set_subvolume("fs17");
+  set.set_path("/f");
+  set.set_name("user.a");
+  set.set_value("1");
+  v1::SetXattrResponse set_resp;
+  ASSERT_GRPC_OK(fs().SetXattr(Ctx().get(), set, &set_resp));
+  v1::GetXattrRequest get;
+  get.set_subvolume("fs17");
+  get.set_path("/f");
+  get.set_name("user.a");
+  v1::GetXattrResponse got;
+  ASSERT_GRPC_OK(fs().GetXattr(Ctx().get(), get, &got));
+  EXPECT_EQ(got.value(), "1");
+  v1::ListXattrsRequest list;
+  list.set_subvolume("fs17");
+  list.set_path("/f");
+  v1::ListXattrsResponse names;
+  ASSERT_GRPC_OK(fs().ListXattrs(Ctx().get(), list, &names));
+  ASSERT_EQ(names.names_size(), 1);
+  v1::RemoveXattrRequest rm;
+  rm.set_subvolume("fs17");
+  rm.set_path("/f");
+  rm.set_name("user.a");
+  v1::RemoveXattrResponse rm_resp;
+  ASSERT_GRPC_OK(fs().RemoveXattr(Ctx().get(), rm, &rm_resp));
+  EXPECT_POSIX(fs().RemoveXattr(Ctx().get(), rm, &rm_resp), NOT_FOUND, "ENODATA");
+}
+
 // ---- Admin, health, reflection, metrics ------------------------------------------
 
 TEST_F(Rpc, AdminSyncStatsCheckVersion) {

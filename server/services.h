@@ -137,6 +137,17 @@ class FilesService final : public v1::Files::Service {
                      v1::CloseResponse* resp) override;
   grpc::Status CreateTmpfile(ServerContext* ctx, const v1::CreateTmpfileRequest* req,
                              v1::OpenResponse* resp) override;
+  // files_attr_service.cc
+  grpc::Status SetAttr(ServerContext* ctx, const v1::SetAttrRequest* req,
+                       v1::FileStat* resp) override;
+  grpc::Status SetXattr(ServerContext* ctx, const v1::SetXattrRequest* req,
+                        v1::SetXattrResponse* resp) override;
+  grpc::Status GetXattr(ServerContext* ctx, const v1::GetXattrRequest* req,
+                        v1::GetXattrResponse* resp) override;
+  grpc::Status ListXattrs(ServerContext* ctx, const v1::ListXattrsRequest* req,
+                          v1::ListXattrsResponse* resp) override;
+  grpc::Status RemoveXattr(ServerContext* ctx, const v1::RemoveXattrRequest* req,
+                           v1::RemoveXattrResponse* resp) override;
 
  private:
   ServiceEnv* const env_;

@@ -2,8 +2,8 @@
 # Goal: every online `cowkv` command against a live cowkvd (a temp device,
 # a free port): subvolume create|list|show|rename|delete|snapshot, kv
 # get|put|del|range|txn, fs ls|stat|mkdir|put|cat|mv|ln|rm|rmdir|fsync|
-# clone|fiemap|fallocate, stats, sync, check, bench, and the global options (--server,
-# --token-file, --timeout, --json, COWKV_SERVER). Each case checks stdout,
+# clone|fiemap|fallocate|chmod|chown|touch|setfattr|getfattr, stats, sync, check, bench, and the global
+# options (--server, --token-file, --timeout, --json, COWKV_SERVER), and cowkvd --read-only. Each case checks stdout,
 # and each failure case the exit code of its class (docs/cli.md) and the
 # one stderr line "cowkv: <op>: <reason>".
 #
@@ -452,6 +452,79 @@ c fs ls -s data@2026-11-22 /
 expect_rc 0
 [[ -z "$OUT" ]] || fail "the snapshot predates every file"
 
+# --- fs attributes and xattrs (issue 17) -------------------------------------
+
+case_ "fs chmod, chown, touch: stat shows them"
+c fs chmod -s data 0600 /docs/notes.txt
+expect_rc 0; expect_no_err
+[[ -z "$OUT" ]] || fail "chmod printed something"
+c fs chown -s data 1000:100 /docs/notes.txt
+expect_rc 0
+c fs touch -s data -m --time 1000000000000000000 /docs/notes.txt
+expect_rc 0
+c fs stat -s data /docs/notes.txt
+expect_out '^Access: \(0600/-rw-------\)  Uid: 1000  Gid: 100$'
+expect_out '^Modify: 2001-09-09'
+c fs chown -s data :7 /docs/notes.txt
+c --json fs stat -s data /docs/notes.txt
+expect_json "d['uid'] == 1000 and d['gid'] == 7 and d['mtime_ns'] == 1000000000000000000"
+
+case_ "fs touch creates a missing file (not with -c); --json prints the attributes"
+c --json fs touch -s data /docs/touched
+expect_json "d['paths'][0]['path'] == '/docs/touched' and d['paths'][0]['stat']['size'] == 0"
+c fs touch -s data -c /docs/not-created
+expect_fail 4 '^cowkv: fs touch: ENOENT'
+
+case_ "fs chmod: bad mode is a usage error (2); missing file (4); read-only snapshot (6)"
+c fs chmod -s data 8777 /docs/notes.txt
+expect_rc 2
+c fs chmod -s data 0644 /docs/none
+expect_fail 4 '^cowkv: fs chmod: ENOENT'
+c fs chown -s data abc /docs/notes.txt
+expect_rc 2
+c fs chmod -s data@2026-11-22 0644 /
+expect_fail 6 '^cowkv: fs chmod: EROFS'
+
+case_ "fs setfattr and getfattr (names, -n, -d, encodings); --create, --replace, -x"
+c fs setfattr -s data -n user.a -v hello /docs/notes.txt
+expect_rc 0; expect_no_err
+c fs setfattr -s data -n user.bin -v 0x00ff10 --create /docs/notes.txt
+expect_rc 0
+c fs getfattr -s data /docs/notes.txt
+expect_rc 0
+expect_out '^# file: /docs/notes.txt$'
+expect_out '^user.a$'
+expect_out '^user.bin$'
+c fs getfattr -s data -d /docs/notes.txt
+expect_out '^user.a="hello"$'
+expect_out '^user.bin=0sAP8Q$'
+c fs getfattr -s data -n user.bin -e hex /docs/notes.txt
+expect_out '^user.bin=0x00ff10$'
+c --json fs getfattr -s data -d /docs/notes.txt
+expect_json "d['files'][0]['xattrs'] == {'user.a': 'hello', 'user.bin': {'base64': 'AP8Q'}}"
+c fs setfattr -s data -n user.a -v again --create /docs/notes.txt
+expect_fail 5 '^cowkv: fs setfattr: EEXIST'
+c fs setfattr -s data -n user.none -v x --replace /docs/notes.txt
+expect_fail 4 '^cowkv: fs setfattr: ENODATA'
+c fs setfattr -s data -x user.bin /docs/notes.txt
+expect_rc 0
+c fs getfattr -s data -n user.bin /docs/notes.txt
+expect_fail 4 '^cowkv: fs getfattr: ENODATA'
+c fs setfattr -s data -n user.big -v "$(head -c 5000 /dev/zero | tr '\0' v)" /docs/notes.txt
+expect_fail 3 '^cowkv: fs setfattr: ERANGE'
+c fs setfattr -s data /docs/notes.txt
+expect_rc 2
+
+case_ "fs fsync --range OFF:LEN (range writeback); a bad or overflowing range"
+c fs fsync -s data --range 64K:64K /docs/big.bin
+expect_rc 0; expect_no_err
+c fs fsync -s data --data --range 0:0 /docs/big.bin
+expect_rc 0
+c fs fsync -s data --range nope /docs/big.bin
+expect_rc 2
+c fs fsync -s data --range 9223372036854775807:2 /docs/big.bin
+expect_fail 3 '^cowkv: fs fsync: EINVAL'
+
 # --- admin ------------------------------------------------------------------
 
 case_ "stats (table and --json)"
@@ -630,6 +703,31 @@ if command -v openssl >/dev/null; then
 else
   echo "e2e: TLS case skipped: openssl is not on PATH" >&2
 fi
+
+case_ "cowkvd --read-only: the main image served read-only after its server stops; reads work, writes are EROFS (6)"
+stop_server "$SERVER_PID"
+start_server main --read-only
+RO_PID=$PID
+c kv get -s data greeting
+expect_rc 0
+expect_out '^hello again$'
+c fs getfattr -s data -d /docs/notes.txt
+expect_out '^user.a="hello"$'
+c kv put -s data greeting again
+expect_fail 6 '^cowkv: kv put: '
+c fs mkdir -s data /ro-dir
+expect_fail 6 '^cowkv: fs mkdir: EROFS'
+c fs chmod -s data 0600 /docs/notes.txt
+expect_fail 6 '^cowkv: fs chmod: EROFS'
+c subvolume create nope
+expect_fail 6 '^cowkv: subvolume create: '
+stop_server "$RO_PID"
+"$COWKVD" --device "$WORK/none.img" --read-only --listen 127.0.0.1:0 --metrics-listen "" \
+  2>"$WORK/none.log" && fail "--read-only created a device"
+grep -q 'does not exist' "$WORK/none.log" || fail "no reason: $(cat "$WORK/none.log")"
+[[ ! -e "$WORK/none.img" ]] || fail "--read-only created $WORK/none.img"
+start_server main
+SERVER_PID=$PID
 
 case_ "server stopped: unavailable (10), one line naming the address"
 stop_server "$SERVER_PID"

@@ -8,7 +8,7 @@
 //   cowkv fs ln    [--symbolic] EXISTING NEW   hard link; or symlink NEW -> EXISTING
 //   cowkv fs rm    PATH...                     files and symlinks
 //   cowkv fs rmdir PATH...                     empty directories
-//   cowkv fs fsync [--data] PATH
+//   cowkv fs fsync [--data] [--range OFF:LEN] PATH
 //
 // Every one takes -s/--subvolume NAME (default "default"). Paths are
 // '/'-separated from the subvolume's root; symlinks are never followed.
@@ -100,6 +100,7 @@ struct FsArgs {
   std::string mode;
   bool long_format = false, parents = false, symbolic = false;
   bool no_replace = false, exchange = false, data_only = false;
+  std::string range;  // fsync --range OFF:LEN
 };
 
 // Prints {"__header", key: value} for --json; nothing for people.
@@ -349,6 +350,19 @@ int RunFsync(const FsArgs& a, const Globals& g) {
   req.set_subvolume(a.subvolume);
   req.set_path(a.paths.front());
   req.set_datasync(a.data_only);
+  if (!a.range.empty()) {
+    // OFF:LEN, each a byte count (ParseSize: "4096", "64K"); LEN 0 = to EOF.
+    const size_t colon = a.range.find(':');
+    absl::StatusOr<uint64_t> off = ParseSize(a.range.substr(0, colon));
+    absl::StatusOr<uint64_t> len = colon == std::string::npos
+                                       ? absl::StatusOr<uint64_t>(0)
+                                       : ParseSize(a.range.substr(colon + 1));
+    if (!off.ok() || !len.ok()) {
+      return Fail(kOp, absl::StrCat("--range: '", a.range, "' is not OFF:LEN"), kExitUsage);
+    }
+    req.set_offset(*off);
+    req.set_length(*len);
+  }
   v1::FsyncResponse resp;
   grpc::Status s = Call(*conn, conn->files(), &v1::Files::Stub::Fsync, req, &resp);
   if (!s.ok()) return RpcFail(kOp, s, g);
@@ -413,10 +427,16 @@ RunFn AddFs(CLI::App* app, const GlobalsPtr& g) {
   CLI::App* fsync = AddFsCommand(&group, "fsync", "Make a file survive a crash",
                                  [a, g] { return RunFsync(*a, *g); }, a);
   fsync->add_flag("--data", a->data_only, "fdatasync: data and size only");
+  fsync
+      ->add_option("--range", a->range,
+                   "Only this byte range must be durable, OFF:LEN (LEN 0 = to EOF); "
+                   "the whole file is synced today")
+      ->type_name("OFF:LEN");
   fsync->add_option("PATH", a->paths, "Path")->required()->expected(1);
   AddFsData(&group, g);
   AddFsPrealloc(&group, g);
   AddFsTmpfile(&group, g);
+  AddFsAttr(&group, g);
   return group.Runner();
 }
 

@@ -51,6 +51,9 @@ void AddFsPrealloc(CommandGroup* group, const GlobalsPtr& g);
 // Declares fs tmpfile. (fs_tmpfile.cc)
 void AddFsTmpfile(CommandGroup* group, const GlobalsPtr& g);
 
+// Declares fs chmod, chown, touch, setfattr and getfattr. (fs_attr.cc)
+void AddFsAttr(CommandGroup* group, const GlobalsPtr& g);
+
 }  // namespace cli
 }  // namespace cowkv
 

@@ -29,6 +29,7 @@ constexpr ReasonRow kReasons[kErrorReasonCount] = {
     {"EPERM", "EPERM"},
     {"EROFS", "EROFS"},
     {"ENOSPC", "ENOSPC"},
+    {"ERANGE", "ERANGE"},
     {"READ_ONLY_SNAPSHOT", "EROFS"},
     {"CONFLICT", "EAGAIN"},
     {"TOO_OLD", "EINVAL"},
@@ -100,6 +101,7 @@ absl::Status PosixError(ErrorReason reason, absl::string_view what) {
     case ErrorReason::kEINVAL:
     case ErrorReason::kENAMETOOLONG:
     case ErrorReason::kEFBIG:
+    case ErrorReason::kERANGE:
       code = absl::StatusCode::kInvalidArgument;
       break;
     default:

@@ -1,11 +1,13 @@
 #include "engine/crash_test/fs_model.h"
 
 #include <algorithm>
+#include <functional>
 #include <sstream>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -76,8 +78,20 @@ std::string Op::Describe() const {
     case OpKind::kWrite: return absl::StrCat("write ", a, " ", x, " ", y);
     case OpKind::kTruncate: return absl::StrCat("truncate ", a, " ", x);
     case OpKind::kClone: return absl::StrCat("clone ", a, " ", x, " ", b, " ", y, " ", len);
-    case OpKind::kSetXattr: return absl::StrCat("setxattr ", a, " ", s1, " ", s2);
+    case OpKind::kSetXattr:
+      return absl::StrCat(flags == kXattrCreate    ? "setxattr-create "
+                          : flags == kXattrReplace ? "setxattr-replace "
+                                                   : "setxattr ",
+                          a, " ", s1, " ", s2);
     case OpKind::kRemoveXattr: return absl::StrCat("removexattr ", a, " ", s1);
+    case OpKind::kSetAttr: {
+      std::string out = "setattr " + a;
+      if (flags & kAttrMode) absl::StrAppend(&out, " mode=", absl::StrFormat("0%o", x));
+      if (flags & kAttrUid) absl::StrAppend(&out, " uid=", y);
+      if (flags & kAttrGid) absl::StrAppend(&out, " gid=", len);
+      if (flags & kAttrMtime) absl::StrAppend(&out, " mtime=", t);
+      return out;
+    }
     case OpKind::kFsync: return "fsync " + a;
     case OpKind::kFdatasync: return "fdatasync " + a;
     case OpKind::kCommit: return "commit";
@@ -135,6 +149,7 @@ MInode* MState::File(const std::string& p) {
 MState::MState() {
   paths_["/"] = 0;
   inodes_[0] = MInode{FileKind::kDirectory, "", {}, kRootInode};
+  inodes_[0].mode = 0755;
 }
 
 std::optional<int> MState::At(const std::string& path) const {
@@ -180,6 +195,7 @@ bool MState::Create(const std::string& path, FileKind kind, std::string data, in
   if (!ParentIsDir(path) || paths_.count(path)) return false;
   const int id = next_id_++;
   inodes_[id] = MInode{kind, std::move(data), {}, 0};
+  inodes_[id].mode = kind == FileKind::kDirectory ? 0755 : kind == FileKind::kSymlink ? 0777 : 0644;
   paths_[path] = id;
   if (made) *made = id;
   return true;
@@ -244,12 +260,14 @@ bool MState::ApplyData(const Op& op, size_t position) {
       if (!m || op.y == 0 || op.x + op.y > kMaxModelFile) return false;
       if (m->data.size() < op.x + op.y) m->data.resize(op.x + op.y, '\0');
       m->data.replace(op.x, op.y, WriteBytes(op, position));
+      m->mtime.reset();
       return true;
     }
     case OpKind::kTruncate: {
       MInode* m = file(op.a);
       if (!m || op.x > kMaxModelFile) return false;
       m->data.resize(op.x, '\0');
+      m->mtime.reset();
       return true;
     }
     case OpKind::kClone: {
@@ -263,11 +281,14 @@ bool MState::ApplyData(const Op& op, size_t position) {
       const std::string bytes = src->data.substr(op.x, op.len);
       if (dst->data.size() < op.y + op.len) dst->data.resize(op.y + op.len, '\0');
       dst->data.replace(op.y, op.len, bytes);
+      dst->mtime.reset();
       return true;
     }
     case OpKind::kSetXattr: {
       std::optional<int> id = Target(op.a);
       if (!id || op.s1.empty()) return false;
+      const bool has = MutableInode(*id).xattrs.count(op.s1) > 0;
+      if (((op.flags & kXattrCreate) && has) || ((op.flags & kXattrReplace) && !has)) return false;
       MutableInode(*id).xattrs[op.s1] = op.s2;
       return true;
     }
@@ -289,6 +310,25 @@ bool MState::ApplyData(const Op& op, size_t position) {
         m->data.replace(op.x, hi - op.x, hi - op.x, '\0');
       }
       if (!(op.flags & kFallocKeepSize) && m->data.size() < end) m->data.resize(end, '\0');
+      return true;
+    }
+    case OpKind::kSetAttr: {
+      std::optional<int> id = At(op.a);
+      if (!id || op.flags == 0 || (op.flags & ~(kAttrMode | kAttrUid | kAttrGid | kAttrMtime)) ||
+          op.x > 07777) {
+        return false;
+      }
+      MInode& m = inodes_[*id];
+      if (op.flags & kAttrMode) m.mode = static_cast<uint32_t>(op.x);
+      if (op.flags & kAttrUid) m.uid = static_cast<uint32_t>(op.y);
+      if (op.flags & kAttrGid) m.gid = static_cast<uint32_t>(op.len);
+      // chown of a non-directory clears the set-ID bits (FsOps::SetAttr).
+      if ((op.flags & (kAttrUid | kAttrGid)) && !(op.flags & kAttrMode) &&
+          m.kind != FileKind::kDirectory) {
+        m.mode &= ~(04000u | ((m.mode & 010) ? 02000u : 0u));
+      }
+      // A directory's mtime moves with its entries: the model keeps none.
+      if ((op.flags & kAttrMtime) && m.kind != FileKind::kDirectory) m.mtime = op.t;
       return true;
     }
     default: return false;
@@ -337,6 +377,7 @@ bool MState::Apply(const Op& op, size_t position, int* made) {
     case OpKind::kSetXattr:
     case OpKind::kRemoveXattr:
     case OpKind::kFallocate:
+    case OpKind::kSetAttr:
       return ApplyData(op, position);
     case OpKind::kFsync:
     case OpKind::kFdatasync:
@@ -379,7 +420,7 @@ absl::Status Walk(Files f, const std::string& path, uint64_t dir, int depth, Rec
     std::string p = (path == "/" ? "/" : path + "/") + e.name;
     absl::StatusOr<FileStat> st = f.StatInode(e.ino);
     if (!st.ok()) return absl::Status(st.status().code(), absl::StrCat(p, ": ", st.status().message()));
-    RNode n{st->kind, e.ino, "", st->size, st->nlink, {}};
+    RNode n{st->kind, e.ino, "", st->size, st->nlink, {}, st->mode, st->uid, st->gid, st->mtime_ns};
     absl::StatusOr<uint64_t> by_name = f.LookupAt(dir, e.name);
     if (!by_name.ok() || *by_name != e.ino) out->problems.push_back(p + ": lookup by name disagrees");
     if (e.kind != st->kind) out->problems.push_back(p + ": entry kind disagrees with the inode");
@@ -418,6 +459,8 @@ absl::StatusOr<Recovered> CaptureNamespace(Files f) {
   absl::StatusOr<FileStat> root = f.StatInode(kRootInode);
   if (!root.ok()) return root.status();
   r.root_size = root->size;
+  r.root = RNode{root->kind, root->ino,  "",        root->size, root->nlink,
+                 {},         root->mode, root->uid, root->gid,  root->mtime_ns};
   absl::Status s = Walk(f, "/", kRootInode, 0, &r);
   if (!s.ok()) return s;
   return r;
@@ -435,9 +478,14 @@ struct Proj {
   std::vector<std::string> paths;
   std::map<std::string, std::string> xattrs;
   std::map<std::string, int> entries;  // directories
+  // kAttrs: mode, owner, and mtime where the model knows it (nullopt on
+  // either side: any).
+  uint32_t mode = 0, uid = 0, gid = 0;
+  std::optional<int64_t> mtime;
   bool operator==(const Proj& o) const {
     return exists == o.exists && kind == o.kind && data == o.data && paths == o.paths &&
-           xattrs == o.xattrs && entries == o.entries;
+           xattrs == o.xattrs && entries == o.entries && mode == o.mode && uid == o.uid &&
+           gid == o.gid && (!mtime || !o.mtime || *mtime == *o.mtime);
   }
 };
 
@@ -446,6 +494,7 @@ enum Parts : unsigned {
   kPaths = 1,
   kData = 2,     // file bytes, symlink target, xattrs
   kEntries = 4,  // a directory's entries
+  kAttrs = 8,    // mode, owner, a known mtime (not promised by fdatasync)
 };
 
 std::string Render(const Proj& p) {
@@ -457,6 +506,10 @@ std::string Render(const Proj& p) {
     if (p.data.size() <= 12) absl::StrAppend(&s, " \"", absl::CEscape(p.data), "\"");
   }
   for (const auto& [k, v] : p.xattrs) absl::StrAppend(&s, " ", k, "=", v);
+  if (p.mode != 0 || p.uid != 0 || p.gid != 0) {
+    absl::StrAppend(&s, " mode ", absl::StrFormat("0%o", p.mode), " owner ", p.uid, ":", p.gid);
+  }
+  if (p.mtime) absl::StrAppend(&s, " mtime ", *p.mtime);
   if (p.kind == FileKind::kDirectory) {
     std::vector<std::string> es;
     for (const auto& [n, id] : p.entries) es.push_back(absl::StrCat(n, "->#", id));
@@ -477,6 +530,12 @@ Proj FromModel(const MState& s, int id, unsigned parts) {
     p.xattrs = m.xattrs;
   }
   if ((parts & kEntries) && m.kind == FileKind::kDirectory) p.entries = s.EntriesOf(id);
+  if (parts & kAttrs) {
+    p.mode = m.mode;
+    p.uid = m.uid;
+    p.gid = m.gid;
+    p.mtime = m.mtime;
+  }
   return p;
 }
 
@@ -493,6 +552,11 @@ Proj FromRecovered(const Recovered& r, const RIndex& ix, int id, unsigned parts)
     p.exists = true;
     p.kind = FileKind::kDirectory;
     if (parts & kPaths) p.paths = {"/"};
+    if (parts & kAttrs) {
+      p.mode = r.root.mode;
+      p.uid = r.root.uid;
+      p.gid = r.root.gid;
+    }
   } else {
     auto n = ix.node.find(id);
     if (n == ix.node.end()) return p;
@@ -502,6 +566,12 @@ Proj FromRecovered(const Recovered& r, const RIndex& ix, int id, unsigned parts)
     if (parts & kData) {
       p.data = n->second->data;
       p.xattrs = n->second->xattrs;
+    }
+    if (parts & kAttrs) {
+      p.mode = n->second->mode;
+      p.uid = n->second->uid;
+      p.gid = n->second->gid;
+      p.mtime = n->second->mtime;
     }
   }
   if ((parts & kEntries) && p.kind == FileKind::kDirectory) {
@@ -695,7 +765,7 @@ void Judgement::CheckPoint(const Point& p, const MState& s0) {
   // The object itself: data, and (unless fdatasync of an old inode) its
   // full paths; a directory's entries.
   unsigned parts = kData | kEntries;
-  if (!(p.datasync && old)) parts |= kPaths;
+  if (!(p.datasync && old)) parts |= kPaths | kAttrs;
   ExpectIn(p.inode, parts, p.state, what);
   if (p.datasync && old) return;
   // Names this inode had in the committed state and lost, now held by
@@ -801,6 +871,43 @@ std::vector<Op> GeneratorSetup() {
           Mk(OpKind::kWrite, "/B/foo", "", 0, 100)};
 }
 
+namespace {
+// The generator's xattr and setattr ops (CoreOps).
+void AttrOps(const MState& s, const std::function<void(Op)>& add) {
+  // Each inode once (at its first path; the committed top directories
+  // too): create user.g, or replace and remove it where an earlier op set
+  // it; chmod + chown, with an explicit mtime but for directories.
+  std::set<int> done;
+  for (const auto& [path, id] : s.paths()) {
+    if (path == "/" || !done.insert(id).second) continue;
+    Op x = Mk(OpKind::kSetXattr, path);
+    x.s1 = "user.g";
+    if (s.Inode(id).xattrs.count("user.g")) {
+      x.flags = kXattrReplace;
+      x.s2 = "w";
+      add(x);
+      Op r = Mk(OpKind::kRemoveXattr, path);
+      r.s1 = "user.g";
+      add(r);
+    } else {
+      x.flags = kXattrCreate;
+      x.s2 = "v";
+      add(x);
+    }
+    Op a = Mk(OpKind::kSetAttr, path);
+    a.flags = kAttrMode | kAttrUid | kAttrGid;
+    a.x = s.Inode(id).mode == 0600 ? 0640 : 0600;
+    a.y = 1000;
+    a.len = 100;
+    if (s.Inode(id).kind != FileKind::kDirectory) {
+      a.flags |= kAttrMtime;
+      a.t = 1'000'000'000 + id;
+    }
+    add(a);
+  }
+}
+}  // namespace
+
 std::vector<Op> CoreOps(const MState& s, bool metadata_only) {
   std::vector<Op> out;
   auto add = [&](Op o) {
@@ -856,6 +963,7 @@ std::vector<Op> CoreOps(const MState& s, bool metadata_only) {
       }
     }
   }
+  if (!metadata_only) AttrOps(s, add);
   // Moving a committed top directory into the other one, and back.
   add(Mk(OpKind::kRename, "/B", "/A/C"));
   add(Mk(OpKind::kRename, "/A/C", "/B"));
@@ -920,6 +1028,25 @@ std::vector<std::string> InvolvedPaths(const MState& after, const Op& op) {
 
 namespace {
 
+// chmod PATH OCTAL | chown PATH UID GID | utime PATH MTIME_NS
+bool ParseSetAttr(const std::vector<std::string>& w, Op* o) {
+  if (w[0] == "chmod") {
+    o->flags = kAttrMode;
+    if (w[2].empty() || w[2].size() > 5 ||
+        w[2].find_first_not_of("01234567") != std::string::npos) {
+      return false;
+    }
+    o->x = std::stoull(w[2], nullptr, 8);
+    return true;
+  }
+  if (w[0] == "chown") {
+    o->flags = kAttrUid | kAttrGid;
+    return absl::SimpleAtoi(w[2], &o->y) && absl::SimpleAtoi(w[3], &o->len);
+  }
+  o->flags = kAttrMtime;
+  return absl::SimpleAtoi(w[2], &o->t);
+}
+
 // One op line, split into words.
 absl::StatusOr<Op> ParseOp(const std::vector<std::string>& w) {
   static const auto* verbs = new std::map<std::string, std::pair<OpKind, size_t>>{
@@ -943,6 +1070,11 @@ absl::StatusOr<Op> ParseOp(const std::vector<std::string>& w) {
       {"open", {OpKind::kOpen, 2}},
       {"close", {OpKind::kClose, 2}},
       {"tmpfile", {OpKind::kTmpfile, 2}},
+      {"setxattr-create", {OpKind::kSetXattr, 4}},
+      {"setxattr-replace", {OpKind::kSetXattr, 4}},
+      {"chmod", {OpKind::kSetAttr, 3}},
+      {"chown", {OpKind::kSetAttr, 4}},
+      {"utime", {OpKind::kSetAttr, 3}},
   };
   // fallocate PATH MODE OFFSET LENGTH (a mode word: FallocModes).
   if (w[0] == "fallocate") {
@@ -970,6 +1102,8 @@ absl::StatusOr<Op> ParseOp(const std::vector<std::string>& w) {
   o.kind = v->second.first;
   if (w[0] == "rename-exchange") o.flags = kRenameExchange;
   if (w[0] == "rename-noreplace") o.flags = kRenameNoReplace;
+  if (w[0] == "setxattr-create") o.flags = kXattrCreate;
+  if (w[0] == "setxattr-replace") o.flags = kXattrReplace;
   if (w.size() >= 2) o.a = w[1];
   auto num = [&](size_t i, uint64_t* x) { return absl::SimpleAtoi(w[i], x); };
   bool ok = true;
@@ -991,6 +1125,9 @@ absl::StatusOr<Op> ParseOp(const std::vector<std::string>& w) {
     case OpKind::kClose:
       o.a.clear();
       ok = absl::SimpleAtoi(absl::StripPrefix(w[1], "%"), &o.x);
+      break;
+    case OpKind::kSetAttr:
+      ok = ParseSetAttr(w, &o);
       break;
     default: break;
   }

@@ -35,8 +35,9 @@ enum class OpKind {
   kWrite,     // a, x = offset, y = length
   kTruncate,  // a, x = size
   kClone,     // a x -> b y, len
-  kSetXattr,  // a, s1 = name, s2 = value
+  kSetXattr,  // a, s1 = name, s2 = value; flags = kXattrCreate / kXattrReplace
   kRemoveXattr,
+  kSetAttr,  // a; flags = which of x = mode, y = uid, len = gid, t = mtime (kAttr*)
   kFsync,
   kFdatasync,
   kCommit,
@@ -50,11 +51,15 @@ enum class OpKind {
   kTmpfile,  // a = directory: a new unnamed file, opened (O_TMPFILE)
 };
 
+// kSetAttr's fields (Op::flags).
+inline constexpr uint32_t kAttrMode = 1, kAttrUid = 2, kAttrGid = 4, kAttrMtime = 8;
+
 struct Op {
   OpKind kind = OpKind::kCreate;
   std::string a, b;
   uint64_t x = 0, y = 0, len = 0;
-  uint32_t flags = 0;  // rename flags; fallocate mode
+  int64_t t = 0;
+  uint32_t flags = 0;  // rename flags; fallocate mode; kSetAttr's fields; kSetXattr's flags
   std::string s1, s2;
   bool persistence() const { return kind == OpKind::kFsync || kind == OpKind::kFdatasync; }
   std::string Describe() const;
@@ -76,6 +81,11 @@ struct MInode {
   std::string data;  // file bytes or symlink target
   std::map<std::string, std::string> xattrs;
   uint64_t eng = 0;  // the engine's inode number (set by the runner)
+  // Attributes (setattr). mtime only as last set explicitly on a file or
+  // symlink; nullopt when unknown (created, or its data changed since).
+  uint32_t mode = 0644;
+  uint32_t uid = 0, gid = 0;
+  std::optional<int64_t> mtime;
 };
 
 // "%N": handle N.
@@ -144,10 +154,14 @@ struct RNode {
   uint64_t size = 0;
   uint32_t nlink = 0;
   std::map<std::string, std::string> xattrs;
+  uint32_t mode = 0;
+  uint32_t uid = 0, gid = 0;
+  int64_t mtime = 0;
 };
 struct Recovered {
   std::map<std::string, RNode> paths;  // without "/"
   uint64_t root_size = 0;
+  RNode root;                         // the root directory's attributes
   std::vector<std::string> problems;  // lookups or kinds that disagree
 };
 absl::StatusOr<Recovered> CaptureNamespace(Files f);

@@ -18,6 +18,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -55,6 +56,8 @@ struct FsOptions {
   bool bug_late_inode_counter = false;
   bool bug_replay_drops_prealloc = false;  // fix-up drops KEEP_SIZE extents past EOF
   bool bug_skip_orphan_cleanup = false;
+  bool bug_logged_inode_skips_item = false;
+  bool bug_xattr_removal_not_logged = false;
 };
 
 // fallocate(2) modes (Linux's FALLOC_FL_* values); the combinations
@@ -192,8 +195,24 @@ inline constexpr uint32_t kFiemapInline = 0x200;
 inline constexpr uint32_t kFiemapUnwritten = 0x800;  // preallocated (reads as zeros)
 inline constexpr uint32_t kFiemapShared = 0x2000;
 
+inline constexpr uint32_t kXattrCreate = 1;
+inline constexpr uint32_t kXattrReplace = 2;
+
 inline constexpr uint32_t kRenameNoReplace = 1;
 inline constexpr uint32_t kRenameExchange = 2;
+
+// What SetAttr changes (engine/include/cowkv/files.h SetAttrSpec).
+struct AttrTime {
+  bool now = false;  // the clock at the call, else `ns`
+  int64_t ns = 0;
+};
+struct AttrChange {
+  std::optional<uint32_t> mode;  // permission bits (07777); the kind stays
+  std::optional<uint32_t> uid, gid;
+  std::optional<AttrTime> atime, mtime;
+  std::optional<uint64_t> size;
+  bool empty() const { return !mode && !uid && !gid && !atime && !mtime && !size; }
+};
 
 // Touched-by-replay bookkeeping (ReplayFixup).
 struct ReplayNotes {
@@ -258,7 +277,9 @@ class FsOps {
   absl::Status Truncate(uint64_t ino, uint64_t size);
   absl::Status Clone(uint64_t src, uint64_t src_off, uint64_t dst, uint64_t dst_off,
                      uint64_t length);
-  absl::Status SetXattr(uint64_t ino, absl::string_view name, absl::string_view value);
+  // `flags`: kXattrCreate / kXattrReplace (setxattr(2)'s).
+  absl::Status SetXattr(uint64_t ino, absl::string_view name, absl::string_view value,
+                        uint32_t flags = 0);
   absl::StatusOr<std::string> GetXattr(uint64_t ino, absl::string_view name);
   absl::StatusOr<std::vector<std::string>> ListXattrs(uint64_t ino);
   absl::Status RemoveXattr(uint64_t ino, absl::string_view name);
@@ -269,6 +290,10 @@ class FsOps {
   // to the range's end. EOPNOTSUPP (UNIMPLEMENTED) for other modes,
   // EINVAL for length 0, ENOSPC with nothing changed.
   absl::Status Fallocate(uint64_t ino, uint32_t mode, uint64_t offset, uint64_t length);
+  // setattr (fs_attr.cc): the fields `c` names; `size` through Truncate
+  // first (regular files only), then the rest in one batch; ctime becomes
+  // now when anything changed.
+  absl::StatusOr<Attr> SetAttr(uint64_t ino, const AttrChange& c);
 
   // Notes what fsync of `ino` must log; the caller then waits for a log
   // sync. `datasync`: skip the names of an inode older than this

@@ -3,6 +3,7 @@
 // a lock or a tree.
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <memory>
 #include <random>
 #include <set>
@@ -554,8 +555,10 @@ absl::StatusOr<std::vector<FiemapExtent>> Files::Fiemap(uint64_t ino, uint64_t o
   return out;
 }
 
-absl::Status Files::SetXattr(uint64_t ino, absl::string_view name, absl::string_view value) {
-  return store_->FsWrite(subvol_, [&](fs::FsOps& o) { return o.SetXattr(ino, name, value); });
+absl::Status Files::SetXattr(uint64_t ino, absl::string_view name, absl::string_view value,
+                             uint32_t flags) {
+  return store_->FsWrite(subvol_,
+                         [&](fs::FsOps& o) { return o.SetXattr(ino, name, value, flags); });
 }
 
 absl::StatusOr<std::string> Files::GetXattr(uint64_t ino, absl::string_view name) {
@@ -578,6 +581,34 @@ absl::StatusOr<std::vector<std::string>> Files::ListXattrs(uint64_t ino) {
 
 absl::Status Files::RemoveXattr(uint64_t ino, absl::string_view name) {
   return store_->FsWrite(subvol_, [&](fs::FsOps& o) { return o.RemoveXattr(ino, name); });
+}
+
+absl::StatusOr<FileStat> Files::SetAttr(uint64_t ino, const SetAttrSpec& spec) {
+  fs::AttrChange c;
+  c.mode = spec.mode;
+  c.uid = spec.uid;
+  c.gid = spec.gid;
+  if (spec.atime) c.atime = fs::AttrTime{spec.atime->now, spec.atime->ns};
+  if (spec.mtime) c.mtime = fs::AttrTime{spec.mtime->now, spec.mtime->ns};
+  c.size = spec.size;
+  FileStat st;
+  COWKV_RETURN_IF_ERROR(store_->FsWrite(subvol_, [&](fs::FsOps& o) {
+    COWKV_ASSIGN_OR_RETURN(fs::Attr a, o.SetAttr(ino, c));
+    st = ToStat(a);
+    return absl::OkStatus();
+  }));
+  return st;
+}
+
+absl::Status Files::FsyncRange(uint64_t ino, uint64_t offset, uint64_t length, bool datasync) {
+  constexpr uint64_t kMax = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+  if (offset > kMax || length > kMax - offset) {
+    return PosixError(ErrorReason::kEINVAL, absl::StrCat("fsync range: offset ", offset,
+                                                         " + length ", length, " overflows"));
+  }
+  // The whole inode (docs/api.md): the log holds an inode's items, not
+  // byte ranges, and what a write changed is its extent items.
+  return store_->FsFsync(subvol_, ino, datasync);
 }
 
 }  // namespace cowkv

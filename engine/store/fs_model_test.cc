@@ -7,8 +7,9 @@
 // file, over an empty directory, no-replace, exchange, a directory under
 // itself), hard links, clones (between files and within one), xattrs,
 // paged readdir, stat, fiemap and fsync, fallocate (allocate, KEEP_SIZE
-// also past EOF, punch hole, zero range, and the modes refused), plus
-// operations that must fail
+// also past EOF, punch hole, zero range, and the modes refused), setattr
+// (mode, owner with its set-ID clearing, times explicit and "now", size),
+// plus operations that must fail
 // (ENOENT, ENOTDIR, EISDIR, EEXIST, ENOTEMPTY, EPERM, EINVAL, ENODATA,
 // ENAMETOOLONG). The model predicts every outcome, including which error;
 // after a failure the touched paths are re-read and must be unchanged.
@@ -75,6 +76,11 @@ struct MNode {
   std::map<std::string, std::string> xattrs;
   std::map<std::string, MEntry> entries;  // directories
   uint64_t next_seq = 0;
+  // setattr: permission bits, owner, and the times last set explicitly
+  // (nullopt: unknown, a write or truncate since moved mtime to "now").
+  uint32_t mode = 0644;
+  uint32_t uid = 0, gid = 0;
+  std::optional<int64_t> atime, mtime;
   // fiemap bookkeeping (the live model only).
   uint64_t version = 0;           // bumped by every data change
   bool cloned = false;            // ever a clone's source or destination
@@ -94,7 +100,7 @@ Want Posix(const char* name) {
   const absl::string_view n(name);
   if (n == "ENOENT" || n == "ENODATA") return {Code::kNotFound, name};
   if (n == "EEXIST") return {Code::kAlreadyExists, name};
-  if (n == "EINVAL" || n == "ENAMETOOLONG") return {Code::kInvalidArgument, name};
+  if (n == "EINVAL" || n == "ENAMETOOLONG" || n == "ERANGE") return {Code::kInvalidArgument, name};
   return {Code::kFailedPrecondition, name};  // ENOTDIR EISDIR ENOTEMPTY EPERM EROFS
 }
 
@@ -310,6 +316,7 @@ class FsRun {
   void OpLink();
   void OpClone();
   void OpXattr();
+  void OpSetAttr();
   void OpReadDir();
   void OpStat();
   void OpFiemap();
@@ -411,6 +418,7 @@ const OpSpec kOps[] = {
     {1, &FsRun::OpSnapshot}, {1, &FsRun::OpDropSnapshot},
     {35, &FsRun::OpFallocate}, {8, &FsRun::OpOpen},
     {8, &FsRun::OpClose},    {10, &FsRun::OpOrphanIo},    {3, &FsRun::OpTmpfile},
+    {40, &FsRun::OpSetAttr},
 };
 // clang-format on
 
@@ -419,6 +427,7 @@ FsRun::FsRun(uint64_t seed, uint32_t nodesize) : seed_(seed), nodesize_(nodesize
   for (char& c : random_) c = static_cast<char>(rng_());
   MNode root;
   root.kind = FileKind::kDirectory;
+  root.mode = 0755;
   m_[kRootInode] = root;
 }
 
@@ -523,6 +532,7 @@ void FsRun::Changed(uint64_t ino) {
   MNode& n = m_.at(ino);
   ++n.version;
   n.intact.clear();
+  n.mtime.reset();
 }
 
 // ---- Verification -------------------------------------------------------------------
@@ -535,6 +545,11 @@ void FsRun::VerifyInode(Files f, const Model& m, uint64_t ino, const std::string
   ASSERT_EQ(st.kind, n.kind);
   ASSERT_EQ(st.nlink, n.nlink);
   ASSERT_EQ(st.size, SizeOf(n));
+  ASSERT_EQ(st.mode, n.mode);
+  ASSERT_EQ(st.uid, n.uid);
+  ASSERT_EQ(st.gid, n.gid);
+  if (n.atime) ASSERT_EQ(st.atime_ns, *n.atime);
+  if (n.mtime && n.kind != FileKind::kDirectory) ASSERT_EQ(st.mtime_ns, *n.mtime);
   if (n.kind == FileKind::kRegular) {
     ASSERT_OK_AND_ASSIGN(std::string d, f.Read(ino, 0, n.data.size() + 10));
     ASSERT_TRUE(d == n.data) << Diff(d, n.data);
@@ -719,6 +734,7 @@ void FsRun::DoCreate(FileKind kind, const std::string& path, const std::string& 
   MNode n;
   n.kind = kind;
   n.data = target;
+  n.mode = kind == FileKind::kDirectory ? 0755 : kind == FileKind::kSymlink ? 0777 : 0644;
   m_[st->ino] = n;
   MAddName(m_, r.parent, r.name, st->ino);
   dead_.erase(std::remove(dead_.begin(), dead_.end(), st->ino), dead_.end());
@@ -1147,8 +1163,24 @@ void FsRun::DoXattr(uint64_t ino, int sub) {
   const bool has = w.ok() && m_.at(ino).xattrs.count(name) > 0;
   if (w.ok() && (sub == 1 || sub == 3) && !has) w = Posix("ENODATA");
   if (sub == 0) {
-    const std::string v = Bytes(R(400));
-    if (Outcome("xattr.set", f().SetXattr(ino, name, v), w)) m_.at(ino).xattrs[name] = v;
+    // setxattr's flags, and now and then a name or value over the limit
+    // (checked in this order before the inode, as FsOps::SetXattr does).
+    if (P(3)) name = std::string(256, 'n');
+    const std::string v = Bytes(P(3) ? kMaxXattrValue + 1 : R(400));
+    const uint32_t flags = P(20) ? kXattrCreate : P(25) ? kXattrReplace : 0;
+    if (name.size() > 255) {
+      w = Posix("ENAMETOOLONG");
+    } else if (v.size() > kMaxXattrValue) {
+      w = Posix("ERANGE");
+    } else if (w.ok() && (flags & kXattrCreate) && has) {
+      w = Posix("EEXIST");
+    } else if (w.ok() && (flags & kXattrReplace) && !has) {
+      w = Posix("ENODATA");
+    }
+    const char* tag = flags == kXattrCreate    ? "xattr.set.create"
+                      : flags == kXattrReplace ? "xattr.set.replace"
+                                               : "xattr.set";
+    if (Outcome(tag, f().SetXattr(ino, name, v, flags), w)) m_.at(ino).xattrs[name] = v;
   } else if (sub == 1) {
     absl::StatusOr<std::string> v = f().GetXattr(ino, name);
     if (Outcome("xattr.get", v.status(), w)) {
@@ -1166,6 +1198,58 @@ void FsRun::DoXattr(uint64_t ino, int sub) {
   if (m_.count(ino)) {
     ASSERT_NO_FATAL_FAILURE(VerifyInode(f(), m_, ino, ""));
   }
+}
+
+// setattr: a random subset of the fields, now and then a mode with bits
+// beyond 07777 (EINVAL, nothing changes) or a size (as truncate).
+void FsRun::OpSetAttr() {
+  const uint64_t ino = P(97) ? PickIno(kAny) : DeadIno();
+  SetAttrSpec s;
+  if (P(50)) s.mode = static_cast<uint32_t>(P(5) ? 010000 | R(07777) : R(07777 + 1));
+  if (P(40)) s.uid = static_cast<uint32_t>(R(3) * 1000);
+  if (P(40)) s.gid = static_cast<uint32_t>(R(3) * 100);
+  if (P(30)) s.atime = P(30) ? AttrTime::Now() : AttrTime::At(static_cast<int64_t>(R(1ull << 40)));
+  if (P(30))
+    s.mtime = P(30) ? AttrTime::Now() : AttrTime::At(static_cast<int64_t>(R(1ull << 40)) - 5);
+  if (P(10)) s.size = P(5) ? (1ull << 62) : R(20000);
+  Note(absl::StrCat("setattr ", ino, s.mode ? absl::StrCat(" mode ", *s.mode) : "",
+                    s.uid ? absl::StrCat(" uid ", *s.uid) : "",
+                    s.gid ? absl::StrCat(" gid ", *s.gid) : "",
+                    s.size ? absl::StrCat(" size ", *s.size) : ""));
+  // In FsOps::SetAttr's order: the mode, then Truncate's (EFBIG, the
+  // inode, its kind), then the inode.
+  Want w;
+  if (s.mode && (*s.mode & ~07777u)) {
+    w = Posix("EINVAL");
+  } else if (s.size && *s.size > kMaxFileSize) {
+    w = {Code::kInvalidArgument, "EFBIG"};
+  } else if (s.size) {
+    w = MRegular(m_, ino);
+  } else if (!m_.count(ino)) {
+    w = Posix("ENOENT");
+  }
+  absl::StatusOr<FileStat> st = f().SetAttr(ino, s);
+  if (!Outcome("setattr", st.status(), w)) {
+    if (m_.count(ino)) {
+      ASSERT_NO_FATAL_FAILURE(VerifyInode(f(), m_, ino, ""));
+    }
+    return;
+  }
+  MNode& n = m_.at(ino);
+  if (s.size) {
+    n.data.resize(*s.size, '\0');
+    Changed(ino);
+  }
+  if (s.mode) n.mode = *s.mode;
+  if (s.uid) n.uid = *s.uid;
+  if (s.gid) n.gid = *s.gid;
+  if ((s.uid || s.gid) && !s.mode && n.kind != FileKind::kDirectory) {
+    n.mode &= ~(04000u | ((n.mode & 010) ? 02000u : 0u));
+  }
+  if (s.atime) n.atime = s.atime->now ? st->atime_ns : s.atime->ns;
+  if (s.mtime) n.mtime = s.mtime->now ? st->mtime_ns : s.mtime->ns;
+  ASSERT_EQ(st->mode, n.mode);
+  ASSERT_NO_FATAL_FAILURE(VerifyInode(f(), m_, ino, ""));
 }
 
 void FsRun::OpFiemap() {

@@ -25,6 +25,7 @@ static_assert(kFiemapExtentLast == fs::kFiemapLast && kFiemapExtentShared == fs:
               kFiemapExtentInline == fs::kFiemapInline &&
               kFiemapExtentNotAligned == fs::kFiemapNotAligned);
 static_assert(kRenameNoReplace == fs::kRenameNoReplace && kRenameExchange == fs::kRenameExchange);
+static_assert(kXattrCreate == fs::kXattrCreate && kXattrReplace == fs::kXattrReplace);
 
 // What applying a batch will do: its tree writes in order, the data
 // references they add and drop, and what to reserve for them.
@@ -160,6 +161,10 @@ fs::FsOptions StoreImpl::FsOptionsFromStore() const {
       options_.test_hooks.planted_bug == Options::TestHooks::PlantedBug::kDropsPrealloc;
   o.bug_skip_orphan_cleanup =
       options_.test_hooks.planted_bug == Options::TestHooks::PlantedBug::kSkipOrphanCleanup;
+  o.bug_logged_inode_skips_item =
+      options_.test_hooks.planted_bug == Options::TestHooks::PlantedBug::kLoggedInodeSkipsItem;
+  o.bug_xattr_removal_not_logged =
+      options_.test_hooks.planted_bug == Options::TestHooks::PlantedBug::kXattrRemovalNotLogged;
   return o;
 }
 

@@ -40,6 +40,7 @@ enum class ErrorReason : uint8_t {
   kEPERM,
   kEROFS,   // the store is read-only (opened so, or after a failed commit)
   kENOSPC,  // the device is full
+  kERANGE,  // an xattr value over the limit (INVALID_ARGUMENT)
   // cowkv's own.
   kReadOnlySnapshot,  // a write to a read-only snapshot
   kConflict,          // a transaction lost a write conflict: retry it
@@ -76,8 +77,9 @@ absl::Status WithContext(const absl::Status& status, absl::string_view context);
 
 // A file-tree error: message "<POSIX name>: <what>", a code that matches
 // the errno (NOT_FOUND for ENOENT/ENODATA, ALREADY_EXISTS, INVALID_ARGUMENT
-// for EINVAL/ENAMETOOLONG/EFBIG, RESOURCE_EXHAUSTED for ENOSPC, UNIMPLEMENTED
-// for EOPNOTSUPP, FAILED_PRECONDITION otherwise) and the reason attached.
+// for EINVAL/ENAMETOOLONG/EFBIG/ERANGE, RESOURCE_EXHAUSTED for ENOSPC,
+// UNIMPLEMENTED for EOPNOTSUPP, FAILED_PRECONDITION otherwise) and the
+// reason attached.
 absl::Status PosixError(ErrorReason reason, absl::string_view what);
 
 }  // namespace cowkv

@@ -4,6 +4,7 @@
 #define COWKV_INCLUDE_COWKV_FILES_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,29 @@ struct OpenFile {
   uint64_t ino = 0;
 };
 
+// A time SetAttr sets: the engine's clock at the call (`now`), or `ns`
+// (nanoseconds since the Unix epoch), as utimensat's UTIME_NOW or a value.
+struct AttrTime {
+  bool now = false;
+  int64_t ns = 0;
+  static AttrTime Now() { return {true, 0}; }
+  static AttrTime At(int64_t ns) { return {false, ns}; }
+};
+
+// What Files::SetAttr changes: each field that is set (chmod, chown,
+// utimes, truncate in one call).
+struct SetAttrSpec {
+  std::optional<uint32_t> mode;  // permission bits (07777; EINVAL beyond); the kind stays
+  std::optional<uint32_t> uid;
+  std::optional<uint32_t> gid;
+  std::optional<AttrTime> atime;
+  std::optional<AttrTime> mtime;
+  std::optional<uint64_t> size;  // regular files only, as Truncate
+};
+
+inline constexpr uint32_t kXattrCreate = 1;   // setxattr: fail with EEXIST if present
+inline constexpr uint32_t kXattrReplace = 2;  // setxattr: fail with ENODATA if absent
+
 inline constexpr uint32_t kRenameNoReplace = 1;  // fail with ALREADY_EXISTS if `to` exists
 inline constexpr uint32_t kRenameExchange = 2;   // swap `from` and `to` (both must exist)
 
@@ -134,7 +158,14 @@ class Files {
   // Extents of [offset, +length) (length 0 = to EOF).
   absl::StatusOr<std::vector<FiemapExtent>> Fiemap(uint64_t ino, uint64_t offset = 0,
                                                    uint64_t length = 0);
-  absl::Status SetXattr(uint64_t ino, absl::string_view name, absl::string_view value);
+  // Extended attributes. A name is 1..255 bytes without NUL (ENAMETOOLONG
+  // past 255, EINVAL empty or with NUL), a value at most kMaxXattrValue
+  // bytes (ERANGE past it). `flags`: kXattrCreate (EEXIST if the name is
+  // set) or kXattrReplace (ENODATA if it is not), as setxattr(2). Get and
+  // Remove of an absent name: ENODATA (NOT_FOUND). fsync of the inode logs
+  // them, removals too.
+  absl::Status SetXattr(uint64_t ino, absl::string_view name, absl::string_view value,
+                        uint32_t flags = 0);
   absl::StatusOr<std::string> GetXattr(uint64_t ino, absl::string_view name);
   absl::StatusOr<std::vector<std::string>> ListXattrs(uint64_t ino);
   absl::Status RemoveXattr(uint64_t ino, absl::string_view name);
@@ -167,6 +198,18 @@ class Files {
   // Inodes with an ORPHAN_ITEM, ascending (open orphans; after a mount's
   // cleanup none but those opened since).
   absl::StatusOr<std::vector<uint64_t>> Orphans();
+  // setattr: changes what `spec` sets and returns the attributes after.
+  // ctime becomes now when anything changes (an empty spec changes
+  // nothing). chown of a non-directory clears set-user-ID (and set-group-ID
+  // with group execute) unless the mode is set too, as Linux. The size goes
+  // through Truncate first. A read-only snapshot or store: EROFS.
+  absl::StatusOr<FileStat> SetAttr(uint64_t ino, const SetAttrSpec& spec);
+  // Range writeback (sync_file_range, an fsync of a byte range): persists
+  // at least [offset, +length) of the file's data (length 0 = to EOF), and
+  // may persist more: today it is Fsync(ino, datasync) of the whole inode
+  // (its data, size, and with !datasync its names and attributes).
+  // offset + length past 2^63 - 1: EINVAL.
+  absl::Status FsyncRange(uint64_t ino, uint64_t offset, uint64_t length, bool datasync = false);
 
  private:
   friend class Subvolume;

@@ -29,7 +29,10 @@ inline constexpr size_t kMaxSymlinkLen = 4095;        // a symlink target (PATH_
 inline constexpr uint64_t kMaxFileSize = 1ull << 50;  // 1 PiB: offsets stay far from 2^63
 inline constexpr uint64_t kMaxFileIo = 64ull << 20;   // bytes per Read/Write call
 inline constexpr uint32_t kMaxLinks = 65535;          // names of one inode (btrfs's)
-inline constexpr size_t kMaxXattrValue = 4096;        // fits one item of a 4 KiB leaf
+// An xattr value: at most this, and at most what fits one item with its
+// name (and any xattr whose name hash collides) in a node: ~1 KiB with
+// 4 KiB nodes, past 4 KiB from 16 KiB nodes (the default). ERANGE past it.
+inline constexpr size_t kMaxXattrValue = 4096;
 
 // ---- The device ----------------------------------------------------------------
 inline constexpr uint32_t kMinNodesize = 4096;

@@ -126,6 +126,8 @@ struct Options {
       kReplayDropsNewName,  // replay drops the DIR_ITEM of a name that came back under a new index
       kDropsPrealloc,       // replay drops preallocated extents past EOF (fallocate KEEP_SIZE)
       kSkipOrphanCleanup,   // mount leaves orphans (inodes kept by open handles) in place
+      kLoggedInodeSkipsItem,   // fsync skips the item of a file logged already in this transaction
+      kXattrRemovalNotLogged,  // removing an item's last xattr is not noted for the log
     };
     PlantedBug planted_bug = PlantedBug::kNone;
     // The throttler's older policy, for bench/subvol_bench's comparison

@@ -34,6 +34,7 @@ from cowkv.handle import FileHandle
 from cowkv.files import (FIEMAP_EXTENT_DATA_INLINE, FIEMAP_EXTENT_LAST, FIEMAP_EXTENT_NOT_ALIGNED,
                          FIEMAP_EXTENT_SHARED, RENAME_EXCHANGE, RENAME_NOREPLACE, DirEntry,
                          Extent, FileKind, Files, FileStat)
+from cowkv.files import UTIME_NOW, XATTR_CREATE, XATTR_REPLACE
 from cowkv.kv import Subvolume
 from cowkv.range import RangeIterator, RangePage
 from cowkv.txn import (Compare, CreateRevision, Delete, DeleteRange, DeleteResult, Exists, Get,
@@ -53,6 +54,7 @@ __all__ = [
     "Files", "RemoteFile", "FileHandle", "FileStat", "FileKind", "DirEntry", "Extent",
     "RENAME_NOREPLACE", "RENAME_EXCHANGE", "FIEMAP_EXTENT_LAST", "FIEMAP_EXTENT_NOT_ALIGNED",
     "FIEMAP_EXTENT_DATA_INLINE", "FIEMAP_EXTENT_SHARED",
+    "UTIME_NOW", "XATTR_CREATE", "XATTR_REPLACE",
     "CowkvError", "InvalidArgument", "NotFound", "AlreadyExists", "FailedPrecondition",
     "ReadOnly", "Conflict", "TooOld", "ResourceExhausted", "NoSpace", "DataLoss", "Unavailable",
     "Unauthenticated", "PermissionDenied", "DeadlineExceeded", "Cancelled", "Unimplemented",

@@ -62,7 +62,7 @@ class CowkvError(Exception):
 
 class InvalidArgument(CowkvError):
     """A bad key, value, name, path, range, page token, flag or lease, or a
-    request over a size limit (EINVAL, ENAMETOOLONG, EFBIG)."""
+    request over a size limit (EINVAL, ENAMETOOLONG, EFBIG, ERANGE)."""
 
 
 class NotFound(CowkvError):

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import os
-from typing import TYPE_CHECKING, BinaryIO, Iterator, List, Optional, Union
+from typing import TYPE_CHECKING, BinaryIO, Iterator, List, Optional, Tuple, Union
 
 from cowkv import errors
 from cowkv._validate import check_request
@@ -33,7 +33,7 @@ __all__ = ["Files", "FileStat", "FileKind", "DirEntry", "Extent", "RENAME_NOREPL
            "RENAME_EXCHANGE", "FIEMAP_EXTENT_LAST", "FIEMAP_EXTENT_NOT_ALIGNED",
            "FIEMAP_EXTENT_DATA_INLINE", "FIEMAP_EXTENT_SHARED", "Path",
            "FIEMAP_EXTENT_UNWRITTEN", "FALLOC_FL_KEEP_SIZE", "FALLOC_FL_PUNCH_HOLE",
-           "FALLOC_FL_ZERO_RANGE"]
+           "FALLOC_FL_ZERO_RANGE", "UTIME_NOW", "XATTR_CREATE", "XATTR_REPLACE"]
 
 Path = Union[str, "os.PathLike[str]"]
 
@@ -54,6 +54,11 @@ FIEMAP_EXTENT_UNWRITTEN = files_pb2.FIEMAP_FLAG_UNWRITTEN
 FALLOC_FL_KEEP_SIZE = files_pb2.FALLOCATE_FLAG_KEEP_SIZE
 FALLOC_FL_PUNCH_HOLE = files_pb2.FALLOCATE_FLAG_PUNCH_HOLE
 FALLOC_FL_ZERO_RANGE = files_pb2.FALLOCATE_FLAG_ZERO_RANGE
+
+#: set_xattr() flags (setxattr(2)'s): fail with AlreadyExists (EEXIST) if set,
+XATTR_CREATE = files_pb2.XATTR_FLAG_CREATE
+#: or with NotFound (ENODATA) if not set.
+XATTR_REPLACE = files_pb2.XATTR_FLAG_REPLACE
 
 #: Bytes per Write message (the server takes at most 4 MiB).
 WRITE_CHUNK = 1 << 20
@@ -329,10 +334,13 @@ class Files:
         self._rpc.unary(self._rpc.files.Clone, req, "clone")
 
     def fsync(self, path: Path = "", *, ino: int = 0, datasync: bool = False,
-              handle: int = 0) -> None:
-        """Makes a file (a directory: and its entries) survive a crash."""
+              handle: int = 0, offset: int = 0, length: int = 0) -> None:
+        """Makes a file (a directory: and its entries) survive a crash. With
+        ``offset``/``length`` (sync_file_range), at least that byte range's data
+        (length 0 = to EOF); the whole file is synced today."""
         req = files_pb2.FsyncRequest(subvolume=self.subvolume, path=_p(path), ino=ino,
-                                     datasync=datasync, handle=handle)
+                                     datasync=datasync, handle=handle, offset=offset,
+                                     length=length)
         self._rpc.unary(self._rpc.files.Fsync, req, "fsync")
 
     def fiemap(self, path: Path = "", offset: int = 0, length: int = 0, *,
@@ -408,6 +416,92 @@ class Files:
         """Closes an open handle (FileHandle.close calls this)."""
         req = files_pb2.CloseRequest(handle=handle)
         self._rpc.unary(self._rpc.files.Close, req, "close")
+
+    # Attributes (issue 17).
+
+    def set_attr(self, path: Path = "", *, ino: int = 0, mode: Optional[int] = None,
+                 uid: Optional[int] = None, gid: Optional[int] = None,
+                 size: Optional[int] = None, atime_ns: Union[int, "_Now", None] = None,
+                 mtime_ns: Union[int, "_Now", None] = None) -> FileStat:
+        """setattr: changes the attributes given (None = keep) and returns them
+        afterwards; a time may be :data:`UTIME_NOW` (the server's clock). ctime
+        becomes now when anything changes; ``size`` is a truncate."""
+        req = files_pb2.SetAttrRequest(subvolume=self.subvolume, path=_p(path), ino=ino)
+        fields = 0
+        if mode is not None:
+            fields |= files_pb2.SET_ATTR_MODE
+            req.mode = mode
+        if uid is not None:
+            fields |= files_pb2.SET_ATTR_UID
+            req.uid = uid
+        if gid is not None:
+            fields |= files_pb2.SET_ATTR_GID
+            req.gid = gid
+        if size is not None:
+            fields |= files_pb2.SET_ATTR_SIZE
+            req.size = size
+        if isinstance(atime_ns, _Now):
+            fields |= files_pb2.SET_ATTR_ATIME_NOW
+        elif atime_ns is not None:
+            fields |= files_pb2.SET_ATTR_ATIME
+            req.atime_ns = atime_ns
+        if isinstance(mtime_ns, _Now):
+            fields |= files_pb2.SET_ATTR_MTIME_NOW
+        elif mtime_ns is not None:
+            fields |= files_pb2.SET_ATTR_MTIME
+            req.mtime_ns = mtime_ns
+        req.fields = fields
+        return FileStat.from_proto(self._rpc.unary(self._rpc.files.SetAttr, req, "setattr"))
+
+    def chmod(self, path: Path, mode: int) -> FileStat:
+        """Sets the permission bits (at most 0o7777), as os.chmod."""
+        return self.set_attr(path, mode=mode)
+
+    def chown(self, path: Path, uid: int, gid: int) -> FileStat:
+        """Sets the owner, as os.chown: -1 keeps that id."""
+        return self.set_attr(path, uid=None if uid == -1 else uid,
+                             gid=None if gid == -1 else gid)
+
+    def utime(self, path: Path, ns: Optional[Tuple[int, int]] = None) -> FileStat:
+        """Sets (atime, mtime) in ns since the epoch, or both to now, as os.utime."""
+        if ns is None:
+            return self.set_attr(path, atime_ns=UTIME_NOW, mtime_ns=UTIME_NOW)
+        return self.set_attr(path, atime_ns=ns[0], mtime_ns=ns[1])
+
+    # Extended attributes (issue 17): names 1..255 bytes (ENAMETOOLONG past),
+    # values at most 4096 bytes and what fits one item (ERANGE past).
+
+    def set_xattr(self, path: Path, name: str, value: bytes, flags: int = 0, *,
+                  ino: int = 0) -> None:
+        """Sets an extended attribute; ``flags``: XATTR_CREATE or XATTR_REPLACE."""
+        req = files_pb2.SetXattrRequest(subvolume=self.subvolume, path=_p(path), ino=ino,
+                                        name=name, value=value, flags=flags)
+        self._rpc.unary(self._rpc.files.SetXattr, req, "setxattr")
+
+    def get_xattr(self, path: Path, name: str, *, ino: int = 0) -> bytes:
+        """An extended attribute's value; NotFound (ENODATA) if it is not set."""
+        req = files_pb2.GetXattrRequest(subvolume=self.subvolume, path=_p(path), ino=ino,
+                                        name=name)
+        return bytes(self._rpc.unary(self._rpc.files.GetXattr, req, "getxattr").value)
+
+    def list_xattrs(self, path: Path = "", *, ino: int = 0) -> List[str]:
+        """The names of a file's extended attributes, sorted."""
+        req = files_pb2.ListXattrsRequest(subvolume=self.subvolume, path=_p(path), ino=ino)
+        return list(self._rpc.unary(self._rpc.files.ListXattrs, req, "listxattr").names)
+
+    def remove_xattr(self, path: Path, name: str, *, ino: int = 0) -> None:
+        """Removes an extended attribute; NotFound (ENODATA) if it is not set."""
+        req = files_pb2.RemoveXattrRequest(subvolume=self.subvolume, path=_p(path), ino=ino,
+                                           name=name)
+        self._rpc.unary(self._rpc.files.RemoveXattr, req, "removexattr")
+
+
+class _Now(enum.Enum):
+    NOW = "now"
+
+
+#: A time for :meth:`Files.set_attr`: the server's clock (utimensat's UTIME_NOW).
+UTIME_NOW = _Now.NOW
 
 
 def _chunks(source: Union[BinaryIO, Iterator[bytes]]) -> Iterator[bytes]:
