@@ -460,9 +460,12 @@ void OpStatfs(fuse_req_t req, fuse_ino_t) {
 
 void OpSetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value, size_t size,
                 int flags) {
-  if (flags != 0) return (void)fuse_reply_err(req, EOPNOTSUPP);
+  // XATTR_CREATE (1) and XATTR_REPLACE (2) are the engine's flags.
+  static_assert(kXattrCreate == 1 && kXattrReplace == 2, "setxattr flags");
+  if ((flags & ~(kXattrCreate | kXattrReplace)) != 0) return (void)fuse_reply_err(req, EINVAL);
   fuse_reply_err(req,
-                 ErrnoOf(M(req)->files().SetXattr(Eng(ino), name, absl::string_view(value, size))));
+                 ErrnoOf(M(req)->files().SetXattr(Eng(ino), name, absl::string_view(value, size),
+                                                  static_cast<uint32_t>(flags))));
 }
 
 void OpGetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {

@@ -284,7 +284,8 @@ absl::Status ApplyMount(Store* store, Files f, const std::string& mp, const Op& 
                    ? absl::OkStatus()
                    : err("fallocate");
       case OpKind::kSetXattr:
-        return fsetxattr(fd, op.s1.c_str(), op.s2.data(), op.s2.size(), 0) == 0
+        return fsetxattr(fd, op.s1.c_str(), op.s2.data(), op.s2.size(),
+                         static_cast<int>(op.flags)) == 0
                    ? absl::OkStatus()
                    : err("fsetxattr");
       case OpKind::kRemoveXattr:
@@ -372,7 +373,8 @@ absl::Status ApplyMount(Store* store, Files f, const std::string& mp, const Op& 
       return s;
     }
     case OpKind::kSetXattr:
-      return setxattr(P(op.a).c_str(), op.s1.c_str(), op.s2.data(), op.s2.size(), 0) == 0
+      return setxattr(P(op.a).c_str(), op.s1.c_str(), op.s2.data(), op.s2.size(),
+                      static_cast<int>(op.flags)) == 0
                  ? absl::OkStatus()
                  : err("setxattr");
     case OpKind::kRemoveXattr:
@@ -397,6 +399,38 @@ absl::Status ApplyMount(Store* store, Files f, const std::string& mp, const Op& 
     }
     case OpKind::kCommit:
       return store->Commit();  // no syscall reaches a FUSE file system's commit
+    case OpKind::kSetAttr: {
+      // chown, then chmod (so chown's clearing of set-ID bits does not
+      // undo the mode the op sets, as one setattr with both would not),
+      // then utimensat for mtime: three FUSE setattrs, no flush between.
+      struct stat st;
+      if (lstat(P(op.a).c_str(), &st) != 0) return err("lstat");
+      if ((op.flags & (kAttrUid | kAttrGid)) &&
+          lchown(P(op.a).c_str(),
+                 (op.flags & kAttrUid) ? static_cast<uid_t>(op.y) : static_cast<uid_t>(-1),
+                 (op.flags & kAttrGid) ? static_cast<gid_t>(op.len) : static_cast<gid_t>(-1)) != 0)
+        return err("lchown");
+      if (op.flags & kAttrMode) {
+        if (S_ISLNK(st.st_mode)) {
+          // No syscall changes a symlink's mode: the engine's, by inode.
+          SetAttrSpec spec;
+          spec.mode = static_cast<uint32_t>(op.x);
+          COWKV_RETURN_IF_ERROR(f.SetAttr(st.st_ino, spec).status());
+        } else if (chmod(P(op.a).c_str(), static_cast<mode_t>(op.x)) != 0) {
+          return err("chmod");
+        }
+      }
+      if (op.flags & kAttrMtime) {
+        timespec ts[2];
+        ts[0].tv_sec = 0;
+        ts[0].tv_nsec = UTIME_OMIT;
+        ts[1].tv_sec = op.t / 1000000000;
+        ts[1].tv_nsec = op.t % 1000000000;
+        if (utimensat(AT_FDCWD, P(op.a).c_str(), ts, AT_SYMLINK_NOFOLLOW) != 0)
+          return err("utimensat");
+      }
+      return absl::OkStatus();
+    }
     case OpKind::kFallocate: {
       const int fd = open(P(op.a).c_str(), O_WRONLY);
       if (fd < 0) return err("open");
