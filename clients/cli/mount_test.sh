@@ -125,6 +125,32 @@ setfattr -n user.k -v v1 a/g || fail "setfattr"
 [[ "$(getfattr --only-values -n user.k a/g)" == v1 ]] || fail "getfattr"
 setfattr -x user.k a/g || fail "removexattr"
 ! getfattr -n user.k a/g 2>/dev/null || fail "xattr still there"
+chmod 0640 a/g && [[ "$(stat -c %a a/g)" == 640 ]] || fail "chmod"
+chown 1234:5678 a/g && [[ "$(stat -c %u:%g a/g)" == 1234:5678 ]] || fail "chown"
+touch -m -d @1000000000 a/g && [[ "$(stat -c %Y a/g)" == 1000000000 ]] || fail "utimes"
+touch -a a/g || fail "touch -a (UTIME_NOW)"
+python3 - a/g <<'EOF2' || fail "setxattr flags, O_TMPFILE refusal, unlinked open file"
+import errno, os, sys
+p = sys.argv[1]
+os.setxattr(p, "user.c", b"1", os.XATTR_CREATE)
+try:
+    os.setxattr(p, "user.c", b"2", os.XATTR_CREATE)
+    raise SystemExit("XATTR_CREATE over an existing name")
+except OSError as e:
+    assert e.errno == errno.EEXIST, e
+try:
+    os.setxattr(p, "user.none", b"2", os.XATTR_REPLACE)
+    raise SystemExit("XATTR_REPLACE of an absent name")
+except OSError as e:
+    assert e.errno == errno.ENODATA, e
+# An open file whose last name goes lives on (an orphan) until closed.
+fd = os.open("orphan", os.O_CREAT | os.O_RDWR, 0o644)
+os.write(fd, b"still here")
+os.unlink("orphan")
+os.fsync(fd)
+assert os.pread(fd, 10, 0) == b"still here"
+os.close(fd)
+EOF2
 df -B1 . | tail -1 | awk '{exit !($2 > 1900000000)}' || fail "statfs size"
 INO_G="$(stat -c %i a/g)"
 cd "$WORK" || fail "cd"
