@@ -271,10 +271,9 @@ absl::Status ApplyMount(Store* store, Files f, const std::string& mp, const Op& 
         return close(fd) == 0 ? absl::OkStatus() : err("close");
       case OpKind::kWrite: {
         const std::string data = WriteBytes(op, position);
-        return pwrite(fd, data.data(), data.size(), static_cast<off_t>(op.x)) ==
-                       static_cast<ssize_t>(data.size())
-                   ? absl::OkStatus()
-                   : err("pwrite");
+        const ssize_t wrote = pwrite(fd, data.data(), data.size(),  // NOLINT(mount-io)
+                                     static_cast<off_t>(op.x));
+        return wrote == static_cast<ssize_t>(data.size()) ? absl::OkStatus() : err("pwrite");
       }
       case OpKind::kTruncate:
         return ftruncate(fd, static_cast<off_t>(op.x)) == 0 ? absl::OkStatus() : err("ftruncate");
@@ -291,9 +290,9 @@ absl::Status ApplyMount(Store* store, Files f, const std::string& mp, const Op& 
       case OpKind::kRemoveXattr:
         return fremovexattr(fd, op.s1.c_str()) == 0 ? absl::OkStatus() : err("fremovexattr");
       case OpKind::kFsync:
-        return fsync(fd) == 0 ? absl::OkStatus() : err("fsync");
+        return fsync(fd) == 0 ? absl::OkStatus() : err("fsync");  // NOLINT(mount-io)
       case OpKind::kFdatasync:
-        return fdatasync(fd) == 0 ? absl::OkStatus() : err("fdatasync");
+        return fdatasync(fd) == 0 ? absl::OkStatus() : err("fdatasync");  // NOLINT(mount-io)
       case OpKind::kLink:  // linkat(AT_EMPTY_PATH)
         return linkat(fd, "", AT_FDCWD, P(op.b).c_str(), AT_EMPTY_PATH) == 0 ? absl::OkStatus()
                                                                              : err("linkat");
@@ -334,7 +333,8 @@ absl::Status ApplyMount(Store* store, Files f, const std::string& mp, const Op& 
       const int fd = open(P(op.a).c_str(), O_WRONLY);
       if (fd < 0) return err("open");
       const std::string data = WriteBytes(op, position);
-      const ssize_t n = pwrite(fd, data.data(), data.size(), static_cast<off_t>(op.x));
+      const ssize_t n =
+          pwrite(fd, data.data(), data.size(), static_cast<off_t>(op.x));  // NOLINT(mount-io)
       const int e = errno;
       close(fd);
       errno = e;
@@ -391,7 +391,7 @@ absl::Status ApplyMount(Store* store, Files f, const std::string& mp, const Op& 
       }
       const int fd = open(P(op.a).c_str(), O_RDONLY);
       if (fd < 0) return err("open");
-      const int r = op.kind == OpKind::kFsync ? fsync(fd) : fdatasync(fd);
+      const int r = op.kind == OpKind::kFsync ? fsync(fd) : fdatasync(fd);  // NOLINT(mount-io)
       const int e = errno;
       close(fd);
       errno = e;

@@ -252,6 +252,42 @@ bool MState::Rename(const Op& op) {
 }
 
 // Writes, truncates, clones and xattrs.
+bool MState::ApplyFallocate(const Op& op) {
+  // The five supported modes; the bytes inside the size read as zeros
+  // after punch and zero range; without KEEP_SIZE the file grows.
+  MInode* m = File(op.a);
+  bool known = false;
+  for (const auto& [name, mode] : FallocModes()) known = known || mode == op.flags;
+  if (!m || !known || op.y == 0 || op.x + op.y > kMaxModelFile) return false;
+  const uint64_t end = op.x + op.y;
+  if ((op.flags & (kFallocPunchHole | kFallocZeroRange)) && op.x < m->data.size()) {
+    const uint64_t hi = std::min<uint64_t>(end, m->data.size());
+    m->data.replace(op.x, hi - op.x, hi - op.x, '\0');
+  }
+  if (!(op.flags & kFallocKeepSize) && m->data.size() < end) m->data.resize(end, '\0');
+  return true;
+}
+
+bool MState::ApplySetAttr(const Op& op) {
+  std::optional<int> id = At(op.a);
+  if (!id || op.flags == 0 || (op.flags & ~(kAttrMode | kAttrUid | kAttrGid | kAttrMtime)) ||
+      op.x > 07777) {
+    return false;
+  }
+  MInode& m = inodes_[*id];
+  if (op.flags & kAttrMode) m.mode = static_cast<uint32_t>(op.x);
+  if (op.flags & kAttrUid) m.uid = static_cast<uint32_t>(op.y);
+  if (op.flags & kAttrGid) m.gid = static_cast<uint32_t>(op.len);
+  // chown of a non-directory clears the set-ID bits (FsOps::SetAttr).
+  if ((op.flags & (kAttrUid | kAttrGid)) && !(op.flags & kAttrMode) &&
+      m.kind != FileKind::kDirectory) {
+    m.mode &= ~(04000u | ((m.mode & 010) ? 02000u : 0u));
+  }
+  // A directory's mtime moves with its entries: the model keeps none.
+  if ((op.flags & kAttrMtime) && m.kind != FileKind::kDirectory) m.mtime = op.t;
+  return true;
+}
+
 bool MState::ApplyData(const Op& op, size_t position) {
   auto file = [&](const std::string& p) { return File(p); };
   switch (op.kind) {
@@ -297,41 +333,41 @@ bool MState::ApplyData(const Op& op, size_t position) {
       if (!id || MutableInode(*id).xattrs.erase(op.s1) == 0) return false;
       return true;
     }
-    case OpKind::kFallocate: {
-      // The five supported modes; the bytes inside the size read as zeros
-      // after punch and zero range; without KEEP_SIZE the file grows.
-      MInode* m = file(op.a);
-      bool known = false;
-      for (const auto& [name, mode] : FallocModes()) known = known || mode == op.flags;
-      if (!m || !known || op.y == 0 || op.x + op.y > kMaxModelFile) return false;
-      const uint64_t end = op.x + op.y;
-      if ((op.flags & (kFallocPunchHole | kFallocZeroRange)) && op.x < m->data.size()) {
-        const uint64_t hi = std::min<uint64_t>(end, m->data.size());
-        m->data.replace(op.x, hi - op.x, hi - op.x, '\0');
-      }
-      if (!(op.flags & kFallocKeepSize) && m->data.size() < end) m->data.resize(end, '\0');
-      return true;
-    }
-    case OpKind::kSetAttr: {
+    case OpKind::kFallocate:
+      return ApplyFallocate(op);
+    case OpKind::kSetAttr:
+      return ApplySetAttr(op);
+    default:
+      return false;
+  }
+}
+
+bool MState::ApplyHandle(const Op& op, int* made) {
+  switch (op.kind) {
+    case OpKind::kOpen: {
       std::optional<int> id = At(op.a);
-      if (!id || op.flags == 0 || (op.flags & ~(kAttrMode | kAttrUid | kAttrGid | kAttrMtime)) ||
-          op.x > 07777) {
-        return false;
-      }
-      MInode& m = inodes_[*id];
-      if (op.flags & kAttrMode) m.mode = static_cast<uint32_t>(op.x);
-      if (op.flags & kAttrUid) m.uid = static_cast<uint32_t>(op.y);
-      if (op.flags & kAttrGid) m.gid = static_cast<uint32_t>(op.len);
-      // chown of a non-directory clears the set-ID bits (FsOps::SetAttr).
-      if ((op.flags & (kAttrUid | kAttrGid)) && !(op.flags & kAttrMode) &&
-          m.kind != FileKind::kDirectory) {
-        m.mode &= ~(04000u | ((m.mode & 010) ? 02000u : 0u));
-      }
-      // A directory's mtime moves with its entries: the model keeps none.
-      if ((op.flags & kAttrMtime) && m.kind != FileKind::kDirectory) m.mtime = op.t;
+      if (!id || inodes_[*id].kind != FileKind::kRegular) return false;
+      handles_.push_back(*id);
       return true;
     }
-    default: return false;
+    case OpKind::kClose: {
+      if (op.x >= handles_.size() || handles_[op.x] < 0) return false;
+      const int id = handles_[op.x];
+      handles_[op.x] = -1;
+      if (OpenCount(id) == 0 && orphans_.erase(id)) linkable_.erase(id);
+      return true;
+    }
+    case OpKind::kTmpfile: {
+      if (!IsDir(op.a)) return false;
+      const int id = next_id_++;
+      orphans_[id] = MInode{FileKind::kRegular, "", {}, 0};
+      linkable_.insert(id);
+      handles_.push_back(id);
+      if (made) *made = id;
+      return true;
+    }
+    default:
+      return false;
   }
 }
 
@@ -383,28 +419,10 @@ bool MState::Apply(const Op& op, size_t position, int* made) {
     case OpKind::kFdatasync:
       return Target(op.a).has_value();
     case OpKind::kCommit: return true;
-    case OpKind::kOpen: {
-      std::optional<int> id = At(op.a);
-      if (!id || inodes_[*id].kind != FileKind::kRegular) return false;
-      handles_.push_back(*id);
-      return true;
-    }
-    case OpKind::kClose: {
-      if (op.x >= handles_.size() || handles_[op.x] < 0) return false;
-      const int id = handles_[op.x];
-      handles_[op.x] = -1;
-      if (OpenCount(id) == 0 && orphans_.erase(id)) linkable_.erase(id);
-      return true;
-    }
-    case OpKind::kTmpfile: {
-      if (!IsDir(op.a)) return false;
-      const int id = next_id_++;
-      orphans_[id] = MInode{FileKind::kRegular, "", {}, 0};
-      linkable_.insert(id);
-      handles_.push_back(id);
-      if (made) *made = id;
-      return true;
-    }
+    case OpKind::kOpen:
+    case OpKind::kClose:
+    case OpKind::kTmpfile:
+      return ApplyHandle(op, made);
   }
   return false;
 }
@@ -908,6 +926,53 @@ void AttrOps(const MState& s, const std::function<void(Op)>& add) {
 }
 }  // namespace
 
+// The data ops of the generated space on a regular file of `size` bytes.
+template <typename Add>
+void DataOps(const std::string& path, uint64_t size, const Add& add) {
+  add(Mk(OpKind::kWrite, path, "", size, 3000));  // append
+  if (size > 0) add(Mk(OpKind::kWrite, path, "", size / 3, std::max<uint64_t>(1, size / 3)));
+  if (size > 0) add(Mk(OpKind::kTruncate, path, "", size / 2));  // down
+  add(Mk(OpKind::kTruncate, path, "", size + 5000));             // up
+  // fallocate in every mode: past EOF (KEEP_SIZE, and growing the
+  // file), and over the data (punch hole, zero range).
+  auto falloc = [&](uint32_t mode, uint64_t off, uint64_t len) {
+    Op o = Mk(OpKind::kFallocate, path, "", off, len);
+    o.flags = mode;
+    add(o);
+  };
+  falloc(kFallocKeepSize, size, 20000);
+  falloc(0, size / 2, size / 2 + 6000);
+  if (size > 0) {
+    falloc(kFallocPunchHole | kFallocKeepSize, size / 4, size / 2);
+    falloc(kFallocZeroRange, size / 3, size);
+    falloc(kFallocZeroRange | kFallocKeepSize, size / 2, size);
+  }
+}
+
+template <typename Add>
+void HandleOps(const MState& s, bool metadata_only, const Add& add) {
+  // Open handles: one per workload, on a file of the pool or an O_TMPFILE
+  // in /A; then (the unlinks and renames above make it an orphan) its
+  // close, and on an orphan a write, a truncate and (an O_TMPFILE) a link.
+  if (s.handles().empty()) {
+    for (const std::string& f : FileNames()) add(Mk(OpKind::kOpen, f));
+    add(Mk(OpKind::kTmpfile, "/A"));
+  } else if (s.handles()[0] >= 0) {
+    Op close = Mk(OpKind::kClose, "");
+    close.x = 0;
+    add(close);
+    const std::string h = HandleName(0);
+    if (s.IsOrphan(s.handles()[0])) {
+      for (const std::string& to : FileNames()) add(Mk(OpKind::kLink, h, to));
+      if (!metadata_only) {
+        const uint64_t size = s.Inode(s.handles()[0]).data.size();
+        add(Mk(OpKind::kWrite, h, "", size, 3000));
+        if (size > 0) add(Mk(OpKind::kTruncate, h, "", size / 2));
+      }
+    }
+  }
+}
+
 std::vector<Op> CoreOps(const MState& s, bool metadata_only) {
   std::vector<Op> out;
   auto add = [&](Op o) {
@@ -942,51 +1007,14 @@ std::vector<Op> CoreOps(const MState& s, bool metadata_only) {
       if (k != FileKind::kDirectory && !there) add(Mk(OpKind::kLink, path, to));
     }
     if (k == FileKind::kRegular && !metadata_only && data_done.insert(id).second) {
-      const uint64_t size = s.Inode(id).data.size();
-      add(Mk(OpKind::kWrite, path, "", size, 3000));  // append
-      if (size > 0) add(Mk(OpKind::kWrite, path, "", size / 3, std::max<uint64_t>(1, size / 3)));
-      if (size > 0) add(Mk(OpKind::kTruncate, path, "", size / 2));  // down
-      add(Mk(OpKind::kTruncate, path, "", size + 5000));               // up
-      // fallocate in every mode: past EOF (KEEP_SIZE, and growing the
-      // file), and over the data (punch hole, zero range).
-      auto falloc = [&](uint32_t mode, uint64_t off, uint64_t len) {
-        Op o = Mk(OpKind::kFallocate, path, "", off, len);
-        o.flags = mode;
-        add(o);
-      };
-      falloc(kFallocKeepSize, size, 20000);
-      falloc(0, size / 2, size / 2 + 6000);
-      if (size > 0) {
-        falloc(kFallocPunchHole | kFallocKeepSize, size / 4, size / 2);
-        falloc(kFallocZeroRange, size / 3, size);
-        falloc(kFallocZeroRange | kFallocKeepSize, size / 2, size);
-      }
+      DataOps(path, s.Inode(id).data.size(), add);
     }
   }
   if (!metadata_only) AttrOps(s, add);
   // Moving a committed top directory into the other one, and back.
   add(Mk(OpKind::kRename, "/B", "/A/C"));
   add(Mk(OpKind::kRename, "/A/C", "/B"));
-  // Open handles: one per workload, on a file of the pool or an O_TMPFILE
-  // in /A; then (the unlinks and renames above make it an orphan) its
-  // close, and on an orphan a write, a truncate and (an O_TMPFILE) a link.
-  if (s.handles().empty()) {
-    for (const std::string& f : FileNames()) add(Mk(OpKind::kOpen, f));
-    add(Mk(OpKind::kTmpfile, "/A"));
-  } else if (s.handles()[0] >= 0) {
-    Op close = Mk(OpKind::kClose, "");
-    close.x = 0;
-    add(close);
-    const std::string h = HandleName(0);
-    if (s.IsOrphan(s.handles()[0])) {
-      for (const std::string& to : FileNames()) add(Mk(OpKind::kLink, h, to));
-      if (!metadata_only) {
-        const uint64_t size = s.Inode(s.handles()[0]).data.size();
-        add(Mk(OpKind::kWrite, h, "", size, 3000));
-        if (size > 0) add(Mk(OpKind::kTruncate, h, "", size / 2));
-      }
-    }
-  }
+  HandleOps(s, metadata_only, add);
   return out;
 }
 
@@ -1048,6 +1076,24 @@ bool ParseSetAttr(const std::vector<std::string>& w, Op* o) {
 }
 
 // One op line, split into words.
+// fallocate PATH MODE OFFSET LENGTH (a mode word: FallocModes).
+absl::StatusOr<Op> ParseFallocate(const std::vector<std::string>& w) {
+  if (w.size() != 5) return absl::InvalidArgumentError("expected 4 arguments");
+  Op o = MakeOp(OpKind::kFallocate, w[1]);
+  bool known = false;
+  for (const auto& [name, mode] : FallocModes()) {
+    if (name == w[2]) {
+      o.flags = mode;
+      known = true;
+    }
+  }
+  if (!known) return absl::InvalidArgumentError("unknown fallocate mode");
+  if (!absl::SimpleAtoi(w[3], &o.x) || !absl::SimpleAtoi(w[4], &o.y)) {
+    return absl::InvalidArgumentError("bad numbers");
+  }
+  return o;
+}
+
 absl::StatusOr<Op> ParseOp(const std::vector<std::string>& w) {
   static const auto* verbs = new std::map<std::string, std::pair<OpKind, size_t>>{
       {"mkdir", {OpKind::kMkdir, 2}},
@@ -1076,23 +1122,7 @@ absl::StatusOr<Op> ParseOp(const std::vector<std::string>& w) {
       {"chown", {OpKind::kSetAttr, 4}},
       {"utime", {OpKind::kSetAttr, 3}},
   };
-  // fallocate PATH MODE OFFSET LENGTH (a mode word: FallocModes).
-  if (w[0] == "fallocate") {
-    if (w.size() != 5) return absl::InvalidArgumentError("expected 4 arguments");
-    Op o = MakeOp(OpKind::kFallocate, w[1]);
-    bool known = false;
-    for (const auto& [name, mode] : FallocModes()) {
-      if (name == w[2]) {
-        o.flags = mode;
-        known = true;
-      }
-    }
-    if (!known) return absl::InvalidArgumentError("unknown fallocate mode");
-    if (!absl::SimpleAtoi(w[3], &o.x) || !absl::SimpleAtoi(w[4], &o.y)) {
-      return absl::InvalidArgumentError("bad numbers");
-    }
-    return o;
-  }
+  if (w[0] == "fallocate") return ParseFallocate(w);
   auto v = verbs->find(w[0]);
   if (v == verbs->end()) return absl::InvalidArgumentError("unknown verb");
   if (w.size() != v->second.second) {

@@ -128,6 +128,9 @@ class MState {
   bool ParentIsDir(const std::string& path) const;
   bool Rename(const Op& op);
   bool ApplyData(const Op& op, size_t position);
+  bool ApplyFallocate(const Op& op);
+  bool ApplySetAttr(const Op& op);
+  bool ApplyHandle(const Op& op, int* made);  // open, close, O_TMPFILE
   void MoveSubtree(const std::string& from, const std::string& to);
   void DropSubtreePaths(const std::string& from);
   // After `id` lost a name: gone if it has none left (an orphan if open).
