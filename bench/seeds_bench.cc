@@ -741,15 +741,17 @@ void BM_Seed003CreateFuse(benchmark::State& state) {
       Fail(state, err);
     }
   }
-  const std::string prefix =
-      g_seed003_mount == nullptr
-          ? std::string()
-          : g_seed003_mount->Path(absl::StrCat("/d", state.thread_index() + 1, "/f"));
+  // The loop's start is a barrier: thread 0's mount is up past it, so the
+  // prefix is taken at the first iteration, never before.
+  std::string prefix;
   uint64_t i = 0;
   for (auto _ : state) {
     if (g_seed003_mount == nullptr) {
       state.SkipWithError("no mount");
       break;
+    }
+    if (prefix.empty()) {
+      prefix = g_seed003_mount->Path(absl::StrCat("/d", state.thread_index() + 1, "/f"));
     }
     if (!CreateEmpty(absl::StrCat(prefix, i++))) {
       state.SkipWithError(Sys("create").c_str());
