@@ -548,8 +548,12 @@ void FsRun::VerifyInode(Files f, const Model& m, uint64_t ino, const std::string
   ASSERT_EQ(st.mode, n.mode);
   ASSERT_EQ(st.uid, n.uid);
   ASSERT_EQ(st.gid, n.gid);
-  if (n.atime) ASSERT_EQ(st.atime_ns, *n.atime);
-  if (n.mtime && n.kind != FileKind::kDirectory) ASSERT_EQ(st.mtime_ns, *n.mtime);
+  if (n.atime) {
+    ASSERT_EQ(st.atime_ns, *n.atime);
+  }
+  if (n.mtime && n.kind != FileKind::kDirectory) {
+    ASSERT_EQ(st.mtime_ns, *n.mtime);
+  }
   if (n.kind == FileKind::kRegular) {
     ASSERT_OK_AND_ASSIGN(std::string d, f.Read(ino, 0, n.data.size() + 10));
     ASSERT_TRUE(d == n.data) << Diff(d, n.data);
