@@ -16,6 +16,17 @@ namespace cowkv {
 namespace crashgen {
 
 namespace {
+// A model inode of `kind` with its other attributes at their defaults.
+MInode NewInode(FileKind kind, std::string data, uint64_t eng) {
+  MInode m;
+  m.kind = kind;
+  m.data = std::move(data);
+  m.eng = eng;
+  return m;
+}
+}  // namespace
+
+namespace {
 constexpr uint64_t kMaxModelFile = 1 << 20;
 
 bool Under(const std::string& path, const std::string& dir) {
@@ -148,7 +159,7 @@ MInode* MState::File(const std::string& p) {
 
 MState::MState() {
   paths_["/"] = 0;
-  inodes_[0] = MInode{FileKind::kDirectory, "", {}, kRootInode};
+  inodes_[0] = NewInode(FileKind::kDirectory, "", kRootInode);
   inodes_[0].mode = 0755;
 }
 
@@ -194,7 +205,7 @@ std::map<std::string, int> MState::EntriesOf(int dir_id) const {
 bool MState::Create(const std::string& path, FileKind kind, std::string data, int* made) {
   if (!ParentIsDir(path) || paths_.count(path)) return false;
   const int id = next_id_++;
-  inodes_[id] = MInode{kind, std::move(data), {}, 0};
+  inodes_[id] = NewInode(kind, std::move(data), 0);
   inodes_[id].mode = kind == FileKind::kDirectory ? 0755 : kind == FileKind::kSymlink ? 0777 : 0644;
   paths_[path] = id;
   if (made) *made = id;
@@ -360,7 +371,7 @@ bool MState::ApplyHandle(const Op& op, int* made) {
     case OpKind::kTmpfile: {
       if (!IsDir(op.a)) return false;
       const int id = next_id_++;
-      orphans_[id] = MInode{FileKind::kRegular, "", {}, 0};
+      orphans_[id] = NewInode(FileKind::kRegular, "", 0);
       linkable_.insert(id);
       handles_.push_back(id);
       if (made) *made = id;
