@@ -57,7 +57,7 @@ const absl::flat_hash_map<std::string, Access>& MethodTable() {
       // Open files: opening reads (a handle keeps an unlinked file, as any
       // reader's open does); an O_TMPFILE writes.
       {"cowkv.v1.Files/Open", Access::kRead},
-      {"cowkv.v1.Files/Close", Access::kRead},
+      {"cowkv.v1.Files/CloseHandle", Access::kRead},
       {"cowkv.v1.Files/CreateTmpfile", Access::kWrite},
       {"cowkv.v1.Files/SetAttr", Access::kWrite},
       {"cowkv.v1.Files/SetXattr", Access::kWrite},

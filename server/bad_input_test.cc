@@ -1920,7 +1920,7 @@ void BadInput::FilesHandles() {
   auto close = [this](uint64_t handle) {
     v1::CloseRequest c;
     c.set_handle(handle);
-    Send("Files/Close", "close an open handle", Flaws{}, {Serialize(c, false)});
+    Send("Files/CloseHandle", "close an open handle", Flaws{}, {Serialize(c, false)});
   };
   switch (U(3)) {
     case 0: {
@@ -1947,7 +1947,7 @@ void BadInput::FilesHandles() {
       v1::CloseRequest req;
       req.set_handle(rng_() | 1);
       f.unknown_handle = true;
-      Send("Files/Close", "close an unknown handle", f, {Serialize(req, f.unparsable)});
+      Send("Files/CloseHandle", "close an unknown handle", f, {Serialize(req, f.unparsable)});
       return;
     }
     default: {

@@ -99,9 +99,9 @@ grpc::Status FilesService::Open(ServerContext* ctx, const v1::OpenRequest* req,
   });
 }
 
-grpc::Status FilesService::Close(ServerContext* ctx, const v1::CloseRequest* req,
+grpc::Status FilesService::CloseHandle(ServerContext* ctx, const v1::CloseRequest* req,
                                  v1::CloseResponse* resp) {
-  return env_->Run(ctx, "cowkv.v1.Files/Close", kPosix, [&]() -> absl::Status {
+  return env_->Run(ctx, "cowkv.v1.Files/CloseHandle", kPosix, [&]() -> absl::Status {
     return env_->file_handles().Close(req->handle(), absl::Now());
   });
 }

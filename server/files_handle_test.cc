@@ -109,11 +109,11 @@ TEST_F(FilesHandleTest, UnlinkedOpenFileWorksByHandleUntilClose) {
   v1::CloseRequest close;
   close.set_handle(h.handle());
   v1::CloseResponse cr;
-  ASSERT_GRPC_OK(c_->files->Close(Ctx().get(), close, &cr));
+  ASSERT_GRPC_OK(c_->files->CloseHandle(Ctx().get(), close, &cr));
   v1::StatRequest by_ino;
   by_ino.set_ino(h.ino());
   EXPECT_CODE(c_->files->Stat(Ctx().get(), by_ino, &st), NOT_FOUND);
-  s = c_->files->Close(Ctx().get(), close, &cr);
+  s = c_->files->CloseHandle(Ctx().get(), close, &cr);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
   EXPECT_TRUE(absl::StartsWith(s.error_message(), "EBADF")) << s.error_message();
   EXPECT_CODE(c_->files->Stat(Ctx().get(), stat, &st), NOT_FOUND);
@@ -152,7 +152,7 @@ TEST_F(FilesHandleTest, TmpfileWrittenFsyncedAndLinked) {
   v1::CloseRequest close;
   close.set_handle(h.handle());
   v1::CloseResponse cr;
-  ASSERT_GRPC_OK(c_->files->Close(Ctx().get(), close, &cr));
+  ASSERT_GRPC_OK(c_->files->CloseHandle(Ctx().get(), close, &cr));
   v1::StatRequest stat;
   stat.set_path("/d/final");
   ASSERT_GRPC_OK(c_->files->Stat(Ctx().get(), stat, &st));

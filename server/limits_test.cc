@@ -509,14 +509,14 @@ TEST(Limits, OpenFilesArePerClientAndFreedOnCloseAndExpiry) {
   v1::CloseRequest close;
   v1::CloseResponse closed;
   close.set_handle(resp.handle());
-  ASSERT_GRPC_OK(conns[0]->Close(Ctx().get(), close, &closed));
+  ASSERT_GRPC_OK(conns[0]->CloseHandle(Ctx().get(), close, &closed));
   EXPECT_CODE(admin.files->Stat(Ctx().get(), stat, &st), NOT_FOUND);
   // A short lease: the handle expires unused and is closed by the server.
   open.set_lease_ms(100);
   ASSERT_GRPC_OK(conns[0]->Open(Ctx().get(), open, &resp));
   absl::SleepFor(absl::Milliseconds(400));
   close.set_handle(resp.handle());
-  grpc::Status s = conns[0]->Close(Ctx().get(), close, &closed);
+  grpc::Status s = conns[0]->CloseHandle(Ctx().get(), close, &closed);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND) << s.error_message();
   EXPECT_NE(s.error_message().find("expired"), std::string::npos) << s.error_message();
   ASSERT_TRUE((*server)->Stop().ok());

@@ -1051,7 +1051,7 @@ TEST_F(Rpc, FilesOpenCloseTmpfile) {
   v1::CloseResponse close_resp;
   for (uint64_t handle : {h.handle(), t.handle()}) {
     close.set_handle(handle);
-    ASSERT_GRPC_OK(fs().Close(Ctx().get(), close, &close_resp));
+    ASSERT_GRPC_OK(fs().CloseHandle(Ctx().get(), close, &close_resp));
   }
   const grpc::Status bad = fs().Stat(Ctx().get(), stat, &st);
   EXPECT_EQ(bad.error_code(), grpc::StatusCode::NOT_FOUND);

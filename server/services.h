@@ -133,7 +133,7 @@ class FilesService final : public v1::Files::Service {
   // Open files (files_handle_service.cc).
   grpc::Status Open(ServerContext* ctx, const v1::OpenRequest* req,
                     v1::OpenResponse* resp) override;
-  grpc::Status Close(ServerContext* ctx, const v1::CloseRequest* req,
+  grpc::Status CloseHandle(ServerContext* ctx, const v1::CloseRequest* req,
                      v1::CloseResponse* resp) override;
   grpc::Status CreateTmpfile(ServerContext* ctx, const v1::CreateTmpfileRequest* req,
                              v1::OpenResponse* resp) override;

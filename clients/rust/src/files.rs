@@ -185,12 +185,12 @@ impl Files {
     /// Attributes of a file, directory or symlink.
     pub async fn stat(&self, path: &str) -> Result<FileStat> {
         validate::path("stat", "path", path)?;
-        self.stat_req(pb::StatRequest { subvolume: self.sv(), path: path.into(), ino: 0 }).await
+        self.stat_req(pb::StatRequest { subvolume: self.sv(), path: path.into(), ino: 0, ..Default::default() }).await
     }
 
     /// Attributes by inode number (stable across renames).
     pub async fn stat_ino(&self, ino: u64) -> Result<FileStat> {
-        self.stat_req(pb::StatRequest { subvolume: self.sv(), path: String::new(), ino }).await
+        self.stat_req(pb::StatRequest { subvolume: self.sv(), path: String::new(), ino, ..Default::default() }).await
     }
 
     async fn stat_req(&self, req: pb::StatRequest) -> Result<FileStat> {
@@ -300,7 +300,7 @@ impl Files {
     pub async fn link(&self, existing: &str, new_path: &str) -> Result<FileStat> {
         validate::path("link", "existing", existing)?;
         validate::path("link", "new_path", new_path)?;
-        let req = pb::LinkRequest { subvolume: self.sv(), existing: existing.into(), new_path: new_path.into() };
+        let req = pb::LinkRequest { subvolume: self.sv(), existing: existing.into(), new_path: new_path.into(), ..Default::default() };
         Ok(Rpc::unary("link", self.rpc.files().link(self.rpc.request(req, None))).await?.into())
     }
 
@@ -338,7 +338,7 @@ impl Files {
     /// Sets a regular file's size (cuts, or extends with a hole).
     pub async fn truncate(&self, path: &str, size: u64) -> Result<FileStat> {
         validate::path("truncate", "path", path)?;
-        let req = pb::TruncateRequest { subvolume: self.sv(), path: path.into(), ino: 0, size };
+        let req = pb::TruncateRequest { subvolume: self.sv(), path: path.into(), ino: 0, size, ..Default::default() };
         Ok(Rpc::unary("truncate", self.rpc.files().truncate(self.rpc.request(req, None))).await?.into())
     }
 
@@ -351,7 +351,7 @@ impl Files {
     /// chunks of at most 1 MiB.
     pub async fn read_range(&self, path: &str, offset: u64, length: u64) -> Result<Vec<u8>> {
         validate::path("read", "path", path)?;
-        let req = pb::ReadRequest { subvolume: self.sv(), path: path.into(), ino: 0, offset, length };
+        let req = pb::ReadRequest { subvolume: self.sv(), path: path.into(), ino: 0, offset, length, ..Default::default() };
         let mut stream = Rpc::unary("read", self.rpc.files().read(self.rpc.stream_request(req))).await?;
         let mut out = Vec::new();
         loop {
@@ -382,6 +382,7 @@ impl Files {
             mode: o.mode,
             truncate: o.truncate,
             data: Bytes::new(),
+            ..Default::default()
         }];
         let mut at = 0;
         while at < data.len() {
@@ -437,7 +438,7 @@ impl Files {
     /// `datasync`: fdatasync (skip the names of an inode older than the running commit).
     pub async fn fsync_with(&self, path: &str, datasync: bool) -> Result<()> {
         validate::path("fsync", "path", path)?;
-        let req = pb::FsyncRequest { subvolume: self.sv(), path: path.into(), ino: 0, datasync };
+        let req = pb::FsyncRequest { subvolume: self.sv(), path: path.into(), ino: 0, datasync, ..Default::default() };
         Rpc::unary("fsync", self.rpc.files().fsync(self.rpc.request(req, None))).await?;
         Ok(())
     }
@@ -461,6 +462,7 @@ impl Files {
                 ino: 0,
                 offset: off,
                 length: if stop > 0 { stop - off } else { 0 },
+                ..Default::default()
             };
             let r = Rpc::unary("fiemap", self.rpc.files().fiemap(self.rpc.request(req, None))).await?;
             let last = r.extents.last().map(|e| e.logical + e.length);

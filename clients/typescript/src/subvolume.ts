@@ -244,7 +244,7 @@ export class Subvolume {
   async readFile(path: string, opts: { offset?: number; length?: number } = {}, call?: CallOptions): Promise<Buffer> {
     checkSubvolume("read", this.name);
     checkPath("read", "path", path);
-    const stream = this.rpc.files.read({ subvolume: this.name, path, ino: 0n, offset: BigInt(opts.offset ?? 0), length: BigInt(opts.length ?? 0) },
+    const stream = this.rpc.files.read({ subvolume: this.name, path, ino: 0n, handle: 0n, offset: BigInt(opts.offset ?? 0), length: BigInt(opts.length ?? 0) },
       this.rpc.metadata(), this.rpc.options(call));
     const unwatch = Rpc.watch(stream, call?.signal);
     const chunks: Buffer[] = [];

@@ -415,7 +415,7 @@ class Files:
     def close_handle(self, handle: int) -> None:
         """Closes an open handle (FileHandle.close calls this)."""
         req = files_pb2.CloseRequest(handle=handle)
-        self._rpc.unary(self._rpc.files.Close, req, "close")
+        self._rpc.unary(self._rpc.files.CloseHandle, req, "close")
 
     # Attributes (issue 17).
 
