@@ -98,7 +98,7 @@ int RunTmpfile(const TmpfileArgs& a, const Globals& g) {
     v1::CloseRequest close;
     close.set_handle(opened.handle());
     v1::CloseResponse closed;
-    grpc::Status c = Call(*conn, conn->files(), &v1::Files::Stub::Close, close, &closed);
+    grpc::Status c = Call(*conn, conn->files(), &v1::Files::Stub::CloseHandle, close, &closed);
     if (s.ok() && !local_error) s = c;
   }
   if (in != stdin) std::fclose(in);

@@ -214,7 +214,7 @@ export class Subvolume {
 
   /** Attributes of a file, directory or symlink (never followed). */
   async stat(path: string, call?: CallOptions): Promise<FileStat> {
-    return statFrom(await this.fileCall<PbFileStat>("stat", "stat", { path, ino: 0n }, { path }, call));
+    return statFrom(await this.fileCall<PbFileStat>("stat", "stat", { path, ino: 0n, handle: 0n }, { path }, call));
   }
 
   /** Creates a directory (mode default 0o755); the parent must exist. */
@@ -307,7 +307,7 @@ export class Subvolume {
 
   /** Sets a regular file's size (cuts, or extends with a hole). */
   async truncate(path: string, size: number, call?: CallOptions): Promise<FileStat> {
-    return statFrom(await this.fileCall<PbFileStat>("truncate", "truncate", { path, ino: 0n, size: BigInt(size) }, { path }, call));
+    return statFrom(await this.fileCall<PbFileStat>("truncate", "truncate", { path, ino: 0n, handle: 0n, size: BigInt(size) }, { path }, call));
   }
 
   /** Renames (moves) a name; an existing `to` is replaced unless noReplace; exchange swaps the two. */
@@ -319,7 +319,7 @@ export class Subvolume {
 
   /** Adds a hard link newPath to the file at existing. */
   async link(existing: string, newPath: string, call?: CallOptions): Promise<FileStat> {
-    return statFrom(await this.fileCall<PbFileStat>("link", "link", { existing, newPath }, { existing, new_path: newPath }, call));
+    return statFrom(await this.fileCall<PbFileStat>("link", "link", { existing, newPath, ino: 0n, handle: 0n }, { existing, new_path: newPath }, call));
   }
 
   /** Creates a symlink at path holding target (never resolved). */
@@ -345,7 +345,7 @@ export class Subvolume {
 
   /** Makes a file (and, for a directory, its entries) durable; datasync = fdatasync. */
   async fsync(path: string, opts: { datasync?: boolean } = {}, call?: CallOptions): Promise<void> {
-    await this.fileCall("fsync", "fsync", { path, ino: 0n, datasync: !!opts.datasync }, { path }, call);
+    await this.fileCall("fsync", "fsync", { path, ino: 0n, handle: 0n, offset: 0n, length: 0n, datasync: !!opts.datasync }, { path }, call);
   }
 
   /** Reflink: makes a range of dst share the extents of a range of src (no data copied). */
@@ -363,7 +363,7 @@ export class Subvolume {
     const end = offset + length;
     for (;;) {
       const m = await this.fileCall<FiemapResponse>("fiemap", "fiemap",
-        { path, ino: 0n, offset: BigInt(offset), length: BigInt(length) }, { path }, call);
+        { path, ino: 0n, handle: 0n, offset: BigInt(offset), length: BigInt(length) }, { path }, call);
       for (const e of m.extents) {
         out.push({ logical: num(e.logical), physical: num(e.physical), length: num(e.length), flags: e.flags,
           shared: (e.flags & ExtentFlag.SHARED) !== 0 });
