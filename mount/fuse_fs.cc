@@ -470,12 +470,7 @@ void OpSetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* va
 
 void OpGetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
   absl::StatusOr<std::string> v = M(req)->files().GetXattr(Eng(ino), name);
-  if (!v.ok()) {
-    // An absent attribute is ENODATA, not ENOENT (the inode exists).
-    if (absl::IsNotFound(v.status()) && ReasonOf(v.status()) != ErrorReason::kENOENT)
-      return (void)fuse_reply_err(req, ENODATA);
-    return ReplyErr(req, v.status());
-  }
+  if (!v.ok()) return ReplyErr(req, v.status());  // an absent name: the engine's ENODATA
   if (size == 0) return (void)fuse_reply_xattr(req, v->size());
   if (size < v->size()) return (void)fuse_reply_err(req, ERANGE);
   fuse_reply_buf(req, v->data(), v->size());
@@ -495,10 +490,7 @@ void OpListxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
 }
 
 void OpRemovexattr(fuse_req_t req, fuse_ino_t ino, const char* name) {
-  absl::Status s = M(req)->files().RemoveXattr(Eng(ino), name);
-  if (absl::IsNotFound(s) && ReasonOf(s) != ErrorReason::kENOENT)
-    return (void)fuse_reply_err(req, ENODATA);
-  fuse_reply_err(req, ErrnoOf(s));
+  fuse_reply_err(req, ErrnoOf(M(req)->files().RemoveXattr(Eng(ino), name)));
 }
 
 // copy_file_range: a reflink (Clone) where the ranges are block aligned,
