@@ -223,6 +223,8 @@ TEST(FormatDoc, FileItems) {
   EXPECT_EQ(fs::kFileExtentRegularSize, 56u);
   EXPECT_EQ(fs::kInodeItem, 1);
   EXPECT_EQ(fs::kInodeRef, 12);
+  EXPECT_EQ(fs::kInodeExtref, 13);
+  EXPECT_EQ(fs::kInodeExtrefHeader, 18u);
   EXPECT_EQ(fs::kXattrItem, 24);
   EXPECT_EQ(fs::kDirItem, 84);
   EXPECT_EQ(fs::kDirIndex, 96);

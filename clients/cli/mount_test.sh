@@ -97,6 +97,19 @@ ln -s a/g s || fail "symlink"
 [[ "$(readlink s)" == a/g && "$(cat s)" == hello ]] || fail "readlink"
 rm h || fail "unlink"
 [[ "$(stat -c %h a/g)" == 1 ]] || fail "nlink after unlink"
+# Past one INODE_REF item's worth of names in one directory (extended refs).
+mkdir many && : >many/f || fail "setup links"
+python3 - many <<'EOF' || fail "2000 links in one directory"
+import os, sys
+d = sys.argv[1]
+for i in range(2000):
+    os.link(f"{d}/f", f"{d}/link-with-a-longish-name-{i:05d}")
+assert os.stat(f"{d}/f").st_nlink == 2001
+for i in range(0, 2000, 2):
+    os.unlink(f"{d}/link-with-a-longish-name-{i:05d}")
+assert os.stat(f"{d}/f").st_nlink == 1001 and len(os.listdir(d)) == 1001
+EOF
+rm -r many || fail "rm -r of the links"
 ! rmdir a 2>/dev/null || fail "rmdir of a non-empty directory"
 ! mkfifo fifo 2>/dev/null || fail "a fifo was created"
 mkdir x y && : >x/1 && : >y/2 || fail "setup exchange"

@@ -84,11 +84,15 @@ constexpr uint64_t kDeviceBytes = 16ull << 20;
 uint64_t MaxOps() { return testing::Flags().max_ops ? testing::Flags().max_ops : 3; }
 
 // The store's options for every run and mount; PlantedBugsAreCaught sets
-// a planted bug here.
+// a planted bug here, ExtendedRefs one name per INODE_REF item (so
+// /A/bar, the setup's second name of /A/foo, is an extended ref).
 Options::TestHooks::PlantedBug planted = Options::TestHooks::PlantedBug::kNone;
+size_t ref_item_names = 0;
 Options StoreOptions() {
   Options o = testing::TestOptions();
   o.test_hooks.planted_bug = planted;
+  o.test_hooks.ref_item_names =
+      ref_item_names != 0 ? ref_item_names : testing::Flags().ref_item_names;
   return o;
 }
 
@@ -108,7 +112,7 @@ absl::Status ApplyEngine(Store* store, Files f, const Op& op, size_t position, u
 // so every run's first fsync is a log sync); cached by setup.
 const Base& BaseFor(const std::vector<Op>& setup) {
   static auto* cache = new std::map<std::string, Base>;
-  std::string key;
+  std::string key = absl::StrCat("ref_item_names ", StoreOptions().test_hooks.ref_item_names, "\n");
   for (const Op& o : setup) key += o.Describe() + "\n";
   auto it = cache->find(key);
   if (it != cache->end()) return it->second;
@@ -945,6 +949,7 @@ TEST(FsGen, PlantedBugsAreCaught) {
       {Options::TestHooks::PlantedBug::kSkipOrphanCleanup, "mount skips the orphan cleanup"},
       {Options::TestHooks::PlantedBug::kLoggedInodeSkipsItem, "logged inode skips its item"},
       {Options::TestHooks::PlantedBug::kXattrRemovalNotLogged, "xattr removal not logged"},
+      {Options::TestHooks::PlantedBug::kExtrefNotLogged, "extended refs not logged"},
   };
   testing::TouchShardFile();
   for (size_t i = 0; i < std::size(bugs); ++i) {
@@ -952,6 +957,8 @@ TEST(FsGen, PlantedBugsAreCaught) {
       continue;  // one bug per shard
     const auto& [bug, name] = bugs[i];
     planted = bug;
+    // Extended refs need a store that makes them (as ExtendedRefs runs).
+    ref_item_names = bug == Options::TestHooks::PlantedBug::kExtrefNotLogged ? 1 : 0;
     Stats st;
     for (const Workload& w : sample) RunWorkload(w, &st);
     std::printf("planted bug \"%s\": %llu of %llu workloads caught it\n", name,
@@ -960,6 +967,35 @@ TEST(FsGen, PlantedBugsAreCaught) {
     EXPECT_GT(st.violations, 0u) << "the generator missed the planted bug \"" << name << "\"";
   }
   planted = Options::TestHooks::PlantedBug::kNone;
+  ref_item_names = 0;
+}
+
+// Extended refs: the same sample as PlantedBugsAreCaught's, the ported
+// workloads, the regressions and the orphan workloads, on stores whose
+// INODE_REF items hold one name each, so every second name of a file in a
+// directory (the setup's /A/bar, links, renames next to a name) lives in
+// an INODE_EXTREF item. (--ref_item_names=1 runs any other test so.)
+TEST(FsGen, ExtendedRefs) {
+  std::vector<Workload> sample;
+  uint64_t index = 0;
+  Enumerate(2, [&](const Workload& w) {
+    if (index++ % 17 == 0) sample.push_back(w);
+  });
+  absl::StatusOr<std::vector<Workload>> ported =
+      ParseWorkloads(ReadFileOrDie("engine/crash_test/ported_workloads.txt"));
+  ASSERT_TRUE(ported.ok()) << ported.status();
+  sample.insert(sample.end(), ported->begin(), ported->end());
+  for (const Workload& w : RegressionWorkloads()) sample.push_back(w);
+  for (const Workload& w : OrphanWorkloads()) sample.push_back(w);
+  ref_item_names = 1;
+  Stats st;
+  for (size_t i = 0; i < sample.size(); ++i) {
+    if (static_cast<int>(i % testing::ShardCount()) != testing::ShardIndex()) continue;
+    RunWorkload(sample[i], &st);
+  }
+  ref_item_names = 0;
+  PrintStats("extended refs (this shard)", st, 0);
+  EXPECT_EQ(st.violations, 0u);
 }
 
 // setattr's own case: with fsync skipping the item of a file logged

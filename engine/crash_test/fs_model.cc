@@ -276,6 +276,9 @@ bool MState::ApplyFallocate(const Op& op) {
     m->data.replace(op.x, hi - op.x, hi - op.x, '\0');
   }
   if (!(op.flags & kFallocKeepSize) && m->data.size() < end) m->data.resize(end, '\0');
+  // Punch and zero range change the contents: mtime is now (as Linux's
+  // file_modified in fallocate; FsOps::Fallocate), so no longer known.
+  if (op.flags & (kFallocPunchHole | kFallocZeroRange)) m->mtime.reset();
   return true;
 }
 

@@ -1,5 +1,6 @@
 #include "engine/fs/fs_items.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/escaping.h"
@@ -245,6 +246,56 @@ absl::StatusOr<std::vector<InodeRef>> DecodeInodeRefs(absl::string_view v, uint6
   return out;
 }
 
+uint64_t ExtrefHash(uint64_t parent, absl::string_view name) {
+  COWKV_DCHECK(name.size() <= kMaxNameLen);
+  char buf[8 + kMaxNameLen];
+  EncodeLE64(buf, parent);
+  std::memcpy(buf + 8, name.data(), std::min(name.size(), kMaxNameLen));
+  return Crc32c(buf, 8 + std::min(name.size(), kMaxNameLen));
+}
+
+std::string EncodeInodeExtrefs(const std::vector<InodeExtref>& refs) {
+  COWKV_CHECK(!refs.empty());  // the last name gone deletes the item
+  size_t n = 0;
+  for (const InodeExtref& r : refs) {
+    COWKV_CHECK(!r.name.empty());
+    COWKV_CHECK(r.name.size() <= kMaxNameLen);
+    COWKV_DCHECK(SaneName(r.name));
+    n += kInodeExtrefHeader + r.name.size();
+  }
+  std::string out;
+  Filler f(&out, n);
+  for (const InodeExtref& r : refs) {
+    f.LE64(r.parent);
+    f.LE64(r.index);
+    f.LE16(static_cast<uint16_t>(r.name.size()));
+    f.Bytes(r.name);
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<InodeExtref>> DecodeInodeExtrefs(absl::string_view v, uint64_t ino,
+                                                            uint64_t key_hash) {
+  Reader r(v);
+  std::vector<InodeExtref> out;
+  while (r.remaining() > 0) {
+    InodeExtref ref;
+    ref.parent = r.LE64();
+    ref.index = r.LE64();
+    const uint16_t len = r.LE16();
+    ref.name = std::string(r.Bytes(len));
+    if (!r.ok() || !SaneName(ref.name)) return Bad("inode extref", ino, "truncated or bad name");
+    if (ExtrefHash(ref.parent, ref.name) != key_hash) {
+      return Bad("inode extref", ino,
+                 absl::StrCat("name \"", ref.name, "\" in directory ", ref.parent,
+                              " in the wrong hash slot"));
+    }
+    out.push_back(std::move(ref));
+  }
+  if (out.empty()) return Bad("inode extref", ino, "empty");
+  return out;
+}
+
 std::string EncodeDirEntries(const std::vector<DirEntry>& entries) {
   COWKV_CHECK(!entries.empty());  // the last entry gone deletes the item
   size_t n = 0;
@@ -396,6 +447,8 @@ absl::Status ValidateItem(const FsKey& k, absl::string_view value) {
       return DecodeInodeItem(value, k.objectid).status();
     case kInodeRef:
       return DecodeInodeRefs(value, k.objectid).status();
+    case kInodeExtref:
+      return DecodeInodeExtrefs(value, k.objectid, k.offset).status();
     case kDirItem:
       return DecodeDirEntries(value, k.objectid).status();
     case kDirIndex:

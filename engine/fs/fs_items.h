@@ -4,6 +4,8 @@
 //
 //   ('f', ino, INODE_ITEM, 0)            -> InodeItem (96 bytes)
 //   ('f', ino, INODE_REF, parent)        -> [InodeRef]   one per name in parent
+//   ('f', ino, INODE_EXTREF, hash(parent, name)) -> [InodeExtref]  names that
+//                                        did not fit the INODE_REF item
 //   ('f', dir, DIR_ITEM, name_hash)      -> [DirEntry]   names hashing alike
 //   ('f', dir, DIR_INDEX, index)         -> DirEntry     readdir order
 //   ('f', ino, EXTENT_DATA, file_offset) -> FileExtent   inline or on disk
@@ -38,6 +40,7 @@ inline constexpr uint64_t kRootDirIno = 256;  // btrfs's BTRFS_FIRST_FREE_OBJECT
 enum FsItemType : uint8_t {
   kInodeItem = 1,
   kInodeRef = 12,
+  kInodeExtref = 13,  // btrfs's BTRFS_INODE_EXTREF_KEY
   kXattrItem = 24,
   kDirItem = 84,
   kDirIndex = 96,
@@ -118,10 +121,28 @@ absl::StatusOr<InodeItem> DecodeInodeItem(absl::string_view v, uint64_t ino);
 struct InodeRef {
   uint64_t index = 0;  // the DIR_INDEX offset of this name in the parent
   std::string name;
+  bool extref = false;  // in memory only: held by an INODE_EXTREF item
 };
 inline constexpr size_t kInodeRefHeader = 8 + 2;  // index, name length; then the name
 std::string EncodeInodeRefs(const std::vector<InodeRef>& refs);
 absl::StatusOr<std::vector<InodeRef>> DecodeInodeRefs(absl::string_view v, uint64_t ino);
+
+// INODE_EXTREF value: one or more {parent u64, index u64, name_len u16,
+// name}, the names whose ExtrefHash(parent, name) is the key's offset
+// (btrfs's extended refs: an inode's names in one directory beyond what
+// its INODE_REF item holds, up to kMaxLinks names in all).
+struct InodeExtref {
+  uint64_t parent = 0;
+  uint64_t index = 0;
+  std::string name;
+};
+inline constexpr size_t kInodeExtrefHeader = 8 + 8 + 2;
+// crc32c of the parent (u64 little-endian) followed by the name.
+uint64_t ExtrefHash(uint64_t parent, absl::string_view name);
+std::string EncodeInodeExtrefs(const std::vector<InodeExtref>& refs);
+// Every entry's hash must be `key_hash` (DATA_LOSS otherwise).
+absl::StatusOr<std::vector<InodeExtref>> DecodeInodeExtrefs(absl::string_view v, uint64_t ino,
+                                                            uint64_t key_hash);
 
 // DIR_ITEM value: one or more entries; DIR_INDEX value: exactly one.
 // Entry: {child u64, type u8, transid u64, name_len u16, name}.

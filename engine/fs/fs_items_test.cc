@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/escaping.h"
 #include "engine/base/check.h"
 #include "engine/base/coding.h"
@@ -103,6 +104,24 @@ TEST(FsItems, InodeItem) {
   Mangle(enc, [](absl::string_view v) { return DecodeInodeItem(v, 257).status(); });
 }
 
+// Names of one length whose NameHash collide collide in ExtrefHash under
+// every parent (crc32c is affine: equal-length inputs differing only in
+// the name differ by the same linear term), so the tests' colliding names
+// put several entries in one extended ref item too.
+TEST(FsItems, EqualLengthNameCollisionsCollideAsExtrefs) {
+  absl::flat_hash_map<uint64_t, std::string> seen;
+  std::string a, b;
+  for (uint64_t i = 100000; a.empty(); ++i) {
+    std::string n = absl::StrCat("x", i);
+    auto [it, fresh] = seen.emplace(NameHash(n), n);
+    if (!fresh) a = it->second, b = n;
+  }
+  ASSERT_EQ(a.size(), b.size());
+  for (uint64_t parent : {256ull, 257ull, 1ull << 40, ~0ull - 300}) {
+    EXPECT_EQ(ExtrefHash(parent, a), ExtrefHash(parent, b)) << parent;
+  }
+}
+
 TEST(FsItems, InodeRefsAndDirEntries) {
   std::vector<InodeRef> refs = {{2, "a"}, {7, std::string(255, 'z')}};
   std::string enc = EncodeInodeRefs(refs);
@@ -111,6 +130,22 @@ TEST(FsItems, InodeRefsAndDirEntries) {
   EXPECT_EQ(got[1].index, 7u);
   EXPECT_EQ(got[1].name, refs[1].name);
   Mangle(enc, [](absl::string_view v) { return DecodeInodeRefs(v, 300).status(); });
+
+  // Extended refs: each entry names its directory; all hash to the key.
+  const uint64_t h = ExtrefHash(256, "x");
+  EXPECT_NE(h, ExtrefHash(257, "x"));
+  EXPECT_NE(h, ExtrefHash(256, "y"));
+  std::string xenc = EncodeInodeExtrefs({{256, 9, "x"}});
+  ASSERT_OK_AND_ASSIGN(std::vector<InodeExtref> xgot, DecodeInodeExtrefs(xenc, 300, h));
+  ASSERT_EQ(xgot.size(), 1u);
+  EXPECT_EQ(xgot[0].parent, 256u);
+  EXPECT_EQ(xgot[0].index, 9u);
+  EXPECT_EQ(xgot[0].name, "x");
+  EXPECT_THAT(DecodeInodeExtrefs(xenc, 300, h + 1), StatusIs(absl::StatusCode::kDataLoss));
+  EXPECT_THAT(ValidateItem(FsKey{300, kInodeExtref, h + 1}, xenc),
+              StatusIs(absl::StatusCode::kDataLoss));
+  EXPECT_OK(ValidateItem(FsKey{300, kInodeExtref, h}, xenc));
+  Mangle(xenc, [h](absl::string_view v) { return DecodeInodeExtrefs(v, 300, h).status(); });
 
   std::vector<DirEntry> ents = {{300, FileType::kRegular, 4, "same-hash-1"},
                                 {301, FileType::kDirectory, 5, "same-hash-2"}};
@@ -131,6 +166,22 @@ TEST(FsItems, InodeRefsAndDirEntries) {
 // DecodeDirEntries accepts and finds what a search of its result finds, on
 // the encoding and on every prefix and bit flip of it.
 TEST(FsItems, FindDirEntryAgreesWithDecodeDirEntries) {
+  // Extended refs: each entry names its directory; all hash to the key.
+  const uint64_t h = ExtrefHash(256, "x");
+  EXPECT_NE(h, ExtrefHash(257, "x"));
+  EXPECT_NE(h, ExtrefHash(256, "y"));
+  std::string xenc = EncodeInodeExtrefs({{256, 9, "x"}});
+  ASSERT_OK_AND_ASSIGN(std::vector<InodeExtref> xgot, DecodeInodeExtrefs(xenc, 300, h));
+  ASSERT_EQ(xgot.size(), 1u);
+  EXPECT_EQ(xgot[0].parent, 256u);
+  EXPECT_EQ(xgot[0].index, 9u);
+  EXPECT_EQ(xgot[0].name, "x");
+  EXPECT_THAT(DecodeInodeExtrefs(xenc, 300, h + 1), StatusIs(absl::StatusCode::kDataLoss));
+  EXPECT_THAT(ValidateItem(FsKey{300, kInodeExtref, h + 1}, xenc),
+              StatusIs(absl::StatusCode::kDataLoss));
+  EXPECT_OK(ValidateItem(FsKey{300, kInodeExtref, h}, xenc));
+  Mangle(xenc, [h](absl::string_view v) { return DecodeInodeExtrefs(v, 300, h).status(); });
+
   std::vector<DirEntry> ents = {{300, FileType::kRegular, 4, "same-hash-1"},
                                 {301, FileType::kDirectory, 5, "same-hash-2"},
                                 {302, FileType::kSymlink, 6, "same-hash-1"}};

@@ -217,25 +217,6 @@ absl::Status FsOps::LogInodeKeys(Batch& b, uint64_t ino, const InodeItem& item, 
                 });
 }
 
-absl::StatusOr<std::vector<FsOps::ParentRefs>> FsOps::LoadRefs(Batch& b, uint64_t ino) {
-  std::vector<ParentRefs> refs;
-  absl::Status bad;
-  COWKV_RETURN_IF_ERROR(b.Scan(TypeStart(ino, kInodeRef), TypeStart(ino, kInodeRef + 1), false,
-                               [&](absl::string_view k, absl::string_view v) {
-                                 FsKey fk;
-                                 DecodeFsKey(k, &fk);
-                                 absl::StatusOr<std::vector<InodeRef>> r = DecodeInodeRefs(v, ino);
-                                 if (!r.ok()) {
-                                   bad = r.status();
-                                   return false;
-                                 }
-                                 refs.push_back({fk.offset, *std::move(r)});
-                                 return true;
-                               }));
-  COWKV_RETURN_IF_ERROR(bad);
-  return refs;
-}
-
 absl::Status FsOps::LogNames(Batch& b, uint64_t ino, std::vector<std::pair<uint64_t, bool>>* also) {
   const uint64_t gen = b_->generation();
   COWKV_ASSIGN_OR_RETURN(std::vector<ParentRefs> refs, LoadRefs(b, ino));
@@ -243,9 +224,12 @@ absl::Status FsOps::LogNames(Batch& b, uint64_t ino, std::vector<std::pair<uint6
     // A directory that lost an entry: the log would show the new name
     // beside the old entries (btrfs logs the directory, or commits).
     if (st_->lost_entry.count(parent)) needs_full_commit_ = true;
+    // The INODE_REF key even when only extended refs hold names there:
+    // its tombstone says the item is gone.
     Note(b, RefKey(ino, parent));
     bool taken = false;
     for (const InodeRef& r : names) {
+      if (r.extref && !opt_.bug_extref_not_logged) Note(b, ExtrefKey(ino, parent, r.name));
       Note(b, DirItemKey(parent, r.name));
       Note(b, DirIndexKey(parent, r.index));
       taken = taken || LostEntry(*st_, parent, r.name);
@@ -426,9 +410,7 @@ absl::Status FsOps::ReplayFixup(const ReplayNotes& n) {
   COWKV_RETURN_IF_ERROR(FixDirEntries(b2, n));
   COWKV_RETURN_IF_ERROR(FixStaleIndexes(b2, n, &inodes));
   COWKV_RETURN_IF_ERROR(b2.Commit());
-  for (const auto& [ino, parents] : n.logged_refs) {
-    inodes.insert(parents.begin(), parents.end());
-  }
+  inodes.insert(n.ref_dirs.begin(), n.ref_dirs.end());
   for (uint64_t ino : inodes) {
     Batch b3(b_);
     COWKV_RETURN_IF_ERROR(FixInode(b3, ino));
@@ -468,10 +450,13 @@ absl::Status FsOps::FixNames(Batch& b, const ReplayNotes& n) {
     if (lr == n.logged_refs.end()) continue;
     COWKV_ASSIGN_OR_RETURN(std::vector<ParentRefs> all, LoadRefs(b, ino));
     for (const auto& [parent, refs] : all) {
-      if (lr->second.count(parent)) continue;  // logged: it stands
-      auto& l = lost[{ino, parent}];
-      l.insert(l.end(), refs.begin(), refs.end());
-      b.Del(RefKey(ino, parent));
+      for (const InodeRef& r : refs) {
+        FsKey fk;
+        DecodeFsKey(NameRefKey(ino, parent, r), &fk);
+        if (lr->second.count({fk.type, fk.offset})) continue;  // logged: it stands
+        lost[{ino, parent}].push_back(r);
+        b.Del(NameRefKey(ino, parent, r));
+      }
     }
   }
   for (const auto& [who, refs] : lost) {
@@ -570,17 +555,7 @@ absl::Status FsOps::FixStaleIndexes(Batch& b, const ReplayNotes& n, std::set<uin
       if (cur.has_value() && cur->child == e.child) continue;
       b.Del(DirIndexKey(dir, index));
       fix->insert(e.child);
-      COWKV_ASSIGN_OR_RETURN(std::optional<std::string> rv, b.Get(RefKey(e.child, dir)));
-      if (!rv.has_value()) continue;
-      COWKV_ASSIGN_OR_RETURN(std::vector<InodeRef> refs, DecodeInodeRefs(*rv, e.child));
-      refs.erase(std::remove_if(refs.begin(), refs.end(),
-                                [&](const InodeRef& r) { return r.name == e.name && r.index == index; }),
-                 refs.end());
-      if (refs.empty()) {
-        b.Del(RefKey(e.child, dir));
-      } else {
-        b.Put(RefKey(e.child, dir), EncodeInodeRefs(refs));
-      }
+      COWKV_RETURN_IF_ERROR(TakeRef(b, e.child, dir, e.name, index).status());
     }
   }
   return absl::OkStatus();
@@ -590,13 +565,8 @@ absl::StatusOr<bool> FsOps::HasName(Batch& b, uint64_t ino, uint64_t parent,
                                     absl::string_view name) {
   COWKV_ASSIGN_OR_RETURN(std::optional<std::string> it, b.Get(InodeKey(ino)));
   if (!it.has_value()) return false;
-  COWKV_ASSIGN_OR_RETURN(std::optional<std::string> rv, b.Get(RefKey(ino, parent)));
-  if (!rv.has_value()) return false;
-  COWKV_ASSIGN_OR_RETURN(std::vector<InodeRef> refs, DecodeInodeRefs(*rv, ino));
-  for (const InodeRef& r : refs) {
-    if (r.name == name) return true;
-  }
-  return false;
+  COWKV_ASSIGN_OR_RETURN(std::optional<InodeRef> r, FindRef(b, ino, parent, name));
+  return r.has_value();
 }
 
 // One touched inode: every name it has gets its directory entries (added
@@ -646,20 +616,17 @@ absl::StatusOr<uint32_t> FsOps::FixRefs(Batch& b, uint64_t ino, FileType type) {
   uint32_t names = 0;
   for (const auto& [parent, rs] : refs) {
     COWKV_ASSIGN_OR_RETURN(std::optional<std::string> p, b.Get(InodeKey(parent)));
-    if (!p.has_value() && parent != kRootDirIno) {
-      b.Del(RefKey(ino, parent));
-      continue;
-    }
-    std::vector<InodeRef> kept;
+    const bool gone = !p.has_value() && parent != kRootDirIno;
     for (const InodeRef& r : rs) {
-      COWKV_ASSIGN_OR_RETURN(bool ok, EnsureEntry(b, parent, r, ino, type));
-      if (ok) kept.push_back(r);
-    }
-    names += kept.size();
-    if (kept.empty()) {
-      b.Del(RefKey(ino, parent));
-    } else if (kept.size() != rs.size()) {
-      b.Put(RefKey(ino, parent), EncodeInodeRefs(kept));
+      bool ok = false;
+      if (!gone) {
+        COWKV_ASSIGN_OR_RETURN(ok, EnsureEntry(b, parent, r, ino, type));
+      }
+      if (ok) {
+        ++names;
+      } else {
+        COWKV_RETURN_IF_ERROR(TakeRef(b, ino, parent, r.name, r.index).status());
+      }
     }
   }
   return names;

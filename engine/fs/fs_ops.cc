@@ -309,22 +309,10 @@ absl::Status FsOps::TouchDir(Batch& b, uint64_t dir, int64_t size_delta) {
 
 absl::Status FsOps::AddName(Batch& b, uint64_t parent, absl::string_view name, uint64_t ino,
                             FileType type, int64_t* touch_later) {
-  // All of an inode's names in one directory share one INODE_REF item: when
-  // it is full the inode has as many links there as it can (EMLINK, as
-  // btrfs without extended refs).
-  const ItemKey rk = RefKey(ino, parent);
-  COWKV_ASSIGN_OR_RETURN(const std::optional<std::string>* rv, b.Find(rk));
-  const size_t ref_bytes = (rv->has_value() ? (*rv)->size() : 0) + kInodeRefHeader + name.size();
-  if (ref_bytes > b_->max_value_size()) {
-    return PosixError(ErrorReason::kEMLINK,
-                      absl::StrCat("inode ", ino, " has as many names in directory ", parent,
-                                   " as one ref item holds"));
-  }
-  std::vector<InodeRef> refs;
-  if (rv->has_value()) {
-    COWKV_ASSIGN_OR_RETURN(refs, DecodeInodeRefs(**rv, ino));
-  }
   COWKV_ASSIGN_OR_RETURN(uint64_t index, NextIndex(b, parent));
+  // First: an EMLINK (the name's extended ref item full) stages nothing
+  // (an index skipped is harmless: indexes only order readdir).
+  COWKV_RETURN_IF_ERROR(AddRef(b, ino, parent, InodeRef{index, std::string(name)}));
   const uint64_t gen = b_->generation();
   DirEntry e{ino, type, gen, std::string(name)};
   const ItemKey dk = DirItemKey(parent, name);
@@ -336,8 +324,6 @@ absl::Status FsOps::AddName(Batch& b, uint64_t parent, absl::string_view name, u
   entries.push_back(e);
   b.Put(dk, EncodeDirEntries(entries));
   b.Put(DirIndexKey(parent, index), EncodeDirEntries({e}));
-  refs.push_back({index, std::string(name)});
-  b.Put(rk, EncodeInodeRefs(refs));
   const int64_t grow = 2 * static_cast<int64_t>(name.size());
   if (touch_later != nullptr) {
     *touch_later += grow;
@@ -369,14 +355,8 @@ absl::Status FsOps::RemoveName(Batch& b, uint64_t parent, absl::string_view name
   } else {
     b.Put(dk, EncodeDirEntries(entries));
   }
-  const ItemKey rk = RefKey(ino, parent);
-  COWKV_ASSIGN_OR_RETURN(const std::optional<std::string>* rv, b.Find(rk));
-  std::vector<InodeRef> refs;
-  if (rv->has_value()) {
-    COWKV_ASSIGN_OR_RETURN(refs, DecodeInodeRefs(**rv, ino));
-  }
-  auto r = std::find_if(refs.begin(), refs.end(), [&](const InodeRef& x) { return x.name == name; });
-  if (r == refs.end()) {
+  COWKV_ASSIGN_OR_RETURN(std::optional<InodeRef> r, TakeRef(b, ino, parent, name));
+  if (!r.has_value()) {
     CorruptionSite site;
     site.what = "inode ref";
     site.inode = ino;
@@ -385,11 +365,14 @@ absl::Status FsOps::RemoveName(Batch& b, uint64_t parent, absl::string_view name
   }
   const ItemKey ik = DirIndexKey(parent, r->index);
   b.Del(ik);
-  refs.erase(r);
-  if (refs.empty()) {
-    b.Del(rk);
-  } else {
-    b.Put(rk, EncodeInodeRefs(refs));
+  const ItemKey rk = RefKey(ino, parent);
+  if (r->extref) {
+    // The extended ref's tombstone (or what is left in it) goes to the log
+    // with the inode; the INODE_REF key stands for "lost a name in parent"
+    // (LostNameOwners, ref_losers) whichever item held the name.
+    const ItemKey xk = ExtrefKey(ino, parent, name);
+    RecordDeleted(ino, xk);
+    RecordDeleted(parent, xk);
   }
   RecordDeleted(parent, dk);
   RecordDeleted(parent, ik);

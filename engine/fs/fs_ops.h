@@ -49,6 +49,9 @@ struct FsOptions {
   bool precise_logged_check = true;  // seed 004
   bool fiemap_path_cache = true;   // seed 002
   size_t inode_cache_entries = 1 << 16;
+  // Testing only: at most this many names in one INODE_REF item (0: as
+  // many as fit); the rest go to INODE_EXTREF items.
+  size_t ref_item_names = 0;
   // Testing only (Options::TestHooks::planted_bug).
   bool bug_no_full_commit = false;
   bool bug_item_counts_as_names = false;
@@ -58,6 +61,7 @@ struct FsOptions {
   bool bug_skip_orphan_cleanup = false;
   bool bug_logged_inode_skips_item = false;
   bool bug_xattr_removal_not_logged = false;
+  bool bug_extref_not_logged = false;  // fsync logs names in INODE_REF items only
 };
 
 // fallocate(2) modes (Linux's FALLOC_FL_* values); the combinations
@@ -218,7 +222,9 @@ struct AttrChange {
 struct ReplayNotes {
   std::set<uint64_t> inodes;       // any key of theirs was replayed
   std::set<uint64_t> full_inodes;  // their INODE_ITEM was replayed
-  std::map<uint64_t, std::set<uint64_t>> logged_refs;  // ino -> parents replayed
+  // ino -> its INODE_REF / INODE_EXTREF keys replayed, as (type, offset).
+  std::map<uint64_t, std::set<std::pair<uint8_t, uint64_t>>> logged_refs;
+  std::set<uint64_t> ref_dirs;  // directories of the names in replayed refs
   // Names an INODE_REF lost in replay: (ino, parent) -> names with indexes.
   std::map<std::pair<uint64_t, uint64_t>, std::vector<InodeRef>> lost_names;
   std::set<std::string> dir_keys;  // DIR_ITEM / DIR_INDEX keys replayed
@@ -414,9 +420,22 @@ class FsOps {
   absl::Status LogInodeKeys(Batch& b, uint64_t ino, const InodeItem& item, bool names,
                             LogWork* also);
   absl::Status LogNames(Batch& b, uint64_t ino, LogWork* also);
-  // `ino`'s names, per parent directory in key order (its INODE_REF items).
+  // `ino`'s names, per parent directory in key order: its INODE_REF items,
+  // then the names of its INODE_EXTREF items (InodeRef::extref) joined to
+  // their parent's.
   using ParentRefs = std::pair<uint64_t, std::vector<InodeRef>>;
   static absl::StatusOr<std::vector<ParentRefs>> LoadRefs(Batch& b, uint64_t ino);
+  // Extended refs (fs_refs.cc). AddRef puts a name in the INODE_REF item of
+  // (ino, parent), or in an INODE_EXTREF item when that one is full (EMLINK
+  // when that one is full too: names colliding in one hash slot).
+  absl::Status AddRef(Batch& b, uint64_t ino, uint64_t parent, const InodeRef& r);
+  // Removes `name` (with `index`, when given) from whichever item holds it;
+  // nullopt when `ino` has no such name in `parent`.
+  absl::StatusOr<std::optional<InodeRef>> TakeRef(Batch& b, uint64_t ino, uint64_t parent,
+                                                  absl::string_view name,
+                                                  std::optional<uint64_t> index = std::nullopt);
+  static absl::StatusOr<std::optional<InodeRef>> FindRef(Batch& b, uint64_t ino, uint64_t parent,
+                                                         absl::string_view name);
   absl::Status LogDirEntries(Batch& b, uint64_t dir, LogWork* also);
   // Whether a directory on the way from `ino` to the root (the root
   // excepted) was moved or lost an entry it would need in this
@@ -467,6 +486,9 @@ class FsOps {
 // Builders of tree keys.
 ItemKey InodeKey(uint64_t ino);
 ItemKey RefKey(uint64_t ino, uint64_t parent);
+ItemKey ExtrefKey(uint64_t ino, uint64_t parent, absl::string_view name);
+// The key of the item that holds name `r` of `ino` in `parent`.
+ItemKey NameRefKey(uint64_t ino, uint64_t parent, const InodeRef& r);
 ItemKey DirItemKey(uint64_t dir, absl::string_view name);
 ItemKey DirIndexKey(uint64_t dir, uint64_t index);
 ItemKey ExtentKey(uint64_t ino, uint64_t offset);

@@ -688,6 +688,21 @@ TEST(FsItemsFuzz, InodeItem) {
              }});
 }
 
+TEST(FsItemsFuzz, InodeExtrefs) {
+  const uint64_t h = fs::ExtrefHash(256, "a");
+  std::vector<std::string> seeds = {
+      fs::EncodeInodeExtrefs({{256, 2, "a"}}),
+      fs::EncodeInodeExtrefs({{256, 2, "a"}, {256, 3, "a"}}),
+  };
+  auto decode = [h](absl::string_view v) { return fs::DecodeInodeExtrefs(v, 257, h); };
+  RunTarget({"inode extrefs", 409, seeds, {}, [&](absl::string_view in) {
+               auto d = decode(in);
+               if (!d.ok()) return d.status();
+               ExpectStable(in, fs::EncodeInodeExtrefs(*d), true, decode, fs::EncodeInodeExtrefs);
+               return absl::OkStatus();
+             }});
+}
+
 TEST(FsItemsFuzz, InodeRefs) {
   std::vector<fs::InodeRef> many;
   for (int i = 0; i < 20; ++i) many.push_back({static_cast<uint64_t>(i + 2), "name" + Counter(i)});
@@ -823,6 +838,8 @@ TEST(FsItemsFuzz, ValidateItemByKeyType) {
   const std::vector<std::string> seeds = {
       Pair(fs::EncodeFsKey({257, fs::kInodeItem, 0}), InodeSeeds().front()),
       Pair(fs::EncodeFsKey({257, fs::kInodeRef, 256}), fs::EncodeInodeRefs({{2, "a"}})),
+      Pair(fs::EncodeFsKey({257, fs::kInodeExtref, fs::ExtrefHash(256, "a")}),
+           fs::EncodeInodeExtrefs({{256, 2, "a"}})),
       Pair(fs::EncodeFsKey({256, fs::kDirItem, fs::NameHash("a")}),
            fs::EncodeDirEntries(SampleEntries())),
       Pair(fs::EncodeFsKey({256, fs::kDirIndex, 2}), fs::EncodeDirEntries({SampleEntries()[0]})),

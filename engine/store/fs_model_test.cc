@@ -23,8 +23,10 @@
 // since a live snapshot is SHARED; a file never cloned and in no live
 // snapshot has no SHARED extent (so dropping a snapshot clears the flag).
 // Odd seeds use 4 KiB nodes (deep trees), even ones 16 KiB; seeds divisible
-// by 3 run with a 16-inode cache, by 4 with the seed switches off. Names
-// include crc32c-colliding pairs (several entries in one DIR_ITEM/XATTR_ITEM).
+// by 3 run with a 16-inode cache, by 4 with the seed switches off, 2 and 5
+// mod 5 with one name per INODE_REF item (extended refs for the rest). Names
+// include crc32c-colliding pairs (several entries in one DIR_ITEM/XATTR_ITEM,
+// and, being of one length, in one extended ref item of any directory).
 // Replay: --seed=N --ops=M [--seeds=K]; FS_MODEL_VERBOSE=1 prints every op.
 #include <algorithm>
 #include <cstdlib>
@@ -1437,10 +1439,13 @@ void FsRun::OpCommit() {
 }
 
 // Seeds 3, 6, 9, ...: a 16-inode cache (evictions: DIR_INDEX counters
-// reloaded, "logged?" asked of the log); seeds 4, 8, ...: the seed switches off.
+// reloaded, "logged?" asked of the log); seeds 4, 8, ...: the seed switches
+// off; seeds 2, 5, 7, 10, ...: one name per INODE_REF item (a file's other
+// names in a directory in extended refs).
 Options FsRun::StoreOptions() const {
   Options o = testing::TestOptions();
   if (seed_ % 3 == 0) o.inode_cache_entries = 16;
+  if (seed_ % 5 == 0 || seed_ % 5 == 2) o.test_hooks.ref_item_names = 1;
   if (seed_ % 4 == 0) {
     o.fs_dir_index_offset = false;
     o.fs_precise_logged_check = false;

@@ -149,6 +149,7 @@ fs::FsOptions StoreImpl::FsOptionsFromStore() const {
   o.precise_logged_check = options_.fs_precise_logged_check;
   o.fiemap_path_cache = options_.fiemap_path_cache;
   o.inode_cache_entries = options_.inode_cache_entries;
+  o.ref_item_names = options_.test_hooks.ref_item_names;
   o.bug_no_full_commit =
       options_.test_hooks.planted_bug == Options::TestHooks::PlantedBug::kNoFullCommit;
   o.bug_item_counts_as_names =
@@ -165,6 +166,8 @@ fs::FsOptions StoreImpl::FsOptionsFromStore() const {
       options_.test_hooks.planted_bug == Options::TestHooks::PlantedBug::kLoggedInodeSkipsItem;
   o.bug_xattr_removal_not_logged =
       options_.test_hooks.planted_bug == Options::TestHooks::PlantedBug::kXattrRemovalNotLogged;
+  o.bug_extref_not_logged =
+      options_.test_hooks.planted_bug == Options::TestHooks::PlantedBug::kExtrefNotLogged;
   return o;
 }
 

@@ -233,33 +233,43 @@ TEST_F(FsTest, HardLinksAndUnlink) {
   EXPECT_EQ(store_->Stats().used_bytes, store_->Stats().used_bytes);
 }
 
-// An inode's names in one directory share one INODE_REF item (4 KiB nodes
-// here): when it is full the next link there is EMLINK, not a failed write,
-// and a link from another directory or a rename within it still works.
-TEST_F(FsTest, LinksInOneDirectoryStopAtEmlink) {
+// An inode's names in one directory: one INODE_REF item while it holds
+// them (4 KiB nodes here), extended refs past it, up to kMaxLinks names in
+// one directory (btrfs with extended_iref). Names from both kinds of item
+// unlink, rename and survive a remount; `check` counts both.
+TEST_F(FsTest, AllLinksInOneDirectory) {
   ASSERT_OK(f().Mkdir("/d").status());
   ASSERT_OK(f().Mkdir("/e").status());
   ASSERT_OK(f().Create("/d/f").status());
   const uint64_t fi = Ino("/d/f");
-  int links = 0;
-  absl::Status st;
-  for (; links < 10000; ++links) {
-    st = f().Link("/d/f", absl::StrFormat("/d/link-%05d", links)).status();
-    if (!st.ok()) break;
+  for (uint32_t i = 1; i < kMaxLinks; ++i) {
+    ASSERT_OK(f().Link("/d/f", absl::StrFormat("/d/link-%05d", i)).status()) << i;
   }
-  EXPECT_THAT(st, StatusIs(absl::StatusCode::kFailedPrecondition));
-  EXPECT_TRUE(absl::StartsWith(st.message(), "EMLINK")) << st;
-  EXPECT_GT(links, 20);
-  EXPECT_EQ(f().StatInode(fi)->nlink, static_cast<uint32_t>(links + 1));
-  EXPECT_THAT(f().Lookup(absl::StrFormat("/d/link-%05d", links)).status(),
-              StatusIs(absl::StatusCode::kNotFound));
-  ASSERT_OK(f().Link("/d/f", "/e/elsewhere").status());
-  // Same-length rename in the full directory: the item does not grow.
-  ASSERT_OK(f().Rename("/d/link-00000", "/d/LINK-00000"));
-  ASSERT_OK(f().Unlink("/d/link-00001"));
-  ASSERT_OK(f().Link("/d/f", "/d/again-00").status());
-  EXPECT_EQ(f().StatInode(fi)->nlink, static_cast<uint32_t>(links + 2));
+  EXPECT_EQ(f().StatInode(fi)->nlink, kMaxLinks);
+  absl::Status over = f().Link("/d/f", "/e/over").status();
+  EXPECT_THAT(over, StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_TRUE(absl::StartsWith(over.message(), "EMLINK")) << over;
   ASSERT_OK(store_->Commit());
+  Reopen();
+  EXPECT_EQ(f().StatInode(fi)->nlink, kMaxLinks);
+  EXPECT_EQ(Names("/d").size(), kMaxLinks);
+  // The first names are in the INODE_REF item, the last in extended refs.
+  for (const char* name : {"/d/link-00001", "/d/link-65534"}) EXPECT_EQ(Ino(name), fi) << name;
+  ASSERT_OK(f().Rename("/d/link-00002", "/d/LINK-00002"));
+  ASSERT_OK(f().Rename("/d/link-65534", "/e/moved"));
+  for (uint32_t i = 3; i < kMaxLinks; i += 2) {
+    ASSERT_OK(f().Unlink(absl::StrFormat("/d/link-%05d", i))) << i;
+  }
+  ASSERT_OK(f().Link("/d/f", "/d/again").status());
+  EXPECT_EQ(Ino("/d/LINK-00002"), fi);
+  EXPECT_EQ(Ino("/e/moved"), fi);
+  EXPECT_THAT(f().Lookup("/d/link-00003").status(), StatusIs(absl::StatusCode::kNotFound));
+  const uint32_t left = kMaxLinks - (kMaxLinks - 3 + 1) / 2 + 1;
+  EXPECT_EQ(f().StatInode(fi)->nlink, left);
+  ASSERT_OK(store_->Commit());
+  Reopen();
+  EXPECT_EQ(f().StatInode(fi)->nlink, left);
+  EXPECT_EQ(Names("/d").size() + Names("/e").size(), left);
 }
 
 // A file has at most kMaxLinks (65,535) names, wherever they are.

@@ -107,7 +107,8 @@ absl::Status StoreImpl::ReplayEntry(const log::LogEntry& e, std::set<uint64_t>* 
 }
 
 // Replay of file-namespace log entries: `notes` collects what the fix-up
-// must look at; INODE_REF entries remember the names they drop.
+// must look at; INODE_REF and INODE_EXTREF entries remember the names they
+// drop.
 absl::Status StoreImpl::NoteFsReplay(Tree* tree, const log::LogEntry& e, fs::ReplayNotes* notes) {
   fs::FsKey k;
   fs::DecodeFsKey(e.key, &k);
@@ -124,22 +125,37 @@ absl::Status StoreImpl::NoteFsReplay(Tree* tree, const log::LogEntry& e, fs::Rep
   notes->inodes.insert(k.objectid);
   if (k.type == fs::kInodeItem && !e.value.empty()) notes->full_inodes.insert(k.objectid);
   if (k.type == fs::kDirItem || k.type == fs::kDirIndex) notes->dir_keys.insert(e.key);
-  if (k.type != fs::kInodeRef) return absl::OkStatus();
-  notes->logged_refs[k.objectid].insert(k.offset);
+  if (k.type != fs::kInodeRef && k.type != fs::kInodeExtref) return absl::OkStatus();
+  notes->logged_refs[k.objectid].insert({k.type, k.offset});
   absl::StatusOr<std::string> old = tree->Get(e.key);
-  if (absl::IsNotFound(old.status())) return absl::OkStatus();
-  COWKV_RETURN_IF_ERROR(old.status());
-  COWKV_ASSIGN_OR_RETURN(std::vector<fs::InodeRef> before, fs::DecodeInodeRefs(*old, k.objectid));
-  std::vector<fs::InodeRef> after;
-  if (!e.value.empty()) {
-    COWKV_ASSIGN_OR_RETURN(after, fs::DecodeInodeRefs(e.value, k.objectid));
+  if (!absl::IsNotFound(old.status())) COWKV_RETURN_IF_ERROR(old.status());
+  // Both sides as (parent, name): an INODE_REF's names are all in the
+  // key's directory; an extended ref's each carry theirs.
+  std::vector<std::pair<uint64_t, fs::InodeRef>> before, after;
+  auto decode = [&](absl::string_view v, std::vector<std::pair<uint64_t, fs::InodeRef>>* out) {
+    if (k.type == fs::kInodeRef) {
+      COWKV_ASSIGN_OR_RETURN(std::vector<fs::InodeRef> rs, fs::DecodeInodeRefs(v, k.objectid));
+      for (fs::InodeRef& r : rs) out->push_back({k.offset, std::move(r)});
+      return absl::OkStatus();
+    }
+    COWKV_ASSIGN_OR_RETURN(std::vector<fs::InodeExtref> xs,
+                           fs::DecodeInodeExtrefs(v, k.objectid, k.offset));
+    for (fs::InodeExtref& x : xs) {
+      out->push_back({x.parent, fs::InodeRef{x.index, std::move(x.name), true}});
+    }
+    return absl::OkStatus();
+  };
+  if (old.ok()) COWKV_RETURN_IF_ERROR(decode(*old, &before));
+  if (!e.value.empty()) COWKV_RETURN_IF_ERROR(decode(e.value, &after));
+  if (k.type == fs::kInodeRef) notes->ref_dirs.insert(k.offset);
+  for (const auto& side : {&before, &after}) {
+    for (const auto& [parent, r] : *side) notes->ref_dirs.insert(parent);
   }
-  auto& lost = notes->lost_names[{k.objectid, k.offset}];
-  for (const fs::InodeRef& r : before) {
-    bool kept = std::any_of(after.begin(), after.end(), [&](const fs::InodeRef& a) {
-      return a.name == r.name && a.index == r.index;
+  for (const auto& [parent, r] : before) {
+    const bool kept = std::any_of(after.begin(), after.end(), [&](const auto& a) {
+      return a.first == parent && a.second.name == r.name && a.second.index == r.index;
     });
-    if (!kept) lost.push_back(r);
+    if (!kept) notes->lost_names[{k.objectid, parent}].push_back(r);
   }
   return absl::OkStatus();
 }

@@ -28,6 +28,7 @@ struct TestFlags {
   uint64_t samples = 0;  // workloads in the sample (0 = default)
   uint64_t max_ops = 0;  // longest workload (0 = default)
   std::string only;      // a workload description to run alone (from a failure message)
+  uint64_t ref_item_names = 0;  // fs generators: names per INODE_REF item (0 = as many as fit)
 };
 
 inline TestFlags& Flags() {
@@ -46,7 +47,8 @@ inline void ParseTestFlags(int* argc, char** argv) {
     };
     if (take("--seed=", &Flags().seed) || take("--ops=", &Flags().ops) ||
         take("--seeds=", &Flags().seeds) || take("--samples=", &Flags().samples) ||
-        take("--max_ops=", &Flags().max_ops)) {
+        take("--max_ops=", &Flags().max_ops) ||
+        take("--ref_item_names=", &Flags().ref_item_names)) {
       continue;
     }
     if (std::strcmp(argv[i], "--full") == 0) {

@@ -1,7 +1,8 @@
 // CheckFsTree(): the file-namespace part of `check`, run on every live
 // subvolume tree. Every fs item must decode, and the namespace must hang
 // together:
-//   - every name an inode has (INODE_REF) is in its parent's DIR_ITEM and
+//   - every name an inode has (INODE_REF and INODE_EXTREF items; a name in
+//     one of them only, at most kMaxLinks in all) is in its parent's DIR_ITEM and
 //     DIR_INDEX (same index), and every directory entry is a name of its
 //     child, with the child's type;
 //   - nlink equals the number of names (directories: exactly one name and
@@ -68,11 +69,14 @@ class FsChecker {
         break;
       case fs::kInodeRef: {
         const std::vector<fs::InodeRef> refs = *fs::DecodeInodeRefs(value, k.objectid);
-        for (const fs::InodeRef& r : refs) {
-          refs_.insert({k.offset, r.index, r.name, k.objectid});
-          ref_names_.insert({k.offset, r.name, k.objectid});
-          ++in.names;
-        }
+        for (const fs::InodeRef& r : refs) AddName(in, k.objectid, k.offset, r.index, r.name);
+        break;
+      }
+      case fs::kInodeExtref: {
+        // Hash slots were checked by ValidateItem.
+        const std::vector<fs::InodeExtref> xs =
+            *fs::DecodeInodeExtrefs(value, k.objectid, k.offset);
+        for (const fs::InodeExtref& x : xs) AddName(in, k.objectid, x.parent, x.index, x.name);
         break;
       }
       case fs::kDirItem: {
@@ -141,6 +145,16 @@ class FsChecker {
   template <typename... Args>
   void Problem(const Args&... args) {
     p_->push_back(absl::StrCat("tree ", tree_, " fs: ", args...));
+  }
+
+  // One name of `ino`, from an INODE_REF or an extended ref.
+  void AddName(InodeInfo& in, uint64_t ino, uint64_t parent, uint64_t index,
+               const std::string& name) {
+    if (!ref_names_.insert({parent, name, ino}).second) {
+      Problem("inode ", ino, " has name \"", name, "\" in directory ", parent, " twice");
+    }
+    refs_.insert({parent, index, name, ino});
+    if (++in.names > kMaxLinks) Problem("inode ", ino, " has more than ", kMaxLinks, " names");
   }
 
   void AddExtent(InodeInfo& in, const FsKey& k, absl::string_view value) {

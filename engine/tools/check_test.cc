@@ -6,6 +6,7 @@
 // see the problem): refcount != back-references, a leaked extent, an
 // overlapping extent, misordered keys, a key outside its parent's fence, and
 // a flipped byte.
+#include <algorithm>
 #include <functional>
 #include <string>
 
@@ -16,6 +17,7 @@
 #include "engine/base/coding.h"
 #include "engine/format/items.h"
 #include "engine/format/layout.h"
+#include "engine/fs/fs_items.h"
 #include "engine/testing/node_surgery.h"
 #include "engine/testing/status_matchers.h"
 #include "engine/testing/store_fixture.h"
@@ -311,6 +313,76 @@ TEST_F(CheckOrphanTest, OrphanItemWithoutInode) {
     }
   }));
   ExpectFinding("which does not exist");
+}
+
+// Extended refs: with one name per INODE_REF item, /d/b (the second name
+// of /d/a's file in /d) is an INODE_EXTREF item. The clean image passes;
+// an extended ref moved to another hash slot, lost, or duplicating the
+// INODE_REF's name is found.
+class CheckExtrefTest : public CheckFsTest {
+ protected:
+  void SetUp() override {
+    ASSERT_OK(Store::Mkfs(&dev_, testing::TestMkfs(4096)));
+    Options o = testing::TestOptions();
+    o.test_hooks.ref_item_names = 1;
+    ASSERT_OK_AND_ASSIGN(auto store, Store::Open(&dev_, o));
+    ASSERT_OK_AND_ASSIGN(SubvolumeInfo info, store->CreateSubvolume("files"));
+    tree_ = info.id;
+    ASSERT_OK_AND_ASSIGN(auto sv, store->OpenSubvolume("files"));
+    Files f = sv->files();
+    ASSERT_OK(f.Mkdir("/d").status());
+    ASSERT_OK(f.Create("/d/a").status());
+    ASSERT_OK(f.Link("/d/a", "/d/b").status());
+    ASSERT_OK(store->Close());
+    testing::ExpectCheckClean(&dev_);
+    ASSERT_OK_AND_ASSIGN(std::vector<NodeInfo> nodes, ListNodes(&dev_));
+    for (const NodeInfo& n : nodes) {
+      if (n.tree == tree_ && n.level == 0) leaf_ = n.bytenr;
+    }
+    ASSERT_NE(leaf_, 0u);
+  }
+  // The leaf's extended ref item (exactly one).
+  static std::vector<Item>::iterator Extref(std::vector<Item>* items) {
+    auto it =
+        std::find_if(items->begin(), items->end(), [](const Item& i) { return Type(i) == 13; });
+    EXPECT_NE(it, items->end());
+    return it;
+  }
+};
+
+TEST_F(CheckExtrefTest, WrongHashSlot) {
+  ASSERT_OK(RewriteNode(&dev_, leaf_, [](std::vector<Item>* items) {
+    auto it = Extref(items);
+    it->key[17] = static_cast<char>(it->key[17] ^ 1);  // the next item is another type
+  }));
+  ExpectFinding("in the wrong hash slot");
+}
+
+TEST_F(CheckExtrefTest, LostExtref) {
+  ASSERT_OK(
+      RewriteNode(&dev_, leaf_, [](std::vector<Item>* items) { items->erase(Extref(items)); }));
+  ExpectFinding("names \"b\" -> ");
+  ExpectFinding("nlink 2 but 1 names");
+}
+
+TEST_F(CheckExtrefTest, NameInBothKindsOfItem) {
+  ASSERT_OK(RewriteNode(&dev_, leaf_, [](std::vector<Item>* items) {
+    // The INODE_REF's name ("a", under /d) copied into an extended ref.
+    auto ref = std::find_if(items->begin(), items->end(), [](const Item& i) {
+      return Type(i) == 12 && i.value.size() == 11 && i.value[10] == 'a';
+    });
+    ASSERT_NE(ref, items->end());
+    const uint64_t parent = DecodeBE64(ref->key.data() + 10);
+    Item x;
+    x.key = ref->key;
+    x.key[9] = 13;
+    EncodeBE64(x.key.data() + 10, fs::ExtrefHash(parent, "a"));
+    x.value = fs::EncodeInodeExtrefs({{parent, DecodeLE64(ref->value.data()), "a"}});
+    items->push_back(x);
+    std::sort(items->begin(), items->end(),
+              [](const Item& l, const Item& r) { return l.key < r.key; });
+  }));
+  ExpectFinding("has name \"a\" in directory ");
 }
 
 TEST_F(CheckOrphanTest, MountDeletesTheOrphan) {

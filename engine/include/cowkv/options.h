@@ -128,8 +128,14 @@ struct Options {
       kSkipOrphanCleanup,   // mount leaves orphans (inodes kept by open handles) in place
       kLoggedInodeSkipsItem,   // fsync skips the item of a file logged already in this transaction
       kXattrRemovalNotLogged,  // removing an item's last xattr is not noted for the log
+      kExtrefNotLogged,        // fsync logs an inode's names in INODE_REF items only
     };
     PlantedBug planted_bug = PlantedBug::kNone;
+    // At most this many names in one INODE_REF item (0: as many as fit);
+    // the rest go to extended refs. fs_gen_test and fs_model_test run with
+    // 1 as well, so every second name of a file in a directory is an
+    // extended ref.
+    size_t ref_item_names = 0;
     // The throttler's older policy, for bench/subvol_bench's comparison
     // (BM_.../cowkv_bytes_throttle) and throttle_test: writers wait for a
     // commit whenever dirty metadata passes `throttle_dirty_bytes`.
