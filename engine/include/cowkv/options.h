@@ -128,6 +128,7 @@ struct Options {
       kSkipOrphanCleanup,   // mount leaves orphans (inodes kept by open handles) in place
       kLoggedInodeSkipsItem,   // fsync skips the item of a file logged already in this transaction
       kXattrRemovalNotLogged,  // removing an item's last xattr is not noted for the log
+      kSortIgnoresDirection,   // subvolume list's --sort treats "-FIELD" as "+FIELD"
     };
     PlantedBug planted_bug = PlantedBug::kNone;
     // The throttler's older policy, for bench/subvol_bench's comparison
