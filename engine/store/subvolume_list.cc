@@ -138,6 +138,9 @@ absl::StatusOr<std::vector<uint64_t>> StoreImpl::SyncDeletedSubvolumes(
   const std::vector<uint64_t> result(wanted.begin(), wanted.end());
   // Nothing to drop and nothing dropped since the last sync: at once.
   if (wanted.empty() && !unreleased) return result;
+  // A read-only store cannot drop anything (an image with deletions
+  // pending, mounted read-only, keeps them pending).
+  if (options_.read_only) return ReadOnlyStoreError("store is opened read-only");
   for (;;) {
     std::vector<uint64_t> pending;
     {
