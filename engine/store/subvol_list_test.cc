@@ -12,6 +12,7 @@
 // model's own sort; the same after reopening. A planted bug (the comparator
 // ignores '-') must be caught. Replay: --seed=N --ops=M.
 #include <algorithm>
+#include <iostream>
 #include <map>
 #include <random>
 #include <string>
@@ -278,6 +279,7 @@ TEST(SubvolList, CatchesPlantedSortBug) {
   o.test_hooks.planted_bug = Options::TestHooks::PlantedBug::kSortIgnoresDirection;
   const std::string err = RunSeeds(1, 150, o);
   EXPECT_THAT(err, HasSubstr("--sort=-")) << "the model missed a comparator that ignores '-'";
+  std::cout << "planted bug caught: " << err << "\n";
 }
 
 TEST(SubvolList, BadSortKeysAreInvalidArgumentNamingTheKey) {
@@ -298,6 +300,10 @@ TEST(SubvolList, BadSortKeysAreInvalidArgumentNamingTheKey) {
   EXPECT_THAT(std::string(store->ListSubvolumes(o).status().message()), HasSubstr("'size'"));
   o.sort = {"+gen,-ogen,+rootid,path"};
   ASSERT_OK(store->ListSubvolumes(o).status());
+  o.sort = std::vector<std::string>(kMaxSubvolumeSortKeys, "gen");
+  ASSERT_OK(store->ListSubvolumes(o).status());
+  o.sort.push_back("gen");
+  EXPECT_THAT(store->ListSubvolumes(o), StatusIs(absl::StatusCode::kInvalidArgument));
   ASSERT_OK(store->Close());
 }
 

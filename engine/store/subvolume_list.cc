@@ -54,6 +54,12 @@ absl::StatusOr<std::vector<SubvolumeSortKey>> ParseSubvolumeSort(
                          "' (want [+|-] and one of gen, ogen, rootid, id, path, name)"));
       }
       out.push_back(key);
+      // Four fields, two directions: more keys add nothing but work for
+      // every comparison.
+      if (out.size() > kMaxSubvolumeSortKeys) {
+        return absl::InvalidArgumentError(absl::StrCat("EINVAL: at most ", kMaxSubvolumeSortKeys,
+                                                       " subvolume sort keys, got more"));
+      }
     }
   }
   return out;

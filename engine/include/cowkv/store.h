@@ -1,6 +1,6 @@
 // cowkv engine facade. Public headers, by noun (this one includes them all):
 //   options.h  kv.h  files.h  stats.h  tools.h  device.h  errors.h  limits.h
-//   status_macros.h
+//   status_macros.h  subvolumes.h
 //
 //   Store::Mkfs(device, {})            formats a device
 //   Store::Open(device or path, opts)  mounts it (newest valid superblock)

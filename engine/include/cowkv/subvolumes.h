@@ -15,6 +15,7 @@
 #ifndef COWKV_INCLUDE_COWKV_SUBVOLUMES_H_
 #define COWKV_INCLUDE_COWKV_SUBVOLUMES_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -43,6 +44,9 @@ struct SubvolumeSortKey {
   Field field = Field::kId;
   bool descending = false;
 };
+
+// Most sort keys a listing takes (INVALID_ARGUMENT beyond).
+inline constexpr size_t kMaxSubvolumeSortKeys = 16;
 
 // Parses SubvolumeListOptions::sort. Each element may itself hold several
 // comma-separated keys ("gen,-ogen"), as btrfs's --sort does.
