@@ -129,10 +129,9 @@ absl::StatusOr<std::vector<uint64_t>> StoreImpl::SyncDeletedSubvolumes(
     if (options.ids.empty()) wanted = dying_set;
     for (uint64_t id : options.ids) {
       if (subvols_->IsLive(id)) {
-        absl::StatusOr<SubvolInfo> s = subvols_->Get(id);
+        // (Get() would read its root item, which needs the tree lock.)
         return absl::FailedPreconditionError(
-            absl::StrCat("EBUSY: subvolume ", id, s.ok() ? absl::StrCat(" ('", s->name, "')") : "",
-                         " is not deleted"));
+            absl::StrCat("EBUSY: subvolume ", id, " is live, not deleted"));
       }
       if (id < format::kFirstFreeTreeId || id >= txn_->next_tree_id()) {
         return absl::NotFoundError(absl::StrCat("ENOENT: no subvolume ever had id ", id));
