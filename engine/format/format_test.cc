@@ -328,9 +328,10 @@ TEST(ItemsDeathTest, RootAndSubvolItemsAsTheirDecoders) {
   r.level = 0;
   r.bytenr = 4096;
   EXPECT_DEATH(EncodeRootItem(r), "r.bytenr >= kReservedHead");
-  EXPECT_DEATH(EncodeSubvolInfo({5, 0, ""}), "!s.name.empty\\(\\)");
-  EXPECT_DEATH(EncodeSubvolInfo({5, 0, std::string(kMaxSubvolNameSize + 1, 'n')}),
+  EXPECT_DEATH(EncodeSubvolInfo({5, 0, 1, ""}), "!s.name.empty\\(\\)");
+  EXPECT_DEATH(EncodeSubvolInfo({5, 0, 1, std::string(kMaxSubvolNameSize + 1, 'n')}),
                "kMaxSubvolNameSize");
+  EXPECT_DEATH(EncodeSubvolInfo({5, 0, 0, "a"}), "s.ogen >= 1");
 }
 
 TEST(SuperblockDeathTest, FieldsTheDecoderRefuses) {

@@ -127,9 +127,11 @@ std::string EncodeSubvolInfo(const SubvolInfoItem& s) {
   COWKV_CHECK(s.name.size() <= kMaxSubvolNameSize);
   COWKV_DCHECK(s.name.find('/') == std::string::npos);
   COWKV_DCHECK(s.name.find('\0') == std::string::npos);
+  COWKV_CHECK(s.ogen >= 1);  // generation 1 is mkfs's
   std::string out;
   PutLE64(&out, s.parent_id);
   PutLE64(&out, s.ctime_ms);
+  PutLE64(&out, s.ogen);
   out += s.name;
   return out;
 }
@@ -139,12 +141,14 @@ absl::StatusOr<SubvolInfoItem> DecodeSubvolInfo(absl::string_view v, uint64_t tr
   site.what = "subvolume info";
   site.owner = tree_id;
   if (v.size() <= kSubvolInfoFixedSize || v.size() > kSubvolInfoFixedSize + kMaxSubvolNameSize) {
-    return COWKV_CORRUPTION(site, "bad size", absl::StrCat(v.size()), "17..271");
+    return COWKV_CORRUPTION(site, "bad size", absl::StrCat(v.size()), "25..279");
   }
   Reader r(v);
   SubvolInfoItem s;
   s.parent_id = r.LE64();
   s.ctime_ms = r.LE64();
+  s.ogen = r.LE64();
+  if (s.ogen == 0) return COWKV_CORRUPTION(site, "bad creation generation", "0", ">= 1");
   s.name = std::string(r.Bytes(r.remaining()));
   if (s.name.find('/') != std::string::npos || s.name.find('\0') != std::string::npos) {
     return COWKV_CORRUPTION(site, "bad name", "", "no '/' or NUL");

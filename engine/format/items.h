@@ -145,12 +145,14 @@ std::string EncodeRootItem(const RootItem& r);
 absl::StatusOr<RootItem> DecodeRootItem(absl::string_view v, uint64_t tree_id);
 
 // SUBVOL_INFO value (root tree, key (tree_id, SUBVOL_INFO, 0)): parent id
-// u64, creation time in Unix ms u64, then the name (1..255 bytes).
-inline constexpr size_t kSubvolInfoFixedSize = 16;
+// u64, creation time in Unix ms u64, creation generation u64 (btrfs's
+// otransid, >= 1), then the name (1..255 bytes).
+inline constexpr size_t kSubvolInfoFixedSize = 24;
 inline constexpr size_t kMaxSubvolNameSize = 255;
 struct SubvolInfoItem {
   uint64_t parent_id = 0;
   uint64_t ctime_ms = 0;
+  uint64_t ogen = 0;  // the engine generation that created the subvolume
   std::string name;
 };
 std::string EncodeSubvolInfo(const SubvolInfoItem& s);

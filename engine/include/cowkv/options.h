@@ -129,6 +129,7 @@ struct Options {
       kLoggedInodeSkipsItem,   // fsync skips the item of a file logged already in this transaction
       kXattrRemovalNotLogged,  // removing an item's last xattr is not noted for the log
       kExtrefNotLogged,        // fsync logs an inode's names in INODE_REF items only
+      kSortIgnoresDirection,   // subvolume list's --sort treats "-FIELD" as "+FIELD"
     };
     PlantedBug planted_bug = PlantedBug::kNone;
     // At most this many names in one INODE_REF item (0: as many as fit);
