@@ -71,6 +71,8 @@ const absl::flat_hash_map<std::string, Access>& MethodTable() {
       {"cowkv.v1.Subvolumes/Rename", Access::kAdmin},
       {"cowkv.v1.Subvolumes/Delete", Access::kAdmin},
       {"cowkv.v1.Subvolumes/Snapshot", Access::kAdmin},
+      // Waiting for deleted subvolumes' space commits, as Admin/Sync does.
+      {"cowkv.v1.Subvolumes/Sync", Access::kWrite},
       // Admin. Check reads the whole device: an operator's tool.
       {"cowkv.v1.Admin/Stats", Access::kRead},
       {"cowkv.v1.Admin/Version", Access::kRead},

@@ -624,7 +624,40 @@ void BadInput::Subvolumes() {
   Flaws f;
   f.unparsable = OneIn(8);
   const std::vector<std::string> existing = {kSeed, kReadOnly, kOther, "default"};
-  switch (U(6)) {
+  switch (U(8)) {
+    case 6: {  // List with filters and sort keys; a bad key is INVALID_ARGUMENT
+      v1::ListSubvolumesRequest req;
+      req.set_read_only(OneIn(2));
+      req.set_snapshots_only(OneIn(2));
+      f.malformed = !f.unparsable && OneIn(3);
+      for (uint64_t n = U(3); n > 0; --n) {
+        req.add_sort(PickOf<std::string>({"gen", "-ogen", "+rootid", "path,-gen", "id", "-name"}));
+      }
+      if (f.malformed) req.add_sort(PickOf<std::string>({"size", "", "gen,", "--gen", "Gen"}));
+      if (f.unparsable) req.add_sort(Utf8Bomb());
+      const Reply r = Send("Subvolumes/List", "list sorted", f, {Serialize(req, f.unparsable)});
+      if (r.status.ok()) {
+        const v1::ListSubvolumesResponse listed = Parse<v1::ListSubvolumesResponse>(r);
+        for (const v1::SubvolumeInfo& s : listed.subvolumes()) {
+          if ((req.read_only() && !s.read_only()) || (req.snapshots_only() && s.parent_id() == 0)) {
+            ADD_FAILURE() << "List: " << s.name() << " passed a filter it fails\n" << Replay();
+          }
+        }
+      }
+      return;
+    }
+    case 7: {  // Sync: nothing is deleted here; an unknown id, a live one
+      v1::SyncSubvolumesRequest req;
+      const uint64_t k = U(3);
+      f.absent = k == 1;
+      f.protected_default = k == 2;  // a live subvolume: FAILED_PRECONDITION too
+      if (f.absent) req.add_ids(PickOf<uint64_t>({1, 2, 255, 1ull << 40, UINT64_MAX}));
+      if (f.protected_default) req.add_ids(5);
+      req.set_timeout_ms(U(3) * 1000);
+      Send("Subvolumes/Sync", absl::StrCat("sync ", req.ids_size(), " ids"), f,
+           {Serialize(req, f.unparsable)});
+      return;
+    }
     case 0: {  // Create: a bad name, or a taken one
       v1::CreateSubvolumeRequest req;
       f.malformed = !f.unparsable && OneIn(2);
@@ -635,7 +668,8 @@ void BadInput::Subvolumes() {
       return;
     }
     case 1: {  // List: any unknown field is fine; bytes that are not protobuf are not
-      std::string wire = OneIn(2) ? UnknownFields() : "";
+      // Fields 100 (varint) and 101 (bytes): ListSubvolumesRequest has 1..3.
+      std::string wire = OneIn(2) ? std::string("\xa0\x06\x01\xaa\x06\x03\x61\x62\x63") : "";
       if (f.unparsable) wire += PickOf(BadTails());
       if (v1::ListSubvolumesRequest().ParseFromString(wire) == f.unparsable) {
         ADD_FAILURE() << "generator bug: a List request that "

@@ -12,6 +12,8 @@ void ToProto(const SubvolumeInfo& in, v1::SubvolumeInfo* out) {
   out->set_last_snapshot(in.last_snapshot);
   out->set_created_unix_ms(in.created_unix_ms);
   out->set_read_only(in.read_only);
+  out->set_creation_generation(in.creation_generation);
+  for (const std::string& name : in.snapshots) out->add_snapshots(name);
 }
 
 void ToProto(const KeyValue& in, v1::KeyValue* out) {

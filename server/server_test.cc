@@ -1499,6 +1499,106 @@ TEST_F(Rpc, Leases) {
   EXPECT_CODE(lease->Leases(Ctx().get(), missing, &list), NOT_FOUND);
 }
 
+// ---- Subvolumes: list filters and sort, show's snapshots, sync -------------------
+
+TEST_F(Rpc, SubvolumeListFiltersAndSort) {
+  CreateSubvolume("lst-a");
+  Snapshot("lst-a", "lst-a@ro", true);
+  Snapshot("lst-a", "lst-a@rw", false);
+  auto list = [&](v1::ListSubvolumesRequest req) {
+    v1::ListSubvolumesResponse resp;
+    const grpc::Status st = sv().List(Ctx().get(), req, &resp);
+    EXPECT_TRUE(st.ok()) << st.error_message();
+    std::vector<v1::SubvolumeInfo> out(resp.subvolumes().begin(), resp.subvolumes().end());
+    return out;
+  };
+  v1::ListSubvolumesRequest req;
+  req.set_snapshots_only(true);
+  std::set<std::string> names;
+  for (const auto& s : list(req)) {
+    EXPECT_NE(s.parent_id(), 0u) << s.name();
+    names.insert(s.name());
+  }
+  EXPECT_TRUE(names.count("lst-a@ro") && names.count("lst-a@rw") && !names.count("lst-a"));
+  req.set_read_only(true);
+  names.clear();
+  for (const auto& s : list(req)) {
+    EXPECT_TRUE(s.read_only()) << s.name();
+    names.insert(s.name());
+  }
+  EXPECT_TRUE(names.count("lst-a@ro") && !names.count("lst-a@rw"));
+
+  v1::ListSubvolumesRequest sorted;
+  sorted.add_sort("-rootid");
+  std::vector<v1::SubvolumeInfo> by_id = list(sorted);
+  ASSERT_GE(by_id.size(), 4u);
+  for (size_t i = 1; i < by_id.size(); ++i) EXPECT_GT(by_id[i - 1].id(), by_id[i].id());
+  sorted.clear_sort();
+  sorted.add_sort("-ogen,path");
+  std::vector<v1::SubvolumeInfo> by_ogen = list(sorted);
+  for (size_t i = 1; i < by_ogen.size(); ++i) {
+    EXPECT_GE(by_ogen[i - 1].creation_generation(), by_ogen[i].creation_generation());
+  }
+  sorted.clear_sort();
+  sorted.add_sort("gen");
+  sorted.add_sort("+size");
+  v1::ListSubvolumesResponse resp;
+  grpc::Status bad = sv().List(Ctx().get(), sorted, &resp);
+  EXPECT_CODE(bad, INVALID_ARGUMENT);
+  EXPECT_NE(bad.error_message().find("'+size'"), std::string::npos) << bad.error_message();
+}
+
+TEST_F(Rpc, SubvolumeShowNamesSnapshots) {
+  CreateSubvolume("shw-a");
+  Snapshot("shw-a", "shw-a@1", true);
+  Snapshot("shw-a", "shw-a@2", false);
+  Snapshot("shw-a@1", "shw-a@1@1", true);
+  v1::ShowSubvolumeRequest show;
+  show.set_name("shw-a");
+  v1::SubvolumeInfo info;
+  ASSERT_GRPC_OK(sv().Show(Ctx().get(), show, &info));
+  EXPECT_EQ(std::vector<std::string>(info.snapshots().begin(), info.snapshots().end()),
+            (std::vector<std::string>{"shw-a@1", "shw-a@2"}));
+  EXPECT_GT(info.creation_generation(), 0u);
+  v1::ListSubvolumesResponse list;
+  ASSERT_GRPC_OK(sv().List(Ctx().get(), v1::ListSubvolumesRequest(), &list));
+  for (const auto& s : list.subvolumes()) EXPECT_EQ(s.snapshots_size(), 0) << s.name();
+}
+
+TEST_F(Rpc, SubvolumeSync) {
+  CreateSubvolume("sync-big");
+  for (int i = 0; i < 300; ++i) {
+    ASSERT_GRPC_OK(Put("sync-big", absl::StrCat("key", i), std::string(1000, 'v')));
+  }
+  v1::ShowSubvolumeRequest show;
+  show.set_name("sync-big");
+  v1::SubvolumeInfo info;
+  ASSERT_GRPC_OK(sv().Show(Ctx().get(), show, &info));
+  v1::DeleteSubvolumeRequest del;
+  del.set_name("sync-big");
+  v1::DeleteSubvolumeResponse del_resp;
+  ASSERT_GRPC_OK(sv().Delete(Ctx().get(), del, &del_resp));
+  v1::SyncSubvolumesRequest req;
+  req.add_ids(info.id());
+  req.set_timeout_ms(30000);
+  v1::SyncSubvolumesResponse resp;
+  ASSERT_GRPC_OK(sv().Sync(Ctx().get(), req, &resp));
+  EXPECT_LE(resp.synced_size(), 1);  // the background cleaner may have been first
+  // Nothing pending now: at once, for every id and for none.
+  ASSERT_GRPC_OK(sv().Sync(Ctx().get(), req, &resp));
+  EXPECT_EQ(resp.synced_size(), 0);
+  ASSERT_GRPC_OK(sv().Sync(Ctx().get(), v1::SyncSubvolumesRequest(), &resp));
+  EXPECT_EQ(resp.synced_size(), 0);
+  req.clear_ids();
+  req.add_ids(1ull << 40);
+  grpc::Status unknown = sv().Sync(Ctx().get(), req, &resp);
+  EXPECT_CODE(unknown, NOT_FOUND);
+  EXPECT_NE(unknown.error_message().find("ENOENT"), std::string::npos);
+  req.clear_ids();
+  req.add_ids(5);
+  EXPECT_CODE(sv().Sync(Ctx().get(), req, &resp), FAILED_PRECONDITION);
+}
+
 // Runs last in the suite: every method of every service was called.
 TEST_F(Rpc, ZzEveryMethodWasCalled) {
   for (const std::string& method : Server::MethodNames()) {

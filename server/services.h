@@ -37,6 +37,8 @@ class SubvolumesService final : public v1::Subvolumes::Service {
                       v1::DeleteSubvolumeResponse* resp) override;
   grpc::Status Snapshot(ServerContext* ctx, const v1::SnapshotRequest* req,
                         v1::SubvolumeInfo* resp) override;
+  grpc::Status Sync(ServerContext* ctx, const v1::SyncSubvolumesRequest* req,
+                    v1::SyncSubvolumesResponse* resp) override;
 
  private:
   ServiceEnv* const env_;

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Goal: every online `cowkv` command against a live cowkvd (a temp device,
-# a free port): subvolume create|list|show|rename|delete|snapshot, kv
+# a free port): subvolume create|list|show|rename|delete|snapshot|sync, kv
 # get|put|del|range|txn, fs ls|stat|mkdir|put|cat|mv|ln|rm|rmdir|fsync|
 # clone|fiemap|fallocate|chmod|chown|touch|setfattr|getfattr, stats, sync, check, bench, and the global
 # options (--server, --token-file, --timeout, --json, COWKV_SERVER), and cowkvd --read-only. Each case checks stdout,
@@ -103,7 +103,7 @@ expect_rc 0
 case_ "subvolume list (table)"
 c subvolume list
 expect_rc 0
-expect_out '^ +ID +GEN +PARENT +CREATED +FLAGS +NAME$'
+expect_out '^ +ID +GEN +OGEN +PARENT +CREATED +FLAGS +NAME$'
 expect_out '^ +5 .* default$'
 expect_out ' readonly +data@2026-11-22$'
 expect_out ' - +data-rw$'
@@ -145,6 +145,52 @@ expect_json "'data-rw2' not in [s['name'] for s in d['subvolume-list']]"
 case_ "subvolume delete default (precondition: 6)"
 c subvolume delete default
 expect_fail 6 '^cowkv: subvolume delete: '
+
+case_ "subvolume show: the snapshots of a subvolume (btrfs's Snapshot(s))"
+c subvolume show data
+expect_rc 0
+expect_out $'^\tSnapshot\\(s\\):$'
+expect_out $'^\t\t\t\tdata@2026-11-22$'
+expect_out $'^\tGen at creation: [0-9]+$'
+c --json subvolume show data
+expect_json "d['snapshots'] == ['data@2026-11-22'] and d['creation_generation'] > 0"
+c --json subvolume show data@2026-11-22
+expect_json "d['snapshots'] == []"
+
+case_ "subvolume list -r, -s, --sort (server-side)"
+c subvolume snapshot data data-rw3
+expect_rc 0
+c --json subvolume list -s
+expect_json "[s['name'] for s in d['subvolume-list']] == ['data@2026-11-22','data-rw3']"
+c --json subvolume list -r
+expect_json "[s['name'] for s in d['subvolume-list']] == ['data@2026-11-22']"
+c --json subvolume list -r -s --sort=-path
+expect_json "[s['name'] for s in d['subvolume-list']] == ['data@2026-11-22']"
+c --json subvolume list --sort=-rootid
+expect_json "[s['id'] for s in d['subvolume-list']] == sorted([s['id'] for s in d['subvolume-list']], reverse=True)"
+c --json subvolume list --sort=-ogen,+path
+expect_json "[s['name'] for s in d['subvolume-list']] == ['data-rw3','data@2026-11-22','data','default']"
+c subvolume list --sort=path
+expect_rc 0
+expect_out '^ +ID +GEN +OGEN +PARENT +CREATED +FLAGS +NAME$'
+c subvolume list --sort=gen,size
+expect_fail 3 "^cowkv: subvolume list: .*unknown subvolume sort key 'size'"
+
+case_ "subvolume sync: waits for deleted subvolumes; errors name the id"
+c --json subvolume show data-rw3
+RW3_ID=$(python3 -c "import json,sys; print(json.load(sys.stdin)['id'])" <<<"$OUT")
+c subvolume delete data-rw3
+expect_rc 0
+c --json subvolume sync "$RW3_ID"
+expect_rc 0
+expect_json "d['synced'] in ([], [$RW3_ID])"
+c subvolume sync
+expect_rc 0
+[[ -z "$OUT" ]] || fail "nothing was pending: want no output, got '$OUT'"
+c subvolume sync 999999
+expect_fail 4 '^cowkv: subvolume sync: .*ENOENT: no subvolume ever had id 999999'
+c subvolume sync 5
+expect_fail 6 '^cowkv: subvolume sync: .*EBUSY: subvolume 5'
 
 # --- kv ---------------------------------------------------------------------
 

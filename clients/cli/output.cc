@@ -342,6 +342,7 @@ Json SubvolumeJson(const v1::SubvolumeInfo& s) {
   j["last_snapshot"] = s.last_snapshot();
   j["created_unix_ms"] = s.created_unix_ms();
   j["read_only"] = s.read_only();
+  j["creation_generation"] = s.creation_generation();
   return j;
 }
 
@@ -417,30 +418,36 @@ Json ScalarFieldsJson(const google::protobuf::Message& m) {
 // Text forms.
 
 std::string SubvolumeTable(const std::vector<v1::SubvolumeInfo>& list) {
-  Table t({"ID>", "GEN>", "PARENT>", "CREATED", "FLAGS", "NAME"});
+  Table t({"ID>", "GEN>", "OGEN>", "PARENT>", "CREATED", "FLAGS", "NAME"});
   for (const v1::SubvolumeInfo& s : list) {
-    t.Add({absl::StrCat(s.id()), absl::StrCat(s.generation()),
-           s.parent_id() == 0 ? "-" : absl::StrCat(s.parent_id()),
-           FormatUnixMs(s.created_unix_ms()),
-           s.read_only() ? "readonly" : "-", EscapeBytes(s.name())});
+    t.Add(
+        {absl::StrCat(s.id()), absl::StrCat(s.generation()), absl::StrCat(s.creation_generation()),
+         s.parent_id() == 0 ? "-" : absl::StrCat(s.parent_id()), FormatUnixMs(s.created_unix_ms()),
+         s.read_only() ? "readonly" : "-", EscapeBytes(s.name())});
   }
   return t.Render();
 }
 
 std::string SubvolumeShow(const v1::SubvolumeInfo& s) {
-  return absl::StrFormat(
+  std::string out = absl::StrFormat(
       "%s\n"
       "\tName:            %s\n"
       "\tSubvolume ID:    %d\n"
       "\tSnapshot of ID:  %s\n"
       "\tGeneration:      %d\n"
+      "\tGen at creation: %d\n"
       "\tLast snapshot:   %s\n"
       "\tCreation time:   %s\n"
-      "\tFlags:           %s\n",
+      "\tFlags:           %s\n"
+      "\tSnapshot(s):\n",
       EscapeBytes(s.name()), EscapeBytes(s.name()), s.id(),
       s.parent_id() == 0 ? "-" : absl::StrCat(s.parent_id()), s.generation(),
-      s.last_snapshot() == 0 ? "-" : absl::StrCat(s.last_snapshot()),
+      s.creation_generation(), s.last_snapshot() == 0 ? "-" : absl::StrCat(s.last_snapshot()),
       FormatUnixMs(s.created_unix_ms()), s.read_only() ? "readonly" : "-");
+  // btrfs-progs indents each snapshot's path by four tabs.
+  for (const std::string& snap : s.snapshots())
+    absl::StrAppend(&out, "\t\t\t\t", EscapeBytes(snap), "\n");
+  return out;
 }
 
 std::string StatText(absl::string_view path, const v1::FileStat& st,

@@ -1,16 +1,19 @@
-// `cowkv subvolume create|list|show|rename|delete|snapshot` (btrfs subvolume's
+// `cowkv subvolume create|list|show|rename|delete|snapshot|sync` (btrfs subvolume's
 // verbs, over the Subvolumes service).
 //
 //   cowkv subvolume create NAME
-//   cowkv subvolume list
+//   cowkv subvolume list [-r] [-s] [--sort=[+|-]FIELD[,...]]
 //   cowkv subvolume show NAME
 //   cowkv subvolume rename NAME NEW_NAME
 //   cowkv subvolume delete NAME...
 //   cowkv subvolume snapshot [-r] SOURCE NAME
+//   cowkv subvolume sync [ID...]
 //
 // Names are 1..255 bytes without '/' or NUL ("data@2026-11-22" is fine);
 // a bad name is refused before any call (exit 3). Text output follows
 // btrfs-progs' wording; --json prints the SubvolumeInfo fields.
+#include <algorithm>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -28,6 +31,12 @@ struct SubvolumeArgs {
   std::string name;
   std::string new_name;
   bool read_only = false;
+  // list
+  bool list_read_only = false;
+  bool list_snapshots = false;
+  std::string sort;
+  // sync
+  std::vector<uint64_t> ids;
 };
 
 // Fails with exit 3 if a name is not one the server could accept.
@@ -64,14 +73,18 @@ int RunCreate(const SubvolumeArgs& a, const Globals& g) {
                                 "' (id ", info.id(), ")\n"));
 }
 
-int RunList(const Globals& g) {
+int RunList(const SubvolumeArgs& a, const Globals& g) {
   constexpr char kOp[] = "subvolume list";
   int rc = 0;
   auto conn = Connect(kOp, g, &rc);
   if (!conn) return rc;
+  // The server filters and sorts (and names a bad sort key).
+  v1::ListSubvolumesRequest req;
+  req.set_read_only(a.list_read_only);
+  req.set_snapshots_only(a.list_snapshots);
+  if (!a.sort.empty()) req.add_sort(a.sort);
   v1::ListSubvolumesResponse resp;
-  grpc::Status s = Call(*conn, conn->subvolumes(), &v1::Subvolumes::Stub::List,
-                        v1::ListSubvolumesRequest(), &resp);
+  grpc::Status s = Call(*conn, conn->subvolumes(), &v1::Subvolumes::Stub::List, req, &resp);
   if (!s.ok()) return RpcFail(kOp, s, g);
   std::vector<v1::SubvolumeInfo> list(resp.subvolumes().begin(),
                                       resp.subvolumes().end());
@@ -95,7 +108,12 @@ int RunShow(const SubvolumeArgs& a, const Globals& g) {
   grpc::Status s = Call(*conn, conn->subvolumes(), &v1::Subvolumes::Stub::Show,
                         req, &info);
   if (!s.ok()) return RpcFail(kOp, s, g);
-  return PrintInfo(kOp, g, info, SubvolumeShow(info));
+  if (!g.json) return Emit(kOp, SubvolumeShow(info));
+  Json j = JsonObject();
+  j.update(SubvolumeJson(info));
+  j["snapshots"] = Json::array();
+  for (const std::string& snap : info.snapshots()) j["snapshots"].push_back(snap);
+  return Emit(kOp, DumpJson(j));
 }
 
 int RunRename(const SubvolumeArgs& a, const Globals& g) {
@@ -168,6 +186,35 @@ int RunSnapshot(const SubvolumeArgs& a, const Globals& g) {
                    EscapeBytes(a.new_name), "' (id ", info.id(), ")\n"));
 }
 
+int RunSync(const SubvolumeArgs& a, const Globals& g) {
+  constexpr char kOp[] = "subvolume sync";
+  int rc = 0;
+  auto conn = Connect(kOp, g, &rc);
+  if (!conn) return rc;
+  v1::SyncSubvolumesRequest req;
+  for (uint64_t id : a.ids) req.add_ids(id);
+  // The server stops a little before the call's deadline, so a timeout
+  // comes back with the ids still pending rather than as a bare deadline.
+  if (g.timeout_seconds > 0) {
+    const double ms = g.timeout_seconds * 1000;
+    req.set_timeout_ms(static_cast<uint64_t>(std::max(1.0, ms - std::min(500.0, ms / 10))));
+  }
+  v1::SyncSubvolumesResponse resp;
+  grpc::Status s = Call(*conn, conn->subvolumes(), &v1::Subvolumes::Stub::Sync, req, &resp);
+  if (!s.ok()) return RpcFail(kOp, s, g);
+  if (!g.json) {
+    std::string text;
+    for (uint64_t id : resp.synced()) {
+      absl::StrAppend(&text, "Subvolume id ", id, " is gone\n");
+    }
+    return text.empty() ? kExitOk : Emit(kOp, text);
+  }
+  Json j = JsonObject();
+  j["synced"] = Json::array();
+  for (uint64_t id : resp.synced()) j["synced"].push_back(id);
+  return Emit(kOp, DumpJson(j));
+}
+
 }  // namespace
 
 RunFn AddSubvolume(CLI::App* app, const GlobalsPtr& g) {
@@ -179,8 +226,14 @@ RunFn AddSubvolume(CLI::App* app, const GlobalsPtr& g) {
             [a, g] { return RunCreate(*a, *g); })
       ->add_option("NAME", a->name, "Name (1..255 bytes, no '/')")
       ->required();
-  group.Add("list", "List every subvolume and snapshot",
-            [g] { return RunList(*g); });
+  CLI::App* list =
+      group.Add("list", "List every subvolume and snapshot", [a, g] { return RunList(*a, *g); });
+  list->add_flag("-r,--readonly", a->list_read_only, "Only read-only subvolumes");
+  list->add_flag("-s,--snapshots-only", a->list_snapshots, "Only snapshots");
+  list->add_option("--sort", a->sort,
+                   "Sort by [+|-]FIELD[,...], FIELD one of gen, ogen, rootid, "
+                   "path ('-' = descending; default rootid)")
+      ->type_name("KEYS");
   group.Add("show", "Show one subvolume", [a, g] { return RunShow(*a, *g); })
       ->add_option("NAME", a->name, "Subvolume name")
       ->required();
@@ -198,6 +251,12 @@ RunFn AddSubvolume(CLI::App* app, const GlobalsPtr& g) {
                  "Make the snapshot read-only (writes to it are refused)");
   snap->add_option("SOURCE", a->name, "Subvolume to snapshot")->required();
   snap->add_option("NAME", a->new_name, "Name of the snapshot")->required();
+  group
+      .Add("sync",
+           "Wait until deleted subvolumes' space is freed (all deleted so "
+           "far, or the given ids)",
+           [a, g] { return RunSync(*a, *g); })
+      ->add_option("ID", a->ids, "Ids of deleted subvolumes");
   return group.Runner();
 }
 

@@ -328,9 +328,39 @@ TEST(ItemsDeathTest, RootAndSubvolItemsAsTheirDecoders) {
   r.level = 0;
   r.bytenr = 4096;
   EXPECT_DEATH(EncodeRootItem(r), "r.bytenr >= kReservedHead");
-  EXPECT_DEATH(EncodeSubvolInfo({5, 0, ""}), "!s.name.empty\\(\\)");
-  EXPECT_DEATH(EncodeSubvolInfo({5, 0, std::string(kMaxSubvolNameSize + 1, 'n')}),
+  EXPECT_DEATH(EncodeSubvolInfo({5, 0, 1, ""}), "!s.name.empty\\(\\)");
+  EXPECT_DEATH(EncodeSubvolInfo({5, 0, 1, std::string(kMaxSubvolNameSize + 1, 'n')}),
                "kMaxSubvolNameSize");
+}
+
+// The creation generation is a trailer after the name (NUL, u64): items
+// written before it (the name last) still decode, with ogen 0, and are
+// rewritten in that form; a trailer of the wrong size, a zero one, or a
+// NUL inside the name is DATA_LOSS.
+TEST(Items, SubvolInfoWithAndWithoutTheCreationGeneration) {
+  const std::string with = EncodeSubvolInfo({5, 77, 9, "snap"});
+  EXPECT_EQ(with.size(), 16u + 4 + 1 + 8);
+  absl::StatusOr<SubvolInfoItem> a = DecodeSubvolInfo(with, 257);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->ogen, 9u);
+  EXPECT_EQ(a->name, "snap");
+  std::string legacy;
+  PutLE64(&legacy, 5);
+  PutLE64(&legacy, 77);
+  legacy += "a-name-longer-than-8-bytes";
+  absl::StatusOr<SubvolInfoItem> b = DecodeSubvolInfo(legacy, 257);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(b->ogen, 0u);
+  EXPECT_EQ(b->name, "a-name-longer-than-8-bytes");
+  EXPECT_EQ(b->parent_id, 5u);
+  EXPECT_EQ(EncodeSubvolInfo(*b), legacy);
+  for (const std::string& bad : {with.substr(0, with.size() - 1), with + "x",
+                                 legacy.substr(0, 16) + std::string("ab\0cd", 5),
+                                 legacy.substr(0, 16) + std::string("x\0\0\0\0\0\0\0\0", 10),
+                                 legacy.substr(0, 16) + std::string(1, '\0') + "12345678"}) {
+    EXPECT_EQ(DecodeSubvolInfo(bad, 257).status().code(), absl::StatusCode::kDataLoss)
+        << bad.size();
+  }
 }
 
 TEST(SuperblockDeathTest, FieldsTheDecoderRefuses) {

@@ -131,6 +131,12 @@ std::string EncodeSubvolInfo(const SubvolInfoItem& s) {
   PutLE64(&out, s.parent_id);
   PutLE64(&out, s.ctime_ms);
   out += s.name;
+  // Names hold no NUL: the trailer is unambiguous. A subvolume from before
+  // the trailer (ogen 0, unknown) keeps the old form when rewritten.
+  if (s.ogen != 0) {
+    out += '\0';
+    PutLE64(&out, s.ogen);
+  }
   return out;
 }
 
@@ -138,15 +144,28 @@ absl::StatusOr<SubvolInfoItem> DecodeSubvolInfo(absl::string_view v, uint64_t tr
   CorruptionSite site;
   site.what = "subvolume info";
   site.owner = tree_id;
-  if (v.size() <= kSubvolInfoFixedSize || v.size() > kSubvolInfoFixedSize + kMaxSubvolNameSize) {
-    return COWKV_CORRUPTION(site, "bad size", absl::StrCat(v.size()), "17..271");
+  // The name ends at the first NUL (then the creation generation
+  // follows), or at the end of an item written before that trailer.
+  const size_t nul = v.size() > kSubvolInfoFixedSize ? v.find('\0', kSubvolInfoFixedSize)
+                                                     : absl::string_view::npos;
+  const size_t name_end = nul == absl::string_view::npos ? v.size() : nul;
+  const size_t name_len = name_end > kSubvolInfoFixedSize ? name_end - kSubvolInfoFixedSize : 0;
+  if (name_len == 0 || name_len > kMaxSubvolNameSize ||
+      (nul != absl::string_view::npos && v.size() != nul + 1 + kSubvolInfoOgenSize)) {
+    return COWKV_CORRUPTION(site, "bad size", absl::StrCat(v.size()),
+                            "17..271, or 26..280 with the creation generation");
   }
   Reader r(v);
   SubvolInfoItem s;
   s.parent_id = r.LE64();
   s.ctime_ms = r.LE64();
-  s.name = std::string(r.Bytes(r.remaining()));
-  if (s.name.find('/') != std::string::npos || s.name.find('\0') != std::string::npos) {
+  s.name = std::string(r.Bytes(name_len));
+  if (nul != absl::string_view::npos) {
+    r.Bytes(1);
+    s.ogen = r.LE64();
+    if (s.ogen == 0) return COWKV_CORRUPTION(site, "bad creation generation", "0", ">= 1");
+  }
+  if (s.name.find('/') != std::string::npos) {
     return COWKV_CORRUPTION(site, "bad name", "", "no '/' or NUL");
   }
   return s;

@@ -145,12 +145,17 @@ std::string EncodeRootItem(const RootItem& r);
 absl::StatusOr<RootItem> DecodeRootItem(absl::string_view v, uint64_t tree_id);
 
 // SUBVOL_INFO value (root tree, key (tree_id, SUBVOL_INFO, 0)): parent id
-// u64, creation time in Unix ms u64, then the name (1..255 bytes).
+// u64, creation time in Unix ms u64, the name (1..255 bytes, no '/' or
+// NUL), then NUL and the creation generation u64 (btrfs's otransid, >= 1).
+// Items written before the trailer existed end with the name: their
+// creation generation is 0 (unknown), and they are rewritten so.
 inline constexpr size_t kSubvolInfoFixedSize = 16;
+inline constexpr size_t kSubvolInfoOgenSize = 8;
 inline constexpr size_t kMaxSubvolNameSize = 255;
 struct SubvolInfoItem {
   uint64_t parent_id = 0;
   uint64_t ctime_ms = 0;
+  uint64_t ogen = 0;  // the engine generation that created the subvolume; 0 = unknown
   std::string name;
 };
 std::string EncodeSubvolInfo(const SubvolInfoItem& s);

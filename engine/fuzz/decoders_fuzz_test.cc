@@ -540,8 +540,9 @@ TEST(FormatItemsFuzz, RootItem) {
 TEST(FormatItemsFuzz, SubvolInfo) {
   std::vector<std::string> seeds;
   for (const format::SubvolInfoItem& s :
-       {format::SubvolInfoItem{5, 0, "a"}, format::SubvolInfoItem{256, 1700000000000, "snap-1"},
-        format::SubvolInfoItem{UINT64_MAX, UINT64_MAX,
+       {format::SubvolInfoItem{5, 0, 1, "a"},
+        format::SubvolInfoItem{256, 1700000000000, 7, "snap-1"},
+        format::SubvolInfoItem{UINT64_MAX, UINT64_MAX, UINT64_MAX,
                                std::string(format::kMaxSubvolNameSize, 'n')}}) {
     seeds.push_back(format::EncodeSubvolInfo(s));
   }

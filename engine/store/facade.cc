@@ -135,6 +135,16 @@ absl::StatusOr<SubvolumeInfo> Store::ShowSubvolume(absl::string_view name) {
 
 std::vector<SubvolumeInfo> Store::ListSubvolumes() { return impl_->ListSubvolumes(); }
 
+absl::StatusOr<std::vector<SubvolumeInfo>> Store::ListSubvolumes(
+    const SubvolumeListOptions& options) {
+  return impl_->ListSubvolumes(options);
+}
+
+absl::StatusOr<std::vector<uint64_t>> Store::SyncDeletedSubvolumes(
+    const SubvolumeSyncOptions& options) {
+  return impl_->SyncDeletedSubvolumes(options);
+}
+
 absl::StatusOr<std::unique_ptr<Subvolume>> Store::OpenSubvolume(absl::string_view name) {
   return impl_->OpenSubvolume(name);
 }

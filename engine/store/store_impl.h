@@ -100,6 +100,9 @@ inline constexpr std::pair<CommitTrigger, const char*> kTriggerNames[] = {
 // "close" for kClose.
 const char* TriggerName(CommitTrigger trigger);
 
+// engine/subvol's record as the public SubvolumeInfo (subvolume_ops.cc).
+SubvolumeInfo ToPublicSubvolumeInfo(const SubvolInfo& s);
+
 // A client transaction's state (KvTransaction's body).
 struct KvTxnState {
   uint64_t subvol = 0;
@@ -161,6 +164,9 @@ class StoreImpl {
   absl::StatusOr<SubvolumeInfo> ShowSubvolume(absl::string_view name);
   std::vector<SubvolumeInfo> ListSubvolumes();
   absl::StatusOr<std::unique_ptr<Subvolume>> OpenSubvolume(absl::string_view name);
+  // subvolume_list.cc.
+  absl::StatusOr<std::vector<SubvolumeInfo>> ListSubvolumes(const SubvolumeListOptions& options);
+  absl::StatusOr<std::vector<uint64_t>> SyncDeletedSubvolumes(const SubvolumeSyncOptions& options);
   absl::StatusOr<std::unique_ptr<Transaction>> Begin();
   absl::Status Commit(CommitTrigger trigger);
   StoreStats Stats();
@@ -380,6 +386,9 @@ class StoreImpl {
   std::atomic<uint64_t> throttle_waits_{0};    // relaxed: statistics
   std::atomic<uint64_t> throttle_wait_us_{0};  // relaxed: statistics
   uint64_t cleaner_steps_ ABSL_GUARDED_BY(mu_) = 0;
+  // cleaner_steps_ when SyncDeletedSubvolumes last released the space of
+  // every drop done so far (its two commits).
+  uint64_t synced_cleaner_steps_ ABSL_GUARDED_BY(mu_) = 0;
 
   // The file namespace's in-memory state per subvolume; fs_mu_ is a leaf.
   absl::Mutex fs_mu_;

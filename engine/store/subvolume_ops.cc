@@ -68,9 +68,12 @@ SubvolumeInfo ToSubvolumeInfo(const SubvolInfo& s) {
   out.last_snapshot = s.last_snapshot;
   out.created_unix_ms = s.ctime_ms;
   out.read_only = s.flags & format::kRootFlagReadOnly;
+  out.creation_generation = s.ogen;
   return out;
 }
 }  // namespace
+
+SubvolumeInfo ToPublicSubvolumeInfo(const SubvolInfo& s) { return ToSubvolumeInfo(s); }
 
 // A subvolume's info holds its tree's root pointer, which a file writer of
 // that subvolume moves under the shared barrier: Show reads it under the
@@ -82,7 +85,9 @@ absl::StatusOr<SubvolumeInfo> StoreImpl::ShowSubvolume(absl::string_view name) {
   COWKV_ASSIGN_OR_RETURN(uint64_t id, subvols_->Lookup(name));
   absl::ReaderMutexLock tl(TreeLock(id));
   COWKV_ASSIGN_OR_RETURN(SubvolInfo s, subvols_->Get(id));
-  return ToSubvolumeInfo(s);
+  SubvolumeInfo out = ToSubvolumeInfo(s);
+  out.snapshots = subvols_->SnapshotNamesOf(id);
+  return out;
 }
 
 std::vector<SubvolumeInfo> StoreImpl::ListSubvolumes() {

@@ -31,7 +31,7 @@ absl::Status ValidateSubvolName(absl::string_view name) {
 }
 
 absl::Status Subvolumes::NameDefault(TxnManager* txn) {
-  format::SubvolInfoItem si{0, NowMs(), "default"};
+  format::SubvolInfoItem si{0, NowMs(), txn->generation(), "default"};
   return txn->PutRootTreeItem(InfoKey(format::kDefaultTreeId), format::EncodeSubvolInfo(si));
 }
 
@@ -50,7 +50,7 @@ absl::Status Subvolumes::Load() {
           return COWKV_CORRUPTION(site, "no live root item for the subvolume", "", "");
         }
         COWKV_ASSIGN_OR_RETURN(format::SubvolInfoItem si, format::DecodeSubvolInfo(value, id));
-        it->second = Entry{si.name, si.parent_id, si.ctime_ms};
+        it->second = Entry{si.name, si.parent_id, si.ctime_ms, si.ogen};
         return absl::OkStatus();
       }));
   for (auto& [id, e] : live_) {
@@ -91,7 +91,7 @@ absl::Status Subvolumes::CheckNewName(absl::string_view name) const {
 }
 
 absl::Status Subvolumes::PutInfo(uint64_t id, const Entry& e) {
-  format::SubvolInfoItem si{e.parent_id, e.ctime_ms, e.name};
+  format::SubvolInfoItem si{e.parent_id, e.ctime_ms, e.ogen, e.name};
   return txn_->PutRootTreeItem(InfoKey(id), format::EncodeSubvolInfo(si));
 }
 
@@ -99,7 +99,7 @@ absl::StatusOr<uint64_t> Subvolumes::Create(absl::string_view name) {
   COWKV_RETURN_IF_ERROR(CheckNewName(name));
   COWKV_RETURN_IF_ERROR(txn_->ReserveRootTreeWrites(2));
   COWKV_ASSIGN_OR_RETURN(uint64_t id, txn_->CreateTree());
-  Entry e{std::string(name), 0, NowMs()};
+  Entry e{std::string(name), 0, NowMs(), txn_->generation()};
   COWKV_RETURN_IF_ERROR(PutInfo(id, e));
   AddLive(id, std::move(e));
   return id;
@@ -112,7 +112,7 @@ absl::StatusOr<uint64_t> Subvolumes::Snapshot(uint64_t source_id, absl::string_v
   COWKV_RETURN_IF_ERROR(txn_->ReserveRootTreeWrites(3));
   COWKV_ASSIGN_OR_RETURN(uint64_t id, txn_->CloneTree(source_id, read_only));
   COWKV_CHECK(id > source_id);  // a snapshot is newer than its source
-  Entry e{std::string(name), source_id, NowMs()};
+  Entry e{std::string(name), source_id, NowMs(), txn_->generation()};
   COWKV_RETURN_IF_ERROR(PutInfo(id, e));
   AddLive(id, std::move(e));
   return id;
@@ -178,6 +178,7 @@ absl::StatusOr<SubvolInfo> Subvolumes::Get(uint64_t id) const {
   info.flags = ri.flags;
   info.last_snapshot = ri.last_snapshot;
   info.generation = ri.generation;
+  info.ogen = it->second.ogen;
   return info;
 }
 
@@ -186,6 +187,14 @@ std::vector<SubvolInfo> Subvolumes::List() const {
   for (const auto& [id, e] : live_) {
     absl::StatusOr<SubvolInfo> info = Get(id);
     if (info.ok()) out.push_back(*std::move(info));
+  }
+  return out;
+}
+
+std::vector<std::string> Subvolumes::SnapshotNamesOf(uint64_t id) const {
+  std::vector<std::string> out;
+  for (const auto& [sid, e] : live_) {
+    if (e.parent_id == id) out.push_back(e.name);
   }
   return out;
 }

@@ -42,6 +42,7 @@ struct SubvolInfo {
   uint64_t flags = 0;      // format::kRootFlagReadOnly
   uint64_t last_snapshot = 0;
   uint64_t generation = 0;  // generation of its root node
+  uint64_t ogen = 0;        // generation that created it (btrfs's otransid)
 };
 
 // Subvolume names: 1..255 bytes, no '/' and no NUL.
@@ -71,6 +72,10 @@ class Subvolumes {
   absl::StatusOr<SubvolInfo> Get(uint64_t id) const;
   std::vector<SubvolInfo> List() const;
   bool IsReadOnly(uint64_t id) const { return txn_->IsReadOnly(id); }
+  // Names of the live snapshots whose source is `id` (btrfs show's
+  // "Snapshot(s)"), in id order. Reads no root item.
+  std::vector<std::string> SnapshotNamesOf(uint64_t id) const;
+  bool IsLive(uint64_t id) const { return live_.count(id) != 0; }
 
   // The cleaner. Drops up to `max_steps` child pointers of deleted trees
   // (oldest deletion first); returns the steps done.
@@ -84,6 +89,7 @@ class Subvolumes {
     std::string name;
     uint64_t parent_id = 0;
     uint64_t ctime_ms = 0;
+    uint64_t ogen = 0;
   };
   absl::Status CheckNewName(absl::string_view name) const;
   // Writes `id`'s SUBVOL_INFO item (space reserved by the caller).

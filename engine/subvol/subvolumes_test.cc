@@ -107,7 +107,7 @@ TEST_F(SubvolumesTest, DeleteDropsTheTreeAndNeverReusesTheId) {
 
 TEST_F(SubvolumesTest, InfoWithoutATreeIsDataLoss) {
   ASSERT_OK(txn_->ReserveRootTreeWrites(1));
-  format::SubvolInfoItem si{0, 1, "ghost"};
+  format::SubvolInfoItem si{0, 1, 1, "ghost"};
   ASSERT_OK(txn_->PutRootTreeItem(format::EncodeKey17({9999, format::kSubvolInfo, 0}),
                                   format::EncodeSubvolInfo(si)));
   ASSERT_OK(txn_->Commit());

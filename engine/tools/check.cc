@@ -185,7 +185,12 @@ class Checker {
     if (id == format::kRootTreeId) {
       if (k.type == format::kSubvolInfo) {
         absl::StatusOr<format::SubvolInfoItem> si = format::DecodeSubvolInfo(it.value, k.objectid);
-        if (!si.ok()) Problem(si.status().message());
+        if (!si.ok()) return Problem(si.status().message());
+        // A subvolume is created in a committed generation, never a later one.
+        if (si->ogen > sb_.generation) {
+          Problem("subvolume info ", k.objectid, ": creation generation ", si->ogen,
+                  " is newer than the superblock's ", sb_.generation);
+        }
         return;
       }
       if (k.type != format::kRootItem) return;

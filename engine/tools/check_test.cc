@@ -126,6 +126,25 @@ TEST_F(CheckTest, KeyOutsideFence) {
   ExpectFinding("not below fence");
 }
 
+// The SUBVOL_INFO's creation generation (ogen) is checked against the
+// superblock: a subvolume cannot have been created after the last commit.
+TEST_F(CheckTest, SubvolumeCreatedAfterTheSuperblock) {
+  NodeInfo root = Find(format::kRootTreeId, 0);
+  ASSERT_OK(RewriteNode(&dev_, root.bytenr, [](std::vector<Item>* items) {
+    for (Item& it : *items) {
+      format::Key17 k;
+      if (format::DecodeKey17(it.key, &k) && k.type == format::kSubvolInfo) {
+        format::SubvolInfoItem si = *format::DecodeSubvolInfo(it.value, k.objectid);
+        si.ogen = 1u << 30;
+        it.value = format::EncodeSubvolInfo(si);
+        return;
+      }
+    }
+    ADD_FAILURE() << "no SUBVOL_INFO in the root tree's leaf";
+  }));
+  ExpectFinding("subvolume info 5: creation generation 1073741824 is newer than the superblock's");
+}
+
 TEST_F(CheckTest, FlippedByte) {
   NodeInfo leaf = Find(format::kDefaultTreeId, 0, 3);
   char b;

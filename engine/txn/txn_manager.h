@@ -148,6 +148,9 @@ class TxnManager : public TreeHooks {
   absl::StatusOr<bool> DropTreeStep(uint64_t id);
   // Live (dropping = false) or dying tree ids, ascending.
   std::vector<uint64_t> TreeIds(bool dropping) const;
+  // The id the next CreateTree/CloneTree hands out: every id below it at
+  // or above kFirstFreeTreeId was a subvolume once.
+  uint64_t next_tree_id() const { return next_tree_id_; }
   // Tree `id`'s root item, with its current root pointer.
   absl::StatusOr<format::RootItem> TreeRootItem(uint64_t id) const;
   bool IsReadOnly(uint64_t id) const;

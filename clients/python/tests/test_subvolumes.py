@@ -106,3 +106,61 @@ def test_range_at_snapshot(client: cowkv.Client, sv: cowkv.Subvolume) -> None:
     # A writable subvolume cannot serve as `snapshot`.
     with pytest.raises(cowkv.FailedPrecondition):
         list(client.subvolume("default").range(snapshot=sv.name))
+
+
+# ---- list filters and sort, show's snapshots, sync (issue 17) ----------------
+
+
+def test_list_filters_and_sort(client: cowkv.Client, sv: cowkv.Subvolume) -> None:
+    client.snapshot(sv.name, f"{sv.name}@ro", read_only=True)
+    client.snapshot(sv.name, f"{sv.name}@rw", read_only=False)
+    mine = {sv.name, f"{sv.name}@ro", f"{sv.name}@rw"}
+
+    def names(**kw: object) -> List[str]:
+        return [s.name for s in client.list_subvolumes(**kw)  # type: ignore[arg-type]
+                if s.name in mine]
+
+    assert names(snapshots_only=True) == [f"{sv.name}@ro", f"{sv.name}@rw"]
+    assert names(read_only=True) == [f"{sv.name}@ro"]
+    assert names(read_only=True, snapshots_only=True) == [f"{sv.name}@ro"]
+    assert names(sort="-rootid") == [f"{sv.name}@rw", f"{sv.name}@ro", sv.name]
+    assert names(sort=["-path"]) == sorted(mine, reverse=True)
+    # ogen grows with creation; ties (none here) go by id.
+    listed = client.list_subvolumes(sort="-ogen,path")
+    ogens = [s.creation_generation for s in listed]
+    assert ogens == sorted(ogens, reverse=True) and all(g > 0 for g in ogens)
+    for s in client.list_subvolumes(read_only=True):
+        assert s.read_only
+    with pytest.raises(cowkv.InvalidArgument) as e:
+        client.list_subvolumes(sort="gen,size")
+    assert "'size'" in str(e.value)
+
+
+def test_show_names_snapshots(client: cowkv.Client, sv: cowkv.Subvolume) -> None:
+    client.snapshot(sv.name, f"{sv.name}@1")
+    client.snapshot(sv.name, f"{sv.name}@2", read_only=False)
+    client.snapshot(f"{sv.name}@1", f"{sv.name}@1@1")
+    shown = client.show_subvolume(sv.name)
+    assert shown.snapshots == (f"{sv.name}@1", f"{sv.name}@2")
+    assert client.show_subvolume(f"{sv.name}@1").snapshots == (f"{sv.name}@1@1",)
+    client.delete_subvolume(f"{sv.name}@2")
+    assert client.show_subvolume(sv.name).snapshots == (f"{sv.name}@1",)
+    assert all(s.snapshots == () for s in client.list_subvolumes())
+
+
+def test_sync_subvolumes(client: cowkv.Client, sv: cowkv.Subvolume) -> None:
+    for i in range(200):
+        sv.put(f"k{i}", "v" * 1000)
+    sv_id = client.show_subvolume(sv.name).id
+    client.delete_subvolume(sv.name)
+    synced = client.sync_subvolumes([sv_id], timeout=30)
+    assert synced in ([], [sv_id])  # the background cleaner may have been first
+    assert client.sync_subvolumes([sv_id]) == []
+    client.sync_subvolumes()  # whatever other tests deleted
+    assert client.sync_subvolumes() == []
+    assert client.stats()["deleted_subvolumes_pending"] == 0
+    with pytest.raises(cowkv.NotFound) as e:
+        client.sync_subvolumes([1 << 40])
+    assert "ENOENT" in str(e.value)
+    with pytest.raises(cowkv.FailedPrecondition):
+        client.sync_subvolumes([5])

@@ -138,6 +138,7 @@ struct Options {
       kLoggedInodeSkipsItem,   // fsync skips the item of a file logged already in this transaction
       kXattrRemovalNotLogged,  // removing an item's last xattr is not noted for the log
       kExtrefNotLogged,        // fsync logs an inode's names in INODE_REF items only
+      kSortIgnoresDirection,   // subvolume list's --sort treats "-FIELD" as "+FIELD"
       kLeasePutKeepsAttachment,  // a put without a lease leaves the key attached to its lease
     };
     PlantedBug planted_bug = PlantedBug::kNone;

@@ -1,6 +1,6 @@
 // cowkv engine facade. Public headers, by noun (this one includes them all):
 //   options.h  kv.h  files.h  stats.h  tools.h  device.h  errors.h  limits.h
-//   status_macros.h
+//   status_macros.h  subvolumes.h
 //
 //   Store::Mkfs(device, {})            formats a device
 //   Store::Open(device or path, opts)  mounts it (newest valid superblock)
@@ -40,6 +40,7 @@
 #include "cowkv/options.h"
 #include "cowkv/stats.h"
 #include "cowkv/status_macros.h"
+#include "cowkv/subvolumes.h"
 #include "cowkv/tools.h"
 
 namespace cowkv {
@@ -56,6 +57,10 @@ struct SubvolumeInfo {
   uint64_t last_snapshot = 0;  // generation of the last snapshot taken of it
   uint64_t created_unix_ms = 0;
   bool read_only = false;
+  uint64_t creation_generation = 0;  // generation that created it (btrfs's ogen)
+  // ShowSubvolume only: names of the live snapshots taken of this
+  // subvolume (parent_id == id), in id order; empty in listings.
+  std::vector<std::string> snapshots;
 };
 
 // A handle on one subvolume's key space; cheap, valid while the Store is
@@ -217,6 +222,12 @@ class Store {
   absl::StatusOr<SubvolumeInfo> ShowSubvolume(absl::string_view name);
   std::vector<SubvolumeInfo> ListSubvolumes();
   absl::StatusOr<std::unique_ptr<Subvolume>> OpenSubvolume(absl::string_view name);
+  // The live subvolumes `options` keeps, in its order (cowkv/subvolumes.h).
+  absl::StatusOr<std::vector<SubvolumeInfo>> ListSubvolumes(const SubvolumeListOptions& options);
+  // Waits until the trees of deleted subvolumes are dropped and their space
+  // is free again (btrfs `subvolume sync`), running the cleaner here and
+  // committing; returns the ids it waited for, ascending.
+  absl::StatusOr<std::vector<uint64_t>> SyncDeletedSubvolumes(const SubvolumeSyncOptions& options);
   // Commits the running engine transaction; on OK everything written before
   // the call is durable. Waits for open handles to End().
   absl::Status Commit();

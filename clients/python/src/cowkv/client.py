@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from types import TracebackType
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Type
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Type, Union
 
 import grpc
 
@@ -42,11 +42,15 @@ class SubvolumeInfo:
     last_snapshot: int  # generation of the last snapshot taken of it (0 = none)
     created_unix_ms: int
     read_only: bool
+    creation_generation: int = 0  # generation that created it (btrfs's ogen)
+    # show_subvolume only: names of its live snapshots, in id order.
+    snapshots: Tuple[str, ...] = ()
 
     @classmethod
     def from_proto(cls, m: subvolumes_pb2.SubvolumeInfo) -> "SubvolumeInfo":
         return cls(m.id, m.name, m.parent_id, m.generation, m.last_snapshot,
-                   m.created_unix_ms, m.read_only)
+                   m.created_unix_ms, m.read_only, m.creation_generation,
+                   tuple(m.snapshots))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,10 +143,20 @@ class Client:
         req = subvolumes_pb2.CreateSubvolumeRequest(name=name)
         return SubvolumeInfo.from_proto(self._rpc.unary(self._rpc.subvolumes.Create, req, "create"))
 
-    def list_subvolumes(self) -> List[SubvolumeInfo]:
-        """Every live subvolume and snapshot, "default" included, in id order."""
-        resp = self._rpc.unary(self._rpc.subvolumes.List, subvolumes_pb2.ListSubvolumesRequest(),
-                               "list")
+    def list_subvolumes(self, read_only: bool = False, snapshots_only: bool = False,
+                        sort: Union[str, Sequence[str], None] = None) -> List[SubvolumeInfo]:
+        """Every live subvolume and snapshot, "default" included, in id order.
+
+        As btrfs's ``subvolume list -r -s --sort=...``, filtered and sorted by
+        the server: ``read_only`` keeps read-only ones, ``snapshots_only``
+        snapshots (parent_id != 0); ``sort`` is ``"[+|-]FIELD[,...]"`` or a
+        sequence of such keys, FIELD one of gen, ogen, rootid (id), path
+        (name), '-' descending, ties by id. An unknown key is InvalidArgument
+        naming it."""
+        keys = [sort] if isinstance(sort, str) else list(sort or [])
+        req = subvolumes_pb2.ListSubvolumesRequest(read_only=read_only,
+                                                   snapshots_only=snapshots_only, sort=keys)
+        resp = self._rpc.unary(self._rpc.subvolumes.List, req, "list")
         return [SubvolumeInfo.from_proto(m) for m in resp.subvolumes]
 
     def show_subvolume(self, name: str) -> SubvolumeInfo:
@@ -166,6 +180,23 @@ class Client:
         req = subvolumes_pb2.SnapshotRequest(source=source, name=name, read_only=read_only)
         return SubvolumeInfo.from_proto(self._rpc.unary(self._rpc.subvolumes.Snapshot, req,
                                                         "snapshot"))
+
+    def sync_subvolumes(self, ids: Optional[Sequence[int]] = None,
+                        timeout: Optional[float] = None) -> List[int]:
+        """Waits until deleted subvolumes' trees are dropped and their space is
+        free (btrfs ``subvolume sync``): the given ids, or every subvolume
+        deleted before the call. Returns the ids it waited for. NotFound for an
+        id that never was a subvolume, FailedPrecondition for a live one;
+        DeadlineExceeded (naming the ids still pending) after ``timeout``
+        seconds (default: the client's timeout)."""
+        wait = timeout if timeout is not None else self._rpc.timeout
+        req = subvolumes_pb2.SyncSubvolumesRequest(ids=list(ids or []))
+        if wait is not None:
+            # The server stops first, so its answer names what is pending.
+            req.timeout_ms = max(1, int(wait * 1000 - min(500.0, wait * 100)))
+        resp = self._rpc.unary(self._rpc.subvolumes.Sync, req, "sync_subvolumes",
+                               timeout=wait)
+        return list(resp.synced)
 
     # Admin.
 
