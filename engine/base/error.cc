@@ -37,6 +37,7 @@ constexpr ReasonRow kReasons[kErrorReasonCount] = {
     {"CORRUPTION", "EIO"},
     {"DEVICE_CHANGED", "EIO"},
     {"EOPNOTSUPP", "EOPNOTSUPP"},
+    {"LEASE_NOT_FOUND", "ENOENT"},
 };
 
 }  // namespace

@@ -387,6 +387,19 @@ absl::Status KvSpace::ApplyOp(Tree* tree, uint64_t subvol, const KvOp& op, bool 
   return absl::OkStatus();
 }
 
+// Leases: their items change with the keys (one revision, one log sync).
+absl::Status KvSpace::AddHookOps(uint64_t subvol, Tree* tree, const KvWriteSet& ws,
+                                 std::vector<KvOp>* ops, bool* all_deletes) {
+  if (hook_ == nullptr) return absl::OkStatus();
+  std::vector<KvOp> extra;
+  COWKV_RETURN_IF_ERROR(hook_->Plan(subvol, tree, ws, *ops, &extra));
+  for (KvOp& op : extra) {
+    *all_deletes = *all_deletes && !op.item.has_value();
+    ops->push_back(std::move(op));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<uint64_t> KvSpace::Apply(uint64_t subvol, const WritableTree& writable,
                                         uint64_t read_revision, const kv::ReadSet& reads,
                                         KvWriteSet& ws) {
@@ -426,6 +439,8 @@ absl::StatusOr<uint64_t> KvSpace::Apply(uint64_t subvol, const WritableTree& wri
   }
   if (ops.empty()) return revision_;
   COWKV_RETURN_IF_ERROR(CheckOpCount(ops));
+  const size_t kv_ops = ops.size();
+  COWKV_RETURN_IF_ERROR(AddHookOps(subvol, tree, ws, &ops, &all_deletes));
   const uint64_t delete_nodes =
       all_deletes ? DeleteNodesBound(tree, leaves.size(), inner.size(), ws.delete_ranges.size(),
                                      ops.size() - range_deletes)
@@ -445,11 +460,13 @@ absl::StatusOr<uint64_t> KvSpace::Apply(uint64_t subvol, const WritableTree& wri
   COWKV_DCHECK(rev == revision_ + 1);  // one new revision per change, never skipped
   revision_ = rev;
   ++commits_;
-  for (const KvOp& op : ops) {
-    COWKV_DCHECK(kv::IsKvTreeKey(op.tree_key));
-    window_.RecordWrite(subvol, kv::UserKey(op.tree_key), rev);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const KvOp& op = ops[i];
+    COWKV_DCHECK(kv::IsKvTreeKey(op.tree_key) == (i < kv_ops));
+    if (i < kv_ops) window_.RecordWrite(subvol, kv::UserKey(op.tree_key), rev);
     log_->NoteChange(subvol, op.tree_key);
   }
+  if (hook_ != nullptr) hook_->Applied(subvol, rev);
   return rev;
 }
 
@@ -497,6 +514,7 @@ absl::StatusOr<TxnResponse> KvSpace::Txn(uint64_t subvol, Tree* tree, const Writ
   KvWriteSet& ws = resp.succeeded ? branches[0] : branches[1];
   ws.writes.clear();
   ws.delete_ranges.clear();
+  ws.leases.clear();
   uint64_t response_bytes = 0;  // of the Range ops so far (RangeRequest::max_bytes's count)
   for (size_t i = 0; i < ops.size(); ++i) {
     const TxnOp& op = ops[i];
@@ -530,6 +548,8 @@ absl::StatusOr<TxnResponse> KvSpace::Txn(uint64_t subvol, Tree* tree, const Writ
       }
       case TxnOp::Type::kPut:
         BufferPut(&ws, op.key, op.value);
+        ws.leases.erase(op.key);
+        if (op.lease != 0) ws.leases[op.key] = op.lease;
         break;
       case TxnOp::Type::kDelete:
         res.deleted = tree->Get(kv::TreeKey(op.key)).ok() ? 1 : 0;

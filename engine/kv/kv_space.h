@@ -60,6 +60,12 @@ struct KvWriteSet {
   // commit.
   std::map<std::string, ExtentRef> extents;
   std::set<std::string> used;
+  // Leases (engine/lease): the lease each put attaches its key to, by user
+  // key; a put of a key not here detaches it from any lease. Nonzero
+  // revoke_lease: the write set deletes that lease's keys and the
+  // ApplyHook deletes the lease with them, in the same revision.
+  std::map<std::string, uint64_t> leases;
+  uint64_t revoke_lease = 0;
   bool empty() const { return writes.empty() && delete_ranges.empty(); }
 };
 
@@ -82,6 +88,22 @@ struct KvOp {
   std::optional<std::string> item;  // nullopt = delete
   format::DataRef old_data;
   format::DataRef new_data;
+};
+
+// Told of every change Apply makes (leases, engine/lease/lessor.h): it
+// adds the tree ops of its own items (never KV keys) to the same change,
+// under the same revision and the same failure contract. Called under the
+// exclusive tree lock.
+class ApplyHook {
+ public:
+  virtual ~ApplyHook() = default;
+  // Before anything changes: the hook's own ops for `ops` (the KV key
+  // changes Apply will make from `ws`) into `*extra`, or why `ws` cannot
+  // be applied (then nothing changes).
+  virtual absl::Status Plan(uint64_t subvol, Tree* tree, const KvWriteSet& ws,
+                            const std::vector<KvOp>& ops, std::vector<KvOp>* extra) = 0;
+  // The planned change was applied (the revision it got).
+  virtual void Applied(uint64_t subvol, uint64_t revision) = 0;
 };
 
 class KvSpace {
@@ -145,6 +167,9 @@ class KvSpace {
   // (reason kConflict), counted in conflicts(). Needs no lock.
   absl::Status Conflict(const KeyValue& kv, uint64_t read_revision);
 
+  // Leases' hook (nullptr: none); set once before any write.
+  void set_apply_hook(ApplyHook* hook) { hook_ = hook; }
+
   // Statistics (StoreStats).
   uint64_t commits() const { return commits_; }
   uint64_t conflicts() const { return conflicts_.load(std::memory_order_relaxed); }
@@ -152,6 +177,10 @@ class KvSpace {
   uint64_t range_value_bytes() const { return range_value_bytes_.load(std::memory_order_relaxed); }
 
  private:
+  // Apply's call of the ApplyHook: its ops appended to `*ops`.
+  absl::Status AddHookOps(uint64_t subvol, Tree* tree, const KvWriteSet& ws, std::vector<KvOp>* ops,
+                          bool* all_deletes);
+
   TxnManager* const txn_;
   log::LogManager* const log_;
   BlockDevice* const device_;
@@ -164,6 +193,7 @@ class KvSpace {
   // PutInline's buffers, reused (it runs under the exclusive tree lock).
   std::string put_key_;
   std::string put_item_;
+  ApplyHook* hook_ = nullptr;
 };
 
 }  // namespace kv

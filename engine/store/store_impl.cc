@@ -40,6 +40,15 @@ absl::Status StoreImpl::Init() {
     kv_ = std::make_unique<kv::KvSpace>(txn_.get(), log_.get(), device_,
                                         options_.conflict_window_keys,
                                         std::max(sb.revision, r.revision));
+    lessor_ = std::make_unique<lease::Lessor>(
+        options_.lease_clock_ms ? options_.lease_clock_ms : [] {
+          return static_cast<int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                          std::chrono::steady_clock::now().time_since_epoch())
+                                          .count());
+        },
+        options_.test_hooks.planted_bug ==
+            Options::TestHooks::PlantedBug::kLeasePutKeepsAttachment);
+    kv_->set_apply_hook(lessor_.get());
     if (r.root_blocks == 0) {
       if (!options_.read_only) COWKV_RETURN_IF_ERROR(log_->ContinueChain(sb));
     } else {
@@ -64,12 +73,17 @@ absl::Status StoreImpl::Init() {
     // The replayed state becomes an engine commit; the chain is retired.
     COWKV_RETURN_IF_ERROR(Commit(CommitTrigger::kExplicit));
   }
+  // Leases restart their TTLs at mount (etcd: on a new leader).
+  COWKV_RETURN_IF_ERROR(LoadAllLeases());
   if (options_.commit_interval_ms > 0 && !options_.read_only) {
     committer_ = std::thread([this] { CommitterLoop(); });
   }
   if (options_.background_cleaner && !options_.read_only) {
     cleaner_work_ = subvols_->HasDeadRoots();  // resume a deletion a crash interrupted
     cleaner_ = std::thread([this] { CleanerLoop(); });
+  }
+  if (options_.lease_expiry_interval_ms > 0 && !options_.read_only) {
+    lease_expiry_ = std::thread([this] { LeaseExpiryLoop(); });
   }
   return absl::OkStatus();
 }
@@ -94,6 +108,7 @@ absl::Status StoreImpl::Close() {
   if (notifier_ != nullptr) notifier_->Stop();
   if (committer_.joinable()) committer_.join();
   if (cleaner_.joinable()) cleaner_.join();
+  if (lease_expiry_.joinable()) lease_expiry_.join();
   absl::Status s;
   if (!options_.read_only) s = Commit(CommitTrigger::kClose);
   closed_.store(true, std::memory_order_release);

@@ -49,8 +49,9 @@ enum class ErrorReason : uint8_t {
   kCorruption,        // a byte read from the device is wrong (DATA_LOSS)
   kDeviceChanged,     // the device was changed or taken by someone else
   kEOPNOTSUPP,        // POSIX: a file operation's mode is not supported (fallocate)
+  kLeaseNotFound,     // no lease with that id (etcd's ErrLeaseNotFound; NOT_FOUND)
 };
-inline constexpr int kErrorReasonCount = static_cast<int>(ErrorReason::kEOPNOTSUPP) + 1;
+inline constexpr int kErrorReasonCount = static_cast<int>(ErrorReason::kLeaseNotFound) + 1;
 
 inline constexpr char kReasonPayloadUrl[] = "type.cowkv.dev/cowkv.reason";
 
