@@ -119,7 +119,7 @@ impl Client {
 
     /// Every live subvolume and snapshot, "default" included, in id order.
     pub async fn list_subvolumes(&self) -> Result<Vec<SubvolumeInfo>> {
-        let req = pb::ListSubvolumesRequest {};
+        let req = pb::ListSubvolumesRequest::default();
         let r = Rpc::unary("list", self.rpc.subvolumes().list(self.rpc.request(req, None))).await?;
         Ok(r.subvolumes.into_iter().map(SubvolumeInfo::from).collect())
     }

@@ -457,6 +457,7 @@ impl Subvolume {
             key: b(key),
             value: b(value),
             durability: durability.proto(),
+            lease: 0,
         };
         Ok(Rpc::unary("put", self.rpc.kv().put(self.rpc.request(req, None))).await?.revision)
     }

@@ -121,7 +121,7 @@ pub struct Op(pub(crate) pb::RequestOp);
 impl Op {
     /// Writes a key.
     pub fn put(key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Op {
-        Op(pb::RequestOp { op: Some(pb::request_op::Op::Put(pb::PutOp { key: b(key), value: b(value) })) })
+        Op(pb::RequestOp { op: Some(pb::request_op::Op::Put(pb::PutOp { key: b(key), value: b(value), lease: 0 })) })
     }
     /// Deletes a key (an absent key is fine: `deleted` is 0).
     pub fn delete(key: impl AsRef<[u8]>) -> Op {

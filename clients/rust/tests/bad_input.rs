@@ -44,6 +44,7 @@ async fn bad_input_is_refused_client_side_like_the_server() {
         key: key.into(),
         value: value.into(),
         durability: 0,
+        lease: 0,
     };
 
     same("empty key", sv.put(b"", b"v"), kv.put(put(vec![], b"v".to_vec()))).await;

@@ -97,7 +97,7 @@ export class Client {
 
   /** Every live subvolume, in id order. */
   async listSubvolumes(call?: CallOptions): Promise<SubvolumeInfo[]> {
-    const m = await this.rpc.unary<unknown, ListSubvolumesResponse>("listSubvolumes", this.rpc.subvolumes, "list", {}, call);
+    const m = await this.rpc.unary<unknown, ListSubvolumesResponse>("listSubvolumes", this.rpc.subvolumes, "list", { readOnly: false, snapshotsOnly: false, sort: [] }, call);
     return m.subvolumes.map(infoFrom);
   }
 

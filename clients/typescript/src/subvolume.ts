@@ -90,7 +90,7 @@ export class Subvolume {
     checkKey("put", "key", k);
     checkValue("put", v);
     const m = await this.unary<{ revision: bigint }>("put", this.rpc.kv, "put",
-      { subvolume: this.name, key: k, value: v, durability: durabilityPb(opts.durability) }, call);
+      { subvolume: this.name, key: k, value: v, durability: durabilityPb(opts.durability), lease: 0n }, call);
     return num(m.revision);
   }
 

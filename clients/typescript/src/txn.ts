@@ -54,7 +54,7 @@ export interface TxnOp {
 export const Op = {
   put(key: Bytes, value: Bytes): TxnOp {
     const k = toBuffer(key), v = toBuffer(value);
-    return { pb: { op: { $case: "put", put: { key: k, value: v } } }, check: () => { checkKey("txn", "put.key", k); checkValue("txn", v); } };
+    return { pb: { op: { $case: "put", put: { key: k, value: v, lease: 0n } } }, check: () => { checkKey("txn", "put.key", k); checkValue("txn", v); } };
   },
   delete(key: Bytes): TxnOp {
     const k = toBuffer(key);
