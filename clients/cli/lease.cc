@@ -67,14 +67,13 @@ int RunGrant(const LeaseArgs& a, const Globals& g) {
   int rc = 0;
   auto conn = Connect(kOp, g, &rc);
   if (!conn) return rc;
-  auto stub = v1::Lease::NewStub(conn->channel());
   v1::LeaseGrantRequest req;
   req.set_subvolume(a.subvolume);
   req.set_ttl(a.ttl);
   req.set_id(a.id);
   req.set_durability(*d);
   v1::LeaseGrantResponse resp;
-  grpc::Status s = Call(*conn, *stub, &v1::Lease::Stub::Grant, req, &resp);
+  grpc::Status s = Call(*conn, conn->lease(), &v1::Lease::Stub::Grant, req, &resp);
   if (!s.ok()) return RpcFail(kOp, s, g);
   if (g.json) {
     Json j = JsonObject();
@@ -92,13 +91,12 @@ int RunRevoke(const LeaseArgs& a, const Globals& g) {
   int rc = 0;
   auto conn = Connect(kOp, g, &rc);
   if (!conn) return rc;
-  auto stub = v1::Lease::NewStub(conn->channel());
   v1::LeaseRevokeRequest req;
   req.set_subvolume(a.subvolume);
   req.set_id(a.id);
   req.set_durability(*d);
   v1::LeaseRevokeResponse resp;
-  grpc::Status s = Call(*conn, *stub, &v1::Lease::Stub::Revoke, req, &resp);
+  grpc::Status s = Call(*conn, conn->lease(), &v1::Lease::Stub::Revoke, req, &resp);
   if (!s.ok()) return RpcFail(kOp, s, g);
   if (g.json) {
     Json j = JsonObject();
@@ -141,10 +139,9 @@ int RunKeepAlive(const LeaseArgs& a, const Globals& g) {
   int rc = 0;
   auto conn = Connect(kOp, g, &rc);
   if (!conn) return rc;
-  auto stub = v1::Lease::NewStub(conn->channel());
   bool gone = false;
   grpc::Status s =
-      KeepAliveLoop(*conn, *stub, a.subvolume, a.id, a.once, nullptr, [&](int64_t ttl) {
+      KeepAliveLoop(*conn, conn->lease(), a.subvolume, a.id, a.once, nullptr, [&](int64_t ttl) {
         gone = ttl <= 0;
         if (g.json) {
           Json j = JsonObject();
@@ -165,13 +162,12 @@ int RunTimeToLive(const LeaseArgs& a, const Globals& g) {
   int rc = 0;
   auto conn = Connect(kOp, g, &rc);
   if (!conn) return rc;
-  auto stub = v1::Lease::NewStub(conn->channel());
   v1::LeaseTimeToLiveRequest req;
   req.set_subvolume(a.subvolume);
   req.set_id(a.id);
   req.set_keys(a.keys);
   v1::LeaseTimeToLiveResponse resp;
-  grpc::Status s = Call(*conn, *stub, &v1::Lease::Stub::TimeToLive, req, &resp);
+  grpc::Status s = Call(*conn, conn->lease(), &v1::Lease::Stub::TimeToLive, req, &resp);
   if (!s.ok()) return RpcFail(kOp, s, g);
   if (g.json) {
     Json j = JsonObject();
@@ -200,11 +196,10 @@ int RunList(const LeaseArgs& a, const Globals& g) {
   int rc = 0;
   auto conn = Connect(kOp, g, &rc);
   if (!conn) return rc;
-  auto stub = v1::Lease::NewStub(conn->channel());
   v1::LeaseLeasesRequest req;
   req.set_subvolume(a.subvolume);
   v1::LeaseLeasesResponse resp;
-  grpc::Status s = Call(*conn, *stub, &v1::Lease::Stub::Leases, req, &resp);
+  grpc::Status s = Call(*conn, conn->lease(), &v1::Lease::Stub::Leases, req, &resp);
   if (!s.ok()) return RpcFail(kOp, s, g);
   if (g.json) {
     Json j = JsonObject();

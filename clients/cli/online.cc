@@ -125,6 +125,7 @@ Connection::Connection(const Globals& g, std::string token,
   kv_ = v1::KV::NewStub(channel_);
   files_ = v1::Files::NewStub(channel_);
   admin_ = v1::Admin::NewStub(channel_);
+  lease_ = v1::Lease::NewStub(channel_);
 }
 
 absl::StatusOr<std::unique_ptr<Connection>> Connection::Open(

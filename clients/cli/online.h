@@ -22,6 +22,7 @@
 #include "cowkv/v1/admin.grpc.pb.h"
 #include "cowkv/v1/files.grpc.pb.h"
 #include "cowkv/v1/kv.grpc.pb.h"
+#include "cowkv/v1/lease.grpc.pb.h"
 #include "cowkv/v1/subvolumes.grpc.pb.h"
 
 namespace cowkv {
@@ -97,6 +98,7 @@ class Connection {
   v1::KV::Stub& kv() { return *kv_; }
   v1::Files::Stub& files() { return *files_; }
   v1::Admin::Stub& admin() { return *admin_; }
+  v1::Lease::Stub& lease() { return *lease_; }
   // The channel, for the stubs of services made on demand (Lease).
   const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
   const Globals& globals() const { return globals_; }
@@ -113,6 +115,7 @@ class Connection {
   std::unique_ptr<v1::KV::Stub> kv_;
   std::unique_ptr<v1::Files::Stub> files_;
   std::unique_ptr<v1::Admin::Stub> admin_;
+  std::unique_ptr<v1::Lease::Stub> lease_;
 };
 
 // Opens the connection for a command; on failure prints the one line and
