@@ -338,7 +338,8 @@ class Runner:
         return kv_result(kv, revision)
 
     def op_put(self, a: Dict[str, Any]) -> Any:
-        rev = self.sv(a).put(as_bytes(a.get("key")), as_bytes(a.get("value")), durability(a))
+        rev = self.sv(a).put(as_bytes(a.get("key")), as_bytes(a.get("value")), durability(a),
+                             lease=int(a.get("lease", 0)))
         return {"revision": rev}
 
     def op_delete(self, a: Dict[str, Any]) -> Any:
@@ -532,6 +533,26 @@ class Runner:
     def op_check(self, a: Dict[str, Any]) -> Any:
         return {"ok": self.client.check().ok}
 
+    # Leases.
+
+    def op_lease_grant(self, a: Dict[str, Any]) -> Any:
+        leases = self.sv(a).leases
+        ttl = int(a.get("ttl", 0))
+        return {"id": leases.grant(ttl, id=int(a.get("id", 0))), "ttl": ttl}
+
+    def op_lease_revoke(self, a: Dict[str, Any]) -> Any:
+        return {"revision": self.sv(a).leases.revoke(int(a.get("id", 0)))}
+
+    def op_lease_keep_alive_once(self, a: Dict[str, Any]) -> Any:
+        return {"ttl": self.sv(a).leases.keep_alive(int(a.get("id", 0)))}
+
+    def op_lease_time_to_live(self, a: Dict[str, Any]) -> Any:
+        i = self.sv(a).leases.time_to_live(int(a.get("id", 0)), keys=bool(a.get("keys")))
+        return {"id": i.id, "ttl": i.ttl, "granted_ttl": i.granted_ttl, "keys": i.keys}
+
+    def op_lease_list(self, a: Dict[str, Any]) -> Any:
+        return {"ids": self.sv(a).leases.list()}
+
     # Runner control.
 
     def op_connect(self, a: Dict[str, Any]) -> Any:
@@ -629,7 +650,7 @@ def compare(c: Dict[str, Any]) -> cowkv.Compare:
 def request_op(o: Dict[str, Any]) -> cowkv.Op:
     (kind, b), = o.items()
     if kind == "put":
-        return cowkv.Put(as_bytes(b.get("key")), as_bytes(b.get("value")))
+        return cowkv.Put(as_bytes(b.get("key")), as_bytes(b.get("value")), lease=int(b.get("lease", 0)))
     if kind == "delete":
         return cowkv.Delete(as_bytes(b.get("key")))
     if kind == "delete_range":
