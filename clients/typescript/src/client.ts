@@ -3,6 +3,7 @@ import * as grpc from "@grpc/grpc-js";
 import { AdminClient, CheckResponse, StatsResponse, SyncResponse, VersionResponse } from "./gen/cowkv/v1/admin";
 import { FilesClient } from "./gen/cowkv/v1/files";
 import { KVClient } from "./gen/cowkv/v1/kv";
+import { LeaseClient } from "./gen/cowkv/v1/lease";
 import { ListSubvolumesResponse, SubvolumeInfo as PbSubvolumeInfo, SubvolumesClient } from "./gen/cowkv/v1/subvolumes";
 import { toCowkvError } from "./errors";
 import { CallOptions, Rpc } from "./rpc";
@@ -51,7 +52,8 @@ export async function connect(address: string = DEFAULT_ADDRESS, opts: ConnectOp
   const kv = new KVClient(address, creds, channelOptions);
   const shared = { ...channelOptions, channelOverride: kv.getChannel() };
   const rpc = new Rpc(new SubvolumesClient(address, creds, shared), kv, new FilesClient(address, creds, shared),
-    new AdminClient(address, creds, shared), opts.token, opts.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS);
+    new AdminClient(address, creds, shared), opts.token, opts.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS,
+    new LeaseClient(address, creds, shared));
   if (opts.waitReady) {
     await new Promise<void>((resolve, reject) =>
       kv.waitForReady(new Date(Date.now() + (opts.defaultTimeoutMs || DEFAULT_TIMEOUT_MS)), (err) => {

@@ -8,9 +8,11 @@
  *     const v = await sv.get("k");                        // Buffer
  *     for await (const kv of sv.range({ prefix: "user/" })) { ... }
  *     await sv.transaction(async (tx) => { ... });        // retried on conflict
+ *     const { id } = await sv.leases.grant(10);           // leases: src/lease.ts
+ *     await sv.put("svc/a", "1", { lease: id });
  */
 export { connect, Client, ConnectOptions, TlsOptions, CheckResult, DEFAULT_ADDRESS, DEFAULT_TIMEOUT_MS } from "./client";
-export { Subvolume, TxnRequest, TxnResult, OpResult, WriteOptions, WriteFileOptions, CloneRange } from "./subvolume";
+export { Subvolume, TxnRequest, TxnResult, OpResult, WriteOptions, PutOptions, WriteFileOptions, CloneRange } from "./subvolume";
 export { Compare, Op, Cmp, TxnOp, Transaction, TransactionOptions, runTransaction, backoffMs } from "./txn";
 export { CallOptions } from "./rpc";
 export * from "./types";
@@ -18,3 +20,5 @@ export * from "./errors";
 export {
   Bytes, MAX_KEY_BYTES, MAX_VALUE_BYTES, MAX_NAME_BYTES, MAX_PATH_BYTES, MAX_PATH_DEPTH, MAX_TXN_OPS, MAX_LEASE_MS,
 } from "./validate";
+export { Leases, LeaseId, LeaseGrant, LeaseInfo, KeepAlive, KeepAliveOptions } from "./lease";
+export { MAX_LEASE_TTL_SECONDS } from "./validate";

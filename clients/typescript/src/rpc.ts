@@ -3,6 +3,7 @@ import * as grpc from "@grpc/grpc-js";
 import { AdminClient } from "./gen/cowkv/v1/admin";
 import { FilesClient } from "./gen/cowkv/v1/files";
 import { KVClient } from "./gen/cowkv/v1/kv";
+import { LeaseClient } from "./gen/cowkv/v1/lease";
 import { SubvolumesClient } from "./gen/cowkv/v1/subvolumes";
 import { toCowkvError } from "./errors";
 
@@ -25,6 +26,7 @@ export class Rpc {
     readonly admin: AdminClient,
     private readonly token: string | undefined,
     private readonly defaultTimeoutMs: number,
+    readonly lease: LeaseClient,
   ) {}
 
   metadata(): grpc.Metadata {
@@ -65,7 +67,7 @@ export class Rpc {
   }
 
   close(): void {
-    // The four clients share one channel.
+    // The five clients share one channel.
     this.kv.close();
   }
 }

@@ -2,6 +2,7 @@
 import { RangeRequest, RangeResponse, TxnResponse } from "./gen/cowkv/v1/kv";
 import { FiemapResponse, ReadDirResponse, ReadResponse, WriteRequest, WriteResponse, FileStat as PbFileStat } from "./gen/cowkv/v1/files";
 import { toCowkvError } from "./errors";
+import { LeaseId, Leases } from "./lease";
 import { CallOptions, Rpc } from "./rpc";
 import { Cmp, pages, rangeFields, runTransaction, Transaction, TransactionOptions, TxnOp } from "./txn";
 import {
@@ -15,6 +16,11 @@ import {
 
 export interface WriteOptions {
   durability?: Durability;
+}
+
+export interface PutOptions extends WriteOptions {
+  /** Attach the key to this lease (sv.leases); omitted or 0 = none: the put detaches the key from any lease, as etcd's. NotFoundError for an unknown lease. */
+  lease?: LeaseId;
 }
 
 /** A one-shot transaction: if every compare holds run success, else failure, atomically. */
@@ -60,7 +66,12 @@ export interface CloneRange {
 }
 
 export class Subvolume {
-  constructor(private readonly rpc: Rpc, /** The name ("" = "default"). */ readonly name: string) {}
+  /** The subvolume's leases (etcd's lease API). */
+  readonly leases: Leases;
+
+  constructor(private readonly rpc: Rpc, /** The name ("" = "default"). */ readonly name: string) {
+    this.leases = new Leases(rpc, name);
+  }
 
   private unary<Res>(op: string, client: object, method: string, req: unknown, call?: CallOptions): Promise<Res> {
     return this.rpc.unary<unknown, Res>(op, client, method, req, call);
@@ -83,14 +94,14 @@ export class Subvolume {
     return { ...kvFrom(m.kv), revision: num(m.revision) };
   }
 
-  /** Writes a key; resolves to the write's revision. */
-  async put(key: Bytes, value: Bytes, opts: WriteOptions = {}, call?: CallOptions): Promise<number> {
+  /** Writes a key (attached to opts.lease if set); resolves to the write's revision. */
+  async put(key: Bytes, value: Bytes, opts: PutOptions = {}, call?: CallOptions): Promise<number> {
     const k = toBuffer(key), v = toBuffer(value);
     checkSubvolume("put", this.name);
     checkKey("put", "key", k);
     checkValue("put", v);
     const m = await this.unary<{ revision: bigint }>("put", this.rpc.kv, "put",
-      { subvolume: this.name, key: k, value: v, durability: durabilityPb(opts.durability), lease: 0n }, call);
+      { subvolume: this.name, key: k, value: v, durability: durabilityPb(opts.durability), lease: BigInt(opts.lease ?? 0) }, call);
     return num(m.revision);
   }
 

@@ -50,11 +50,11 @@ export interface TxnOp {
   check(): void;
 }
 
-/** Ops: `Op.put(k, v)`, `Op.delete(k)`, `Op.deleteRange(start, end)`, `Op.range(range, opts)`. */
+/** Ops: `Op.put(k, v, { lease })`, `Op.delete(k)`, `Op.deleteRange(start, end)`, `Op.range(range, opts)`. */
 export const Op = {
-  put(key: Bytes, value: Bytes): TxnOp {
+  put(key: Bytes, value: Bytes, opts: { lease?: bigint | number } = {}): TxnOp {
     const k = toBuffer(key), v = toBuffer(value);
-    return { pb: { op: { $case: "put", put: { key: k, value: v, lease: 0n } } }, check: () => { checkKey("txn", "put.key", k); checkValue("txn", v); } };
+    return { pb: { op: { $case: "put", put: { key: k, value: v, lease: BigInt(opts.lease ?? 0) } } }, check: () => { checkKey("txn", "put.key", k); checkValue("txn", v); } };
   },
   delete(key: Bytes): TxnOp {
     const k = toBuffer(key);

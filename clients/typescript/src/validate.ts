@@ -14,6 +14,8 @@ export const MAX_PATH_DEPTH = 256;
 export const MAX_WRITE_CHUNK = 4 << 20;
 export const MAX_TXN_OPS = 10000;
 export const MAX_LEASE_MS = 600000;
+/** A lease's TTL in seconds is 1..MAX_LEASE_TTL_SECONDS (docs/api.md "Leases"). */
+export const MAX_LEASE_TTL_SECONDS = 9_000_000_000;
 const MAX_BOUND_BYTES = MAX_KEY_BYTES + 1;
 const MAX_SYMLINK_BYTES = 4095;
 
@@ -92,4 +94,16 @@ export function checkSymlinkTarget(op: string, target: string): void {
   if (n === 0 || n > MAX_SYMLINK_BYTES) {
     throw invalid(op, `EINVAL: target: a symlink target is 1..${MAX_SYMLINK_BYTES} bytes, not ${n}`);
   }
+}
+
+/** A lease TTL: an integer number of seconds, 1..MAX_LEASE_TTL_SECONDS. */
+export function checkLeaseTtl(op: string, ttl: number): void {
+  if (!Number.isInteger(ttl) || ttl < 1 || ttl > MAX_LEASE_TTL_SECONDS) {
+    throw invalid(op, `ttl: ${ttl} out of range 1..${MAX_LEASE_TTL_SECONDS}`);
+  }
+}
+
+/** A lease id to grant: an int64 >= 0 (0 = the server picks). */
+export function checkLeaseId(op: string, field: string, id: bigint): void {
+  if (id < 0n || id > 0x7fffffffffffffffn) throw invalid(op, `${field}: ${id} out of range 0..2^63-1`);
 }

@@ -92,6 +92,12 @@ describe("client-side checks", () => {
     await assert.rejects(sv.txn({ success: [cowkv.Op.put("", "v")] }), cowkv.InvalidArgumentError);
     await assert.rejects(sv.range({ start: "a", prefix: "b" }).next(), cowkv.InvalidArgumentError);
     await assert.rejects(sv.deleteRange({}), cowkv.InvalidArgumentError);
+    for (const ttl of [0, -1, 1.5, cowkv.MAX_LEASE_TTL_SECONDS + 1, NaN]) {
+      await assert.rejects(sv.leases.grant(ttl), cowkv.InvalidArgumentError, `ttl ${ttl}`);
+    }
+    await assert.rejects(sv.leases.grant(10, { id: -1 }), cowkv.InvalidArgumentError);
+    await assert.rejects(sv.leases.grant(10, { id: 1n << 63n }), cowkv.InvalidArgumentError);
+    await assert.rejects(client.subvolume("a/b").leases.list(), cowkv.InvalidArgumentError);
     client.close();
   });
 });
@@ -122,7 +128,7 @@ function fakeKv(commits: (Status | undefined)[], beginError?: Status) {
       return { cancel() {} };
     },
   };
-  const rpc = new Rpc({} as never, kv as never, {} as never, {} as never, undefined, 1000);
+  const rpc = new Rpc({} as never, kv as never, {} as never, {} as never, undefined, 1000, {} as never);
   return { sv: new cowkv.Subvolume(rpc, "default"), calls };
 }
 
