@@ -25,6 +25,11 @@ func (a args) bytes(k string) []byte {
 func (a args) num(k string) uint64 { n, _ := toInt(a[k]); return uint64(n) }
 func (a args) flag(k string) bool  { b, _ := a[k].(bool); return b }
 
+// int is a signed argument (lease ids and TTLs may be negative in bad input).
+func (a args) int(k string) int64 { n, _ := toInt(a[k]); return n }
+
+func (a args) lease() cowkv.WriteOption { return cowkv.WithLease(cowkv.LeaseID(a.int("lease"))) }
+
 func (a args) durability() cowkv.WriteOption {
 	switch a.str("durability") {
 	case "durable":
@@ -121,7 +126,7 @@ func txnOps(list any) []cowkv.Op {
 			a := args(body.(map[string]any))
 			switch kind {
 			case "put":
-				ops = append(ops, cowkv.OpPut(a.bytes("key"), a.bytes("value")))
+				ops = append(ops, cowkv.OpPut(a.bytes("key"), a.bytes("value"), a.lease()))
 			case "delete":
 				ops = append(ops, cowkv.OpDelete(a.bytes("key")))
 			case "delete_range":
@@ -183,7 +188,7 @@ func (r *runner) exec(op string, a args) (any, error) {
 		kv, rev, err := sv.GetKV(ctx, a.bytes("key"))
 		return kvMap(kv, rev), err
 	case "put":
-		rev, err := sv.Put(ctx, a.bytes("key"), a.bytes("value"), a.durability())
+		rev, err := sv.Put(ctx, a.bytes("key"), a.bytes("value"), a.durability(), a.lease())
 		return map[string]any{"revision": rev}, err
 	case "delete":
 		rev, err := sv.Delete(ctx, a.bytes("key"), a.durability())
@@ -377,6 +382,9 @@ func (r *runner) exec(op string, a args) (any, error) {
 		}
 		return map[string]any{"extents": extents}, err
 
+	case "lease_grant", "lease_revoke", "lease_keep_alive_once", "lease_time_to_live", "lease_list":
+		return r.execLease(op, sv.Leases(), a)
+
 	case "sync":
 		g, err := db.Sync(ctx)
 		return map[string]any{"generation": g}, err
@@ -443,4 +451,33 @@ func (r *runner) exec(op string, a args) (any, error) {
 	}
 	r.t.Fatalf("unknown op %q", op)
 	return nil, nil
+}
+
+// execLease runs the lease ops; lease ids are int64 in results.
+func (r *runner) execLease(op string, l *cowkv.Leases, a args) (any, error) {
+	ctx, id := r.ctx, cowkv.LeaseID(a.int("id"))
+	switch op {
+	case "lease_grant":
+		g, err := l.Grant(ctx, a.int("ttl"), id)
+		return map[string]any{"id": int64(g.ID), "ttl": g.TTL}, err
+	case "lease_revoke":
+		rev, err := l.Revoke(ctx, id)
+		return map[string]any{"revision": rev}, err
+	case "lease_keep_alive_once":
+		ttl, err := l.KeepAliveOnce(ctx, id)
+		return map[string]any{"ttl": ttl}, err
+	case "lease_time_to_live":
+		i, err := l.TimeToLive(ctx, id, a.flag("keys"))
+		keys := []any{}
+		for _, k := range i.Keys {
+			keys = append(keys, string(k))
+		}
+		return map[string]any{"id": int64(i.ID), "ttl": i.TTL, "granted_ttl": i.GrantedTTL, "keys": keys}, err
+	}
+	ids, err := l.List(ctx)
+	out := []any{}
+	for _, id := range ids {
+		out = append(out, int64(id))
+	}
+	return map[string]any{"ids": out}, err
 }

@@ -78,6 +78,7 @@ type DB struct {
 	kv    pb.KVClient
 	files pb.FilesClient
 	admin pb.AdminClient
+	lease pb.LeaseClient
 }
 
 type tokenCreds struct {
@@ -89,6 +90,14 @@ func (t tokenCreds) GetRequestMetadata(context.Context, ...string) (map[string]s
 	return map[string]string{"authorization": "Bearer " + t.token}, nil
 }
 func (t tokenCreds) RequireTransportSecurity() bool { return t.secure }
+
+// noDefaultTimeoutKey marks a context whose stream must not get the client's
+// default timeout (a background keep-alive lives as long as its context).
+type noDefaultTimeoutKey struct{}
+
+func withoutDefaultTimeout(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noDefaultTimeoutKey{}, true)
+}
 
 func withDefaultTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	if _, ok := ctx.Deadline(); ok || d <= 0 {
@@ -125,7 +134,7 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*DB, error) {
 		}),
 		grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc,
 			cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-			if _, ok := ctx.Deadline(); ok || timeout <= 0 {
+			if _, ok := ctx.Deadline(); ok || timeout <= 0 || ctx.Value(noDefaultTimeoutKey{}) != nil {
 				return streamer(ctx, desc, cc, method, opts...)
 			}
 			// The stream's context must outlive this call: cancel it when the
@@ -145,7 +154,7 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*DB, error) {
 		return nil, wrap("Dial", err)
 	}
 	db := &DB{conn: conn, subv: pb.NewSubvolumesClient(conn), kv: pb.NewKVClient(conn),
-		files: pb.NewFilesClient(conn), admin: pb.NewAdminClient(conn)}
+		files: pb.NewFilesClient(conn), admin: pb.NewAdminClient(conn), lease: pb.NewLeaseClient(conn)}
 	if o.waitReady {
 		conn.Connect()
 		for st := conn.GetState(); st != connectivity.Ready; st = conn.GetState() {

@@ -41,10 +41,13 @@ func (d Durability) pb() pb.Durability {
 }
 
 // WriteOption configures a write (Put, Delete, DeleteRange, a one-shot
-// transaction, Commit).
+// transaction, Commit, lease Grant and Revoke; WithLease: Put and OpPut).
 type WriteOption func(*writeOptions)
 
-type writeOptions struct{ durability Durability }
+type writeOptions struct {
+	durability Durability
+	lease      LeaseID
+}
 
 // WithDurability sets when the write is acknowledged.
 func WithDurability(d Durability) WriteOption { return func(o *writeOptions) { o.durability = d } }
@@ -89,13 +92,15 @@ func (s *Subvolume) GetKV(ctx context.Context, key []byte) (KeyValue, uint64, er
 	return kvFrom(m.GetKv()), m.GetRevision(), nil
 }
 
-// Put writes a key; it returns the write's revision.
+// Put writes a key (attached to a lease with WithLease); it returns the
+// write's revision.
 func (s *Subvolume) Put(ctx context.Context, key, value []byte, opts ...WriteOption) (uint64, error) {
 	if err := firstErr(checkSubvolume("Put", s.name), checkKey("Put", "key", key), checkValue("Put", value)); err != nil {
 		return 0, err
 	}
+	o := writeOpts(opts)
 	m, err := s.db.kv.Put(ctx, &pb.PutRequest{Subvolume: s.name, Key: key, Value: value,
-		Durability: writeOpts(opts).durability.pb()})
+		Durability: o.durability.pb(), Lease: int64(o.lease)})
 	if err != nil {
 		return 0, wrap("Put", err)
 	}
@@ -367,9 +372,11 @@ type Op struct {
 	err error
 }
 
-// OpPut writes a key.
-func OpPut(key, value []byte) Op {
-	return Op{m: &pb.RequestOp{Op: &pb.RequestOp_Put{Put: &pb.PutOp{Key: key, Value: value}}},
+// OpPut writes a key; of the options only WithLease applies (the
+// transaction's durability is its own).
+func OpPut(key, value []byte, opts ...WriteOption) Op {
+	lease := writeOpts(opts).lease
+	return Op{m: &pb.RequestOp{Op: &pb.RequestOp_Put{Put: &pb.PutOp{Key: key, Value: value, Lease: int64(lease)}}},
 		err: firstErr(checkKey("Txn", "put.key", key), checkValue("Txn", value))}
 }
 
