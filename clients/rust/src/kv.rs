@@ -7,6 +7,7 @@ use futures_core::Stream;
 
 use crate::error::{Error, Result};
 use crate::files::Files;
+use crate::lease::{LeaseId, Leases};
 use crate::pb;
 use crate::rpc::Rpc;
 use crate::txn::{Transaction, TransactionOptions, Txn};
@@ -419,6 +420,11 @@ impl Subvolume {
         Files::new(self.rpc.clone(), self.name.clone())
     }
 
+    /// The subvolume's leases (etcd's lease API).
+    pub fn leases(&self) -> Leases {
+        Leases::new(self.rpc.clone(), self.name.clone())
+    }
+
     /// The key with its revisions and the read's revision; [`Error::NotFound`] if absent.
     pub async fn get_kv(&self, key: impl AsRef<[u8]>) -> Result<GetResult> {
         let key = key.as_ref();
@@ -449,6 +455,19 @@ impl Subvolume {
         value: impl AsRef<[u8]>,
         durability: Durability,
     ) -> Result<u64> {
+        self.put_with_lease(key, value, 0, durability).await
+    }
+
+    /// [`Subvolume::put_with`], attaching the key to `lease` ([`Subvolume::leases`]);
+    /// lease 0 = none: the put detaches the key from any lease, as etcd's.
+    /// [`Error::NotFound`] for an unknown lease (nothing is written).
+    pub async fn put_with_lease(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        lease: LeaseId,
+        durability: Durability,
+    ) -> Result<u64> {
         let (key, value) = (key.as_ref(), value.as_ref());
         validate::key("put", key)?;
         validate::value("put", value)?;
@@ -457,7 +476,7 @@ impl Subvolume {
             key: b(key),
             value: b(value),
             durability: durability.proto(),
-            lease: 0,
+            lease,
         };
         Ok(Rpc::unary("put", self.rpc.kv().put(self.rpc.request(req, None))).await?.revision)
     }

@@ -31,6 +31,7 @@ mod client;
 mod error;
 mod files;
 mod kv;
+mod lease;
 mod options;
 mod rpc;
 mod txn;
@@ -49,6 +50,7 @@ pub use files::{
     WRITE_CHUNK,
 };
 pub use kv::{DeleteRangeResult, Durability, GetResult, KeyValue, Range, RangeIter, RangePage, Subvolume};
+pub use lease::{KeepAlive, LeaseGrant, LeaseId, LeaseInfo, Leases};
 pub use options::{Options, Tls, DEFAULT_ADDRESS, DEFAULT_DEADLINE, DEFAULT_STREAM_DEADLINE, MAX_MESSAGE_BYTES};
 pub use txn::{
     Compare, NumberTarget, Op, OpResult, RetryPolicy, Transaction, TransactionOptions, Txn, TxnResult, ValueTarget,

@@ -1,4 +1,4 @@
-//! The channel, the four service clients, deadlines and the bearer token:
+//! The channel, the five service clients, deadlines and the bearer token:
 //! shared by the Client and everything it hands out. Every RPC goes through
 //! [`Rpc::unary`] (or the streaming helpers), which turn a gRPC status into
 //! an [`Error`].
@@ -97,6 +97,12 @@ impl Rpc {
 
     pub fn admin(&self) -> pb::admin_client::AdminClient<Svc> {
         pb::admin_client::AdminClient::new(self.svc())
+            .max_decoding_message_size(MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_MESSAGE_BYTES)
+    }
+
+    pub fn lease(&self) -> pb::lease_client::LeaseClient<Svc> {
+        pb::lease_client::LeaseClient::new(self.svc())
             .max_decoding_message_size(MAX_MESSAGE_BYTES)
             .max_encoding_message_size(MAX_MESSAGE_BYTES)
     }

@@ -121,7 +121,11 @@ pub struct Op(pub(crate) pb::RequestOp);
 impl Op {
     /// Writes a key.
     pub fn put(key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Op {
-        Op(pb::RequestOp { op: Some(pb::request_op::Op::Put(pb::PutOp { key: b(key), value: b(value), lease: 0 })) })
+        Op::put_with_lease(key, value, 0)
+    }
+    /// Writes a key attached to `lease` (0 = none: detached from any lease).
+    pub fn put_with_lease(key: impl AsRef<[u8]>, value: impl AsRef<[u8]>, lease: i64) -> Op {
+        Op(pb::RequestOp { op: Some(pb::request_op::Op::Put(pb::PutOp { key: b(key), value: b(value), lease })) })
     }
     /// Deletes a key (an absent key is fine: `deleted` is 0).
     pub fn delete(key: impl AsRef<[u8]>) -> Op {

@@ -12,6 +12,8 @@ pub const MAX_PATH_BYTES: usize = 4096;
 pub const MAX_PATH_DEPTH: usize = 256;
 pub const MAX_SYMLINK_BYTES: usize = 4095;
 pub const MAX_LEASE_MS: u64 = 600_000;
+/// A lease's TTL is 1..MAX_LEASE_TTL seconds (docs/api.md "Leases").
+pub const MAX_LEASE_TTL: i64 = 9_000_000_000;
 
 pub(crate) fn key(op: &'static str, key: &[u8]) -> Result<()> {
     if key.is_empty() || key.len() > MAX_KEY_BYTES {
@@ -99,6 +101,21 @@ pub(crate) fn lease(op: &'static str, lease_ms: u64) -> Result<()> {
     Ok(())
 }
 
+pub(crate) fn lease_ttl(op: &'static str, ttl: i64) -> Result<()> {
+    if !(1..=MAX_LEASE_TTL).contains(&ttl) {
+        return Err(Error::invalid(op, format!("ttl: {ttl} out of range 1..{MAX_LEASE_TTL}")));
+    }
+    Ok(())
+}
+
+/// The id of a lease to grant: >= 0 (0 = the server picks).
+pub(crate) fn lease_id(op: &'static str, id: i64) -> Result<()> {
+    if id < 0 {
+        return Err(Error::invalid(op, format!("id: {id} < 0")));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,6 +127,16 @@ mod tests {
         assert!(key("put", &[b'k'; 1025]).is_err());
         assert!(value("put", &vec![0; MAX_VALUE_BYTES]).is_ok());
         assert!(value("put", &vec![0; MAX_VALUE_BYTES + 1]).is_err());
+    }
+
+    #[test]
+    fn leases() {
+        for bad in [0, -1, MAX_LEASE_TTL + 1, i64::MIN] {
+            assert!(matches!(lease_ttl("lease-grant", bad), Err(Error::InvalidArgument(_))), "{bad}");
+        }
+        assert!(lease_ttl("lease-grant", 1).is_ok() && lease_ttl("lease-grant", MAX_LEASE_TTL).is_ok());
+        assert!(lease_id("lease-grant", -1).is_err());
+        assert!(lease_id("lease-grant", 0).is_ok() && lease_id("lease-grant", i64::MAX).is_ok());
     }
 
     #[test]

@@ -400,7 +400,10 @@ impl Ctx {
             }
 
             "get" => get_result(self.sv(a)?.get_kv(by(a, "key")).await?),
-            "put" => V::map([("revision", V::n(self.sv(a)?.put_with(by(a, "key"), by(a, "value"), dur(a)).await?))]),
+            "put" => {
+                let rev = self.sv(a)?.put_with_lease(by(a, "key"), by(a, "value"), int(a, "lease"), dur(a)).await?;
+                V::map([("revision", V::n(rev))])
+            }
             "delete" => V::map([("revision", V::n(self.sv(a)?.delete_with(by(a, "key"), dur(a)).await?))]),
             "delete_range" => {
                 let d = self.sv(a)?.delete_range(range(a), dur(a)).await?;
@@ -574,6 +577,29 @@ impl Ctx {
                 V::map([("extents", V::List(ex.iter().map(extent).collect()))])
             }
 
+            "lease_grant" => {
+                let g = self.sv(a)?.leases().grant(int(a, "ttl"), int(a, "id")).await?;
+                V::map([("id", V::n(g.id)), ("ttl", V::n(g.ttl))])
+            }
+            "lease_revoke" => V::map([("revision", V::n(self.sv(a)?.leases().revoke(int(a, "id")).await?))]),
+            "lease_keep_alive_once" => {
+                V::map([("ttl", V::n(self.sv(a)?.leases().keep_alive_once(int(a, "id")).await?))])
+            }
+            "lease_time_to_live" => {
+                let i = self.sv(a)?.leases().time_to_live(int(a, "id"), bl(a, "keys")).await?;
+                let keys = i.keys.iter().map(|k| V::Bytes(k.to_vec())).collect();
+                V::map([
+                    ("id", V::n(i.id)),
+                    ("ttl", V::n(i.ttl)),
+                    ("granted_ttl", V::n(i.granted_ttl)),
+                    ("keys", V::List(keys)),
+                ])
+            }
+            "lease_list" => {
+                let ids = self.sv(a)?.leases().list().await?;
+                V::map([("ids", V::List(ids.into_iter().map(V::n).collect()))])
+            }
+
             "sync" => V::map([("generation", V::n(c.sync().await?))]),
             "check" => V::map([("ok", V::Bool(c.check(Some(Duration::from_secs(300))).await?.ok))]),
 
@@ -711,7 +737,7 @@ fn compare(c: &V) -> Compare {
 
 fn txn_op(o: &V) -> Op {
     if let Some(p) = o.get("put") {
-        return Op::put(by(p, "key"), by(p, "value"));
+        return Op::put_with_lease(by(p, "key"), by(p, "value"), int(p, "lease"));
     }
     if let Some(p) = o.get("delete") {
         return Op::delete(by(p, "key"));
@@ -757,6 +783,15 @@ fn nm(a: &V, k: &str) -> u64 {
     match a.get(k) {
         None | Some(V::Null) => 0,
         Some(V::Int(n)) => *n as u64,
+        Some(other) => panic!("{k}: not a number: {}", show(other)),
+    }
+}
+
+/// A signed argument (lease ids and TTLs; bad input may be negative).
+fn int(a: &V, k: &str) -> i64 {
+    match a.get(k) {
+        None | Some(V::Null) => 0,
+        Some(V::Int(n)) => i64::try_from(*n).unwrap_or_else(|_| panic!("{k}: {n} is not an int64")),
         Some(other) => panic!("{k}: not a number: {}", show(other)),
     }
 }
