@@ -20,6 +20,16 @@ public final class Op {
     return put(Range.bytes(key), Range.bytes(value));
   }
 
+  /** Writes a key attached to {@code lease} (0 = none: the key is detached from any lease). */
+  public static Op put(byte[] key, byte[] value, long lease) {
+    return new Op(Kv.RequestOp.newBuilder().setPut(Kv.PutOp.newBuilder().setKey(Range.bs(key))
+        .setValue(Range.bs(value)).setLease(lease)).build());
+  }
+
+  public static Op put(String key, String value, long lease) {
+    return put(Range.bytes(key), Range.bytes(value), lease);
+  }
+
   /** Deletes a key (an absent key is fine: {@code deleted} is 0). */
   public static Op delete(byte[] key) {
     return new Op(Kv.RequestOp.newBuilder()

@@ -3,6 +3,7 @@ package dev.cowkv;
 import cowkv.v1.AdminGrpc;
 import cowkv.v1.FilesGrpc;
 import cowkv.v1.KVGrpc;
+import cowkv.v1.LeaseGrpc;
 import cowkv.v1.SubvolumesGrpc;
 import io.grpc.CallOptions;
 import io.grpc.Channel;
@@ -25,7 +26,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 
 /**
- * The channel, the four service stubs, deadlines and the bearer token; shared by the client
+ * The channel, the five service stubs, deadlines and the bearer token; shared by the client
  * and every object it hands out. Every RPC goes through {@link #call}, which turns gRPC errors
  * into {@link CowkvException}s.
  */
@@ -41,6 +42,8 @@ final class Rpc {
   private final FilesGrpc.FilesBlockingStub files;
   private final FilesGrpc.FilesStub filesAsync;
   private final AdminGrpc.AdminBlockingStub admin;
+  private final LeaseGrpc.LeaseBlockingStub lease;
+  private final LeaseGrpc.LeaseStub leaseAsync;
 
   Rpc(CowkvOptions options) {
     ChannelCredentials creds;
@@ -74,6 +77,8 @@ final class Rpc {
     this.files = FilesGrpc.newBlockingStub(ch);
     this.filesAsync = FilesGrpc.newStub(ch);
     this.admin = AdminGrpc.newBlockingStub(ch);
+    this.lease = LeaseGrpc.newBlockingStub(ch);
+    this.leaseAsync = LeaseGrpc.newStub(ch);
   }
 
   SubvolumesGrpc.SubvolumesBlockingStub subvolumes() {
@@ -98,6 +103,20 @@ final class Rpc {
 
   AdminGrpc.AdminBlockingStub admin(Duration timeout) {
     return withDeadline(admin, timeout != null ? timeout : deadline);
+  }
+
+  LeaseGrpc.LeaseBlockingStub lease() {
+    return withDeadline(lease, deadline);
+  }
+
+  /** A KeepAlive call under the unary deadline (one request, one answer). */
+  LeaseGrpc.LeaseStub leaseAsync() {
+    return withDeadline(leaseAsync, deadline);
+  }
+
+  /** A KeepAlive stream without a deadline: a background keep-alive lives until closed. */
+  LeaseGrpc.LeaseStub leaseStream() {
+    return leaseAsync;
   }
 
   /** Runs one blocking call; gRPC errors become CowkvExceptions named after {@code op}. */

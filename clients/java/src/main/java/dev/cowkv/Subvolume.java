@@ -22,6 +22,7 @@ public final class Subvolume {
   private final Rpc rpc;
   private final String name;
   private final Files files;
+  private final Leases leases;
 
   Subvolume(Rpc rpc, String name) {
     if (!name.isEmpty()) {
@@ -30,6 +31,7 @@ public final class Subvolume {
     this.rpc = rpc;
     this.name = name;
     this.files = new Files(rpc, name);
+    this.leases = new Leases(rpc, name);
   }
 
   /** The subvolume's name ("" = "default"). */
@@ -40,6 +42,11 @@ public final class Subvolume {
   /** The subvolume's file tree. */
   public Files files() {
     return files;
+  }
+
+  /** The subvolume's leases (etcd's lease API). */
+  public Leases leases() {
+    return leases;
   }
 
   // Single keys.
@@ -90,11 +97,24 @@ public final class Subvolume {
   }
 
   public long put(byte[] key, byte[] value, Durability durability) {
+    return put(key, value, durability, 0);
+  }
+
+  /** Writes a key attached to {@code lease} ({@link #leases()}); see {@link #put(byte[], byte[], Durability, long)}. */
+  public long put(String key, String value, long lease) {
+    return put(Range.bytes(key), Range.bytes(value), Durability.DEFAULT, lease);
+  }
+
+  /**
+   * Writes a key attached to {@code lease}; lease 0 = none: the put detaches the key from any
+   * lease, as etcd's. {@link NotFoundException} for an unknown lease (nothing is written).
+   */
+  public long put(byte[] key, byte[] value, Durability durability, long lease) {
     Validate.key("put", key);
     Validate.value("put", value);
     return Rpc.call("put", () -> rpc.kv().put(Kv.PutRequest.newBuilder().setSubvolume(name)
         .setKey(Range.bs(key)).setValue(Range.bs(value)).setDurability(durability.proto)
-        .build())).getRevision();
+        .setLease(lease).build())).getRevision();
   }
 
   /** Deletes a key; returns the revision. {@link NotFoundException} if absent. */

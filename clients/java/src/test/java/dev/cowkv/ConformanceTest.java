@@ -216,7 +216,7 @@ class ConformanceTest {
         case "get":
           return getResult(sv(a).getWithRevision(bytes(a, "key")));
         case "put":
-          return Map.of("revision", sv(a).put(bytes(a, "key"), bytes(a, "value"), dur(a)));
+          return Map.of("revision", sv(a).put(bytes(a, "key"), bytes(a, "value"), dur(a), num(a, "lease")));
         case "delete":
           return Map.of("revision", sv(a).delete(bytes(a, "key"), dur(a)));
         case "delete_range": {
@@ -344,6 +344,22 @@ class ConformanceTest {
           }
           return Map.of("extents", extents);
         }
+
+        case "lease_grant": {
+          LeaseGrant g = sv(a).leases().grant(num(a, "ttl"), num(a, "id"));
+          return Map.of("id", g.id(), "ttl", g.ttl());
+        }
+        case "lease_revoke":
+          return Map.of("revision", sv(a).leases().revoke(num(a, "id")));
+        case "lease_keep_alive_once":
+          return Map.of("ttl", sv(a).leases().keepAliveOnce(num(a, "id")));
+        case "lease_time_to_live": {
+          LeaseInfo i = sv(a).leases().timeToLive(num(a, "id"), bool(a, "keys"));
+          return Map.of("id", i.id(), "ttl", i.ttl(), "granted_ttl", i.grantedTtl(),
+              "keys", new ArrayList<Object>(i.keys()));
+        }
+        case "lease_list":
+          return Map.of("ids", new ArrayList<Object>(sv(a).leases().list()));
 
         case "sync":
           return Map.of("generation", client.sync());
@@ -532,7 +548,7 @@ class ConformanceTest {
     private Op op(Map<String, Object> o) {
       if (o.containsKey("put")) {
         Map<String, Object> p = asMap(o.get("put"));
-        return Op.put(bytes(p, "key"), bytes(p, "value"));
+        return Op.put(bytes(p, "key"), bytes(p, "value"), num(p, "lease"));
       }
       if (o.containsKey("delete")) {
         return Op.delete(bytes(asMap(o.get("delete")), "key"));
