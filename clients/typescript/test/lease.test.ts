@@ -82,7 +82,9 @@ describe("leases", { skip: bin ? false : "cowkvd not found (set COWKVD)" }, () =
     const sv = await fresh();
     const { id } = await sv.leases.grant(1);
     await sv.put("k", "v", { lease: id });
-    const ka = sv.leases.keepAlive(id);
+    // Through a client whose default deadline (800 ms) is far shorter: the stream has none.
+    const hasty = await cowkv.connect(server.addr, { defaultTimeoutMs: 800 });
+    const ka = hasty.subvolume(sv.name).leases.keepAlive(id);
     await sleep(2500);
     assert.equal((await sv.get("k")).toString(), "v");
     assert.equal(ka.ttl, 1);
@@ -90,6 +92,7 @@ describe("leases", { skip: bin ? false : "cowkvd not found (set COWKVD)" }, () =
     await ka.stop();
     await ka.stop(); // twice is fine
     assert.equal(ka.error, undefined, "stop() is not an error");
+    hasty.close();
     await sleep(1800);
     await assert.rejects(sv.get("k"), cowkv.NotFoundError);
   });
