@@ -40,6 +40,9 @@ absl::Status StoreImpl::Init() {
     kv_ = std::make_unique<kv::KvSpace>(txn_.get(), log_.get(), device_,
                                         options_.conflict_window_keys,
                                         std::max(sb.revision, r.revision));
+    kv_->set_history_bounds(options_.history_revisions, options_.history_bytes);
+    kv_->set_bug_history_not_logged(options_.test_hooks.planted_bug ==
+                                    Options::TestHooks::PlantedBug::kHistoryNotLogged);
     if (r.root_blocks == 0) {
       if (!options_.read_only) COWKV_RETURN_IF_ERROR(log_->ContinueChain(sb));
     } else {
@@ -239,6 +242,8 @@ StoreStats StoreImpl::Stats() {
   s.log_replayed_entries = replayed_entries_;
   s.kv_conflicts = kv_->conflicts();
   s.kv_too_old = kv_->too_old();
+  s.kv_history_entries = kv_->history_entries();
+  s.kv_history_compacted = kv_->history_compacted();
   s.kv_range_value_bytes = kv_->range_value_bytes();
   s.open_transactions = open_txns_;
   s.log_lookups = log_->Stats().lookups;
