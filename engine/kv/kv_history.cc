@@ -118,7 +118,7 @@ absl::Status KvSpace::CheckReadable(Tree* tree, uint64_t at) {
 
 absl::StatusOr<KeyValue> KvSpace::GetAt(Tree* tree, absl::string_view key, uint64_t at,
                                         uint64_t max_value_load) {
-  if (at == 0 || at == revision_) return Get(tree, key, max_value_load);
+  if (at == kLatest || at == revision_) return Get(tree, key, max_value_load);
   COWKV_RETURN_IF_ERROR(CheckReadable(tree, at));
   const std::string tk = TreeKey(key);
   absl::StatusOr<std::string> cur = tree->Get(tk);
@@ -156,6 +156,13 @@ absl::StatusOr<KeyValue> KvSpace::GetAt(Tree* tree, absl::string_view key, uint6
     COWKV_ASSIGN_OR_RETURN(kv.value, LoadValue(item));
   }
   return kv;
+}
+
+absl::StatusOr<RangeResult> KvSpace::RangeAtRevision(Tree* tree, const RangeRequest& req,
+                                                     uint64_t at, uint64_t limit, bool* bytes_cut) {
+  RangeRequest n = req;
+  n.revision = at == revision_ ? 0 : at;
+  return at == revision_ ? Range(tree, n, limit, bytes_cut) : RangeAt(tree, n, limit, bytes_cut);
 }
 
 absl::StatusOr<RangeResult> KvSpace::RangeAt(Tree* tree, const RangeRequest& req, uint64_t limit,

@@ -131,8 +131,14 @@ class KvSpace {
   // OUT_OF_RANGE (reason COMPACTED, the compact revision as the payload
   // kCompactRevisionPayloadUrl) when `at` is older than what the history
   // keeps, OUT_OF_RANGE (FUTURE_REVISION) past the current revision.
+  // `at` is literal here (revision 0 is the state before any write);
+  // kLatest reads the latest state.
+  static constexpr uint64_t kLatest = UINT64_MAX;
   absl::StatusOr<KeyValue> GetAt(Tree* tree, absl::string_view key, uint64_t at,
                                  uint64_t max_value_load = 0);
+  // Range at the literal revision `at` (req.revision ignored).
+  absl::StatusOr<RangeResult> RangeAtRevision(Tree* tree, const RangeRequest& req, uint64_t at,
+                                              uint64_t limit, bool* bytes_cut = nullptr);
   // The history's compact revision: reads at a revision below it are
   // OUT_OF_RANGE.
   absl::StatusOr<uint64_t> CompactRevision(Tree* tree);

@@ -171,7 +171,8 @@ absl::StatusOr<RangeResult> Subvolume::Range(const RangeRequest& req) {
 
 absl::StatusOr<KeyValue> Subvolume::GetItemAt(absl::string_view key, uint64_t revision,
                                               uint64_t max_value_load) {
-  return store_->GetItemAt(id_, key, revision, max_value_load);
+  return store_->GetItemAt(id_, key, revision == 0 ? kv::KvSpace::kLatest : revision,
+                           max_value_load);
 }
 
 absl::StatusOr<uint64_t> Subvolume::CompactRevision() { return store_->CompactRevision(id_); }

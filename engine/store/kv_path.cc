@@ -391,7 +391,6 @@ absl::StatusOr<RangeResult> StoreImpl::TxnRange(KvTxnState* t, const RangeReques
     COWKV_ASSIGN_OR_RETURN(Tree * tree, TreeFor(t->subvol));
     absl::ReaderMutexLock tl(TreeLock(t->subvol));
     RangeRequest scan = n;
-    scan.revision = t->read_revision;  // from the history if anything changed since
     scan.count_only = n.count_only && !overlap;
     // Overlapping this transaction's own writes, the whole range is read
     // and merged (own deletes may hide any number of keys), within a fixed
@@ -401,7 +400,9 @@ absl::StatusOr<RangeResult> StoreImpl::TxnRange(KvTxnState* t, const RangeReques
       scan.keys_only = n.keys_only || n.count_only;
     }
     bool cut = false;
-    COWKV_ASSIGN_OR_RETURN(r, kv_->Range(tree, scan, overlap ? 0 : n.limit, &cut));
+    // At the read revision: from the history if anything changed since.
+    COWKV_ASSIGN_OR_RETURN(
+        r, kv_->RangeAtRevision(tree, scan, t->read_revision, overlap ? 0 : n.limit, &cut));
     if (overlap && cut) {
       return LimitError(
           absl::StrCat("range overlapping this transaction's own writes reads more than ",
