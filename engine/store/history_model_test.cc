@@ -291,4 +291,4 @@ TEST(HistoryModel, CatchesPlantedTxnReadsLatest) {
 }  // namespace
 }  // namespace cowkv
 
-COWKV_TEST_MAIN();
+COWKV_TEST_MAIN()
