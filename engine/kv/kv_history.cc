@@ -165,104 +165,118 @@ absl::StatusOr<RangeResult> KvSpace::RangeAtRevision(Tree* tree, const RangeRequ
   return at == revision_ ? Range(tree, n, limit, bytes_cut) : RangeAt(tree, n, limit, bytes_cut);
 }
 
+namespace {
+
+// Every key of [req.start, req.end) changed after `at`, with its item at
+// `at` (nullopt: absent then): the prev item of its first entry after `at`.
+absl::Status ChangedSince(Tree* tree, uint64_t at, const RangeRequest& req,
+                          std::map<std::string, std::optional<std::string>>* changed) {
+  TreeIterator it(tree);
+  for (it.Seek(HistoryKey(at + 1, "")); it.Valid() && IsHistoryTreeKey(it.key()); it.Next()) {
+    COWKV_ASSIGN_OR_RETURN(HistoryEntry e, DecodeHistoryEntry(it.key(), it.value()));
+    if (!InRange(e.key, req.start, req.end)) continue;
+    auto [slot, fresh] = changed->try_emplace(std::string(e.key));
+    if (fresh && e.has_prev) slot->second = std::string(e.prev);
+  }
+  return it.status();
+}
+
+// Positions `it` on the range's first KV item in the scan's order.
+void SeekRange(TreeIterator* it, const RangeRequest& req) {
+  if (!req.reverse) {
+    it->Seek(TreeKey(req.start));
+  } else if (req.end.empty()) {
+    it->SeekForPrev(std::string(1, kKvPrefixEnd));
+  } else {
+    const std::string tk = TreeKey(req.end);
+    it->SeekForPrev(tk);
+    if (it->Valid() && it->key() == tk) it->Prev();
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<bool> KvSpace::AddAt(const RangeRequest& req, uint64_t limit, absl::string_view uk,
+                                    absl::string_view raw, RangeScan* scan) {
+  scan->tk = TreeKey(uk);
+  COWKV_ASSIGN_OR_RETURN(ItemView item, DecodeItem(scan->tk, raw));
+  if (item.meta.mod_revision > req.revision) {
+    return MissingEntry(uk, item.meta.mod_revision, req.revision);
+  }
+  RangeResult& r = scan->result;
+  ++r.count;
+  if (req.count_only) return true;
+  if (limit != 0 && r.kvs.size() >= limit) {
+    r.more = true;
+    return false;
+  }
+  const uint64_t value_size = item.in_extent ? item.extent.value_len : item.value.size();
+  if (req.max_bytes != 0) {
+    const uint64_t pair = uk.size() + (req.keys_only ? 0 : value_size) + kRangeEntryOverheadBytes;
+    if (!r.kvs.empty() && scan->bytes + pair > req.max_bytes) {
+      r.more = true;
+      scan->bytes_cut = true;
+      return false;
+    }
+    scan->bytes += pair;
+  }
+  KeyValue kv = FromItem(uk, item);
+  if (!req.keys_only && (req.max_value_load == 0 || value_size <= req.max_value_load)) {
+    COWKV_ASSIGN_OR_RETURN(kv.value, LoadValue(item));
+    scan->loaded += kv.value.size();
+  }
+  r.kvs.push_back(std::move(kv));
+  return true;
+}
+
 absl::StatusOr<RangeResult> KvSpace::RangeAt(Tree* tree, const RangeRequest& req, uint64_t limit,
                                              bool* bytes_cut) {
   const uint64_t at = req.revision;
   COWKV_RETURN_IF_ERROR(CheckReadable(tree, at));
-  RangeResult r;
-  r.revision = at;
+  RangeScan scan;
+  scan.result.revision = at;
   if (bytes_cut != nullptr) *bytes_cut = false;
-  if (!req.end.empty() && req.start >= req.end) return r;
-  // Every key of the range changed after `at`, with its item at `at`.
+  if (!req.end.empty() && req.start >= req.end) return scan.result;
   std::map<std::string, std::optional<std::string>> changed;
-  {
-    TreeIterator it(tree);
-    for (it.Seek(HistoryKey(at + 1, "")); it.Valid() && IsHistoryTreeKey(it.key()); it.Next()) {
-      COWKV_ASSIGN_OR_RETURN(HistoryEntry e, DecodeHistoryEntry(it.key(), it.value()));
-      if (!InRange(e.key, req.start, req.end)) continue;
-      auto [slot, fresh] = changed.try_emplace(std::string(e.key));
-      if (fresh && e.has_prev) slot->second = std::string(e.prev);
-    }
-    COWKV_RETURN_IF_ERROR(it.status());
-  }
-  // Merge the current items with `changed`, in the scan's order.
+  COWKV_RETURN_IF_ERROR(ChangedSince(tree, at, req, &changed));
+  // Merge the current items with `changed` (which wins), in the scan's order.
   TreeIterator it(tree);
-  if (!req.reverse) {
-    it.Seek(TreeKey(req.start));
-  } else if (req.end.empty()) {
-    it.SeekForPrev(std::string(1, kKvPrefixEnd));
-  } else {
-    const std::string tk = TreeKey(req.end);
-    it.SeekForPrev(tk);
-    if (it.Valid() && it.key() == tk) it.Prev();
-  }
+  SeekRange(&it, req);
   auto tree_valid = [&] {
     return it.Valid() && IsKvTreeKey(it.key()) && InRange(UserKey(it.key()), req.start, req.end);
   };
   auto fwd = changed.begin();
   auto rev = changed.rbegin();
-  auto map_valid = [&] { return req.reverse ? rev != changed.rend() : fwd != changed.end(); };
-  uint64_t bytes = 0, loaded = 0;
-  std::string tk_buf, raw_buf, uk_buf;
-  while (true) {
-    const bool tv = tree_valid(), mv = map_valid();
+  std::string uk, raw;
+  for (bool more = true; more;) {
+    const bool tv = tree_valid();
+    const bool mv = req.reverse ? rev != changed.rend() : fwd != changed.end();
     if (!tv && !mv) break;
-    const std::string* mkey = mv ? (req.reverse ? &rev->first : &fwd->first) : nullptr;
-    int pick;  // 0: tree only, 1: map only, 2: both (the map wins)
-    if (!mv) {
-      pick = 0;
-    } else if (!tv) {
-      pick = 1;
-    } else {
-      const absl::string_view tkey = UserKey(it.key());
-      pick = tkey == *mkey ? 2 : ((tkey < *mkey) != req.reverse ? 0 : 1);
+    const std::pair<const std::string, std::optional<std::string>>* m =
+        mv ? &(req.reverse ? *rev : *fwd) : nullptr;
+    // 0: the tree's key comes first, 1: the map's, 2: the same key.
+    int pick = !mv ? 0 : !tv ? 1 : 2;
+    if (pick == 2 && UserKey(it.key()) != m->first) {
+      pick = (UserKey(it.key()) < m->first) != req.reverse ? 0 : 1;
     }
-    bool have = false;
+    bool have = true;
     if (pick == 0) {
-      uk_buf = std::string(UserKey(it.key()));
-      raw_buf = std::string(it.value());
-      have = true;
+      uk = std::string(UserKey(it.key()));
+      raw = std::string(it.value());
     } else {
-      const std::optional<std::string>& v = req.reverse ? rev->second : fwd->second;
-      uk_buf = *mkey;
-      if (v) {
-        raw_buf = *v;
-        have = true;
-      }
+      uk = m->first;
+      have = m->second.has_value();
+      if (have) raw = *m->second;
     }
     if (pick != 1) req.reverse ? it.Prev() : it.Next();
     if (pick != 0) req.reverse ? (void)++rev : (void)++fwd;
     if (!have) continue;
-    TreeKeyTo(uk_buf, &tk_buf);
-    COWKV_ASSIGN_OR_RETURN(ItemView item, DecodeItem(tk_buf, raw_buf));
-    if (item.meta.mod_revision > at) return MissingEntry(uk_buf, item.meta.mod_revision, at);
-    ++r.count;
-    if (req.count_only) continue;
-    if (limit != 0 && r.kvs.size() >= limit) {
-      r.more = true;
-      break;
-    }
-    const uint64_t value_size = item.in_extent ? item.extent.value_len : item.value.size();
-    if (req.max_bytes != 0) {
-      const uint64_t pair =
-          uk_buf.size() + (req.keys_only ? 0 : value_size) + kRangeEntryOverheadBytes;
-      if (!r.kvs.empty() && bytes + pair > req.max_bytes) {
-        r.more = true;
-        if (bytes_cut != nullptr) *bytes_cut = true;
-        break;
-      }
-      bytes += pair;
-    }
-    KeyValue kv = FromItem(uk_buf, item);
-    if (!req.keys_only && (req.max_value_load == 0 || value_size <= req.max_value_load)) {
-      COWKV_ASSIGN_OR_RETURN(kv.value, LoadValue(item));
-      loaded += kv.value.size();
-    }
-    r.kvs.push_back(std::move(kv));
+    COWKV_ASSIGN_OR_RETURN(more, AddAt(req, limit, uk, raw, &scan));
   }
   COWKV_RETURN_IF_ERROR(it.status());
-  range_value_bytes_.fetch_add(loaded, std::memory_order_relaxed);
-  return r;
+  range_value_bytes_.fetch_add(scan.loaded, std::memory_order_relaxed);
+  if (bytes_cut != nullptr) *bytes_cut = scan.bytes_cut;
+  return scan.result;
 }
 
 absl::Status KvSpace::Compact(uint64_t subvol, Tree* tree, uint64_t revision) {

@@ -436,25 +436,44 @@ absl::StatusOr<uint64_t> KvSpace::Apply(uint64_t subvol, const WritableTree& wri
   // history past this revision instead.
   std::vector<KvOp> history;
   COWKV_RETURN_IF_ERROR(HistoryOps(tree, rev, &ops, &history));
-  const bool with_entries = !history.empty() && !history.front().tree_key.empty() &&
-                            history.front().tree_key != HistoryInfoKey();
-  // Under space pressure the info item is overwritten in place when it
-  // exists (one path CoWed, no split).
-  uint64_t info_nodes = 0;
-  if (!with_entries && all_deletes) {
-    info_nodes = tree->Get(HistoryInfoKey()).ok()
-                     ? static_cast<uint64_t>(tree->height()) + 1
-                     : static_cast<uint64_t>(tree->WorstCaseNodesPerOp());
-  }
+  const bool with_entries = history.front().tree_key != HistoryInfoKey();
   const uint64_t delete_nodes =
       all_deletes ? DeleteNodesBound(tree, leaves.size(), inner.size(), ws.delete_ranges.size(),
-                                     ops.size() - range_deletes) +
-                        info_nodes
+                                     ops.size() - range_deletes)
                   : 0;
-  const bool as_deletes = all_deletes && !with_entries;
-  COWKV_RETURN_IF_ERROR(txn_->ReserveForWrite(
+  COWKV_RETURN_IF_ERROR(
+      ReserveApply(tree, ops, history, all_deletes && !with_entries, delete_nodes));
+  COWKV_RETURN_IF_ERROR(WriteApply(subvol, tree, ops, history, ws));
+  history_entries_ += with_entries ? history.size() : 0;
+  COWKV_DCHECK(rev == revision_ + 1);  // one new revision per change, never skipped
+  revision_ = rev;
+  ++commits_;
+  for (const KvOp& op : ops) {
+    COWKV_DCHECK(kv::IsKvTreeKey(op.tree_key));
+    window_.RecordWrite(subvol, kv::UserKey(op.tree_key), rev);
+    log_->NoteChange(subvol, op.tree_key);
+  }
+  if (with_entries) MaybeCompact(subvol, tree, ops.size());
+  return rev;
+}
+
+absl::Status KvSpace::ReserveApply(Tree* tree, const std::vector<KvOp>& ops,
+                                   const std::vector<KvOp>& history, bool as_deletes,
+                                   uint64_t delete_nodes) {
+  if (as_deletes) {
+    // Under space pressure the info item is overwritten in place when it
+    // exists (one path CoWed, no split).
+    delete_nodes += tree->Get(HistoryInfoKey()).ok()
+                        ? static_cast<uint64_t>(tree->height()) + 1
+                        : static_cast<uint64_t>(tree->WorstCaseNodesPerOp());
+  }
+  return txn_->ReserveForWrite(
       tree, as_deletes ? TxnManager::WriteKind::kDelete : TxnManager::WriteKind::kInsert,
-      ops.size() + history.size(), OpBytes(ops) + OpBytes(history), as_deletes ? delete_nodes : 0));
+      ops.size() + history.size(), OpBytes(ops) + OpBytes(history), as_deletes ? delete_nodes : 0);
+}
+
+absl::Status KvSpace::WriteApply(uint64_t subvol, Tree* tree, const std::vector<KvOp>& ops,
+                                 const std::vector<KvOp>& history, KvWriteSet& ws) {
   for (const KvOp& op : ops) {
     absl::Status s = ApplyOp(tree, subvol, op);
     if (!s.ok()) {
@@ -472,17 +491,7 @@ absl::StatusOr<uint64_t> KvSpace::Apply(uint64_t subvol, const WritableTree& wri
     }
     log_->NoteChange(subvol, op.tree_key);
   }
-  history_entries_ += with_entries ? history.size() : 0;
-  COWKV_DCHECK(rev == revision_ + 1);  // one new revision per change, never skipped
-  revision_ = rev;
-  ++commits_;
-  for (const KvOp& op : ops) {
-    COWKV_DCHECK(kv::IsKvTreeKey(op.tree_key));
-    window_.RecordWrite(subvol, kv::UserKey(op.tree_key), rev);
-    log_->NoteChange(subvol, op.tree_key);
-  }
-  if (with_entries) MaybeCompact(subvol, tree, ops.size());
-  return rev;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<uint64_t> KvSpace::PutInline(uint64_t subvol, Tree* tree, absl::string_view key,

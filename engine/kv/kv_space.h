@@ -222,6 +222,16 @@ class KvSpace {
   // Range at a past revision: the request's revision is below revision_.
   absl::StatusOr<RangeResult> RangeAt(Tree* tree, const RangeRequest& req, uint64_t limit,
                                       bool* bytes_cut);
+  // RangeAt's result so far; AddAt adds one key's item at req.revision,
+  // false when the limit or max_bytes stops the scan.
+  struct RangeScan {
+    RangeResult result;
+    uint64_t bytes = 0, loaded = 0;
+    bool bytes_cut = false;
+    std::string tk;
+  };
+  absl::StatusOr<bool> AddAt(const RangeRequest& req, uint64_t limit, absl::string_view uk,
+                             absl::string_view raw, RangeScan* scan);
   // OUT_OF_RANGE unless `at` is within [compact revision, revision_].
   absl::Status CheckReadable(Tree* tree, uint64_t at);
   // Counts a change of `subvol` and compacts its history to the bounds
@@ -235,6 +245,14 @@ class KvSpace {
   // inline item written before the inline limit left room for history).
   absl::Status HistoryOps(Tree* tree, uint64_t rev, std::vector<KvOp>* ops,
                           std::vector<KvOp>* history);
+  // Apply's reservation (`as_deletes`: deletes only, without entries: the
+  // nodes they can CoW and the info item's path) and its tree writes (the
+  // ops, then the history items, noted for the log; fatal half way).
+  absl::Status ReserveApply(Tree* tree, const std::vector<KvOp>& ops,
+                            const std::vector<KvOp>& history, bool as_deletes,
+                            uint64_t delete_nodes);
+  absl::Status WriteApply(uint64_t subvol, Tree* tree, const std::vector<KvOp>& ops,
+                          const std::vector<KvOp>& history, KvWriteSet& ws);
   // One batch of Compact: up to kMaxTxnOps entries, whole revisions;
   // `*done` when nothing at or below `revision` is left.
   absl::Status CompactBatch(uint64_t subvol, Tree* tree, uint64_t revision, size_t batch,
