@@ -40,6 +40,7 @@
 #include "cowkv/kv.h"
 #include "engine/format/items.h"
 #include "engine/kv/conflict_window.h"
+#include "engine/kv/history_item.h"
 #include "engine/kv/kv_item.h"
 #include "engine/log/log_manager.h"
 #include "engine/tree/tree.h"
@@ -75,6 +76,13 @@ absl::Status NormaliseRange(const RangeRequest& req, std::string* start, std::st
 // Sizes and counts of a Txn branch's ops, before any lock.
 absl::Status ValidateTxnOps(const std::vector<TxnOp>& ops);
 
+// OUT_OF_RANGE for a read at `at` below the history's compact revision
+// (reason COMPACTED; the compact revision as decimal bytes in the payload
+// kCompactRevisionPayloadUrl), or past the current revision
+// (FUTURE_REVISION), as etcd's ErrCompacted / ErrFutureRev.
+absl::Status CompactedError(uint64_t at, uint64_t compact_revision);
+absl::Status FutureRevisionError(uint64_t at, uint64_t current);
+
 // One tree change of a KV commit, with the data extents it lets go of and
 // takes (len 0 = none).
 struct KvOp {
@@ -82,6 +90,9 @@ struct KvOp {
   std::optional<std::string> item;  // nullopt = delete
   format::DataRef old_data;
   format::DataRef new_data;
+  // The item before the change (nullopt: the key was absent): what the
+  // change's history entry keeps. Set by Apply, not by replay.
+  std::optional<std::string> old_item;
 };
 
 class KvSpace {
@@ -93,6 +104,14 @@ class KvSpace {
   KvSpace& operator=(const KvSpace&) = delete;
 
   uint64_t revision() const { return revision_; }
+  // The history's bounds (Options::history_revisions / history_bytes):
+  // every change is recorded (kv/history_item.h); past these bounds the
+  // oldest revisions are compacted, checked every `max_revisions / 8`
+  // changes of a subvolume.
+  void set_history_bounds(uint64_t max_revisions, uint64_t max_bytes) {
+    history_revisions_ = max_revisions < 1 ? 1 : max_revisions;
+    history_bytes_ = max_bytes;
+  }
   void set_revision(uint64_t revision) { revision_ = revision; }  // log replay
 
   // A key with its revisions; NOT_FOUND if absent. A value larger than
@@ -107,6 +126,39 @@ class KvSpace {
   // stopped the scan.
   absl::StatusOr<RangeResult> Range(Tree* tree, const RangeRequest& req, uint64_t limit,
                                     bool* bytes_cut = nullptr);
+  // Reads at a past revision (kv_history.cc), from the subvolume's history:
+  // the key as it was at revision `at` (0 or >= revision(): the latest).
+  // OUT_OF_RANGE (reason COMPACTED, the compact revision as the payload
+  // kCompactRevisionPayloadUrl) when `at` is older than what the history
+  // keeps, OUT_OF_RANGE (FUTURE_REVISION) past the current revision.
+  // `at` is literal here (revision 0 is the state before any write);
+  // kLatest reads the latest state.
+  static constexpr uint64_t kLatest = UINT64_MAX;
+  absl::StatusOr<KeyValue> GetAt(Tree* tree, absl::string_view key, uint64_t at,
+                                 uint64_t max_value_load = 0);
+  // Range at the literal revision `at` (req.revision ignored).
+  absl::StatusOr<RangeResult> RangeAtRevision(Tree* tree, const RangeRequest& req, uint64_t at,
+                                              uint64_t limit, bool* bytes_cut = nullptr);
+  // The history's compact revision: reads at a revision below it are
+  // OUT_OF_RANGE.
+  absl::StatusOr<uint64_t> CompactRevision(Tree* tree);
+  // Drops the history of revisions <= `revision` (etcd's Compact) from
+  // `subvol`'s tree (writable, exclusive lock). OUT_OF_RANGE (COMPACTED)
+  // when `revision` is below the compact revision already, FUTURE_REVISION
+  // past the current one. Entries go in batches of at most kMaxTxnOps (at
+  // revision boundaries), each batch reserved and noted for the log.
+  absl::Status Compact(uint64_t subvol, Tree* tree, uint64_t revision);
+  // Space pressure (set by the store for a write that found no space even
+  // after a commit): the change is applied without history entries and the
+  // history is compacted past it (reads at older revisions become
+  // OUT_OF_RANGE), so a full device can still delete.
+  void set_no_history(bool no_history) { no_history_ = no_history; }
+  // Options::TestHooks::PlantedBug::kHistoryNotLogged.
+  void set_bug_history_not_logged(bool bug) { bug_history_not_logged_ = bug; }
+  // Statistics: history entries written and dropped by compaction.
+  uint64_t history_entries() const { return history_entries_; }
+  uint64_t history_compacted() const { return history_compacted_; }
+
   // Whether every compare holds (etcd: an absent key has zero revisions
   // and no value).
   absl::StatusOr<bool> ComparesHold(Tree* tree, const std::vector<Compare>& compares);
@@ -164,6 +216,54 @@ class KvSpace {
   // PutInline's buffers, reused (it runs under the exclusive tree lock).
   std::string put_key_;
   std::string put_item_;
+  std::string put_prev_;
+
+  // History (kv_history.cc).
+  // Range at a past revision: the request's revision is below revision_.
+  absl::StatusOr<RangeResult> RangeAt(Tree* tree, const RangeRequest& req, uint64_t limit,
+                                      bool* bytes_cut);
+  // RangeAt's result so far; AddAt adds one key's item at req.revision,
+  // false when the limit or max_bytes stops the scan.
+  struct RangeScan {
+    RangeResult result;
+    uint64_t bytes = 0, loaded = 0;
+    bool bytes_cut = false;
+    std::string tk;
+  };
+  absl::StatusOr<bool> AddAt(const RangeRequest& req, uint64_t limit, absl::string_view uk,
+                             absl::string_view raw, RangeScan* scan);
+  // OUT_OF_RANGE unless `at` is within [compact revision, revision_].
+  absl::Status CheckReadable(Tree* tree, uint64_t at);
+  // Counts a change of `subvol` and compacts its history to the bounds
+  // every history_revisions_ / 8 changes (errors: none; a compaction that
+  // does not fit in free space waits for the next check).
+  void MaybeCompact(uint64_t subvol, Tree* tree, uint64_t changes);
+  // The history items of a change at `rev` to `ops` (in order): an entry
+  // per op, each taking over its op's old data reference (old_data
+  // cleared), or — no_history_ — the info item compacting the history to
+  // `rev`. FAILED_PRECONDITION when an entry would not fit a leaf (an
+  // inline item written before the inline limit left room for history).
+  absl::Status HistoryOps(Tree* tree, uint64_t rev, std::vector<KvOp>* ops,
+                          std::vector<KvOp>* history);
+  // Apply's reservation (`as_deletes`: deletes only, without entries: the
+  // nodes they can CoW and the info item's path) and its tree writes (the
+  // ops, then the history items, noted for the log; fatal half way).
+  absl::Status ReserveApply(Tree* tree, const std::vector<KvOp>& ops,
+                            const std::vector<KvOp>& history, bool as_deletes,
+                            uint64_t delete_nodes);
+  absl::Status WriteApply(uint64_t subvol, Tree* tree, const std::vector<KvOp>& ops,
+                          const std::vector<KvOp>& history, KvWriteSet& ws);
+  // One batch of Compact: up to kMaxTxnOps entries, whole revisions;
+  // `*done` when nothing at or below `revision` is left.
+  absl::Status CompactBatch(uint64_t subvol, Tree* tree, uint64_t revision, size_t batch,
+                            bool* done);
+  bool no_history_ = false;
+  bool bug_history_not_logged_ = false;
+  uint64_t history_revisions_ = 10000;
+  uint64_t history_bytes_ = 64ull << 20;
+  std::map<uint64_t, uint64_t> changes_since_check_;  // by subvolume
+  uint64_t history_entries_ = 0;
+  uint64_t history_compacted_ = 0;
 };
 
 }  // namespace kv

@@ -68,6 +68,12 @@ absl::Status StoreImpl::ReplayEntry(const log::LogEntry& e, std::set<uint64_t>* 
   fs::FsKey fk;
   if (fs::DecodeFsKey(e.key, &fk)) {
     COWKV_RETURN_IF_ERROR(NoteFsReplay(tree, e, &(*notes)[e.subvol]));
+  } else if (kv::IsHistoryTreeKey(e.key)) {
+    if (!e.value.empty() && e.key == kv::HistoryInfoKey()) {
+      COWKV_RETURN_IF_ERROR(kv::DecodeHistoryInfo(e.value).status());
+    } else if (!e.value.empty()) {
+      COWKV_RETURN_IF_ERROR(kv::DecodeHistoryEntry(e.key, e.value).status());
+    }
   } else if (!kv::IsKvTreeKey(e.key)) {
     CorruptionSite site;
     site.what = "log entry";

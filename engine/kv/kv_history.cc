@@ -1,0 +1,389 @@
+// KvSpace's history: the entries a change writes, reads at a past revision
+// and compaction. The items are described in history_item.h; the design
+// (why entries in the tree rather than pinned roots) in docs/design.md
+// "History: reads at a revision".
+#include <algorithm>
+#include <map>
+#include <optional>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "cowkv/errors.h"
+#include "cowkv/limits.h"
+#include "cowkv/status_macros.h"
+#include "engine/base/check.h"
+#include "engine/base/status.h"
+#include "engine/format/layout.h"
+#include "engine/kv/kv_space.h"
+
+namespace cowkv {
+namespace kv {
+
+namespace {
+
+KeyValue FromItem(absl::string_view user_key, const ItemView& item) {
+  KeyValue kv;
+  kv.key = std::string(user_key);
+  kv.value_size = item.in_extent ? item.extent.value_len : item.value.size();
+  kv.create_revision = item.meta.create_revision;
+  kv.mod_revision = item.meta.mod_revision;
+  kv.version = item.meta.version;
+  return kv;
+}
+
+absl::Status MissingEntry(absl::string_view user_key, uint64_t mod, uint64_t at) {
+  CorruptionSite site;
+  site.what = "KV history";
+  return COWKV_CORRUPTION(
+      site,
+      absl::StrCat("no history entry for key '", absl::CHexEscape(user_key.substr(0, 64)),
+                   "' changed at revision ", mod, " after read revision ", at),
+      "", "");
+}
+
+// DeleteNodesBound (kv_space.cc) for one range of neighbouring keys.
+uint64_t DeleteNodesBoundFor(const Tree* tree, uint64_t leaves, uint64_t inner) {
+  const uint64_t levels = static_cast<uint64_t>(tree->height()) + 1;
+  return leaves + 2 * inner + 3 * levels;
+}
+
+}  // namespace
+
+absl::Status CompactedError(uint64_t at, uint64_t compact_revision) {
+  absl::Status s =
+      WithReason(absl::OutOfRangeError(absl::StrCat(
+                     "revision ", at, " has been compacted: the history keeps revisions from ",
+                     compact_revision)),
+                 ErrorReason::kCompacted);
+  s.SetPayload(kCompactRevisionPayloadUrl, absl::Cord(absl::StrCat(compact_revision)));
+  return s;
+}
+
+absl::Status FutureRevisionError(uint64_t at, uint64_t current) {
+  return WithReason(absl::OutOfRangeError(absl::StrCat(
+                        "revision ", at, " is a future revision: the current is ", current)),
+                    ErrorReason::kFutureRevision);
+}
+
+absl::Status KvSpace::HistoryOps(Tree* tree, uint64_t rev, std::vector<KvOp>* ops,
+                                 std::vector<KvOp>* history) {
+  if (no_history_) {
+    history->push_back(KvOp{HistoryInfoKey(), EncodeHistoryInfo(rev), {}, {}, std::nullopt});
+    return absl::OkStatus();
+  }
+  if (rev > kMaxHistoryRevision) {
+    return absl::FailedPreconditionError("revision past 2^56: the history cannot record it");
+  }
+  const size_t max_value = tree->max_value_size();
+  history->reserve(ops->size());
+  for (size_t i = 0; i < ops->size(); ++i) {
+    KvOp& op = (*ops)[i];
+    absl::string_view prev;
+    if (op.old_item) prev = *op.old_item;
+    KvOp h{
+        HistoryKey(rev, UserKey(op.tree_key)),
+        EncodeHistoryEntry(op.item ? kHistoryPut : kHistoryDelete, op.old_item ? &prev : nullptr),
+        {},
+        {},
+        std::nullopt};
+    if (h.item->size() > max_value) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the history entry of key '", absl::CHexEscape(UserKey(op.tree_key).substr(0, 64)),
+          "' would not fit a leaf (an inline value written by an older version)"));
+    }
+    history->push_back(std::move(h));
+  }
+  // Only now that nothing can fail: the entries take the old references.
+  for (KvOp& op : *ops) op.old_data = {};
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint64_t> KvSpace::CompactRevision(Tree* tree) {
+  absl::StatusOr<std::string> raw = tree->Get(HistoryInfoKey());
+  if (absl::IsNotFound(raw.status())) return 0;
+  COWKV_RETURN_IF_ERROR(raw.status());
+  return DecodeHistoryInfo(*raw);
+}
+
+absl::Status KvSpace::CheckReadable(Tree* tree, uint64_t at) {
+  if (at > revision_) return FutureRevisionError(at, revision_);
+  COWKV_ASSIGN_OR_RETURN(uint64_t floor, CompactRevision(tree));
+  if (at < floor) {
+    too_old_.fetch_add(1, std::memory_order_relaxed);
+    return CompactedError(at, floor);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<KeyValue> KvSpace::GetAt(Tree* tree, absl::string_view key, uint64_t at,
+                                        uint64_t max_value_load) {
+  if (at == kLatest || at == revision_) return Get(tree, key, max_value_load);
+  COWKV_RETURN_IF_ERROR(CheckReadable(tree, at));
+  const std::string tk = TreeKey(key);
+  absl::StatusOr<std::string> cur = tree->Get(tk);
+  if (!cur.ok() && !absl::IsNotFound(cur.status())) return cur.status();
+  // The state at `at`: the current item if no change came after `at`,
+  // else the prev item of the first entry after `at`.
+  std::optional<std::string> state;
+  bool resolved = false;
+  if (cur.ok()) {
+    COWKV_ASSIGN_OR_RETURN(ItemView item, DecodeItem(tk, *cur));
+    if (item.meta.mod_revision <= at) {
+      state = std::move(*cur);
+      resolved = true;
+    }
+  }
+  if (!resolved) {
+    TreeIterator it(tree);
+    for (it.Seek(HistoryKey(at + 1, "")); it.Valid() && IsHistoryTreeKey(it.key()); it.Next()) {
+      COWKV_ASSIGN_OR_RETURN(HistoryEntry e, DecodeHistoryEntry(it.key(), it.value()));
+      if (e.key != key) continue;
+      if (e.has_prev) state = std::string(e.prev);
+      resolved = true;
+      break;
+    }
+    COWKV_RETURN_IF_ERROR(it.status());
+    if (!resolved && cur.ok()) {
+      COWKV_ASSIGN_OR_RETURN(ItemView item, DecodeItem(tk, *cur));
+      return MissingEntry(key, item.meta.mod_revision, at);
+    }
+  }
+  if (!state) return absl::NotFoundError("key not found");
+  COWKV_ASSIGN_OR_RETURN(ItemView item, DecodeItem(tk, *state));
+  KeyValue kv = FromItem(key, item);
+  if (max_value_load == 0 || kv.value_size <= max_value_load) {
+    COWKV_ASSIGN_OR_RETURN(kv.value, LoadValue(item));
+  }
+  return kv;
+}
+
+absl::StatusOr<RangeResult> KvSpace::RangeAtRevision(Tree* tree, const RangeRequest& req,
+                                                     uint64_t at, uint64_t limit, bool* bytes_cut) {
+  RangeRequest n = req;
+  n.revision = at == revision_ ? 0 : at;
+  return at == revision_ ? Range(tree, n, limit, bytes_cut) : RangeAt(tree, n, limit, bytes_cut);
+}
+
+namespace {
+
+// Every key of [req.start, req.end) changed after `at`, with its item at
+// `at` (nullopt: absent then): the prev item of its first entry after `at`.
+absl::Status ChangedSince(Tree* tree, uint64_t at, const RangeRequest& req,
+                          std::map<std::string, std::optional<std::string>>* changed) {
+  TreeIterator it(tree);
+  for (it.Seek(HistoryKey(at + 1, "")); it.Valid() && IsHistoryTreeKey(it.key()); it.Next()) {
+    COWKV_ASSIGN_OR_RETURN(HistoryEntry e, DecodeHistoryEntry(it.key(), it.value()));
+    if (!InRange(e.key, req.start, req.end)) continue;
+    auto [slot, fresh] = changed->try_emplace(std::string(e.key));
+    if (fresh && e.has_prev) slot->second = std::string(e.prev);
+  }
+  return it.status();
+}
+
+// Positions `it` on the range's first KV item in the scan's order.
+void SeekRange(TreeIterator* it, const RangeRequest& req) {
+  if (!req.reverse) {
+    it->Seek(TreeKey(req.start));
+  } else if (req.end.empty()) {
+    it->SeekForPrev(std::string(1, kKvPrefixEnd));
+  } else {
+    const std::string tk = TreeKey(req.end);
+    it->SeekForPrev(tk);
+    if (it->Valid() && it->key() == tk) it->Prev();
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<bool> KvSpace::AddAt(const RangeRequest& req, uint64_t limit, absl::string_view uk,
+                                    absl::string_view raw, RangeScan* scan) {
+  scan->tk = TreeKey(uk);
+  COWKV_ASSIGN_OR_RETURN(ItemView item, DecodeItem(scan->tk, raw));
+  if (item.meta.mod_revision > req.revision) {
+    return MissingEntry(uk, item.meta.mod_revision, req.revision);
+  }
+  RangeResult& r = scan->result;
+  ++r.count;
+  if (req.count_only) return true;
+  if (limit != 0 && r.kvs.size() >= limit) {
+    r.more = true;
+    return false;
+  }
+  const uint64_t value_size = item.in_extent ? item.extent.value_len : item.value.size();
+  if (req.max_bytes != 0) {
+    const uint64_t pair = uk.size() + (req.keys_only ? 0 : value_size) + kRangeEntryOverheadBytes;
+    if (!r.kvs.empty() && scan->bytes + pair > req.max_bytes) {
+      r.more = true;
+      scan->bytes_cut = true;
+      return false;
+    }
+    scan->bytes += pair;
+  }
+  KeyValue kv = FromItem(uk, item);
+  if (!req.keys_only && (req.max_value_load == 0 || value_size <= req.max_value_load)) {
+    COWKV_ASSIGN_OR_RETURN(kv.value, LoadValue(item));
+    scan->loaded += kv.value.size();
+  }
+  r.kvs.push_back(std::move(kv));
+  return true;
+}
+
+absl::StatusOr<RangeResult> KvSpace::RangeAt(Tree* tree, const RangeRequest& req, uint64_t limit,
+                                             bool* bytes_cut) {
+  const uint64_t at = req.revision;
+  COWKV_RETURN_IF_ERROR(CheckReadable(tree, at));
+  RangeScan scan;
+  scan.result.revision = at;
+  if (bytes_cut != nullptr) *bytes_cut = false;
+  if (!req.end.empty() && req.start >= req.end) return scan.result;
+  std::map<std::string, std::optional<std::string>> changed;
+  COWKV_RETURN_IF_ERROR(ChangedSince(tree, at, req, &changed));
+  // Merge the current items with `changed` (which wins), in the scan's order.
+  TreeIterator it(tree);
+  SeekRange(&it, req);
+  auto tree_valid = [&] {
+    return it.Valid() && IsKvTreeKey(it.key()) && InRange(UserKey(it.key()), req.start, req.end);
+  };
+  auto fwd = changed.begin();
+  auto rev = changed.rbegin();
+  std::string uk, raw;
+  for (bool more = true; more;) {
+    const bool tv = tree_valid();
+    const bool mv = req.reverse ? rev != changed.rend() : fwd != changed.end();
+    if (!tv && !mv) break;
+    const std::pair<const std::string, std::optional<std::string>>* m =
+        mv ? &(req.reverse ? *rev : *fwd) : nullptr;
+    // 0: the tree's key comes first, 1: the map's, 2: the same key.
+    int pick = !mv ? 0 : !tv ? 1 : 2;
+    if (pick == 2 && UserKey(it.key()) != m->first) {
+      pick = (UserKey(it.key()) < m->first) != req.reverse ? 0 : 1;
+    }
+    bool have = true;
+    if (pick == 0) {
+      uk = std::string(UserKey(it.key()));
+      raw = std::string(it.value());
+    } else {
+      uk = m->first;
+      have = m->second.has_value();
+      if (have) raw = *m->second;
+    }
+    if (pick != 1) req.reverse ? it.Prev() : it.Next();
+    if (pick != 0) req.reverse ? (void)++rev : (void)++fwd;
+    if (!have) continue;
+    COWKV_ASSIGN_OR_RETURN(more, AddAt(req, limit, uk, raw, &scan));
+  }
+  COWKV_RETURN_IF_ERROR(it.status());
+  range_value_bytes_.fetch_add(scan.loaded, std::memory_order_relaxed);
+  if (bytes_cut != nullptr) *bytes_cut = scan.bytes_cut;
+  return scan.result;
+}
+
+absl::Status KvSpace::Compact(uint64_t subvol, Tree* tree, uint64_t revision) {
+  COWKV_RETURN_IF_ERROR(txn_->fatal());
+  if (revision > revision_) return FutureRevisionError(revision, revision_);
+  COWKV_ASSIGN_OR_RETURN(uint64_t floor, CompactRevision(tree));
+  if (revision < floor) return CompactedError(revision, floor);
+  // revision == floor still drops entries a write under space pressure
+  // left below the floor it raised.
+  // Smaller batches when a batch does not fit in free space (a full
+  // device): each one that fits frees its entries at the next commit.
+  size_t batch = kMaxTxnOps;
+  for (bool done = false; !done;) {
+    absl::Status s = CompactBatch(subvol, tree, revision, batch, &done);
+    if (absl::IsResourceExhausted(s) && batch > 16) {
+      batch /= 4;
+      continue;
+    }
+    COWKV_RETURN_IF_ERROR(s);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status KvSpace::CompactBatch(uint64_t subvol, Tree* tree, uint64_t revision, size_t batch,
+                                   bool* done) {
+  // The entries of whole revisions <= `revision`, at most kMaxTxnOps of
+  // them unless one revision has more.
+  std::vector<KvOp> ops;
+  absl::flat_hash_set<uint64_t> leaves, inner;
+  uint64_t last_rev = 0;
+  *done = true;
+  {
+    TreeIterator it(tree);
+    for (it.Seek(HistoryKey(1, "")); it.Valid() && IsHistoryTreeKey(it.key()); it.Next()) {
+      const uint64_t r = HistoryKeyRevision(it.key());
+      if (r > revision) break;
+      if (ops.size() >= batch && r != last_rev) {
+        *done = false;
+        break;
+      }
+      COWKV_RETURN_IF_ERROR(DecodeHistoryEntry(it.key(), it.value()).status());
+      if (leaves.insert(it.PathNode(0).first).second) {
+        for (int l = 1; l < it.path_levels(); ++l) inner.insert(it.PathNode(l).first);
+      }
+      KvOp op{std::string(it.key()), std::nullopt, {}, {}, std::nullopt};
+      format::LeafDataRef(it.key(), it.value(), &op.old_data);
+      ops.push_back(std::move(op));
+      last_rev = r;
+    }
+    COWKV_RETURN_IF_ERROR(it.status());
+  }
+  const uint64_t upto = *done ? revision : last_rev;
+  COWKV_ASSIGN_OR_RETURN(uint64_t floor, CompactRevision(tree));
+  if (ops.empty() && floor >= upto) return absl::OkStatus();
+  KvOp info{HistoryInfoKey(), EncodeHistoryInfo(upto), {}, {}, std::nullopt};
+  const uint64_t nodes = DeleteNodesBoundFor(tree, leaves.size(), inner.size()) +
+                         static_cast<uint64_t>(tree->WorstCaseNodesPerOp());
+  COWKV_RETURN_IF_ERROR(
+      txn_->ReserveForWrite(tree, TxnManager::WriteKind::kDelete, ops.size() + 1, 64, nodes));
+  for (const KvOp& op : ops) {
+    absl::Status s = ApplyOp(tree, subvol, op, false);
+    if (!s.ok()) {
+      txn_->SetFatal(s);
+      return s;
+    }
+    log_->NoteChange(subvol, op.tree_key);
+  }
+  absl::Status s = tree->Put(info.tree_key, *info.item);
+  if (!s.ok()) {
+    txn_->SetFatal(s);
+    return s;
+  }
+  log_->NoteChange(subvol, info.tree_key);
+  history_compacted_ += ops.size();
+  return absl::OkStatus();
+}
+
+void KvSpace::MaybeCompact(uint64_t subvol, Tree* tree, uint64_t changes) {
+  uint64_t& n = changes_since_check_[subvol];
+  n += changes;
+  const uint64_t every = std::max<uint64_t>(16, history_revisions_ / 8);
+  if (n < every) return;
+  n = 0;
+  uint64_t target = revision_ > history_revisions_ ? revision_ - history_revisions_ : 0;
+  if (history_bytes_ != 0) {
+    // Newest first, until the bytes bound: everything older goes.
+    uint64_t bytes = 0;
+    TreeIterator it(tree);
+    it.SeekForPrev(std::string(1, kHistoryPrefix + 1));
+    for (; it.Valid() && IsHistoryTreeKey(it.key()); it.Prev()) {
+      const uint64_t r = HistoryKeyRevision(it.key());
+      if (r == 0 || r <= target) break;
+      bytes += it.key().size() + it.value().size();
+      if (bytes > history_bytes_) {
+        target = std::max(target, r);
+        break;
+      }
+    }
+    if (!it.status().ok()) return;  // a read error: the next check retries
+  }
+  absl::StatusOr<uint64_t> floor = CompactRevision(tree);
+  if (!floor.ok()) return;
+  target = std::max(target, *floor);  // also what space pressure left below the floor
+  // ENOSPC or a read error: the bounds are checked again later (a tree
+  // write that failed half way made the manager fatal already).
+  Compact(subvol, tree, target).IgnoreError();
+}
+
+}  // namespace kv
+}  // namespace cowkv
