@@ -408,7 +408,7 @@ absl::StatusOr<uint64_t> KvSpace::Apply(uint64_t subvol, const WritableTree& wri
   const uint64_t rev = revision_ + 1;
   bool all_deletes = true;
   for (const auto& [key, value] : ws.writes) {
-    KvOp op{kv::TreeKey(key), std::nullopt, {}, {}};
+    KvOp op{kv::TreeKey(key), std::nullopt, {}, {}, std::nullopt};
     absl::StatusOr<std::string> old = tree->Get(op.tree_key);
     if (!old.ok() && !absl::IsNotFound(old.status())) return old.status();
     const absl::string_view old_item = old.ok() ? absl::string_view(*old) : absl::string_view();

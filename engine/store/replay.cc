@@ -82,7 +82,7 @@ absl::Status StoreImpl::ReplayEntry(const log::LogEntry& e, std::set<uint64_t>* 
   } else if (!e.value.empty()) {
     COWKV_RETURN_IF_ERROR(kv::DecodeItem(e.key, e.value).status());
   }
-  kv::KvOp op{e.key, std::nullopt, {}, {}};
+  kv::KvOp op{e.key, std::nullopt, {}, {}, std::nullopt};
   if (!e.value.empty()) {
     op.item = e.value;
     format::LeafDataRef(e.key, e.value, &op.new_data);

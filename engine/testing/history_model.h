@@ -35,8 +35,9 @@ class HistoryModel {
   };
   using State = std::map<std::string, Item>;
 
-  // The state before any change: empty at revision `base`.
-  explicit HistoryModel(uint64_t base = 0) { states_[base] = {}; }
+  // The state before any change: empty at revision `base` (0 by default).
+  HistoryModel() : HistoryModel(0) {}
+  explicit HistoryModel(uint64_t base) { states_[base] = {}; }
 
   // The state at `rev` (the last change at or before it).
   const State& At(uint64_t rev) const {
