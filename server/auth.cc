@@ -80,6 +80,12 @@ const absl::flat_hash_map<std::string, Access>& MethodTable() {
       {"cowkv.v1.Admin/Version", Access::kRead},
       {"cowkv.v1.Admin/Sync", Access::kWrite},
       {"cowkv.v1.Admin/Check", Access::kAdmin},
+      // Leases: a grant, revoke or keep-alive changes what the keys do.
+      {"cowkv.v1.Lease/Grant", Access::kWrite},
+      {"cowkv.v1.Lease/Revoke", Access::kWrite},
+      {"cowkv.v1.Lease/KeepAlive", Access::kWrite},
+      {"cowkv.v1.Lease/TimeToLive", Access::kRead},
+      {"cowkv.v1.Lease/Leases", Access::kRead},
   };
   return *table;
 }

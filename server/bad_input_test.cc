@@ -290,6 +290,7 @@ class BadInput {
   void FilesHandles();
   void FilesAttrs();
   void Admin();
+  void Leases();
 
   // Helpers for the Files generators.
   const SeedFile& AnyFile();
@@ -1984,6 +1985,76 @@ void BadInput::Admin() {
   }
 }
 
+// ---- Generators: Lease -------------------------------------------------------------
+
+// Grants (revoked at once, so the seed keeps no lease), revokes,
+// time-to-lives and keep-alives of leases that do not exist, and lists.
+void BadInput::Leases() {
+  Flaws f;
+  const uint64_t kind = U(5);
+  f.unparsable = kind != 4 && OneIn(8);  // a stream's bad message reads as its end
+  const bool unknown = !f.unparsable && OneIn(6);
+  f.unknown_subvolume = unknown;
+  const std::string sv = f.unparsable ? Utf8Bomb()
+                         : unknown    ? UnknownSubvolume()
+                                      : ReadableSubvolume();
+  const int64_t absent_id = static_cast<int64_t>(1000000000 + U(1000000));
+  if (kind == 0) {
+    v1::LeaseGrantRequest req;
+    req.set_subvolume(sv);
+    const uint64_t t = U(4);
+    const int64_t ttl = t == 0 ? 0 : t == 1 ? -3 : 1 + static_cast<int64_t>(U(100));
+    req.set_ttl(ttl);
+    f.malformed = ttl <= 0;
+    f.read_only = sv == kReadOnly;
+    const Reply r =
+        Send("Lease/Grant", absl::StrCat("grant ttl ", ttl), f, {Serialize(req, f.unparsable)});
+    if (r.status.ok()) {
+      v1::LeaseRevokeRequest revoke;
+      revoke.set_subvolume(sv);
+      revoke.set_id(Parse<v1::LeaseGrantResponse>(r).id());
+      Ok("Lease/Revoke", revoke);
+    }
+  } else if (kind == 1) {
+    v1::LeaseRevokeRequest req;
+    req.set_subvolume(sv);
+    req.set_id(absent_id);
+    f.read_only = sv == kReadOnly;
+    f.absent = true;
+    Send("Lease/Revoke", "revoke of an absent lease", f, {Serialize(req, f.unparsable)});
+  } else if (kind == 2) {
+    v1::LeaseTimeToLiveRequest req;
+    req.set_subvolume(sv);
+    req.set_id(absent_id);
+    req.set_keys(OneIn(2));
+    f.absent = true;
+    Send("Lease/TimeToLive", "ttl of an absent lease", f, {Serialize(req, f.unparsable)});
+  } else if (kind == 3) {
+    v1::LeaseLeasesRequest req;
+    req.set_subvolume(sv);
+    const Reply r = Send("Lease/Leases", "list", f, {Serialize(req, f.unparsable)});
+    if (r.status.ok() && Parse<v1::LeaseLeasesResponse>(r).ids_size() != 0) {
+      ADD_FAILURE() << "a seed subvolume holds a lease\n" << Replay();
+    }
+  } else {
+    std::vector<std::string> msgs;
+    const uint64_t n = 1 + U(3);
+    for (uint64_t i = 0; i < n; ++i) {
+      v1::LeaseKeepAliveRequest req;
+      req.set_subvolume(sv);
+      req.set_id(absent_id + static_cast<int64_t>(i));
+      msgs.push_back(Serialize(req, false));
+    }
+    const Reply r =
+        Send("Lease/KeepAlive", absl::StrCat(n, " keep-alives of absent leases"), f, msgs);
+    for (size_t i = 0; r.status.ok() && i < r.messages.size(); ++i) {
+      if (Parse<v1::LeaseKeepAliveResponse>(r, i).ttl() != 0) {
+        ADD_FAILURE() << "keep-alive of an absent lease answered a TTL\n" << Replay();
+      }
+    }
+  }
+}
+
 // Open, Close and CreateTmpfile. Every handle opened is closed at once (an
 // O_TMPFILE never linked goes with it), so the seed does not change.
 void BadInput::FilesHandles() {
@@ -2052,8 +2123,8 @@ void BadInput::Run() {
       {5, [this] { KvInteractive(); }},    {6, [this] { FilesRead(); }},
       {3, [this] { FilesWriteStream(); }}, {6, [this] { FilesNamespace(); }},
       {2, [this] { FilesData(); }},        {1, [this] { Admin(); }},
-      {1, [this] { FilesHandles(); }},
-      {2, [this] { FilesAttrs(); }},
+      {1, [this] { FilesHandles(); }},     {2, [this] { FilesAttrs(); }},
+      {1, [this] { Leases(); }},
   };
   int total = 0;
   for (const auto& g : generators) total += g.first;

@@ -47,6 +47,7 @@ absl::StatusOr<TxnOp> ToEngineOp(const v1::RequestOp& op) {
       out.type = TxnOp::Type::kPut;
       out.key = op.put().key();
       out.value = op.put().value();
+      out.lease = op.put().lease();
       return out;
     case v1::RequestOp::kDelete:
       COWKV_RETURN_IF_ERROR(ValidateKey("delete.key", op.delete_().key()));
@@ -276,11 +277,15 @@ grpc::ServerUnaryReactor* KvService::Put(grpc::CallbackServerContext* ctx,
                                env_->OpenSubvolume("subvolume", req.subvolume()));
         const absl::Time start = absl::Now();
         // Applied before PutItemThen returns: `req` may go then.
-        sv->PutItemThen(req.key(), req.value(), d,
-                        [this, d, start, response, answer](absl::StatusOr<uint64_t> revision) {
-                          if (revision.ok()) ObserveWrite(d, start);
-                          AnswerRevision<v1::PutResponse>(revision, response, answer);
-                        });
+        auto done = [this, d, start, response, answer](absl::StatusOr<uint64_t> revision) {
+          if (revision.ok()) ObserveWrite(d, start);
+          AnswerRevision<v1::PutResponse>(revision, response, answer);
+        };
+        if (req.lease() != 0) {  // leases (lease_service.h)
+          sv->PutItemWithLeaseThen(req.key(), req.value(), req.lease(), d, std::move(done));
+        } else {
+          sv->PutItemThen(req.key(), req.value(), d, std::move(done));
+        }
         return absl::OkStatus();
       });
 }

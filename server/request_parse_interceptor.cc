@@ -7,6 +7,7 @@
 #include "cowkv/v1/admin.grpc.pb.h"
 #include "cowkv/v1/files.grpc.pb.h"
 #include "cowkv/v1/kv.grpc.pb.h"
+#include "cowkv/v1/lease.grpc.pb.h"
 #include "cowkv/v1/subvolumes.grpc.pb.h"
 #include "google/protobuf/descriptor.h"
 #include "grpcpp/support/interceptor.h"
@@ -59,7 +60,8 @@ RequestParseInterceptorFactory::RequestParseInterceptorFactory(
     RpcMetrics* metrics, const std::vector<std::string>& parsed_by_handler)
     : metrics_(metrics) {
   for (const char* service : {v1::Subvolumes::service_full_name(), v1::KV::service_full_name(),
-                              v1::Files::service_full_name(), v1::Admin::service_full_name()}) {
+                              v1::Files::service_full_name(), v1::Admin::service_full_name(),
+                              v1::Lease::service_full_name()}) {
     const google::protobuf::ServiceDescriptor* s =
         google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(service);
     for (int i = 0; s != nullptr && i < s->method_count(); ++i) {

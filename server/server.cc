@@ -41,7 +41,8 @@ absl::Status SplitHostPort(absl::string_view addr, std::string* host, int* port)
 std::vector<const google::protobuf::ServiceDescriptor*> Services() {
   std::vector<const google::protobuf::ServiceDescriptor*> out;
   for (const char* name : {v1::Subvolumes::service_full_name(), v1::KV::service_full_name(),
-                           v1::Files::service_full_name(), v1::Admin::service_full_name()}) {
+                           v1::Files::service_full_name(), v1::Admin::service_full_name(),
+                           v1::Lease::service_full_name()}) {
     out.push_back(google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(name));
   }
   return out;
@@ -133,6 +134,7 @@ absl::Status Server::Init() {
   kv_ = std::make_unique<KvService>(env_.get());
   files_ = std::make_unique<FilesService>(env_.get());
   admin_ = std::make_unique<AdminService>(env_.get());
+  lease_ = std::make_unique<LeaseService>(env_.get());
   COWKV_RETURN_IF_ERROR(StartGrpc());
   COWKV_RETURN_IF_ERROR(StartMetrics());
   reaper_ = std::thread([this] { ReapLoop(); });
@@ -176,6 +178,7 @@ absl::Status Server::StartGrpc() {
   builder.RegisterService(kv_.get());
   builder.RegisterService(files_.get());
   builder.RegisterService(admin_.get());
+  builder.RegisterService(lease_.get());
   std::vector<std::string> served = {"grpc.health.v1.Health",
                                      "grpc.reflection.v1alpha.ServerReflection",
                                      "grpc.reflection.v1.ServerReflection"};

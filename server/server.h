@@ -41,6 +41,7 @@
 #include "cowkv/store.h"
 #include "server/auth.h"
 #include "server/device.h"
+#include "server/lease_service.h"
 #include "server/limits.h"
 #include "server/metrics.h"
 #include "server/reflection_v1.h"
@@ -128,6 +129,7 @@ class Server {
   std::unique_ptr<KvService> kv_;
   std::unique_ptr<FilesService> files_;
   std::unique_ptr<AdminService> admin_;
+  std::unique_ptr<LeaseService> lease_;
   std::unique_ptr<ReflectionV1Service> reflection_v1_;
   std::unique_ptr<grpc::Server> grpc_;
   std::unique_ptr<httplib::Server> http_;

@@ -1428,6 +1428,102 @@ TEST_F(Rpc, PrometheusMetrics) {
   EXPECT_GT(syncs_after.sum, syncs_before.sum);
 }
 
+// ---- Leases (cowkv.v1.Lease) -------------------------------------------------------
+
+// Goal: etcd's lease API over gRPC: grant, a put and a Txn put with the
+// lease, time-to-live with keys, keep-alive on the stream (ttl 0 for a
+// gone lease, the stream goes on), list, revoke deleting both keys in one
+// revision; unknown leases are NOT_FOUND with reason LEASE_NOT_FOUND.
+TEST_F(Rpc, Leases) {
+  std::unique_ptr<v1::Lease::Stub> lease = v1::Lease::NewStub(client_->channel);
+  v1::LeaseGrantRequest grant;
+  grant.set_ttl(60);
+  grant.set_id(777);
+  v1::LeaseGrantResponse granted;
+  ASSERT_GRPC_OK(lease->Grant(Ctx().get(), grant, &granted));
+  EXPECT_EQ(granted.id(), 777);
+  EXPECT_EQ(granted.ttl(), 60);
+  EXPECT_CODE(lease->Grant(Ctx().get(), grant, &granted), ALREADY_EXISTS);
+  grant.set_id(0);
+  grant.set_ttl(0);
+  EXPECT_CODE(lease->Grant(Ctx().get(), grant, &granted), INVALID_ARGUMENT);
+
+  v1::PutRequest put;
+  put.set_key("lease/a");
+  put.set_value("1");
+  put.set_lease(777);
+  v1::PutResponse put_resp;
+  ASSERT_GRPC_OK(kv().Put(Ctx().get(), put, &put_resp));
+  put.set_lease(778);
+  const grpc::Status unknown = kv().Put(Ctx().get(), put, &put_resp);
+  EXPECT_CODE(unknown, NOT_FOUND);
+  EXPECT_EQ(ErrorInfoOf(unknown).reason, "LEASE_NOT_FOUND") << unknown.error_message();
+  v1::TxnRequest txn;
+  v1::PutOp* op = txn.add_success()->mutable_put();
+  op->set_key("lease/b");
+  op->set_value("2");
+  op->set_lease(777);
+  v1::TxnResponse txn_resp;
+  ASSERT_GRPC_OK(kv().Txn(Ctx().get(), txn, &txn_resp));
+
+  v1::LeaseTimeToLiveRequest ttl;
+  ttl.set_id(777);
+  ttl.set_keys(true);
+  v1::LeaseTimeToLiveResponse ttl_resp;
+  ASSERT_GRPC_OK(lease->TimeToLive(Ctx().get(), ttl, &ttl_resp));
+  EXPECT_EQ(ttl_resp.granted_ttl(), 60);
+  EXPECT_GT(ttl_resp.ttl(), 0);
+  ASSERT_EQ(ttl_resp.keys_size(), 2);
+  EXPECT_EQ(ttl_resp.keys(0), "lease/a");
+  EXPECT_EQ(ttl_resp.keys(1), "lease/b");
+
+  {
+    auto ctx = Ctx();
+    auto stream = lease->KeepAlive(ctx.get());
+    v1::LeaseKeepAliveRequest ka;
+    v1::LeaseKeepAliveResponse ka_resp;
+    ka.set_id(777);
+    ASSERT_TRUE(stream->Write(ka));
+    ASSERT_TRUE(stream->Read(&ka_resp));
+    EXPECT_EQ(ka_resp.id(), 777);
+    EXPECT_EQ(ka_resp.ttl(), 60);
+    ka.set_id(5);
+    ASSERT_TRUE(stream->Write(ka));
+    ASSERT_TRUE(stream->Read(&ka_resp));
+    EXPECT_EQ(ka_resp.ttl(), 0);  // gone: etcd's answer, the stream goes on
+    ka.set_id(777);
+    ASSERT_TRUE(stream->Write(ka));
+    ASSERT_TRUE(stream->Read(&ka_resp));
+    EXPECT_EQ(ka_resp.ttl(), 60);
+    stream->WritesDone();
+    ASSERT_GRPC_OK(stream->Finish());
+  }
+
+  v1::LeaseLeasesResponse list;
+  ASSERT_GRPC_OK(lease->Leases(Ctx().get(), v1::LeaseLeasesRequest(), &list));
+  ASSERT_EQ(list.ids_size(), 1);
+  EXPECT_EQ(list.ids(0), 777);
+
+  v1::LeaseRevokeRequest revoke;
+  revoke.set_id(777);
+  v1::LeaseRevokeResponse revoked;
+  ASSERT_GRPC_OK(lease->Revoke(Ctx().get(), revoke, &revoked));
+  EXPECT_EQ(revoked.revision(), txn_resp.revision() + 1);
+  v1::GetRequest get;
+  get.set_key("lease/a");
+  v1::GetResponse got;
+  EXPECT_CODE(kv().Get(Ctx().get(), get, &got), NOT_FOUND);
+  get.set_key("lease/b");
+  EXPECT_CODE(kv().Get(Ctx().get(), get, &got), NOT_FOUND);
+  const grpc::Status again = lease->Revoke(Ctx().get(), revoke, &revoked);
+  EXPECT_CODE(again, NOT_FOUND);
+  EXPECT_EQ(ErrorInfoOf(again).reason, "LEASE_NOT_FOUND");
+  EXPECT_CODE(lease->TimeToLive(Ctx().get(), ttl, &ttl_resp), NOT_FOUND);
+  v1::LeaseLeasesRequest missing;
+  missing.set_subvolume("no-such-subvolume");
+  EXPECT_CODE(lease->Leases(Ctx().get(), missing, &list), NOT_FOUND);
+}
+
 // ---- Subvolumes: list filters and sort, show's snapshots, sync -------------------
 
 TEST_F(Rpc, SubvolumeListFiltersAndSort) {

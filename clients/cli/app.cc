@@ -147,7 +147,8 @@ Cli::Cli()
       {"kv", AddKv(&app_, g)},           {"fs", AddFs(&app_, g)},
       {"stats", AddStats(&app_, g)},     {"sync", AddSync(&app_, g)},
       {"version", AddVersion(&app_, g)}, {"status", AddStatus(&app_, g)},
-      {"bench", AddBench(&app_, g)},     {"mount", AddMount(&app_)}};
+      {"bench", AddBench(&app_, g)},     {"mount", AddMount(&app_)},
+      {"lease", AddLease(&app_, g)},     {"lock", AddLock(&app_, g)}};
   for (const auto& [name, run] : commands) commands_[name] = run;
 }
 

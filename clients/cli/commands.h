@@ -67,6 +67,8 @@ RunFn AddVersion(CLI::App* app, const GlobalsPtr& g);   // admin.cc
 RunFn AddStatus(CLI::App* app, const GlobalsPtr& g);    // admin.cc
 RunFn AddBench(CLI::App* app, const GlobalsPtr& g);     // bench.cc
 RunFn AddMount(CLI::App* app);                          // mount.cc, fuse_fs.cc
+RunFn AddLease(CLI::App* app, const GlobalsPtr& g);     // lease.cc
+RunFn AddLock(CLI::App* app, const GlobalsPtr& g);      // lease.cc
 
 // `cowkv check` without PATH: Admin.Check on the server. (admin.cc)
 int RunOnlineCheck(const Globals& g, bool json);

@@ -55,6 +55,7 @@ struct KvArgs {
   bool key_given = false;    // kv del: KEY was given
   bool value_given = false;  // kv put: VALUE was given
   std::string durability;
+  int64_t lease = 0;  // kv put --lease
   std::string prefix, start, end, snapshot;
   uint64_t limit = 0;
   uint64_t page_size = 0;  // 0 = the server's page limit
@@ -93,6 +94,7 @@ int RunPut(const KvArgs& a, const Globals& g) {
   req.set_subvolume(a.subvolume);
   req.set_key(a.key);
   req.set_durability(*d);
+  req.set_lease(a.lease);
   if (a.value_given) {
     req.set_value(a.value);
   } else {
@@ -327,6 +329,7 @@ RunFn AddKv(CLI::App* app, const GlobalsPtr& g) {
   put->add_option("VALUE", a->value, "The value (omitted: read stdin)")
       ->each([a](const std::string&) { a->value_given = true; });
   AddDurabilityOption(put, &a->durability);
+  put->add_option("--lease", a->lease, "Attach the key to this lease (cowkv lease grant)");
   CLI::App* del = group.Add("del", "Delete a key, or a range of keys",
                             [a, g] { return RunDel(*a, *g); });
   AddSubvolumeOption(del, a.get());

@@ -97,6 +97,8 @@ class Connection {
   v1::KV::Stub& kv() { return *kv_; }
   v1::Files::Stub& files() { return *files_; }
   v1::Admin::Stub& admin() { return *admin_; }
+  // The channel, for the stubs of services made on demand (Lease).
+  const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
   const Globals& globals() const { return globals_; }
 
  private:

@@ -39,6 +39,7 @@ constexpr ReasonRow kReasons[kErrorReasonCount] = {
     {"EOPNOTSUPP", "EOPNOTSUPP"},
     {"COMPACTED", "EINVAL"},
     {"FUTURE_REVISION", "EINVAL"},
+    {"LEASE_NOT_FOUND", "ENOENT"},
 };
 
 }  // namespace

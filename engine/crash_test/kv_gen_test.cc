@@ -22,6 +22,14 @@
 //   commit                   (Store::Commit, an engine commit; no
 //                            durability of its own: everything before it
 //                            is durable once it returns)
+//   put-lease a | b | c      (a put attaching the key to lease 1, while it
+//                            exists; any other put or delete detaches)
+//   revoke                   (Revoke of lease 1, while it exists: its keys
+//                            deleted in one revision, or none and no
+//                            revision)
+//   grant                    (Grant of lease 1 again, once revoked)
+// The base also holds lease 1 with a attached; the model and the judged
+// state include whether lease 1 exists and which keys it holds.
 // A workload runs on the base image once without a cut: the in-memory
 // model (MState) must match the live store after every op, and the run
 // counts the flushes N the ops reach; power then fails after the last op
@@ -53,6 +61,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -80,7 +89,21 @@ uint64_t MaxOps() { return testing::Flags().max_ops ? testing::Flags().max_ops :
 
 // ---- Operations and the model -----------------------------------------------------
 
-enum class Kind { kPut, kPutLarge, kDelete, kDeleteRange, kTxn, kKvTxn, kKvTxnRange, kCommit };
+enum class Kind {
+  kPut,
+  kPutLarge,
+  kDelete,
+  kDeleteRange,
+  kTxn,
+  kKvTxn,
+  kKvTxnRange,
+  kCommit,
+  kPutLease,
+  kRevoke,
+  kGrant
+};
+constexpr int64_t kLease = 1;
+constexpr int64_t kLeaseTtl = 1000000;  // never expires during a run
 
 struct Op {
   Kind kind = Kind::kPut;
@@ -103,6 +126,15 @@ struct Op {
       case Kind::kKvTxn: s = "ktxn"; break;
       case Kind::kKvTxnRange: s = "ktxn-range"; break;
       case Kind::kCommit: return "commit";
+      case Kind::kPutLease:
+        s = "put-lease " + key;
+        break;
+      case Kind::kRevoke:
+        s = "revoke";
+        break;
+      case Kind::kGrant:
+        s = "grant";
+        break;
     }
     return s + (durable ? " D" : " A");
   }
@@ -142,8 +174,12 @@ struct Item {
 struct MState {
   std::map<std::string, Item> kv;
   uint64_t revision = 0;
+  bool lease = false;              // lease 1 exists
+  std::set<std::string> attached;  // its keys
 
-  bool operator==(const MState& o) const { return revision == o.revision && kv == o.kv; }
+  bool operator==(const MState& o) const {
+    return revision == o.revision && kv == o.kv && lease == o.lease && attached == o.attached;
+  }
   bool Has(const std::string& k) const { return kv.count(k) > 0; }
   uint64_t ModRevision(const std::string& k) const {
     auto it = kv.find(k);
@@ -157,7 +193,8 @@ struct MState {
                                                                  it.value.size(), " B)");
       d.push_back(absl::StrCat(k, "=", v, " c", it.create, " m", it.mod, " v", it.version));
     }
-    return absl::StrCat("{", absl::StrJoin(d, ", "), "} rev ", revision);
+    return absl::StrCat("{", absl::StrJoin(d, ", "), "} rev ", revision,
+                        lease ? absl::StrCat(" lease{", absl::StrJoin(attached, ","), "}") : "");
   }
 
   // Applies `op` (the `position`-th of its workload); returns whether it
@@ -207,7 +244,15 @@ std::vector<Write> Writes(const MState& s, const Op& op, size_t position) {
       w.push_back({"c", LargeValue("c", position)});
       DeleteRangeWrites(s, "a", "b", &w);
       break;
-    case Kind::kCommit: break;
+    case Kind::kPutLease:
+      w.push_back({op.key, SmallValue(op.key, position)});
+      break;
+    case Kind::kRevoke:
+      for (const std::string& k : s.attached) w.push_back({k, std::nullopt});
+      break;
+    case Kind::kCommit:
+    case Kind::kGrant:
+      break;
   }
   return w;
 }
@@ -216,6 +261,11 @@ bool MState::Apply(const Op& op, size_t position) {
   const std::vector<Write> ws = Writes(*this, op, position);
   bool changed = false;
   for (const Write& w : ws) changed |= w.value.has_value() || Has(w.key);
+  // Leases: every write detaches its key; a put-lease attaches it again.
+  for (const Write& w : ws) attached.erase(w.key);
+  if (op.kind == Kind::kPutLease) attached.insert(op.key);
+  if (op.kind == Kind::kRevoke) lease = false;
+  if (op.kind == Kind::kGrant) lease = true;
   if (!changed) return false;
   const uint64_t rev = revision + 1;
   for (const Write& w : ws) {
@@ -263,6 +313,12 @@ std::vector<Op> CatalogOps(const MState& s) {
   add(Kind::kKvTxn);
   add(Kind::kKvTxnRange);
   add(Kind::kCommit);
+  if (s.lease) {
+    for (const char* k : {"a", "b", "c"}) add(Kind::kPutLease, k);
+    add(Kind::kRevoke);
+  } else {
+    add(Kind::kGrant);
+  }
   return out;
 }
 
@@ -340,6 +396,15 @@ absl::Status ApplyEngine(Store* store, Subvolume* sv, const Op& op, size_t posit
       return (*tx)->Commit(d).status();
     }
     case Kind::kCommit: return store->Commit();
+    case Kind::kPutLease:
+      return sv->PutItemWithLease(op.key, SmallValue(op.key, position), kLease, d).status();
+    case Kind::kRevoke:
+      return sv->LeaseRevoke(kLease, d).status();
+    case Kind::kGrant: {
+      absl::StatusOr<int64_t> id = sv->LeaseGrant(kLeaseTtl, kLease, d);
+      if (id.ok() && *id != kLease) return absl::InternalError("grant ignored the id");
+      return id.status();
+    }
   }
   return absl::InternalError("unknown op");
 }
@@ -352,6 +417,17 @@ absl::StatusOr<MState> Capture(Subvolume* sv) {
   s.revision = all->revision;
   for (KeyValue& kv : all->kvs) {
     s.kv[kv.key] = Item{std::move(kv.value), kv.create_revision, kv.mod_revision, kv.version};
+  }
+  absl::StatusOr<std::vector<int64_t>> ids = sv->Leases();
+  if (!ids.ok()) return ids.status();
+  if (ids->size() > 1 || (ids->size() == 1 && (*ids)[0] != kLease)) {
+    return absl::InternalError(absl::StrCat("leases [", absl::StrJoin(*ids, ","), "]"));
+  }
+  s.lease = !ids->empty();
+  if (s.lease) {
+    absl::StatusOr<LeaseInfo> info = sv->LeaseTimeToLive(kLease, true);
+    if (!info.ok()) return info.status();
+    s.attached.insert(info->keys.begin(), info->keys.end());
   }
   return s;
 }
@@ -375,7 +451,8 @@ const Base& TheBase() {
       if (!store.ok()) std::abort();
       auto sv = (*store)->DefaultSubvolume();
       if (!sv.ok()) std::abort();
-      if (!(*sv)->Put("a", "a@setup", Durability::kAsync).ok()) std::abort();
+      if (!(*sv)->LeaseGrant(kLeaseTtl, kLease, Durability::kAsync).ok()) std::abort();
+      if (!(*sv)->PutItemWithLease("a", "a@setup", kLease, Durability::kAsync).ok()) std::abort();
       if (!(*sv)->Put("b", "b@setup", Durability::kAsync).ok()) std::abort();
       if (!(*store)->Close().ok()) std::abort();
     }
@@ -385,7 +462,7 @@ const Base& TheBase() {
       auto sv = (*store)->DefaultSubvolume();
       if (!sv.ok()) std::abort();
       absl::StatusOr<MState> m = Capture(sv->get());
-      if (!m.ok() || m->kv.size() != 2) std::abort();
+      if (!m.ok() || m->kv.size() != 2 || !m->lease || m->attached.size() != 1) std::abort();
       b->model = *m;
       if (!(*store)->Close().ok()) std::abort();
     }

@@ -39,6 +39,7 @@
 #include "engine/fuzz/mutator.h"
 #include "engine/kv/history_item.h"
 #include "engine/kv/kv_item.h"
+#include "engine/lease/lease_item.h"
 #include "engine/log/log_format.h"
 #include "gtest/gtest.h"
 
@@ -925,6 +926,40 @@ TEST(KvItemFuzz, DecodeItem) {
                  EXPECT_LE(d->extent.value_len, kMaxValueSize);
                } else {
                  EXPECT_TRUE(Inside(raw, d->value)) << "the inline value leaves the item";
+               }
+               ExpectStable(raw, encode(*d), true, decode, encode);
+               return absl::OkStatus();
+             }});
+}
+
+// ---- Lease items (lease/lease_item.h) ----------------------------------------------
+
+TEST(LeaseItemFuzz, DecodeLeaseItem) {
+  const std::vector<std::string> seeds = {
+      Pair(lease::RecordKey(1), lease::EncodeRecord(1)),
+      Pair(lease::RecordKey(0x7fffffffffffffffull), lease::EncodeRecord(kMaxLeaseTtlSeconds)),
+      Pair(lease::AttachmentKey(7, "key"), lease::EncodeAttachment()),
+      Pair(lease::AttachmentKey(9, std::string(200, 'k')), lease::EncodeAttachment()),
+  };
+  RunTarget({"lease item", 701, seeds, {}, [](absl::string_view in) {
+               absl::string_view key, raw;
+               Split(in, &key, &raw);
+               const std::string tk(key);
+               auto decode = [&tk](absl::string_view v) { return lease::DecodeLeaseItem(tk, v); };
+               auto encode = [](const lease::LeaseItem& i) {
+                 return i.record ? lease::EncodeRecord(i.ttl_seconds) : lease::EncodeAttachment();
+               };
+               absl::StatusOr<lease::LeaseItem> d = decode(raw);
+               if (!d.ok()) return d.status();
+               EXPECT_GE(d->id, 1u);
+               EXPECT_LE(d->id, 0x7fffffffffffffffull);
+               if (d->record) {
+                 EXPECT_GE(d->ttl_seconds, 1);
+                 EXPECT_LE(d->ttl_seconds, kMaxLeaseTtlSeconds);
+                 EXPECT_EQ(lease::RecordKey(d->id), tk);
+               } else {
+                 EXPECT_LE(d->user_key.size(), kMaxKeySize);
+                 EXPECT_EQ(lease::AttachmentKey(d->id, d->user_key), tk);
                }
                ExpectStable(raw, encode(*d), true, decode, encode);
                return absl::OkStatus();

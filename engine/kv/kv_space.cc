@@ -388,6 +388,16 @@ absl::Status KvSpace::ApplyOp(Tree* tree, uint64_t subvol, const KvOp& op, bool 
   return absl::OkStatus();
 }
 
+// Leases: their items change with the keys (one revision, one log sync).
+absl::Status KvSpace::AddHookOps(uint64_t subvol, Tree* tree, const KvWriteSet& ws,
+                                 const std::vector<KvOp>& ops, std::vector<KvOp>* hook_ops,
+                                 bool* all_deletes) {
+  if (hook_ == nullptr) return absl::OkStatus();
+  COWKV_RETURN_IF_ERROR(hook_->Plan(subvol, tree, ws, ops, hook_ops));
+  for (const KvOp& op : *hook_ops) *all_deletes = *all_deletes && !op.item.has_value();
+  return absl::OkStatus();
+}
+
 absl::StatusOr<uint64_t> KvSpace::Apply(uint64_t subvol, const WritableTree& writable,
                                         uint64_t read_revision, const kv::ReadSet& reads,
                                         KvWriteSet& ws) {
@@ -431,6 +441,10 @@ absl::StatusOr<uint64_t> KvSpace::Apply(uint64_t subvol, const WritableTree& wri
   }
   if (ops.empty()) return revision_;
   COWKV_RETURN_IF_ERROR(CheckOpCount(ops));
+  // The leases' items of the change (attachments, lease records): written
+  // with it, in the same revision, but KV items only get history entries.
+  std::vector<KvOp> hook_ops;
+  COWKV_RETURN_IF_ERROR(AddHookOps(subvol, tree, ws, ops, &hook_ops, &all_deletes));
   // The history entries of the change (each takes over its old item's data
   // reference), or, under space pressure, the info item that compacts the
   // history past this revision instead.
@@ -439,11 +453,11 @@ absl::StatusOr<uint64_t> KvSpace::Apply(uint64_t subvol, const WritableTree& wri
   const bool with_entries = history.front().tree_key != HistoryInfoKey();
   const uint64_t delete_nodes =
       all_deletes ? DeleteNodesBound(tree, leaves.size(), inner.size(), ws.delete_ranges.size(),
-                                     ops.size() - range_deletes)
+                                     ops.size() + hook_ops.size() - range_deletes)
                   : 0;
   COWKV_RETURN_IF_ERROR(
-      ReserveApply(tree, ops, history, all_deletes && !with_entries, delete_nodes));
-  COWKV_RETURN_IF_ERROR(WriteApply(subvol, tree, ops, history, ws));
+      ReserveApply(tree, ops, hook_ops, history, all_deletes && !with_entries, delete_nodes));
+  COWKV_RETURN_IF_ERROR(WriteApply(subvol, tree, ops, hook_ops, history, ws));
   history_entries_ += with_entries ? history.size() : 0;
   COWKV_DCHECK(rev == revision_ + 1);  // one new revision per change, never skipped
   revision_ = rev;
@@ -453,11 +467,13 @@ absl::StatusOr<uint64_t> KvSpace::Apply(uint64_t subvol, const WritableTree& wri
     window_.RecordWrite(subvol, kv::UserKey(op.tree_key), rev);
     log_->NoteChange(subvol, op.tree_key);
   }
+  if (hook_ != nullptr) hook_->Applied(subvol, rev);
   if (with_entries) MaybeCompact(subvol, tree, ops.size());
   return rev;
 }
 
 absl::Status KvSpace::ReserveApply(Tree* tree, const std::vector<KvOp>& ops,
+                                   const std::vector<KvOp>& hook_ops,
                                    const std::vector<KvOp>& history, bool as_deletes,
                                    uint64_t delete_nodes) {
   if (as_deletes) {
@@ -469,10 +485,12 @@ absl::Status KvSpace::ReserveApply(Tree* tree, const std::vector<KvOp>& ops,
   }
   return txn_->ReserveForWrite(
       tree, as_deletes ? TxnManager::WriteKind::kDelete : TxnManager::WriteKind::kInsert,
-      ops.size() + history.size(), OpBytes(ops) + OpBytes(history), as_deletes ? delete_nodes : 0);
+      ops.size() + hook_ops.size() + history.size(),
+      OpBytes(ops) + OpBytes(hook_ops) + OpBytes(history), as_deletes ? delete_nodes : 0);
 }
 
 absl::Status KvSpace::WriteApply(uint64_t subvol, Tree* tree, const std::vector<KvOp>& ops,
+                                 const std::vector<KvOp>& hook_ops,
                                  const std::vector<KvOp>& history, KvWriteSet& ws) {
   for (const KvOp& op : ops) {
     absl::Status s = ApplyOp(tree, subvol, op);
@@ -482,6 +500,14 @@ absl::Status KvSpace::WriteApply(uint64_t subvol, Tree* tree, const std::vector<
       return s;
     }
     if (op.new_data.len != 0) ws.used.insert(std::string(kv::UserKey(op.tree_key)));
+  }
+  for (const KvOp& op : hook_ops) {
+    absl::Status s = ApplyOp(tree, subvol, op);
+    if (!s.ok()) {
+      txn_->SetFatal(s);
+      return s;
+    }
+    log_->NoteChange(subvol, op.tree_key);
   }
   for (const KvOp& op : history) {
     absl::Status s = tree->Put(op.tree_key, *op.item);
@@ -562,6 +588,7 @@ absl::StatusOr<TxnResponse> KvSpace::Txn(uint64_t subvol, Tree* tree, const Writ
   KvWriteSet& ws = resp.succeeded ? branches[0] : branches[1];
   ws.writes.clear();
   ws.delete_ranges.clear();
+  ws.leases.clear();
   uint64_t response_bytes = 0;  // of the Range ops so far (RangeRequest::max_bytes's count)
   for (size_t i = 0; i < ops.size(); ++i) {
     const TxnOp& op = ops[i];
@@ -595,6 +622,8 @@ absl::StatusOr<TxnResponse> KvSpace::Txn(uint64_t subvol, Tree* tree, const Writ
       }
       case TxnOp::Type::kPut:
         BufferPut(&ws, op.key, op.value);
+        ws.leases.erase(op.key);
+        if (op.lease != 0) ws.leases[op.key] = op.lease;
         break;
       case TxnOp::Type::kDelete:
         res.deleted = tree->Get(kv::TreeKey(op.key)).ok() ? 1 : 0;

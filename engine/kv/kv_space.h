@@ -61,6 +61,12 @@ struct KvWriteSet {
   // commit.
   std::map<std::string, ExtentRef> extents;
   std::set<std::string> used;
+  // Leases (engine/lease): the lease each put attaches its key to, by user
+  // key; a put of a key not here detaches it from any lease. Nonzero
+  // revoke_lease: the write set deletes that lease's keys and the
+  // ApplyHook deletes the lease with them, in the same revision.
+  std::map<std::string, uint64_t> leases;
+  uint64_t revoke_lease = 0;
   bool empty() const { return writes.empty() && delete_ranges.empty(); }
 };
 
@@ -93,6 +99,22 @@ struct KvOp {
   // The item before the change (nullopt: the key was absent): what the
   // change's history entry keeps. Set by Apply, not by replay.
   std::optional<std::string> old_item;
+};
+
+// Told of every change Apply makes (leases, engine/lease/lessor.h): it
+// adds the tree ops of its own items (never KV keys) to the same change,
+// under the same revision and the same failure contract. Called under the
+// exclusive tree lock.
+class ApplyHook {
+ public:
+  virtual ~ApplyHook() = default;
+  // Before anything changes: the hook's own ops for `ops` (the KV key
+  // changes Apply will make from `ws`) into `*extra`, or why `ws` cannot
+  // be applied (then nothing changes).
+  virtual absl::Status Plan(uint64_t subvol, Tree* tree, const KvWriteSet& ws,
+                            const std::vector<KvOp>& ops, std::vector<KvOp>* extra) = 0;
+  // The planned change was applied (the revision it got).
+  virtual void Applied(uint64_t subvol, uint64_t revision) = 0;
 };
 
 class KvSpace {
@@ -197,6 +219,9 @@ class KvSpace {
   // (reason kConflict), counted in conflicts(). Needs no lock.
   absl::Status Conflict(const KeyValue& kv, uint64_t read_revision);
 
+  // Leases' hook (nullptr: none); set once before any write.
+  void set_apply_hook(ApplyHook* hook) { hook_ = hook; }
+
   // Statistics (StoreStats).
   uint64_t commits() const { return commits_; }
   uint64_t conflicts() const { return conflicts_.load(std::memory_order_relaxed); }
@@ -204,6 +229,12 @@ class KvSpace {
   uint64_t range_value_bytes() const { return range_value_bytes_.load(std::memory_order_relaxed); }
 
  private:
+  // Apply's call of the ApplyHook: its ops for the KV `ops` in `*hook_ops`
+  // (written in the same revision, without history entries).
+  absl::Status AddHookOps(uint64_t subvol, Tree* tree, const KvWriteSet& ws,
+                          const std::vector<KvOp>& ops, std::vector<KvOp>* hook_ops,
+                          bool* all_deletes);
+
   TxnManager* const txn_;
   log::LogManager* const log_;
   BlockDevice* const device_;
@@ -249,10 +280,11 @@ class KvSpace {
   // nodes they can CoW and the info item's path) and its tree writes (the
   // ops, then the history items, noted for the log; fatal half way).
   absl::Status ReserveApply(Tree* tree, const std::vector<KvOp>& ops,
-                            const std::vector<KvOp>& history, bool as_deletes,
-                            uint64_t delete_nodes);
+                            const std::vector<KvOp>& hook_ops, const std::vector<KvOp>& history,
+                            bool as_deletes, uint64_t delete_nodes);
   absl::Status WriteApply(uint64_t subvol, Tree* tree, const std::vector<KvOp>& ops,
-                          const std::vector<KvOp>& history, KvWriteSet& ws);
+                          const std::vector<KvOp>& hook_ops, const std::vector<KvOp>& history,
+                          KvWriteSet& ws);
   // One batch of Compact: up to kMaxTxnOps entries, whole revisions;
   // `*done` when nothing at or below `revision` is left.
   absl::Status CompactBatch(uint64_t subvol, Tree* tree, uint64_t revision, size_t batch,
@@ -264,6 +296,7 @@ class KvSpace {
   std::map<uint64_t, uint64_t> changes_since_check_;  // by subvolume
   uint64_t history_entries_ = 0;
   uint64_t history_compacted_ = 0;
+  ApplyHook* hook_ = nullptr;
 };
 
 }  // namespace kv

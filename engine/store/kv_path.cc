@@ -86,6 +86,12 @@ absl::StatusOr<uint64_t> StoreImpl::PutInlineLocked(uint64_t subvol, absl::strin
   COWKV_DCHECK(value.size() <= max_value_size());
   const uint64_t before = kv_->revision();
   COWKV_ASSIGN_OR_RETURN(Tree * tree, WritableTree(subvol));
+  if (lessor_->PutNeedsApply(subvol, key)) {
+    // Leases: the key may be attached to one, which this put detaches.
+    kv::KvWriteSet ws;
+    kv::BufferPut(&ws, key, value);
+    return ApplyLocked(subvol, 0, kv::ReadSet{}, ws);
+  }
   absl::StatusOr<uint64_t> rev = kv_->PutInline(subvol, tree, key, value);
   if (rev.ok() && *rev > before) ++durable_seq_;  // as ApplyLocked
   return rev;

@@ -20,6 +20,7 @@
 #include "engine/base/status.h"
 #include "engine/format/layout.h"
 #include "engine/fs/fs_ops.h"
+#include "engine/lease/lease_item.h"
 #include "engine/store/fs_backend_impl.h"
 #include "engine/store/store_impl.h"
 
@@ -74,6 +75,8 @@ absl::Status StoreImpl::ReplayEntry(const log::LogEntry& e, std::set<uint64_t>* 
     } else if (!e.value.empty()) {
       COWKV_RETURN_IF_ERROR(kv::DecodeHistoryEntry(e.key, e.value).status());
     }
+  } else if (lease::IsLeaseTreeKey(e.key)) {
+    if (!e.value.empty()) COWKV_RETURN_IF_ERROR(lease::DecodeLeaseItem(e.key, e.value).status());
   } else if (!kv::IsKvTreeKey(e.key)) {
     CorruptionSite site;
     site.what = "log entry";

@@ -43,6 +43,15 @@ absl::Status StoreImpl::Init() {
     kv_->set_history_bounds(options_.history_revisions, options_.history_bytes);
     kv_->set_bug_history_not_logged(options_.test_hooks.planted_bug ==
                                     Options::TestHooks::PlantedBug::kHistoryNotLogged);
+    lessor_ = std::make_unique<lease::Lessor>(
+        options_.lease_clock_ms ? options_.lease_clock_ms : [] {
+          return static_cast<int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                          std::chrono::steady_clock::now().time_since_epoch())
+                                          .count());
+        },
+        options_.test_hooks.planted_bug ==
+            Options::TestHooks::PlantedBug::kLeasePutKeepsAttachment);
+    kv_->set_apply_hook(lessor_.get());
     if (r.root_blocks == 0) {
       if (!options_.read_only) COWKV_RETURN_IF_ERROR(log_->ContinueChain(sb));
     } else {
@@ -67,12 +76,17 @@ absl::Status StoreImpl::Init() {
     // The replayed state becomes an engine commit; the chain is retired.
     COWKV_RETURN_IF_ERROR(Commit(CommitTrigger::kExplicit));
   }
+  // Leases restart their TTLs at mount (etcd: on a new leader).
+  COWKV_RETURN_IF_ERROR(LoadAllLeases());
   if (options_.commit_interval_ms > 0 && !options_.read_only) {
     committer_ = std::thread([this] { CommitterLoop(); });
   }
   if (options_.background_cleaner && !options_.read_only) {
     cleaner_work_ = subvols_->HasDeadRoots();  // resume a deletion a crash interrupted
     cleaner_ = std::thread([this] { CleanerLoop(); });
+  }
+  if (options_.lease_expiry_interval_ms > 0 && !options_.read_only) {
+    lease_expiry_ = std::thread([this] { LeaseExpiryLoop(); });
   }
   return absl::OkStatus();
 }
@@ -97,6 +111,7 @@ absl::Status StoreImpl::Close() {
   if (notifier_ != nullptr) notifier_->Stop();
   if (committer_.joinable()) committer_.join();
   if (cleaner_.joinable()) cleaner_.join();
+  if (lease_expiry_.joinable()) lease_expiry_.join();
   absl::Status s;
   if (!options_.read_only) s = Commit(CommitTrigger::kClose);
   closed_.store(true, std::memory_order_release);

@@ -63,6 +63,7 @@
 #include "engine/kv/conflict_window.h"
 #include "engine/kv/kv_item.h"
 #include "engine/kv/kv_space.h"
+#include "engine/lease/lessor.h"
 #include "engine/log/log_manager.h"
 #include "engine/store/durability_notifier.h"
 #include "engine/store/log_syncer.h"
@@ -176,6 +177,23 @@ class StoreImpl {
   absl::Status Commit(CommitTrigger trigger);
   StoreStats Stats();
   uint32_t nodesize() const { return nodesize_; }
+
+  // Leases (lease_path.cc): the lessor's state changes under the exclusive
+  // barrier with the tree items it mirrors; KeepAlive and the reads take
+  // the barrier shared (and the subvolume's tree lock to load).
+  absl::StatusOr<int64_t> LeaseGrant(uint64_t subvol, int64_t ttl_seconds, int64_t id,
+                                     Durability d);
+  // `only_expired`: revoke only if the lease's deadline passed (expiry).
+  absl::StatusOr<uint64_t> LeaseRevoke(uint64_t subvol, int64_t id, Durability d,
+                                       bool only_expired = false);
+  absl::StatusOr<int64_t> LeaseKeepAlive(uint64_t subvol, int64_t id);
+  absl::StatusOr<LeaseInfo> LeaseTimeToLive(uint64_t subvol, int64_t id, bool keys);
+  absl::StatusOr<std::vector<int64_t>> Leases(uint64_t subvol);
+  // Put attaching the key to `lease` (0: none).
+  absl::StatusOr<uint64_t> PutWithLease(uint64_t subvol, absl::string_view key,
+                                        absl::string_view value, int64_t lease, Durability d,
+                                        uint64_t* defer_point = nullptr);
+  absl::StatusOr<int> ExpireLeases(int max);
 
   // Called by Transaction.
   absl::Status HandlePut(absl::string_view key, absl::string_view value);
@@ -307,6 +325,17 @@ class StoreImpl {
   // One batch of cleaner steps under the locks; returns steps done.
   absl::StatusOr<int> CleanerBatch(int max_steps);
   absl::Status CheckOpen() const;
+  // Leases (lease_path.cc): loads `subvol`'s leases (under its tree lock,
+  // shared); writes lease items that go with no KV change (a grant, a
+  // revoke whose keys are gone) as one change of their own, without a new
+  // revision.
+  absl::Status LoadLeases(uint64_t subvol) ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Loads every subvolume's leases not loaded yet (mount, each expiry
+  // round): a lease's TTL restarts when its subvolume is loaded.
+  absl::Status LoadAllLeases() ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status LeaseOpsLocked(uint64_t subvol, Tree* tree, const std::vector<kv::KvOp>& ops)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void LeaseExpiryLoop();
 
   // Constant after construction.
   BlockDevice* const device_;
@@ -379,6 +408,10 @@ class StoreImpl {
   std::atomic<bool> closed_{false};
   std::thread committer_;
   std::thread cleaner_;
+  // Leases: the lessor (created by Init, the KvSpace's apply hook; its
+  // mutex is a leaf below the tree locks) and the expiry thread.
+  std::unique_ptr<lease::Lessor> lessor_;
+  std::thread lease_expiry_;
   bool cleaner_work_ ABSL_GUARDED_BY(handles_mu_) = false;  // wake the cleaner
 };
 

@@ -416,5 +416,88 @@ TEST_F(CheckOrphanTest, MountDeletesTheOrphan) {
   testing::ExpectCheckClean(&dev_);
 }
 
+// Leases: a subvolume with a lease holding two keys is clean; a lost
+// record, a lost key, a key attached twice and a bad TTL are each found.
+class CheckLeaseTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_OK(Store::Mkfs(&dev_, testing::TestMkfs(4096)));
+    ASSERT_OK_AND_ASSIGN(auto store, Store::Open(&dev_, testing::TestOptions()));
+    ASSERT_OK_AND_ASSIGN(SubvolumeInfo info, store->CreateSubvolume("leases"));
+    tree_ = info.id;
+    ASSERT_OK_AND_ASSIGN(auto sv, store->OpenSubvolume("leases"));
+    ASSERT_OK_AND_ASSIGN(int64_t id, sv->LeaseGrant(60, 7));
+    ASSERT_EQ(id, 7);
+    ASSERT_OK(sv->LeaseGrant(60, 8).status());
+    ASSERT_OK(sv->PutItemWithLease("a", "1", 7).status());
+    ASSERT_OK(sv->PutItemWithLease("b", "2", 7).status());
+    ASSERT_OK(store->Close());
+    testing::ExpectCheckClean(&dev_);
+    ASSERT_OK_AND_ASSIGN(std::vector<NodeInfo> nodes, ListNodes(&dev_));
+    for (const NodeInfo& n : nodes) {
+      if (n.tree == tree_ && n.level == 0) leaf_ = n.bytenr;
+    }
+    ASSERT_NE(leaf_, 0u);
+  }
+  void ExpectFinding(absl::string_view needle) {
+    ASSERT_OK_AND_ASSIGN(CheckReport r, Check(&dev_));
+    std::string all = absl::StrJoin(r.problems, "\n");
+    EXPECT_NE(all.find(std::string(needle)), std::string::npos) << all;
+  }
+  static bool IsRecord(const Item& it, uint8_t id) {
+    return it.key.size() == 9 && it.key[0] == 'L' && static_cast<uint8_t>(it.key[8]) == id;
+  }
+
+  MemDevice dev_{64ull << 20};
+  uint64_t tree_ = 0;
+  uint64_t leaf_ = 0;
+};
+
+TEST_F(CheckLeaseTest, AttachmentWithoutRecord) {
+  ASSERT_OK(RewriteNode(&dev_, leaf_, [](std::vector<Item>* items) {
+    for (auto it = items->begin(); it != items->end(); ++it) {
+      if (IsRecord(*it, 7)) {
+        items->erase(it);
+        return;
+      }
+    }
+  }));
+  ExpectFinding("attached to lease 7 which has no record");
+}
+
+TEST_F(CheckLeaseTest, AttachedKeyMissing) {
+  ASSERT_OK(RewriteNode(&dev_, leaf_, [](std::vector<Item>* items) {
+    for (auto it = items->begin(); it != items->end(); ++it) {
+      if (it->key == "ka") {
+        items->erase(it);
+        return;
+      }
+    }
+  }));
+  ExpectFinding("key 'a' attached to lease 7 does not exist");
+}
+
+TEST_F(CheckLeaseTest, KeyAttachedTwice) {
+  ASSERT_OK(RewriteNode(&dev_, leaf_, [](std::vector<Item>* items) {
+    for (size_t i = 0; i < items->size(); ++i) {
+      if (IsRecord((*items)[i], 8)) {
+        Item extra{(*items)[i].key + "a", std::string("\x02\0\0\0\0\0\0\0", 8)};
+        items->insert(items->begin() + static_cast<std::ptrdiff_t>(i) + 1, extra);
+        return;
+      }
+    }
+  }));
+  ExpectFinding("key 'a' attached to leases 7 and 8");
+}
+
+TEST_F(CheckLeaseTest, BadTtl) {
+  ASSERT_OK(RewriteNode(&dev_, leaf_, [](std::vector<Item>* items) {
+    for (Item& it : *items) {
+      if (IsRecord(it, 8)) it.value.replace(8, 8, std::string(8, '\0'));
+    }
+  }));
+  ExpectFinding("ttl 0 out of range");
+}
+
 }  // namespace
 }  // namespace cowkv

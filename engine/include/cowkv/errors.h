@@ -51,8 +51,9 @@ enum class ErrorReason : uint8_t {
   kEOPNOTSUPP,        // POSIX: a file operation's mode is not supported (fallocate)
   kCompacted,         // a read at a revision the history no longer keeps (OUT_OF_RANGE)
   kFutureRevision,    // a read at a revision not reached yet (OUT_OF_RANGE)
+  kLeaseNotFound,     // no lease with that id (etcd's ErrLeaseNotFound; NOT_FOUND)
 };
-inline constexpr int kErrorReasonCount = static_cast<int>(ErrorReason::kFutureRevision) + 1;
+inline constexpr int kErrorReasonCount = static_cast<int>(ErrorReason::kLeaseNotFound) + 1;
 
 inline constexpr char kReasonPayloadUrl[] = "type.cowkv.dev/cowkv.reason";
 // With kCompacted: the compact revision (the oldest revision still

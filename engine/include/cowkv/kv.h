@@ -88,6 +88,9 @@ struct TxnOp {
   std::string value;   // kPut
   std::string end;     // kDeleteRange: exclusive end, empty = through the last key
   RangeRequest range;  // kRange
+  // kPut: the lease (lease.h) the key is attached to; 0 = none (the put
+  // detaches the key from any lease, as etcd's).
+  int64_t lease = 0;
 };
 
 struct TxnRequest {

@@ -42,6 +42,19 @@ inline constexpr uint32_t kDefaultNodesize = 16384;
 // mirrors and room for a commit's worst case.
 inline constexpr uint64_t kMinDeviceBytes = 16ull << 20;
 
+// ---- Leases (lease.h) ------------------------------------------------------
+// A lease's TTL in seconds: 1..kMaxLeaseTtlSeconds (etcd's MaxLeaseTTL).
+inline constexpr int64_t kMaxLeaseTtlSeconds = 9000000000;
+// Leases one subvolume holds at once.
+inline constexpr size_t kMaxLeasesPerSubvolume = 10000;
+// Keys one lease holds: its revoke deletes them and their attachment items
+// in one commit, 2 * kMaxKeysPerLease + 1 tree changes, within kMaxTxnOps.
+inline constexpr size_t kMaxKeysPerLease = 4096;
+static_assert(2 * kMaxKeysPerLease + 1 <= kMaxTxnOps);
+// Keys attached to any lease in one subvolume: bounds the lessor's memory
+// (the attached keys are kept in memory, engine/lease/lessor.h).
+inline constexpr size_t kMaxLeasedKeysPerSubvolume = 100000;
+
 }  // namespace cowkv
 
 #endif  // COWKV_INCLUDE_COWKV_LIMITS_H_

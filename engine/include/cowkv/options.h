@@ -117,6 +117,15 @@ struct Options {
   bool paranoid_checks = false;
 #endif
 
+  // Leases (lease.h). The clock their TTLs run on: a monotonic clock in
+  // milliseconds; empty = std::chrono::steady_clock (tests pass a fake
+  // one). Every `lease_expiry_interval_ms` (0 = never: only
+  // Store::ExpireLeases() does it) a background thread revokes up to
+  // `lease_expiry_batch` expired leases, each in one commit.
+  std::function<int64_t()> lease_clock_ms;
+  uint64_t lease_expiry_interval_ms = 250;
+  uint64_t lease_expiry_batch = 16;
+
   // Test and benchmark hooks: never set in production. They put back
   // behaviour the engine replaced, so that a test can show its generator
   // catches a bug, or a benchmark can measure what an optimisation gained.
@@ -139,6 +148,7 @@ struct Options {
       kSortIgnoresDirection,   // subvolume list's --sort treats "-FIELD" as "+FIELD"
       kTxnReadsLatest,         // a transaction's Get reads the latest value, not its revision's
       kHistoryNotLogged,       // a put's history entry is not noted for the log
+      kLeasePutKeepsAttachment,  // a put without a lease leaves the key attached to its lease
     };
     PlantedBug planted_bug = PlantedBug::kNone;
     // At most this many names in one INODE_REF item (0: as many as fit);

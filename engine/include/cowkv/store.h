@@ -35,6 +35,7 @@
 #include "cowkv/errors.h"
 #include "cowkv/files.h"
 #include "cowkv/kv.h"
+#include "cowkv/lease.h"
 #include "cowkv/limits.h"
 #include "cowkv/options.h"
 #include "cowkv/stats.h"
@@ -131,6 +132,30 @@ class Subvolume {
                                 Durability durability = Durability::kDefault,
                                 int max_attempts = 16);
 
+  // Leases (lease.h, etcd's lease API), per subvolume. LeaseGrant returns
+  // the id (`id` 0: the store picks one); ALREADY_EXISTS for an id in use,
+  // INVALID_ARGUMENT for a TTL outside 1..kMaxLeaseTtlSeconds,
+  // RESOURCE_EXHAUSTED (kLimit) past kMaxLeasesPerSubvolume. A lease that
+  // does not exist (or whose deadline passed) is NOT_FOUND with reason
+  // kLeaseNotFound everywhere. LeaseRevoke deletes the lease and every key
+  // attached to it in one revision, and returns it (the current revision
+  // when no key was left). LeaseKeepAlive restarts the lease's TTL and
+  // returns it (seconds).
+  absl::StatusOr<int64_t> LeaseGrant(int64_t ttl_seconds, int64_t id = 0,
+                                     Durability durability = Durability::kDefault);
+  absl::StatusOr<uint64_t> LeaseRevoke(int64_t id, Durability durability = Durability::kDefault);
+  absl::StatusOr<int64_t> LeaseKeepAlive(int64_t id);
+  absl::StatusOr<LeaseInfo> LeaseTimeToLive(int64_t id, bool keys = false);
+  absl::StatusOr<std::vector<int64_t>> Leases();
+  // PutItem attaching the key to `lease` (0: none, as PutItem). NOT_FOUND
+  // (kLeaseNotFound) for an unknown lease; RESOURCE_EXHAUSTED (kLimit)
+  // past kMaxKeysPerLease or kMaxLeasedKeysPerSubvolume.
+  absl::StatusOr<uint64_t> PutItemWithLease(absl::string_view key, absl::string_view value,
+                                            int64_t lease,
+                                            Durability durability = Durability::kDefault);
+  void PutItemWithLeaseThen(absl::string_view key, absl::string_view value, int64_t lease,
+                            Durability durability, RevisionDone done);
+
  private:
   friend class StoreImpl;
   Subvolume(StoreImpl* store, uint64_t id) : store_(store), id_(id) {}
@@ -223,6 +248,9 @@ class Store {
   absl::Status Commit();
 
   StoreStats Stats();
+  // Revokes up to `max` expired leases here (each in one commit), as the
+  // background expiry does; returns how many (tests with a fake clock).
+  absl::StatusOr<int> ExpireLeases(int max = 1 << 20);
   uint32_t nodesize() const;
   // Largest KV value this store holds (inline in a node).
   size_t max_value_size() const;

@@ -37,6 +37,7 @@ from cowkv.files import (FIEMAP_EXTENT_DATA_INLINE, FIEMAP_EXTENT_LAST, FIEMAP_E
                          Extent, FileKind, Files, FileStat)
 from cowkv.files import UTIME_NOW, XATTR_CREATE, XATTR_REPLACE
 from cowkv.kv import Subvolume
+from cowkv.lease import KeepAliveThread, LeaseInfo, Leases, Lock
 from cowkv.range import RangeIterator, RangePage
 from cowkv.txn import (Compare, CreateRevision, Delete, DeleteRange, DeleteResult, Exists, Get,
                        Missing, ModRevision, Op, Put, PutResult, Range, RangeResult, Transaction,
@@ -49,6 +50,7 @@ __all__ = [
     "connect", "Client", "SubvolumeInfo", "CheckResult", "VersionInfo", "DEFAULT_ADDRESS",
     "DEFAULT_TIMEOUT",
     "Subvolume", "KeyValue", "Durability", "RangeIterator", "RangePage",
+    "Leases", "LeaseInfo", "KeepAliveThread", "Lock",
     "Transaction", "TransactionState", "TxnResult", "PutResult", "DeleteResult", "RangeResult",
     "Compare", "Value", "Version", "ModRevision", "CreateRevision", "Exists", "Missing",
     "Op", "Put", "Delete", "DeleteRange", "Range", "Get",

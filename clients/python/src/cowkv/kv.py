@@ -15,6 +15,7 @@ from typing import Callable, Iterable, Optional, Tuple, TypeVar, Union
 from cowkv import errors
 from cowkv._rpc import Rpc
 from cowkv.files import Files
+from cowkv.lease import Leases, Lock
 from cowkv.range import RangeIterator, RangePage, range_request
 from cowkv.txn import Compare, Op, Transaction, TxnResult, run_in_transaction, txn_request, txn_result
 from cowkv.values import Durability, Key, KeyValue, durability_proto, opt_bytes, to_bytes
@@ -36,6 +37,8 @@ class Subvolume:
         self.name = name
         #: The subvolume's file tree.
         self.files = Files(rpc, name)
+        #: The subvolume's leases (cowkv.lease).
+        self.leases = Leases(rpc, name)
 
     def __repr__(self) -> str:
         return f"Subvolume({self.name!r})"
@@ -67,10 +70,14 @@ class Subvolume:
                 raise
             return default  # type: ignore[return-value]
 
-    def put(self, key: Key, value: Key, durability: Durability = Durability.DEFAULT) -> int:
-        """Writes a key; returns the write's revision. ReadOnly on a read-only snapshot."""
+    def put(self, key: Key, value: Key, durability: Durability = Durability.DEFAULT,
+            lease: int = 0) -> int:
+        """Writes a key; returns the write's revision. ReadOnly on a read-only snapshot.
+        ``lease``: attach the key to that lease (``sv.leases``); without one
+        the put detaches the key from any lease, as etcd's. NotFound for an
+        unknown lease."""
         req = kv_pb2.PutRequest(subvolume=self.name, key=to_bytes(key), value=to_bytes(value),
-                                durability=durability_proto(durability))
+                                durability=durability_proto(durability), lease=lease)
         return int(self._rpc.unary(self._rpc.kv.Put, req, "put").revision)
 
     def delete(self, key: Key, durability: Durability = Durability.DEFAULT,
@@ -174,6 +181,10 @@ class Subvolume:
         error: ``succeeded`` is False."""
         req = txn_request(self.name, compare, success, failure, durability)
         return txn_result(self._rpc.unary(self._rpc.kv.Txn, req, "txn"))
+
+    def lock(self, name: str, ttl: int = 60) -> Lock:
+        """A lock on this subvolume (cowkv.lease.Lock): ``with sv.lock("jobs"): ...``."""
+        return Lock(self, name, ttl)
 
     def transaction(self, lease_ms: int = 0,
                     durability: Durability = Durability.DEFAULT) -> Transaction:

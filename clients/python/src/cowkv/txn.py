@@ -136,9 +136,10 @@ class Op:
     proto: kv_pb2.RequestOp
 
 
-def Put(key: Key, value: Key) -> Op:  # noqa: N802
-    """Writes a key."""
-    return Op(kv_pb2.RequestOp(put=kv_pb2.PutOp(key=to_bytes(key), value=to_bytes(value))))
+def Put(key: Key, value: Key, lease: int = 0) -> Op:  # noqa: N802
+    """Writes a key (attached to ``lease`` if nonzero; else detached from any)."""
+    return Op(kv_pb2.RequestOp(put=kv_pb2.PutOp(key=to_bytes(key), value=to_bytes(value),
+                                                lease=lease)))
 
 
 def Delete(key: Key) -> Op:  # noqa: N802
