@@ -99,9 +99,27 @@ absl::Status KvSpace::HistoryOps(Tree* tree, uint64_t rev, std::vector<KvOp>* op
   return absl::OkStatus();
 }
 
+namespace {
+// The revision of `tree`'s oldest history entry; nullopt without entries.
+absl::StatusOr<std::optional<uint64_t>> FirstHistoryRevision(Tree* tree) {
+  TreeIterator it(tree);
+  it.Seek(HistoryKey(1, ""));
+  COWKV_RETURN_IF_ERROR(it.status());
+  if (!it.Valid() || !IsHistoryTreeKey(it.key())) return std::nullopt;
+  return HistoryKeyRevision(it.key());
+}
+}  // namespace
+
 absl::StatusOr<uint64_t> KvSpace::CompactRevision(Tree* tree) {
   absl::StatusOr<std::string> raw = tree->Get(HistoryInfoKey());
-  if (absl::IsNotFound(raw.status())) return 0;
+  if (absl::IsNotFound(raw.status())) {
+    // Never compacted. Every change since the tree's first entry has one
+    // (the history starts there: a new subvolume's first change, or the
+    // first change of one written by a version without history); a tree
+    // with no entry changed nothing since the mount.
+    COWKV_ASSIGN_OR_RETURN(std::optional<uint64_t> first, FirstHistoryRevision(tree));
+    return first.has_value() ? *first - 1 : legacy_floor_;
+  }
   COWKV_RETURN_IF_ERROR(raw.status());
   return DecodeHistoryInfo(*raw);
 }

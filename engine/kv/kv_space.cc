@@ -207,7 +207,12 @@ absl::StatusOr<ItemMeta> PutMeta(absl::string_view tree_key, const absl::string_
 
 KvSpace::KvSpace(TxnManager* txn, log::LogManager* log, BlockDevice* device, uint64_t window_keys,
                  uint64_t revision)
-    : txn_(txn), log_(log), device_(device), revision_(revision), window_(window_keys) {}
+    : txn_(txn),
+      log_(log),
+      device_(device),
+      revision_(revision),
+      window_(window_keys),
+      legacy_floor_(revision) {}
 
 absl::StatusOr<KeyValue> KvSpace::Get(Tree* tree, absl::string_view key, uint64_t max_value_load) {
   const std::string tk = TreeKey(key);

@@ -290,6 +290,9 @@ class KvSpace {
   absl::Status CompactBatch(uint64_t subvol, Tree* tree, uint64_t revision, size_t batch,
                             bool* done);
   bool no_history_ = false;
+  // The revision at mount: a never-compacted tree without history entries
+  // changed nothing after it (CompactRevision).
+  const uint64_t legacy_floor_;
   bool bug_history_not_logged_ = false;
   uint64_t history_revisions_ = 10000;
   uint64_t history_bytes_ = 64ull << 20;

@@ -2,6 +2,7 @@
 // "KV history".
 #include "engine/tools/check_history.h"
 
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -17,6 +18,8 @@ void CheckHistory(Tree* tree, uint64_t id, std::vector<std::string>* problems) {
     problems->push_back(absl::StrCat("tree ", id, ": KV history: ", what));
   };
   uint64_t floor = 0;
+  bool has_info = false;
+  std::optional<uint64_t> first;                    // the oldest entry's revision
   std::set<std::pair<uint64_t, std::string>> puts;  // (revision, key) of put entries
   TreeIterator it(tree);
   for (it.Seek(std::string(1, kv::kHistoryPrefix)); it.Valid() && kv::IsHistoryTreeKey(it.key());
@@ -28,6 +31,7 @@ void CheckHistory(Tree* tree, uint64_t id, std::vector<std::string>* problems) {
       } else {
         floor = *f;
       }
+      has_info = true;
       continue;
     }
     absl::StatusOr<kv::HistoryEntry> e = kv::DecodeHistoryEntry(it.key(), it.value());
@@ -45,9 +49,17 @@ void CheckHistory(Tree* tree, uint64_t id, std::vector<std::string>* problems) {
                              " holds a prev item of revision ", prev->meta.mod_revision));
       }
     }
+    if (!first.has_value()) first = e->revision;
     if (e->type == kv::kHistoryPut) puts.insert({e->revision, std::string(e->key)});
   }
   if (!it.status().ok()) return problem(std::string(it.status().message()));
+  // Never compacted: the history starts at the oldest entry (a subvolume
+  // written by a version without history has none before); without
+  // entries there is nothing to be complete about.
+  if (!has_info) {
+    if (!first.has_value()) return;
+    floor = *first - 1;
+  }
   // Complete: every KV item changed after the floor has its put entry.
   for (it.Seek(std::string(1, kv::kKvPrefix)); it.Valid() && kv::IsKvTreeKey(it.key()); it.Next()) {
     absl::StatusOr<kv::ItemView> item = kv::DecodeItem(it.key(), it.value());
