@@ -410,12 +410,10 @@ absl::StatusOr<uint64_t> KvSpace::Apply(uint64_t subvol, const WritableTree& wri
   COWKV_RETURN_IF_ERROR(Validate(read_revision, reads));
   if (ws.empty()) return revision_;
   COWKV_ASSIGN_OR_RETURN(Tree * tree, writable());
-  // Space pressure: the history goes first (errors: the write's own
-  // reservation below answers).
+  // Space pressure: the history goes first (errors: the reservation answers).
   if (no_history_) Compact(subvol, tree, revision_).IgnoreError();
-  // First everything that can fail without changing anything: which keys
-  // the delete-ranges and deletes remove, and the current revisions of the
-  // keys put.
+  // First all that can fail without changing anything: the keys the
+  // delete-ranges and deletes remove, the current revisions of those put.
   std::vector<KvOp> ops;
   absl::flat_hash_set<uint64_t> leaves, inner;
   COWKV_RETURN_IF_ERROR(ExpandDeleteRanges(tree, ws, &ops, &leaves, &inner));
@@ -446,13 +444,11 @@ absl::StatusOr<uint64_t> KvSpace::Apply(uint64_t subvol, const WritableTree& wri
   }
   if (ops.empty()) return revision_;
   COWKV_RETURN_IF_ERROR(CheckOpCount(ops));
-  // The leases' items of the change (attachments, lease records): written
-  // with it, in the same revision, but KV items only get history entries.
+  // Leases' items (same revision; no history entries for them).
   std::vector<KvOp> hook_ops;
   COWKV_RETURN_IF_ERROR(AddHookOps(subvol, tree, ws, ops, &hook_ops, &all_deletes));
-  // The history entries of the change (each takes over its old item's data
-  // reference), or, under space pressure, the info item that compacts the
-  // history past this revision instead.
+  // History entries (each takes over its op's old data reference), or,
+  // under space pressure, the info item compacting past this revision.
   std::vector<KvOp> history;
   COWKV_RETURN_IF_ERROR(HistoryOps(tree, rev, &ops, &history));
   const bool with_entries = history.front().tree_key != HistoryInfoKey();
