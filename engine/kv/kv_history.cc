@@ -303,73 +303,133 @@ absl::Status KvSpace::Compact(uint64_t subvol, Tree* tree, uint64_t revision) {
   COWKV_ASSIGN_OR_RETURN(uint64_t floor, CompactRevision(tree));
   if (revision < floor) return CompactedError(revision, floor);
   // revision == floor still drops entries a write under space pressure
-  // left below the floor it raised.
-  // Smaller batches when a batch does not fit in free space (a full
-  // device): each one that fits frees its entries at the next commit.
-  size_t batch = kMaxTxnOps;
-  for (bool done = false; !done;) {
-    absl::Status s = CompactBatch(subvol, tree, revision, batch, &done);
-    if (absl::IsResourceExhausted(s) && batch > 16) {
-      batch /= 4;
-      continue;
-    }
-    COWKV_RETURN_IF_ERROR(s);
-  }
-  return absl::OkStatus();
+  // (or a compaction that ran out of space half way through a revision)
+  // left below the floor.
+  DropGoal goal;
+  goal.upto = goal.target = revision;
+  return DropOldest(subvol, tree, goal, floor);
 }
 
-absl::Status KvSpace::CompactBatch(uint64_t subvol, Tree* tree, uint64_t revision, size_t batch,
-                                   bool* done) {
-  // The entries of whole revisions <= `revision`, at most kMaxTxnOps of
-  // them unless one revision has more.
-  std::vector<KvOp> ops;
-  absl::flat_hash_set<uint64_t> leaves, inner;
-  uint64_t last_rev = 0;
-  *done = true;
-  {
-    TreeIterator it(tree);
-    for (it.Seek(HistoryKey(1, "")); it.Valid() && IsHistoryTreeKey(it.key()); it.Next()) {
-      const uint64_t r = HistoryKeyRevision(it.key());
-      if (r > revision) break;
-      if (ops.size() >= batch && r != last_rev) {
-        *done = false;
-        break;
-      }
-      COWKV_RETURN_IF_ERROR(DecodeHistoryEntry(it.key(), it.value()).status());
-      if (leaves.insert(it.PathNode(0).first).second) {
-        for (int l = 1; l < it.path_levels(); ++l) inner.insert(it.PathNode(l).first);
-      }
-      KvOp op{std::string(it.key()), std::nullopt, {}, {}, std::nullopt};
-      format::LeafDataRef(it.key(), it.value(), &op.old_data);
-      ops.push_back(std::move(op));
-      last_rev = r;
-    }
-    COWKV_RETURN_IF_ERROR(it.status());
+absl::StatusOr<std::optional<std::string>> KvSpace::OldestEntry(Tree* tree, uint64_t upto,
+                                                                uint64_t* revision) {
+  TreeIterator it(tree);
+  it.Seek(HistoryKey(1, ""));
+  COWKV_RETURN_IF_ERROR(it.status());
+  if (!it.Valid() || !IsHistoryTreeKey(it.key())) return std::optional<std::string>();
+  *revision = HistoryKeyRevision(it.key());
+  if (*revision > upto) return std::optional<std::string>();
+  return std::optional<std::string>(std::string(it.key()));
+}
+
+absl::StatusOr<size_t> KvSpace::DropRun(uint64_t subvol, Tree* tree, const std::string& from,
+                                        const std::string& to, uint64_t* bytes,
+                                        uint64_t* last_revision) {
+  COWKV_RETURN_IF_ERROR(txn_->ReserveForWrite(tree, TxnManager::WriteKind::kDelete, 1, 64,
+                                              static_cast<uint64_t>(tree->WorstCaseNodesPerOp())));
+  drop_refs_.clear();
+  uint64_t run_bytes = 0, run_last = 0;
+  bool item_failed = false;
+  absl::StatusOr<size_t> n =
+      tree->DeleteRun(from, to, kMaxTxnOps, [&](absl::string_view k, absl::string_view v) {
+        absl::Status s = DecodeHistoryEntry(k, v).status();
+        if (!s.ok()) {
+          item_failed = true;
+          return s;
+        }
+        format::DataRef ref;
+        if (format::LeafDataRef(k, v, &ref) && ref.len != 0) drop_refs_.push_back(ref);
+        run_bytes += k.size() + v.size();
+        run_last = HistoryKeyRevision(k);
+        return absl::OkStatus();
+      });
+  if (!n.ok()) {
+    // A corrupt entry changed nothing; a failure of the change itself left
+    // the tree half written: this generation must never commit.
+    if (!item_failed) txn_->SetFatal(n.status());
+    return n.status();
   }
-  const uint64_t upto = *done ? revision : last_rev;
-  COWKV_ASSIGN_OR_RETURN(uint64_t floor, CompactRevision(tree));
-  if (ops.empty() && floor >= upto) return absl::OkStatus();
-  KvOp info{HistoryInfoKey(), EncodeHistoryInfo(upto), {}, {}, std::nullopt};
-  const uint64_t nodes = DeleteNodesBoundFor(tree, leaves.size(), inner.size()) +
-                         static_cast<uint64_t>(tree->WorstCaseNodesPerOp());
-  COWKV_RETURN_IF_ERROR(
-      txn_->ReserveForWrite(tree, TxnManager::WriteKind::kDelete, ops.size() + 1, 64, nodes));
-  for (const KvOp& op : ops) {
-    absl::Status s = ApplyOp(tree, subvol, op, false);
-    if (!s.ok()) {
+  for (const format::DataRef& ref : drop_refs_) txn_->AddDataRef(subvol, ref, -1, false);
+  *bytes += run_bytes;
+  *last_revision = run_last;
+  history_compacted_ += *n;
+  return n;
+}
+
+absl::Status KvSpace::DropOldest(uint64_t subvol, Tree* tree, const DropGoal& goal,
+                                 uint64_t floor) {
+  // The oldest entries go a leaf at a time (Tree::DeleteRun); a revision
+  // once begun is finished, so the new floor is the last revision dropped
+  // (all of it gone), or `goal.upto` when nothing at or below it is left.
+  // Only the info item is noted for the log: a crash before the next
+  // commit brings back dropped entries below the logged floor, which reads
+  // never look at and the next compaction drops again.
+  const std::string to = HistoryKey(std::min(goal.upto, kMaxHistoryRevision - 1) + 1, "");
+  uint64_t last = 0, bytes = 0;
+  size_t runs = 0;
+  bool done = false;
+  absl::Status status;
+  for (;;) {
+    uint64_t r = 0;
+    absl::StatusOr<std::optional<std::string>> from = OldestEntry(tree, goal.upto, &r);
+    if (!from.ok()) {
+      status = from.status();
+      break;
+    }
+    if (!from->has_value()) {
+      done = true;
+      break;
+    }
+    // A revision's entries may span leaves: one begun is finished.
+    const bool finishing = last != 0 && r == last;
+    if (!finishing && (runs >= goal.max_runs || (r > goal.target && bytes >= goal.bytes_over))) {
+      break;
+    }
+    absl::StatusOr<size_t> n = DropRun(subvol, tree, **from, to, &bytes, &last);
+    if (!n.ok()) {
+      status = n.status();
+      break;
+    }
+    ++runs;
+  }
+  NoteDroppedBytes(subvol, bytes);
+  const uint64_t new_floor = done ? goal.upto : last;
+  if (new_floor > floor && txn_->fatal().ok()) {
+    // Written even after a failed run: what was dropped is gone.
+    absl::Status s = txn_->ReserveForWrite(tree, TxnManager::WriteKind::kInsert, 1, 64, 0);
+    if (s.ok()) s = tree->Put(HistoryInfoKey(), EncodeHistoryInfo(new_floor));
+    if (s.ok()) {
+      log_->NoteChange(subvol, HistoryInfoKey());
+    } else if (!absl::IsResourceExhausted(s)) {
       txn_->SetFatal(s);
-      return s;
     }
-    log_->NoteChange(subvol, op.tree_key);
+    if (status.ok()) status = s;
   }
-  absl::Status s = tree->Put(info.tree_key, *info.item);
-  if (!s.ok()) {
-    txn_->SetFatal(s);
-    return s;
+  return status;
+}
+
+void KvSpace::NoteHistoryBytes(uint64_t subvol, uint64_t bytes) {
+  auto it = history_bytes_of_.find(subvol);
+  if (it != history_bytes_of_.end()) it->second += bytes;
+}
+
+void KvSpace::NoteDroppedBytes(uint64_t subvol, uint64_t bytes) {
+  auto it = history_bytes_of_.find(subvol);
+  if (it != history_bytes_of_.end()) it->second -= std::min(it->second, bytes);
+}
+
+absl::StatusOr<uint64_t> KvSpace::HistoryBytes(uint64_t subvol, Tree* tree) {
+  auto it = history_bytes_of_.find(subvol);
+  if (it != history_bytes_of_.end()) return it->second;
+  // Once per subvolume after a mount (or a snapshot): count the entries;
+  // from then on every change and compaction keeps the count.
+  uint64_t bytes = 0;
+  TreeIterator ti(tree);
+  for (ti.Seek(HistoryKey(1, "")); ti.Valid() && IsHistoryTreeKey(ti.key()); ti.Next()) {
+    bytes += ti.key().size() + ti.value().size();
   }
-  log_->NoteChange(subvol, info.tree_key);
-  history_compacted_ += ops.size();
-  return absl::OkStatus();
+  COWKV_RETURN_IF_ERROR(ti.status());
+  history_bytes_of_[subvol] = bytes;
+  return bytes;
 }
 
 void KvSpace::MaybeCompact(uint64_t subvol, Tree* tree, uint64_t changes) {
@@ -378,29 +438,33 @@ void KvSpace::MaybeCompact(uint64_t subvol, Tree* tree, uint64_t changes) {
   const uint64_t every = std::max<uint64_t>(16, history_revisions_ / 8);
   if (n < every) return;
   n = 0;
-  uint64_t target = revision_ > history_revisions_ ? revision_ - history_revisions_ : 0;
-  if (history_bytes_ != 0) {
-    // Newest first, until the bytes bound: everything older goes.
-    uint64_t bytes = 0;
-    TreeIterator it(tree);
-    it.SeekForPrev(std::string(1, kHistoryPrefix + 1));
-    for (; it.Valid() && IsHistoryTreeKey(it.key()); it.Prev()) {
-      const uint64_t r = HistoryKeyRevision(it.key());
-      if (r == 0 || r <= target) break;
-      bytes += it.key().size() + it.value().size();
-      if (bytes > history_bytes_) {
-        target = std::max(target, r);
-        break;
-      }
-    }
-    if (!it.status().ok()) return;  // a read error: the next check retries
-  }
   absl::StatusOr<uint64_t> floor = CompactRevision(tree);
-  if (!floor.ok()) return;
-  target = std::max(target, *floor);  // also what space pressure left below the floor
+  if (!floor.ok()) return;  // a read error: the next check retries
+  DropGoal goal;
+  goal.upto = goal.target =
+      std::max(revision_ > history_revisions_ ? revision_ - history_revisions_ : 0, *floor);
+  if (history_bytes_ != 0) {
+    absl::StatusOr<uint64_t> bytes = HistoryBytes(subvol, tree);
+    if (!bytes.ok()) return;
+    // Past the byte bound, older entries go too, until an eighth under it.
+    if (*bytes > history_bytes_) {
+      goal.upto = revision_;
+      goal.bytes_over = *bytes - history_bytes_ + history_bytes_ / 8;
+    }
+  }
+  // Bounded work per check (a large backlog, e.g. after the bounds were
+  // lowered, drains over several checks): at most a leaf per two changes
+  // since the last one.
+  goal.max_runs = std::max<uint64_t>(8, every / 2);
+  if (goal.upto <= *floor && goal.bytes_over == 0) {
+    // Nothing due, unless entries were left below the floor.
+    uint64_t r = 0;
+    absl::StatusOr<std::optional<std::string>> oldest = OldestEntry(tree, *floor, &r);
+    if (!oldest.ok() || !oldest->has_value()) return;
+  }
   // ENOSPC or a read error: the bounds are checked again later (a tree
   // write that failed half way made the manager fatal already).
-  Compact(subvol, tree, target).IgnoreError();
+  DropOldest(subvol, tree, goal, *floor).IgnoreError();
 }
 
 }  // namespace kv

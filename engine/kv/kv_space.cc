@@ -411,7 +411,7 @@ absl::StatusOr<uint64_t> KvSpace::Apply(uint64_t subvol, const WritableTree& wri
   if (ws.empty()) return revision_;
   COWKV_ASSIGN_OR_RETURN(Tree * tree, writable());
   // Space pressure: the history goes first (errors: the reservation answers).
-  if (no_history_) Compact(subvol, tree, revision_).IgnoreError();
+  if (no_history_ && drop_history_) Compact(subvol, tree, revision_).IgnoreError();
   // First all that can fail without changing anything: the keys the
   // delete-ranges and deletes remove, the current revisions of those put.
   std::vector<KvOp> ops;
@@ -459,7 +459,12 @@ absl::StatusOr<uint64_t> KvSpace::Apply(uint64_t subvol, const WritableTree& wri
   COWKV_RETURN_IF_ERROR(
       ReserveApply(tree, ops, hook_ops, history, all_deletes && !with_entries, delete_nodes));
   COWKV_RETURN_IF_ERROR(WriteApply(subvol, tree, ops, hook_ops, history, ws));
-  history_entries_ += with_entries ? history.size() : 0;
+  if (with_entries) {
+    history_entries_ += history.size();
+    uint64_t bytes = 0;
+    for (const KvOp& h : history) bytes += h.tree_key.size() + h.item->size();
+    NoteHistoryBytes(subvol, bytes);
+  }
   COWKV_DCHECK(rev == revision_ + 1);  // one new revision per change, never skipped
   revision_ = rev;
   ++commits_;
@@ -525,7 +530,7 @@ absl::StatusOr<uint64_t> KvSpace::PutInline(uint64_t subvol, Tree* tree, absl::s
                                             absl::string_view value) {
   COWKV_RETURN_IF_ERROR(txn_->fatal());
   COWKV_DCHECK(value.size() <= MaxInlineValue(tree->cache()->nodesize()));
-  if (no_history_) Compact(subvol, tree, revision_).IgnoreError();  // as Apply
+  if (no_history_ && drop_history_) Compact(subvol, tree, revision_).IgnoreError();  // as Apply
   TreeKeyTo(key, &put_key_);
   const absl::string_view tk = put_key_;
   // Apply's reservation for one insert of this key and item, and of its
@@ -561,8 +566,9 @@ absl::StatusOr<uint64_t> KvSpace::PutInline(uint64_t subvol, Tree* tree, absl::s
   // one (space pressure) the history is compacted past this revision.
   const absl::string_view prev = put_prev_;
   const std::string hkey = entries ? HistoryKey(rev, key) : HistoryInfoKey();
-  s = tree->Put(hkey, entries ? EncodeHistoryEntry(kHistoryPut, had_old ? &prev : nullptr)
-                              : EncodeHistoryInfo(rev));
+  const std::string hval = entries ? EncodeHistoryEntry(kHistoryPut, had_old ? &prev : nullptr)
+                                   : EncodeHistoryInfo(rev);
+  s = tree->Put(hkey, hval);
   if (!s.ok()) {
     txn_->SetFatal(s);
     return s;
@@ -576,6 +582,7 @@ absl::StatusOr<uint64_t> KvSpace::PutInline(uint64_t subvol, Tree* tree, absl::s
   if (!bug_history_not_logged_) log_->NoteChange(subvol, hkey);
   if (entries) {
     ++history_entries_;
+    NoteHistoryBytes(subvol, hkey.size() + hval.size());
     MaybeCompact(subvol, tree, 1);
   }
   return rev;

@@ -167,14 +167,20 @@ class KvSpace {
   // Drops the history of revisions <= `revision` (etcd's Compact) from
   // `subvol`'s tree (writable, exclusive lock). OUT_OF_RANGE (COMPACTED)
   // when `revision` is below the compact revision already, FUTURE_REVISION
-  // past the current one. Entries go in batches of at most kMaxTxnOps (at
-  // revision boundaries), each batch reserved and noted for the log.
+  // past the current one. Entries go a leaf at a time (each leaf reserved);
+  // only the new floor is noted for the log (DropOldest).
   absl::Status Compact(uint64_t subvol, Tree* tree, uint64_t revision);
   // Space pressure (set by the store for a write that found no space even
   // after a commit): the change is applied without history entries and the
   // history is compacted past it (reads at older revisions become
-  // OUT_OF_RANGE), so a full device can still delete.
-  void set_no_history(bool no_history) { no_history_ = no_history; }
+  // OUT_OF_RANGE), so a full device can still delete. `drop_first`: the
+  // entries are dropped first (their space returns at the next commit; the
+  // CoW of their leaves takes some now), else only the floor rises and the
+  // entries left below it go at a later compaction.
+  void set_no_history(bool no_history, bool drop_first) {
+    no_history_ = no_history;
+    drop_history_ = drop_first;
+  }
   // Options::TestHooks::PlantedBug::kHistoryNotLogged.
   void set_bug_history_not_logged(bool bug) { bug_history_not_logged_ = bug; }
   // Statistics: history entries written and dropped by compaction.
@@ -285,11 +291,31 @@ class KvSpace {
   absl::Status WriteApply(uint64_t subvol, Tree* tree, const std::vector<KvOp>& ops,
                           const std::vector<KvOp>& hook_ops, const std::vector<KvOp>& history,
                           KvWriteSet& ws);
-  // One batch of Compact: up to kMaxTxnOps entries, whole revisions;
-  // `*done` when nothing at or below `revision` is left.
-  absl::Status CompactBatch(uint64_t subvol, Tree* tree, uint64_t revision, size_t batch,
-                            bool* done);
+  // Compaction (kv_history.cc): drops the oldest entries a leaf at a time,
+  // whole revisions: every one up to `target`, then on up to `upto` until
+  // `bytes_over` bytes went; at most `max_runs` leaf runs (then finishing
+  // the revision begun). Raises the floor from `floor` to what it reached.
+  struct DropGoal {
+    uint64_t upto = 0;
+    uint64_t target = 0;
+    uint64_t bytes_over = 0;
+    size_t max_runs = SIZE_MAX;
+  };
+  absl::Status DropOldest(uint64_t subvol, Tree* tree, const DropGoal& goal, uint64_t floor);
+  // One leaf run of entries from `from` (below `to`): their data references
+  // dropped, their bytes added to `*bytes`, the last one's revision.
+  absl::StatusOr<size_t> DropRun(uint64_t subvol, Tree* tree, const std::string& from,
+                                 const std::string& to, uint64_t* bytes, uint64_t* last_revision);
+  // The oldest entry's tree key when its revision (`*revision`) is <= upto.
+  absl::StatusOr<std::optional<std::string>> OldestEntry(Tree* tree, uint64_t upto,
+                                                         uint64_t* revision);
+  // The bytes of `subvol`'s entries (keys and values): counted once after
+  // a mount, then kept by every change and compaction.
+  absl::StatusOr<uint64_t> HistoryBytes(uint64_t subvol, Tree* tree);
+  void NoteHistoryBytes(uint64_t subvol, uint64_t bytes);
+  void NoteDroppedBytes(uint64_t subvol, uint64_t bytes);
   bool no_history_ = false;
+  bool drop_history_ = false;
   // The revision at mount: a never-compacted tree without history entries
   // changed nothing after it (CompactRevision).
   const uint64_t legacy_floor_;
@@ -297,6 +323,8 @@ class KvSpace {
   uint64_t history_revisions_ = 10000;
   uint64_t history_bytes_ = 64ull << 20;
   std::map<uint64_t, uint64_t> changes_since_check_;  // by subvolume
+  std::map<uint64_t, uint64_t> history_bytes_of_;     // by subvolume, once counted
+  std::vector<format::DataRef> drop_refs_;             // DropRun's scratch
   uint64_t history_entries_ = 0;
   uint64_t history_compacted_ = 0;
   ApplyHook* hook_ = nullptr;

@@ -110,9 +110,9 @@ void StoreImpl::RunWriteBatch(const std::vector<GroupWrite*>& batch) {
     const uint64_t heads_before = txn_->pending_ref_heads();
     for (GroupWrite* g : batch) {
       g->before = kv_->revision();
-      kv_->set_no_history(g->no_history);
+      kv_->set_no_history(g->no_history, g->drop_history);
       g->rev = (*g->apply)();
-      kv_->set_no_history(false);
+      kv_->set_no_history(false, false);
       // A durable call waits for everything applied so far, also when it
       // changed nothing itself: its answer (0 keys deleted, a failed
       // compare) reflects async writes before it, which must survive a
@@ -145,8 +145,10 @@ absl::StatusOr<uint64_t> StoreImpl::KvWrite(const std::function<absl::StatusOr<u
     // Space beats history: a write that found no space after a commit
     // compacts the subvolume's history and goes without history entries
     // (KvSpace::set_no_history), then once more after a commit returned
-    // what the compaction freed.
+    // what the compaction freed (without compacting again: what that CoWs
+    // would take the room the commit gave back).
     w.no_history = attempt >= 2;
+    w.drop_history = attempt == 2;
     RunInWriteGroup(&w);
     if (absl::IsResourceExhausted(w.rev.status()) && !IsLimitError(w.rev.status()) && attempt < 3) {
       // Space freed in this generation is pinned until it commits.

@@ -44,6 +44,7 @@ struct GroupWrite {
   ThrottleSample throttle;       // after the group's write
   // Apply without history entries (space pressure: KvSpace::set_no_history).
   bool no_history = false;
+  bool drop_history = false;  // ... after dropping the history's entries
   bool done = false;
 };
 

@@ -259,6 +259,25 @@ absl::Status Tree::DeletePresent(absl::string_view key) {
   return Repair(path, 0, -1);
 }
 
+absl::StatusOr<size_t> Tree::DeleteRun(absl::string_view from, absl::string_view to, size_t max,
+                                       OnItem on_item) {
+  Path path;
+  COWKV_RETURN_IF_ERROR(SearchForWrite(from, path));
+  Node* leaf = path[0].node.get();
+  const int first = path[0].slot;
+  int end = first;
+  while (end < leaf->nritems() && static_cast<size_t>(end - first) < max &&
+         leaf->key(end) < to) {
+    COWKV_RETURN_IF_ERROR(on_item(leaf->key(end), leaf->value(end)));
+    ++end;
+  }
+  if (end == first) return 0;
+  leaf->EraseLeafRange(first, end);
+  ++version_;
+  COWKV_RETURN_IF_ERROR(Repair(path, 0, -1));
+  return static_cast<size_t>(end - first);
+}
+
 // Walks up from `level`, fixing each node the previous step changed: split
 // on overflow, merge or borrow on underflow, collapse a one-child root.
 // `inserted_slot` is the slot an insert just filled at `level` (-1: none).
@@ -309,12 +328,24 @@ absl::Status Tree::SplitNode(Path& path, int lv, int* inserted_slot) {
   // append split in the extent tree (a new one-item node) and a merge of
   // that node after a nearby delete queue refs that repeat the pattern in
   // the next round, forever (subvol_model_test --seed=149 --ops=40000).
-  bool rightmost = id_ >= format::kDefaultTreeId;
-  for (int j = lv + 1; j <= root_.level; ++j) {
-    rightmost = rightmost && path[j].slot == path[j].node->nritems() - 1;
-  }
+  // The same at the right edge of the keys that share the new key's first
+  // byte (the next key right of this node starts otherwise): the KV
+  // history's entries and new inodes are appended there, in order. Each
+  // such class leaves one sparse spine, as the tree's right edge does.
+  auto at_class_edge = [&](absl::string_view key) {
+    for (int j = lv + 1; j <= root_.level; ++j) {
+      const Node& up = *path[j].node;
+      if (path[j].slot < up.nritems() - 1) {
+        const absl::string_view next = up.key(path[j].slot + 1);
+        return key.empty() || next.empty() || next[0] != key[0];
+      }
+    }
+    return true;  // the rightmost spine
+  };
+  const bool edge = id_ >= format::kDefaultTreeId && *inserted_slot == n - 1 &&
+                    at_class_edge(left->key(n - 1));
   const int keep_right = left->leaf() ? 1 : 2;
-  if (rightmost && *inserted_slot == n - 1 && n - keep_right >= 1) {
+  if (edge && n - keep_right >= 1) {
     size_t right_bytes = 0;
     for (int i = n - keep_right; i < n; ++i) right_bytes += left->item_size(i);
     if (total - right_bytes <= cap) best = n - keep_right;

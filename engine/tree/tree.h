@@ -129,6 +129,16 @@ class Tree {
   // the path to where it would be has been CoWed.
   absl::Status DeletePresent(absl::string_view key);
 
+  // Deletes, in one change of one leaf, the items of [from, to) held by the
+  // leaf where `from` belongs, at most `max` of them (the caller has just
+  // seen `from` in the tree: the path to it is CoWed whatever is found).
+  // `on_item` sees each before it goes; its error stops the run before
+  // anything is deleted. Returns how many went: 0 when that leaf holds no
+  // key of the range (the next one, if any, starts a later leaf).
+  using OnItem = absl::FunctionRef<absl::Status(absl::string_view key, absl::string_view value)>;
+  absl::StatusOr<size_t> DeleteRun(absl::string_view from, absl::string_view to, size_t max,
+                                   OnItem on_item);
+
   // Validates sizes without touching the tree.
   absl::Status ValidatePut(absl::string_view key, absl::string_view value) const;
 
