@@ -49,10 +49,15 @@ struct Outcome {
   std::optional<Pending> pending;  // the change in flight at the cut
 };
 
+// `history_revisions`: the automatic compaction's bound (0: the default;
+// small: it runs every 16 changes, dropping entries without logging them).
+uint64_t g_history_revisions = 0;
+
 Options WorkloadOptions(Options::TestHooks::PlantedBug bug) {
   Options o = testing::TestOptions();
   o.default_durability = Durability::kDurable;
   o.test_hooks.planted_bug = bug;
+  if (g_history_revisions != 0) o.history_revisions = g_history_revisions;
   return o;
 }
 
@@ -177,6 +182,18 @@ TEST_P(HistoryCrash, EveryFlushPointKeepsTheHistoryOfTheDurableData) {
 
 INSTANTIATE_TEST_SUITE_P(AllLossModes, HistoryCrash, testing::AllLossModes(),
                          testing::LossModeName);
+
+// Automatic compaction at every 16 changes, keeping 6 revisions: the entries
+// it drops are not logged (only the floor), so a cut brings some back below
+// the logged floor; reads, the model and check must all still agree.
+TEST(HistoryCrashAutoCompaction, EveryFlushPointWithAutomaticCompaction) {
+  g_history_revisions = 6;
+  const testing::CrashReport report =
+      Sweep(FaultDevice::LossMode::kDropAll, 12, Options::TestHooks::PlantedBug::kNone, true);
+  g_history_revisions = 0;
+  EXPECT_TRUE(report.ok()) << report.Failures();
+  EXPECT_GT(report.cuts, 20u);
+}
 
 // The planted bug: a put's history entry is not logged. A cut after a
 // durable put (before the next engine commit) mounts with the item but not

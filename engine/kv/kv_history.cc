@@ -324,8 +324,10 @@ absl::StatusOr<std::optional<std::string>> KvSpace::OldestEntry(Tree* tree, uint
 absl::StatusOr<size_t> KvSpace::DropRun(uint64_t subvol, Tree* tree, const std::string& from,
                                         const std::string& to, uint64_t* bytes,
                                         uint64_t* last_revision) {
-  COWKV_RETURN_IF_ERROR(txn_->ReserveForWrite(tree, TxnManager::WriteKind::kDelete, 1, 64,
-                                              static_cast<uint64_t>(tree->WorstCaseNodesPerOp())));
+  // The run's nodes and the info item's write after it (DropOldest).
+  COWKV_RETURN_IF_ERROR(
+      txn_->ReserveForWrite(tree, TxnManager::WriteKind::kDelete, 2, 64 + kHistoryInfoSize,
+                            2 * static_cast<uint64_t>(tree->WorstCaseNodesPerOp())));
   drop_refs_.clear();
   uint64_t run_bytes = 0, run_last = 0;
   bool item_failed = false;
@@ -364,6 +366,12 @@ absl::Status KvSpace::DropOldest(uint64_t subvol, Tree* tree, const DropGoal& go
   // commit brings back dropped entries below the logged floor, which reads
   // never look at and the next compaction drops again.
   const std::string to = HistoryKey(std::min(goal.upto, kMaxHistoryRevision - 1) + 1, "");
+  // The info item must be writable after any run (each run reserves for
+  // it too): entries dropped under a floor that did not rise would leave
+  // their changes without entries.
+  COWKV_RETURN_IF_ERROR(txn_->ReserveForWrite(tree, TxnManager::WriteKind::kDelete, 1,
+                                              64 + kHistoryInfoSize,
+                                              static_cast<uint64_t>(tree->WorstCaseNodesPerOp())));
   uint64_t last = 0, bytes = 0;
   size_t runs = 0;
   bool done = false;
@@ -394,12 +402,12 @@ absl::Status KvSpace::DropOldest(uint64_t subvol, Tree* tree, const DropGoal& go
   NoteDroppedBytes(subvol, bytes);
   const uint64_t new_floor = done ? goal.upto : last;
   if (new_floor > floor && txn_->fatal().ok()) {
-    // Written even after a failed run: what was dropped is gone.
-    absl::Status s = txn_->ReserveForWrite(tree, TxnManager::WriteKind::kInsert, 1, 64, 0);
-    if (s.ok()) s = tree->Put(HistoryInfoKey(), EncodeHistoryInfo(new_floor));
+    // Written even after a failed run (what was dropped is gone), into the
+    // room every run reserved for it.
+    absl::Status s = tree->Put(HistoryInfoKey(), EncodeHistoryInfo(new_floor));
     if (s.ok()) {
       log_->NoteChange(subvol, HistoryInfoKey());
-    } else if (!absl::IsResourceExhausted(s)) {
+    } else {
       txn_->SetFatal(s);
     }
     if (status.ok()) status = s;
