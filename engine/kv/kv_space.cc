@@ -459,12 +459,7 @@ absl::StatusOr<uint64_t> KvSpace::Apply(uint64_t subvol, const WritableTree& wri
   COWKV_RETURN_IF_ERROR(
       ReserveApply(tree, ops, hook_ops, history, all_deletes && !with_entries, delete_nodes));
   COWKV_RETURN_IF_ERROR(WriteApply(subvol, tree, ops, hook_ops, history, ws));
-  if (with_entries) {
-    history_entries_ += history.size();
-    uint64_t bytes = 0;
-    for (const KvOp& h : history) bytes += h.tree_key.size() + h.item->size();
-    NoteHistoryBytes(subvol, bytes);
-  }
+  if (with_entries) NoteHistoryEntries(subvol, history);
   COWKV_DCHECK(rev == revision_ + 1);  // one new revision per change, never skipped
   revision_ = rev;
   ++commits_;
@@ -476,6 +471,13 @@ absl::StatusOr<uint64_t> KvSpace::Apply(uint64_t subvol, const WritableTree& wri
   if (hook_ != nullptr) hook_->Applied(subvol, rev);
   if (with_entries) MaybeCompact(subvol, tree, ops.size());
   return rev;
+}
+
+void KvSpace::NoteHistoryEntries(uint64_t subvol, const std::vector<KvOp>& history) {
+  history_entries_ += history.size();
+  uint64_t bytes = 0;
+  for (const KvOp& h : history) bytes += h.tree_key.size() + h.item->size();
+  NoteHistoryBytes(subvol, bytes);
 }
 
 absl::Status KvSpace::ReserveApply(Tree* tree, const std::vector<KvOp>& ops,

@@ -313,6 +313,7 @@ class KvSpace {
   // a mount, then kept by every change and compaction.
   absl::StatusOr<uint64_t> HistoryBytes(uint64_t subvol, Tree* tree);
   void NoteHistoryBytes(uint64_t subvol, uint64_t bytes);
+  void NoteHistoryEntries(uint64_t subvol, const std::vector<KvOp>& history);
   void NoteDroppedBytes(uint64_t subvol, uint64_t bytes);
   bool no_history_ = false;
   bool drop_history_ = false;

@@ -186,6 +186,7 @@ class Tree {
   absl::StatusOr<NodeRef> CowIfNeeded(NodeRef node, Node* parent, int parent_slot);
   absl::Status Repair(Path& path, int level, int inserted_slot);
   absl::Status SplitNode(Path& path, int level, int* inserted_slot);
+  int AppendSplitPoint(const Path& path, int lv, int inserted_slot) const;
   absl::Status FixUnderflow(Path& path, int level, bool* changed_parent);
   absl::Status GrowRoot(NodeRef left, std::string sep, NodeRef right);
   absl::Status CollapseRoot();
