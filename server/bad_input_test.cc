@@ -280,6 +280,7 @@ class BadInput {
   void KvRange();
   void KvWrites();
   void KvTxn();
+  void KvCompact();
   void KvInteractive();
   void FilesRead();
   void FilesWriteStream();
@@ -750,13 +751,15 @@ void BadInput::Subvolumes() {
 // ---- Generators: KV ----------------------------------------------------------------
 
 void BadInput::Kv() {
-  switch (U(4)) {
+  switch (U(5)) {
     case 0:
       return KvRange();
     case 1:
       return KvWrites();
     case 2:
       return KvTxn();
+    case 3:
+      return KvCompact();
     default:
       break;
   }
@@ -959,6 +962,42 @@ BadInput::WriteTarget BadInput::DrawWriteTarget(uint64_t unparsable_one_in, Flaw
 }
 
 // Put, Delete, DeleteRange: never a write that would succeed on the seed.
+// Compact with one flaw each (a valid Compact would change the seed's
+// history): unparsable, a bad non-empty name, revision 0 or an unknown durability,
+// an unknown subvolume, the read-only snapshot.
+void BadInput::KvCompact() {
+  Flaws f;
+  f.unparsable = OneIn(8);
+  v1::CompactRequest req;
+  req.set_subvolume(kSeed);
+  req.set_revision(1 + U(1000));
+  switch (U(4)) {
+    case 0:
+      f.malformed = true;
+      // (BadName() may be "", which names "default": not malformed.)
+      if (const std::string bad = BadName(); OneIn(3) && !bad.empty()) {
+        req.set_subvolume(bad);
+      } else if (OneIn(2)) {
+        req.set_revision(0);
+      } else {
+        req.set_durability(static_cast<v1::Durability>(3 + U(100)));
+      }
+      break;
+    case 1:
+      f.unknown_subvolume = true;
+      req.set_subvolume(UnknownSubvolume());
+      break;
+    default:
+      f.read_only = true;
+      req.set_subvolume(kReadOnly);
+      break;
+  }
+  if (f.unparsable) req.set_subvolume(Utf8Bomb());
+  Send("KV/Compact",
+       absl::StrCat("compact '", req.subvolume().substr(0, 20), "' to ", req.revision()), f,
+       {Serialize(req, f.unparsable)});
+}
+
 void BadInput::KvWrites() {
   Flaws f;
   // One flaw of the request, of the target, or of the key's state.

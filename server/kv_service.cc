@@ -167,13 +167,19 @@ grpc::Status KvService::Get(ServerContext* ctx, const v1::GetRequest* req, v1::G
     COWKV_ASSIGN_OR_RETURN(std::unique_ptr<Subvolume> sv,
                            env_->OpenSubvolume("subvolume", req->subvolume()));
     uint64_t revision = 0;
+    // At a past revision (req->revision() != 0): from the history.
+    auto get = [&](uint64_t max_value_load) {
+      if (req->revision() == 0) return sv->GetItem(req->key(), max_value_load, &revision);
+      revision = req->revision();
+      return sv->GetItemAt(req->key(), req->revision(), max_value_load);
+    };
     // A large value is read only once its bytes are admitted.
-    absl::StatusOr<KeyValue> read = sv->GetItem(req->key(), kAdmitFreeValueBytes, &revision);
+    absl::StatusOr<KeyValue> read = get(kAdmitFreeValueBytes);
     ResponseGrant grant;
     if (read.ok() && read->value.size() < read->value_size) {
       COWKV_ASSIGN_OR_RETURN(grant,
                              env_->budget().Acquire(kUnaryResponseCopies * read->value_size, ctx));
-      read = sv->GetItem(req->key(), 0, &revision);
+      read = get(0);
     }
     if (absl::IsNotFound(read.status())) {
       return KeyNotFound(req->key());
@@ -197,10 +203,14 @@ grpc::Status KvService::Range(ServerContext* ctx, const v1::RangeRequest* req,
     // whose scope is the names) is checked before any lookup, so a
     // malformed request is INVALID_ARGUMENT whatever the store holds.
     const bool at_snapshot = !req->snapshot().empty();
-    const std::string scope = at_snapshot ? absl::StrCat("snap:", req->snapshot())
-                                          : absl::StrCat("sv:", req->subvolume());
+    // A page token is valid only for the same revision (`@rev`).
+    const std::string scope =
+        absl::StrCat(at_snapshot ? absl::StrCat("snap:", req->snapshot())
+                                 : absl::StrCat("sv:", req->subvolume()),
+                     req->revision() != 0 ? absl::StrCat("@", req->revision()) : "");
     const RangeFields fields = FieldsOf(*req);
     COWKV_ASSIGN_OR_RETURN(RangeRequest page, PlanPage(fields, scope, req->page_token()));
+    page.revision = req->revision();
     if (!req->subvolume().empty()) {
       COWKV_RETURN_IF_ERROR(ValidateSubvolumeName("subvolume", req->subvolume()));
     }

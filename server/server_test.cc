@@ -309,6 +309,31 @@ TEST_F(Rpc, KvPutGetDelete) {
   EXPECT_CODE(kv().Delete(Ctx().get(), del, &del_resp), FAILED_PRECONDITION);
 }
 
+// Goal: Get at a past revision and Compact through the stub (the history's
+// own cases are in kv_history_test.cc).
+TEST_F(Rpc, KvGetAtRevisionAndCompact) {
+  CreateSubvolume("kvh");
+  uint64_t r1 = 0, r2 = 0;
+  ASSERT_GRPC_OK(Put("kvh", "k", "1", &r1));
+  ASSERT_GRPC_OK(Put("kvh", "k", "2", &r2));
+  v1::GetRequest get;
+  get.set_subvolume("kvh");
+  get.set_key("k");
+  get.set_revision(r1);
+  v1::GetResponse got;
+  ASSERT_GRPC_OK(kv().Get(Ctx().get(), get, &got));
+  EXPECT_EQ(got.kv().value(), "1");
+  v1::CompactRequest c;
+  c.set_subvolume("kvh");
+  c.set_revision(r2);
+  v1::CompactResponse cr;
+  ASSERT_GRPC_OK(kv().Compact(Ctx().get(), c, &cr));
+  EXPECT_EQ(cr.compact_revision(), r2);
+  EXPECT_CODE(kv().Get(Ctx().get(), get, &got), OUT_OF_RANGE);
+  c.set_subvolume("no-such-sv");
+  EXPECT_CODE(kv().Compact(Ctx().get(), c, &cr), NOT_FOUND);
+}
+
 TEST_F(Rpc, KvRangePaging) {
   CreateSubvolume("kv2");
   for (int i = 0; i < 25; ++i) ASSERT_GRPC_OK(Put("kv2", absl::StrCat("p/", 100 + i), "v"));

@@ -88,6 +88,9 @@ class KvService final : public KvServiceBase {
                       v1::CommitResponse* resp) override;
   grpc::Status Abort(ServerContext* ctx, const v1::AbortRequest* req,
                      v1::AbortResponse* resp) override;
+  // History (kv_history_service.cc).
+  grpc::Status Compact(ServerContext* ctx, const v1::CompactRequest* req,
+                       v1::CompactResponse* resp) override;
 
  private:
   // Runs a one-shot engine Txn on `subvolume`, timing durable ones.

@@ -41,11 +41,17 @@ COWKV_SAME_CODE(DataLoss, DATA_LOSS);
 // A status with google.rpc.Status{code, message, [ErrorInfo]} in its
 // details (the grpc-status-details-bin trailer).
 grpc::Status Make(absl::StatusCode code, absl::string_view message, absl::string_view reason,
-                  absl::string_view posix = "") {
+                  absl::string_view posix = "", const absl::Status* from = nullptr) {
   google::rpc::ErrorInfo info;
   info.set_reason(std::string(reason));
   info.set_domain(std::string(kErrorDomain));
   if (!posix.empty()) (*info.mutable_metadata())["errno"] = std::string(posix);
+  if (from != nullptr) {
+    // A read below the history's compact revision carries it (etcd's
+    // ErrCompacted), for a client to restart from without parsing text.
+    absl::optional<absl::Cord> rev = from->GetPayload(kCompactRevisionPayloadUrl);
+    if (rev.has_value()) (*info.mutable_metadata())["compact_revision"] = std::string(*rev);
+  }
   google::rpc::Status details;
   details.set_code(static_cast<int>(code));
   details.set_message(std::string(message));
@@ -91,7 +97,7 @@ grpc::Status ToGrpcStatusImpl(const absl::Status& status, absl::string_view posi
   if (code < 0 || code > static_cast<int>(absl::StatusCode::kUnauthenticated)) {
     return Make(absl::StatusCode::kUnknown, status.message(), "UNKNOWN", posix);
   }
-  return Make(status.code(), status.message(), ReasonFor(status), posix);
+  return Make(status.code(), status.message(), ReasonFor(status), posix, &status);
 }
 
 bool HasPosixName(absl::string_view message) {
@@ -156,6 +162,7 @@ ErrorInfoFields ErrorInfoOf(const grpc::Status& status) {
     out.domain = info.domain();
     auto it = info.metadata().find("errno");
     if (it != info.metadata().end()) out.errno_name = it->second;
+    for (const auto& [k, v] : info.metadata()) out.metadata[k] = v;
   }
   return out;
 }

@@ -25,6 +25,7 @@
 #ifndef COWKV_SERVER_STATUS_MAPPING_H_
 #define COWKV_SERVER_STATUS_MAPPING_H_
 
+#include <map>
 #include <string>
 
 #include "absl/status/status.h"
@@ -46,6 +47,7 @@ struct ErrorInfoFields {
   std::string reason;
   std::string domain;
   std::string errno_name;
+  std::map<std::string, std::string> metadata;  // every ErrorInfo.metadata entry
 };
 ErrorInfoFields ErrorInfoOf(const grpc::Status& status);
 

@@ -236,6 +236,21 @@ expect_json "d['revision'] > 0"
 c kv put -s data d2 y --durability durable
 expect_rc 0
 
+case_ "kv get/range --rev read the history; kv compact; a compacted revision fails with the compact revision"
+c kv put -s data hist one --json
+R1=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["revision"])' <<<"$OUT")
+c kv put -s data hist two
+c kv get -s data --rev "$R1" hist
+[[ "$OUT" == one ]] || fail "kv get --rev $R1 gave '$OUT'"
+c kv get -s data hist
+[[ "$OUT" == two ]] || fail "kv get gave '$OUT'"
+c --json kv range -s data --prefix hist --rev "$R1"
+expect_json "d['revision'] == $R1 and [kv['value'] for kv in d['kvs']] == ['one']"
+c kv compact -s data $((R1 + 1))
+expect_out "^compacted to revision $((R1 + 1))$"
+c kv get -s data --rev "$R1" hist
+expect_fail 7 "^cowkv: kv get: .*revision $R1 has been compacted.* from $((R1 + 1))"
+
 case_ "kv txn: 25 puts from a spec file"
 python3 -c 'import json; print(json.dumps({"success": [{"put": {"key": "user/%03d" % i, "value": "name %d" % i}} for i in range(1, 26)]}))' >"$WORK/puts.json"
 c kv txn -s data "$WORK/puts.json"

@@ -1,12 +1,16 @@
 // `cowkv kv get|put|del|range|txn`: the key space of a subvolume (service KV).
 //
-//   cowkv kv get   [-s NAME] KEY            the value alone, raw bytes
+//   cowkv kv get   [-s NAME] [--rev N] KEY  the value alone, raw bytes
 //   cowkv kv put   [-s NAME] KEY [VALUE]    VALUE omitted: read from stdin
 //   cowkv kv del   [-s NAME] KEY | --prefix P | --start A [--end B]
 //   cowkv kv range [-s NAME] [--prefix P | --start A --end B] [--limit N]
 //                  [--reverse] [--keys-only] [--count] [--snapshot SNAP]
-//                  [--page-size N]
+//                  [--page-size N] [--rev N]
 //   cowkv kv txn   [-s NAME] [SPEC_FILE | -]          (kv_txn.cc)
+//   cowkv kv compact [-s NAME] REV          drop the history before REV
+//
+// --rev N reads as of revision N from the subvolume's history (every page
+// of a range at N); a compacted N fails with the compact revision.
 //
 // -s/--subvolume defaults to "default". `get` writes the value exactly as
 // stored, adding a newline only when stdout is a terminal. `range` pages
@@ -56,6 +60,7 @@ struct KvArgs {
   uint64_t limit = 0;
   uint64_t page_size = 0;  // 0 = the server's page limit
   bool reverse = false, keys_only = false, count = false;
+  uint64_t rev = 0;  // --rev: read at this revision (0 = the latest)
 };
 
 int RunGet(const KvArgs& a, const Globals& g) {
@@ -66,6 +71,7 @@ int RunGet(const KvArgs& a, const Globals& g) {
   v1::GetRequest req;
   req.set_subvolume(a.subvolume);
   req.set_key(a.key);
+  req.set_revision(a.rev);
   v1::GetResponse resp;
   grpc::Status s = Call(*conn, conn->kv(), &v1::KV::Stub::Get, req, &resp);
   if (!s.ok()) return RpcFail(kOp, s, g);
@@ -212,6 +218,7 @@ v1::RangeRequest RangeRequestFor(const KvArgs& a) {
   req.set_keys_only(a.keys_only);
   req.set_count_only(a.count);
   req.set_snapshot(a.snapshot);
+  req.set_revision(a.rev);
   return req;
 }
 
@@ -279,6 +286,29 @@ void AddRangeCommand(CommandGroup* group, const std::shared_ptr<KvArgs>& a,
   range->add_flag("--count", a->count, "Print only the number of keys");
   range->add_option("--snapshot", a->snapshot,
                     "Read this read-only snapshot of the subvolume instead");
+  range->add_option("--rev", a->rev, "Read as of this revision, from the history (0 = the latest)");
+}
+
+int RunCompact(const KvArgs& a, const Globals& g) {
+  constexpr char kOp[] = "kv compact";
+  absl::StatusOr<v1::Durability> d = ParseDurability(a.durability);
+  if (!d.ok()) return Fail(kOp, d.status().message(), kExitUsage);
+  int rc = 0;
+  auto conn = Connect(kOp, g, &rc);
+  if (!conn) return rc;
+  v1::CompactRequest req;
+  req.set_subvolume(a.subvolume);
+  req.set_revision(a.rev);
+  req.set_durability(*d);
+  v1::CompactResponse resp;
+  grpc::Status s = Call(*conn, conn->kv(), &v1::KV::Stub::Compact, req, &resp);
+  if (!s.ok()) return RpcFail(kOp, s, g);
+  if (!g.json)
+    return Emit(kOp, absl::StrCat("compacted to revision ", resp.compact_revision(), "\n"));
+  Json j = JsonObject();
+  j["compact_revision"] = resp.compact_revision();
+  j["revision"] = resp.revision();
+  return Emit(kOp, DumpJson(j));
 }
 
 }  // namespace
@@ -291,6 +321,7 @@ RunFn AddKv(CLI::App* app, const GlobalsPtr& g) {
                             [a, g] { return RunGet(*a, *g); });
   AddSubvolumeOption(get, a.get());
   get->add_option("KEY", a->key, "The key")->required();
+  get->add_option("--rev", a->rev, "Read as of this revision, from the history (0 = the latest)");
   CLI::App* put = group.Add("put", "Write a key",
                             [a, g] { return RunPut(*a, *g); });
   AddSubvolumeOption(put, a.get());
@@ -308,6 +339,11 @@ RunFn AddKv(CLI::App* app, const GlobalsPtr& g) {
   AddDurabilityOption(del, &a->durability);
   AddRangeCommand(&group, a, g);
   AddKvTxn(&group, g);
+  CLI::App* compact = group.Add("compact", "Drop the subvolume's history before a revision",
+                                [a, g] { return RunCompact(*a, *g); });
+  AddSubvolumeOption(compact, a.get());
+  compact->add_option("REV", a->rev, "The oldest revision to keep readable")->required();
+  AddDurabilityOption(compact, &a->durability);
   return group.Runner();
 }
 

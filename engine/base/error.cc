@@ -37,6 +37,8 @@ constexpr ReasonRow kReasons[kErrorReasonCount] = {
     {"CORRUPTION", "EIO"},
     {"DEVICE_CHANGED", "EIO"},
     {"EOPNOTSUPP", "EOPNOTSUPP"},
+    {"COMPACTED", "EINVAL"},
+    {"FUTURE_REVISION", "EINVAL"},
     {"LEASE_NOT_FOUND", "ENOENT"},
 };
 

@@ -204,8 +204,15 @@ bool LeafDataRef(absl::string_view key, absl::string_view value, DataRef* ref) {
     ref->crc = DecodeLE32(value.data() + kFsExtentCsumOff);
     return ref->len != 0;
   }
-  if (key[0] != kKvKeyPrefix || value.size() != kKvExtentItemSize ||
-      static_cast<uint8_t>(value[0]) != kKvKindExtent) {
+  if (key[0] == kKvHistoryPrefix) {
+    // A KV history entry (kv/history_item.h): u8 type, u8 flags, then the
+    // prev KV item, which may be in an extent.
+    if (key.size() <= kKvHistoryKeyHeader || value.size() < 2 || (value[1] & 1) == 0) return false;
+    value.remove_prefix(2);
+  } else if (key[0] != kKvKeyPrefix) {
+    return false;
+  }
+  if (value.size() != kKvExtentItemSize || static_cast<uint8_t>(value[0]) != kKvKindExtent) {
     return false;
   }
   ref->bytenr = DecodeLE64(value.data() + kKvExtentBytenrOff);

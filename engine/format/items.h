@@ -64,6 +64,10 @@ absl::StatusOr<uint32_t> DecodeDataRefCount(absl::string_view v, uint64_t bytenr
 // like a regular one, but its data was never written (value_len 0: no
 // bytes to verify).
 inline constexpr char kKvKeyPrefix = 'k';
+// A KV history entry (tree key 'h' + u56 BE revision + user key) may
+// hold a prev KV item in a data extent; kv/history_item.h owns the rest.
+inline constexpr char kKvHistoryPrefix = 'h';
+inline constexpr size_t kKvHistoryKeyHeader = 8;
 inline constexpr uint8_t kKvKindExtent = 1;
 inline constexpr size_t kKvExtentItemSize = 64;
 inline constexpr size_t kKvExtentBytenrOff = 32;

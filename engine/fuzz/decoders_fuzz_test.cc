@@ -37,6 +37,7 @@
 #include "engine/format/superblock.h"
 #include "engine/fs/fs_items.h"
 #include "engine/fuzz/mutator.h"
+#include "engine/kv/history_item.h"
 #include "engine/kv/kv_item.h"
 #include "engine/lease/lease_item.h"
 #include "engine/log/log_format.h"
@@ -599,6 +600,12 @@ std::string RegularExtent(uint64_t bytenr, uint64_t disk_len, uint64_t off, uint
   e.crc = 0xc0ffee;
   return fs::EncodeFileExtent(e);
 }
+// A KV history entry holding `prev` (kv/history_item.h).
+std::string HistoryEntryOf(const std::string& prev, uint8_t type = kv::kHistoryPut) {
+  const absl::string_view p = prev;
+  return kv::EncodeHistoryEntry(type, &p);
+}
+
 // A preallocated extent (fallocate): the regular layout, kind 2, crc 0.
 std::string PreallocExtent(uint64_t bytenr, uint64_t disk_len, uint64_t off, uint64_t num) {
   fs::FileExtent e;
@@ -619,6 +626,9 @@ TEST(FormatItemsFuzz, LeafDataRef) {
       Pair(kv::TreeKey("user"), kv::EncodeExtentItem({1, 2, 2}, {9 << 20, 8192, 5000, 7})),
       Pair(kv::TreeKey(std::string(200, 'u')),
            kv::EncodeExtentItem({1, 1, 1}, {UINT64_MAX, UINT64_MAX, UINT64_MAX, 7})),
+      // A KV history entry whose prev item is in an extent.
+      Pair(kv::HistoryKey(9, "user"),
+           HistoryEntryOf(kv::EncodeExtentItem({1, 2, 2}, {9 << 20, 8192, 5000, 7}))),
   };
   // Items that refer to no extent: an inline file extent, an inline KV value.
   fs::FileExtent inl;
@@ -862,6 +872,31 @@ TEST(FsItemsFuzz, ValidateItemByKeyType) {
 }
 
 // ---- KV items (kv/kv_item.h) -------------------------------------------------------
+
+// ---- KV history items (kv/history_item.h) ------------------------------------------
+
+TEST(KvHistoryFuzz, DecodeHistoryEntry) {
+  const std::string prev = kv::EncodeItem({1, 2, 2}, "old");
+  const std::vector<std::string> seeds = {
+      Pair(kv::HistoryKey(3, "k"), HistoryEntryOf(prev)),
+      Pair(kv::HistoryKey(kv::kMaxHistoryRevision, std::string(200, 'k')),
+           HistoryEntryOf(prev, kv::kHistoryDelete)),
+      Pair(kv::HistoryKey(1, "new"), kv::EncodeHistoryEntry(kv::kHistoryPut, nullptr)),
+  };
+  RunTarget({"kv history entry", 502, seeds, {}, [](absl::string_view in) {
+               absl::string_view key, raw;
+               Split(in, &key, &raw);
+               absl::StatusOr<kv::HistoryEntry> e = kv::DecodeHistoryEntry(key, raw);
+               if (!e.ok()) return e.status();
+               EXPECT_GT(e->revision, 0u);
+               EXPECT_TRUE(Inside(key, e->key)) << "the user key leaves the tree key";
+               EXPECT_TRUE(Inside(raw, e->prev)) << "the prev item leaves the entry";
+               const absl::string_view p = e->prev;
+               EXPECT_EQ(kv::EncodeHistoryEntry(e->type, e->has_prev ? &p : nullptr), raw);
+               EXPECT_EQ(kv::HistoryKey(e->revision, e->key), key);
+               return absl::OkStatus();
+             }});
+}
 
 TEST(KvItemFuzz, DecodeItem) {
   const std::vector<std::string> seeds = {

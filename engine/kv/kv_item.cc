@@ -103,7 +103,9 @@ absl::StatusOr<ItemView> DecodeItem(absl::string_view tree_key, absl::string_vie
 }
 
 size_t MaxInlineValue(uint32_t nodesize) {
-  return format::MaxInlineValue(nodesize) - kKvHeaderSize;
+  // Less 2 bytes, so that the history entry holding an inline item as its
+  // prev item (a 2-byte header before the item: history_item.h) fits.
+  return format::MaxInlineValue(nodesize) - kKvHeaderSize - kHistoryInlineReserve;
 }
 
 absl::Status ValidateKey(absl::string_view key) {

@@ -91,6 +91,10 @@ inline bool InlineValue(absl::string_view raw, absl::string_view* value) {
 // Largest value stored inline for `nodesize`; larger ones (up to
 // kMaxValueSize) go to data extents.
 size_t MaxInlineValue(uint32_t nodesize);
+// What MaxInlineValue leaves for a history entry's 2-byte header before
+// the prev item it holds (history_item.h): an entry's value is an item
+// plus 2 bytes, within the tree's value limit.
+inline constexpr size_t kHistoryInlineReserve = 2;
 
 // Validates a user key / value size. INVALID_ARGUMENT with the reason.
 absl::Status ValidateKey(absl::string_view key);

@@ -145,7 +145,7 @@ absl::Status ExpandDeleteRanges(Tree* tree, const KvWriteSet& ws, std::vector<Kv
         if (leaves->insert(it.PathNode(0).first).second) {
           for (int l = 1; l < it.path_levels(); ++l) inner->insert(it.PathNode(l).first);
         }
-        KvOp op{std::string(it.key()), std::nullopt, {}, {}};
+        KvOp op{std::string(it.key()), std::nullopt, {}, {}, std::string(it.value())};
         format::LeafDataRef(it.key(), it.value(), &op.old_data);
         ops->push_back(std::move(op));
       }
@@ -207,7 +207,12 @@ absl::StatusOr<ItemMeta> PutMeta(absl::string_view tree_key, const absl::string_
 
 KvSpace::KvSpace(TxnManager* txn, log::LogManager* log, BlockDevice* device, uint64_t window_keys,
                  uint64_t revision)
-    : txn_(txn), log_(log), device_(device), revision_(revision), window_(window_keys) {}
+    : txn_(txn),
+      log_(log),
+      device_(device),
+      revision_(revision),
+      window_(window_keys),
+      legacy_floor_(revision) {}
 
 absl::StatusOr<KeyValue> KvSpace::Get(Tree* tree, absl::string_view key, uint64_t max_value_load) {
   const std::string tk = TreeKey(key);
@@ -286,6 +291,7 @@ absl::StatusOr<RangeResult> KvSpace::Range(Tree* tree, const RangeRequest& req, 
   uint64_t bytes = 0;
   uint64_t loaded = 0;  // value bytes, counted once at the end (kv_range_value_bytes)
   if (bytes_cut != nullptr) *bytes_cut = false;
+  if (req.revision != 0 && req.revision != revision_) return RangeAt(tree, req, limit, bytes_cut);
   r.revision = revision_;
   if (!req.end.empty() && req.start >= req.end) return r;
   TreeIterator it(tree);
@@ -389,14 +395,11 @@ absl::Status KvSpace::ApplyOp(Tree* tree, uint64_t subvol, const KvOp& op, bool 
 
 // Leases: their items change with the keys (one revision, one log sync).
 absl::Status KvSpace::AddHookOps(uint64_t subvol, Tree* tree, const KvWriteSet& ws,
-                                 std::vector<KvOp>* ops, bool* all_deletes) {
+                                 const std::vector<KvOp>& ops, std::vector<KvOp>* hook_ops,
+                                 bool* all_deletes) {
   if (hook_ == nullptr) return absl::OkStatus();
-  std::vector<KvOp> extra;
-  COWKV_RETURN_IF_ERROR(hook_->Plan(subvol, tree, ws, *ops, &extra));
-  for (KvOp& op : extra) {
-    *all_deletes = *all_deletes && !op.item.has_value();
-    ops->push_back(std::move(op));
-  }
+  COWKV_RETURN_IF_ERROR(hook_->Plan(subvol, tree, ws, ops, hook_ops));
+  for (const KvOp& op : *hook_ops) *all_deletes = *all_deletes && !op.item.has_value();
   return absl::OkStatus();
 }
 
@@ -407,9 +410,10 @@ absl::StatusOr<uint64_t> KvSpace::Apply(uint64_t subvol, const WritableTree& wri
   COWKV_RETURN_IF_ERROR(Validate(read_revision, reads));
   if (ws.empty()) return revision_;
   COWKV_ASSIGN_OR_RETURN(Tree * tree, writable());
-  // First everything that can fail without changing anything: which keys
-  // the delete-ranges and deletes remove, and the current revisions of the
-  // keys put.
+  // Space pressure: the history goes first (errors: the reservation answers).
+  if (no_history_ && drop_history_) Compact(subvol, tree, revision_).IgnoreError();
+  // First all that can fail without changing anything: the keys the
+  // delete-ranges and deletes remove, the current revisions of those put.
   std::vector<KvOp> ops;
   absl::flat_hash_set<uint64_t> leaves, inner;
   COWKV_RETURN_IF_ERROR(ExpandDeleteRanges(tree, ws, &ops, &leaves, &inner));
@@ -417,12 +421,13 @@ absl::StatusOr<uint64_t> KvSpace::Apply(uint64_t subvol, const WritableTree& wri
   const uint64_t rev = revision_ + 1;
   bool all_deletes = true;
   for (const auto& [key, value] : ws.writes) {
-    KvOp op{kv::TreeKey(key), std::nullopt, {}, {}};
+    KvOp op{kv::TreeKey(key), std::nullopt, {}, {}, std::nullopt};
     absl::StatusOr<std::string> old = tree->Get(op.tree_key);
     if (!old.ok() && !absl::IsNotFound(old.status())) return old.status();
     const absl::string_view old_item = old.ok() ? absl::string_view(*old) : absl::string_view();
     COWKV_ASSIGN_OR_RETURN(kv::ItemMeta meta,
                            PutMeta(op.tree_key, old.ok() ? &old_item : nullptr, rev, &op.old_data));
+    if (old.ok()) op.old_item = std::move(*old);
     if (!value.has_value()) {
       if (old.ok()) ops.push_back(std::move(op));
       continue;
@@ -439,15 +444,62 @@ absl::StatusOr<uint64_t> KvSpace::Apply(uint64_t subvol, const WritableTree& wri
   }
   if (ops.empty()) return revision_;
   COWKV_RETURN_IF_ERROR(CheckOpCount(ops));
-  const size_t kv_ops = ops.size();
-  COWKV_RETURN_IF_ERROR(AddHookOps(subvol, tree, ws, &ops, &all_deletes));
+  // Leases' items (same revision; no history entries for them).
+  std::vector<KvOp> hook_ops;
+  COWKV_RETURN_IF_ERROR(AddHookOps(subvol, tree, ws, ops, &hook_ops, &all_deletes));
+  // History entries (each takes over its op's old data reference), or,
+  // under space pressure, the info item compacting past this revision.
+  std::vector<KvOp> history;
+  COWKV_RETURN_IF_ERROR(HistoryOps(tree, rev, &ops, &history));
+  const bool with_entries = history.front().tree_key != HistoryInfoKey();
   const uint64_t delete_nodes =
       all_deletes ? DeleteNodesBound(tree, leaves.size(), inner.size(), ws.delete_ranges.size(),
-                                     ops.size() - range_deletes)
+                                     ops.size() + hook_ops.size() - range_deletes)
                   : 0;
-  COWKV_RETURN_IF_ERROR(txn_->ReserveForWrite(
-      tree, all_deletes ? TxnManager::WriteKind::kDelete : TxnManager::WriteKind::kInsert,
-      ops.size(), OpBytes(ops), delete_nodes));
+  COWKV_RETURN_IF_ERROR(
+      ReserveApply(tree, ops, hook_ops, history, all_deletes && !with_entries, delete_nodes));
+  COWKV_RETURN_IF_ERROR(WriteApply(subvol, tree, ops, hook_ops, history, ws));
+  if (with_entries) NoteHistoryEntries(subvol, history);
+  COWKV_DCHECK(rev == revision_ + 1);  // one new revision per change, never skipped
+  revision_ = rev;
+  ++commits_;
+  for (const KvOp& op : ops) {
+    COWKV_DCHECK(kv::IsKvTreeKey(op.tree_key));
+    window_.RecordWrite(subvol, kv::UserKey(op.tree_key), rev);
+    log_->NoteChange(subvol, op.tree_key);
+  }
+  if (hook_ != nullptr) hook_->Applied(subvol, rev);
+  if (with_entries) MaybeCompact(subvol, tree, ops.size());
+  return rev;
+}
+
+void KvSpace::NoteHistoryEntries(uint64_t subvol, const std::vector<KvOp>& history) {
+  history_entries_ += history.size();
+  uint64_t bytes = 0;
+  for (const KvOp& h : history) bytes += h.tree_key.size() + h.item->size();
+  NoteHistoryBytes(subvol, bytes);
+}
+
+absl::Status KvSpace::ReserveApply(Tree* tree, const std::vector<KvOp>& ops,
+                                   const std::vector<KvOp>& hook_ops,
+                                   const std::vector<KvOp>& history, bool as_deletes,
+                                   uint64_t delete_nodes) {
+  if (as_deletes) {
+    // Under space pressure the info item is overwritten in place when it
+    // exists (one path CoWed, no split).
+    delete_nodes += tree->Get(HistoryInfoKey()).ok()
+                        ? static_cast<uint64_t>(tree->height()) + 1
+                        : static_cast<uint64_t>(tree->WorstCaseNodesPerOp());
+  }
+  return txn_->ReserveForWrite(
+      tree, as_deletes ? TxnManager::WriteKind::kDelete : TxnManager::WriteKind::kInsert,
+      ops.size() + hook_ops.size() + history.size(),
+      OpBytes(ops) + OpBytes(hook_ops) + OpBytes(history), as_deletes ? delete_nodes : 0);
+}
+
+absl::Status KvSpace::WriteApply(uint64_t subvol, Tree* tree, const std::vector<KvOp>& ops,
+                                 const std::vector<KvOp>& hook_ops,
+                                 const std::vector<KvOp>& history, KvWriteSet& ws) {
   for (const KvOp& op : ops) {
     absl::Status s = ApplyOp(tree, subvol, op);
     if (!s.ok()) {
@@ -457,35 +509,50 @@ absl::StatusOr<uint64_t> KvSpace::Apply(uint64_t subvol, const WritableTree& wri
     }
     if (op.new_data.len != 0) ws.used.insert(std::string(kv::UserKey(op.tree_key)));
   }
-  COWKV_DCHECK(rev == revision_ + 1);  // one new revision per change, never skipped
-  revision_ = rev;
-  ++commits_;
-  for (size_t i = 0; i < ops.size(); ++i) {
-    const KvOp& op = ops[i];
-    COWKV_DCHECK(kv::IsKvTreeKey(op.tree_key) == (i < kv_ops));
-    if (i < kv_ops) window_.RecordWrite(subvol, kv::UserKey(op.tree_key), rev);
+  for (const KvOp& op : hook_ops) {
+    absl::Status s = ApplyOp(tree, subvol, op);
+    if (!s.ok()) {
+      txn_->SetFatal(s);
+      return s;
+    }
     log_->NoteChange(subvol, op.tree_key);
   }
-  if (hook_ != nullptr) hook_->Applied(subvol, rev);
-  return rev;
+  for (const KvOp& op : history) {
+    absl::Status s = tree->Put(op.tree_key, *op.item);
+    if (!s.ok()) {
+      txn_->SetFatal(s);
+      return s;
+    }
+    log_->NoteChange(subvol, op.tree_key);
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<uint64_t> KvSpace::PutInline(uint64_t subvol, Tree* tree, absl::string_view key,
                                             absl::string_view value) {
   COWKV_RETURN_IF_ERROR(txn_->fatal());
   COWKV_DCHECK(value.size() <= MaxInlineValue(tree->cache()->nodesize()));
+  if (no_history_ && drop_history_) Compact(subvol, tree, revision_).IgnoreError();  // as Apply
   TreeKeyTo(key, &put_key_);
   const absl::string_view tk = put_key_;
-  // Apply's reservation for one insert of this key and item.
-  COWKV_RETURN_IF_ERROR(txn_->ReserveForWrite(tree, TxnManager::WriteKind::kInsert, 1,
-                                              tk.size() + kKvHeaderSize + value.size() + 16, 0));
+  // Apply's reservation for one insert of this key and item, and of its
+  // history entry (which holds the old item: at most an inline one, or
+  // the info item under space pressure).
+  const bool entries = !no_history_;
+  COWKV_RETURN_IF_ERROR(txn_->ReserveForWrite(
+      tree, TxnManager::WriteKind::kInsert, 2,
+      2 * (tk.size() + kKvHeaderSize + value.size() + 16) + kHistoryKeyHeader + kHistoryEntryHeader,
+      0));
   const uint64_t rev = revision_ + 1;
   format::DataRef old_data;  // an extent the old item referenced
   bool changed = false;
+  bool had_old = false;
   absl::Status s = tree->Upsert(
       tk,
       [&](const absl::string_view* old) -> absl::StatusOr<absl::string_view> {
         COWKV_ASSIGN_OR_RETURN(ItemMeta meta, PutMeta(tk, old, rev, &old_data));
+        had_old = old != nullptr;
+        if (had_old) put_prev_.assign(old->data(), old->size());
         EncodeItemTo(meta, value, &put_item_);
         return absl::string_view(put_item_);
       },
@@ -497,12 +564,29 @@ absl::StatusOr<uint64_t> KvSpace::PutInline(uint64_t subvol, Tree* tree, absl::s
     if (changed) txn_->SetFatal(s);
     return s;
   }
-  if (old_data.len != 0) txn_->AddDataRef(subvol, old_data, -1, false);
+  // The history entry takes over the old item's data reference; without
+  // one (space pressure) the history is compacted past this revision.
+  const absl::string_view prev = put_prev_;
+  const std::string hkey = entries ? HistoryKey(rev, key) : HistoryInfoKey();
+  const std::string hval = entries ? EncodeHistoryEntry(kHistoryPut, had_old ? &prev : nullptr)
+                                   : EncodeHistoryInfo(rev);
+  s = tree->Put(hkey, hval);
+  if (!s.ok()) {
+    txn_->SetFatal(s);
+    return s;
+  }
+  if (!entries && old_data.len != 0) txn_->AddDataRef(subvol, old_data, -1, false);
   COWKV_DCHECK(rev == revision_ + 1);  // one new revision per change, never skipped
   revision_ = rev;
   ++commits_;
   window_.RecordWrite(subvol, key, rev);
   log_->NoteChange(subvol, tk);
+  if (!bug_history_not_logged_) log_->NoteChange(subvol, hkey);
+  if (entries) {
+    ++history_entries_;
+    NoteHistoryBytes(subvol, hkey.size() + hval.size());
+    MaybeCompact(subvol, tree, 1);
+  }
   return rev;
 }
 

@@ -40,6 +40,7 @@
 #include "cowkv/kv.h"
 #include "engine/format/items.h"
 #include "engine/kv/conflict_window.h"
+#include "engine/kv/history_item.h"
 #include "engine/kv/kv_item.h"
 #include "engine/log/log_manager.h"
 #include "engine/tree/tree.h"
@@ -81,6 +82,13 @@ absl::Status NormaliseRange(const RangeRequest& req, std::string* start, std::st
 // Sizes and counts of a Txn branch's ops, before any lock.
 absl::Status ValidateTxnOps(const std::vector<TxnOp>& ops);
 
+// OUT_OF_RANGE for a read at `at` below the history's compact revision
+// (reason COMPACTED; the compact revision as decimal bytes in the payload
+// kCompactRevisionPayloadUrl), or past the current revision
+// (FUTURE_REVISION), as etcd's ErrCompacted / ErrFutureRev.
+absl::Status CompactedError(uint64_t at, uint64_t compact_revision);
+absl::Status FutureRevisionError(uint64_t at, uint64_t current);
+
 // One tree change of a KV commit, with the data extents it lets go of and
 // takes (len 0 = none).
 struct KvOp {
@@ -88,6 +96,9 @@ struct KvOp {
   std::optional<std::string> item;  // nullopt = delete
   format::DataRef old_data;
   format::DataRef new_data;
+  // The item before the change (nullopt: the key was absent): what the
+  // change's history entry keeps. Set by Apply, not by replay.
+  std::optional<std::string> old_item;
 };
 
 // Told of every change Apply makes (leases, engine/lease/lessor.h): it
@@ -115,6 +126,14 @@ class KvSpace {
   KvSpace& operator=(const KvSpace&) = delete;
 
   uint64_t revision() const { return revision_; }
+  // The history's bounds (Options::history_revisions / history_bytes):
+  // every change is recorded (kv/history_item.h); past these bounds the
+  // oldest revisions are compacted, checked every `max_revisions / 8`
+  // changes of a subvolume.
+  void set_history_bounds(uint64_t max_revisions, uint64_t max_bytes) {
+    history_revisions_ = max_revisions < 1 ? 1 : max_revisions;
+    history_bytes_ = max_bytes;
+  }
   void set_revision(uint64_t revision) { revision_ = revision; }  // log replay
 
   // A key with its revisions; NOT_FOUND if absent. A value larger than
@@ -129,6 +148,45 @@ class KvSpace {
   // stopped the scan.
   absl::StatusOr<RangeResult> Range(Tree* tree, const RangeRequest& req, uint64_t limit,
                                     bool* bytes_cut = nullptr);
+  // Reads at a past revision (kv_history.cc), from the subvolume's history:
+  // the key as it was at revision `at` (0 or >= revision(): the latest).
+  // OUT_OF_RANGE (reason COMPACTED, the compact revision as the payload
+  // kCompactRevisionPayloadUrl) when `at` is older than what the history
+  // keeps, OUT_OF_RANGE (FUTURE_REVISION) past the current revision.
+  // `at` is literal here (revision 0 is the state before any write);
+  // kLatest reads the latest state.
+  static constexpr uint64_t kLatest = UINT64_MAX;
+  absl::StatusOr<KeyValue> GetAt(Tree* tree, absl::string_view key, uint64_t at,
+                                 uint64_t max_value_load = 0);
+  // Range at the literal revision `at` (req.revision ignored).
+  absl::StatusOr<RangeResult> RangeAtRevision(Tree* tree, const RangeRequest& req, uint64_t at,
+                                              uint64_t limit, bool* bytes_cut = nullptr);
+  // The history's compact revision: reads at a revision below it are
+  // OUT_OF_RANGE.
+  absl::StatusOr<uint64_t> CompactRevision(Tree* tree);
+  // Drops the history of revisions <= `revision` (etcd's Compact) from
+  // `subvol`'s tree (writable, exclusive lock). OUT_OF_RANGE (COMPACTED)
+  // when `revision` is below the compact revision already, FUTURE_REVISION
+  // past the current one. Entries go a leaf at a time (each leaf reserved);
+  // only the new floor is noted for the log (DropOldest).
+  absl::Status Compact(uint64_t subvol, Tree* tree, uint64_t revision);
+  // Space pressure (set by the store for a write that found no space even
+  // after a commit): the change is applied without history entries and the
+  // history is compacted past it (reads at older revisions become
+  // OUT_OF_RANGE), so a full device can still delete. `drop_first`: the
+  // entries are dropped first (their space returns at the next commit; the
+  // CoW of their leaves takes some now), else only the floor rises and the
+  // entries left below it go at a later compaction.
+  void set_no_history(bool no_history, bool drop_first) {
+    no_history_ = no_history;
+    drop_history_ = drop_first;
+  }
+  // Options::TestHooks::PlantedBug::kHistoryNotLogged.
+  void set_bug_history_not_logged(bool bug) { bug_history_not_logged_ = bug; }
+  // Statistics: history entries written and dropped by compaction.
+  uint64_t history_entries() const { return history_entries_; }
+  uint64_t history_compacted() const { return history_compacted_; }
+
   // Whether every compare holds (etcd: an absent key has zero revisions
   // and no value).
   absl::StatusOr<bool> ComparesHold(Tree* tree, const std::vector<Compare>& compares);
@@ -177,8 +235,10 @@ class KvSpace {
   uint64_t range_value_bytes() const { return range_value_bytes_.load(std::memory_order_relaxed); }
 
  private:
-  // Apply's call of the ApplyHook: its ops appended to `*ops`.
-  absl::Status AddHookOps(uint64_t subvol, Tree* tree, const KvWriteSet& ws, std::vector<KvOp>* ops,
+  // Apply's call of the ApplyHook: its ops for the KV `ops` in `*hook_ops`
+  // (written in the same revision, without history entries).
+  absl::Status AddHookOps(uint64_t subvol, Tree* tree, const KvWriteSet& ws,
+                          const std::vector<KvOp>& ops, std::vector<KvOp>* hook_ops,
                           bool* all_deletes);
 
   TxnManager* const txn_;
@@ -193,6 +253,81 @@ class KvSpace {
   // PutInline's buffers, reused (it runs under the exclusive tree lock).
   std::string put_key_;
   std::string put_item_;
+  std::string put_prev_;
+
+  // History (kv_history.cc).
+  // Range at a past revision: the request's revision is below revision_.
+  absl::StatusOr<RangeResult> RangeAt(Tree* tree, const RangeRequest& req, uint64_t limit,
+                                      bool* bytes_cut);
+  // RangeAt's result so far; AddAt adds one key's item at req.revision,
+  // false when the limit or max_bytes stops the scan.
+  struct RangeScan {
+    RangeResult result;
+    uint64_t bytes = 0, loaded = 0;
+    bool bytes_cut = false;
+    std::string tk;
+  };
+  absl::StatusOr<bool> AddAt(const RangeRequest& req, uint64_t limit, absl::string_view uk,
+                             absl::string_view raw, RangeScan* scan);
+  // OUT_OF_RANGE unless `at` is within [compact revision, revision_].
+  absl::Status CheckReadable(Tree* tree, uint64_t at);
+  // Counts a change of `subvol` and compacts its history to the bounds
+  // every history_revisions_ / 8 changes (errors: none; a compaction that
+  // does not fit in free space waits for the next check).
+  void MaybeCompact(uint64_t subvol, Tree* tree, uint64_t changes);
+  // The history items of a change at `rev` to `ops` (in order): an entry
+  // per op, each taking over its op's old data reference (old_data
+  // cleared), or — no_history_ — the info item compacting the history to
+  // `rev`. FAILED_PRECONDITION when an entry would not fit a leaf (an
+  // inline item written before the inline limit left room for history).
+  absl::Status HistoryOps(Tree* tree, uint64_t rev, std::vector<KvOp>* ops,
+                          std::vector<KvOp>* history);
+  // Apply's reservation (`as_deletes`: deletes only, without entries: the
+  // nodes they can CoW and the info item's path) and its tree writes (the
+  // ops, then the history items, noted for the log; fatal half way).
+  absl::Status ReserveApply(Tree* tree, const std::vector<KvOp>& ops,
+                            const std::vector<KvOp>& hook_ops, const std::vector<KvOp>& history,
+                            bool as_deletes, uint64_t delete_nodes);
+  absl::Status WriteApply(uint64_t subvol, Tree* tree, const std::vector<KvOp>& ops,
+                          const std::vector<KvOp>& hook_ops, const std::vector<KvOp>& history,
+                          KvWriteSet& ws);
+  // Compaction (kv_history.cc): drops the oldest entries a leaf at a time,
+  // whole revisions: every one up to `target`, then on up to `upto` until
+  // `bytes_over` bytes went; at most `max_runs` leaf runs (then finishing
+  // the revision begun). Raises the floor from `floor` to what it reached.
+  struct DropGoal {
+    uint64_t upto = 0;
+    uint64_t target = 0;
+    uint64_t bytes_over = 0;
+    size_t max_runs = SIZE_MAX;
+  };
+  absl::Status DropOldest(uint64_t subvol, Tree* tree, const DropGoal& goal, uint64_t floor);
+  // One leaf run of entries from `from` (below `to`): their data references
+  // dropped, their bytes added to `*bytes`, the last one's revision.
+  absl::StatusOr<size_t> DropRun(uint64_t subvol, Tree* tree, const std::string& from,
+                                 const std::string& to, uint64_t* bytes, uint64_t* last_revision);
+  // The oldest entry's tree key when its revision (`*revision`) is <= upto.
+  absl::StatusOr<std::optional<std::string>> OldestEntry(Tree* tree, uint64_t upto,
+                                                         uint64_t* revision);
+  // The bytes of `subvol`'s entries (keys and values): counted once after
+  // a mount, then kept by every change and compaction.
+  absl::StatusOr<uint64_t> HistoryBytes(uint64_t subvol, Tree* tree);
+  void NoteHistoryBytes(uint64_t subvol, uint64_t bytes);
+  void NoteHistoryEntries(uint64_t subvol, const std::vector<KvOp>& history);
+  void NoteDroppedBytes(uint64_t subvol, uint64_t bytes);
+  bool no_history_ = false;
+  bool drop_history_ = false;
+  // The revision at mount: a never-compacted tree without history entries
+  // changed nothing after it (CompactRevision).
+  const uint64_t legacy_floor_;
+  bool bug_history_not_logged_ = false;
+  uint64_t history_revisions_ = 10000;
+  uint64_t history_bytes_ = 64ull << 20;
+  std::map<uint64_t, uint64_t> changes_since_check_;  // by subvolume
+  std::map<uint64_t, uint64_t> history_bytes_of_;     // by subvolume, once counted
+  std::vector<format::DataRef> drop_refs_;             // DropRun's scratch
+  uint64_t history_entries_ = 0;
+  uint64_t history_compacted_ = 0;
   ApplyHook* hook_ = nullptr;
 };
 

@@ -71,10 +71,17 @@ absl::Status Lessor::LoadLocked(uint64_t subvol, Tree* tree, bool frozen) {
 }
 
 bool Lessor::PutNeedsApply(uint64_t subvol, absl::string_view key) {
+  // Every put asks: the common answer (a loaded subvolume with no key
+  // attached) without the lock.
+  if (clear_subvol_.load(std::memory_order_acquire) == subvol + 1) return false;
   absl::MutexLock l(&mu_);
   auto s = subvols_.find(subvol);
   if (s == subvols_.end()) return true;
-  if (s->second.attached.empty() || bug_keep_attachment_) return false;
+  if (s->second.attached.empty()) {
+    clear_subvol_.store(subvol + 1, std::memory_order_release);
+    return false;
+  }
+  if (bug_keep_attachment_) return false;
   return s->second.attached.contains(key);
 }
 
@@ -85,6 +92,7 @@ bool Lessor::IsLoaded(uint64_t subvol) {
 
 void Lessor::Forget(uint64_t subvol) {
   absl::MutexLock l(&mu_);
+  clear_subvol_.store(0, std::memory_order_release);
   subvols_.erase(subvol);
 }
 
@@ -173,6 +181,7 @@ void Lessor::Applied(uint64_t subvol, uint64_t /*revision*/) {
     return;
   }
   SubvolLeases& s = subvols_[subvol];
+  clear_subvol_.store(0, std::memory_order_release);  // keys may be attached now
   for (const Change& c : pending_) {
     switch (c.kind) {
       case Change::Kind::kAttach:

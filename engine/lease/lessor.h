@@ -24,6 +24,7 @@
 #ifndef COWKV_ENGINE_LEASE_LESSOR_H_
 #define COWKV_ENGINE_LEASE_LESSOR_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -96,6 +97,9 @@ class Lessor : public kv::ApplyHook {
     int64_t deadline = 0;  // ms on now_ms_
     std::set<std::string> keys;
   };
+  // PutNeedsApply's lock-free answer: 1 + the id of a loaded subvolume
+  // with no attached key (0: none known). Cleared by every change.
+  std::atomic<uint64_t> clear_subvol_{0};
   struct SubvolLeases {
     bool frozen = false;
     std::map<uint64_t, Lease> leases;

@@ -10,8 +10,9 @@
 // the transactions (two cores would otherwise run them one at a time), keep
 // the threads in conflict. Two reader threads meanwhile read every account
 // in a transaction (mostly one Range over the prefix; else two Ranges, or
-// one Get each, with pauses between) and, whenever its commit validates,
-// require the total to be exactly 16 * 1000; every fourth read is a
+// one Get each, with pauses between) and require the total to be exactly
+// 16 * 1000; those read-only transactions read their revision from the
+// history and must all commit, none aborted (issue 18); every fourth read is a
 // one-revision snapshot (Subvolume::Range) that must add up too. Each
 // transfer thread keeps the net change of each account from its committed
 // transfers. At the end every balance equals 1000 plus those changes, the
@@ -220,6 +221,7 @@ void AuditOnce(Bank* bank, std::mt19937_64& rng) {
     return;
   }
   ASSERT_OK(commit);
+  ASSERT_EQ(*commit, (*tx)->read_revision()) << "a read-only commit is at its read revision";
   ASSERT_EQ(Sum(*balances), kTotal)
       << "a validated read-only transaction at revision " << *commit << " saw a total of "
       << Sum(*balances) << " (" << bank->replay << ")";
@@ -326,6 +328,9 @@ void RunBank(Durability durability, uint64_t default_transfers) {
   EXPECT_GT(bank.attempts.load(), bank.committed + bank.declined + bank.gave_up)
       << "no transfer was ever retried";
   EXPECT_GT(bank.reads_ok.load(), 0u);
+  EXPECT_EQ(bank.reads_aborted.load(), 0u)
+      << "a read-only transaction failed to commit under the transfers (issue 18)";
+  EXPECT_GT(bank.reads_ok_during.load(), 0u);
 
   ASSERT_OK(store->Close());
   ExpectCheckClean(&dev);

@@ -21,7 +21,13 @@
 //     rt (Ti's commit returned before Tj began); a cycle is G0 (ww only), G1c
 //     (ww/wr), G-single (one rw) or G2 (more rw), "-realtime" if it needs an
 //     rt edge. An acyclic graph means a serial order exists that agrees with
-//     every observation (and, with rt, with real time).
+//     every observation (and, with rt, with real time);
+//   - one revision per transaction (issue 18): every read of a transaction
+//     — committed, or an attempt that did not commit — that precedes its own
+//     append to the key must be the key's list at one single revision R
+//     (the committed appends with commit revision <= R, in order), the same
+//     R for all its reads, and R must be its read revision when recorded:
+//     a transaction must never observe a state that no revision had.
 #ifndef COWKV_ENGINE_SERIAL_TEST_LIST_APPEND_CHECKER_H_
 #define COWKV_ENGINE_SERIAL_TEST_LIST_APPEND_CHECKER_H_
 
@@ -57,6 +63,7 @@ struct MicroOp {
 struct TxnRecord {
   int thread = 0;
   uint64_t revision = 0;  // commit revision (read revision if it wrote nothing)
+  uint64_t read_revision = 0;  // the revision its reads are at (0: unknown)
   // Steady-clock nanoseconds: before it began, after its commit returned.
   int64_t start_ns = 0;
   int64_t end_ns = 0;
@@ -65,6 +72,9 @@ struct TxnRecord {
 
 struct History {
   std::vector<TxnRecord> txns;               // committed transactions only
+  // Attempts that did not commit (revision 0), checked only for reading
+  // one revision: what an application saw before its commit failed.
+  std::vector<TxnRecord> attempts;
   std::map<std::string, List> final_lists;   // every key's list at the end
   bool realtime = true;                      // add rt edges from timestamps
 };

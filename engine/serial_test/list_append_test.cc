@@ -105,6 +105,7 @@ struct Shared {
   const uint64_t target_txns;
   const uint64_t appends_per_key;  // per key generation
   bool untracked_reads = false;    // the broken client: read outside the transaction
+  int readers = 0;                 // threads running read-only transactions meanwhile
   std::atomic<uint64_t> claimed{0};
   std::atomic<Elem> next_elem{1};
   std::atomic<uint64_t> committed_appends{0};
@@ -113,6 +114,11 @@ struct Shared {
   std::atomic<uint64_t> max_attempts_seen{0};
   std::atomic<bool> failed{false};
   std::vector<std::vector<TxnRecord>> records{kThreads};  // per thread
+  // Attempts that failed at commit, with what they read (per thread).
+  std::vector<std::vector<TxnRecord>> attempts{kThreads};
+  // Read-only transactions (RunReader) and how many failed to commit.
+  std::atomic<uint64_t> readonly_commits{0};
+  std::atomic<uint64_t> readonly_failures{0};
 };
 
 std::string KeyFor(const Shared& s, int slot) {
@@ -137,6 +143,7 @@ absl::StatusOr<TxnRecord> Attempt(Shared* s, const std::vector<PlannedOp>& plan,
   rec.start_ns = NowNs();
   absl::StatusOr<std::unique_ptr<KvTransaction>> tx = s->sv->BeginTransaction();
   if (!tx.ok()) return tx.status();
+  rec.read_revision = (*tx)->read_revision();
   for (const PlannedOp& op : plan) {
     Pause(rng);
     std::string key = KeyFor(*s, op.slot);
@@ -155,7 +162,12 @@ absl::StatusOr<TxnRecord> Attempt(Shared* s, const std::vector<PlannedOp>& plan,
   }
   Pause(rng);
   absl::StatusOr<uint64_t> rev = (*tx)->Commit(d);
-  if (!rev.ok()) return rev.status();
+  if (!rev.ok()) {
+    // What the application saw before the commit failed must be one
+    // revision's state too.
+    if (absl::IsAborted(rev.status())) s->attempts[thread].push_back(std::move(rec));
+    return rev.status();
+  }
   rec.end_ns = NowNs();
   rec.revision = *rev;
   return rec;
@@ -192,6 +204,49 @@ bool RunTxn(Shared* s, std::mt19937_64& rng, int thread) {
   return false;
 }
 
+// A read-only transaction of every key, again and again while the writers
+// run: each must commit at its first attempt (issue 18), and its reads go
+// into the history like any transaction's.
+void RunReader(Shared* s, int reader, std::atomic<bool>* stop, std::vector<TxnRecord>* out) {
+  std::mt19937_64 rng(s->seed * 7919 + reader);
+  while (!stop->load()) {
+    TxnRecord rec;
+    rec.thread = kThreads + reader;
+    rec.start_ns = NowNs();
+    absl::StatusOr<std::unique_ptr<KvTransaction>> tx = s->sv->BeginTransaction();
+    if (!tx.ok()) {
+      s->readonly_failures.fetch_add(1);
+      continue;
+    }
+    rec.read_revision = (*tx)->read_revision();
+    bool failed = false;
+    for (int slot = 0; slot < kKeys && !failed; ++slot) {
+      Pause(rng);
+      std::string key = KeyFor(*s, slot);
+      absl::StatusOr<KeyValue> got = (*tx)->Get(key);
+      if (!got.ok() && !absl::IsNotFound(got.status())) {
+        failed = true;
+        break;
+      }
+      absl::StatusOr<List> list = ParseList(got.ok() ? got->value : "");
+      if (!list.ok()) {
+        failed = true;
+        break;
+      }
+      rec.ops.push_back(MicroOp::Read(std::move(key), *std::move(list)));
+    }
+    absl::StatusOr<uint64_t> rev = failed ? absl::AbortedError("read failed") : (*tx)->Commit();
+    if (!rev.ok()) {
+      s->readonly_failures.fetch_add(1);
+      continue;
+    }
+    rec.end_ns = NowNs();
+    rec.revision = *rev;
+    s->readonly_commits.fetch_add(1);
+    out->push_back(std::move(rec));
+  }
+}
+
 void RunClient(Shared* s, int thread) {
   std::mt19937_64 rng(s->seed * 1000003 + thread);
   while (!s->failed.load() && s->claimed.fetch_add(1) < s->target_txns) {
@@ -224,10 +279,22 @@ Options WorkloadOptions() {
 void RunWorkload(Shared* s, History* history) {
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) threads.emplace_back(RunClient, s, t);
+  std::atomic<bool> stop{false};
+  std::vector<std::vector<TxnRecord>> read_only(s->readers);
+  std::vector<std::thread> readers;
+  for (int r = 0; r < s->readers; ++r) readers.emplace_back(RunReader, s, r, &stop, &read_only[r]);
   for (std::thread& t : threads) t.join();
+  stop = true;
+  for (std::thread& t : readers) t.join();
+  for (std::vector<TxnRecord>& r : read_only) {
+    for (TxnRecord& t : r) history->txns.push_back(std::move(t));
+  }
   ASSERT_FALSE(s->failed.load());
   for (std::vector<TxnRecord>& r : s->records) {
     for (TxnRecord& t : r) history->txns.push_back(std::move(t));
+  }
+  for (std::vector<TxnRecord>& r : s->attempts) {
+    for (TxnRecord& t : r) history->attempts.push_back(std::move(t));
   }
   ASSERT_OK_AND_ASSIGN(history->final_lists, ReadFinalLists(s->sv));
 }
@@ -319,6 +386,51 @@ TEST(ListAppend, CheckerCatchesABrokenClient) {
   std::cout << "the checker on a broken client (first problem):\n" << result.problems[0] << "\n";
   ASSERT_OK(store->Close());
   ExpectCheckClean(&dev);
+}
+
+// Issue 18: read-only transactions under the write load all commit, and
+// every transaction (committed or not) read one revision.
+TEST(ListAppend, ReadOnlyTransactionsAlwaysCommitUnderWriteLoad) {
+  const uint64_t seed = Flags().seed ? Flags().seed : kDefaultSeed;
+  MemDevice dev(256ull << 20);
+  ASSERT_OK(Store::Mkfs(&dev, testing::TestMkfs(16384)));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> store, Store::Open(&dev, WorkloadOptions()));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Subvolume> sv, store->DefaultSubvolume());
+  Shared shared(sv.get(), seed, kDefaultTxns / 4, store->max_value_size());
+  shared.readers = 2;
+  History history;
+  ASSERT_NO_FATAL_FAILURE(RunWorkload(&shared, &history));
+  const CheckResult result = CheckListAppend(history);
+  std::cout << "read-only transactions: " << shared.readonly_commits.load() << " committed, "
+            << shared.readonly_failures.load() << " failed; " << history.attempts.size()
+            << " aborted read-write attempts checked\n";
+  EXPECT_GT(shared.readonly_commits.load(), 10u);
+  EXPECT_EQ(shared.readonly_failures.load(), 0u);
+  EXPECT_GT(history.attempts.size(), 0u) << "no aborted attempt: nothing checked there";
+  EXPECT_TRUE(result.ok()) << absl::StrJoin(result.problems, "\n");
+  ASSERT_OK(store->Close());
+  ExpectCheckClean(&dev);
+}
+
+// The planted bug kTxnReadsLatest: a transaction's Get reads the latest
+// value. Read-write commits still validate, but what the transactions saw
+// (read-only ones, aborted attempts) is no single revision's state.
+TEST(ListAppend, CheckerCatchesTxnReadsLatest) {
+  const uint64_t seed = Flags().seed ? Flags().seed : kDefaultSeed;
+  MemDevice dev(256ull << 20);
+  ASSERT_OK(Store::Mkfs(&dev, testing::TestMkfs(16384)));
+  Options o = WorkloadOptions();
+  o.test_hooks.planted_bug = Options::TestHooks::PlantedBug::kTxnReadsLatest;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> store, Store::Open(&dev, o));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Subvolume> sv, store->DefaultSubvolume());
+  Shared shared(sv.get(), seed, 1000, store->max_value_size());
+  shared.readers = 2;
+  History history;
+  ASSERT_NO_FATAL_FAILURE(RunWorkload(&shared, &history));
+  const CheckResult result = CheckListAppend(history);
+  ASSERT_FALSE(result.ok()) << "reads of the latest value went unnoticed";
+  std::cout << "the checker on kTxnReadsLatest (first problem):\n" << result.problems[0] << "\n";
+  ASSERT_OK(store->Close());
 }
 
 // ---- The checker on hand-built histories -------------------------------------------------
@@ -434,6 +546,33 @@ TEST(ListAppendChecker, StaleReadBreaksRealtimeOrder) {
   // Overlapping in time, the same history is fine.
   h.txns[1].start_ns = 5000;
   EXPECT_TRUE(CheckListAppend(h).ok()) << Problems(CheckListAppend(h));
+}
+
+TEST(ListAppendChecker, ReadsOfTwoRevisionsAreFlagged) {
+  // x: [1] at rev 1, [1 2] at rev 2; y: [3] at rev 3.
+  TxnRecord a = MakeTxn({MicroOp::Append("x", {}, 1)});
+  a.revision = 1;
+  TxnRecord b = MakeTxn({MicroOp::Append("x", {1}, 2)});
+  b.revision = 2;
+  TxnRecord c = MakeTxn({MicroOp::Append("y", {}, 3)});
+  c.revision = 3;
+  // Reads x before rev 2 and y at rev 3 or later: no one revision.
+  TxnRecord torn = MakeTxn({MicroOp::Read("x", {1}), MicroOp::Read("y", {3})});
+  torn.read_revision = 1;
+  History h = NoRealtime({a, b, c}, {{"x", {1, 2}}, {"y", {3}}});
+  h.attempts.push_back(torn);
+  CheckResult r = CheckListAppend(h);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.problems[0].find("no single revision"), std::string::npos) << r.problems[0];
+  // A consistent read at revision 1 with the wrong recorded read revision.
+  TxnRecord wrong = MakeTxn({MicroOp::Read("x", {1})});
+  wrong.read_revision = 3;
+  h.attempts = {wrong};
+  r = CheckListAppend(h);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.problems[0].find("does not explain"), std::string::npos) << r.problems[0];
+  h.attempts[0].read_revision = 1;
+  EXPECT_TRUE(CheckListAppend(h).ok());
 }
 
 TEST(ListAppendChecker, ValueEncoding) {

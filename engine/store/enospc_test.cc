@@ -51,12 +51,20 @@ int FillUntilFull(Store* store, Model* model, std::mt19937_64& rng) {
   }
 }
 
+// A 24 MiB device keeps a short history: the default (10,000 revisions)
+// would hold a sizeable part of the device in deleted values.
+Options HistoryOptions() {
+  Options o = testing::TestOptions();
+  o.history_revisions = 64;
+  return o;
+}
+
 TEST(Enospc, FillDeleteRefill) {
   MemDevice dev(24ull << 20);
   ASSERT_OK(Store::Mkfs(&dev, testing::TestMkfs(4096)));
   std::mt19937_64 rng(5);
   Model model;
-  ASSERT_OK_AND_ASSIGN(auto store, Store::Open(&dev, testing::TestOptions()));
+  ASSERT_OK_AND_ASSIGN(auto store, Store::Open(&dev, HistoryOptions()));
   int first = FillUntilFull(store.get(), &model, rng);
   ASSERT_GT(first, 1000);
   {
@@ -75,7 +83,7 @@ TEST(Enospc, FillDeleteRefill) {
   ASSERT_OK(store->Close());
   ASSERT_NO_FATAL_FAILURE(ExpectCheckClean(&dev));
 
-  ASSERT_OK_AND_ASSIGN(store, Store::Open(&dev, testing::TestOptions()));
+  ASSERT_OK_AND_ASSIGN(store, Store::Open(&dev, HistoryOptions()));
   ASSERT_NO_FATAL_FAILURE(ExpectEqualsModel(store.get(), model));
   // Deleting works on a full device.
   int n = 0;
@@ -87,6 +95,14 @@ TEST(Enospc, FillDeleteRefill) {
       ++it;
     }
   }
+  {
+    // The history keeps the deleted values until it is compacted.
+    ASSERT_OK_AND_ASSIGN(auto sv, store->DefaultSubvolume());
+    RangeRequest q;
+    q.count_only = true;
+    ASSERT_OK_AND_ASSIGN(RangeResult now, sv->Range(q));
+    ASSERT_OK(sv->Compact(now.revision));
+  }
   ASSERT_OK(store->Commit());
   ASSERT_NO_FATAL_FAILURE(ExpectCheckClean(&dev));
   int second = FillUntilFull(store.get(), &model, rng);
@@ -94,7 +110,7 @@ TEST(Enospc, FillDeleteRefill) {
   ASSERT_NO_FATAL_FAILURE(ExpectEqualsModel(store.get(), model));
   ASSERT_OK(store->Close());
   ASSERT_NO_FATAL_FAILURE(ExpectCheckClean(&dev));
-  ASSERT_OK_AND_ASSIGN(store, Store::Open(&dev, testing::TestOptions()));
+  ASSERT_OK_AND_ASSIGN(store, Store::Open(&dev, HistoryOptions()));
   ASSERT_NO_FATAL_FAILURE(ExpectEqualsModel(store.get(), model));
   ASSERT_OK(store->Close());
 }
@@ -113,6 +129,15 @@ TEST(Enospc, UsableSpaceBySizePredictsLargeValueEnospc) {
   while (store->Put(absl::StrCat("k", 100000 + n), small).ok()) ++n;
   ASSERT_GT(n, 1000);
   for (int i = 0; i < n; i += 2) ASSERT_OK(store->Delete(absl::StrCat("k", 100000 + i)));
+  {
+    // The history keeps deleted values (readable at older revisions) until
+    // it is compacted.
+    ASSERT_OK_AND_ASSIGN(auto sv, store->DefaultSubvolume());
+    RangeRequest q;
+    q.count_only = true;
+    ASSERT_OK_AND_ASSIGN(RangeResult now, sv->Range(q));
+    ASSERT_OK(sv->Compact(now.revision));
+  }
   ASSERT_OK(store->Commit());
   ASSERT_OK(store->Commit());  // the first commit's freed extents are unpinned by now
   const StoreStats st = store->Stats();

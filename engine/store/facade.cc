@@ -179,6 +179,18 @@ absl::StatusOr<RangeResult> Subvolume::Range(const RangeRequest& req) {
   return store_->Range(id_, req);
 }
 
+absl::StatusOr<KeyValue> Subvolume::GetItemAt(absl::string_view key, uint64_t revision,
+                                              uint64_t max_value_load) {
+  return store_->GetItemAt(id_, key, revision == 0 ? kv::KvSpace::kLatest : revision,
+                           max_value_load);
+}
+
+absl::StatusOr<uint64_t> Subvolume::CompactRevision() { return store_->CompactRevision(id_); }
+
+absl::Status Subvolume::Compact(uint64_t revision, Durability d) {
+  return store_->Compact(id_, revision, d);
+}
+
 std::unique_ptr<Iterator> Subvolume::NewIterator() { return store_->NewIterator(id_); }
 
 absl::StatusOr<TxnResponse> Subvolume::Txn(const TxnRequest& req) { return store_->Txn(id_, req); }

@@ -110,7 +110,9 @@ void StoreImpl::RunWriteBatch(const std::vector<GroupWrite*>& batch) {
     const uint64_t heads_before = txn_->pending_ref_heads();
     for (GroupWrite* g : batch) {
       g->before = kv_->revision();
+      kv_->set_no_history(g->no_history, g->drop_history);
       g->rev = (*g->apply)();
+      kv_->set_no_history(false, false);
       // A durable call waits for everything applied so far, also when it
       // changed nothing itself: its answer (0 keys deleted, a failed
       // compare) reflects async writes before it, which must survive a
@@ -140,11 +142,17 @@ absl::StatusOr<uint64_t> StoreImpl::KvWrite(const std::function<absl::StatusOr<u
     w.apply = &apply;
     w.durable = Resolve(d) == Durability::kDurable;
     w.defer = defer_point != nullptr;
+    // Space beats history: a write that found no space after a commit
+    // compacts the subvolume's history and goes without history entries
+    // (KvSpace::set_no_history), then once more after a commit returned
+    // what the compaction freed (without compacting again: what that CoWs
+    // would take the room the commit gave back).
+    w.no_history = attempt >= 2;
+    w.drop_history = attempt == 2;
     RunInWriteGroup(&w);
-    if (absl::IsResourceExhausted(w.rev.status()) && !IsLimitError(w.rev.status()) &&
-        attempt == 0) {
+    if (absl::IsResourceExhausted(w.rev.status()) && !IsLimitError(w.rev.status()) && attempt < 3) {
       // Space freed in this generation is pinned until it commits.
-      COWKV_RETURN_IF_ERROR(Commit(CommitTrigger::kSpace));
+      if (attempt != 1) COWKV_RETURN_IF_ERROR(Commit(CommitTrigger::kSpace));
       continue;
     }
     // Also for a durable call that fails or changes nothing: its answer
@@ -313,8 +321,14 @@ absl::StatusOr<KeyValue> StoreImpl::TxnGet(KvTxnState* t, absl::string_view key)
     if (kv::InRange(key, s, e)) return absl::NotFoundError("key deleted in this transaction");
   }
   t->reads.keys.emplace_back(t->subvol, std::string(key));
-  absl::StatusOr<KeyValue> kv = GetItem(t->subvol, key);
-  if (kv.ok() && kv->mod_revision > t->read_revision) return kv_->Conflict(*kv, t->read_revision);
+  // At the read revision, from the history when the key changed since: no
+  // eager abort (a conflict is found at Commit, for a transaction that
+  // writes); OUT_OF_RANGE only if the history no longer keeps it.
+  absl::StatusOr<KeyValue> kv = GetItemAt(t->subvol, key, t->read_revision);
+  if (kv.ok() &&
+      options_.test_hooks.planted_bug == Options::TestHooks::PlantedBug::kTxnReadsLatest) {
+    kv = GetItem(t->subvol, key);  // the planted bug: the latest value
+  }
   return kv;
 }
 
@@ -394,16 +408,16 @@ absl::StatusOr<RangeResult> StoreImpl::TxnRange(KvTxnState* t, const RangeReques
       scan.keys_only = n.keys_only || n.count_only;
     }
     bool cut = false;
-    COWKV_ASSIGN_OR_RETURN(r, kv_->Range(tree, scan, overlap ? 0 : n.limit, &cut));
+    // At the read revision: from the history if anything changed since.
+    COWKV_ASSIGN_OR_RETURN(
+        r, kv_->RangeAtRevision(tree, scan, t->read_revision, overlap ? 0 : n.limit, &cut));
     if (overlap && cut) {
       return LimitError(
           absl::StrCat("range overlapping this transaction's own writes reads more than ",
                        kOverlapScanBytes, " bytes; narrow it, or read it before writing into it"));
     }
   }
-  for (const KeyValue& kv : r.kvs) {
-    if (kv.mod_revision > t->read_revision) return kv_->Conflict(kv, t->read_revision);
-  }
+  for (const KeyValue& kv : r.kvs) COWKV_DCHECK(kv.mod_revision <= t->read_revision);
   kv::ReadRange rr{t->subvol, n.start, n.end};
   if (overlap) {
     OverlayOwnWrites(*t, n, &r);
@@ -424,13 +438,10 @@ absl::StatusOr<uint64_t> StoreImpl::TxnCommit(KvTxnState* t, Durability d) {
   kv::KvWriteSet ws = std::move(t->ws);
   absl::StatusOr<uint64_t> rev;
   if (ws.empty()) {
-    // Read-only: valid if nothing it read changed; nothing to apply.
-    absl::Status v;
-    {
-      absl::ReaderMutexLock l(&mu_);
-      v = kv_->Validate(t->read_revision, t->reads);
-    }
-    rev = v.ok() ? absl::StatusOr<uint64_t>(t->read_revision) : v;
+    // Read-only: every read was at the read revision (from the history),
+    // so the transaction saw exactly that revision's state: it commits,
+    // serialized at its read revision, whatever was written since.
+    rev = t->read_revision;
   } else {
     rev = KvWriteSetWrite(
         &ws, [&] { return ApplyLocked(t->subvol, t->read_revision, t->reads, ws); }, d);

@@ -24,6 +24,14 @@
 namespace cowkv {
 namespace {
 
+// The store revision a read sees now.
+uint64_t CurrentRevision(Subvolume* sv) {
+  RangeRequest q;
+  q.count_only = true;
+  absl::StatusOr<RangeResult> r = sv->Range(q);
+  return r.ok() ? r->revision : 0;
+}
+
 using testing::ExpectCheckClean;
 using testing::IsOk;
 using testing::StatusIs;
@@ -288,10 +296,14 @@ TEST_F(KvTest, PointConflictAborts) {
   ASSERT_OK(sv_->Put("k", "other"));
   EXPECT_THAT(t1->Commit(), StatusIs(absl::StatusCode::kAborted));
   EXPECT_EQ(*sv_->Get("k"), "other");
-  // A read after the conflicting write aborts at once.
+  // A read after a later write sees the read revision's value (from the
+  // history), with no eager abort; the conflict is found at Commit.
   ASSERT_OK_AND_ASSIGN(auto t2, sv_->BeginTransaction());
   ASSERT_OK(sv_->Put("k", "again"));
-  EXPECT_THAT(t2->Get("k"), StatusIs(absl::StatusCode::kAborted));
+  ASSERT_OK_AND_ASSIGN(KeyValue seen, t2->Get("k"));
+  EXPECT_EQ(seen.value, "other");
+  ASSERT_OK(t2->Put("k2", "from t2"));
+  EXPECT_THAT(t2->Commit(), StatusIs(absl::StatusCode::kAborted));
   // Blind writes do not conflict.
   ASSERT_OK_AND_ASSIGN(auto t3, sv_->BeginTransaction());
   ASSERT_OK(t3->Put("k", "blind"));
@@ -331,13 +343,22 @@ TEST_F(KvTest, PhantomInsertAbortsRangeReader) {
   ASSERT_OK(tx->Commit().status());
 }
 
-TEST_F(KvTest, ReadOnlyTransactionValidates) {
+// Issue 18: a read-only transaction reads one revision and always commits.
+TEST_F(KvTest, ReadOnlyTransactionAlwaysCommits) {
   ASSERT_OK(sv_->Put("a", "1"));
   ASSERT_OK(sv_->Put("b", "1"));
   ASSERT_OK_AND_ASSIGN(auto tx, sv_->BeginTransaction());
   ASSERT_OK(tx->Get("a").status());
   ASSERT_OK(sv_->Put("a", "2"));
-  EXPECT_THAT(tx->Commit(), StatusIs(absl::StatusCode::kAborted));
+  ASSERT_OK(sv_->Delete("b"));
+  EXPECT_EQ(tx->Get("a")->value, "1");
+  EXPECT_EQ(tx->Get("b")->value, "1") << "deleted after the read revision: still there";
+  RangeRequest all;
+  ASSERT_OK_AND_ASSIGN(RangeResult r, tx->Range(all));
+  ASSERT_EQ(r.kvs.size(), 2u);
+  EXPECT_EQ(r.kvs[0].value, "1");
+  EXPECT_EQ(r.kvs[1].key, "b");
+  EXPECT_EQ(tx->Commit().status(), absl::OkStatus());
   ASSERT_OK_AND_ASSIGN(tx, sv_->BeginTransaction());
   ASSERT_OK(tx->Get("a").status());
   ASSERT_OK(sv_->Put("b", "2"));
@@ -444,6 +465,11 @@ TEST_F(KvTest, LargeValuesLiveInDataExtents) {
   ASSERT_OK(sv_->Put("max", "now small"));
   ASSERT_OK(sv_->Delete("mib"));
   ASSERT_OK(store_->Commit());
+  // The history keeps the old values (readable at older revisions) until
+  // compacted.
+  EXPECT_TRUE(sv_->GetItemAt("mib", CurrentRevision(sv_.get()) - 2)->value == mib);
+  ASSERT_OK(sv_->Compact(CurrentRevision(sv_.get())));
+  ASSERT_OK(store_->Commit());
   EXPECT_LT(store_->Stats().used_bytes, used - (16u << 20));
   Reopen();
   EXPECT_TRUE(*sv_->Get("max") == "now small");
@@ -493,6 +519,7 @@ TEST_F(KvTest, SnapshotsShareDataExtents) {
   ExpectCheckClean(&dev_);
   ASSERT_OK(store_->DeleteSubvolume("snap"));
   ASSERT_OK(store_->DropDeletedSubvolumes());
+  ASSERT_OK(sv_->Compact(CurrentRevision(sv_.get())));  // the history held v1 too
   ASSERT_OK(store_->Commit());
   EXPECT_LT(store_->Stats().used_bytes, used + 100000) << "v1 freed with the snapshot";
 }
@@ -515,6 +542,11 @@ TEST_F(KvTest, CorruptDataExtentIsDataLoss) {
   EXPECT_THAT(sv_->Get("big"), StatusIs(absl::StatusCode::kDataLoss));
   ASSERT_OK(sv_->Put("big", "repaired"));
   EXPECT_TRUE(*sv_->Get("big") == "repaired");
+  // The history still points at the damaged extent: reading the old
+  // revision is DATA_LOSS too, until it is compacted away.
+  EXPECT_THAT(sv_->GetItemAt("big", CurrentRevision(sv_.get()) - 1),
+              StatusIs(absl::StatusCode::kDataLoss));
+  ASSERT_OK(sv_->Compact(CurrentRevision(sv_.get())));
 }
 
 TEST_F(KvTest, DurableLargeValuesSurvivePowerLoss) {

@@ -69,6 +69,12 @@ absl::Status StoreImpl::ReplayEntry(const log::LogEntry& e, std::set<uint64_t>* 
   fs::FsKey fk;
   if (fs::DecodeFsKey(e.key, &fk)) {
     COWKV_RETURN_IF_ERROR(NoteFsReplay(tree, e, &(*notes)[e.subvol]));
+  } else if (kv::IsHistoryTreeKey(e.key)) {
+    if (!e.value.empty() && e.key == kv::HistoryInfoKey()) {
+      COWKV_RETURN_IF_ERROR(kv::DecodeHistoryInfo(e.value).status());
+    } else if (!e.value.empty()) {
+      COWKV_RETURN_IF_ERROR(kv::DecodeHistoryEntry(e.key, e.value).status());
+    }
   } else if (lease::IsLeaseTreeKey(e.key)) {
     if (!e.value.empty()) COWKV_RETURN_IF_ERROR(lease::DecodeLeaseItem(e.key, e.value).status());
   } else if (!kv::IsKvTreeKey(e.key)) {
@@ -79,7 +85,7 @@ absl::Status StoreImpl::ReplayEntry(const log::LogEntry& e, std::set<uint64_t>* 
   } else if (!e.value.empty()) {
     COWKV_RETURN_IF_ERROR(kv::DecodeItem(e.key, e.value).status());
   }
-  kv::KvOp op{e.key, std::nullopt, {}, {}};
+  kv::KvOp op{e.key, std::nullopt, {}, {}, std::nullopt};
   if (!e.value.empty()) {
     op.item = e.value;
     format::LeafDataRef(e.key, e.value, &op.new_data);

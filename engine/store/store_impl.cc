@@ -40,6 +40,9 @@ absl::Status StoreImpl::Init() {
     kv_ = std::make_unique<kv::KvSpace>(txn_.get(), log_.get(), device_,
                                         options_.conflict_window_keys,
                                         std::max(sb.revision, r.revision));
+    kv_->set_history_bounds(options_.history_revisions, options_.history_bytes);
+    kv_->set_bug_history_not_logged(options_.test_hooks.planted_bug ==
+                                    Options::TestHooks::PlantedBug::kHistoryNotLogged);
     lessor_ = std::make_unique<lease::Lessor>(
         options_.lease_clock_ms ? options_.lease_clock_ms : [] {
           return static_cast<int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -203,6 +206,19 @@ void CopyFreeSpaceShape(const TxnStats& t, StoreStats* s) {
 
 // Exclusive: the subvolume list reads every tree's root pointer, which a
 // file writer of that subvolume moves under the shared barrier.
+namespace {
+
+// The key space's counters (atomics or under the lock Stats holds).
+void CopyKvCounters(const kv::KvSpace& kv, StoreStats* s) {
+  s->kv_conflicts = kv.conflicts();
+  s->kv_too_old = kv.too_old();
+  s->kv_history_entries = kv.history_entries();
+  s->kv_history_compacted = kv.history_compacted();
+  s->kv_range_value_bytes = kv.range_value_bytes();
+}
+
+}  // namespace
+
 StoreStats StoreImpl::Stats() {
   absl::WriterMutexLock l(&mu_);
   TxnStats t = txn_->Stats();
@@ -252,9 +268,7 @@ StoreStats StoreImpl::Stats() {
   s.log_synced_keys = ls.synced_keys;
   s.log_sync_bytes = ls.sync_bytes;
   s.log_replayed_entries = replayed_entries_;
-  s.kv_conflicts = kv_->conflicts();
-  s.kv_too_old = kv_->too_old();
-  s.kv_range_value_bytes = kv_->range_value_bytes();
+  CopyKvCounters(*kv_, &s);
   s.open_transactions = open_txns_;
   s.log_lookups = log_->Stats().lookups;
   LatencyStatsLocked(&s);

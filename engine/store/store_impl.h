@@ -137,6 +137,12 @@ class StoreImpl {
   // max_value_load: as RangeRequest::max_value_load.
   absl::StatusOr<KeyValue> GetItem(uint64_t subvol, absl::string_view key,
                                    uint64_t max_value_load = 0, uint64_t* revision = nullptr);
+  // History (kv_history_path.cc): a key at a past revision, the compact
+  // revision, and Compact (through the write group, durable as a write).
+  absl::StatusOr<KeyValue> GetItemAt(uint64_t subvol, absl::string_view key, uint64_t at,
+                                     uint64_t max_value_load = 0);
+  absl::StatusOr<uint64_t> CompactRevision(uint64_t subvol);
+  absl::Status Compact(uint64_t subvol, uint64_t revision, Durability d);
   // GetItem's value alone (Store::Get, Subvolume::Get), copied once.
   absl::StatusOr<std::string> GetValue(uint64_t subvol, absl::string_view key);
   absl::StatusOr<RangeResult> Range(uint64_t subvol, const RangeRequest& req);

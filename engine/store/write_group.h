@@ -42,6 +42,9 @@ struct GroupWrite {
   absl::StatusOr<uint64_t> rev;  // what the apply returned
   absl::Status durable_status;   // the group's log sync, if durable
   ThrottleSample throttle;       // after the group's write
+  // Apply without history entries (space pressure: KvSpace::set_no_history).
+  bool no_history = false;
+  bool drop_history = false;  // ... after dropping the history's entries
   bool done = false;
 };
 

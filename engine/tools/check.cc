@@ -24,6 +24,7 @@
 #include "engine/format/layout.h"
 #include "engine/kv/kv_item.h"
 #include "engine/tools/check_fs.h"
+#include "engine/tools/check_history.h"
 #include "engine/tools/check_lease.h"
 #include "engine/tree/node_cache.h"
 #include "engine/txn/txn_manager.h"
@@ -82,6 +83,7 @@ class Checker {
       if (id < format::kDefaultTreeId || (ri.flags & format::kRootFlagDropping)) continue;
       Tree tree(id, RootRef{ri.bytenr, ri.generation, ri.level}, &cache_, nullptr);
       CheckFsTree(&tree, id, &r_->problems);
+      CheckHistory(&tree, id, &r_->problems);
       CheckLeaseTree(&tree, id, &r_->problems);
     }
   }

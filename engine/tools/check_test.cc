@@ -499,5 +499,60 @@ TEST_F(CheckLeaseTest, BadTtl) {
   ExpectFinding("ttl 0 out of range");
 }
 
+// A subvolume written before the KV history (no 'h' items at all): check
+// is clean; reads below the revision at mount are OUT_OF_RANGE COMPACTED
+// (not DATA_LOSS); the history starts at the first change after it and
+// survives a remount; check stays clean throughout.
+TEST(CheckHistoryTest, SubvolumeFromBeforeTheHistory) {
+  MemDevice dev(64ull << 20);
+  ASSERT_OK(Store::Mkfs(&dev, testing::TestMkfs(4096)));
+  uint64_t first = 0;
+  {
+    ASSERT_OK_AND_ASSIGN(auto store, Store::Open(&dev, testing::TestOptions()));
+    ASSERT_OK_AND_ASSIGN(auto sv, store->DefaultSubvolume());
+    ASSERT_OK_AND_ASSIGN(first, sv->PutItem("a", "1"));
+    ASSERT_OK(sv->PutItem("b", "2").status());
+    ASSERT_OK(sv->PutItem("a", "3").status());
+    ASSERT_OK(store->Close());
+  }
+  // What an older version wrote: the same items without any history item.
+  ASSERT_OK_AND_ASSIGN(std::vector<NodeInfo> nodes, ListNodes(&dev));
+  uint64_t leaf = 0;
+  for (const NodeInfo& n : nodes) {
+    if (n.tree == format::kDefaultTreeId && n.level == 0) leaf = n.bytenr;
+  }
+  ASSERT_NE(leaf, 0u);
+  ASSERT_OK(RewriteNode(&dev, leaf, [](std::vector<Item>* items) {
+    items->erase(std::remove_if(items->begin(), items->end(),
+                                [](const Item& i) { return !i.key.empty() && i.key[0] == 'h'; }),
+                 items->end());
+  }));
+  testing::ExpectCheckClean(&dev);
+  uint64_t mounted = 0, later = 0;
+  {
+    ASSERT_OK_AND_ASSIGN(auto store, Store::Open(&dev, testing::TestOptions()));
+    ASSERT_OK_AND_ASSIGN(auto sv, store->DefaultSubvolume());
+    ASSERT_OK_AND_ASSIGN(KeyValue a, sv->GetItem("a", 0, &mounted));
+    EXPECT_EQ(a.value, "3");
+    EXPECT_EQ(sv->GetItemAt("a", first).status().code(), absl::StatusCode::kOutOfRange);
+    ASSERT_OK_AND_ASSIGN(KeyValue at, sv->GetItemAt("a", mounted));
+    EXPECT_EQ(at.value, "3");
+    ASSERT_OK_AND_ASSIGN(later, sv->PutItem("a", "4"));
+    ASSERT_OK_AND_ASSIGN(KeyValue before, sv->GetItemAt("a", later - 1));
+    EXPECT_EQ(before.value, "3");
+    ASSERT_OK(store->Close());
+  }
+  testing::ExpectCheckClean(&dev);
+  ASSERT_OK_AND_ASSIGN(auto store, Store::Open(&dev, testing::TestOptions()));
+  ASSERT_OK_AND_ASSIGN(auto sv, store->DefaultSubvolume());
+  ASSERT_OK_AND_ASSIGN(KeyValue again, sv->GetItemAt("a", later - 1));
+  EXPECT_EQ(again.value, "3");
+  // Never compacted: the history starts at the first change after the
+  // upgrade.
+  ASSERT_OK_AND_ASSIGN(uint64_t floor, sv->CompactRevision());
+  EXPECT_EQ(floor, later - 1);
+  ASSERT_OK(store->Close());
+}
+
 }  // namespace
 }  // namespace cowkv

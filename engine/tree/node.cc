@@ -167,6 +167,20 @@ void Node::EraseItem(int slot) {
   MaybeCompact();
 }
 
+void Node::EraseLeafRange(int from, int to) {
+  COWKV_DCHECK(leaf());
+  COWKV_DCHECK(0 <= from && from <= to && to <= nritems());
+  if (from == to) return;
+  for (int i = from; i < to; ++i) {
+    const Slot& s = slots_[i];
+    used_ -= format::ItemSize(s.klen, s.vlen);
+    garbage_ += s.klen + s.vlen;
+  }
+  slots_.erase(slots_.begin() + from, slots_.begin() + to);
+  words_.erase(words_.begin() + from, words_.begin() + to);
+  MaybeCompact();
+}
+
 void Node::SetValue(int slot, absl::string_view v) {
   COWKV_DCHECK(slot >= 0);
   COWKV_DCHECK(slot < nritems());

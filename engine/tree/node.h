@@ -66,6 +66,8 @@ class Node {
   // this node's own arena.
   void InsertItem(int slot, absl::string_view key, absl::string_view value);
   void EraseItem(int slot);
+  // Erases the items [from, to) of a leaf at once.
+  void EraseLeafRange(int from, int to);
   void SetValue(int slot, absl::string_view value);
   void SetKey(int slot, absl::string_view key);
   // Moves items [from, nritems()) to the end of `dst`.

@@ -259,6 +259,25 @@ absl::Status Tree::DeletePresent(absl::string_view key) {
   return Repair(path, 0, -1);
 }
 
+absl::StatusOr<size_t> Tree::DeleteRun(absl::string_view from, absl::string_view to, size_t max,
+                                       OnItem on_item) {
+  Path path;
+  COWKV_RETURN_IF_ERROR(SearchForWrite(from, path));
+  Node* leaf = path[0].node.get();
+  const int first = path[0].slot;
+  int end = first;
+  while (end < leaf->nritems() && static_cast<size_t>(end - first) < max &&
+         leaf->key(end) < to) {
+    COWKV_RETURN_IF_ERROR(on_item(leaf->key(end), leaf->value(end)));
+    ++end;
+  }
+  if (end == first) return 0;
+  leaf->EraseLeafRange(first, end);
+  ++version_;
+  COWKV_RETURN_IF_ERROR(Repair(path, 0, -1));
+  return static_cast<size_t>(end - first);
+}
+
 // Walks up from `level`, fixing each node the previous step changed: split
 // on overflow, merge or borrow on underflow, collapse a one-child root.
 // `inserted_slot` is the slot an insert just filled at `level` (-1: none).
@@ -293,32 +312,45 @@ absl::Status Tree::Repair(Path& path, int level, int inserted_slot) {
 
 // Splits path[lv] in two. `*inserted_slot` is the slot just filled there;
 // on return, the slot this split filled in the parent.
+// Appending at the right edge of the tree (ascending inserts): leave the
+// left node full and start the right one with the new item alone (an
+// internal node keeps two, so no node has a single child), so sequential
+// loads pack nodes full instead of half, as LMDB and btrfs do. The same at
+// the right edge of the keys sharing the new key's first byte (the next key
+// right of this node starts otherwise): the KV history's entries and new
+// inodes are appended there, in order. Only those edges (a spine per first
+// byte) are ever left sparse, which keeps the fill bound the space
+// reservation relies on (docs/design.md).
+// Not in the engine's own trees: while a commit runs delayed refs, an
+// append split in the extent tree (a new one-item node) and a merge of
+// that node after a nearby delete queue refs that repeat the pattern in
+// the next round, forever (subvol_model_test --seed=149 --ops=40000).
+// Returns the split point, or -1 for an even split.
+int Tree::AppendSplitPoint(const Path& path, int lv, int inserted_slot) const {
+  const Node& left = *path[lv].node;
+  const int n = left.nritems();
+  const int keep_right = left.leaf() ? 1 : 2;
+  if (id_ < format::kDefaultTreeId || inserted_slot != n - 1 || n - keep_right < 1) return -1;
+  const absl::string_view key = left.key(n - 1);
+  for (int j = lv + 1; j <= root_.level; ++j) {
+    const Node& up = *path[j].node;
+    if (path[j].slot < up.nritems() - 1) {
+      const absl::string_view next = up.key(path[j].slot + 1);
+      if (!key.empty() && !next.empty() && next[0] == key[0]) return -1;
+      break;
+    }
+  }
+  size_t right_bytes = 0;
+  for (int i = n - keep_right; i < n; ++i) right_bytes += left.item_size(i);
+  return left.used() - right_bytes <= capacity() ? n - keep_right : -1;
+}
+
 absl::Status Tree::SplitNode(Path& path, int lv, int* inserted_slot) {
   NodeRef left = path[lv].node;
   const int n = left->nritems();
   COWKV_CHECK(n >= 2);
   const size_t total = left->used(), cap = capacity();
-  int best = -1;
-  // Appending at the right edge of the tree (ascending inserts): leave the
-  // left node full and start the right one with the new item alone (an
-  // internal node keeps two, so no node has a single child), so sequential
-  // loads pack nodes full instead of half, as LMDB and btrfs do. Only the
-  // rightmost spine is ever left sparse, which keeps the fill bound the
-  // space reservation relies on (docs/design.md).
-  // Not in the engine's own trees: while a commit runs delayed refs, an
-  // append split in the extent tree (a new one-item node) and a merge of
-  // that node after a nearby delete queue refs that repeat the pattern in
-  // the next round, forever (subvol_model_test --seed=149 --ops=40000).
-  bool rightmost = id_ >= format::kDefaultTreeId;
-  for (int j = lv + 1; j <= root_.level; ++j) {
-    rightmost = rightmost && path[j].slot == path[j].node->nritems() - 1;
-  }
-  const int keep_right = left->leaf() ? 1 : 2;
-  if (rightmost && *inserted_slot == n - 1 && n - keep_right >= 1) {
-    size_t right_bytes = 0;
-    for (int i = n - keep_right; i < n; ++i) right_bytes += left->item_size(i);
-    if (total - right_bytes <= cap) best = n - keep_right;
-  }
+  int best = AppendSplitPoint(path, lv, *inserted_slot);
   size_t best_score = SIZE_MAX, prefix = 0;
   const bool appending = best > 0;
   // An internal node keeps at least two children on each side.

@@ -129,6 +129,16 @@ class Tree {
   // the path to where it would be has been CoWed.
   absl::Status DeletePresent(absl::string_view key);
 
+  // Deletes, in one change of one leaf, the items of [from, to) held by the
+  // leaf where `from` belongs, at most `max` of them (the caller has just
+  // seen `from` in the tree: the path to it is CoWed whatever is found).
+  // `on_item` sees each before it goes; its error stops the run before
+  // anything is deleted. Returns how many went: 0 when that leaf holds no
+  // key of the range (the next one, if any, starts a later leaf).
+  using OnItem = absl::FunctionRef<absl::Status(absl::string_view key, absl::string_view value)>;
+  absl::StatusOr<size_t> DeleteRun(absl::string_view from, absl::string_view to, size_t max,
+                                   OnItem on_item);
+
   // Validates sizes without touching the tree.
   absl::Status ValidatePut(absl::string_view key, absl::string_view value) const;
 
@@ -176,6 +186,7 @@ class Tree {
   absl::StatusOr<NodeRef> CowIfNeeded(NodeRef node, Node* parent, int parent_slot);
   absl::Status Repair(Path& path, int level, int inserted_slot);
   absl::Status SplitNode(Path& path, int level, int* inserted_slot);
+  int AppendSplitPoint(const Path& path, int lv, int inserted_slot) const;
   absl::Status FixUnderflow(Path& path, int level, bool* changed_parent);
   absl::Status GrowRoot(NodeRef left, std::string sep, NodeRef right);
   absl::Status CollapseRoot();

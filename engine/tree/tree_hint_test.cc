@@ -8,6 +8,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_format.h"
 #include "cowkv/device.h"
@@ -186,6 +187,90 @@ TEST_F(TreeShortcuts, UpsertAndFindMatchTheModel) {
       EXPECT_EQ(**got, it->second);
     }
   }
+}
+
+// DeleteRun (the KV history's compaction) removes exactly the range's keys
+// in `from`'s leaf, at most `max`, calls `on_item` with each in order, and
+// a failing `on_item` removes nothing; interleaved with puts and deletes so
+// runs meet splits, merges and borrowing, and repeated until whole ranges
+// go (as compaction drains the oldest entries).
+TEST_F(TreeShortcuts, DeleteRunMatchesTheModel) {
+  std::map<std::string, std::string> model;
+  std::mt19937_64 rng(13);
+  auto put = [&](const std::string& k) {
+    std::string v(1 + rng() % 300, static_cast<char>('a' + rng() % 26));
+    ASSERT_TRUE(tree_->Put(k, v).ok());
+    model[k] = v;
+  };
+  for (int i = 0; i < 8000; ++i) put(Key(rng() % 12000));
+  size_t runs = 0, emptied = 0;
+  for (int round = 0; round < 4000; ++round) {
+    if (rng() % 3 == 0) {
+      for (int i = 0; i < 20; ++i) put(Key(rng() % 12000));
+      if (HasFatalFailure()) return;
+    }
+    if (model.empty()) break;
+    // From an existing key (as the caller: it has just seen it) to a bound
+    // past it, at most `max` items.
+    auto first = model.lower_bound(Key(rng() % 12000));
+    if (first == model.end()) first = model.begin();
+    const std::string from = first->first;
+    const std::string to = rng() % 4 == 0 ? "z" : Key(std::stoul(from.substr(1)) + 1 + rng() % 400);
+    const size_t max = rng() % 5 == 0 ? 3 : 1000;
+    const bool fail = rng() % 10 == 0;
+    std::vector<std::string> seen;
+    absl::StatusOr<size_t> n =
+        tree_->DeleteRun(from, to, max, [&](absl::string_view k, absl::string_view v) {
+          EXPECT_EQ(model.at(std::string(k)), v) << k;
+          seen.emplace_back(k);
+          return fail && seen.size() == 2 ? absl::DataLossError("planted") : absl::OkStatus();
+        });
+    if (fail && seen.size() >= 2) {
+      ASSERT_TRUE(absl::IsDataLoss(n.status())) << n.status();
+      seen.clear();
+    } else {
+      ASSERT_TRUE(n.ok()) << n.status();
+      ASSERT_EQ(*n, seen.size());
+      ASSERT_GE(*n, 1u) << "the run starts at a key the tree holds";
+    }
+    // The keys it saw are the model's next keys from `from`, all below `to`.
+    auto it = model.find(from);
+    for (const std::string& k : seen) {
+      ASSERT_TRUE(it != model.end());
+      ASSERT_EQ(it->first, k);
+      ASSERT_LT(k, to);
+      it = model.erase(it);
+    }
+    ++runs;
+    emptied += it == model.end() || it->first >= to ? 1 : 0;
+    if (round % 256 == 0 || model.size() < 50) {
+      TreeIterator ti(tree_.get());
+      auto m = model.begin();
+      for (ti.SeekToFirst(); ti.Valid(); ti.Next(), ++m) {
+        ASSERT_TRUE(m != model.end());
+        ASSERT_EQ(ti.key(), m->first);
+        ASSERT_EQ(ti.value(), m->second);
+      }
+      ASSERT_TRUE(ti.status().ok()) << ti.status();
+      ASSERT_TRUE(m == model.end());
+    }
+  }
+  EXPECT_GT(runs, 1000u);
+  EXPECT_GT(emptied, 100u);  // runs that reached `to` (not only a leaf's end)
+  // Drain everything, leaf by leaf, as compaction does.
+  while (!model.empty()) {
+    absl::StatusOr<size_t> n = tree_->DeleteRun(
+        model.begin()->first, "z", 1 << 20, [](absl::string_view, absl::string_view) {
+          return absl::OkStatus();
+        });
+    ASSERT_TRUE(n.ok()) << n.status();
+    ASSERT_GE(*n, 1u);
+    for (size_t i = 0; i < *n; ++i) model.erase(model.begin());
+  }
+  TreeIterator ti(tree_.get());
+  ti.SeekToFirst();
+  EXPECT_FALSE(ti.Valid());
+  EXPECT_EQ(tree_->height(), 1);
 }
 
 }  // namespace

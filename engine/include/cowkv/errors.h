@@ -49,11 +49,17 @@ enum class ErrorReason : uint8_t {
   kCorruption,        // a byte read from the device is wrong (DATA_LOSS)
   kDeviceChanged,     // the device was changed or taken by someone else
   kEOPNOTSUPP,        // POSIX: a file operation's mode is not supported (fallocate)
+  kCompacted,         // a read at a revision the history no longer keeps (OUT_OF_RANGE)
+  kFutureRevision,    // a read at a revision not reached yet (OUT_OF_RANGE)
   kLeaseNotFound,     // no lease with that id (etcd's ErrLeaseNotFound; NOT_FOUND)
 };
 inline constexpr int kErrorReasonCount = static_cast<int>(ErrorReason::kLeaseNotFound) + 1;
 
 inline constexpr char kReasonPayloadUrl[] = "type.cowkv.dev/cowkv.reason";
+// With kCompacted: the compact revision (the oldest revision still
+// readable), as decimal ASCII; the server puts it into
+// ErrorInfo.metadata["compact_revision"], as etcd's ErrCompacted carries it.
+inline constexpr char kCompactRevisionPayloadUrl[] = "type.cowkv.dev/cowkv.compact_revision";
 
 // "ENOENT", "READ_ONLY_SNAPSHOT", ...; "" for kNone.
 absl::string_view ReasonName(ErrorReason reason);

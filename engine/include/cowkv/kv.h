@@ -49,6 +49,12 @@ struct RangeRequest {
   // comes back with an empty value and value_size set (a server reserves
   // memory for it before reading it again).
   uint64_t max_value_load = 0;
+  // 0 = the latest state. Else the range as it was at this revision, read
+  // from the subvolume's history (etcd's RangeRequest.revision):
+  // OUT_OF_RANGE (ErrorReason::kCompacted, the compact revision in the
+  // status payload kCompactRevisionPayloadUrl) when the history no longer
+  // keeps it, OUT_OF_RANGE (kFutureRevision) past the current revision.
+  uint64_t revision = 0;
 };
 inline constexpr uint64_t kRangeEntryOverheadBytes = 64;
 

@@ -55,6 +55,13 @@ struct Options {
   // transaction whose read revision fell out of the window fails with
   // OUT_OF_RANGE ("too old") instead of ABORTED.
   uint64_t conflict_window_keys = 1 << 20;
+  // The KV history of each subvolume (reads at a past revision, the reads
+  // of interactive transactions): the newest `history_revisions` revisions
+  // are kept (at least 1), and at most about `history_bytes` of entries
+  // (0 = no byte bound); older ones are compacted, checked every
+  // history_revisions / 8 changes of a subvolume. docs/design.md "History".
+  uint64_t history_revisions = 10000;
+  uint64_t history_bytes = 64ull << 20;
   // Keys a log sync may have to copy; past this, durable commits fall
   // back to an engine commit until the next one.
   uint64_t log_max_pending_keys = 1 << 16;
@@ -139,6 +146,8 @@ struct Options {
       kXattrRemovalNotLogged,  // removing an item's last xattr is not noted for the log
       kExtrefNotLogged,        // fsync logs an inode's names in INODE_REF items only
       kSortIgnoresDirection,   // subvolume list's --sort treats "-FIELD" as "+FIELD"
+      kTxnReadsLatest,         // a transaction's Get reads the latest value, not its revision's
+      kHistoryNotLogged,       // a put's history entry is not noted for the log
       kLeasePutKeepsAttachment,  // a put without a lease leaves the key attached to its lease
     };
     PlantedBug planted_bug = PlantedBug::kNone;

@@ -89,7 +89,9 @@ struct StoreStats {
   uint64_t log_sync_bytes = 0;
   uint64_t log_replayed_entries = 0;  // at the last mount
   uint64_t kv_conflicts = 0;          // transactions aborted by validation
-  uint64_t kv_too_old = 0;            // transactions past the conflict window
+  uint64_t kv_too_old = 0;            // transactions past the conflict window, reads compacted
+  uint64_t kv_history_entries = 0;    // history entries written (since open)
+  uint64_t kv_history_compacted = 0;  // history entries dropped by compaction (since open)
   uint64_t open_transactions = 0;     // client transactions not yet finished
   uint64_t kv_range_value_bytes = 0;  // value bytes range reads (and Txn ranges) loaded
   // The file namespace.

@@ -88,8 +88,23 @@ class Subvolume {
                                    uint64_t* revision = nullptr);
   absl::StatusOr<uint64_t> DeleteItem(absl::string_view key,
                                       Durability durability = Durability::kDefault);
-  // A consistent read at one revision.
+  // A consistent read at one revision (RangeRequest::revision: a past one).
   absl::StatusOr<RangeResult> Range(const RangeRequest& req);
+  // The key as it was at `revision` (0: the latest), from the subvolume's
+  // history, as etcd's Range with a revision: NOT_FOUND if it was absent;
+  // OUT_OF_RANGE (ErrorReason::kCompacted, the compact revision in the
+  // payload kCompactRevisionPayloadUrl) if the history no longer keeps that
+  // revision; OUT_OF_RANGE (kFutureRevision) past the current revision.
+  absl::StatusOr<KeyValue> GetItemAt(absl::string_view key, uint64_t revision,
+                                     uint64_t max_value_load = 0);
+  // The oldest revision reads may ask for (0 before any compaction).
+  absl::StatusOr<uint64_t> CompactRevision();
+  // Drops the history of revisions below `revision` (etcd's Compact):
+  // `revision` stays readable, older ones become OUT_OF_RANGE. OUT_OF_RANGE
+  // (kCompacted) if the history was compacted past it already,
+  // (kFutureRevision) past the current revision. The history is also
+  // compacted automatically to Options::history_revisions / history_bytes.
+  absl::Status Compact(uint64_t revision, Durability durability = Durability::kDefault);
   std::unique_ptr<Iterator> NewIterator();
   absl::StatusOr<TxnResponse> Txn(const TxnRequest& req);
   // PutItem, DeleteItem and Txn for a server that must not hold a thread

@@ -28,7 +28,8 @@ from cowkv.client import (DEFAULT_ADDRESS, DEFAULT_TIMEOUT, CheckResult, Client,
 from cowkv.errors import (AlreadyExists, Cancelled, Conflict, CowkvError, DataLoss,
                           DeadlineExceeded, FailedPrecondition, Internal, InvalidArgument,
                           NoSpace, NotFound, PermissionDenied, ReadOnly, ResourceExhausted,
-                          TooOld, Unauthenticated, Unavailable, Unimplemented)
+                          TooOld, Unauthenticated, Unavailable, Unimplemented, Compacted,
+                          FutureRevision)
 from cowkv.file import RemoteFile
 from cowkv.handle import FileHandle
 from cowkv.files import (FIEMAP_EXTENT_DATA_INLINE, FIEMAP_EXTENT_LAST, FIEMAP_EXTENT_NOT_ALIGNED,
@@ -58,7 +59,7 @@ __all__ = [
     "FIEMAP_EXTENT_DATA_INLINE", "FIEMAP_EXTENT_SHARED",
     "UTIME_NOW", "XATTR_CREATE", "XATTR_REPLACE",
     "CowkvError", "InvalidArgument", "NotFound", "AlreadyExists", "FailedPrecondition",
-    "ReadOnly", "Conflict", "TooOld", "ResourceExhausted", "NoSpace", "DataLoss", "Unavailable",
+    "ReadOnly", "Conflict", "TooOld", "Compacted", "FutureRevision", "ResourceExhausted", "NoSpace", "DataLoss", "Unavailable",
     "Unauthenticated", "PermissionDenied", "DeadlineExceeded", "Cancelled", "Unimplemented",
     "Internal",
 ]

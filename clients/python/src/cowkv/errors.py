@@ -15,6 +15,8 @@ empty: /d"``), or None.
     │   └── ReadOnly                               write to a read-only snapshot or store (EROFS)
     ├── Conflict              ABORTED              retry the whole transaction
     ├── TooOld                OUT_OF_RANGE         retry the whole transaction
+    │   └── Compacted                              a revision the history no longer keeps
+    ├── FutureRevision        OUT_OF_RANGE         a revision not reached yet
     ├── ResourceExhausted     RESOURCE_EXHAUSTED   a server limit (open transactions, size)
     │   └── NoSpace                                the device is full (ENOSPC)
     ├── DataLoss              DATA_LOSS            a checksum failed: run Admin.Check
@@ -30,7 +32,7 @@ empty: /d"``), or None.
 from __future__ import annotations
 
 import re
-from typing import Dict, Optional, Type
+from typing import Dict, List, Optional, Tuple, Type
 
 import grpc
 
@@ -38,7 +40,7 @@ __all__ = [
     "CowkvError", "InvalidArgument", "NotFound", "AlreadyExists", "FailedPrecondition",
     "ReadOnly", "Conflict", "TooOld", "ResourceExhausted", "NoSpace", "DataLoss",
     "Unavailable", "Unauthenticated", "PermissionDenied", "DeadlineExceeded", "Cancelled",
-    "Unimplemented", "Internal", "from_rpc_error",
+    "Unimplemented", "Internal", "Compacted", "FutureRevision", "from_rpc_error",
 ]
 
 _ERRNO_PREFIX = re.compile(r"^(E[A-Z0-9]+): ")
@@ -58,6 +60,10 @@ class CowkvError(Exception):
         self.operation = operation
         match = _ERRNO_PREFIX.match(message)
         self.errno_name: Optional[str] = match.group(1) if match else None
+        #: google.rpc.ErrorInfo of the answer: its reason ("COMPACTED", ...)
+        #: and metadata, or "" / {} when the server sent none.
+        self.reason: str = ""
+        self.metadata: Dict[str, str] = {}
 
 
 class InvalidArgument(CowkvError):
@@ -98,6 +104,19 @@ class TooOld(CowkvError):
     """A transaction outlived the engine's conflict window. Run it again."""
 
     retry_transaction = True
+
+
+class Compacted(TooOld):
+    """A read at a revision the subvolume's history no longer keeps (etcd's
+    ErrCompacted): ``compact_revision`` is the oldest one still readable."""
+
+    @property
+    def compact_revision(self) -> int:
+        return int(self.metadata.get("compact_revision", "0"))
+
+
+class FutureRevision(CowkvError):
+    """A read at a revision the store has not reached yet."""
 
 
 class ResourceExhausted(CowkvError):
@@ -179,10 +198,84 @@ def error_class(code: Optional[grpc.StatusCode], message: str) -> Type[CowkvErro
     return _refine(_BY_CODE.get(code, CowkvError), message)
 
 
+def _fields(buf: bytes) -> List[Tuple[int, bytes]]:
+    """The length-delimited fields of a protobuf message, as (number, bytes);
+    varint fields are skipped. Raises ValueError when malformed."""
+    out: List[Tuple[int, bytes]] = []
+    i = 0
+
+    def varint() -> int:
+        nonlocal i
+        shift = value = 0
+        while True:
+            if i >= len(buf) or shift > 63:
+                raise ValueError("truncated varint")
+            b = buf[i]
+            i += 1
+            value |= (b & 0x7F) << shift
+            shift += 7
+            if not b & 0x80:
+                return value
+
+    while i < len(buf):
+        tag = varint()
+        wire = tag & 7
+        if wire == 0:
+            varint()
+        elif wire == 2:
+            n = varint()
+            if i + n > len(buf):
+                raise ValueError("truncated field")
+            out.append((tag >> 3, buf[i:i + n]))
+            i += n
+        elif wire == 5:
+            i += 4
+        elif wire == 1:
+            i += 8
+        else:
+            raise ValueError(f"wire type {wire}")
+    return out
+
+
+def error_info(err: grpc.RpcError) -> Tuple[str, Dict[str, str]]:
+    """The google.rpc.ErrorInfo {reason, metadata} in the answer's
+    grpc-status-details-bin trailer (google.rpc.Status.details), decoded
+    from the wire format; ("", {}) when there is none."""
+    trailers = err.trailing_metadata() if hasattr(err, "trailing_metadata") else None
+    for key, value in trailers or ():
+        if key != "grpc-status-details-bin" or not isinstance(value, bytes):
+            continue
+        try:
+            for num, any_bytes in _fields(value):
+                if num != 3:  # Status.details: repeated Any
+                    continue
+                parts = dict(_fields(any_bytes))
+                if not parts.get(1, b"").endswith(b"google.rpc.ErrorInfo"):
+                    continue
+                reason, metadata = "", {}
+                for f, v in _fields(parts.get(2, b"")):
+                    if f == 1:
+                        reason = v.decode()
+                    elif f == 3:  # map<string, string> entry {1: key, 2: value}
+                        entry = dict(_fields(v))
+                        metadata[entry.get(1, b"").decode()] = entry.get(2, b"").decode()
+                return reason, metadata
+        except (ValueError, UnicodeDecodeError):
+            return "", {}
+    return "", {}
+
+
 def from_rpc_error(err: grpc.RpcError, operation: str = "") -> CowkvError:
     """Converts a grpc.RpcError (a grpc.Call) into the matching CowkvError."""
     code: Optional[grpc.StatusCode] = err.code() if hasattr(err, "code") else None
     message: str = (err.details() if hasattr(err, "details") else None) or str(err)
-    error = error_class(code, message)(message, code, operation)
+    reason, metadata = error_info(err)
+    cls = error_class(code, message)
+    if code == grpc.StatusCode.OUT_OF_RANGE and reason == "COMPACTED":
+        cls = Compacted
+    elif code == grpc.StatusCode.OUT_OF_RANGE and reason == "FUTURE_REVISION":
+        cls = FutureRevision
+    error = cls(message, code, operation)
+    error.reason, error.metadata = reason, metadata
     error.__cause__ = err
     return error

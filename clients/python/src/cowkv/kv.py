@@ -45,22 +45,26 @@ class Subvolume:
 
     # Single-key operations.
 
-    def get_kv(self, key: Key) -> KeyValue:
-        """The key with its revisions; NotFound if absent."""
-        req = kv_pb2.GetRequest(subvolume=self.name, key=to_bytes(key))
+    def get_kv(self, key: Key, *, revision: int = 0) -> KeyValue:
+        """The key with its revisions; NotFound if absent. ``revision``: as it
+        was at that revision, from the subvolume's history (0 = the latest);
+        :class:`cowkv.Compacted` (with ``compact_revision``) once the history
+        no longer keeps it, :class:`cowkv.FutureRevision` past the current."""
+        req = kv_pb2.GetRequest(subvolume=self.name, key=to_bytes(key), revision=revision)
         return KeyValue.from_proto(self._rpc.unary(self._rpc.kv.Get, req, "get").kv)
 
-    def get_with_revision(self, key: Key) -> Tuple[KeyValue, int]:
+    def get_with_revision(self, key: Key, *, revision: int = 0) -> Tuple[KeyValue, int]:
         """The key with its revisions, and the store revision the read saw;
-        NotFound if absent."""
-        req = kv_pb2.GetRequest(subvolume=self.name, key=to_bytes(key))
+        NotFound if absent. ``revision`` as in :meth:`get_kv`."""
+        req = kv_pb2.GetRequest(subvolume=self.name, key=to_bytes(key), revision=revision)
         resp = self._rpc.unary(self._rpc.kv.Get, req, "get")
         return KeyValue.from_proto(resp.kv), int(resp.revision)
 
-    def get(self, key: Key, default: object = _RAISE) -> bytes:
-        """The key's value; NotFound if absent unless ``default`` is given."""
+    def get(self, key: Key, default: object = _RAISE, *, revision: int = 0) -> bytes:
+        """The key's value; NotFound if absent unless ``default`` is given.
+        ``revision`` as in :meth:`get_kv`."""
         try:
-            return self.get_kv(key).value
+            return self.get_kv(key, revision=revision).value
         except errors.NotFound:
             if default is _RAISE:
                 raise
@@ -94,15 +98,17 @@ class Subvolume:
     def range(self, start: Optional[Key] = None, end: Optional[Key] = None, *,
               prefix: Optional[Key] = None, limit: int = 0, page_size: int = 0,
               reverse: bool = False, keys_only: bool = False,
-              snapshot: Optional[str] = None) -> RangeIterator:
+              snapshot: Optional[str] = None, revision: int = 0) -> RangeIterator:
         """Keys in [start, end) (None = open) or with ``prefix``, in key order
         (``reverse``: largest first), fetched a page at a time as the
         iterator advances. ``limit`` caps the keys in all, ``page_size`` per
         call. ``snapshot`` names a read-only snapshot of this subvolume to
         read instead (one consistent view across pages; INVALID_ARGUMENT unless
-        it was taken of this subvolume)."""
+        it was taken of this subvolume). ``revision``: the range as it was at
+        that revision, every page at it (errors as :meth:`get_kv`)."""
         req = range_request(self.name, start, end, prefix, reverse, keys_only,
                             False, snapshot or "")
+        req.revision = revision
 
         def fetch(r: kv_pb2.RangeRequest) -> kv_pb2.RangeResponse:
             resp: kv_pb2.RangeResponse = self._rpc.unary(self._rpc.kv.Range, r, "range")
@@ -112,7 +118,8 @@ class Subvolume:
     def range_page(self, start: Optional[Key] = None, end: Optional[Key] = None, *,
                    prefix: Optional[Key] = None, limit: int = 0, reverse: bool = False,
                    keys_only: bool = False, count_only: bool = False,
-                   snapshot: Optional[str] = None, page_token: bytes = b"") -> RangePage:
+                   snapshot: Optional[str] = None, page_token: bytes = b"",
+                   revision: int = 0) -> RangePage:
         """One Range call: a page of at most ``limit`` keys (0 = the server's
         page limit). Pass the page's ``next_page_token`` with the same
         arguments to read the next one (:meth:`range` does this for you)."""
@@ -120,6 +127,7 @@ class Subvolume:
                             snapshot or "")
         req.limit = limit
         req.page_token = page_token
+        req.revision = revision
         return RangePage.from_proto(self._rpc.unary(self._rpc.kv.Range, req, "range"))
 
     def count(self, start: Optional[Key] = None, end: Optional[Key] = None, *,
@@ -150,6 +158,17 @@ class Subvolume:
                                         durability=durability_proto(durability))
         resp = self._rpc.unary(self._rpc.kv.DeleteRange, req, "delete-range")
         return int(resp.deleted), int(resp.revision)
+
+    # History (issue 18).
+
+    def compact(self, revision: int, durability: Durability = Durability.DEFAULT) -> int:
+        """Drops the history of revisions below ``revision`` (etcd's Compact):
+        it stays readable, older ones raise :class:`cowkv.Compacted`. Returns
+        the compact revision. Compacted if the history was compacted past it
+        already, FutureRevision past the current revision."""
+        req = kv_pb2.CompactRequest(subvolume=self.name, revision=revision,
+                                    durability=durability_proto(durability))
+        return int(self._rpc.unary(self._rpc.kv.Compact, req, "compact").compact_revision)
 
     # Transactions.
 

@@ -245,11 +245,14 @@ class TransactionState(enum.Enum):
 class Transaction:
     """An interactive transaction on one subvolume (KV.Begin .. Commit/Abort).
 
-    Reads (get, range) see the latest state plus this transaction's own
-    writes and are recorded; writes (put, delete, delete_range) are buffered
-    until commit, which validates the reads (:class:`cowkv.Conflict` if one
-    changed, :class:`cowkv.TooOld` past the conflict window). The server
-    aborts a handle unused for longer than its lease. Not thread-safe.
+    Reads (get, range) see the state at the transaction's read revision
+    (from the subvolume's history, whatever was written since) plus its own
+    writes, and are recorded; writes (put, delete, delete_range) are buffered
+    until commit. A read-only transaction always commits; one that writes is
+    validated (:class:`cowkv.Conflict` if something it read changed,
+    :class:`cowkv.TooOld` past the conflict window, :class:`cowkv.Compacted`
+    when a read's revision left the history). The server aborts a handle
+    unused for longer than its lease. Not thread-safe.
     """
 
     def __init__(self, rpc: Rpc, subvolume: str, lease_ms: int = 0,
