@@ -202,6 +202,7 @@ impl Range {
             count_only: self.count_only,
             page_token: Bytes::new(),
             snapshot: self.snapshot.clone(),
+            revision: 0,
         }
     }
 
@@ -429,7 +430,7 @@ impl Subvolume {
     pub async fn get_kv(&self, key: impl AsRef<[u8]>) -> Result<GetResult> {
         let key = key.as_ref();
         validate::key("get", key)?;
-        let req = pb::GetRequest { subvolume: self.name.clone(), key: b(key) };
+        let req = pb::GetRequest { subvolume: self.name.clone(), key: b(key), revision: 0 };
         let r = Rpc::unary("get", self.rpc.kv().get(self.rpc.request(req, None))).await?;
         Ok(r.into())
     }

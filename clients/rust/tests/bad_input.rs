@@ -52,7 +52,7 @@ async fn bad_input_is_refused_client_side_like_the_server() {
     same(
         "get key over 1024",
         sv.get_kv(k(1025)),
-        kv.get(pb::GetRequest { subvolume: "bad".into(), key: k(1025).into() }),
+        kv.get(pb::GetRequest { subvolume: "bad".into(), key: k(1025).into(), revision: 0 }),
     )
     .await;
     same(

@@ -90,7 +90,7 @@ export class Subvolume {
     checkSubvolume("get", this.name);
     checkKey("get", "key", k);
     const m = await this.unary<{ kv?: Parameters<typeof kvFrom>[0]; revision: bigint }>(
-      "get", this.rpc.kv, "get", { subvolume: this.name, key: k }, call);
+      "get", this.rpc.kv, "get", { subvolume: this.name, key: k, revision: 0n }, call);
     return { ...kvFrom(m.kv), revision: num(m.revision) };
   }
 

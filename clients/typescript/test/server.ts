@@ -12,8 +12,16 @@ export function serverBinary(): string | undefined {
   return fs.existsSync(bin) ? path.resolve(bin) : undefined;
 }
 
+const tempDirs: string[] = [];
+process.once("exit", () => {
+  for (const d of tempDirs) fs.rmSync(d, { recursive: true, force: true });
+});
+
+/** A fresh directory under the system temp dir, removed when the test process exits. */
 export function tempDir(): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), "cowkv-ts-"));
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), "cowkv-ts-"));
+  tempDirs.push(d);
+  return d;
 }
 
 export class Server {
