@@ -183,6 +183,21 @@ TEST_P(HistoryCrash, EveryFlushPointKeepsTheHistoryOfTheDurableData) {
 INSTANTIATE_TEST_SUITE_P(AllLossModes, HistoryCrash, testing::AllLossModes(),
                          testing::LossModeName);
 
+// The planted bug kHistoryLogFormTooNew: syncs log entries in their base
+// form (the prev item's revision only) even when the prev item is newer
+// than the generation the chain extends. Replay finds the tree holds
+// another item and refuses (DATA_LOSS naming the entry): the mount fails,
+// and the failed mount writes nothing (it used to crash closing a store
+// whose Init had failed).
+TEST(HistoryCrashPlanted, LogFormTooNewIsCaught) {
+  const testing::CrashReport report =
+      Sweep(FaultDevice::LossMode::kDropAll, 11,
+            Options::TestHooks::PlantedBug::kHistoryLogFormTooNew, false);
+  EXPECT_FALSE(report.ok()) << "no cut saw the wrong base forms";
+  std::printf("planted bug: %zu of %llu cuts caught\n", report.failures.size(),
+              static_cast<unsigned long long>(report.cuts));
+}
+
 // Automatic compaction at every 16 changes, keeping 6 revisions: the entries
 // it drops are not logged (only the floor), so a cut brings some back below
 // the logged floor; reads, the model and check must all still agree.

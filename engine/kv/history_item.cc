@@ -1,6 +1,7 @@
 // KV history items: see history_item.h and docs/format.md "KV history".
 #include "engine/kv/history_item.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/escaping.h"
@@ -9,6 +10,7 @@
 #include "engine/base/check.h"
 #include "engine/base/coding.h"
 #include "engine/base/status.h"
+#include "engine/kv/kv_item.h"
 
 namespace cowkv {
 namespace kv {
@@ -74,6 +76,50 @@ absl::StatusOr<HistoryEntry> DecodeHistoryEntry(absl::string_view tree_key, absl
   if (e.has_prev && e.prev.empty()) return Bad(tree_key, "prev flag without a prev item");
   if (e.type == kHistoryDelete && !e.has_prev) return Bad(tree_key, "delete of an absent key");
   return e;
+}
+
+std::optional<std::string> HistoryEntryBaseForm(absl::string_view tree_key, absl::string_view raw,
+                                                uint64_t base_revision) {
+  if (!IsHistoryTreeKey(tree_key) || HistoryKeyRevision(tree_key) == 0) return std::nullopt;
+  absl::StatusOr<HistoryEntry> e = DecodeHistoryEntry(tree_key, raw);
+  if (!e.ok() || !e->has_prev) return std::nullopt;
+  absl::StatusOr<ItemView> prev = DecodeItem(TreeKey(e->key), e->prev);
+  if (!prev.ok() || prev->meta.mod_revision > base_revision) return std::nullopt;
+  std::string out(kHistoryBaseFormSize, '\0');
+  out[0] = static_cast<char>(e->type);
+  out[1] = static_cast<char>(kHistoryPrevInBase);
+  EncodeLE64(out.data() + kHistoryEntryHeader, prev->meta.mod_revision);
+  return out;
+}
+
+bool IsHistoryBaseForm(absl::string_view tree_key, absl::string_view raw) {
+  return IsHistoryTreeKey(tree_key) && HistoryKeyRevision(tree_key) != 0 &&
+         raw.size() >= kHistoryEntryHeader && static_cast<uint8_t>(raw[1]) == kHistoryPrevInBase;
+}
+
+absl::StatusOr<std::string> HistoryEntryFromBase(absl::string_view tree_key,
+                                                 absl::string_view base_form,
+                                                 const std::string* base_item) {
+  if (base_form.size() != kHistoryBaseFormSize ||
+      static_cast<uint8_t>(base_form[1]) != kHistoryPrevInBase) {
+    return Bad(tree_key, absl::StrCat("logged base-form entry of ", base_form.size(), " bytes"));
+  }
+  const uint64_t want = DecodeLE64(base_form.data() + kHistoryEntryHeader);
+  const absl::string_view user_key = tree_key.substr(std::min(tree_key.size(), kHistoryKeyHeader));
+  if (base_item == nullptr) {
+    return Bad(tree_key, absl::StrCat("logged entry's prev item (revision ", want,
+                                      ") is not in the tree the log extends"));
+  }
+  COWKV_ASSIGN_OR_RETURN(ItemView item, DecodeItem(TreeKey(user_key), *base_item));
+  if (item.meta.mod_revision != want) {
+    return Bad(tree_key,
+               absl::StrCat("logged entry's prev item is of revision ", want,
+                            ", the tree the log extends holds revision ", item.meta.mod_revision));
+  }
+  const absl::string_view prev = *base_item;
+  std::string full = EncodeHistoryEntry(static_cast<uint8_t>(base_form[0]), &prev);
+  COWKV_RETURN_IF_ERROR(DecodeHistoryEntry(tree_key, full).status());
+  return full;
 }
 
 std::string EncodeHistoryInfo(uint64_t compact_revision) {

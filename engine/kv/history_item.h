@@ -29,6 +29,7 @@
 #define COWKV_ENGINE_KV_HISTORY_ITEM_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -67,6 +68,26 @@ std::string EncodeHistoryEntry(uint8_t type, const absl::string_view* prev_item)
 // Decodes an entry; DATA_LOSS naming the item when the key or value is
 // malformed (the prev item itself is checked by DecodeItem when read).
 absl::StatusOr<HistoryEntry> DecodeHistoryEntry(absl::string_view tree_key, absl::string_view raw);
+// The log's form of an entry (never in a tree): when the prev item is the
+// key's item in the generation the log chain extends (its mod revision is
+// at or below that generation's revision), a log sync writes only its mod
+// revision — u8 type | u8 flags = 2 | u64 LE prev mod revision — and
+// replay reads the prev item back from the tree it replays onto, before
+// writing anything (docs/format.md "KV history").
+inline constexpr uint8_t kHistoryPrevInBase = 2;
+inline constexpr size_t kHistoryBaseFormSize = kHistoryEntryHeader + 8;
+// The base form of entry `raw` when its prev item is at or below
+// `base_revision`; nullopt otherwise (or for anything but an entry).
+std::optional<std::string> HistoryEntryBaseForm(absl::string_view tree_key, absl::string_view raw,
+                                                uint64_t base_revision);
+bool IsHistoryBaseForm(absl::string_view tree_key, absl::string_view raw);
+// The full entry from a base form and the key's item in the base tree
+// (nullptr: absent there); DATA_LOSS naming the entry when that item is not
+// the recorded one.
+absl::StatusOr<std::string> HistoryEntryFromBase(absl::string_view tree_key,
+                                                 absl::string_view base_form,
+                                                 const std::string* base_item);
+
 std::string EncodeHistoryInfo(uint64_t compact_revision);
 // The info's compact revision; DATA_LOSS naming the item when malformed.
 absl::StatusOr<uint64_t> DecodeHistoryInfo(absl::string_view raw);

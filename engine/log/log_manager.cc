@@ -151,6 +151,7 @@ absl::StatusOr<std::vector<LogEntry>> LogManager::CollectPending() {
     for (std::string& key : sorted) {
       absl::StatusOr<std::string> v = fs->Get(key);
       if (!v.ok() && !absl::IsNotFound(v.status())) return v.status();
+      if (v.ok() && log_form_) log_form_(subvol, key, &*v);
       out.push_back({subvol, std::move(key), v.ok() ? *std::move(v) : std::string()});
     }
   }

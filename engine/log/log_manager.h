@@ -43,6 +43,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -89,6 +90,12 @@ class LogManager : private TreeHooks {
  public:
   LogManager(TxnManager* txn, uint64_t max_pending_keys);
   ~LogManager() override;
+
+  // How a sync logs a noted key's item: the store rewrites the KV history's
+  // entries into their base form (kv/history_item.h) here. Called under
+  // the store's exclusive barrier; must not fail. Set before the first sync.
+  using LogForm = std::function<void(uint64_t subvol, absl::string_view key, std::string* value)>;
+  void set_log_form(LogForm form) { log_form_ = std::move(form); }
 
   // Reads the chain `sb` names. DATA_LOSS when a link that a later link
   // proves was flushed does not verify.
@@ -174,6 +181,7 @@ class LogManager : private TreeHooks {
 
   TxnManager* const txn_;
   const uint64_t max_pending_keys_;
+  LogForm log_form_;
   std::unique_ptr<NodeCache> cache_;  // one per chain
   // What file writers note and ask about; never held with chain_mu_.
   mutable absl::Mutex notes_mu_;

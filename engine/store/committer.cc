@@ -267,6 +267,7 @@ uint64_t StoreImpl::SealLogLocked(std::vector<uint64_t>* retired) {
   log::LogAnchor anchor = log_->StartChain(txn_->generation(), retired);
   txn_->SetLogAnchor(anchor.log_root, anchor.nonce);
   txn_->SetRevision(kv_->revision());
+  log_base_revision_.store(kv_->revision(), std::memory_order_relaxed);  // the new chain's base
   return durable_seq_;
 }
 

@@ -26,7 +26,25 @@
 
 namespace cowkv {
 
-absl::Status StoreImpl::ReplayLog(const log::Recovered& r) {
+// History entries a sync logged in their base form (kv/history_item.h)
+// get their prev item back from the tree the chain extends: read before
+// replay writes anything, so the tree still is that generation's.
+absl::Status StoreImpl::ExpandHistoryEntries(std::vector<log::LogEntry>* entries) {
+  for (log::LogEntry& e : *entries) {
+    if (!kv::IsHistoryBaseForm(e.key, e.value)) continue;
+    Tree* tree = txn_->fs_tree(e.subvol);
+    if (tree == nullptr) continue;  // the subvolume is gone (ReplayEntry skips it too)
+    absl::StatusOr<std::string> base = tree->Get(kv::TreeKey(e.key.substr(kv::kHistoryKeyHeader)));
+    if (!base.ok() && !absl::IsNotFound(base.status())) return base.status();
+    COWKV_ASSIGN_OR_RETURN(e.value,
+                           kv::HistoryEntryFromBase(e.key, e.value, base.ok() ? &*base : nullptr));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StoreImpl::ReplayLog(const log::Recovered& recovered) {
+  log::Recovered r = recovered;
+  COWKV_RETURN_IF_ERROR(ExpandHistoryEntries(&r.entries));
   COWKV_RETURN_IF_ERROR(txn_->ClaimLogBlocks(r.blocks));
   log_->Adopt(r.blocks);
   // A data extent an entry points at is either committed already (a file

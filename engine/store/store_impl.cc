@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <random>
 #include <utility>
 
@@ -15,6 +16,7 @@
 #include "engine/base/check.h"
 #include "engine/base/status.h"
 #include "engine/format/layout.h"
+#include "engine/kv/history_item.h"
 
 namespace cowkv {
 
@@ -52,8 +54,10 @@ absl::Status StoreImpl::Init() {
         options_.test_hooks.planted_bug ==
             Options::TestHooks::PlantedBug::kLeasePutKeepsAttachment);
     kv_->set_apply_hook(lessor_.get());
+    InstallLogForm();
     if (r.root_blocks == 0) {
       if (!options_.read_only) COWKV_RETURN_IF_ERROR(log_->ContinueChain(sb));
+      log_base_revision_.store(sb.revision, std::memory_order_relaxed);
     } else {
       COWKV_RETURN_IF_ERROR(ReplayLog(r));
     }
@@ -88,7 +92,22 @@ absl::Status StoreImpl::Init() {
   if (options_.lease_expiry_interval_ms > 0 && !options_.read_only) {
     lease_expiry_ = std::thread([this] { LeaseExpiryLoop(); });
   }
+  initialized_ = true;
   return absl::OkStatus();
+}
+
+// A sync logs a history entry whose prev item is in the generation its
+// chain extends by that item's revision only (replay reads it back).
+void StoreImpl::InstallLogForm() {
+  const bool bug_form =
+      options_.test_hooks.planted_bug == Options::TestHooks::PlantedBug::kHistoryLogFormTooNew;
+  log_->set_log_form([this, bug_form](uint64_t, absl::string_view key, std::string* value) {
+    uint64_t base_revision = log_base_revision_.load(std::memory_order_relaxed);
+    if (base_revision == 0) return;
+    if (bug_form) base_revision = kv::kMaxHistoryRevision;
+    std::optional<std::string> base = kv::HistoryEntryBaseForm(key, *value, base_revision);
+    if (base.has_value()) *value = *std::move(base);
+  });
 }
 
 StoreImpl::~StoreImpl() { Close().IgnoreError(); }
@@ -113,7 +132,10 @@ absl::Status StoreImpl::Close() {
   if (cleaner_.joinable()) cleaner_.join();
   if (lease_expiry_.joinable()) lease_expiry_.join();
   absl::Status s;
-  if (!options_.read_only) s = Commit(CommitTrigger::kClose);
+  // A store whose Init failed (a log that does not replay, say) writes
+  // nothing: its trees may hold half a replay, and its committer state is
+  // not set up.
+  if (!options_.read_only && initialized_) s = Commit(CommitTrigger::kClose);
   closed_.store(true, std::memory_order_release);
   return s;
 }

@@ -273,7 +273,10 @@ class StoreImpl {
   // One log sync (LogSyncer's SyncOnce); nullopt when the log cannot take
   // it (an engine commit is needed).
   absl::StatusOr<std::optional<LogSyncer::Synced>> RunLogSync();
-  absl::Status ReplayLog(const log::Recovered& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status ReplayLog(const log::Recovered& recovered) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void InstallLogForm();
+  absl::Status ExpandHistoryEntries(std::vector<log::LogEntry>* entries)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Under mu_ right before a generation is sealed: the next log chain, the
   // revision; returns the durability point sealed.
   uint64_t SealLogLocked(std::vector<uint64_t>* retired) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -375,6 +378,11 @@ class StoreImpl {
   // sync or engine commit makes everything up to the point it captured
   // durable (WaitDurable).
   uint64_t durable_seq_ ABSL_GUARDED_BY(mu_) = 0;
+  // The KV revision of the generation the log chain extends (written under
+  // mu_ exclusively at a seal or mount, read by the log's LogForm under it).
+  std::atomic<uint64_t> log_base_revision_{0};
+  // Init finished: only then does Close commit.
+  bool initialized_ = false;
   std::unique_ptr<log::LogManager> log_ ABSL_PT_GUARDED_BY(mu_);
   uint64_t open_txns_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t replayed_entries_ = 0;             // set by Init

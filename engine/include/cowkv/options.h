@@ -149,6 +149,8 @@ struct Options {
       kTxnReadsLatest,         // a transaction's Get reads the latest value, not its revision's
       kHistoryNotLogged,       // a put's history entry is not noted for the log
       kLeasePutKeepsAttachment,  // a put without a lease leaves the key attached to its lease
+      kHistoryLogFormTooNew,  // a sync logs the base form of an entry whose prev is newer than its
+                              // base
     };
     PlantedBug planted_bug = PlantedBug::kNone;
     // At most this many names in one INODE_REF item (0: as many as fit);
