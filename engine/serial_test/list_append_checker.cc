@@ -443,6 +443,7 @@ namespace {
 void CheckOneRevision(const History& h, CheckResult* out) {
   std::map<Elem, uint64_t> rev_of;  // element -> commit revision of its append
   for (const TxnRecord& t : h.txns) {
+    if (t.revision == 0) continue;  // unknown: see TxnRecord::revision
     for (const MicroOp& op : t.ops) {
       if (op.kind == MicroOp::Kind::kAppend) rev_of[op.elem] = t.revision;
     }

@@ -62,7 +62,10 @@ struct MicroOp {
 // A committed transaction, as its final (successful) attempt saw it.
 struct TxnRecord {
   int thread = 0;
-  uint64_t revision = 0;  // commit revision (read revision if it wrote nothing)
+  // Commit revision (read revision if it wrote nothing); 0 = unknown (a
+  // commit whose outcome was unknown and whose appends are in the final
+  // lists): reads bounded by its appends are not checked for one revision.
+  uint64_t revision = 0;
   uint64_t read_revision = 0;  // the revision its reads are at (0: unknown)
   // Steady-clock nanoseconds: before it began, after its commit returned.
   int64_t start_ns = 0;
