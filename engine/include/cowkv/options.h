@@ -149,6 +149,8 @@ struct Options {
       kTxnReadsLatest,         // a transaction's Get reads the latest value, not its revision's
       kHistoryNotLogged,       // a put's history entry is not noted for the log
       kLeasePutKeepsAttachment,  // a put without a lease leaves the key attached to its lease
+      kWatchValueFromLatest,     // a watch PUT event carries the key's latest value
+      kWatchSeesUndurable,       // watch reads past the durable revision (to the current one)
     };
     PlantedBug planted_bug = PlantedBug::kNone;
     // At most this many names in one INODE_REF item (0: as many as fit);
