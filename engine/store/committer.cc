@@ -278,7 +278,7 @@ uint64_t StoreImpl::SealLogLocked(std::vector<uint64_t>* retired) {
 
 void StoreImpl::PublishDurable(uint64_t generation, uint64_t point, const absl::Status& s,
                                uint64_t revision) {
-  if (s.ok() && revision != 0 && durable_rev_ != nullptr) {
+  if (s.ok() && durable_rev_ != nullptr) {
     durable_rev_->Committed(generation, revision);
   }
   if (syncer_->PublishCommit(generation, point, s) && options_.on_event) {

@@ -100,10 +100,17 @@ class WatchRun {
     const int dice = static_cast<int>(rng_() % 100);
     if (dice < 30) {
       const std::string k = Key(), v = Value();
-      absl::StatusOr<uint64_t> rev = sv_->PutItem(k, v);
+      const bool durable = rng_() % 4 == 0;
+      absl::StatusOr<uint64_t> rev =
+          sv_->PutItem(k, v, durable ? Durability::kDurable : Durability::kAsync);
       if (!rev.ok()) return (void)Fail(rev.status().ToString());
       model_.Apply(*rev, {{k, v}}, {});
       Detach(k);
+      // An acknowledged durable write is within the watermark at once.
+      if (durable && store_->Durable().revision < *rev) {
+        Fail(absl::StrCat("durable put at ", *rev, " but the durable revision is ",
+                          store_->Durable().revision));
+      }
     } else if (dice < 40) {
       const std::string k = Key();
       absl::StatusOr<uint64_t> rev = sv_->DeleteItem(k);

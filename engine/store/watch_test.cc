@@ -86,6 +86,17 @@ TEST_F(WatchStoreTest, ReadEventsEdges) {
   EXPECT_EQ(r.events[0].prev_kv.value, "1");
 }
 
+// A commit at revision 0 (a subvolume created before any KV write) still
+// makes its generation durable: the log syncs after it are durable at once.
+TEST_F(WatchStoreTest, DurableWriteIsShownAtOnceAfterACommitAtRevisionZero) {
+  ASSERT_OK(store_->CreateSubvolume("first").status());
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Subvolume> sv, store_->OpenSubvolume("first"));
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_OK_AND_ASSIGN(uint64_t r, sv->PutItem("k", "v", Durability::kDurable));
+    EXPECT_EQ(store_->Durable().revision, r);
+  }
+}
+
 TEST_F(WatchStoreTest, DeletedSubvolumeIsNotFoundAndMovesTheEpoch) {
   ASSERT_OK(store_->CreateSubvolume("w").status());
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Subvolume> sv, store_->OpenSubvolume("w"));
