@@ -115,7 +115,7 @@ absl::Status WatchStream::Serve() {
     // The client closed its side (etcd ends the stream then too), and
     // everything it asked for was answered.
     if (work.reader_done && work.requests.empty() && work.responses.empty()) break;
-    if (hub_->stopping()) {
+    if (hub_->stopped()) {
       WatchSink::Work last;
       sink_->Take(absl::ZeroDuration(), &last);
       for (const v1::WatchResponse& r : last.responses) {

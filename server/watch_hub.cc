@@ -225,12 +225,17 @@ void WatchHub::Stop() {
     absl::MutexLock l(&mu_);
     for (auto& [id, h] : hubs_) all.insert(all.end(), h.watchers.begin(), h.watchers.end());
   }
+  // UNAVAILABLE, as a stopping server answers any call (StoppingStatus;
+  // ToGrpcStatus would make an UNAVAILABLE error INTERNAL).
+  const grpc::Status stopping = StoppingStatus();
   for (const auto& w : all) {
-    w->sink->Cancel(w.get(),
-                    CancelResponse(w->id, v1::WATCH_CANCEL_SERVER, "the server is stopping",
-                                   absl::UnavailableError("the server is stopping")));
+    v1::WatchResponse r = CancelResponse(w->id, v1::WATCH_CANCEL_SERVER, "the server is stopping");
+    r.set_error_code(static_cast<int32_t>(stopping.error_code()));
+    r.set_error_reason(ErrorInfoOf(stopping).reason);
+    w->sink->Cancel(w.get(), std::move(r));
     Remove(w.get());
   }
+  stopped_.store(true, std::memory_order_release);
 }
 
 void WatchHub::Loop() {

@@ -151,6 +151,9 @@ class WatchHub {
   // thread; Add fails from then on.
   void Stop();
   bool stopping() const { return stopping_.load(std::memory_order_acquire); }
+  // Stop() has queued every watcher's cancel: a stream that sees this
+  // finds them in its sink, writes them and ends.
+  bool stopped() const { return stopped_.load(std::memory_order_acquire); }
 
   // Statistics, for tests and metrics: shared reads of new revisions (one
   // per subvolume per batch), catch-up reads, watchers now.
@@ -196,6 +199,7 @@ class WatchHub {
   std::map<std::string, int> per_peer_ ABSL_GUARDED_BY(mu_);
   int total_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> stopped_{false};
   std::atomic<uint64_t> hub_reads_{0};
   std::atomic<uint64_t> catchup_reads_{0};
   std::thread thread_;

@@ -364,6 +364,37 @@ TEST_F(Watch, AccessControl) {
   EXPECT_EQ(none.stream->Finish().error_code(), grpc::StatusCode::UNAUTHENTICATED);
 }
 
+// Goal: stopping the server ends every watch stream at once (its watchers
+// cancelled WATCH_CANCEL_SERVER with UNAVAILABLE, then the stream), well within the
+// drain timeout, and the store closes cleanly.
+TEST(WatchStop, ServerStopCancelsWatchersAndEndsStreams) {
+  ServerOptions o = TestOptions("watch-stop");
+  o.drain_timeout = absl::Seconds(30);
+  absl::StatusOr<std::unique_ptr<Server>> s = Server::Start(o);
+  ASSERT_TRUE(s.ok()) << s.status();
+  Client c((*s)->port());
+  auto ctx = Ctx();
+  auto stream = c.kv->Watch(ctx.get());
+  v1::WatchRequest req;
+  req.mutable_create_request()->set_key("k");
+  ASSERT_TRUE(stream->Write(req));
+  v1::WatchResponse r;
+  ASSERT_TRUE(stream->Read(&r));
+  EXPECT_TRUE(r.created());
+  const absl::Time start = absl::Now();
+  EXPECT_TRUE((*s)->Stop().ok());
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+  ASSERT_TRUE(stream->Read(&r));
+  EXPECT_TRUE(r.canceled());
+  EXPECT_EQ(r.cancel_code(), v1::WATCH_CANCEL_SERVER);
+  EXPECT_EQ(r.error_code(), grpc::StatusCode::UNAVAILABLE);
+  while (stream->Read(&r)) {
+  }
+  // The server cancels the call to end the stream's reader: CANCELLED (the
+  // watcher's response above carries UNAVAILABLE).
+  EXPECT_FALSE(stream->Finish().ok());
+}
+
 }  // namespace
 }  // namespace server
 }  // namespace cowkv
