@@ -36,8 +36,8 @@ const absl::flat_hash_map<std::string, Access>& MethodTable() {
       {"cowkv.v1.KV/TxnDelete", Access::kWrite},
       {"cowkv.v1.KV/Commit", Access::kRead},  // its writes were checked as they were made
       {"cowkv.v1.KV/Abort", Access::kRead},
-      // Drops history a reader may still want: a write to the subvolume.
-      {"cowkv.v1.KV/Compact", Access::kWrite},
+      {"cowkv.v1.KV/Compact", Access::kWrite},  // drops history readers may want: a write
+      {"cowkv.v1.KV/Watch", Access::kRead},
       // Files.
       {"cowkv.v1.Files/Stat", Access::kRead},
       {"cowkv.v1.Files/ReadDir", Access::kRead},

@@ -291,6 +291,7 @@ class BadInput {
   void FilesAttrs();
   void Admin();
   void Leases();
+  void KvWatch();
 
   // Helpers for the Files generators.
   const SeedFile& AnyFile();
@@ -2055,6 +2056,78 @@ void BadInput::Leases() {
   }
 }
 
+// ---- Generators: Watch -------------------------------------------------------------
+
+// A Watch stream of 1..3 creates, each with at most one flaw — answered in
+// the stream as a refused watcher (created and canceled, REFUSED) carrying
+// the code the flaw's request would get, the stream itself OK — or none
+// (created); then a cancel of an id never created (NOT_FOUND in the
+// stream). Watchers of the seed see no event: nothing writes it.
+void BadInput::KvWatch() {
+  std::vector<std::string> msgs;
+  std::vector<Code> want;
+  const uint64_t n = 1 + U(3);
+  for (uint64_t i = 0; i < n; ++i) {
+    v1::WatchRequest r;
+    v1::WatchCreateRequest* c = r.mutable_create_request();
+    c->set_subvolume(ReadableSubvolume());
+    c->set_key("k/");
+    c->set_range_end("k0");
+    c->set_prev_kv(OneIn(2));
+    Code code = Code::INVALID_ARGUMENT;
+    switch (U(8)) {
+      case 0:
+        c->clear_key();
+        c->clear_range_end();
+        break;
+      case 1:
+        c->set_range_end("a");  // before the key
+        break;
+      case 2:
+        c->set_watch_id(-1 - static_cast<int64_t>(U(100)));
+        break;
+      case 3:
+        c->add_filters(static_cast<v1::WatchCreateRequest::FilterType>(2 + U(50)));
+        break;
+      case 4:
+        c->set_subvolume(UnknownSubvolume());
+        code = Code::NOT_FOUND;
+        break;
+      case 5:
+        c->set_key(std::string(kMaxKeySize + 1, 'k'));
+        break;
+      default:
+        code = Code::OK;
+        break;
+    }
+    want.push_back(code);
+    msgs.push_back(Serialize(r, false));
+  }
+  v1::WatchRequest cancel;
+  cancel.mutable_cancel_request()->set_watch_id(static_cast<int64_t>(1000000 + U(1000)));
+  msgs.push_back(Serialize(cancel, false));
+  want.push_back(Code::NOT_FOUND);
+  const Reply r = Send("KV/Watch", absl::StrCat(n, " watch creates and a cancel"), Flaws{}, msgs);
+  if (!r.status.ok()) return;  // Judge reported it
+  if (r.messages.size() != want.size()) {
+    ADD_FAILURE() << "KV/Watch: " << r.messages.size() << " responses to " << want.size()
+                  << " requests\n"
+                  << Replay();
+    return;
+  }
+  for (size_t i = 0; i < want.size(); ++i) {
+    const v1::WatchResponse w = Parse<v1::WatchResponse>(r, i);
+    const bool ok = want[i] == Code::OK
+                        ? w.created() && !w.canceled()
+                        : w.canceled() && w.error_code() == want[i] && !w.cancel_reason().empty();
+    if (!ok) {
+      ADD_FAILURE() << "KV/Watch request " << i << ": expected code " << want[i] << ", got "
+                    << w.ShortDebugString() << "\n"
+                    << Replay();
+    }
+  }
+}
+
 // Open, Close and CreateTmpfile. Every handle opened is closed at once (an
 // O_TMPFILE never linked goes with it), so the seed does not change.
 void BadInput::FilesHandles() {
@@ -2124,7 +2197,7 @@ void BadInput::Run() {
       {3, [this] { FilesWriteStream(); }}, {6, [this] { FilesNamespace(); }},
       {2, [this] { FilesData(); }},        {1, [this] { Admin(); }},
       {1, [this] { FilesHandles(); }},     {2, [this] { FilesAttrs(); }},
-      {1, [this] { Leases(); }},
+      {1, [this] { Leases(); }},           {1, [this] { KvWatch(); }},
   };
   int total = 0;
   for (const auto& g : generators) total += g.first;

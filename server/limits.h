@@ -104,6 +104,24 @@ static_assert(kRangePageBytes + kRangePageKeys * 64 < kMaxMessageBytes, "invaria
 static_assert(kRangePageBytes + kRangePageKeys * 64 < (4u << 20), "a page fits stock clients");
 static_assert(kTxnResponseBytes + kMaxTxnOps * 64 < kMaxMessageBytes, "a Txn's response fits");
 
+// Watch (KV.Watch, watch_hub.h). Watchers per stream, per client address
+// and in all; a stream's unsent responses may hold this many bytes, past
+// which the watcher whose events would pass it is cancelled
+// (WATCH_CANCEL_SLOW_READER); a response holds about this many bytes of
+// events at most (one revision larger than that is fragmented, a single
+// event never: one value plus its key fit a message, invariant 1, but an
+// event whose value and prev_kv together pass a message cancels its
+// watcher, RESOURCE_EXHAUSTED LIMIT); the hub reads this many events of a
+// subvolume at a time (whole revisions).
+// A stream holds a gRPC thread (as Lease.KeepAlive) and one of its own.
+inline constexpr int kMaxWatchersPerStream = 1000;
+inline constexpr int kMaxWatchersPerPeer = 10000;
+inline constexpr int kMaxWatchersTotal = 100000;
+inline constexpr uint64_t kWatchStreamBufferBytes = 24u << 20;
+inline constexpr uint64_t kWatchResponseBytes = 1u << 20;
+inline constexpr uint64_t kWatchReadEvents = 1000;
+static_assert(kWatchStreamBufferBytes >= kMaxMessageBytes, "a watcher's largest response fits");
+
 }  // namespace server
 }  // namespace cowkv
 

@@ -130,6 +130,8 @@ absl::Status Server::Init() {
   file_handles_ = std::make_unique<FileHandles>(
       FileHandles::Limits{options_.max_files_per_peer, options_.max_files_total});
   env_->set_file_handles(file_handles_.get());
+  watch_hub_ = std::make_unique<WatchHub>(store_.get(), options_.watch);
+  env_->set_watch_hub(watch_hub_.get());
   subvolumes_ = std::make_unique<SubvolumesService>(env_.get());
   kv_ = std::make_unique<KvService>(env_.get());
   files_ = std::make_unique<FilesService>(env_.get());
@@ -258,6 +260,9 @@ absl::Status Server::Stop() {
   if (stopped_) return stop_status_;
   stopped_ = true;
   if (env_ != nullptr) env_->SetStopping();
+  // Watch streams never end by themselves: their watchers are cancelled
+  // (WATCH_CANCEL_SERVER) and the streams return before the drain.
+  if (watch_hub_ != nullptr) watch_hub_->Stop();
   if (grpc_ != nullptr) {
     grpc_->GetHealthCheckService()->SetServingStatus(false);
     grpc_->Shutdown(std::chrono::system_clock::now() +

@@ -48,6 +48,7 @@
 #include "server/service_env.h"
 #include "server/services.h"
 #include "server/txn_registry.h"
+#include "server/watch_hub.h"
 
 namespace grpc {
 class Server;
@@ -83,6 +84,8 @@ struct ServerOptions {
   int max_files_total = kMaxOpenFilesTotal;
   absl::Duration drain_timeout = absl::Milliseconds(kDrainTimeoutMs);
   absl::Duration reap_interval = absl::Milliseconds(200);
+  // KV.Watch's bounds and timings.
+  WatchLimits watch;
 };
 
 class Server {
@@ -102,6 +105,8 @@ class Server {
   // The /metrics page as it would be served now.
   std::string RenderMetrics();
   RpcMetrics& metrics() { return *metrics_; }
+  // KV.Watch's hub (its read counters, for tests).
+  WatchHub& watch_hub() { return *watch_hub_; }
   // Makes every later call UNAVAILABLE without shutting down (tests of the
   // draining state).
   void TEST_SetStopping() { env_->SetStopping(); }
@@ -125,6 +130,8 @@ class Server {
   std::unique_ptr<TxnRegistry> txns_;
   std::unique_ptr<FileHandles> file_handles_;
   std::unique_ptr<ServiceEnv> env_;
+  // Outlives gRPC (the Watch handlers use it); stopped first in Stop().
+  std::unique_ptr<WatchHub> watch_hub_;
   std::unique_ptr<SubvolumesService> subvolumes_;
   std::unique_ptr<KvService> kv_;
   std::unique_ptr<FilesService> files_;

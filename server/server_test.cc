@@ -1624,6 +1624,33 @@ TEST_F(Rpc, SubvolumeSync) {
   EXPECT_CODE(sv().Sync(Ctx().get(), req, &resp), FAILED_PRECONDITION);
 }
 
+// Goal: KV.Watch answers a create and shows a put (server/watch_test.cc
+// tests it in depth).
+TEST_F(Rpc, WatchShowsAPut) {
+  auto ctx = Ctx();
+  auto stream = kv().Watch(ctx.get());
+  v1::WatchRequest req;
+  req.mutable_create_request()->set_key("watch-one");
+  ASSERT_TRUE(stream->Write(req));
+  v1::WatchResponse created;
+  ASSERT_TRUE(stream->Read(&created));
+  EXPECT_TRUE(created.created());
+  v1::PutRequest put;
+  put.set_key("watch-one");
+  put.set_value("v");
+  v1::PutResponse put_resp;
+  ASSERT_GRPC_OK(kv().Put(Ctx().get(), put, &put_resp));
+  v1::WatchResponse ev;
+  ASSERT_TRUE(stream->Read(&ev));
+  ASSERT_EQ(ev.events_size(), 1);
+  EXPECT_EQ(ev.events(0).kv().value(), "v");
+  EXPECT_EQ(ev.events(0).kv().mod_revision(), put_resp.revision());
+  stream->WritesDone();
+  while (stream->Read(&ev)) {
+  }
+  ASSERT_GRPC_OK(stream->Finish());
+}
+
 // Runs last in the suite: every method of every service was called.
 TEST_F(Rpc, ZzEveryMethodWasCalled) {
   for (const std::string& method : Server::MethodNames()) {

@@ -42,6 +42,8 @@
 namespace cowkv {
 namespace server {
 
+class WatchHub;
+
 // For raw callback methods (KvService's Put, Delete, Txn): parses `buffer`
 // as `Msg` as gRPC would; one that does not parse is the INVALID_ARGUMENT
 // (UNPARSABLE_REQUEST) the request-parse interceptor gives other methods.
@@ -85,6 +87,9 @@ class ServiceEnv {
   // Open file handles (Files.Open); set once by the server before serving.
   void set_file_handles(FileHandles* h) { file_handles_ = h; }
   FileHandles& file_handles() { return *file_handles_; }
+  // KV.Watch's hub (watch_hub.h); set once by the server before serving.
+  void set_watch_hub(WatchHub* h) { watch_hub_ = h; }
+  WatchHub* watch_hub() { return watch_hub_; }
   const RequestLimits& limits() const { return limits_; }
   const TokenTable& tokens() const { return tokens_; }
   MemoryBudget& budget() { return budget_; }
@@ -153,6 +158,7 @@ class ServiceEnv {
   RpcMetrics* const metrics_;
   TxnRegistry* const txns_;
   FileHandles* file_handles_ = nullptr;
+  WatchHub* watch_hub_ = nullptr;
   const TokenTable tokens_;
   const bool default_durable_;
   const RequestLimits limits_;

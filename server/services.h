@@ -91,6 +91,10 @@ class KvService final : public KvServiceBase {
   // History (kv_history_service.cc).
   grpc::Status Compact(ServerContext* ctx, const v1::CompactRequest* req,
                        v1::CompactResponse* resp) override;
+  // Watch (kv_watch_service.cc, watch_hub.h).
+  grpc::Status Watch(
+      ServerContext* ctx,
+      grpc::ServerReaderWriter<v1::WatchResponse, v1::WatchRequest>* stream) override;
 
  private:
   // Runs a one-shot engine Txn on `subvolume`, timing durable ones.

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Goal: every online `cowkv` command against a live cowkvd (a temp device,
 # a free port): subvolume create|list|show|rename|delete|snapshot|sync, kv
-# get|put|del|range|txn, fs ls|stat|mkdir|put|cat|mv|ln|rm|rmdir|fsync|
+# get|put|del|range|txn|watch, fs ls|stat|mkdir|put|cat|mv|ln|rm|rmdir|fsync|
 # clone|fiemap|fallocate|chmod|chown|touch|setfattr|getfattr, stats, sync, check, bench, and the global
 # options (--server, --token-file, --timeout, --json, COWKV_SERVER), and cowkvd --read-only. Each case checks stdout,
 # and each failure case the exit code of its class (docs/cli.md) and the
@@ -250,6 +250,37 @@ c kv compact -s data $((R1 + 1))
 expect_out "^compacted to revision $((R1 + 1))$"
 c kv get -s data --rev "$R1" hist
 expect_fail 7 "^cowkv: kv get: .*revision $R1 has been compacted.* from $((R1 + 1))"
+
+case_ "kv watch: history from --rev with --prefix and --prev-kv (etcdctl's format), --json lines, a live change, a compacted start"
+c --json kv put -s data w/a one
+W1=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["revision"])' <<<"$OUT")
+c kv put -s data w/a two
+c kv del -s data w/a
+c kv watch -s data --prefix --rev "$W1" --prev-kv --max-events 3 w/
+expect_rc 0
+[[ "$OUT" == $'PUT\nw/a\none\nPUT\nw/a\none\nw/a\ntwo\nDELETE\nw/a\ntwo\nw/a' ]] || fail "kv watch printed '$OUT'"
+c --json kv watch -s data --rev "$W1" --max-events 3 w/a
+expect_rc 0
+python3 -c '
+import json, sys
+evs = [json.loads(l) for l in sys.stdin.read().splitlines()]
+assert [e["type"] for e in evs] == ["PUT", "PUT", "DELETE"], evs
+assert [e["kv"].get("value") for e in evs[:2]] == ["one", "two"], evs
+assert evs[0]["revision"] == '"$W1"' and evs[2]["kv"]["key"] == "w/a", evs
+' <<<"$OUT" || fail "kv watch --json lines: $OUT"
+c --json kv put -s data w/marker x
+M=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["revision"])' <<<"$OUT")
+"$COWKV" --server "$ADDR" kv watch -s data --rev $((M + 1)) --max-events 1 w/live >"$WORK/watch.out" 2>&1 &
+WPID=$!
+c kv put -s data w/live now
+for i in $(seq 100); do kill -0 "$WPID" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$WPID" 2>/dev/null && { kill "$WPID"; fail "kv watch (live) did not see the put"; }
+wait "$WPID" || fail "kv watch (live) exited $?: $(cat "$WORK/watch.out")"
+[[ "$(cat "$WORK/watch.out")" == $'PUT\nw/live\nnow' ]] || fail "live watch printed '$(cat "$WORK/watch.out")'"
+c kv watch -s data --rev 1 w/a
+expect_fail 7 "^cowkv: kv watch: WATCH_CANCEL_COMPACTED: .*\(oldest revision served: [0-9]+\)$"
+c kv watch -s data --prefix w/ w/z
+expect_fail 2 "^cowkv: kv watch: --prefix and RANGE_END are exclusive$"
 
 case_ "kv txn: 25 puts from a spec file"
 python3 -c 'import json; print(json.dumps({"success": [{"put": {"key": "user/%03d" % i, "value": "name %d" % i}} for i in range(1, 26)]}))' >"$WORK/puts.json"

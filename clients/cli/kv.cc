@@ -8,6 +8,8 @@
 //                  [--page-size N] [--rev N]
 //   cowkv kv txn   [-s NAME] [SPEC_FILE | -]          (kv_txn.cc)
 //   cowkv kv compact [-s NAME] REV          drop the history before REV
+//   cowkv kv watch [-s NAME] [--prefix] [--rev N] [--prev-kv] KEY [RANGE_END]
+//                                          (kv_watch.cc)
 //
 // --rev N reads as of revision N from the subvolume's history (every page
 // of a range at N); a compacted N fails with the compact revision.
@@ -344,6 +346,7 @@ RunFn AddKv(CLI::App* app, const GlobalsPtr& g) {
   AddSubvolumeOption(compact, a.get());
   compact->add_option("REV", a->rev, "The oldest revision to keep readable")->required();
   AddDurabilityOption(compact, &a->durability);
+  AddKvWatch(&group, g);
   return group.Runner();
 }
 

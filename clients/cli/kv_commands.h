@@ -25,6 +25,9 @@ void AddDurabilityOption(CLI::App* cmd, std::string* durability);
 // Declares `kv txn` in the kv group. (kv_txn.cc)
 void AddKvTxn(CommandGroup* group, const GlobalsPtr& g);
 
+// Declares `kv watch` in the kv group. (kv_watch.cc)
+void AddKvWatch(CommandGroup* group, const GlobalsPtr& g);
+
 // Parses a txn spec (JSON text) into `req`'s compare, success, failure and
 // durability; INVALID_ARGUMENT naming the bad part ("success[1].put.key:
 // ...") on malformed JSON, unknown fields or wrong types. (kv_txn.cc)

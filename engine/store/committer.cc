@@ -182,6 +182,7 @@ absl::Status StoreImpl::Commit(CommitTrigger trigger) {
   std::unique_ptr<TxnManager::CommitBatch> batch;
   std::vector<uint64_t> retired;
   uint64_t sealed_point = 0;
+  uint64_t sealed_revision = 0;
   {
     absl::MutexLock hl(&handles_mu_);
     // Keep new handles out, then wait for the open ones to end.
@@ -193,7 +194,10 @@ absl::Status StoreImpl::Commit(CommitTrigger trigger) {
     absl::StatusOr<std::unique_ptr<TxnManager::CommitBatch>> prepared;
     {
       absl::WriterMutexLock l(&mu_);
-      if (txn_->HasChanges()) sealed_point = SealLogLocked(&retired);
+      if (txn_->HasChanges()) {
+        sealed_point = SealLogLocked(&retired);
+        sealed_revision = kv_->revision();
+      }
       prepared = txn_->PrepareCommit();
     }
     commit_wanted_ = false;  // new handles join the next generation
@@ -206,14 +210,15 @@ absl::Status StoreImpl::Commit(CommitTrigger trigger) {
   if (batch == nullptr) {
     // Nothing changed since the last commit, which is durable (commits are
     // serialised): so is every durability point handed out so far.
-    uint64_t point;
+    uint64_t point, revision;
     absl::Status fatal;
     {
       absl::ReaderMutexLock l(&mu_);
       point = durable_seq_;
+      revision = kv_->revision();
       fatal = txn_->fatal();
     }
-    PublishDurable(0, point, fatal);
+    PublishDurable(0, point, fatal, revision);
     return fatal;
   }
   absl::Status written = txn_->WriteCommit(*batch);
@@ -226,7 +231,7 @@ absl::Status StoreImpl::Commit(CommitTrigger trigger) {
     if (s.ok()) txn_->FreeLogBlocks(retired);
     if (s.ok()) s = AfterCommitLocked(trigger, gen, start);
   }
-  PublishDurable(gen, sealed_point, s);
+  PublishDurable(gen, sealed_point, s, sealed_revision);
   return s;
 }
 
@@ -249,17 +254,18 @@ void StoreImpl::DrainDelayedRefs() {
 absl::Status StoreImpl::CommitLocked(CommitTrigger trigger) {
   commit_mu_.AssertHeld();
   if (!txn_->HasChanges()) {
-    PublishDurable(0, durable_seq_, txn_->fatal());
+    PublishDurable(0, durable_seq_, txn_->fatal(), kv_->revision());
     return txn_->fatal();
   }
   const auto start = std::chrono::steady_clock::now();
   std::vector<uint64_t> retired;
   const uint64_t sealed_point = SealLogLocked(&retired);
+  const uint64_t sealed_revision = kv_->revision();
   const uint64_t gen = txn_->generation();
   absl::Status s = txn_->Commit();
   if (s.ok()) txn_->FreeLogBlocks(retired);
   if (s.ok()) s = AfterCommitLocked(trigger, gen, start);
-  PublishDurable(gen, sealed_point, s);
+  PublishDurable(gen, sealed_point, s, sealed_revision);
   return s;
 }
 
@@ -271,7 +277,11 @@ uint64_t StoreImpl::SealLogLocked(std::vector<uint64_t>* retired) {
   return durable_seq_;
 }
 
-void StoreImpl::PublishDurable(uint64_t generation, uint64_t point, const absl::Status& s) {
+void StoreImpl::PublishDurable(uint64_t generation, uint64_t point, const absl::Status& s,
+                               uint64_t revision) {
+  if (s.ok() && durable_rev_ != nullptr) {
+    durable_rev_->Committed(generation, revision);
+  }
   if (syncer_->PublishCommit(generation, point, s) && options_.on_event) {
     EngineEvent e;
     e.kind = EngineEvent::Kind::kReadOnly;
@@ -367,6 +377,7 @@ absl::StatusOr<std::optional<LogSyncer::Synced>> StoreImpl::RunLogSync() {
     log_sync_latency_.Record(elapsed);  // with FinishSync's count
     ReportIfSlow(EngineEvent::Kind::kSlowLogSync, base, elapsed, "");
   }
+  durable_rev_->Synced(base, rev);  // watchers see up to `rev` once `base` is durable
   return LogSyncer::Synced{point, base};
 }
 

@@ -65,6 +65,8 @@ absl::Status StoreImpl::Init() {
   {
     syncer_ =
         std::make_unique<LogSyncer>([this] { return RunLogSync(); }, txn_->superblock().generation);
+    durable_rev_ =
+        std::make_unique<DurableRevision>(kv_->revision(), txn_->superblock().generation);
     notifier_ = std::make_unique<DurabilityNotifier>(
         [this](uint64_t point) { return WaitDurable(point); },
         absl::FailedPreconditionError("store is closed"), options_.lone_writer_waits_inline);
@@ -137,6 +139,7 @@ absl::Status StoreImpl::Close() {
   // not set up.
   if (!options_.read_only && initialized_) s = Commit(CommitTrigger::kClose);
   closed_.store(true, std::memory_order_release);
+  if (durable_rev_ != nullptr) durable_rev_->Close();
   return s;
 }
 

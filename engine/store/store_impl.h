@@ -66,6 +66,7 @@
 #include "engine/lease/lessor.h"
 #include "engine/log/log_manager.h"
 #include "engine/store/durability_notifier.h"
+#include "engine/store/durable_revision.h"
 #include "engine/store/log_syncer.h"
 #include "engine/store/write_group.h"
 #include "engine/subvol/subvolumes.h"
@@ -195,6 +196,15 @@ class StoreImpl {
                                         uint64_t* defer_point = nullptr);
   absl::StatusOr<int> ExpireLeases(int max);
 
+  // Watch (watch_path.cc): events from `subvol`'s history under the shared
+  // barrier and its tree lock (kv::ReadEvents); the durable-revision
+  // watermark and a wait on it without any store lock.
+  absl::StatusOr<EventsResult> ReadEvents(uint64_t subvol, const EventsRequest& req);
+  DurableState Durable() const { return durable_rev_->state(); }
+  DurableState WaitDurableState(const DurableState& seen, absl::Duration timeout) const {
+    return durable_rev_->Wait(seen, timeout);
+  }
+
   // Called by Transaction.
   absl::Status HandlePut(absl::string_view key, absl::string_view value);
   absl::Status HandleDelete(absl::string_view key);
@@ -280,7 +290,9 @@ class StoreImpl {
   // Under mu_ right before a generation is sealed: the next log chain, the
   // revision; returns the durability point sealed.
   uint64_t SealLogLocked(std::vector<uint64_t>* retired) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void PublishDurable(uint64_t generation, uint64_t point, const absl::Status& s);
+  // ... and tells durable_rev_ that `revision` is durable (on success).
+  void PublishDurable(uint64_t generation, uint64_t point, const absl::Status& s,
+                      uint64_t revision = 0);
   absl::Status WriteOnce(absl::string_view key, const absl::string_view* value);
   // Runs `op` under the exclusive lock with no handle open, then commits.
   absl::StatusOr<uint64_t> ManageSubvolumes(
@@ -395,6 +407,8 @@ class StoreImpl {
   std::unique_ptr<LogSyncer> syncer_;
   // Durable writes whose callers wait without a thread (AfterDurable).
   std::unique_ptr<DurabilityNotifier> notifier_;
+  // The durable-revision watermark watchers read up to (created by Init).
+  std::unique_ptr<DurableRevision> durable_rev_;
   // Bumped by file writers under the shared barrier; relaxed: statistics.
   std::atomic<uint64_t> throttle_batches_{0};
   std::atomic<uint64_t> throttle_waits_{0};    // relaxed: statistics

@@ -53,6 +53,7 @@ absl::Status StoreImpl::DeleteSubvolume(absl::string_view name) {
                             },
                             false, TxnManager::WriteKind::kDelete)
                             .status());
+  durable_rev_->Kick();  // its watchers end (ReadEvents: NOT_FOUND)
   absl::MutexLock hl(&handles_mu_);
   cleaner_work_ = true;
   return absl::OkStatus();

@@ -31,6 +31,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "cowkv/device.h"
 #include "cowkv/errors.h"
 #include "cowkv/files.h"
@@ -42,6 +43,7 @@
 #include "cowkv/status_macros.h"
 #include "cowkv/subvolumes.h"
 #include "cowkv/tools.h"
+#include "cowkv/watch.h"
 
 namespace cowkv {
 
@@ -156,6 +158,11 @@ class Subvolume {
   void PutItemWithLeaseThen(absl::string_view key, absl::string_view value, int64_t lease,
                             Durability durability, RevisionDone done);
 
+  // Watch (watch.h): the changes of revisions [from_revision, to_revision]
+  // of the keys asked for, from the subvolume's history, as etcd's events.
+  // NOT_FOUND once the subvolume is deleted.
+  absl::StatusOr<EventsResult> ReadEvents(const EventsRequest& req);
+
  private:
   friend class StoreImpl;
   Subvolume(StoreImpl* store, uint64_t id) : store_(store), id_(id) {}
@@ -251,6 +258,10 @@ class Store {
   // Revokes up to `max` expired leases here (each in one commit), as the
   // background expiry does; returns how many (tests with a fake clock).
   absl::StatusOr<int> ExpireLeases(int max = 1 << 20);
+  // Watch (watch.h): the durable-revision watermark, and a wait until it
+  // moves (or `timeout`).
+  DurableState Durable();
+  DurableState WaitDurable(const DurableState& seen, absl::Duration timeout);
   uint32_t nodesize() const;
   // Largest KV value this store holds (inline in a node).
   size_t max_value_size() const;

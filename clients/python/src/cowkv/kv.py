@@ -19,6 +19,7 @@ from cowkv.lease import Leases, Lock
 from cowkv.range import RangeIterator, RangePage, range_request
 from cowkv.txn import Compare, Op, Transaction, TxnResult, run_in_transaction, txn_request, txn_result
 from cowkv.values import Durability, Key, KeyValue, durability_proto, opt_bytes, to_bytes
+from cowkv.watch import Watch, watch_create
 from cowkv.v1 import kv_pb2
 
 __all__ = ["Subvolume"]
@@ -169,6 +170,21 @@ class Subvolume:
         req = kv_pb2.CompactRequest(subvolume=self.name, revision=revision,
                                     durability=durability_proto(durability))
         return int(self._rpc.unary(self._rpc.kv.Compact, req, "compact").compact_revision)
+
+    # Watch (issue 18).
+
+    def watch(self, key: Key, *, prefix: bool = False, range_end: Optional[Key] = None,
+              start_revision: int = 0, prev_kv: bool = False, no_put: bool = False,
+              no_delete: bool = False, progress_notify: bool = False) -> Watch:
+        """Watches ``key`` (every key starting with it with ``prefix``, or
+        [key, range_end) as etcd's; ``range_end`` b"\\0" = every key from
+        ``key`` on) on a stream of its own; iterate the returned
+        :class:`cowkv.Watch` for events, ``cancel()`` it to stop.
+        ``start_revision`` 0 = the next change; an older one replays from
+        the history (:class:`cowkv.Compacted` if it is gone). Only durable
+        changes are shown (an async write at the next sync)."""
+        return Watch(self._rpc, watch_create(self.name, key, range_end, prefix, start_revision,
+                                             prev_kv, no_put, no_delete, progress_notify))
 
     # Transactions.
 

@@ -1,0 +1,213 @@
+"""Watch (KV.Watch, etcd's watch): a key's or a range's changes as they
+become durable, in revision order.
+
+    with sv.watch("config/", prefix=True, prev_kv=True) as w:
+        for ev in w:                      # blocks for the next event
+            print(ev.type, ev.kv.key, ev.kv.value, ev.revision)
+            if done:
+                w.cancel()                # the iteration then ends
+
+    # Resume after a restart from the revision after the last one seen:
+    for ev in sv.watch("config/", prefix=True, start_revision=last + 1): ...
+
+Every event of one revision arrives together (a fragmented revision is
+joined first). The server ends a watcher by itself only with a reason: the
+iteration then raises :class:`cowkv.Compacted` (the start is older than
+the history; ``compact_revision`` is the oldest revision still served —
+restart there), :class:`WatchCanceled` (``code``: the subvolume was
+deleted, the client read too slowly, the server stops) or the error of a
+refused create (NotFound for an unknown subvolume, InvalidArgument, ...).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import queue
+import threading
+from types import TracebackType
+from typing import Any, Iterator, List, Optional, Type
+
+import grpc
+
+from cowkv import errors
+from cowkv._rpc import Rpc
+from cowkv.values import Key, KeyValue, to_bytes
+from cowkv.v1 import kv_pb2
+
+__all__ = ["EventType", "WatchEvent", "Watch", "WatchCanceled", "prefix_end"]
+
+
+class EventType(enum.Enum):
+    PUT = "PUT"
+    DELETE = "DELETE"
+
+
+@dataclasses.dataclass(frozen=True)
+class WatchEvent:
+    """One change of one key (etcd's mvccpb.Event). ``kv``: the key as the
+    change left it; for a DELETE only the key and ``mod_revision`` (the
+    delete's revision). ``prev_kv``: the key before (``prev_kv=True``
+    watchers; None when the change created it)."""
+
+    type: EventType
+    kv: KeyValue
+    prev_kv: Optional[KeyValue]
+
+    @property
+    def revision(self) -> int:
+        return self.kv.mod_revision
+
+
+class WatchCanceled(errors.CowkvError):
+    """The server ended the watcher: ``code`` is the WatchCancelCode name
+    ("WATCH_CANCEL_SUBVOLUME_DELETED", "WATCH_CANCEL_SLOW_READER",
+    "WATCH_CANCEL_SERVER", ...)."""
+
+    def __init__(self, message: str, code_name: str, grpc_code: Optional[grpc.StatusCode]) -> None:
+        super().__init__(message, grpc_code, "watch")
+        self.cancel_code = code_name
+
+
+def prefix_end(prefix: bytes) -> bytes:
+    """The range_end of every key starting with ``prefix`` (etcd's
+    GetPrefixRangeEnd); b"\\0" (every key) for a prefix of 0xff bytes."""
+    end = bytearray(prefix)
+    while end and end[-1] == 0xFF:
+        end.pop()
+    if not end:
+        return b"\0"
+    end[-1] += 1
+    return bytes(end)
+
+
+_END = object()
+
+
+def _status_code(value: int) -> Optional[grpc.StatusCode]:
+    for c in grpc.StatusCode:
+        if c.value[0] == value:
+            return c
+    return None
+
+
+def _cancel_error(r: kv_pb2.WatchResponse) -> errors.CowkvError:
+    code_name = kv_pb2.WatchCancelCode.Name(r.cancel_code)
+    grpc_code = _status_code(r.error_code) if r.error_code else None
+    if r.cancel_code == kv_pb2.WATCH_CANCEL_COMPACTED:
+        err: errors.CowkvError = errors.Compacted(r.cancel_reason, grpc_code, "watch")
+        err.metadata = {"compact_revision": str(r.compact_revision)}
+    elif r.cancel_code == kv_pb2.WATCH_CANCEL_REFUSED and grpc_code is not None:
+        err = errors.error_class(grpc_code, r.cancel_reason)(r.cancel_reason, grpc_code, "watch")
+    else:
+        err = WatchCanceled(r.cancel_reason, code_name, grpc_code)
+    err.reason = r.error_reason
+    return err
+
+
+class Watch:
+    """One watcher on its own stream; iterate it for :class:`WatchEvent`.
+    ``cancel()`` (from any thread) ends the iteration; use it with ``with``
+    to cancel on exit. Not for several iterating threads."""
+
+    def __init__(self, rpc: Rpc, create: kv_pb2.WatchCreateRequest) -> None:
+        self._requests: "queue.Queue[object]" = queue.Queue()
+        self._requests.put(kv_pb2.WatchRequest(create_request=create))
+        self._lock = threading.Lock()
+        self._canceled = False
+        self._pending: List[WatchEvent] = []
+        self.watch_id = 0
+        self.header_revision = 0
+        self._call: Any = rpc.kv.Watch(self._request_iter(), metadata=rpc.metadata)
+        self._responses = iter(self._call)
+        self._created = False
+
+    def _request_iter(self) -> Iterator[kv_pb2.WatchRequest]:
+        while True:
+            r = self._requests.get()
+            if r is _END:
+                return
+            yield r  # type: ignore[misc]
+
+    def _next_response(self) -> Optional[kv_pb2.WatchResponse]:
+        try:
+            r: kv_pb2.WatchResponse = next(self._responses)
+            return r
+        except StopIteration:
+            return None
+        except grpc.RpcError as e:
+            if self._canceled and e.code() == grpc.StatusCode.CANCELLED:
+                return None
+            raise errors.from_rpc_error(e, "watch") from None
+
+    def _fill(self) -> bool:
+        """Reads responses until events (a whole revision) or the end."""
+        events: List[WatchEvent] = []
+        while True:
+            r = self._next_response()
+            if r is None:
+                return False
+            self.header_revision = max(self.header_revision, r.revision)
+            if r.created and not self._created:
+                self._created = True
+                self.watch_id = r.watch_id
+            if r.canceled:
+                self._close()
+                if r.cancel_code == kv_pb2.WATCH_CANCEL_CLIENT:
+                    return False
+                raise _cancel_error(r)
+            for e in r.events:
+                events.append(WatchEvent(
+                    EventType.PUT if e.type == kv_pb2.WatchEvent.PUT else EventType.DELETE,
+                    KeyValue.from_proto(e.kv),
+                    KeyValue.from_proto(e.prev_kv) if e.HasField("prev_kv") else None))
+            if events and not r.fragment:
+                self._pending = events
+                return True
+
+    def __iter__(self) -> "Watch":
+        return self
+
+    def __next__(self) -> WatchEvent:
+        if not self._pending and not self._fill():
+            raise StopIteration
+        return self._pending.pop(0)
+
+    def cancel(self) -> None:
+        """Cancels the watcher (from any thread): the iteration ends; events
+        not yet read are dropped. Idempotent."""
+        with self._lock:
+            if self._canceled:
+                return
+            self._canceled = True
+        self._requests.put(_END)
+        self._call.cancel()  # ends the stream, and the server's watcher with it
+
+    def _close(self) -> None:
+        with self._lock:
+            self._canceled = True
+        self._requests.put(_END)
+
+    def __enter__(self) -> "Watch":
+        return self
+
+    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        self.cancel()
+
+
+def watch_create(subvolume: str, key: Key, range_end: Optional[Key], prefix: bool,
+                 start_revision: int, prev_kv: bool, no_put: bool, no_delete: bool,
+                 progress_notify: bool) -> kv_pb2.WatchCreateRequest:
+    k = to_bytes(key)
+    if prefix and range_end is not None:
+        raise errors.InvalidArgument("give prefix or range_end, not both", None, "watch")
+    end = prefix_end(k) if prefix else (b"" if range_end is None else to_bytes(range_end))
+    filters = []
+    if no_put:
+        filters.append(kv_pb2.WatchCreateRequest.NOPUT)
+    if no_delete:
+        filters.append(kv_pb2.WatchCreateRequest.NODELETE)
+    return kv_pb2.WatchCreateRequest(subvolume=subvolume, key=k, range_end=end,
+                                     start_revision=start_revision, prev_kv=prev_kv,
+                                     filters=filters, progress_notify=progress_notify)

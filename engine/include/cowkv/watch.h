@@ -1,0 +1,76 @@
+// Watch: the changes of a subvolume's key space in revision order, read
+// from its KV history (kv/history_item.h), as etcd's watch events. A
+// Subvolume reads them with ReadEvents; the Store tells when the durable
+// revision advances (WaitDurable), so that a watcher is only ever shown
+// changes that survive a crash: after a restart, a watcher that resumes at
+// the revision after its last event gets exactly the durable changes that
+// followed, none lost and none of a write that did not survive.
+#ifndef COWKV_INCLUDE_COWKV_WATCH_H_
+#define COWKV_INCLUDE_COWKV_WATCH_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cowkv/kv.h"
+
+namespace cowkv {
+
+// One change of one key (etcd's mvccpb.Event).
+struct WatchEvent {
+  enum class Type { kPut, kDelete };
+  Type type = Type::kPut;
+  // kPut: the key as the change left it (value and revisions). kDelete:
+  // the key, with mod_revision the delete's revision (everything else
+  // zero), as etcd reports a delete.
+  KeyValue kv;
+  // The key before the change (EventsRequest::prev_kv; absent when the
+  // change created the key).
+  bool has_prev = false;
+  KeyValue prev_kv;
+  uint64_t revision() const { return kv.mod_revision; }
+};
+
+struct EventsRequest {
+  // The first revision read; revisions at or below the history's compact
+  // revision are gone (OUT_OF_RANGE, ErrorReason::kCompacted, with the
+  // oldest revision still readable, compact revision + 1, in the payload
+  // kCompactRevisionPayloadUrl: a watcher restarts from there).
+  uint64_t from_revision = 1;
+  // The last revision read (inclusive). 0: the durable revision
+  // (Store::Durable); past the current revision: OUT_OF_RANGE
+  // (kFutureRevision).
+  uint64_t to_revision = 0;
+  // The keys, as RangeRequest's: [start, end) (empty end: through the last
+  // key), or every key with `prefix`.
+  std::string start;
+  std::string end;
+  std::string prefix;
+  bool prev_kv = false;
+  // 0 = no bound. Else the read stops at the first revision boundary
+  // after this many events (a revision's events are never split; the
+  // first revision is always read whole) and sets `more`.
+  uint64_t max_events = 0;
+};
+
+struct EventsResult {
+  std::vector<WatchEvent> events;  // revision order; a revision's in key order
+  // Where the next read starts: to_revision + 1, or the first revision not
+  // read when `more`.
+  uint64_t next_revision = 0;
+  bool more = false;
+};
+
+// What Store::WaitDurable waits on. `revision`: every change at or below
+// it is durable (a log sync or engine commit covers it). `epoch` moves
+// whenever `revision` advances, a subvolume is deleted (its watchers must
+// end: ReadEvents answers NOT_FOUND for it), or the store closes.
+struct DurableState {
+  uint64_t revision = 0;
+  uint64_t epoch = 0;
+  bool closed = false;
+};
+
+}  // namespace cowkv
+
+#endif  // COWKV_INCLUDE_COWKV_WATCH_H_

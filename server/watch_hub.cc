@@ -1,0 +1,452 @@
+// WatchHub and WatchSink; see watch_hub.h.
+#include "server/watch_hub.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "cowkv/errors.h"
+#include "server/convert.h"
+#include "server/status_mapping.h"
+
+namespace cowkv {
+namespace server {
+
+namespace {
+
+// Unhandled requests a stream's reader may queue before it waits.
+constexpr size_t kMaxQueuedRequests = 64;
+// What a response costs beyond its keys and values.
+constexpr uint64_t kEventOverhead = 64;
+
+bool Covers(const Watcher& w, absl::string_view key) {
+  return key >= w.start && (w.end.empty() || key < w.end);
+}
+
+uint64_t EventBytes(const WatchEvent& e, bool prev) {
+  uint64_t n = e.kv.key.size() + e.kv.value.size() + kEventOverhead;
+  if (prev && e.has_prev) n += e.prev_kv.key.size() + e.prev_kv.value.size();
+  return n;
+}
+
+void ToProto(const WatchEvent& e, bool prev, v1::WatchEvent* out) {
+  out->set_type(e.type == WatchEvent::Type::kPut ? v1::WatchEvent::PUT : v1::WatchEvent::DELETE);
+  server::ToProto(e.kv, out->mutable_kv());
+  if (prev && e.has_prev) server::ToProto(e.prev_kv, out->mutable_prev_kv());
+}
+
+}  // namespace
+
+v1::WatchResponse CancelResponse(int64_t id, v1::WatchCancelCode code, const std::string& reason,
+                                 const absl::Status& error) {
+  v1::WatchResponse r;
+  r.set_watch_id(id);
+  r.set_canceled(true);
+  r.set_cancel_code(code);
+  r.set_cancel_reason(reason);
+  if (!error.ok()) {
+    const grpc::Status g = ToGrpcStatus(error);
+    r.set_error_code(static_cast<int32_t>(g.error_code()));
+    r.set_error_reason(ErrorInfoOf(g).reason);
+    uint64_t floor = 0;
+    absl::optional<absl::Cord> p = error.GetPayload(kCompactRevisionPayloadUrl);
+    if (p.has_value() && absl::SimpleAtoi(std::string(*p), &floor)) r.set_compact_revision(floor);
+  }
+  return r;
+}
+
+// ---- WatchSink ----
+
+bool WatchSink::Send(Watcher* w, v1::WatchResponse r) {
+  absl::MutexLock l(&mu_);
+  if (w->canceled || closed_) return false;
+  const uint64_t bytes = r.ByteSizeLong();
+  if (out_bytes_ + bytes > buffer_bytes_) {
+    w->canceled = true;
+    v1::WatchResponse c = CancelResponse(
+        w->id, v1::WATCH_CANCEL_SLOW_READER,
+        absl::StrCat("the client reads slower than events arrive: its unsent responses passed ",
+                     buffer_bytes_, " bytes; restart at the revision after the last event"));
+    out_bytes_ += c.ByteSizeLong();
+    out_.push_back(std::move(c));
+    cv_.Signal();
+    return false;
+  }
+  out_bytes_ += bytes;
+  out_.push_back(std::move(r));
+  cv_.Signal();
+  return true;
+}
+
+bool WatchSink::IsCanceled(const Watcher* w) const {
+  absl::MutexLock l(&mu_);
+  return w->canceled;
+}
+
+void WatchSink::Cancel(Watcher* w, v1::WatchResponse r) {
+  absl::MutexLock l(&mu_);
+  if (w->canceled) return;
+  w->canceled = true;
+  if (closed_) return;
+  out_bytes_ += r.ByteSizeLong();
+  out_.push_back(std::move(r));
+  cv_.Signal();
+}
+
+void WatchSink::Control(v1::WatchResponse r) {
+  absl::MutexLock l(&mu_);
+  if (closed_) return;
+  out_bytes_ += r.ByteSizeLong();
+  out_.push_back(std::move(r));
+  cv_.Signal();
+}
+
+void WatchSink::PushRequest(v1::WatchRequest r) {
+  absl::MutexLock l(&mu_);
+  while (in_.size() >= kMaxQueuedRequests && !closed_) reader_cv_.Wait(&mu_);
+  in_.push_back(std::move(r));
+  cv_.Signal();
+}
+
+void WatchSink::ReaderDone() {
+  absl::MutexLock l(&mu_);
+  reader_done_ = true;
+  cv_.Signal();
+}
+
+void WatchSink::Take(absl::Duration timeout, Work* work) {
+  const absl::Time deadline = absl::Now() + timeout;
+  absl::MutexLock l(&mu_);
+  while (out_.empty() && in_.empty() && !reader_done_ && !woken_) {
+    if (cv_.WaitWithDeadline(&mu_, deadline)) break;
+  }
+  woken_ = false;
+  work->requests.swap(in_);
+  in_.clear();
+  work->responses.swap(out_);
+  out_.clear();
+  out_bytes_ = 0;
+  work->reader_done = reader_done_;
+  reader_cv_.SignalAll();
+}
+
+void WatchSink::Wake() {
+  absl::MutexLock l(&mu_);
+  woken_ = true;
+  cv_.Signal();
+}
+
+void WatchSink::Close() {
+  absl::MutexLock l(&mu_);
+  closed_ = true;
+  out_.clear();
+  out_bytes_ = 0;
+  reader_cv_.SignalAll();
+}
+
+uint64_t WatchSink::queued_bytes() const {
+  absl::MutexLock l(&mu_);
+  return out_bytes_;
+}
+
+// ---- WatchHub ----
+
+WatchHub::WatchHub(Store* store, WatchLimits limits) : store_(store), limits_(limits) {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+WatchHub::~WatchHub() { Stop(); }
+
+int WatchHub::watchers() const {
+  absl::MutexLock l(&mu_);
+  return total_;
+}
+
+absl::Status WatchHub::Add(std::shared_ptr<Watcher> w, std::unique_ptr<Subvolume> sv,
+                           v1::WatchResponse created) {
+  if (stopping()) return absl::UnavailableError("the server is stopping");
+  absl::MutexLock l(&mu_);
+  int& mine = per_peer_[w->peer];
+  absl::Status over;
+  if (total_ >= limits_.total) {
+    over = absl::ResourceExhaustedError(
+        absl::StrCat("too many watchers on the server (limit ", limits_.total, ")"));
+  } else if (mine >= limits_.per_peer) {
+    over = absl::ResourceExhaustedError(
+        absl::StrCat("too many watchers for client ", w->peer, " (limit ", limits_.per_peer, ")"));
+  }
+  if (!over.ok()) {
+    if (mine == 0) per_peer_.erase(w->peer);
+    return WithServerReason(over, "TOO_MANY_WATCHERS");
+  }
+  SubvolHub& h = hubs_[w->subvol];
+  if (h.sv == nullptr) {
+    const DurableState d = store_->Durable();
+    h.sv = std::move(sv);
+    h.cursor = d.revision + 1;
+    h.epoch = d.epoch;
+  }
+  w->last_sent = absl::Now();
+  created.set_revision(store_->Durable().revision);
+  w->sink->Control(std::move(created));
+  h.watchers.push_back(std::move(w));
+  ++mine;
+  ++total_;
+  return absl::OkStatus();
+}
+
+void WatchHub::Remove(const Watcher* w) {
+  absl::MutexLock l(&mu_);
+  auto h = hubs_.find(w->subvol);
+  if (h == hubs_.end()) return;
+  auto& ws = h->second.watchers;
+  auto it = std::find_if(ws.begin(), ws.end(), [w](const auto& p) { return p.get() == w; });
+  if (it == ws.end()) return;
+  ws.erase(it);
+  --total_;
+  auto p = per_peer_.find(w->peer);
+  if (p != per_peer_.end() && --p->second == 0) per_peer_.erase(p);
+}
+
+void WatchHub::Dropped(const std::vector<const Watcher*>& gone) {
+  for (const Watcher* w : gone) Remove(w);
+}
+
+void WatchHub::Stop() {
+  if (stopping_.exchange(true)) {
+    if (thread_.joinable()) thread_.join();
+    return;
+  }
+  if (thread_.joinable()) thread_.join();
+  std::vector<std::shared_ptr<Watcher>> all;
+  {
+    absl::MutexLock l(&mu_);
+    for (auto& [id, h] : hubs_) all.insert(all.end(), h.watchers.begin(), h.watchers.end());
+  }
+  // UNAVAILABLE, as a stopping server answers any call (StoppingStatus;
+  // ToGrpcStatus would make an UNAVAILABLE error INTERNAL).
+  const grpc::Status stopping = StoppingStatus();
+  for (const auto& w : all) {
+    v1::WatchResponse r = CancelResponse(w->id, v1::WATCH_CANCEL_SERVER, "the server is stopping");
+    r.set_error_code(static_cast<int32_t>(stopping.error_code()));
+    r.set_error_reason(ErrorInfoOf(stopping).reason);
+    w->sink->Cancel(w.get(), std::move(r));
+    Remove(w.get());
+  }
+  stopped_.store(true, std::memory_order_release);
+}
+
+void WatchHub::Loop() {
+  DurableState d = store_->Durable();
+  while (!stopping()) {
+    if (d.closed) return;
+    const bool busy = Round(d);
+    if (busy) {
+      d = store_->Durable();
+    } else {
+      d = store_->WaitDurable(d, limits_.poll);
+    }
+  }
+}
+
+bool WatchHub::Round(const DurableState& d) {
+  std::vector<Snapshot> snaps;
+  {
+    absl::MutexLock l(&mu_);
+    for (auto it = hubs_.begin(); it != hubs_.end();) {
+      SubvolHub& h = it->second;
+      if (h.watchers.empty()) {
+        it = hubs_.erase(it);  // only this thread erases: Snapshot::sv stays valid
+        continue;
+      }
+      snaps.push_back(Snapshot{it->first, h.sv.get(), h.cursor, h.epoch != d.epoch, h.watchers});
+      h.epoch = d.epoch;
+      ++it;
+    }
+  }
+  bool busy = false;
+  for (Snapshot& s : snaps) {
+    uint64_t cursor = s.cursor;
+    busy |= RoundOne(d, &s, &cursor);
+    Progress(d, &s);
+    absl::MutexLock l(&mu_);
+    auto h = hubs_.find(s.subvol);
+    if (h != hubs_.end()) h->second.cursor = std::max(h->second.cursor, cursor);
+  }
+  return busy;
+}
+
+namespace {
+
+// How a failed read ends a watcher: COMPACTED with the oldest revision
+// served, or SERVER with the error.
+v1::WatchResponse ReadFailed(int64_t id, const absl::Status& s) {
+  if (ReasonOf(s) == ErrorReason::kCompacted) {
+    return CancelResponse(id, v1::WATCH_CANCEL_COMPACTED,
+                          absl::StrCat("the start revision is compacted: ", s.message()), s);
+  }
+  return CancelResponse(id, v1::WATCH_CANCEL_SERVER,
+                        absl::StrCat("reading the history failed: ", s.message()), s);
+}
+
+v1::WatchResponse Deleted(int64_t id) {
+  return CancelResponse(id, v1::WATCH_CANCEL_SUBVOLUME_DELETED, "the subvolume was deleted");
+}
+
+}  // namespace
+
+void WatchHub::CancelAll(Snapshot* s, const v1::WatchResponse& r) {
+  std::vector<const Watcher*> gone;
+  for (const auto& w : s->watchers) {
+    v1::WatchResponse mine = r;
+    mine.set_watch_id(w->id);
+    w->sink->Cancel(w.get(), std::move(mine));
+    gone.push_back(w.get());
+  }
+  s->watchers.clear();
+  Dropped(gone);
+}
+
+bool WatchHub::RoundOne(const DurableState& d, Snapshot* s, uint64_t* new_cursor) {
+  if (s->check_exists && absl::IsNotFound(s->sv->CompactRevision().status())) {
+    CancelAll(s, Deleted(0));
+    return false;
+  }
+  bool busy = false;
+  std::vector<const Watcher*> gone;
+  // Unsynced watchers catch up on their own range, a page per round.
+  for (const auto& w : s->watchers) {
+    const uint64_t next = w->next.load(std::memory_order_relaxed);
+    if (next >= s->cursor) continue;
+    EventsRequest q;
+    q.from_revision = next;
+    q.to_revision = s->cursor - 1;
+    q.start = w->start;
+    q.end = w->end;
+    q.prev_kv = w->prev_kv;
+    q.max_events = limits_.read_events;
+    catchup_reads_.fetch_add(1, std::memory_order_relaxed);
+    absl::StatusOr<EventsResult> r = s->sv->ReadEvents(q);
+    if (absl::IsNotFound(r.status())) {
+      CancelAll(s, Deleted(0));
+      return false;
+    }
+    if (!r.ok()) {
+      w->sink->Cancel(w.get(), ReadFailed(w->id, r.status()));
+      gone.push_back(w.get());
+      continue;
+    }
+    if (!Deliver(w.get(), r->events, d.revision, 0)) {
+      gone.push_back(w.get());
+      continue;
+    }
+    w->next.store(r->next_revision, std::memory_order_relaxed);
+    busy |= r->next_revision < s->cursor;
+  }
+  Dropped(gone);
+  if (d.revision < s->cursor) return busy;
+  return FanOut(d, s, new_cursor) || busy;
+}
+
+bool WatchHub::FanOut(const DurableState& d, Snapshot* s, uint64_t* new_cursor) {
+  // One read of the new revisions for every synced watcher.
+  std::vector<const Watcher*> gone;
+  bool prev = false, any = false;
+  for (const auto& w : s->watchers) {
+    if (w->next.load(std::memory_order_relaxed) < s->cursor) continue;
+    any = true;
+    prev |= w->prev_kv;
+  }
+  if (!any) return false;
+  EventsRequest q;
+  q.from_revision = s->cursor;
+  q.to_revision = d.revision;
+  q.prev_kv = prev;
+  q.max_events = limits_.read_events;
+  hub_reads_.fetch_add(1, std::memory_order_relaxed);
+  absl::StatusOr<EventsResult> r = s->sv->ReadEvents(q);
+  if (absl::IsNotFound(r.status())) {
+    CancelAll(s, Deleted(0));
+    return false;
+  }
+  for (const auto& w : s->watchers) {
+    const uint64_t next = w->next.load(std::memory_order_relaxed);
+    if (next < s->cursor) continue;
+    if (!r.ok()) {
+      w->sink->Cancel(w.get(), ReadFailed(w->id, r.status()));
+      gone.push_back(w.get());
+    } else if (!Deliver(w.get(), r->events, d.revision, next)) {
+      gone.push_back(w.get());
+    } else {
+      w->next.store(std::max(next, r->next_revision), std::memory_order_relaxed);
+    }
+  }
+  Dropped(gone);
+  if (!r.ok()) {
+    // Compacted past the cursor (a hub far behind): its watchers ended;
+    // the cursor moves to the oldest revision served.
+    uint64_t floor = 0;
+    absl::optional<absl::Cord> p = r.status().GetPayload(kCompactRevisionPayloadUrl);
+    if (p.has_value() && absl::SimpleAtoi(std::string(*p), &floor)) *new_cursor = floor;
+    return false;
+  }
+  *new_cursor = r->next_revision;
+  return r->more;
+}
+
+bool WatchHub::Deliver(Watcher* w, const std::vector<WatchEvent>& events, uint64_t header,
+                       uint64_t min_revision) {
+  v1::WatchResponse r;
+  uint64_t bytes = 0, last = 0;
+  auto fresh = [&] {
+    r.Clear();
+    r.set_watch_id(w->id);
+    r.set_revision(header);
+    bytes = 0;
+  };
+  fresh();
+  for (const WatchEvent& e : events) {
+    if (e.revision() < min_revision || !Covers(*w, e.kv.key)) continue;
+    if (e.type == WatchEvent::Type::kPut ? w->no_put : w->no_delete) continue;
+    const uint64_t size = EventBytes(e, w->prev_kv);
+    if (size + 4096 > kMaxMessageBytes) {
+      w->sink->Cancel(
+          w, CancelResponse(w->id, v1::WATCH_CANCEL_SERVER,
+                            absl::StrCat("an event of ", size, " bytes at revision ", e.revision(),
+                                         " does not fit a message (watch without prev_kv)"),
+                            WithReason(absl::ResourceExhaustedError("event larger than a message"),
+                                       ErrorReason::kLimit)));
+      return false;
+    }
+    if (r.events_size() > 0 && bytes + size > limits_.response_bytes) {
+      r.set_fragment(e.revision() == last);  // the revision goes on in the next response
+      if (!w->sink->Send(w, std::move(r))) return false;
+      fresh();
+    }
+    ToProto(e, w->prev_kv, r.add_events());
+    bytes += size;
+    last = e.revision();
+  }
+  if (r.events_size() == 0) return true;
+  w->last_sent = absl::Now();
+  return w->sink->Send(w, std::move(r));
+}
+
+void WatchHub::Progress(const DurableState& d, Snapshot* s) {
+  const absl::Time now = absl::Now();
+  for (const auto& w : s->watchers) {
+    if (!w->progress_notify || now - w->last_sent < limits_.progress_interval) continue;
+    const uint64_t next = w->next.load(std::memory_order_relaxed);
+    if (next < s->cursor) continue;  // still catching up: its events say how far
+    v1::WatchResponse r;
+    r.set_watch_id(w->id);
+    r.set_revision(std::min(next - 1, d.revision));
+    w->last_sent = now;
+    if (!w->sink->Send(w.get(), std::move(r))) Remove(w.get());
+  }
+}
+
+}  // namespace server
+}  // namespace cowkv
