@@ -16,6 +16,23 @@
 //                                          items = keys.
 //   BM_GrpcRangePage/<sys>/...             the 100 keys [k, k+100) of the
 //                                          loaded keys, limit 100; items = keys.
+//   BM_GrpcWatch/<sys>/watchers:W          W watchers of the prefix "watch/"
+//                                          spread over min(W, 16) watch streams
+//                                          (one connection each) while 16
+//                                          clients put durably under it over 16
+//                                          connections; items = events
+//                                          delivered. Each value carries its
+//                                          send time: event_lag_p50_us/p99_us
+//                                          is from a put's send to its event's
+//                                          arrival; events_per_put (= W when
+//                                          nothing is lost) counts the events
+//                                          of the window's acknowledged puts;
+//                                          puts_per_second is the write rate
+//                                          beside the watchers (compare with
+//                                          BM_GrpcPut/<sys>/clients:16/conns:16);
+//                                          canceled counts watchers the server
+//                                          ended (cowkv cancels a reader slower
+//                                          than its bound).
 // <sys> is cowkv or etcd. Durable means cowkv DURABILITY_DURABLE (a log sync,
 // group commit) and etcd's only mode (WAL fsync before the answer). Reads
 // are etcd's default (linearizable) and cowkv's only kind.
@@ -51,11 +68,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -229,6 +249,15 @@ class LoadRun {
   LoadRun(Issue issue, int clients, int conns)
       : issue_(std::move(issue)), clients_(clients), conns_(conns), slots_(clients) {}
 
+  // The counted window, computed as Run computes it (Run starts now).
+  static std::pair<Clock::time_point, Clock::time_point> WindowFromNow() {
+    const Clock::time_point start =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                           std::chrono::duration<double>(g_config.warmup_s));
+    return {start, start + std::chrono::duration_cast<Clock::duration>(
+                               std::chrono::duration<double>(g_config.duration_s))};
+  }
+
   LoadResult Run(pid_t server) {
     const Clock::time_point start = Clock::now();
     window_start_ = start + std::chrono::duration_cast<Clock::duration>(
@@ -343,6 +372,200 @@ std::vector<std::shared_ptr<grpc::Channel>> Connect(int port, int conns) {
   return out;
 }
 
+// ---- Watch -----------------------------------------------------------------
+
+constexpr char kWatchPrefix[] = "watch/";
+constexpr char kWatchEnd[] = "watch0";  // '/' + 1: every key under the prefix
+constexpr int kWatchWriters = 16;
+constexpr int kMaxWatchStreams = 16;
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+      .count();
+}
+
+// A put's value: its send time (ns, steady clock) in the first 8 bytes.
+std::string StampedValue(int64_t ns) {
+  std::string v(kValueBytes, 'w');
+  std::memcpy(v.data(), &ns, sizeof(ns));
+  return v;
+}
+
+int64_t StampOf(const std::string& v) {
+  int64_t ns = -1;
+  if (v.size() >= sizeof(ns)) std::memcpy(&ns, v.data(), sizeof(ns));
+  return ns;
+}
+
+// The counted window in steady-clock ns, for the watch readers and the put
+// callbacks (set before the load starts).
+std::atomic<int64_t> g_watch_from_ns{0}, g_watch_to_ns{0};
+std::atomic<uint64_t> g_watch_acked{0};  // acknowledged puts sent inside the window
+
+bool InWatchWindow(int64_t ns) {
+  return ns >= g_watch_from_ns.load(std::memory_order_relaxed) &&
+         ns <= g_watch_to_ns.load(std::memory_order_relaxed);
+}
+
+// Event lags in buckets growing by 5 %, from 1 µs: percentiles without
+// keeping every sample (1,000 watchers see millions of events).
+class LagHistogram {
+ public:
+  void Add(int64_t ns) {
+    const double us = std::max<double>(1.0, static_cast<double>(ns) / 1e3);
+    const size_t b = std::min<size_t>(kBuckets - 1, static_cast<size_t>(std::log(us) / kLogStep));
+    ++counts_[b];
+    ++total_;
+  }
+  void Merge(const LagHistogram& o) {
+    for (size_t i = 0; i < kBuckets; ++i) counts_[i] += o.counts_[i];
+    total_ += o.total_;
+  }
+  double PercentileUs(double p) const {
+    if (total_ == 0) return 0;
+    const uint64_t want = static_cast<uint64_t>(p * static_cast<double>(total_ - 1)) + 1;
+    uint64_t seen = 0;
+    for (size_t i = 0; i < kBuckets; ++i) {
+      seen += counts_[i];
+      if (seen >= want) return std::exp(kLogStep * (static_cast<double>(i) + 0.5));
+    }
+    return std::exp(kLogStep * kBuckets);
+  }
+  uint64_t total() const { return total_; }
+
+ private:
+  static constexpr size_t kBuckets = 400;      // up to e^(0.04879 * 400) µs ≈ 300 s
+  static constexpr double kLogStep = 0.04879;  // ln(1.05)
+  std::array<uint64_t, kBuckets> counts_{};
+  uint64_t total_ = 0;
+};
+
+// What one stream's reader saw (its thread only, read after the join).
+struct WatchTally {
+  LagHistogram lags;  // events of puts sent inside the window
+  uint64_t canceled = 0;
+  std::string cancel_reason;
+};
+
+// W watchers over S streams of one system's Watch RPC, each stream on its
+// own connection with a reader thread. `Create` makes the create request;
+// `Seen` visits a response: created / canceled / events' values.
+template <typename Stub, typename Req, typename Resp>
+class WatchStreams {
+ public:
+  struct Seen {
+    bool created = false;
+    bool canceled = false;
+    std::string reason;
+    std::vector<const std::string*> values;
+  };
+  using MakeStub = std::function<std::unique_ptr<Stub>(std::shared_ptr<grpc::Channel>)>;
+  using Open = std::function<std::unique_ptr<grpc::ClientReaderWriter<Req, Resp>>(
+      Stub*, grpc::ClientContext*)>;
+  using Parse = std::function<void(const Resp&, Seen*)>;
+
+  // "" or what went wrong; every watcher is created when it returns "".
+  std::string Start(int port, int streams, int watchers, const MakeStub& make, const Open& open,
+                    const Req& create, const Parse& parse) {
+    auto channels = Connect(port, streams);
+    parts_.resize(streams);
+    for (int i = 0; i < streams; ++i) {
+      Part& p = parts_[i];
+      p.stub = make(channels[i]);
+      p.stream = open(p.stub.get(), &p.ctx);
+      p.want = watchers / streams + (i < watchers % streams ? 1 : 0);
+      p.reader = std::thread([&p, parse] { Read(&p, parse); });
+      for (int w = 0; w < p.want; ++w) {
+        if (!p.stream->Write(create)) return "watch stream closed while creating watchers";
+      }
+    }
+    const Clock::time_point deadline = Clock::now() + std::chrono::seconds(30);
+    for (Part& p : parts_) {
+      while (p.created.load() < p.want) {
+        if (Clock::now() > deadline || p.done.load()) return "watchers not created in 30 s";
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+    }
+    return "";
+  }
+
+  // Ends the streams and sums what the readers saw.
+  WatchTally Stop() {
+    WatchTally sum;
+    for (Part& p : parts_) {
+      p.ctx.TryCancel();
+      if (p.reader.joinable()) p.reader.join();
+      if (p.stream) p.stream->Finish().ok();  // CANCELLED, by us
+      sum.lags.Merge(p.tally.lags);
+      sum.canceled += p.tally.canceled;
+      if (sum.cancel_reason.empty()) sum.cancel_reason = p.tally.cancel_reason;
+    }
+    parts_.clear();
+    return sum;
+  }
+
+  // Waits until no event arrived for `quiet` (or `limit` passed).
+  void Drain(std::chrono::milliseconds quiet, std::chrono::seconds limit) {
+    const Clock::time_point end = Clock::now() + limit;
+    uint64_t last = Events();
+    Clock::time_point still = Clock::now();
+    while (Clock::now() < end) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      const uint64_t now = Events();
+      if (now != last) {
+        last = now;
+        still = Clock::now();
+      } else if (Clock::now() - still >= quiet) {
+        return;
+      }
+    }
+  }
+
+  ~WatchStreams() { Stop(); }
+
+ private:
+  struct Part {
+    std::unique_ptr<Stub> stub;
+    grpc::ClientContext ctx;
+    std::unique_ptr<grpc::ClientReaderWriter<Req, Resp>> stream;
+    std::thread reader;
+    int want = 0;
+    std::atomic<int> created{0};
+    std::atomic<uint64_t> events{0};
+    std::atomic<bool> done{false};
+    WatchTally tally;
+  };
+
+  static void Read(Part* p, const Parse& parse) {
+    Resp resp;
+    Seen seen;
+    while (p->stream->Read(&resp)) {
+      const int64_t now = NowNs();
+      seen = Seen();
+      parse(resp, &seen);
+      if (seen.created) p->created.fetch_add(1);
+      if (seen.canceled) {
+        ++p->tally.canceled;
+        if (p->tally.cancel_reason.empty()) p->tally.cancel_reason = seen.reason;
+      }
+      for (const std::string* v : seen.values) {
+        const int64_t stamp = StampOf(*v);
+        if (InWatchWindow(stamp)) p->tally.lags.Add(now - stamp);
+      }
+      p->events.fetch_add(seen.values.size(), std::memory_order_relaxed);
+    }
+    p->done.store(true);
+  }
+
+  uint64_t Events() const {
+    uint64_t n = 0;
+    for (const Part& p : parts_) n += p.events.load(std::memory_order_relaxed);
+    return n;
+  }
+
+  std::deque<Part> parts_;
+};
+
 // One system behind a port: how to start it and how to issue each workload.
 class System {
  public:
@@ -354,6 +577,12 @@ class System {
   // Sets up `conns` connections (reused by later runs with as many).
   virtual void UseConnections(int conns) = 0;
   virtual Issue IssueFor(Workload w) = 0;
+  // Watch: W watchers of the prefix over S streams ("" or what went wrong),
+  // the durable puts under it, the drain of events in flight, the tally.
+  virtual std::string StartWatchers(int streams, int watchers) = 0;
+  virtual Issue IssueWatchedPut() = 0;
+  virtual void DrainWatchers() = 0;
+  virtual WatchTally StopWatchers() = 0;
   // Loads keys [0, prefill) once, before the first read.
   std::string EnsureLoaded() {
     if (loaded_) return "";
@@ -491,10 +720,57 @@ class CowkvSystem final : public System {
     return nullptr;
   }
 
+  std::string StartWatchers(int streams, int watchers) override {
+    using KV = cowkv::v1::KV;
+    cowkv::v1::WatchRequest create;
+    create.mutable_create_request()->set_key(kWatchPrefix);
+    create.mutable_create_request()->set_range_end(kWatchEnd);
+    watch_ = std::make_unique<Watchers>();
+    return watch_->Start(
+        port_, streams, watchers, [](std::shared_ptr<grpc::Channel> ch) { return KV::NewStub(ch); },
+        [](KV::Stub* stub, grpc::ClientContext* ctx) { return stub->Watch(ctx); }, create,
+        [](const cowkv::v1::WatchResponse& r, Watchers::Seen* seen) {
+          seen->created = r.created();
+          seen->canceled = r.canceled();
+          if (r.canceled()) seen->reason = r.cancel_reason();
+          for (const cowkv::v1::WatchEvent& e : r.events()) seen->values.push_back(&e.kv().value());
+        });
+  }
+
+  Issue IssueWatchedPut() override {
+    return [this](int conn, int, uint64_t, std::mt19937_64* rng, Done done) {
+      auto* c = new Call<cowkv::v1::PutRequest, cowkv::v1::PutResponse>;
+      const int64_t stamp = NowNs();
+      c->req.set_key(kWatchPrefix + Key(PickKey(rng, 1000000)));
+      c->req.set_value(StampedValue(stamp));
+      c->req.set_durability(cowkv::v1::DURABILITY_DURABLE);
+      stubs_[conn]->async()->Put(&c->ctx, &c->req, &c->resp, [c, done, stamp](grpc::Status st) {
+        if (st.ok() && InWatchWindow(stamp)) g_watch_acked.fetch_add(1);
+        done(st, 1);
+        delete c;
+      });
+    };
+  }
+
+  void DrainWatchers() override {
+    if (watch_) watch_->Drain(std::chrono::milliseconds(500), std::chrono::seconds(10));
+  }
+
+  WatchTally StopWatchers() override {
+    WatchTally t;
+    if (watch_) t = watch_->Stop();
+    watch_.reset();
+    return t;
+  }
+
  protected:
   void TxnOfKeys(uint64_t first, int n, Done done) override { TxnOn(0, first, n, std::move(done)); }
 
  private:
+  using Watchers =
+      WatchStreams<cowkv::v1::KV::Stub, cowkv::v1::WatchRequest, cowkv::v1::WatchResponse>;
+  std::unique_ptr<Watchers> watch_;
+
   void TxnOn(int conn, uint64_t first, int n, Done done) {
     auto* c = new Call<cowkv::v1::TxnRequest, cowkv::v1::TxnResponse>;
     c->req.set_durability(cowkv::v1::DURABILITY_DURABLE);
@@ -611,10 +887,57 @@ class EtcdSystem final : public System {
     return nullptr;
   }
 
+  std::string StartWatchers(int streams, int watchers) override {
+    using Watch = etcdserverpb::Watch;
+    etcdserverpb::WatchRequest create;
+    create.mutable_create_request()->set_key(kWatchPrefix);
+    create.mutable_create_request()->set_range_end(kWatchEnd);
+    watch_ = std::make_unique<Watchers>();
+    return watch_->Start(
+        port_, streams, watchers,
+        [](std::shared_ptr<grpc::Channel> ch) { return Watch::NewStub(ch); },
+        [](Watch::Stub* stub, grpc::ClientContext* ctx) { return stub->Watch(ctx); }, create,
+        [](const etcdserverpb::WatchResponse& r, Watchers::Seen* seen) {
+          seen->created = r.created();
+          seen->canceled = r.canceled();
+          if (r.canceled()) seen->reason = r.cancel_reason();
+          for (const etcdserverpb::Event& e : r.events()) seen->values.push_back(&e.kv().value());
+        });
+  }
+
+  Issue IssueWatchedPut() override {
+    return [this](int conn, int, uint64_t, std::mt19937_64* rng, Done done) {
+      auto* c = new Call<etcdserverpb::PutRequest, etcdserverpb::PutResponse>;
+      const int64_t stamp = NowNs();
+      c->req.set_key(kWatchPrefix + Key(PickKey(rng, 1000000)));
+      c->req.set_value(StampedValue(stamp));
+      stubs_[conn]->async()->Put(&c->ctx, &c->req, &c->resp, [c, done, stamp](grpc::Status st) {
+        if (st.ok() && InWatchWindow(stamp)) g_watch_acked.fetch_add(1);
+        done(st, 1);
+        delete c;
+      });
+    };
+  }
+
+  void DrainWatchers() override {
+    if (watch_) watch_->Drain(std::chrono::milliseconds(500), std::chrono::seconds(10));
+  }
+
+  WatchTally StopWatchers() override {
+    WatchTally t;
+    if (watch_) t = watch_->Stop();
+    watch_.reset();
+    return t;
+  }
+
  protected:
   void TxnOfKeys(uint64_t first, int n, Done done) override { TxnOn(0, first, n, std::move(done)); }
 
  private:
+  using Watchers = WatchStreams<etcdserverpb::Watch::Stub, etcdserverpb::WatchRequest,
+                                etcdserverpb::WatchResponse>;
+  std::unique_ptr<Watchers> watch_;
+
   void TxnOn(int conn, uint64_t first, int n, Done done) {
     auto* c = new Call<etcdserverpb::TxnRequest, etcdserverpb::TxnResponse>;
     for (int i = 0; i < n; ++i) {
@@ -703,6 +1026,56 @@ void RunGrpc(benchmark::State& state, Workload w, const std::string& sys_name, i
   state.counters["server_peak_rss_mib"] = r.after.peak_rss_mib;
 }
 
+void RunWatch(benchmark::State& state, const std::string& sys_name, int watchers) {
+  std::string err;
+  System* sys = SystemNamed(sys_name, &err);
+  if (sys == nullptr) {
+    state.SkipWithError(err.c_str());
+    return;
+  }
+  const int streams = std::min(watchers, kMaxWatchStreams);
+  err = sys->StartWatchers(streams, watchers);
+  if (!err.empty()) {
+    sys->StopWatchers();
+    state.SkipWithError(err.c_str());
+    return;
+  }
+  sys->UseConnections(kWatchWriters);
+  LoadResult r;
+  for (auto _ : state) {
+    const auto window = LoadRun::WindowFromNow();
+    g_watch_from_ns.store(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(window.first.time_since_epoch())
+            .count());
+    g_watch_to_ns.store(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(window.second.time_since_epoch())
+            .count());
+    g_watch_acked.store(0);
+    LoadRun run(sys->IssueWatchedPut(), kWatchWriters, kWatchWriters);
+    r = run.Run(sys->pid());
+    state.SetIterationTime(r.window_s);
+  }
+  sys->DrainWatchers();
+  const WatchTally t = sys->StopWatchers();
+  if (r.errors > 0) {
+    const std::string msg = std::to_string(r.errors) + " puts failed; first: " + r.first_error;
+    state.SkipWithError(msg.c_str());
+    return;
+  }
+  const double acked = static_cast<double>(g_watch_acked.load());
+  state.SetItemsProcessed(static_cast<int64_t>(t.lags.total()));
+  state.counters["puts_per_second"] = static_cast<double>(r.calls) / r.window_s;
+  state.counters["put_p50_us"] = PercentileUs(&r.latencies_s, 0.50);
+  state.counters["events_per_put"] = acked == 0 ? 0 : static_cast<double>(t.lags.total()) / acked;
+  state.counters["event_lag_p50_us"] = t.lags.PercentileUs(0.50);
+  state.counters["event_lag_p99_us"] = t.lags.PercentileUs(0.99);
+  state.counters["canceled"] = static_cast<double>(t.canceled);
+  state.counters["server_cpu_cores"] = (r.after.cpu_s - r.before.cpu_s) / r.window_s;
+  state.counters["server_peak_rss_mib"] = r.after.peak_rss_mib;
+  if (t.canceled > 0)
+    std::fprintf(stderr, "grpc_bench: %s: %s\n", sys_name.c_str(), t.cancel_reason.c_str());
+}
+
 void RegisterAll() {
   struct Shape {
     int clients, conns;
@@ -727,6 +1100,22 @@ void RegisterAll() {
             ->UseManualTime()
             ->Unit(benchmark::kMillisecond);
       }
+    }
+  }
+}
+
+void RegisterWatch() {
+  for (int watchers : {1, 100, 1000}) {
+    for (const char* sys : {"cowkv", "etcd"}) {
+      const std::string name =
+          std::string("BM_GrpcWatch/") + sys + "/watchers:" + std::to_string(watchers);
+      const std::string sys_name = sys;
+      benchmark::RegisterBenchmark(
+          name.c_str(),
+          [sys_name, watchers](benchmark::State& st) { RunWatch(st, sys_name, watchers); })
+          ->Iterations(1)
+          ->UseManualTime()
+          ->Unit(benchmark::kMillisecond);
     }
   }
 }
@@ -805,6 +1194,7 @@ int Main(int argc, char** argv) {
     }
   }
   RegisterAll();
+  RegisterWatch();
   benchmark::AddCustomContext("cowkvd", g_config.cowkvd);
   benchmark::AddCustomContext("etcd", g_config.etcd);
   benchmark::AddCustomContext("duration_s", std::to_string(g_config.duration_s));
