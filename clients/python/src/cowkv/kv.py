@@ -179,7 +179,8 @@ class Subvolume:
         """Watches ``key`` (every key starting with it with ``prefix``, or
         [key, range_end) as etcd's; ``range_end`` b"\\0" = every key from
         ``key`` on) on a stream of its own; iterate the returned
-        :class:`cowkv.Watch` for events, ``cancel()`` it to stop.
+        :class:`cowkv.Watch` for events, ``cancel()`` it to stop. Returns once
+        the server created the watcher (a refused create raises here).
         ``start_revision`` 0 = the next change; an older one replays from
         the history (:class:`cowkv.Compacted` if it is gone). Only durable
         changes are shown (an async write at the next sync)."""

@@ -106,7 +106,8 @@ def _cancel_error(r: kv_pb2.WatchResponse) -> errors.CowkvError:
 
 
 class Watch:
-    """One watcher on its own stream; iterate it for :class:`WatchEvent`.
+    """One watcher on its own stream, created when the constructor returns
+    (a refused create raises there); iterate it for :class:`WatchEvent`.
     ``cancel()`` (from any thread) ends the iteration; use it with ``with``
     to cancel on exit. Not for several iterating threads."""
 
@@ -120,7 +121,18 @@ class Watch:
         self.header_revision = 0
         self._call: Any = rpc.kv.Watch(self._request_iter(), metadata=rpc.metadata)
         self._responses = iter(self._call)
-        self._created = False
+        # Wait for the create's answer, so that every change made after
+        # watch() returns is seen (a start of 0 is resolved by the server).
+        first = self._next_response()
+        if first is None:
+            self._close()
+            raise errors.Unavailable("the stream ended before the watcher was created",
+                                     grpc.StatusCode.UNAVAILABLE, "watch")
+        if first.canceled:
+            self._close()
+            raise _cancel_error(first)
+        self.watch_id = first.watch_id
+        self.header_revision = first.revision
 
     def _request_iter(self) -> Iterator[kv_pb2.WatchRequest]:
         while True:
@@ -148,9 +160,6 @@ class Watch:
             if r is None:
                 return False
             self.header_revision = max(self.header_revision, r.revision)
-            if r.created and not self._created:
-                self._created = True
-                self.watch_id = r.watch_id
             if r.canceled:
                 self._close()
                 if r.cancel_code == kv_pb2.WATCH_CANCEL_CLIENT:
