@@ -246,9 +246,32 @@ void WatchHub::Loop() {
     if (busy) {
       d = store_->Durable();
     } else {
+      const uint64_t epoch = d.epoch;
       d = store_->WaitDurable(d, limits_.poll);
+      // Nothing became durable for a poll: async writes would wait for the
+      // next commit (--commit-interval) to reach watchers. While anyone
+      // watches, a durable no-op makes them durable now — one log sync, and
+      // nothing at all when every write is durable already.
+      if (d.epoch == epoch && !d.closed && !stopping()) PushAsyncWrites();
     }
   }
+}
+
+void WatchHub::PushAsyncWrites() {
+  Subvolume* sv = nullptr;
+  {
+    absl::MutexLock l(&mu_);
+    for (auto& [id, h] : hubs_) {
+      if (!h.watchers.empty()) {
+        sv = h.sv.get();  // only this thread erases hubs_ (Round): stays valid
+        break;
+      }
+    }
+  }
+  if (sv == nullptr) return;
+  TxnRequest nothing;
+  nothing.durability = Durability::kDurable;
+  sv->Txn(nothing).status().IgnoreError();  // a failure shows in the writes' own answers
 }
 
 bool WatchHub::Round(const DurableState& d) {

@@ -176,6 +176,8 @@ class WatchHub {
     std::vector<std::shared_ptr<Watcher>> watchers;
   };
   void Loop();
+  // A durable no-op: async writes become durable (and watchable) now.
+  void PushAsyncWrites();
   // One round over every subvolume; true when some work is left (a
   // watcher still catching up, more new revisions than one read).
   bool Round(const DurableState& d);

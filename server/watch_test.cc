@@ -167,6 +167,31 @@ TEST_F(Watch, PutsAndDeletesInRevisionOrderWithPrevKv) {
   EXPECT_TRUE(o.stream->Finish().ok());
 }
 
+// An async write reaches a watcher without waiting for an engine commit
+// (the tests' server has none: commit_interval_ms 0): the hub makes it
+// durable with a durable no-op when nothing became durable for a poll.
+TEST_F(Watch, AsyncWritesReachWatchersWithoutACommit) {
+  Open o;
+  o.ctx = Ctx(kAdmin);
+  o.ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  o.stream = kv().Watch(o.ctx.get());
+  Create(o.stream.get(), CreateReq("async/", Prefix("async/")));
+  v1::PutRequest req;
+  req.set_key("async/1");
+  req.set_value("later");
+  req.set_durability(v1::DURABILITY_ASYNC);
+  v1::PutResponse resp;
+  grpc::Status st = kv().Put(Ctx(kAdmin).get(), req, &resp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  const absl::Time t0 = absl::Now();
+  std::vector<v1::WatchEvent> ev = Events(o.stream.get(), 1, nullptr);
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].kv().value(), "later");
+  EXPECT_EQ(ev[0].kv().mod_revision(), resp.revision());
+  EXPECT_LT(absl::Now() - t0, absl::Seconds(5));
+  o.ctx->TryCancel();
+}
+
 TEST_F(Watch, CompactedStartIsCancelledWithTheCompactRevision) {
   Put("c/1", "x");
   const uint64_t r = Put("c/1", "y");
