@@ -447,34 +447,33 @@ struct WatchTally {
   std::string cancel_reason;
 };
 
-// W watchers over S streams of one system's Watch RPC, each stream on its
-// own connection with a reader thread. `Create` makes the create request;
-// `Seen` visits a response: created / canceled / events' values.
-template <typename Stub, typename Req, typename Resp>
-class WatchStreams {
+// A running set of watchers (WatchStreams), for System's Drain and Stop.
+class WatchSet {
  public:
-  struct Seen {
-    bool created = false;
-    bool canceled = false;
-    std::string reason;
-    std::vector<const std::string*> values;
-  };
-  using MakeStub = std::function<std::unique_ptr<Stub>(std::shared_ptr<grpc::Channel>)>;
-  using Open = std::function<std::unique_ptr<grpc::ClientReaderWriter<Req, Resp>>(
-      Stub*, grpc::ClientContext*)>;
-  using Parse = std::function<void(const Resp&, Seen*)>;
+  virtual ~WatchSet() = default;
+  // Waits until no event arrived for `quiet` (or `limit` passed).
+  virtual void Drain(std::chrono::milliseconds quiet, std::chrono::seconds limit) = 0;
+  // Ends the streams and sums what the readers saw.
+  virtual WatchTally Stop() = 0;
+};
 
+// W watchers over S streams of one system's Watch RPC (`Service::Stub::Watch`:
+// cowkv's KV and etcd's Watch share the shape), each stream on its own
+// connection with a reader thread. Both responses have created(),
+// canceled(), cancel_reason() and events() of kv().value().
+template <typename Service, typename Req, typename Resp>
+class WatchStreams final : public WatchSet {
+ public:
   // "" or what went wrong; every watcher is created when it returns "".
-  std::string Start(int port, int streams, int watchers, const MakeStub& make, const Open& open,
-                    const Req& create, const Parse& parse) {
+  std::string Start(int port, int streams, int watchers, const Req& create) {
     auto channels = Connect(port, streams);
     parts_.resize(streams);
     for (int i = 0; i < streams; ++i) {
       Part& p = parts_[i];
-      p.stub = make(channels[i]);
-      p.stream = open(p.stub.get(), &p.ctx);
+      p.stub = Service::NewStub(channels[i]);
+      p.stream = p.stub->Watch(&p.ctx);
       p.want = watchers / streams + (i < watchers % streams ? 1 : 0);
-      p.reader = std::thread([&p, parse] { Read(&p, parse); });
+      p.reader = std::thread([&p] { Read(&p); });
       for (int w = 0; w < p.want; ++w) {
         if (!p.stream->Write(create)) return "watch stream closed while creating watchers";
       }
@@ -489,8 +488,7 @@ class WatchStreams {
     return "";
   }
 
-  // Ends the streams and sums what the readers saw.
-  WatchTally Stop() {
+  WatchTally Stop() override {
     WatchTally sum;
     for (Part& p : parts_) {
       p.ctx.TryCancel();
@@ -504,8 +502,7 @@ class WatchStreams {
     return sum;
   }
 
-  // Waits until no event arrived for `quiet` (or `limit` passed).
-  void Drain(std::chrono::milliseconds quiet, std::chrono::seconds limit) {
+  void Drain(std::chrono::milliseconds quiet, std::chrono::seconds limit) override {
     const Clock::time_point end = Clock::now() + limit;
     uint64_t last = Events();
     Clock::time_point still = Clock::now();
@@ -521,11 +518,11 @@ class WatchStreams {
     }
   }
 
-  ~WatchStreams() { Stop(); }
+  ~WatchStreams() override { Stop(); }
 
  private:
   struct Part {
-    std::unique_ptr<Stub> stub;
+    std::unique_ptr<typename Service::Stub> stub;
     grpc::ClientContext ctx;
     std::unique_ptr<grpc::ClientReaderWriter<Req, Resp>> stream;
     std::thread reader;
@@ -536,23 +533,20 @@ class WatchStreams {
     WatchTally tally;
   };
 
-  static void Read(Part* p, const Parse& parse) {
-    Resp resp;
-    Seen seen;
-    while (p->stream->Read(&resp)) {
+  static void Read(Part* p) {
+    Resp r;
+    while (p->stream->Read(&r)) {
       const int64_t now = NowNs();
-      seen = Seen();
-      parse(resp, &seen);
-      if (seen.created) p->created.fetch_add(1);
-      if (seen.canceled) {
+      if (r.created()) p->created.fetch_add(1);
+      if (r.canceled()) {
         ++p->tally.canceled;
-        if (p->tally.cancel_reason.empty()) p->tally.cancel_reason = seen.reason;
+        if (p->tally.cancel_reason.empty()) p->tally.cancel_reason = r.cancel_reason();
       }
-      for (const std::string* v : seen.values) {
-        const int64_t stamp = StampOf(*v);
+      for (const auto& e : r.events()) {
+        const int64_t stamp = StampOf(e.kv().value());
         if (InWatchWindow(stamp)) p->tally.lags.Add(now - stamp);
       }
-      p->events.fetch_add(seen.values.size(), std::memory_order_relaxed);
+      p->events.fetch_add(r.events_size(), std::memory_order_relaxed);
     }
     p->done.store(true);
   }
@@ -581,8 +575,15 @@ class System {
   // the durable puts under it, the drain of events in flight, the tally.
   virtual std::string StartWatchers(int streams, int watchers) = 0;
   virtual Issue IssueWatchedPut() = 0;
-  virtual void DrainWatchers() = 0;
-  virtual WatchTally StopWatchers() = 0;
+  void DrainWatchers() {
+    if (watch_) watch_->Drain(std::chrono::milliseconds(500), std::chrono::seconds(10));
+  }
+  WatchTally StopWatchers() {
+    WatchTally t;
+    if (watch_) t = watch_->Stop();
+    watch_.reset();
+    return t;
+  }
   // Loads keys [0, prefill) once, before the first read.
   std::string EnsureLoaded() {
     if (loaded_) return "";
@@ -602,6 +603,19 @@ class System {
   }
 
  protected:
+  // StartWatchers' watchers: the request creating one on the prefix.
+  template <typename Service, typename Req, typename Resp>
+  std::string StartWatchStreams(int port, int streams, int watchers) {
+    Req create;
+    create.mutable_create_request()->set_key(kWatchPrefix);
+    create.mutable_create_request()->set_range_end(kWatchEnd);
+    auto w = std::make_unique<WatchStreams<Service, Req, Resp>>();
+    const std::string err = w->Start(port, streams, watchers, create);
+    watch_ = std::move(w);  // stopped by StopWatchers also when Start failed
+    return err;
+  }
+  std::unique_ptr<WatchSet> watch_;
+
   // A durable Txn putting keys [first, first + n).
   virtual void TxnOfKeys(uint64_t first, int n, Done done) = 0;
 
@@ -721,20 +735,8 @@ class CowkvSystem final : public System {
   }
 
   std::string StartWatchers(int streams, int watchers) override {
-    using KV = cowkv::v1::KV;
-    cowkv::v1::WatchRequest create;
-    create.mutable_create_request()->set_key(kWatchPrefix);
-    create.mutable_create_request()->set_range_end(kWatchEnd);
-    watch_ = std::make_unique<Watchers>();
-    return watch_->Start(
-        port_, streams, watchers, [](std::shared_ptr<grpc::Channel> ch) { return KV::NewStub(ch); },
-        [](KV::Stub* stub, grpc::ClientContext* ctx) { return stub->Watch(ctx); }, create,
-        [](const cowkv::v1::WatchResponse& r, Watchers::Seen* seen) {
-          seen->created = r.created();
-          seen->canceled = r.canceled();
-          if (r.canceled()) seen->reason = r.cancel_reason();
-          for (const cowkv::v1::WatchEvent& e : r.events()) seen->values.push_back(&e.kv().value());
-        });
+    return StartWatchStreams<cowkv::v1::KV, cowkv::v1::WatchRequest, cowkv::v1::WatchResponse>(
+        port_, streams, watchers);
   }
 
   Issue IssueWatchedPut() override {
@@ -752,25 +754,10 @@ class CowkvSystem final : public System {
     };
   }
 
-  void DrainWatchers() override {
-    if (watch_) watch_->Drain(std::chrono::milliseconds(500), std::chrono::seconds(10));
-  }
-
-  WatchTally StopWatchers() override {
-    WatchTally t;
-    if (watch_) t = watch_->Stop();
-    watch_.reset();
-    return t;
-  }
-
  protected:
   void TxnOfKeys(uint64_t first, int n, Done done) override { TxnOn(0, first, n, std::move(done)); }
 
  private:
-  using Watchers =
-      WatchStreams<cowkv::v1::KV::Stub, cowkv::v1::WatchRequest, cowkv::v1::WatchResponse>;
-  std::unique_ptr<Watchers> watch_;
-
   void TxnOn(int conn, uint64_t first, int n, Done done) {
     auto* c = new Call<cowkv::v1::TxnRequest, cowkv::v1::TxnResponse>;
     c->req.set_durability(cowkv::v1::DURABILITY_DURABLE);
@@ -888,21 +875,8 @@ class EtcdSystem final : public System {
   }
 
   std::string StartWatchers(int streams, int watchers) override {
-    using Watch = etcdserverpb::Watch;
-    etcdserverpb::WatchRequest create;
-    create.mutable_create_request()->set_key(kWatchPrefix);
-    create.mutable_create_request()->set_range_end(kWatchEnd);
-    watch_ = std::make_unique<Watchers>();
-    return watch_->Start(
-        port_, streams, watchers,
-        [](std::shared_ptr<grpc::Channel> ch) { return Watch::NewStub(ch); },
-        [](Watch::Stub* stub, grpc::ClientContext* ctx) { return stub->Watch(ctx); }, create,
-        [](const etcdserverpb::WatchResponse& r, Watchers::Seen* seen) {
-          seen->created = r.created();
-          seen->canceled = r.canceled();
-          if (r.canceled()) seen->reason = r.cancel_reason();
-          for (const etcdserverpb::Event& e : r.events()) seen->values.push_back(&e.kv().value());
-        });
+    return StartWatchStreams<etcdserverpb::Watch, etcdserverpb::WatchRequest,
+                             etcdserverpb::WatchResponse>(port_, streams, watchers);
   }
 
   Issue IssueWatchedPut() override {
@@ -919,25 +893,10 @@ class EtcdSystem final : public System {
     };
   }
 
-  void DrainWatchers() override {
-    if (watch_) watch_->Drain(std::chrono::milliseconds(500), std::chrono::seconds(10));
-  }
-
-  WatchTally StopWatchers() override {
-    WatchTally t;
-    if (watch_) t = watch_->Stop();
-    watch_.reset();
-    return t;
-  }
-
  protected:
   void TxnOfKeys(uint64_t first, int n, Done done) override { TxnOn(0, first, n, std::move(done)); }
 
  private:
-  using Watchers = WatchStreams<etcdserverpb::Watch::Stub, etcdserverpb::WatchRequest,
-                                etcdserverpb::WatchResponse>;
-  std::unique_ptr<Watchers> watch_;
-
   void TxnOn(int conn, uint64_t first, int n, Done done) {
     auto* c = new Call<etcdserverpb::TxnRequest, etcdserverpb::TxnResponse>;
     for (int i = 0; i < n; ++i) {

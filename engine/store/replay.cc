@@ -42,8 +42,7 @@ absl::Status StoreImpl::ExpandHistoryEntries(std::vector<log::LogEntry>* entries
   return absl::OkStatus();
 }
 
-absl::Status StoreImpl::ReplayLog(const log::Recovered& recovered) {
-  log::Recovered r = recovered;
+absl::Status StoreImpl::ReplayLog(log::Recovered& r) {
   COWKV_RETURN_IF_ERROR(ExpandHistoryEntries(&r.entries));
   COWKV_RETURN_IF_ERROR(txn_->ClaimLogBlocks(r.blocks));
   log_->Adopt(r.blocks);

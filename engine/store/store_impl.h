@@ -283,7 +283,8 @@ class StoreImpl {
   // One log sync (LogSyncer's SyncOnce); nullopt when the log cannot take
   // it (an engine commit is needed).
   absl::StatusOr<std::optional<LogSyncer::Synced>> RunLogSync();
-  absl::Status ReplayLog(const log::Recovered& recovered) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Expands `r`'s base-form history entries in place, then applies them.
+  absl::Status ReplayLog(log::Recovered& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void InstallLogForm();
   absl::Status ExpandHistoryEntries(std::vector<log::LogEntry>* entries)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
