@@ -31,10 +31,7 @@ Node::Node(const format::NodeHeader& header, const std::vector<format::ItemView>
 }
 
 uint32_t Node::Append(absl::string_view key, absl::string_view value) {
-  uint32_t off = static_cast<uint32_t>(arena_.size());
-  arena_.append(key.data(), key.size());
-  arena_.append(value.data(), value.size());
-  return off;
+  return arena_.Append(key.data(), key.size(), value.data(), value.size());
 }
 
 uint64_t Node::WordOf(absl::string_view key) const {
@@ -254,10 +251,16 @@ void Node::MoveTailTo(int from, Node* dst) {
 void Node::CopyItemsFrom(const Node& src) {
   COWKV_DCHECK(&src != this);
   COWKV_DCHECK(src.level == level);  // a CoW copy keeps its level
-  slots_ = src.slots_;
-  words_ = src.words_;
+  // Room to grow: a CoW copy is made to be changed, and a copy with no spare
+  // capacity would reallocate (copy the whole arena again) on its first
+  // insert. A quarter more, as a split's halves keep (MoveTailTo).
+  const size_t n = src.slots_.size();
+  slots_.reserve(n + n / 4 + 4);
+  slots_.assign(src.slots_.begin(), src.slots_.end());
+  words_.reserve(n + n / 4 + 4);
+  words_.assign(src.words_.begin(), src.words_.end());
   kids_.clear();
-  arena_ = src.arena_;
+  arena_.CopyFrom(src.arena_, src.arena_.size() / 4 + 256);
   garbage_ = src.garbage_;
   used_ = src.used_;
   prefix_ = src.prefix_;
@@ -290,13 +293,9 @@ void Node::MaybeCompact() {
 }
 
 void Node::Compact() {
-  std::string fresh;
+  NodeArena fresh;
   fresh.reserve(arena_.size() - garbage_);
-  for (Slot& s : slots_) {
-    uint32_t off = static_cast<uint32_t>(fresh.size());
-    fresh.append(arena_.data() + s.off, s.klen + s.vlen);
-    s.off = off;
-  }
+  for (Slot& s : slots_) s.off = fresh.Append(arena_.data() + s.off, s.klen + s.vlen, nullptr, 0);
   arena_.swap(fresh);
   garbage_ = 0;
   slots_.shrink_to_fit();

@@ -30,6 +30,7 @@
 #include "absl/strings/string_view.h"
 #include "engine/base/check.h"
 #include "engine/format/node_codec.h"
+#include "engine/tree/node_arena.h"
 
 namespace cowkv {
 
@@ -138,7 +139,7 @@ class Node {
   // words_[i] is slot i's search word; kept apart from slots_ so a binary
   // search touches as few cache lines as possible.
   std::vector<uint64_t> words_;
-  std::string arena_;
+  NodeArena arena_;
   size_t garbage_ = 0;
   size_t used_ = 0;
   std::string prefix_;  // shared by every indexed key

@@ -1,6 +1,7 @@
 #include "engine/tree/node_cache.h"
 
 #include <algorithm>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "engine/base/status.h"
@@ -187,11 +188,26 @@ NodeCacheStats NodeCache::Stats() {
   return s;
 }
 
+namespace {
+// The bytes of one run of adjacent nodes, in a buffer WriteNodes owns.
+struct RunBuffer {
+  char* mem;
+  size_t len;
+  bool empty() const { return len == 0; }
+  size_t size() const { return len; }
+  char* data() { return mem; }
+  void clear() { len = 0; }
+};
+}  // namespace
+
 absl::Status WriteNodes(BlockDevice* device, const std::vector<NodeRef>& nodes,
                         absl::string_view fsid, uint32_t nodesize, uint64_t* bytes) {
   constexpr size_t kMaxRun = 1 << 20;
-  std::string buf;
-  buf.reserve(std::min(kMaxRun, nodes.size() * nodesize));
+  // Not a std::string: resizing one zero-fills every node first, and the
+  // encoder writes every byte of a node anyway (the free gap included).
+  const size_t cap = std::max<size_t>(nodesize, std::min(kMaxRun, nodes.size() * nodesize));
+  std::unique_ptr<char[]> mem(new char[cap]);
+  RunBuffer buf{mem.get(), 0};
   uint64_t run_start = 0;
   uint64_t prev = 0;
   auto write_run = [&]() -> absl::Status {
@@ -207,12 +223,12 @@ absl::Status WriteNodes(BlockDevice* device, const std::vector<NodeRef>& nodes,
     COWKV_DCHECK(n->bytenr % nodesize == 0);
     COWKV_DCHECK(prev == 0 || n->bytenr > prev);  // sorted, each node once
     prev = n->bytenr;
-    if (buf.empty() || n->bytenr != run_start + buf.size() || buf.size() + nodesize > kMaxRun) {
+    if (buf.empty() || n->bytenr != run_start + buf.size() || buf.size() + nodesize > cap) {
       COWKV_RETURN_IF_ERROR(write_run());
       run_start = n->bytenr;
     }
-    size_t off = buf.size();
-    buf.resize(off + nodesize);
+    const size_t off = buf.size();
+    buf.len += nodesize;
     format::NodeEncoder enc(buf.data() + off, nodesize);
     for (int i = 0; i < n->nritems(); ++i) enc.Add(n->key(i), n->value(i));
     enc.Finish(n->header(), fsid);
