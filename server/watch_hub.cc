@@ -238,11 +238,29 @@ void WatchHub::Stop() {
   stopped_.store(true, std::memory_order_release);
 }
 
+absl::Duration PaceAfter(absl::Duration took, double share) {
+  if (share >= 1 || share <= 0 || took < absl::Microseconds(200)) return absl::ZeroDuration();
+  return std::min(took * (1 / share - 1), absl::Milliseconds(200));
+}
+
+void WatchHub::Pause(absl::Duration d) {
+  const absl::Time until = absl::Now() + d;
+  for (absl::Time now = absl::Now(); now < until && !stopping(); now = absl::Now()) {
+    absl::SleepFor(std::min(until - now, absl::Milliseconds(5)));  // Stop() waits <= 5 ms
+  }
+}
+
 void WatchHub::Loop() {
   DurableState d = store_->Durable();
   while (!stopping()) {
     if (d.closed) return;
+    const absl::Time start = absl::Now();
     const bool busy = Round(d);
+    const absl::Duration pause = PaceAfter(absl::Now() - start, limits_.fanout_share);
+    if (pause > absl::ZeroDuration()) {
+      paced_.fetch_add(1, std::memory_order_relaxed);
+      Pause(pause);
+    }
     if (busy) {
       d = store_->Durable();
     } else {

@@ -65,7 +65,18 @@ struct WatchLimits {
   // The hub looks for new watchers and progress this often when nothing
   // becomes durable.
   absl::Duration poll = absl::Milliseconds(50);
+  // Pacing: the hub's rounds take at most this share of one core while
+  // writes keep coming. After a round that took T, the next starts no
+  // sooner than T * (1 / share - 1) later; that pause collects the next
+  // revisions into the same responses (one message per watcher for many
+  // revisions), so writers keep the cores and watchers lag by about a
+  // round (etcd lets events lag too). 1 = no pacing.
+  double fanout_share = 0.5;
 };
+
+// The pause after a fan-out round that took `took` (WatchLimits::fanout_share):
+// none for rounds under 200 us, at most 200 ms.
+absl::Duration PaceAfter(absl::Duration took, double share);
 
 class WatchSink;
 
@@ -159,6 +170,8 @@ class WatchHub {
   // per subvolume per batch), catch-up reads, watchers now.
   uint64_t hub_reads() const { return hub_reads_.load(std::memory_order_relaxed); }
   uint64_t catchup_reads() const { return catchup_reads_.load(std::memory_order_relaxed); }
+  // Rounds followed by a pause (WatchLimits::fanout_share).
+  uint64_t paced() const { return paced_.load(std::memory_order_relaxed); }
   int watchers() const;
 
  private:
@@ -176,6 +189,8 @@ class WatchHub {
     std::vector<std::shared_ptr<Watcher>> watchers;
   };
   void Loop();
+  // Sleeps `d`, or until Stop().
+  void Pause(absl::Duration d);
   // A durable no-op: async writes become durable (and watchable) now.
   void PushAsyncWrites();
   // One round over every subvolume; true when some work is left (a
@@ -204,6 +219,7 @@ class WatchHub {
   std::atomic<bool> stopped_{false};
   std::atomic<uint64_t> hub_reads_{0};
   std::atomic<uint64_t> catchup_reads_{0};
+  std::atomic<uint64_t> paced_{0};
   std::thread thread_;
 };
 

@@ -392,6 +392,17 @@ TEST_F(Watch, AccessControl) {
 // Goal: stopping the server ends every watch stream at once (its watchers
 // cancelled WATCH_CANCEL_SERVER with UNAVAILABLE, then the stream), well within the
 // drain timeout, and the store closes cleanly.
+// Pacing: a round's pause keeps the hub at `share` of a core, not for
+// short rounds, never past 200 ms, and off at share 1.
+TEST(WatchPace, PauseKeepsTheHubToItsShare) {
+  EXPECT_EQ(PaceAfter(absl::Milliseconds(4), 0.5), absl::Milliseconds(4));
+  EXPECT_EQ(PaceAfter(absl::Milliseconds(4), 0.25), absl::Milliseconds(12));
+  EXPECT_EQ(PaceAfter(absl::Milliseconds(4), 1), absl::ZeroDuration());
+  EXPECT_EQ(PaceAfter(absl::Microseconds(150), 0.5), absl::ZeroDuration());
+  EXPECT_EQ(PaceAfter(absl::Seconds(1), 0.5), absl::Milliseconds(200));
+  EXPECT_EQ(PaceAfter(absl::Milliseconds(4), 0), absl::ZeroDuration());
+}
+
 TEST(WatchStop, ServerStopCancelsWatchersAndEndsStreams) {
   ServerOptions o = TestOptions("watch-stop");
   o.drain_timeout = absl::Seconds(30);
