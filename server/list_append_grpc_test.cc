@@ -64,6 +64,7 @@
 #include "engine/serial_test/list_append_checker.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "server/cowkvd_process.h"
 #include "server/server.h"
 
 namespace cowkv {
@@ -76,113 +77,10 @@ using serial_test::List;
 using serial_test::MicroOp;
 using serial_test::TxnRecord;
 
-const char* g_cowkvd = nullptr;
-
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-int64_t EnvInt(const char* name, int64_t def) {
-  const char* v = std::getenv(name);
-  int64_t n = 0;
-  return v != nullptr && absl::SimpleAtoi(v, &n) ? n : def;
-}
-
-std::string TempDir() {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return dir ? dir : "/tmp";
-}
-
-// ---- The server: a cowkvd subprocess or an in-process Server ------------------------------
-
-// A cowkvd process on one device, restartable on the same port; its stderr
-// goes to a file per incarnation (read for the port, kept for a failure).
-class Cowkvd {
- public:
-  explicit Cowkvd(std::string device) : device_(std::move(device)) {}
-  ~Cowkvd() {
-    if (pid_ > 0) Kill9();
-  }
-
-  // Starts it (port 0 the first time: a free one) and waits for its port.
-  bool Start() {
-    static std::atomic<int> incarnations{0};
-    log_ = absl::StrCat(TempDir(), "/cowkvd-", getpid(), "-", ++incarnations, ".log");
-    unlink(log_.c_str());
-    std::vector<std::string> args = {g_cowkvd,
-                                     "--device",
-                                     device_,
-                                     "--create-size",
-                                     "512M",
-                                     "--listen",
-                                     absl::StrCat("127.0.0.1:", port_),
-                                     "--metrics-listen",
-                                     "",
-                                     "--commit-interval-ms",
-                                     "100"};
-    pid_ = fork();
-    if (pid_ == 0) {
-      const int fd = open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      dup2(fd, 2);
-      std::vector<char*> argv;
-      for (std::string& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(g_cowkvd, argv.data());
-      _exit(127);
-    }
-    return WaitForPort();
-  }
-
-  void Kill9() {
-    kill(pid_, SIGKILL);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-  }
-
-  // SIGTERM: drain, commit, exit; the exit code.
-  int Stop() {
-    kill(pid_, SIGTERM);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-
-  int port() const { return port_; }
-  std::string Log() const {
-    std::ifstream in(log_);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
-
- private:
-  bool WaitForPort() {
-    const int64_t deadline = NowNs() + 60'000'000'000;
-    while (NowNs() < deadline) {
-      const std::string out = Log();
-      const size_t at = out.find("(port ");
-      const size_t end = at == std::string::npos ? at : out.find(')', at);
-      int port = 0;
-      if (end != std::string::npos && absl::SimpleAtoi(out.substr(at + 6, end - at - 6), &port)) {
-        port_ = port;
-        return true;
-      }
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) return false;  // it exited
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return false;
-  }
-
-  const std::string device_;
-  std::string log_;
-  pid_t pid_ = -1;
-  int port_ = 0;
-};
+using testing_process::Cowkvd;
+using testing_process::EnvInt;
+using testing_process::NowNs;
+using testing_process::TempDir;
 
 // Its own connection (a local subchannel pool: channels do not share one),
 // reconnecting quickly after a restart.
@@ -853,6 +751,6 @@ int main(int argc, char** argv) {
     fprintf(stderr, "usage: list_append_grpc_test PATH_TO_COWKVD\n");
     return 2;
   }
-  cowkv::server::g_cowkvd = argv[1];
+  cowkv::server::testing_process::g_cowkvd = argv[1];
   return RUN_ALL_TESTS();
 }
