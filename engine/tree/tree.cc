@@ -151,6 +151,7 @@ absl::StatusOr<NodeRef> Tree::NewNode(uint8_t level) {
 }
 
 void Tree::SetRoot(const NodeRef& node) {
+  ++shape_;
   root_ = RootRef{node->bytenr, node->generation, node->level};
   root_node_ = node;
   root_changed_ = true;
@@ -163,6 +164,7 @@ absl::StatusOr<NodeRef> Tree::CowIfNeeded(NodeRef node, Node* parent, int parent
     COWKV_DCHECK(node->generation == gen);
     return node;
   }
+  ++shape_;
   COWKV_ASSIGN_OR_RETURN(uint64_t bytenr, hooks_->AllocTreeBlock(id_, node->level));
   NodeRef copy = cache_->CopyDirty({bytenr, gen, id_, node->level}, *node);
   COWKV_RETURN_IF_ERROR(hooks_->CowTreeBlock(id_, *node));
@@ -174,7 +176,52 @@ absl::StatusOr<NodeRef> Tree::CowIfNeeded(NodeRef node, Node* parent, int parent
   return copy;
 }
 
+bool Tree::UseWriteHint(absl::string_view key, Path& path) {
+  for (WriteHint& h : hints_) {
+    if (h.top < 0 || h.shape != shape_ || h.path[h.top].node != root_node_) continue;
+    Node* leaf = h.path[0].node.get();
+    // A commit sealed the path (the next write CoWs it again).
+    if (!leaf->dirty.load(std::memory_order_relaxed)) continue;
+    if (h.range.has_lo && CompareKeyBytes(key, h.range.lo) < 0) continue;
+    if (h.range.has_hi && CompareKeyBytes(key, h.range.hi) >= 0) continue;
+    for (int lv = h.top; lv >= 0; --lv) path[lv] = h.path[lv];
+    path[0].slot = leaf->LowerBound(key);
+    h.used = ++hint_clock_;
+    ++write_hint_hits_;
+#ifndef COWKV_NDEBUG
+    DCheckHintedPath(key, path, h.top);
+#endif
+    return true;
+  }
+  return false;
+}
+
+void Tree::SaveWriteHint(const Path& path, int top, const LeafRange& range) {
+  WriteHint& h = hints_[0].used <= hints_[1].used ? hints_[0] : hints_[1];
+  for (int lv = top; lv >= 0; --lv) h.path[lv] = path[lv];
+  for (int lv = top + 1; lv <= h.top; ++lv) h.path[lv] = PathEntry{};  // a lower tree now
+  h.range = range;
+  h.top = top;
+  h.shape = shape_;
+  h.used = ++hint_clock_;
+}
+
+// The hinted path is the one a descent finds: the same node and slot at
+// every level.
+void Tree::DCheckHintedPath(absl::string_view key, const Path& path, int top) {
+  absl::StatusOr<NodeRef> node = ReadRoot();
+  COWKV_CHECK(node.ok() && *node == path[top].node);
+  for (int lv = top; lv > 0; --lv) {
+    const int slot = (*node)->ChildSlot(key);
+    COWKV_CHECK_MSG(slot == path[lv].slot, "write hint: stale slot");
+    node = ReadChild(**node, slot);
+    COWKV_CHECK_MSG(node.ok() && *node == path[lv - 1].node, "write hint: stale node");
+  }
+}
+
 absl::Status Tree::SearchForWrite(absl::string_view key, Path& path, bool* cow_failed) {
+  if (UseWriteHint(key, path)) return absl::OkStatus();
+  LeafRange range;
   COWKV_ASSIGN_OR_RETURN(NodeRef node, ReadRoot());
   absl::StatusOr<NodeRef> cowed = CowIfNeeded(std::move(node), nullptr, 0);
   if (!cowed.ok()) {
@@ -189,6 +236,15 @@ absl::Status Tree::SearchForWrite(absl::string_view key, Path& path, bool* cow_f
     Node* n = path[level].node.get();
     const int slot = n->ChildSlot(key);
     path[level].slot = slot;
+    // Child `slot` > 0 holds [key(slot), key(slot + 1)); deeper is tighter.
+    if (slot > 0) {
+      range.lo = n->key(slot);
+      range.has_lo = true;
+    }
+    if (slot + 1 < n->nritems()) {
+      range.hi = n->key(slot + 1);
+      range.has_hi = true;
+    }
     COWKV_ASSIGN_OR_RETURN(NodeRef child, ReadChild(*n, slot));
     cowed = CowIfNeeded(std::move(child), n, slot);
     if (!cowed.ok()) {
@@ -200,6 +256,13 @@ absl::Status Tree::SearchForWrite(absl::string_view key, Path& path, bool* cow_f
     COWKV_DCHECK(path[level - 1].node->dirty.load(std::memory_order_relaxed));
   }
   path[0].slot = path[0].node->LowerBound(key);
+  // Appending: past the leaf's last key, or past the last key sharing the
+  // new key's first byte (the history's and new inodes' edges).
+  const Node& leaf = *path[0].node;
+  const int slot = path[0].slot;
+  if (slot == leaf.nritems() || (!key.empty() && leaf.key(slot)[0] != key[0])) {
+    SaveWriteHint(path, top, range);
+  }
   return absl::OkStatus();
 }
 
@@ -346,6 +409,7 @@ int Tree::AppendSplitPoint(const Path& path, int lv, int inserted_slot) const {
 }
 
 absl::Status Tree::SplitNode(Path& path, int lv, int* inserted_slot) {
+  ++shape_;
   NodeRef left = path[lv].node;
   const int n = left->nritems();
   COWKV_CHECK(n >= 2);
@@ -409,6 +473,7 @@ absl::Status Tree::CollapseRoot() {
   for (;;) {
     COWKV_ASSIGN_OR_RETURN(NodeRef root, ReadRoot());
     if (root->leaf() || root->nritems() != 1) return absl::OkStatus();
+    ++shape_;
     COWKV_ASSIGN_OR_RETURN(NodeRef child, ReadChild(*root, 0));
     // The child may be shared with a snapshot; a root never is (the
     // reference from a root item is always the tree's own), so CoW it first.
@@ -428,6 +493,7 @@ void RemoveFirstChild(Node* n) {
 }  // namespace
 
 absl::StatusOr<bool> Tree::DropLeftmost() {
+  ++shape_;
   COWKV_ASSIGN_OR_RETURN(NodeRef root, ReadRoot());
   if (root->leaf()) {  // possibly shared, and holding data references
     COWKV_RETURN_IF_ERROR(hooks_->DropRoot(id_, *root));
@@ -475,6 +541,7 @@ absl::StatusOr<bool> Tree::DropLeftmost() {
 }
 
 absl::Status Tree::FixUnderflow(Path& path, int lv, bool* changed_parent) {
+  ++shape_;
   *changed_parent = false;
   Node* parent = path[lv + 1].node.get();
   const int pslot = path[lv + 1].slot;

@@ -194,6 +194,32 @@ class Tree {
   void SetRoot(const NodeRef& node);
   size_t capacity() const;
 
+  // The path of a recent descent for a write, reused by a later one whose
+  // key falls in the same leaf while the tree's shape is unchanged (no
+  // split, merge, CoW or new root since: shape_), so appends (the KV
+  // history's entries, new inodes, a sequential load) skip the descent.
+  // Two, least recently used replaced: the history's and a sequential
+  // load's data keys each keep theirs.
+  // A leaf's key range [lo, hi), as views into internal nodes of the path
+  // to it, which change only with shape_.
+  struct LeafRange {
+    absl::string_view lo, hi;
+    bool has_lo = false, has_hi = false;
+  };
+  // Saved only by writes that append (past the leaf's last key or its last
+  // key of the new key's first byte): a random write neither pays for
+  // saving one nor evicts an appender's.
+  struct WriteHint {
+    Path path;
+    int top = -1;  // -1: empty
+    LeafRange range;
+    uint64_t shape = 0;
+    uint64_t used = 0;
+  };
+  bool UseWriteHint(absl::string_view key, Path& path);
+  void SaveWriteHint(const Path& path, int top, const LeafRange& range);
+  void DCheckHintedPath(absl::string_view key, const Path& path, int top);
+
   const uint64_t id_;
   // Nodes of subvolume trees may be owned by the tree they were shared from,
   // so only the engine's own trees check the owner on read.
@@ -210,6 +236,18 @@ class Tree {
   // iterators' fast path (acquire pairs with the writer's release).
   std::atomic<uint64_t> version_{0};
   bool root_changed_ = false;
+  // Bumped by every change of the tree's shape (any change but an item
+  // put or erased in a leaf): WriteHint's validity. Writer only.
+  uint64_t shape_ = 0;
+  std::array<WriteHint, 2> hints_;
+  uint64_t hint_clock_ = 0;
+
+ public:
+  // Writes that reused a hinted path (tests, benchmarks).
+  uint64_t write_hint_hits() const { return write_hint_hits_; }
+
+ private:
+  uint64_t write_hint_hits_ = 0;
 };
 
 // Iterates a tree at its latest state. Holds NodeRefs along its path; when the

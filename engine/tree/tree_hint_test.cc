@@ -3,6 +3,7 @@
 // reuses the leaf for lookups in key order. Also the fs layer's other
 // shortcuts (seed 004): Lookup (absence as nullopt) and DeletePresent (no
 // probe descent) against the same kind of model.
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <optional>
@@ -12,9 +13,9 @@
 
 #include "absl/strings/str_format.h"
 #include "cowkv/device.h"
+#include "engine/testing/in_memory_hooks.h"
 #include "engine/tree/node_cache.h"
 #include "engine/tree/tree.h"
-#include "engine/testing/in_memory_hooks.h"
 #include "gtest/gtest.h"
 
 namespace cowkv {
@@ -271,6 +272,70 @@ TEST_F(TreeShortcuts, DeleteRunMatchesTheModel) {
   ti.SeekToFirst();
   EXPECT_FALSE(ti.Valid());
   EXPECT_EQ(tree_->height(), 1);
+}
+
+// Writes that reuse a hinted path (Tree::WriteHint): appends to one key
+// class ('h', as the KV history) interleaved with random puts and deletes
+// of another ('k'), runs deleted from the front of 'h' (compaction), and
+// commits (nodes sealed, written, then CoWed again). The tree equals the
+// model throughout; debug builds also check every hinted path against a
+// fresh descent (Tree::DCheckHintedPath). A hint that outlived a split
+// (shape_ not bumped) fails here.
+TEST_F(TreeShortcuts, WriteHintsMatchTheModel) {
+  std::map<std::string, std::string> model;
+  std::mt19937_64 rng(77);
+  uint64_t next_h = 0;
+  auto hkey = [](uint64_t i) { return absl::StrFormat("h%010d", i); };
+  auto check = [&] {
+    TreeIterator ti(tree_.get());
+    auto m = model.begin();
+    for (ti.SeekToFirst(); ti.Valid(); ti.Next(), ++m) {
+      ASSERT_TRUE(m != model.end());
+      ASSERT_EQ(ti.key(), m->first);
+      ASSERT_EQ(ti.value(), m->second);
+    }
+    ASSERT_TRUE(ti.status().ok()) << ti.status();
+    ASSERT_TRUE(m == model.end());
+  };
+  for (int op = 1; op <= 40000; ++op) {
+    const int r = static_cast<int>(rng() % 100);
+    std::string v(1 + rng() % 200, static_cast<char>('a' + rng() % 26));
+    if (r < 45) {
+      const std::string k = hkey(next_h++);
+      ASSERT_TRUE(tree_->Put(k, v).ok());
+      model[k] = v;
+    } else if (r < 80) {
+      const std::string k = Key(rng() % 20000);
+      ASSERT_TRUE(tree_->Put(k, v).ok());
+      model[k] = v;
+    } else if (r < 95) {
+      auto it = model.lower_bound(Key(rng() % 20000));
+      if (it != model.end()) {
+        ASSERT_TRUE(tree_->Delete(it->first).ok());
+        model.erase(it);
+      }
+    } else if (model.begin() != model.end() && model.begin()->first[0] == 'h') {
+      const size_t max = 1 + rng() % 60;
+      absl::StatusOr<size_t> n =
+          tree_->DeleteRun(model.begin()->first, "i", max,
+                           [](absl::string_view, absl::string_view) { return absl::OkStatus(); });
+      ASSERT_TRUE(n.ok()) << n.status();
+      for (size_t i = 0; i < *n; ++i) model.erase(model.begin());
+    }
+    if (op % 3000 == 0) {  // a commit: the tree's nodes sealed and written
+      std::vector<NodeRef> nodes = cache_.SealDirty();
+      std::sort(nodes.begin(), nodes.end(),
+                [](const NodeRef& a, const NodeRef& b) { return a->bytenr < b->bytenr; });
+      ASSERT_TRUE(WriteNodes(&dev_, nodes, cache_.fsid(), cache_.nodesize(), nullptr).ok());
+      cache_.MarkWritten(nodes);
+    }
+    if (op % 5000 == 0) {
+      check();
+      if (HasFatalFailure()) return;
+    }
+  }
+  check();
+  EXPECT_GT(tree_->write_hint_hits(), 10000u);
 }
 
 }  // namespace
