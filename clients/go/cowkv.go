@@ -79,6 +79,9 @@ type DB struct {
 	files pb.FilesClient
 	admin pb.AdminClient
 	lease pb.LeaseClient
+	// timeout is the default deadline (WithDefaultTimeout); Watch bounds
+	// the wait for the server's create answer with it.
+	timeout time.Duration
 }
 
 type tokenCreds struct {
@@ -154,7 +157,8 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*DB, error) {
 		return nil, wrap("Dial", err)
 	}
 	db := &DB{conn: conn, subv: pb.NewSubvolumesClient(conn), kv: pb.NewKVClient(conn),
-		files: pb.NewFilesClient(conn), admin: pb.NewAdminClient(conn), lease: pb.NewLeaseClient(conn)}
+		files: pb.NewFilesClient(conn), admin: pb.NewAdminClient(conn), lease: pb.NewLeaseClient(conn),
+		timeout: timeout}
 	if o.waitReady {
 		conn.Connect()
 		for st := conn.GetState(); st != connectivity.Ready; st = conn.GetState() {
