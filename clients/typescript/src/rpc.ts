@@ -35,6 +35,11 @@ export class Rpc {
     return md;
   }
 
+  /** The client's default deadline in milliseconds (0 = none). */
+  defaultTimeout(): number {
+    return this.defaultTimeoutMs;
+  }
+
   options(call?: CallOptions): Partial<grpc.CallOptions> {
     const ms = call?.timeoutMs ?? this.defaultTimeoutMs;
     return ms > 0 ? { deadline: new Date(Date.now() + ms) } : {};
