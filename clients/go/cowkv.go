@@ -82,6 +82,8 @@ type DB struct {
 	// timeout is the default deadline (WithDefaultTimeout); Watch bounds
 	// the wait for the server's create answer with it.
 	timeout time.Duration
+	// watches are the KV.Watch streams the DB's watchers share.
+	watches watchMux
 }
 
 type tokenCreds struct {

@@ -11,15 +11,20 @@ package cowkv
 //		fmt.Println(ev.Type, string(ev.KV.Key), ev.Revision())
 //	}
 //
-// Each watcher has a stream of its own (one bidirectional KV.Watch call):
-// simple, and a slow reader of one watcher never holds back another. ctx
-// governs the watcher: when it ends (or Close is called) the stream ends
-// and the iteration stops without an error. The client's default timeout
-// bounds only the wait for the server to create the watcher.
+// The watchers of a DB share bidirectional KV.Watch streams, up to the
+// server's 1,000 per stream (watch_stream.go): one stream costs the server
+// a thread and counts once against its --max-calls-per-client. Each
+// watcher holds at most watchQueueBytes of unread events; a reader that
+// falls further behind ends its watcher with ErrSlowReader, so one slow
+// reader never holds back the others. ctx governs the watcher: when it
+// ends (or Close is called) the watcher ends and the iteration stops
+// without an error. The client's default timeout bounds only the wait for
+// the server to create the watcher.
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"iter"
 	"sync"
@@ -141,23 +146,30 @@ func checkWatchKey(key []byte, o watchOptions) error {
 	return nil
 }
 
-// watchItem is one delivery: whole revisions, or the end.
-type watchItem struct {
-	events []Event
-	err    error // nil at a clean end (Close, ctx)
-}
-
 // Watcher is one watcher (Subvolume.Watch). Read it with Events or Next
 // from one goroutine; Close from any.
 type Watcher struct {
-	ID       int64 // the watcher's id on its stream
-	items    chan watchItem
-	cancel   context.CancelFunc
+	ID int64 // the watcher's id on its stream
+
+	s        *watchStream
+	created  chan struct{} // closed at the server's create answer
+	items    chan []Event  // whole revisions, for the reader
+	queued   atomic.Int64  // bytes of events in items
+	done     chan struct{} // closed at the end, after endErr is set
+	endErr   error         // why it ended; nil for a clean end (Close, ctx)
+	endOnce  sync.Once
 	closed   atomic.Bool
 	revision atomic.Uint64
-	mu       sync.Mutex
-	pending  []Event
-	end      error // the end, once read (io.EOF for a clean one)
+	stopCtx  func() bool // unhooks Close from the Watch context
+
+	// The receiving goroutine's own: a revision being joined from fragments.
+	fragments     []Event
+	fragmentBytes int64
+
+	// The reader's own.
+	mu      sync.Mutex
+	pending []Event
+	end     error // the end, once read (io.EOF for a clean one)
 }
 
 // Watch creates a watcher on key (WatchPrefix, WatchRange for more keys)
@@ -167,6 +179,7 @@ type Watcher struct {
 // no longer keeps ends the watcher at its first read with ErrCompacted (an
 // *Error whose CompactRevision is the oldest revision still served:
 // restart there); so may any other end, if the server knows it at once.
+// ctx governs the watcher: when it ends, the watcher ends (as Close).
 func (s *Subvolume) Watch(ctx context.Context, key []byte, opts ...WatchOption) (*Watcher, error) {
 	var o watchOptions
 	for _, f := range opts {
@@ -176,106 +189,113 @@ func (s *Subvolume) Watch(ctx context.Context, key []byte, opts ...WatchOption) 
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(withoutDefaultTimeout(ctx))
-	stream, err := s.db.kv.Watch(ctx)
-	if err != nil {
-		cancel()
+	if err := ctx.Err(); err != nil {
 		return nil, wrap("Watch", err)
 	}
-	first, err := s.firstResponse(ctx, stream, create)
+	st, id, err := s.db.watches.stream(s.db)
 	if err != nil {
-		cancel()
 		return nil, err
 	}
-	w := &Watcher{ID: first.GetWatchId(), items: make(chan watchItem, 4), cancel: cancel}
-	w.revision.Store(first.GetRevision())
-	go w.run(ctx, stream)
+	w := &Watcher{s: st, created: make(chan struct{}), items: make(chan []Event, watchQueueBatches),
+		done: make(chan struct{})}
+	st.add(w, id)
+	create.WatchId = id
+	st.send(&pb.WatchRequest{RequestUnion: &pb.WatchRequest_CreateRequest{CreateRequest: create}})
+	if err := w.awaitCreated(ctx, s.db.timeout); err != nil {
+		return nil, err
+	}
+	w.stopCtx = context.AfterFunc(ctx, w.Close)
 	return w, nil
 }
 
-// firstResponse sends the create and waits for its answer, within the
-// client's default timeout unless ctx has a deadline.
-func (s *Subvolume) firstResponse(ctx context.Context, stream pb.KV_WatchClient,
-	create *pb.WatchCreateRequest) (*pb.WatchResponse, error) {
-	if err := stream.Send(&pb.WatchRequest{RequestUnion: &pb.WatchRequest_CreateRequest{CreateRequest: create}}); err != nil && !errors.Is(err, io.EOF) {
-		return nil, wrap("Watch", err)
-	}
-	type answer struct {
-		r   *pb.WatchResponse
-		err error
-	}
-	got := make(chan answer, 1)
-	go func() {
-		r, err := stream.Recv()
-		got <- answer{r, err}
-	}()
-	var timeout <-chan time.Time
-	if _, ok := ctx.Deadline(); !ok && s.db.timeout > 0 {
-		t := time.NewTimer(s.db.timeout)
+// awaitCreated waits for the create's answer, within the client's default
+// timeout unless ctx has a deadline.
+func (w *Watcher) awaitCreated(ctx context.Context, timeout time.Duration) error {
+	var late <-chan time.Time
+	if _, ok := ctx.Deadline(); !ok && timeout > 0 {
+		t := time.NewTimer(timeout)
 		defer t.Stop()
-		timeout = t.C
+		late = t.C
 	}
 	select {
-	case a := <-got:
-		if a.err != nil {
-			return nil, wrap("Watch", a.err)
+	case <-w.created:
+		return nil
+	case <-w.done: // refused, or the stream failed
+		if w.endErr != nil {
+			return w.endErr
 		}
-		if a.r.GetCanceled() {
-			return nil, cancelError(a.r)
-		}
-		return a.r, nil
-	case <-timeout:
-		return nil, newError("Watch", codes.DeadlineExceeded, "the server did not create the watcher in time")
-	}
-}
-
-// run receives responses, joins fragmented revisions and hands whole
-// revisions to the reader; it blocks while the reader is behind, so the
-// server sees a slow reader as one.
-func (w *Watcher) run(ctx context.Context, stream pb.KV_WatchClient) {
-	defer close(w.items)
-	var events []Event
-	for {
-		r, err := stream.Recv()
-		if err != nil {
-			if ctx.Err() != nil {
-				err = nil // Close or ctx: a clean end
-			} else {
-				err = wrap("Watch", err)
-			}
-			w.send(ctx, watchItem{err: err})
-			return
-		}
-		w.revision.Store(max(w.revision.Load(), r.GetRevision()))
-		if r.GetCanceled() {
-			var end error
-			if r.GetCancelCode() != pb.WatchCancelCode_WATCH_CANCEL_CLIENT {
-				end = cancelError(r)
-			}
-			w.send(ctx, watchItem{err: end})
-			return
-		}
-		for _, e := range r.GetEvents() {
-			events = append(events, eventFrom(e))
-		}
-		if len(events) == 0 || r.GetFragment() {
-			continue
-		}
-		if !w.send(ctx, watchItem{events: events}) {
-			return
-		}
-		events = nil
-	}
-}
-
-// send hands an item to the reader unless the watcher was closed first.
-func (w *Watcher) send(ctx context.Context, it watchItem) bool {
-	select {
-	case w.items <- it:
-		return true
+		return newError("Watch", codes.Canceled, "the watcher ended before it was created")
+	case <-late:
+		w.Close()
+		return newError("Watch", codes.DeadlineExceeded, "the server did not create the watcher in time")
 	case <-ctx.Done():
+		w.Close()
+		return wrap("Watch", ctx.Err())
+	}
+}
+
+// finish ends the watcher once: err nil is a clean end.
+func (w *Watcher) finish(err error) {
+	w.endOnce.Do(func() {
+		w.endErr = err
+		close(w.done)
+	})
+}
+
+// deliver handles one response for this watcher, on the stream's
+// receiving goroutine; it never blocks. It reports whether the watcher
+// goes on.
+func (w *Watcher) deliver(r *pb.WatchResponse) bool {
+	w.revision.Store(max(w.revision.Load(), r.GetRevision()))
+	if r.GetCanceled() {
+		var end error
+		if r.GetCancelCode() != pb.WatchCancelCode_WATCH_CANCEL_CLIENT {
+			end = cancelError(r)
+		}
+		w.finish(end)
 		return false
 	}
+	if r.GetCreated() {
+		close(w.created)
+	}
+	for _, e := range r.GetEvents() {
+		ev := eventFrom(e)
+		w.fragments = append(w.fragments, ev)
+		w.fragmentBytes += eventBytes(ev)
+	}
+	if len(w.fragments) == 0 || r.GetFragment() {
+		return true
+	}
+	batch, bytes := w.fragments, w.fragmentBytes
+	w.fragments, w.fragmentBytes = nil, 0
+	if q := w.queued.Add(bytes); q > bytes && q > watchQueueBytes {
+		return w.tooSlow(bytes)
+	}
+	select {
+	case w.items <- batch:
+		return true
+	default:
+		return w.tooSlow(bytes)
+	}
+}
+
+// tooSlow ends a watcher whose reader fell behind the client's bound (the
+// stream is shared, so the client does not stop reading it for one reader).
+func (w *Watcher) tooSlow(bytes int64) bool {
+	w.queued.Add(-bytes)
+	e := newError("Watch", codes.ResourceExhausted, fmt.Sprintf(
+		"the reader fell behind: %d bytes of events unread (bound %d)", w.queued.Load(), int64(watchQueueBytes)))
+	e.kind = ErrSlowReader
+	w.finish(e)
+	return false
+}
+
+func eventBytes(e Event) int64 {
+	n := int64(len(e.KV.Key) + len(e.KV.Value) + 64)
+	if e.PrevKV != nil {
+		n += int64(len(e.PrevKV.Key) + len(e.PrevKV.Value))
+	}
+	return n
 }
 
 func eventFrom(e *pb.WatchEvent) Event {
@@ -317,6 +337,7 @@ func cancelError(r *pb.WatchResponse) error {
 }
 
 // next returns the next event, waiting under ctx; io.EOF at a clean end.
+// Events delivered before the end come first.
 func (w *Watcher) next(ctx context.Context) (Event, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -328,15 +349,17 @@ func (w *Watcher) next(ctx context.Context) (Event, error) {
 			return Event{}, w.end
 		}
 		select {
-		case it, ok := <-w.items:
-			switch {
-			case !ok:
-				w.end = io.EOF
-			case it.events != nil:
-				w.pending = it.events
-			case it.err != nil:
-				w.end = it.err
+		case b := <-w.items:
+			w.take(b)
+		case <-w.done:
+			select {
+			case b := <-w.items:
+				w.take(b)
+				continue
 			default:
+			}
+			w.end = w.endErr
+			if w.end == nil {
 				w.end = io.EOF
 			}
 		case <-ctx.Done():
@@ -346,6 +369,15 @@ func (w *Watcher) next(ctx context.Context) (Event, error) {
 	ev := w.pending[0]
 	w.pending = w.pending[1:]
 	return ev, nil
+}
+
+func (w *Watcher) take(batch []Event) {
+	w.pending = batch
+	var n int64
+	for _, e := range batch {
+		n += eventBytes(e)
+	}
+	w.queued.Add(-n)
 }
 
 // Next waits (under ctx, which bounds only this wait) for the next event.
@@ -371,15 +403,22 @@ func (w *Watcher) Events() iter.Seq2[Event, error] {
 	}
 }
 
-// Revision is the latest store revision the server reported on the
-// watcher's stream (progress responses advance it while nothing changes).
+// Revision is the latest store revision the server reported to the
+// watcher (progress responses advance it while nothing changes).
 func (w *Watcher) Revision() uint64 { return w.revision.Load() }
 
-// Close ends the watcher and its stream; events not yet read are dropped
+// Close ends the watcher (a cancel request on its stream; the stream
+// itself closes with its last watcher); events not yet read are dropped
 // and the iteration ends. Idempotent.
 func (w *Watcher) Close() {
-	w.closed.Store(true)
-	w.cancel()
+	if w.closed.Swap(true) {
+		return
+	}
+	if w.stopCtx != nil {
+		w.stopCtx()
+	}
+	w.s.remove(w.ID, true)
+	w.finish(nil)
 }
 
 // Compact drops the subvolume's history of revisions below revision

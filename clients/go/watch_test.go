@@ -339,3 +339,99 @@ func revisionOf(s string) uint64 {
 	fmt.Sscanf(s[at+1:], "%d", &rev)
 	return rev
 }
+
+// TestWatchSharedStreams: a DB's watchers share KV.Watch streams. Goal: 60
+// watchers of one client work on a server that lets a client have only 3
+// calls in flight (a stream per watcher would be refused TOO_MANY_CALLS
+// past the third); closing some (Close, ctx) leaves the others' events
+// intact; a reader that falls behind ends only its own watcher
+// (ErrSlowReader) while another watcher of the same stream gets every
+// event; after the last watcher closed, a new Watch opens a new stream.
+func TestWatchSharedStreams(t *testing.T) {
+	bin := serverBinary(t)
+	srv := startServer(t, bin, t.TempDir(), "256M", "", "--max-calls-per-client", "3")
+	defer srv.stop()
+	ctx := context.Background()
+	db := must(cowkv.Dial(ctx, srv.addr))(t)
+	defer db.Close()
+	sv := db.Subvolume("")
+	const n = 60
+	ws := make([]*cowkv.Watcher, n)
+	cancels := make([]context.CancelFunc, n)
+	for i := range n {
+		wctx, cancel := context.WithCancel(ctx)
+		cancels[i] = cancel
+		ws[i] = must(sv.Watch(wctx, []byte(fmt.Sprint("s/", i))))(t)
+	}
+	for i := range n {
+		must(sv.Put(ctx, []byte(fmt.Sprint("s/", i)), []byte("a")))(t)
+	}
+	for i := range n {
+		if ev := take(t, ws[i], 1)[0]; string(ev.KV.Key) != fmt.Sprint("s/", i) {
+			t.Fatalf("watcher %d got %s", i, ev.KV.Key)
+		}
+	}
+	for i := 0; i < n; i += 3 { // a third closed, a third by their context
+		ws[i].Close()
+		cancels[i+1]()
+	}
+	for i := range n {
+		must(sv.Put(ctx, []byte(fmt.Sprint("s/", i)), []byte("b")))(t)
+	}
+	for i := range n {
+		if i%3 != 2 {
+			if _, err := ws[i].Next(ctx); !errors.Is(err, io.EOF) {
+				t.Fatalf("closed watcher %d: %v, want io.EOF", i, err)
+			}
+			continue
+		}
+		if ev := take(t, ws[i], 1)[0]; string(ev.KV.Value) != "b" {
+			t.Fatalf("watcher %d got %s", i, ev.KV.Value)
+		}
+	}
+
+	// One slow reader, one fast one, on the same stream.
+	slow := must(sv.Watch(ctx, []byte("big")))(t)
+	fast := must(sv.Watch(ctx, []byte("big")))(t)
+	const puts = 24 // 24 MiB: past the client's 16 MiB per watcher
+	done := make(chan error, 1)
+	go func() {
+		for range puts {
+			if _, err := fast.Next(ctx); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	value := bytes.Repeat([]byte("v"), 1<<20)
+	for range puts {
+		must(sv.Put(ctx, []byte("big"), value))(t)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the fast reader: %v", err)
+	}
+	var last error
+	n2 := 0
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for last == nil {
+		if _, last = slow.Next(rctx); last == nil {
+			n2++
+		}
+	}
+	if !errors.Is(last, cowkv.ErrSlowReader) || n2 >= puts {
+		t.Fatalf("the slow reader: %d events then %v, want ErrSlowReader before %d", n2, last, puts)
+	}
+	for i := 2; i < n; i += 3 {
+		ws[i].Close()
+	}
+	fast.Close()
+	slow.Close()
+	w := must(sv.Watch(ctx, []byte("again")))(t) // a new stream
+	defer w.Close()
+	r := must(sv.Put(ctx, []byte("again"), []byte("x")))(t)
+	if ev := take(t, w, 1)[0]; ev.Revision() != r {
+		t.Fatalf("after reopening: %d, want %d", ev.Revision(), r)
+	}
+}
