@@ -39,6 +39,7 @@ type options struct {
 	timeout     time.Duration
 	waitReady   bool
 	dialOptions []grpc.DialOption
+	watchQueue  int64
 }
 
 // Option configures Dial.
@@ -65,6 +66,11 @@ func WithDefaultTimeout(d time.Duration) Option { return func(o *options) { o.ti
 // WithWaitReady makes Dial wait (under its context) until the connection is
 // up, instead of connecting lazily on the first call.
 func WithWaitReady() Option { return func(o *options) { o.waitReady = true } }
+
+// WithWatchQueueBytes bounds a watcher's unread events, in bytes: a reader
+// that falls further behind ends its watcher with ErrSlowReader (default
+// 16 MiB; one larger revision is still handed over whole).
+func WithWatchQueueBytes(n int64) Option { return func(o *options) { o.watchQueue = n } }
 
 // WithDialOptions passes extra options to grpc.NewClient.
 func WithDialOptions(opts ...grpc.DialOption) Option {
@@ -114,9 +120,12 @@ func withDefaultTimeout(ctx context.Context, d time.Duration) (context.Context, 
 // Dial connects to cowkvd at addr ("host:port"). Without WithWaitReady the
 // connection is made on the first call and ctx is not used.
 func Dial(ctx context.Context, addr string, opts ...Option) (*DB, error) {
-	o := options{timeout: DefaultTimeout}
+	o := options{timeout: DefaultTimeout, watchQueue: watchQueueBytes}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if o.watchQueue < 1 {
+		return nil, invalid("Dial", "WithWatchQueueBytes: %d < 1", o.watchQueue)
 	}
 	dial := []grpc.DialOption{
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(20<<20), grpc.MaxCallSendMsgSize(20<<20)),
@@ -160,7 +169,7 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*DB, error) {
 	}
 	db := &DB{conn: conn, subv: pb.NewSubvolumesClient(conn), kv: pb.NewKVClient(conn),
 		files: pb.NewFilesClient(conn), admin: pb.NewAdminClient(conn), lease: pb.NewLeaseClient(conn),
-		timeout: timeout}
+		timeout: timeout, watches: watchMux{queueBytes: o.watchQueue}}
 	if o.waitReady {
 		conn.Connect()
 		for st := conn.GetState(); st != connectivity.Ready; st = conn.GetState() {

@@ -14,7 +14,7 @@ package cowkv
 // The watchers of a DB share bidirectional KV.Watch streams, up to the
 // server's 1,000 per stream (watch_stream.go): one stream costs the server
 // a thread and counts once against its --max-calls-per-client. Each
-// watcher holds at most watchQueueBytes of unread events; a reader that
+// watcher holds at most WithWatchQueueBytes (16 MiB) of unread events; a reader that
 // falls further behind ends its watcher with ErrSlowReader, so one slow
 // reader never holds back the others. ctx governs the watcher: when it
 // ends (or Close is called) the watcher ends and the iteration stops
@@ -151,16 +151,17 @@ func checkWatchKey(key []byte, o watchOptions) error {
 type Watcher struct {
 	ID int64 // the watcher's id on its stream
 
-	s        *watchStream
-	created  chan struct{} // closed at the server's create answer
-	items    chan []Event  // whole revisions, for the reader
-	queued   atomic.Int64  // bytes of events in items
-	done     chan struct{} // closed at the end, after endErr is set
-	endErr   error         // why it ended; nil for a clean end (Close, ctx)
-	endOnce  sync.Once
-	closed   atomic.Bool
-	revision atomic.Uint64
-	stopCtx  func() bool // unhooks Close from the Watch context
+	s          *watchStream
+	created    chan struct{} // closed at the server's create answer
+	items      chan []Event  // whole revisions, for the reader
+	queued     atomic.Int64  // bytes of events in items
+	queueBound int64         // WithWatchQueueBytes
+	done       chan struct{} // closed at the end, after endErr is set
+	endErr     error         // why it ended; nil for a clean end (Close, ctx)
+	endOnce    sync.Once
+	closed     atomic.Bool
+	revision   atomic.Uint64
+	stopCtx    func() bool // unhooks Close from the Watch context
 
 	// The receiving goroutine's own: a revision being joined from fragments.
 	fragments     []Event
@@ -197,7 +198,7 @@ func (s *Subvolume) Watch(ctx context.Context, key []byte, opts ...WatchOption) 
 		return nil, err
 	}
 	w := &Watcher{s: st, created: make(chan struct{}), items: make(chan []Event, watchQueueBatches),
-		done: make(chan struct{})}
+		done: make(chan struct{}), queueBound: s.db.watches.queueBytes}
 	st.add(w, id)
 	create.WatchId = id
 	st.send(&pb.WatchRequest{RequestUnion: &pb.WatchRequest_CreateRequest{CreateRequest: create}})
@@ -268,7 +269,7 @@ func (w *Watcher) deliver(r *pb.WatchResponse) bool {
 	}
 	batch, bytes := w.fragments, w.fragmentBytes
 	w.fragments, w.fragmentBytes = nil, 0
-	if q := w.queued.Add(bytes); q > bytes && q > watchQueueBytes {
+	if q := w.queued.Add(bytes); q > bytes && q > w.queueBound {
 		return w.tooSlow(bytes)
 	}
 	select {
@@ -284,7 +285,7 @@ func (w *Watcher) deliver(r *pb.WatchResponse) bool {
 func (w *Watcher) tooSlow(bytes int64) bool {
 	w.queued.Add(-bytes)
 	e := newError("Watch", codes.ResourceExhausted, fmt.Sprintf(
-		"the reader fell behind: %d bytes of events unread (bound %d)", w.queued.Load(), int64(watchQueueBytes)))
+		"the reader fell behind: %d bytes of events unread (bound %d)", w.queued.Load(), w.queueBound))
 	e.kind = ErrSlowReader
 	w.finish(e)
 	return false

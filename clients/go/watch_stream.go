@@ -30,8 +30,8 @@ import (
 const (
 	// maxWatchersPerStream is the server's bound (docs/api.md "Watch").
 	maxWatchersPerStream = 1000
-	// watchQueueBytes bounds a watcher's unread events (about; one larger
-	// revision is still handed over whole).
+	// watchQueueBytes is the default bound of a watcher's unread events
+	// (about; one larger revision is still handed over whole).
 	watchQueueBytes = 16 << 20
 	// watchQueueBatches bounds a watcher's unread deliveries.
 	watchQueueBatches = 4096
@@ -39,6 +39,8 @@ const (
 
 // watchMux is a DB's set of watch streams.
 type watchMux struct {
+	queueBytes int64 // a watcher's bound of unread events (WithWatchQueueBytes)
+
 	mu      sync.Mutex
 	streams []*watchStream // live streams, in opening order
 }

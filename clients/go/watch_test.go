@@ -45,6 +45,9 @@ func TestWatchClientChecks(t *testing.T) {
 			t.Errorf("%s: want ErrInvalidArgument", name)
 		}
 	}
+	if _, err := cowkv.Dial(ctx, deadAddress(t), cowkv.WithWatchQueueBytes(0)); !errors.Is(err, cowkv.ErrInvalidArgument) {
+		t.Errorf("WithWatchQueueBytes(0): %v, want ErrInvalidArgument", err)
+	}
 	if got := string(cowkv.PrefixEnd([]byte("a/"))); got != "a0" {
 		t.Errorf("PrefixEnd(a/) = %q", got)
 	}
@@ -352,7 +355,9 @@ func TestWatchSharedStreams(t *testing.T) {
 	srv := startServer(t, bin, t.TempDir(), "256M", "", "--max-calls-per-client", "3")
 	defer srv.stop()
 	ctx := context.Background()
-	db := must(cowkv.Dial(ctx, srv.addr))(t)
+	// A 2 MiB bound: the slow reader passes it while the stream carries far
+	// less than the server's own 24 MiB bound, however slowly this test runs.
+	db := must(cowkv.Dial(ctx, srv.addr, cowkv.WithWatchQueueBytes(2<<20)))(t)
 	defer db.Close()
 	sv := db.Subvolume("")
 	const n = 60
@@ -393,7 +398,7 @@ func TestWatchSharedStreams(t *testing.T) {
 	// One slow reader, one fast one, on the same stream.
 	slow := must(sv.Watch(ctx, []byte("big")))(t)
 	fast := must(sv.Watch(ctx, []byte("big")))(t)
-	const puts = 24 // 24 MiB: past the client's 16 MiB per watcher
+	const puts = 4 // 4 MiB: past the client's 2 MiB per watcher
 	done := make(chan error, 1)
 	go func() {
 		for range puts {

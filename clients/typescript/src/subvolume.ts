@@ -78,12 +78,12 @@ export class Subvolume {
 
   /**
    * Watches `key` (every key starting with it with `prefix`, or [key, end)):
-   * an AsyncIterable of events on a stream of its own; await its ready()
+   * an AsyncIterable of events (on a stream the client's watchers share); await its ready()
    * to know every later change is seen. Ends on cancel(), opts.signal, or a
    * `break`; throws the reason when the server ends it (src/watch.ts).
    */
   watch(key: Bytes, opts: WatchOptions = {}): Watch {
-    return new Watch(this.rpc, this.name, key, opts, this.rpc.defaultTimeout());
+    return new Watch(this.rpc.watches, this.name, key, opts, this.rpc.defaultTimeout());
   }
 
   /**

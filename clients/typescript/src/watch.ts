@@ -9,10 +9,13 @@
  *       console.log(ev.type, ev.kv.key.toString(), ev.revision);
  *     }
  *
- * Each watcher has a stream of its own (one bidirectional KV.Watch call):
- * simple, and a slow reader of one watcher never holds back another. All
- * events of one revision are delivered together (a fragmented revision is
- * joined first). The server ends a watcher by itself only with a reason,
+ * A client's watchers share KV.Watch streams, up to the server's 1,000 per
+ * stream (one stream costs the server a thread and counts once against its
+ * --max-calls-per-client); a stream closes with its last watcher. Each
+ * watcher holds at most WATCH_QUEUE_BYTES of unread events: a reader that
+ * falls further behind ends its own watcher with SlowReaderError, never
+ * holding back the others. All events of one revision are delivered
+ * together (a fragmented revision is joined first). The server ends a watcher by itself only with a reason,
  * thrown by the iteration (and by ready()): CompactedError (the start is
  * older than the history; `compactRevision` is the oldest revision still
  * served — restart there), SubvolumeDeletedError, SlowReaderError, or the
@@ -21,8 +24,8 @@
  */
 import * as grpc from "@grpc/grpc-js";
 import {
-  WatchCancelCode, WatchCreateRequest_FilterType, WatchEvent as PbWatchEvent, WatchEvent_EventType, WatchRequest,
-  WatchResponse,
+  WatchCancelCode, WatchCreateRequest, WatchCreateRequest_FilterType, WatchEvent as PbWatchEvent, WatchEvent_EventType,
+  WatchRequest, WatchResponse,
 } from "./gen/cowkv/v1/kv";
 import {
   classFor, CompactedError, CowkvError, DeadlineExceededError, SlowReaderError, SubvolumeDeletedError, toCowkvError,
@@ -71,55 +74,150 @@ export function prefixEnd(prefix: Buffer): Buffer {
   return end;
 }
 
-/** Buffered whole revisions past which the client stops reading the stream (the server then buffers, up to its bound). */
-const MAX_QUEUED_BATCHES = 64;
+/** A watcher's unread events, in bytes, past which it ends with SlowReaderError (one larger revision still passes alone). */
+export const WATCH_QUEUE_BYTES = 16 << 20;
+/** The server's bound of watchers per stream (docs/api.md "Watch"). */
+const MAX_WATCHERS_PER_STREAM = 1000;
 
 type Waiter = { resolve: (batch: WatchEvent[] | undefined) => void; reject: (e: unknown) => void };
+
+/**
+ * One KV.Watch stream shared by up to MAX_WATCHERS_PER_STREAM watchers of a
+ * client, each with a client-chosen id unique on the stream (never reused, so
+ * a late response for a closed watcher is dropped). It closes with its last
+ * watcher; if it fails, every watcher on it ends with the error.
+ */
+class WatchStream {
+  readonly watchers = new Map<bigint, Watch>();
+  private nextId = 0n;
+  dead = false;
+  private readonly stream: grpc.ClientDuplexStream<WatchRequest, WatchResponse>;
+
+  constructor(private readonly mux: WatchMux, rpc: Rpc) {
+    // No deadline: the stream lives as long as its watchers.
+    this.stream = rpc.kv.watch(rpc.metadata(), {});
+    this.stream.on("data", (r: WatchResponse) => this.route(r));
+    this.stream.on("error", (err) => this.fail(toCowkvError(err, "watch")));
+    this.stream.on("end", () => this.fail(toCowkvError({ code: grpc.status.UNAVAILABLE, details: "the watch stream ended" }, "watch")));
+  }
+
+  get full(): boolean {
+    return this.dead || this.watchers.size >= MAX_WATCHERS_PER_STREAM;
+  }
+
+  add(w: Watch, create: WatchCreateRequest): bigint {
+    const id = ++this.nextId;
+    this.watchers.set(id, w);
+    this.write({ $case: "createRequest", createRequest: { ...create, watchId: id } });
+    return id;
+  }
+
+  /** Drops a watcher; with cancel the server is told. The stream closes with its last watcher. */
+  remove(id: bigint, cancel: boolean): void {
+    if (this.dead || !this.watchers.delete(id)) return;
+    if (this.watchers.size === 0) {
+      this.close();
+      return;
+    }
+    if (cancel) this.write({ $case: "cancelRequest", cancelRequest: { watchId: id } });
+  }
+
+  private write(u: WatchRequest["requestUnion"]): void {
+    this.stream.write(WatchRequest.fromPartial({ requestUnion: u }));
+  }
+
+  private route(r: WatchResponse): void {
+    if (r.watchId < 0n) return; // a progress answer for the whole stream: not asked for
+    const w = this.watchers.get(r.watchId);
+    if (!w) return; // closed by the client already
+    const goesOn = w.onResponse(r);
+    if (!goesOn) this.remove(r.watchId, !r.canceled);
+  }
+
+  private close(): void {
+    this.dead = true;
+    this.mux.drop(this);
+    this.stream.removeAllListeners("data");
+    this.stream.on("error", () => {}); // the cancel surfaces as CANCELLED
+    this.stream.cancel();
+  }
+
+  private fail(err: CowkvError): void {
+    if (this.dead) return;
+    this.dead = true;
+    this.mux.drop(this);
+    const ws = [...this.watchers.values()];
+    this.watchers.clear();
+    for (const w of ws) w.end(err);
+  }
+}
+
+/** A client's watch streams (one per Rpc). */
+export class WatchMux {
+  private streams: WatchStream[] = [];
+  /** A watcher's unread events, in bytes, past which it ends with SlowReaderError. */
+  queueBytes = WATCH_QUEUE_BYTES;
+
+  constructor(private readonly rpc: Rpc) {}
+
+  /** A stream with room for one more watcher, opened if needed. */
+  stream(): WatchStream {
+    let s = this.streams.find((x) => !x.full);
+    if (!s) {
+      s = new WatchStream(this, this.rpc);
+      this.streams.push(s);
+    }
+    return s;
+  }
+
+  drop(s: WatchStream): void {
+    this.streams = this.streams.filter((x) => x !== s);
+  }
+}
 
 /**
  * One watcher (Subvolume.watch): an AsyncIterable of WatchEvent. Iterate
  * it once; `break` or cancel() ends it.
  */
 export class Watch implements AsyncIterable<WatchEvent> {
-  /** The latest store revision the server reported on the stream. */
+  /** The latest store revision the server reported to the watcher. */
   revision = 0;
-  /** The watcher's id on its stream (once created). */
-  id = 0n;
-  private readonly stream: grpc.ClientDuplexStream<WatchRequest, WatchResponse>;
+  /** The watcher's id on its stream. */
+  readonly id: bigint;
+  private readonly stream: WatchStream;
+  private readonly queueBound: number;
   private readonly batches: WatchEvent[][] = [];
+  private queuedBytes = 0;
   private readonly waiters: Waiter[] = [];
   private fragments: WatchEvent[] = [];
   private error?: CowkvError;
   private ended = false;
   private cancelled = false;
-  private paused = false;
+  private isCreated = false;
   private readonly created: Promise<void>;
   private createdSettle!: (err?: CowkvError) => void;
   private readonly unwatch: () => void;
   private createTimer?: NodeJS.Timeout;
 
   /** @internal Use Subvolume.watch. */
-  constructor(rpc: Rpc, subvolume: string, key: Bytes, opts: WatchOptions, createTimeoutMs: number) {
+  constructor(mux: WatchMux, subvolume: string, key: Bytes, opts: WatchOptions, createTimeoutMs: number) {
     const create = createRequest(subvolume, key, opts);
     this.created = new Promise<void>((resolve, reject) => {
       this.createdSettle = (err) => (err ? reject(err) : resolve());
     });
     this.created.catch(() => {}); // surfaced by ready() and the iteration
-    // No deadline: the stream lives as long as the watcher.
-    this.stream = rpc.kv.watch(rpc.metadata(), {});
-    this.stream.on("data", (r: WatchResponse) => this.onResponse(r));
-    this.stream.on("error", (err) => this.finish(this.cancelled ? undefined : toCowkvError(err, "watch")));
-    this.stream.on("end", () => this.finish(undefined));
+    this.queueBound = mux.queueBytes;
+    this.stream = mux.stream();
+    this.id = this.stream.add(this, create);
     this.unwatch = Rpc.watch({ cancel: () => this.cancel() }, opts.signal);
-    if (createTimeoutMs > 0) {
+    if (createTimeoutMs > 0 && !this.ended) {
       this.createTimer = setTimeout(() => {
-        this.finish(new DeadlineExceededError("the server did not create the watcher in time",
+        this.stream.remove(this.id, true);
+        this.end(new DeadlineExceededError("the server did not create the watcher in time",
           grpc.status.DEADLINE_EXCEEDED, "watch"));
-        this.stopStream();
       }, createTimeoutMs);
       this.createTimer.unref();
     }
-    this.stream.write(WatchRequest.fromPartial({ requestUnion: { $case: "createRequest", createRequest: create } }));
   }
 
   /** Resolves once the server created the watcher (every change after it is seen); rejects with a refused create's error or an early end. */
@@ -127,13 +225,13 @@ export class Watch implements AsyncIterable<WatchEvent> {
     return this.created;
   }
 
-  /** Ends the watcher and its stream; the iteration ends (events not yet read are dropped). Idempotent. */
+  /** Ends the watcher (a cancel request on its stream); the iteration ends (events not yet read are dropped). Idempotent. */
   cancel(): void {
     if (this.cancelled) return;
     this.cancelled = true;
     this.batches.length = 0;
-    this.stopStream();
-    this.finish(undefined);
+    this.stream.remove(this.id, true);
+    this.end(undefined);
   }
 
   [Symbol.asyncIterator](): AsyncIterator<WatchEvent> {
@@ -159,70 +257,72 @@ export class Watch implements AsyncIterable<WatchEvent> {
     if (this.cancelled) return Promise.resolve(undefined);
     const b = this.batches.shift();
     if (b !== undefined) {
-      if (this.paused && this.batches.length < MAX_QUEUED_BATCHES / 2) {
-        this.paused = false;
-        this.stream.resume();
-      }
+      this.queuedBytes -= batchBytes(b);
       return Promise.resolve(b);
     }
     if (this.ended) return this.error ? Promise.reject(this.error) : Promise.resolve(undefined);
     return new Promise((resolve, reject) => this.waiters.push({ resolve, reject }));
   }
 
-  private onResponse(r: WatchResponse): void {
+  /** @internal One response of this watcher (from its stream); false once it ended. */
+  onResponse(r: WatchResponse): boolean {
     this.revision = Math.max(this.revision, num(r.revision));
     if (r.canceled) {
-      const err = r.cancelCode === WatchCancelCode.WATCH_CANCEL_CLIENT ? undefined : cancelError(r);
-      this.finish(err);
-      this.stopStream();
-      return;
+      this.end(r.cancelCode === WatchCancelCode.WATCH_CANCEL_CLIENT ? undefined : cancelError(r));
+      return false;
     }
-    if (r.created) {
-      this.id = r.watchId;
+    if (r.created && !this.isCreated) {
+      this.isCreated = true;
       if (this.createTimer) clearTimeout(this.createTimer);
       this.createdSettle();
     }
     for (const e of r.events) this.fragments.push(eventFrom(e));
-    if (this.fragments.length === 0 || r.fragment) return;
+    if (this.fragments.length === 0 || r.fragment) return true;
     const batch = this.fragments;
     this.fragments = [];
     const w = this.waiters.shift();
     if (w) {
       w.resolve(batch);
-      return;
+      return true;
+    }
+    const bytes = batchBytes(batch);
+    if (this.queuedBytes > 0 && this.queuedBytes + bytes > this.queueBound) {
+      // The stream is shared: the client does not stop reading it for one reader.
+      this.end(new SlowReaderError(`the reader fell behind: ${this.queuedBytes} bytes of events unread (bound ${this.queueBound})`,
+        grpc.status.RESOURCE_EXHAUSTED, "watch"));
+      return false;
     }
     this.batches.push(batch);
-    if (!this.paused && this.batches.length >= MAX_QUEUED_BATCHES) {
-      this.paused = true;
-      this.stream.pause();
-    }
+    this.queuedBytes += bytes;
+    return true;
   }
 
-  private finish(err: CowkvError | undefined): void {
+  /** @internal Ends once: the error, or a clean end for undefined. */
+  end(err: CowkvError | undefined): void {
     if (this.ended) return;
     this.ended = true;
     this.error = this.cancelled ? undefined : err;
     if (this.createTimer) clearTimeout(this.createTimer);
-    this.createdSettle(this.error ?? (this.id === 0n ? cancelledBeforeCreate() : undefined));
+    this.createdSettle(this.error ?? (this.isCreated ? undefined : cancelledBeforeCreate()));
     this.unwatch?.();
     for (const w of this.waiters.splice(0)) {
       if (this.error) w.reject(this.error);
       else w.resolve(undefined);
     }
   }
+}
 
-  private stopStream(): void {
-    this.stream.removeAllListeners("data");
-    this.stream.on("error", () => {}); // the cancel surfaces as CANCELLED
-    this.stream.cancel();
-  }
+function batchBytes(b: WatchEvent[]): number {
+  let n = 0;
+  for (const e of b) n += e.kv.key.length + e.kv.value.length + 64 + (e.prevKv ? e.prevKv.key.length + e.prevKv.value.length : 0);
+  return n;
 }
 
 function cancelledBeforeCreate(): CowkvError {
   return toCowkvError({ code: grpc.status.CANCELLED, details: "the watcher ended before the server created it" }, "watch");
 }
 
-function createRequest(subvolume: string, key: Bytes, opts: WatchOptions) {
+function createRequest(subvolume: string, key: Bytes, opts: WatchOptions): WatchCreateRequest {
   checkSubvolume("watch", subvolume);
   const k = toBuffer(key);
   if (opts.prefix && opts.end !== undefined && toBuffer(opts.end).length > 0) {

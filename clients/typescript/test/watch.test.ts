@@ -213,3 +213,69 @@ describe("watch", { skip: bin ? false : "cowkvd not found (set COWKVD)" }, () =>
     }
   });
 });
+
+/**
+ * A client's watchers share KV.Watch streams. Goal: 60 watchers of one
+ * client work on a server that lets a client have only 3 calls in flight
+ * (a stream per watcher would be refused past the third); cancelling some
+ * leaves the others' events intact; a reader that falls behind ends only
+ * its own watcher (SlowReaderError) while another watcher of the same stream
+ * gets every event; after the last watcher, a new watch opens a new stream.
+ */
+describe("watch streams shared", { skip: bin ? false : "cowkvd not found (set COWKVD)" }, () => {
+  let server: Server;
+  let client: cowkv.Client;
+  before(async () => {
+    server = new Server(bin!, tempDir(), "256M", "", ["--max-calls-per-client", "3"]);
+    await server.start();
+    // A 2 MiB bound: the slow reader passes it while the stream carries far
+    // less than the server's own 24 MiB bound, however slowly this test runs.
+    client = await cowkv.connect(server.addr, { watchQueueBytes: 2 << 20 });
+  });
+  after(async () => {
+    client?.close();
+    await server?.stop();
+  });
+
+  it("60 watchers, cancels, one slow reader, reopening", async () => {
+    const sv = client.subvolume("");
+    const n = 60;
+    const ws = Array.from({ length: n }, (_, i) => sv.watch(`s/${i}`));
+    await Promise.all(ws.map((w) => w.ready()));
+    const its = ws.map((w) => w[Symbol.asyncIterator]());
+    for (let i = 0; i < n; i++) await sv.put(`s/${i}`, "a");
+    for (let i = 0; i < n; i++) assert.equal((await take(its[i], 1))[0].kv.key.toString(), `s/${i}`);
+    for (let i = 0; i < n; i += 2) ws[i].cancel();
+    for (let i = 0; i < n; i++) await sv.put(`s/${i}`, "b");
+    for (let i = 0; i < n; i++) {
+      if (i % 2 === 0) assert.equal((await its[i].next()).done, true);
+      else assert.equal((await take(its[i], 1))[0].kv.value.toString(), "b");
+    }
+
+    const slow = sv.watch("big");
+    const fast = sv.watch("big");
+    await Promise.all([slow.ready(), fast.ready()]);
+    const puts = 4; // 4 MiB: past the client's 2 MiB per watcher
+    const fastIt = fast[Symbol.asyncIterator]();
+    const reading = take(fastIt, puts);
+    const value = Buffer.alloc(1 << 20, 118);
+    for (let i = 0; i < puts; i++) await sv.put("big", value);
+    assert.equal((await reading).length, puts);
+    const slowIt = slow[Symbol.asyncIterator]();
+    let got = 0;
+    await assert.rejects(async () => {
+      for (;;) {
+        const r = await slowIt.next();
+        if (r.done) assert.fail("ended without an error");
+        got++;
+      }
+    }, cowkv.SlowReaderError);
+    assert.ok(got < puts, `${got} events before the end`);
+    for (const w of [...ws, slow, fast]) w.cancel();
+    const again = sv.watch("again");
+    await again.ready();
+    const r = await sv.put("again", "x");
+    assert.equal((await take(again[Symbol.asyncIterator](), 1))[0].revision, r);
+    again.cancel();
+  });
+});
