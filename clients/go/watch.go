@@ -161,7 +161,8 @@ type Watcher struct {
 	endOnce    sync.Once
 	closed     atomic.Bool
 	revision   atomic.Uint64
-	stopCtx    func() bool // unhooks Close from the Watch context
+	ctxMu      sync.Mutex
+	stopCtx    func() bool // unhooks Close from the Watch context (under ctxMu)
 
 	// The receiving goroutine's own: a revision being joined from fragments.
 	fragments     []Event
@@ -205,7 +206,9 @@ func (s *Subvolume) Watch(ctx context.Context, key []byte, opts ...WatchOption) 
 	if err := w.awaitCreated(ctx, s.db.timeout); err != nil {
 		return nil, err
 	}
+	w.ctxMu.Lock()
 	w.stopCtx = context.AfterFunc(ctx, w.Close)
+	w.ctxMu.Unlock()
 	return w, nil
 }
 
@@ -257,7 +260,11 @@ func (w *Watcher) deliver(r *pb.WatchResponse) bool {
 		return false
 	}
 	if r.GetCreated() {
-		close(w.created)
+		select {
+		case <-w.created: // answered already
+		default:
+			close(w.created)
+		}
 	}
 	for _, e := range r.GetEvents() {
 		ev := eventFrom(e)
@@ -415,9 +422,11 @@ func (w *Watcher) Close() {
 	if w.closed.Swap(true) {
 		return
 	}
+	w.ctxMu.Lock()
 	if w.stopCtx != nil {
 		w.stopCtx()
 	}
+	w.ctxMu.Unlock()
 	w.s.remove(w.ID, true)
 	w.finish(nil)
 }
