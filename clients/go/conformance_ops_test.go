@@ -4,8 +4,10 @@ package cowkv_test
 // in the canonical shapes of ../conformance/README.md.
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"time"
@@ -384,6 +386,8 @@ func (r *runner) exec(op string, a args) (any, error) {
 
 	case "lease_grant", "lease_revoke", "lease_keep_alive_once", "lease_time_to_live", "lease_list":
 		return r.execLease(op, sv.Leases(), a)
+	case "compact", "watch", "watch_next", "watch_cancel":
+		return r.execWatch(op, sv, a)
 
 	case "sync":
 		g, err := db.Sync(ctx)
@@ -480,4 +484,86 @@ func (r *runner) execLease(op string, l *cowkv.Leases, a args) (any, error) {
 		out = append(out, int64(id))
 	}
 	return map[string]any{"ids": out}, err
+}
+
+// execWatch runs the watch ops; watchers are kept by their "as" name.
+func (r *runner) execWatch(op string, sv *cowkv.Subvolume, a args) (any, error) {
+	switch op {
+	case "compact":
+		c, err := sv.Compact(r.ctx, a.num("revision"))
+		return map[string]any{"compact_revision": c}, err
+	case "watch":
+		var o []cowkv.WatchOption
+		if a.flag("prefix") {
+			o = append(o, cowkv.WatchPrefix())
+		}
+		if end := a.bytes("end"); len(end) > 0 {
+			o = append(o, cowkv.WatchRange(end))
+		}
+		o = append(o, cowkv.WatchFromRevision(a.num("start_revision")))
+		if a.flag("prev_kv") {
+			o = append(o, cowkv.WatchPrevKV())
+		}
+		fs, _ := a["filters"].([]any)
+		for _, f := range fs {
+			switch f {
+			case "noput":
+				o = append(o, cowkv.WatchNoPut())
+			case "nodelete":
+				o = append(o, cowkv.WatchNoDelete())
+			}
+		}
+		w, err := sv.Watch(r.ctx, a.bytes("key"), o...)
+		if err != nil {
+			return nil, err
+		}
+		if name := a.str("as"); name != "" {
+			r.watches[name] = w
+		} else {
+			w.Close()
+		}
+		return empty, nil
+	case "watch_next":
+		w := r.watches[a.str("w")]
+		ctx, cancel := context.WithTimeout(r.ctx, 10*time.Second)
+		defer cancel()
+		events := []any{}
+		for range a.num("count") {
+			ev, err := w.Next(ctx)
+			if err != nil {
+				return nil, err
+			}
+			events = append(events, eventMap(ev))
+		}
+		return map[string]any{"events": events}, nil
+	}
+	w := r.watches[a.str("w")]
+	delete(r.watches, a.str("w"))
+	w.Close()
+	ctx, cancel := context.WithTimeout(r.ctx, 10*time.Second)
+	defer cancel()
+	events := []any{}
+	for {
+		ev, err := w.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return map[string]any{"events": events}, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		events = append(events, eventMap(ev))
+	}
+}
+
+func eventMap(ev cowkv.Event) map[string]any {
+	m := map[string]any{"type": "put", "key": string(ev.KV.Key), "value": string(ev.KV.Value),
+		"create_revision": ev.KV.CreateRevision, "mod_revision": ev.KV.ModRevision,
+		"version": ev.KV.Version, "has_prev": ev.PrevKV != nil, "prev_value": "", "prev_mod_revision": uint64(0)}
+	if ev.Type == cowkv.EventDelete {
+		m["type"] = "delete"
+	}
+	if ev.PrevKV != nil {
+		m["prev_value"], m["prev_mod_revision"] = string(ev.PrevKV.Value), ev.PrevKV.ModRevision
+	}
+	return m
 }

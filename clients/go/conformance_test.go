@@ -183,16 +183,17 @@ func deadAddress(t *testing.T) string {
 // ---- the runner ----
 
 type runner struct {
-	t      *testing.T
-	srv    *server
-	addr   string
-	db     *cowkv.DB
-	opts   []cowkv.Option
-	vars   map[string]any
-	txs    map[string]*cowkv.Tx
-	ctx    context.Context
-	prefix string
-	own    bool // srv is the scenario's dedicated server
+	t       *testing.T
+	srv     *server
+	addr    string
+	db      *cowkv.DB
+	opts    []cowkv.Option
+	vars    map[string]any
+	txs     map[string]*cowkv.Tx
+	watches map[string]*cowkv.Watcher
+	ctx     context.Context
+	prefix  string
+	own     bool // srv is the scenario's dedicated server
 }
 
 func (r *runner) connect(opts ...cowkv.Option) {
@@ -409,6 +410,16 @@ func (r *runner) runStep(i int, s step) {
 			want == "no_space" && !errors.Is(err, cowkv.ErrResourceExhausted) {
 			r.t.Fatalf("%s: %v does not match its parent kind", where, err)
 		}
+		if want == "compacted" && !errors.Is(err, cowkv.ErrTooOld) {
+			r.t.Fatalf("%s: %v is not an ErrTooOld", where, err)
+		}
+		if cr, ok := exp["compact_revision"]; ok {
+			var ce *cowkv.Error
+			errors.As(err, &ce)
+			if err := match(cr, ce.CompactRevision, "compact_revision"); err != nil {
+				r.t.Fatalf("%s: %v", where, err)
+			}
+		}
 		if errno, ok := exp["errno"].(string); ok {
 			var ce *cowkv.Error
 			if errors.As(err, &ce); ce.Errno != errno {
@@ -432,7 +443,12 @@ func (r *runner) runStep(i int, s step) {
 
 func runScenario(t *testing.T, sc scenario, shared *server, bin, run string, addr string) {
 	r := &runner{t: t, ctx: context.Background(), vars: map[string]any{"run": run,
-		"sv": "c-" + run + "-" + sc.Name}, txs: map[string]*cowkv.Tx{}}
+		"sv": "c-" + run + "-" + sc.Name}, txs: map[string]*cowkv.Tx{}, watches: map[string]*cowkv.Watcher{}}
+	defer func() {
+		for _, w := range r.watches {
+			w.Close()
+		}
+	}()
 	r.srv, r.addr = shared, addr
 	if sc.Server != nil && addr == "" {
 		var cfg struct {

@@ -39,6 +39,7 @@ type options struct {
 	timeout     time.Duration
 	waitReady   bool
 	dialOptions []grpc.DialOption
+	watchQueue  int64
 }
 
 // Option configures Dial.
@@ -66,6 +67,11 @@ func WithDefaultTimeout(d time.Duration) Option { return func(o *options) { o.ti
 // up, instead of connecting lazily on the first call.
 func WithWaitReady() Option { return func(o *options) { o.waitReady = true } }
 
+// WithWatchQueueBytes bounds a watcher's unread events, in bytes: a reader
+// that falls further behind ends its watcher with ErrSlowReader (default
+// 16 MiB; one larger revision is still handed over whole).
+func WithWatchQueueBytes(n int64) Option { return func(o *options) { o.watchQueue = n } }
+
 // WithDialOptions passes extra options to grpc.NewClient.
 func WithDialOptions(opts ...grpc.DialOption) Option {
 	return func(o *options) { o.dialOptions = append(o.dialOptions, opts...) }
@@ -79,6 +85,11 @@ type DB struct {
 	files pb.FilesClient
 	admin pb.AdminClient
 	lease pb.LeaseClient
+	// timeout is the default deadline (WithDefaultTimeout); Watch bounds
+	// the wait for the server's create answer with it.
+	timeout time.Duration
+	// watches are the KV.Watch streams the DB's watchers share.
+	watches watchMux
 }
 
 type tokenCreds struct {
@@ -109,9 +120,12 @@ func withDefaultTimeout(ctx context.Context, d time.Duration) (context.Context, 
 // Dial connects to cowkvd at addr ("host:port"). Without WithWaitReady the
 // connection is made on the first call and ctx is not used.
 func Dial(ctx context.Context, addr string, opts ...Option) (*DB, error) {
-	o := options{timeout: DefaultTimeout}
+	o := options{timeout: DefaultTimeout, watchQueue: watchQueueBytes}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if o.watchQueue < 1 {
+		return nil, invalid("Dial", "WithWatchQueueBytes: %d < 1", o.watchQueue)
 	}
 	dial := []grpc.DialOption{
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(20<<20), grpc.MaxCallSendMsgSize(20<<20)),
@@ -154,7 +168,8 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*DB, error) {
 		return nil, wrap("Dial", err)
 	}
 	db := &DB{conn: conn, subv: pb.NewSubvolumesClient(conn), kv: pb.NewKVClient(conn),
-		files: pb.NewFilesClient(conn), admin: pb.NewAdminClient(conn), lease: pb.NewLeaseClient(conn)}
+		files: pb.NewFilesClient(conn), admin: pb.NewAdminClient(conn), lease: pb.NewLeaseClient(conn),
+		timeout: timeout, watches: watchMux{queueBytes: o.watchQueue}}
 	if o.waitReady {
 		conn.Connect()
 		for st := conn.GetState(); st != connectivity.Ready; st = conn.GetState() {

@@ -34,6 +34,11 @@ var (
 	ErrCanceled           = errors.New("cowkv: canceled")             // CANCELLED (also matches context.Canceled)
 	ErrUnimplemented      = errors.New("cowkv: unimplemented")        // UNIMPLEMENTED: server too old for this call
 	ErrInternal           = errors.New("cowkv: internal")             // INTERNAL, UNKNOWN: device I/O error, unparsable response
+
+	// Ends of a watcher (Watch), from the server's cancel code.
+	ErrCompacted        = errors.New("cowkv: compacted")         // the start revision is compacted (also ErrTooOld); Error.CompactRevision is the oldest still served
+	ErrSubvolumeDeleted = errors.New("cowkv: subvolume deleted") // the watched subvolume was deleted
+	ErrSlowReader       = errors.New("cowkv: slow reader")       // the watcher's events were read slower than they came; restart after the last event read
 )
 
 // Error is the error of a failed call: the operation, the gRPC code, the
@@ -44,7 +49,10 @@ type Error struct {
 	Code    codes.Code // the gRPC status code
 	Message string     // the server's (or the client's own check's) reason
 	Errno   string     // POSIX name for Files errors, or ""
-	kind    error      // the most specific sentinel
+	Reason  string     // the ErrorInfo reason, where the client has it (watch ends: "COMPACTED", ...)
+	// CompactRevision: for ErrCompacted, the oldest revision still served.
+	CompactRevision uint64
+	kind            error // the most specific sentinel
 }
 
 func (e *Error) Error() string {
@@ -64,6 +72,8 @@ func (e *Error) Is(target error) bool {
 		return e.kind == ErrReadOnly
 	case ErrResourceExhausted:
 		return e.kind == ErrNoSpace
+	case ErrTooOld:
+		return e.kind == ErrCompacted
 	case context.DeadlineExceeded:
 		return e.kind == ErrDeadlineExceeded
 	case context.Canceled:
@@ -182,4 +192,5 @@ var classNames = map[error]string{
 	ErrUnauthenticated: "unauthenticated", ErrPermissionDenied: "permission_denied",
 	ErrDeadlineExceeded: "deadline_exceeded", ErrCanceled: "cancelled",
 	ErrUnimplemented: "unimplemented", ErrInternal: "internal",
+	ErrCompacted: "compacted", ErrSubvolumeDeleted: "subvolume_deleted", ErrSlowReader: "slow_reader",
 }

@@ -14,6 +14,7 @@ the first step whose outcome differs fails it, naming the step.
 from __future__ import annotations
 
 import base64
+import concurrent.futures
 import json
 import operator
 import os
@@ -183,7 +184,15 @@ _CLASSES: List[Tuple[type, str]] = [  # most specific first
 ]
 
 
+_WATCH_ENDS = {"WATCH_CANCEL_SUBVOLUME_DELETED": "subvolume_deleted",
+               "WATCH_CANCEL_SLOW_READER": "slow_reader"}
+
+
 def error_class(e: cowkv.CowkvError) -> str:
+    if isinstance(e, cowkv.Compacted):
+        return "compacted"
+    if isinstance(e, cowkv.WatchCanceled) and e.cancel_code in _WATCH_ENDS:
+        return _WATCH_ENDS[e.cancel_code]
     for cls, name in _CLASSES:
         if isinstance(e, cls):
             return name
@@ -242,6 +251,7 @@ class Runner:
         self.dead = dead  # dial a port where nothing listens (client_side)
         self.env: Dict[str, Any] = {"run": RUN, "sv": f"c-{RUN}-{name}"}
         self.txs: Dict[str, cowkv.Transaction] = {}
+        self.watches: Dict[str, cowkv.Watch] = {}
         self.token: Optional[str] = None
         self.deadline_ms = 0
         self.paused = False
@@ -259,6 +269,8 @@ class Runner:
 
     def close(self) -> None:
         self.resume()
+        for w in self.watches.values():
+            w.cancel()
         self.client.close()
 
     def resume(self) -> None:
@@ -296,11 +308,16 @@ class Runner:
             raise Mismatch(f"{where}: want success, got {got}: {e}")
         if got != expect["error"]:
             raise Mismatch(f"{where}: want {expect['error']}, got {got}: {e}")
-        parent = {"read_only": cowkv.FailedPrecondition, "no_space": cowkv.ResourceExhausted}
+        parent = {"read_only": cowkv.FailedPrecondition, "no_space": cowkv.ResourceExhausted,
+                  "compacted": cowkv.TooOld}
         if got in parent and not isinstance(e, parent[got]):
             raise Mismatch(f"{where}: {got} is not a {parent[got].__name__}")
         if "errno" in expect and e.errno_name != expect["errno"]:
             raise Mismatch(f"{where}: want errno {expect['errno']}, got {e.errno_name}: {e}")
+        if "compact_revision" in expect:
+            assert isinstance(e, cowkv.Compacted)
+            match(expand(expect["compact_revision"], self.env), e.compact_revision,
+                  f"{where}: compact_revision")
 
     def op(self, name: str, a: Dict[str, Any]) -> Any:
         fn = getattr(self, "op_" + name, None)
@@ -553,6 +570,34 @@ class Runner:
     def op_lease_list(self, a: Dict[str, Any]) -> Any:
         return {"ids": self.sv(a).leases.list()}
 
+    # Watch.
+
+    def op_compact(self, a: Dict[str, Any]) -> Any:
+        return {"compact_revision": self.sv(a).compact(int(a.get("revision", 0)))}
+
+    def op_watch(self, a: Dict[str, Any]) -> Any:
+        filters = a.get("filters", [])
+        w = self.sv(a).watch(as_bytes(a.get("key")), prefix=bool(a.get("prefix")),
+                             range_end=opt(a.get("end")),
+                             start_revision=int(a.get("start_revision", 0)),
+                             prev_kv=bool(a.get("prev_kv")), no_put="noput" in filters,
+                             no_delete="nodelete" in filters)
+        if a.get("as"):
+            self.watches[as_str(a["as"])] = w
+        else:
+            w.cancel()
+        return {}
+
+    def op_watch_next(self, a: Dict[str, Any]) -> Any:
+        w = self.watches[as_str(a.get("w"))]
+        count = int(a.get("count", 0))
+        return {"events": [watch_event(e) for e in within(10, lambda: take(w, count))]}
+
+    def op_watch_cancel(self, a: Dict[str, Any]) -> Any:
+        w = self.watches.pop(as_str(a.get("w")))
+        w.cancel()
+        return {"events": [watch_event(e) for e in within(10, lambda: list(w))]}
+
     # Runner control.
 
     def op_connect(self, a: Dict[str, Any]) -> Any:
@@ -605,6 +650,37 @@ class Runner:
         for i in range(int(a.get("times", 0))):
             self.run_step(i, a["step"])
         return {}
+
+
+def take(w: cowkv.Watch, n: int) -> List[cowkv.WatchEvent]:
+    out: List[cowkv.WatchEvent] = []
+    while len(out) < n:
+        out.append(next(w))  # StopIteration: the watcher ended without a reason
+    return out
+
+
+def within(seconds: float, fn: Callable[[], Any]) -> Any:
+    """fn() on another thread; Mismatch if it takes longer (a watch read
+    has no deadline of its own)."""
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    fut = pool.submit(fn)
+    try:
+        return fut.result(timeout=seconds)
+    except concurrent.futures.TimeoutError:
+        raise Mismatch(f"no answer within {seconds} s") from None
+    except StopIteration:
+        raise Mismatch("the watcher ended without a reason") from None
+    finally:
+        pool.shutdown(wait=False)  # a read still blocked ends with the watcher's cancel
+
+
+def watch_event(e: cowkv.WatchEvent) -> Dict[str, Any]:
+    prev = e.prev_kv
+    return {"type": "put" if e.type == cowkv.EventType.PUT else "delete", "key": e.kv.key,
+            "value": e.kv.value, "create_revision": e.kv.create_revision,
+            "mod_revision": e.kv.mod_revision, "version": e.kv.version,
+            "has_prev": prev is not None, "prev_value": prev.value if prev else b"",
+            "prev_mod_revision": prev.mod_revision if prev else 0}
 
 
 def wait_stopped(pid: int, timeout: float = 10.0) -> None:
@@ -729,7 +805,7 @@ def test_every_op_of_the_readme_is_implemented() -> None:
         # classes and durability names in the README's tables, not ops
         "invalid_argument", "not_found", "already_exists", "failed_precondition", "read_only",
         "conflict", "too_old", "resource_exhausted", "no_space", "data_loss", "unavailable",
-        "unauthenticated", "deadline_exceeded", "name", "server", "client_side", "steps", "op", "args", "expect",
+        "unauthenticated", "deadline_exceeded", "compacted", "subvolume_deleted", "slow_reader", "name", "server", "client_side", "steps", "op", "args", "expect",
         "save", "note"}}
     missing = sorted(n for n in ops if not hasattr(Runner, "op_" + n))
     assert not missing, f"ops in the README without a runner: {missing}"

@@ -14,6 +14,9 @@
 //! | `ReadOnly` | FAILED_PRECONDITION (EROFS, "read-only") | write to a read-only snapshot or store |
 //! | `Conflict` | ABORTED | retry the whole transaction |
 //! | `TooOld` | OUT_OF_RANGE | retry the whole transaction |
+//! | `Compacted` | OUT_OF_RANGE (watch: WATCH_CANCEL_COMPACTED) | a watcher's start is compacted: restart at `compact_revision` |
+//! | `SubvolumeDeleted` | — (watch: WATCH_CANCEL_SUBVOLUME_DELETED) | the watched subvolume was deleted |
+//! | `SlowReader` | — (watch: WATCH_CANCEL_SLOW_READER) | the watcher was read too slowly: restart after the last event read |
 //! | `ResourceExhausted` | RESOURCE_EXHAUSTED | a server limit |
 //! | `NoSpace` | RESOURCE_EXHAUSTED (ENOSPC, "no space") | the device is full |
 //! | `DataLoss` | DATA_LOSS | a checksum failed: run `Client::check` |
@@ -70,6 +73,15 @@ pub enum Error {
     Conflict(ErrorInfo),
     /// The transaction outlived the engine's conflict window: run it again.
     TooOld(ErrorInfo),
+    /// A watcher's start revision is compacted (a kind of OUT_OF_RANGE,
+    /// [`Error::is_too_old`]); `compact_revision` is the oldest revision
+    /// still served: restart there.
+    Compacted { info: ErrorInfo, compact_revision: u64 },
+    /// The server ended a watcher because its subvolume was deleted.
+    SubvolumeDeleted(ErrorInfo),
+    /// The server ended a watcher whose events were read slower than they
+    /// came (past its buffer bound): restart after the last event read.
+    SlowReader(ErrorInfo),
     /// A server limit: open transactions, message size.
     ResourceExhausted(ErrorInfo),
     /// The device is full (ENOSPC); a kind of RESOURCE_EXHAUSTED.
@@ -165,7 +177,10 @@ impl Error {
             | DeadlineExceeded(i)
             | Cancelled(i)
             | Unimplemented(i)
-            | Internal(i) => Some(i),
+            | Internal(i)
+            | SubvolumeDeleted(i)
+            | SlowReader(i) => Some(i),
+            Compacted { info, .. } => Some(info),
             Transport(_) | User(_) => None,
         }
     }
@@ -199,6 +214,19 @@ impl Error {
         matches!(self, Error::Conflict(_) | Error::TooOld(_))
     }
 
+    /// TooOld or its refinement Compacted (OUT_OF_RANGE).
+    pub fn is_too_old(&self) -> bool {
+        matches!(self, Error::TooOld(_) | Error::Compacted { .. })
+    }
+
+    /// For [`Error::Compacted`]: the oldest revision still served.
+    pub fn compact_revision(&self) -> Option<u64> {
+        match self {
+            Error::Compacted { compact_revision, .. } => Some(*compact_revision),
+            _ => None,
+        }
+    }
+
     /// FailedPrecondition or its refinement ReadOnly.
     pub fn is_failed_precondition(&self) -> bool {
         matches!(self, Error::FailedPrecondition(_) | Error::ReadOnly(_))
@@ -220,6 +248,9 @@ impl Error {
             ReadOnly(_) => "read_only",
             Conflict(_) => "conflict",
             TooOld(_) => "too_old",
+            Compacted { .. } => "compacted",
+            SubvolumeDeleted(_) => "subvolume_deleted",
+            SlowReader(_) => "slow_reader",
             ResourceExhausted(_) => "resource_exhausted",
             NoSpace(_) => "no_space",
             DataLoss(_) => "data_loss",

@@ -12,6 +12,7 @@ use crate::pb;
 use crate::rpc::Rpc;
 use crate::txn::{Transaction, TransactionOptions, Txn};
 use crate::validate;
+use crate::watch::{WatchOptions, Watcher};
 
 /// When a write is acknowledged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -424,6 +425,25 @@ impl Subvolume {
     /// The subvolume's leases (etcd's lease API).
     pub fn leases(&self) -> Leases {
         Leases::new(self.rpc.clone(), self.name.clone())
+    }
+
+    /// Watches `key` (with [`WatchOptions::prefix`] every key starting with
+    /// it, with [`WatchOptions::range_end`] a range): returns once the server
+    /// created the watcher, so every later change is seen; a refused create
+    /// is its error ([`Error::NotFound`] for an unknown subvolume,
+    /// [`Error::InvalidArgument`], ...). The [`Watcher`] is a `Stream` of
+    /// events (crate::watch has the whole contract). Needs a Tokio runtime.
+    pub async fn watch(&self, key: impl AsRef<[u8]>, opts: WatchOptions) -> Result<Watcher> {
+        crate::watch::start(self.rpc.clone(), self.name.clone(), key.as_ref(), opts).await
+    }
+
+    /// Drops the history of revisions below `revision` (etcd's Compact):
+    /// reads at it still work, a watcher must start after it
+    /// ([`Error::Compacted`]). Returns the subvolume's compact revision.
+    pub async fn compact(&self, revision: u64) -> Result<u64> {
+        let req =
+            pb::CompactRequest { subvolume: self.name.clone(), revision, durability: Durability::Default.proto() };
+        Ok(Rpc::unary("compact", self.rpc.kv().compact(self.rpc.request(req, None))).await?.compact_revision)
     }
 
     /// The key with its revisions and the read's revision; [`Error::NotFound`] if absent.

@@ -36,6 +36,7 @@ mod options;
 mod rpc;
 mod txn;
 pub mod validate;
+mod watch;
 
 /// The generated protobuf messages and gRPC stubs (package cowkv.v1).
 #[allow(clippy::all, missing_docs)]
@@ -55,3 +56,4 @@ pub use options::{Options, Tls, DEFAULT_ADDRESS, DEFAULT_DEADLINE, DEFAULT_STREA
 pub use txn::{
     Compare, NumberTarget, Op, OpResult, RetryPolicy, Transaction, TransactionOptions, Txn, TxnResult, ValueTarget,
 };
+pub use watch::{prefix_end, EventKind, WatchEvent, WatchOptions, Watcher};

@@ -17,6 +17,7 @@ use cowkv::{
     Client, Compare, Durability, Error, Extent, Op, OpResult, Options, Range, Subvolume, Transaction,
     TransactionOptions, WriteOptions, RENAME_EXCHANGE, RENAME_NOREPLACE,
 };
+use futures_util::StreamExt;
 use serde_json::Value as Json;
 
 /// A value of a canonical result, an argument or a variable.
@@ -256,6 +257,7 @@ struct Ctx {
     client_side: bool,
     vars: HashMap<String, V>,
     txs: HashMap<String, Transaction>,
+    watches: HashMap<String, cowkv::Watcher>,
     unnamed: Vec<Transaction>,
     own: Option<Server>,
     shared_address: String,
@@ -338,10 +340,15 @@ impl Ctx {
                 let is_a = match want.as_str() {
                     "read_only" => e.is_failed_precondition(),
                     "no_space" => e.is_resource_exhausted(),
+                    "compacted" => e.is_too_old(),
                     _ => true,
                 };
                 if e.class() != want || !is_a {
                     return Err(format!("{where_}: want error {want}, got {}: {e}", e.class()));
+                }
+                if let Some(cr) = exp.get("compact_revision") {
+                    let got = V::n(e.compact_revision().unwrap_or(0));
+                    matches(cr, &got, "compact_revision").map_err(|why| format!("{where_}: {why}"))?;
                 }
                 if let Some(V::Str(errno)) = exp.get("errno") {
                     if e.errno_name() != Some(errno.as_str()) {
@@ -600,6 +607,58 @@ impl Ctx {
                 V::map([("ids", V::List(ids.into_iter().map(V::n).collect()))])
             }
 
+            "compact" => V::map([("compact_revision", V::n(self.sv(a)?.compact(nm(a, "revision")).await?))]),
+            "watch" => {
+                let mut o = cowkv::WatchOptions::new().start_revision(nm(a, "start_revision"));
+                if bl(a, "prefix") {
+                    o = o.prefix();
+                }
+                let end = by(a, "end");
+                if !end.is_empty() {
+                    o = o.range_end(end);
+                }
+                if bl(a, "prev_kv") {
+                    o = o.prev_kv();
+                }
+                for f in list(a, "filters") {
+                    o = match f {
+                        V::Str(f) if f == "noput" => o.no_put(),
+                        V::Str(f) if f == "nodelete" => o.no_delete(),
+                        other => panic!("unknown filter {}", show(&other)),
+                    };
+                }
+                let w = self.sv(a)?.watch(by(a, "key"), o).await?;
+                if a.get("as").is_some() {
+                    self.watches.insert(s(a, "as"), w);
+                }
+                V::empty()
+            }
+            "watch_next" => {
+                let w = self.watches.get_mut(&s(a, "w")).expect("no such watcher");
+                let mut events = Vec::new();
+                while events.len() < nm(a, "count") as usize {
+                    match tokio::time::timeout(Duration::from_secs(10), w.next()).await {
+                        Err(_) => panic!("no event within 10 s after {}", events.len()),
+                        Ok(None) => panic!("the watcher ended without a reason"),
+                        Ok(Some(ev)) => events.push(watch_event(&ev?)),
+                    }
+                }
+                V::map([("events", V::List(events))])
+            }
+            "watch_cancel" => {
+                let mut w = self.watches.remove(&s(a, "w")).expect("no such watcher");
+                w.cancel();
+                let mut events = Vec::new();
+                loop {
+                    match tokio::time::timeout(Duration::from_secs(10), w.next()).await {
+                        Err(_) => panic!("the watcher did not end within 10 s"),
+                        Ok(None) => break,
+                        Ok(Some(ev)) => events.push(watch_event(&ev?)),
+                    }
+                }
+                V::map([("events", V::List(events))])
+            }
+
             "sync" => V::map([("generation", V::n(c.sync().await?))]),
             "check" => V::map([("ok", V::Bool(c.check(Some(Duration::from_secs(300))).await?.ok))]),
 
@@ -827,6 +886,22 @@ fn info(i: cowkv::SubvolumeInfo) -> V {
     ])
 }
 
+fn watch_event(e: &cowkv::WatchEvent) -> V {
+    let kind = if e.kind == cowkv::EventKind::Put { "put" } else { "delete" };
+    let (prev_value, prev_mod) = e.prev_kv.as_ref().map_or((Vec::new(), 0), |p| (p.value.to_vec(), p.mod_revision));
+    V::map([
+        ("type", V::Str(kind.into())),
+        ("key", V::Bytes(e.kv.key.to_vec())),
+        ("value", V::Bytes(e.kv.value.to_vec())),
+        ("create_revision", V::n(e.kv.create_revision)),
+        ("mod_revision", V::n(e.kv.mod_revision)),
+        ("version", V::n(e.kv.version)),
+        ("has_prev", V::Bool(e.prev_kv.is_some())),
+        ("prev_value", V::Bytes(prev_value)),
+        ("prev_mod_revision", V::n(prev_mod)),
+    ])
+}
+
 fn get_result(g: cowkv::GetResult) -> V {
     V::map([
         ("key", V::Bytes(g.kv.key.to_vec())),
@@ -911,6 +986,7 @@ async fn run_scenario(spec: &V, client_side: bool, shared: &str, run: &str) -> R
         client_side,
         vars,
         txs: HashMap::new(),
+        watches: HashMap::new(),
         unnamed: Vec::new(),
         own: None,
         shared_address: shared.to_string(),

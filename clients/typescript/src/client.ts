@@ -1,5 +1,6 @@
 /** connect() and the Client: subvolumes, admin calls and subvolume handles. */
 import * as grpc from "@grpc/grpc-js";
+import { invalid } from "./validate";
 import { AdminClient, CheckResponse, StatsResponse, SyncResponse, VersionResponse } from "./gen/cowkv/v1/admin";
 import { FilesClient } from "./gen/cowkv/v1/files";
 import { KVClient } from "./gen/cowkv/v1/kv";
@@ -32,6 +33,8 @@ export interface ConnectOptions {
   token?: string;
   /** Deadline of calls that set none (default 30 s; 0 = none). */
   defaultTimeoutMs?: number;
+  /** A watcher's unread events, in bytes, past which it ends with SlowReaderError (default WATCH_QUEUE_BYTES, 16 MiB). */
+  watchQueueBytes?: number;
   /** Wait until the connection is up (within defaultTimeoutMs) before resolving. */
   waitReady?: boolean;
   /** Extra grpc-js channel options. */
@@ -49,11 +52,15 @@ export async function connect(address: string = DEFAULT_ADDRESS, opts: ConnectOp
   const channelOptions: grpc.ChannelOptions = {
     "grpc.max_receive_message_length": 20 << 20, "grpc.max_send_message_length": 20 << 20, ...opts.channelOptions,
   };
+  if (opts.watchQueueBytes !== undefined && (!Number.isSafeInteger(opts.watchQueueBytes) || opts.watchQueueBytes < 1)) {
+    throw invalid("connect", `watchQueueBytes: ${opts.watchQueueBytes} is not a positive integer`);
+  }
   const kv = new KVClient(address, creds, channelOptions);
   const shared = { ...channelOptions, channelOverride: kv.getChannel() };
   const rpc = new Rpc(new SubvolumesClient(address, creds, shared), kv, new FilesClient(address, creds, shared),
     new AdminClient(address, creds, shared), opts.token, opts.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS,
     new LeaseClient(address, creds, shared));
+  if (opts.watchQueueBytes !== undefined) rpc.watches.queueBytes = opts.watchQueueBytes;
   if (opts.waitReady) {
     await new Promise<void>((resolve, reject) =>
       kv.waitForReady(new Date(Date.now() + (opts.defaultTimeoutMs || DEFAULT_TIMEOUT_MS)), (err) => {

@@ -11,6 +11,7 @@
  *     │   └── ReadOnlyError                               read-only snapshot or store (EROFS)
  *     ├── ConflictError              ABORTED              retry the whole transaction
  *     ├── TooOldError                OUT_OF_RANGE         retry the whole transaction
+ *     │   └── CompactedError                              a watcher's start revision is compacted (compactRevision)
  *     ├── ResourceExhaustedError     RESOURCE_EXHAUSTED   a server limit
  *     │   └── NoSpaceError                                the device is full (ENOSPC)
  *     ├── DataLossError              DATA_LOSS            a checksum failed: run Admin.Check
@@ -20,7 +21,9 @@
  *     ├── DeadlineExceededError      DEADLINE_EXCEEDED    the call's deadline passed
  *     ├── CancelledError             CANCELLED
  *     ├── UnimplementedError         UNIMPLEMENTED        server too old for this call
- *     └── InternalError              INTERNAL, UNKNOWN    device I/O error, unparsable response
+ *     ├── InternalError              INTERNAL, UNKNOWN    device I/O error, unparsable response
+ *     ├── SubvolumeDeletedError                           a watcher's subvolume was deleted
+ *     └── SlowReaderError                                 a watcher's events were read slower than they came
  */
 import { status as Status } from "@grpc/grpc-js";
 
@@ -64,7 +67,15 @@ export class ConflictError extends CowkvError {
 }
 export class TooOldError extends CowkvError {
   static readonly errorClass: string = "too_old";
-  readonly retryTransaction = true;
+  readonly retryTransaction: boolean = true;
+}
+/** A watcher's start revision is compacted: restart at `compactRevision`, the oldest revision still served. */
+export class CompactedError extends TooOldError {
+  static readonly errorClass: string = "compacted";
+  readonly retryTransaction = false;
+  constructor(details: string, readonly compactRevision: number, operation = "watch") {
+    super(details, Status.OUT_OF_RANGE, operation);
+  }
 }
 export class ResourceExhaustedError extends CowkvError { static readonly errorClass: string = "resource_exhausted"; }
 export class NoSpaceError extends ResourceExhaustedError { static readonly errorClass: string = "no_space"; }
@@ -76,6 +87,10 @@ export class DeadlineExceededError extends CowkvError { static readonly errorCla
 export class CancelledError extends CowkvError { static readonly errorClass: string = "cancelled"; }
 export class UnimplementedError extends CowkvError { static readonly errorClass: string = "unimplemented"; }
 export class InternalError extends CowkvError { static readonly errorClass: string = "internal"; }
+/** The server ended a watcher because its subvolume was deleted. */
+export class SubvolumeDeletedError extends CowkvError { static readonly errorClass: string = "subvolume_deleted"; }
+/** The server ended a watcher whose events were read slower than they came (restart after the last event read). */
+export class SlowReaderError extends CowkvError { static readonly errorClass: string = "slow_reader"; }
 
 type ErrorClass = new (details: string, code?: Status, operation?: string) => CowkvError;
 

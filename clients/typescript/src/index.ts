@@ -10,6 +10,7 @@
  *     await sv.transaction(async (tx) => { ... });        // retried on conflict
  *     const { id } = await sv.leases.grant(10);           // leases: src/lease.ts
  *     await sv.put("svc/a", "1", { lease: id });
+ *     for await (const ev of sv.watch("cfg/", { prefix: true, signal })) { ... }  // src/watch.ts
  */
 export { connect, Client, ConnectOptions, TlsOptions, CheckResult, DEFAULT_ADDRESS, DEFAULT_TIMEOUT_MS } from "./client";
 export { Subvolume, TxnRequest, TxnResult, OpResult, WriteOptions, PutOptions, WriteFileOptions, CloneRange } from "./subvolume";
@@ -22,3 +23,4 @@ export {
 } from "./validate";
 export { Leases, LeaseId, LeaseGrant, LeaseInfo, KeepAlive, KeepAliveOptions } from "./lease";
 export { MAX_LEASE_TTL_SECONDS } from "./validate";
+export { Watch, WatchEvent, WatchEventType, WatchOptions, prefixEnd } from "./watch";

@@ -6,6 +6,7 @@ import { KVClient } from "./gen/cowkv/v1/kv";
 import { LeaseClient } from "./gen/cowkv/v1/lease";
 import { SubvolumesClient } from "./gen/cowkv/v1/subvolumes";
 import { toCowkvError } from "./errors";
+import { WatchMux } from "./watch";
 
 /** Per-call options, accepted as the last argument of every method. */
 export interface CallOptions {
@@ -19,6 +20,9 @@ type Callback<Res> = (err: grpc.ServiceError | null, res: Res) => void;
 type UnaryMethod<Req, Res> = (req: Req, md: grpc.Metadata, opts: Partial<grpc.CallOptions>, cb: Callback<Res>) => grpc.ClientUnaryCall;
 
 export class Rpc {
+  /** The KV.Watch streams the client's watchers share. */
+  readonly watches: WatchMux = new WatchMux(this);
+
   constructor(
     readonly subvolumes: SubvolumesClient,
     readonly kv: KVClient,
@@ -33,6 +37,11 @@ export class Rpc {
     const md = new grpc.Metadata();
     if (this.token) md.set("authorization", `Bearer ${this.token}`);
     return md;
+  }
+
+  /** The client's default deadline in milliseconds (0 = none). */
+  defaultTimeout(): number {
+    return this.defaultTimeoutMs;
   }
 
   options(call?: CallOptions): Partial<grpc.CallOptions> {

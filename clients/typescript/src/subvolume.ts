@@ -3,6 +3,7 @@ import { RangeRequest, RangeResponse, TxnResponse } from "./gen/cowkv/v1/kv";
 import { FiemapResponse, ReadDirResponse, ReadResponse, WriteRequest, WriteResponse, FileStat as PbFileStat } from "./gen/cowkv/v1/files";
 import { toCowkvError } from "./errors";
 import { LeaseId, Leases } from "./lease";
+import { Watch, WatchOptions } from "./watch";
 import { CallOptions, Rpc } from "./rpc";
 import { Cmp, pages, rangeFields, runTransaction, Transaction, TransactionOptions, TxnOp } from "./txn";
 import {
@@ -71,6 +72,30 @@ export class Subvolume {
 
   constructor(private readonly rpc: Rpc, /** The name ("" = "default"). */ readonly name: string) {
     this.leases = new Leases(rpc, name);
+  }
+
+  // ---- Watch ----
+
+  /**
+   * Watches `key` (every key starting with it with `prefix`, or [key, end)):
+   * an AsyncIterable of events (on a stream the client's watchers share); await its ready()
+   * to know every later change is seen. Ends on cancel(), opts.signal, or a
+   * `break`; throws the reason when the server ends it (src/watch.ts).
+   */
+  watch(key: Bytes, opts: WatchOptions = {}): Watch {
+    return new Watch(this.rpc.watches, this.name, key, opts, this.rpc.defaultTimeout());
+  }
+
+  /**
+   * Drops the history of revisions below `revision` (etcd's Compact):
+   * reads at it still work, a watcher must start after it (CompactedError).
+   * Resolves to the subvolume's compact revision.
+   */
+  async compact(revision: number, opts: WriteOptions = {}, call?: CallOptions): Promise<number> {
+    checkSubvolume("compact", this.name);
+    const m = await this.unary<{ compactRevision: bigint }>("compact", this.rpc.kv, "compact",
+      { subvolume: this.name, revision: BigInt(revision), durability: durabilityPb(opts.durability) }, call);
+    return num(m.compactRevision);
   }
 
   private unary<Res>(op: string, client: object, method: string, req: unknown, call?: CallOptions): Promise<Res> {

@@ -127,6 +127,25 @@ const rangeOpts = (a: Json): cowkv.PageOptions => ({
   snapshot: a.snapshot, pageToken: bytes(a.page_token),
 });
 
+const watchEvent = (e: cowkv.WatchEvent) => ({
+  type: e.type === "PUT" ? "put" : "delete", key: e.kv.key, value: e.kv.value, create_revision: e.kv.createRevision,
+  mod_revision: e.kv.modRevision, version: e.kv.version, has_prev: e.prevKv !== undefined,
+  prev_value: e.prevKv?.value ?? Buffer.alloc(0), prev_mod_revision: e.prevKv?.modRevision ?? 0,
+});
+
+/** p, or a failure after ms (a watch read has no deadline of its own). */
+async function within<T>(ms: number, p: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([p, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 async function done(p: Promise<unknown>): Promise<Json> {
   await p;
   return {};
@@ -172,6 +191,7 @@ class Runner {
   connectOpts: cowkv.ConnectOptions = {};
   vars: Record<string, Json>;
   txs = new Map<string, cowkv.Transaction>();
+  watches = new Map<string, { w: cowkv.Watch; it: AsyncIterator<cowkv.WatchEvent> }>();
 
   constructor(readonly sc: Scenario, public addr: string, readonly server?: Server, readonly own = false) {
     this.vars = { run, sv: `c-${run}-${sc.name}` };
@@ -304,6 +324,39 @@ class Runner {
       }
       case "lease_list": return { ids: await sv.leases.list() };
 
+      case "compact": return { compact_revision: await sv.compact(a.revision ?? 0) };
+      case "watch": {
+        const filters = (a.filters ?? []).map((f: string) => (f === "noput" ? "noPut" : "noDelete"));
+        const w = sv.watch(bytes(a.key) ?? "", {
+          prefix: a.prefix, end: bytes(a.end), startRevision: a.start_revision, prevKv: a.prev_kv, filters,
+        });
+        await w.ready();
+        if (a.as) this.watches.set(a.as, { w, it: w[Symbol.asyncIterator]() });
+        else w.cancel();
+        return {};
+      }
+      case "watch_next": {
+        const { it } = this.watches.get(a.w)!;
+        const events = [];
+        while (events.length < a.count) {
+          const r = await within(10_000, it.next());
+          if (r.done) throw new Error("the watcher ended without a reason");
+          events.push(watchEvent(r.value));
+        }
+        return { events };
+      }
+      case "watch_cancel": {
+        const { w, it } = this.watches.get(a.w)!;
+        this.watches.delete(a.w);
+        w.cancel();
+        const events = [];
+        for (;;) {
+          const r = await within(10_000, it.next());
+          if (r.done) return { events };
+          events.push(watchEvent(r.value));
+        }
+      }
+
       case "sync": return { generation: await c.sync() };
       case "check": return { ok: (await c.check()).ok };
 
@@ -352,6 +405,8 @@ class Runner {
       if (exp.error === "read_only") assert.ok(error instanceof cowkv.FailedPreconditionError, where);
       if (exp.error === "no_space") assert.ok(error instanceof cowkv.ResourceExhaustedError, where);
       if (exp.errno) assert.equal((error as cowkv.CowkvError).errno, exp.errno, `${where}: errno of ${error}`);
+      if (exp.error === "compacted") assert.ok(error instanceof cowkv.TooOldError, where);
+      if ("compact_revision" in exp) match(exp.compact_revision, (error as cowkv.CompactedError).compactRevision, `${where}: compact_revision`);
       return;
     }
     if (error) throw new Error(`${where}: unexpected error: ${error}`);
@@ -378,6 +433,7 @@ async function runScenario(sc: Scenario, shared: Server | undefined, dead?: stri
     await r.connect({});
     for (const [i, s] of sc.steps.entries()) await r.step(i, s);
   } finally {
+    for (const { w } of r.watches.values()) w.cancel();
     r.client?.close();
     await own?.stop(); // resumes a server left paused by a failed step
   }

@@ -21,6 +21,7 @@ import java.util.regex.Pattern;
  * │   └── ReadOnlyException                              write to a read-only snapshot or store
  * ├── ConflictException             ABORTED              retry the whole transaction
  * ├── TooOldException               OUT_OF_RANGE         retry the whole transaction
+ * │   └── CompactedException                             a watcher's start is compacted
  * ├── ResourceExhaustedException    RESOURCE_EXHAUSTED   a server limit
  * │   └── NoSpaceException                               the device is full (ENOSPC)
  * ├── DataLossException             DATA_LOSS            a checksum failed: run Admin.Check
@@ -30,7 +31,9 @@ import java.util.regex.Pattern;
  * ├── DeadlineExceededException     DEADLINE_EXCEEDED    the call's deadline passed
  * ├── CancelledException            CANCELLED
  * ├── UnimplementedException        UNIMPLEMENTED        server too old for this call
- * └── InternalException             INTERNAL, UNKNOWN    device I/O error, unparsable response
+ * ├── InternalException             INTERNAL, UNKNOWN    device I/O error, unparsable response
+ * ├── SubvolumeDeletedException                          a watcher's subvolume was deleted
+ * └── SlowReaderException                                a watcher's listener was too slow
  * </pre>
  */
 public class CowkvException extends RuntimeException {

@@ -44,6 +44,7 @@ final class Rpc {
   private final AdminGrpc.AdminBlockingStub admin;
   private final LeaseGrpc.LeaseBlockingStub lease;
   private final LeaseGrpc.LeaseStub leaseAsync;
+  private final KVGrpc.KVStub kvAsync;
 
   Rpc(CowkvOptions options) {
     ChannelCredentials creds;
@@ -79,6 +80,7 @@ final class Rpc {
     this.admin = AdminGrpc.newBlockingStub(ch);
     this.lease = LeaseGrpc.newBlockingStub(ch);
     this.leaseAsync = LeaseGrpc.newStub(ch);
+    this.kvAsync = KVGrpc.newStub(ch);
   }
 
   SubvolumesGrpc.SubvolumesBlockingStub subvolumes() {
@@ -112,6 +114,11 @@ final class Rpc {
   /** A KeepAlive call under the unary deadline (one request, one answer). */
   LeaseGrpc.LeaseStub leaseAsync() {
     return withDeadline(leaseAsync, deadline);
+  }
+
+  /** A Watch stream without a deadline: a watcher lives until closed. */
+  KVGrpc.KVStub kvStream() {
+    return kvAsync;
   }
 
   /** A KeepAlive stream without a deadline: a background keep-alive lives until closed. */

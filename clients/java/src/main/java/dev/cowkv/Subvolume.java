@@ -49,6 +49,72 @@ public final class Subvolume {
     return leases;
   }
 
+  // Watch.
+
+  /**
+   * Watches {@code key} (with {@link WatchOptions#prefix()} every key starting with it, with
+   * {@link WatchOptions#rangeEnd} a range) on a stream of its own, handing events to {@code
+   * listener}. Returns once the server created the watcher (within the client's default
+   * deadline), so every later change is seen; a refused create throws its error ({@link
+   * NotFoundException} for an unknown subvolume, {@link InvalidArgumentException}, ...). A start
+   * revision the history no longer keeps ends the watcher at once with a {@link
+   * CompactedException} to the listener.
+   *
+   * <pre>{@code
+   * try (Watcher w = sv.watch("cfg/", new WatchOptions().prefix().prevKv(), events -> { ... })) {
+   *   ...
+   * }
+   * }</pre>
+   */
+  public Watcher watch(byte[] key, WatchOptions options, WatchListener listener) {
+    WatchOptions o = options == null ? new WatchOptions() : options;
+    if (listener == null) {
+      throw Errors.invalid("watch", "listener: null");
+    }
+    return new Watcher(rpc.kvStream(), watchCreate(key, o), listener, rpc.deadline);
+  }
+
+  /** {@link #watch(byte[], WatchOptions, WatchListener)} of a UTF-8 key. */
+  public Watcher watch(String key, WatchOptions options, WatchListener listener) {
+    return watch(key.getBytes(StandardCharsets.UTF_8), options, listener);
+  }
+
+  private Kv.WatchCreateRequest watchCreate(byte[] key, WatchOptions o) {
+    byte[] k = key == null ? new byte[0] : key;
+    if (o.prefix && o.rangeEnd.length > 0) {
+      throw Errors.invalid("watch", "give prefix or rangeEnd, not both");
+    }
+    byte[] end = o.prefix ? WatchOptions.prefixEnd(k) : o.rangeEnd;
+    if (end.length == 0) {
+      Validate.key("watch", k);
+    } else if (k.length > Validate.MAX_KEY_BYTES) {
+      throw Errors.invalid("watch", "key: " + k.length + " bytes > " + Validate.MAX_KEY_BYTES);
+    }
+    if (o.startRevision < 0) {
+      throw Errors.invalid("watch", "startRevision: " + o.startRevision + " < 0");
+    }
+    Kv.WatchCreateRequest.Builder b = Kv.WatchCreateRequest.newBuilder().setSubvolume(name)
+        .setKey(Range.bs(k)).setRangeEnd(Range.bs(end)).setStartRevision(o.startRevision)
+        .setPrevKv(o.prevKv).setProgressNotify(o.progressNotify);
+    if (o.noPut) {
+      b.addFilters(Kv.WatchCreateRequest.FilterType.NOPUT);
+    }
+    if (o.noDelete) {
+      b.addFilters(Kv.WatchCreateRequest.FilterType.NODELETE);
+    }
+    return b.build();
+  }
+
+  /**
+   * Drops the history of revisions below {@code revision} (etcd's Compact): reads at it still
+   * work, a watcher must start after it ({@link CompactedException}). Returns the subvolume's
+   * compact revision.
+   */
+  public long compact(long revision) {
+    return Rpc.call("compact", () -> rpc.kv().compact(Kv.CompactRequest.newBuilder()
+        .setSubvolume(name).setRevision(revision).build())).getCompactRevision();
+  }
+
   // Single keys.
 
   /** The key with its revisions; {@link NotFoundException} if absent. */

@@ -91,6 +91,8 @@ class ConformanceTest {
     private final boolean clientSide;
     private final Map<String, Object> vars = new HashMap<>();
     private final Map<String, Transaction> txs = new HashMap<>();
+    private final Map<String, Watcher> watchers = new HashMap<>();
+    private final Map<String, WatchQueue> queues = new HashMap<>();
     private final List<Transaction> unnamed = new ArrayList<>();
     private CowkvdServer server;
     private boolean ownServer;
@@ -127,6 +129,7 @@ class ConformanceTest {
           runStep(steps.get(i).getAsJsonObject(), "step " + i);
         }
       } finally {
+        watchers.values().forEach(Watcher::close);
         client.close();
         if (ownServer) {
           server.close(); // resumes a server left paused by a failed step
@@ -163,6 +166,13 @@ class ConformanceTest {
           String got = errorClass(e);
           if (!want.equals(got) || !isA(e, want)) {
             fail(where + ": want error " + want + ", got " + got + ": " + e.getMessage());
+          }
+          if (m.containsKey("compact_revision")) {
+            String why = match(m.get("compact_revision"), ((CompactedException) e).compactRevision(),
+                "compact_revision");
+            if (why != null) {
+              fail(where + ": " + why);
+            }
           }
           if (m.containsKey("errno") && !m.get("errno").equals(e.errnoName())) {
             fail(where + ": want errno " + m.get("errno") + ", got " + e.errnoName() + ": "
@@ -360,6 +370,50 @@ class ConformanceTest {
         }
         case "lease_list":
           return Map.of("ids", new ArrayList<Object>(sv(a).leases().list()));
+
+        case "compact":
+          return Map.of("compact_revision", sv(a).compact(num(a, "revision")));
+        case "watch": {
+          WatchOptions o = new WatchOptions().startRevision(num(a, "start_revision"));
+          if (bool(a, "prefix")) {
+            o.prefix();
+          }
+          o.rangeEnd(bytes(a, "end"));
+          if (bool(a, "prev_kv")) {
+            o.prevKv();
+          }
+          for (Object f : list(a, "filters")) {
+            if ("noput".equals(f)) {
+              o.noPut();
+            } else if ("nodelete".equals(f)) {
+              o.noDelete();
+            }
+          }
+          WatchQueue q = new WatchQueue();
+          Watcher w = sv(a).watch(bytes(a, "key"), o, q);
+          if (a.containsKey("as")) {
+            watchers.put(str(a, "as"), w);
+            queues.put(str(a, "as"), q);
+          } else {
+            w.close();
+          }
+          return Map.of();
+        }
+        case "watch_next": {
+          List<Object> events = new ArrayList<>();
+          for (WatchEvent e : queues.get(str(a, "w")).take((int) num(a, "count"), Duration.ofSeconds(10))) {
+            events.add(watchEvent(e));
+          }
+          return Map.of("events", events);
+        }
+        case "watch_cancel": {
+          watchers.remove(str(a, "w")).close();
+          List<Object> events = new ArrayList<>();
+          for (WatchEvent e : queues.remove(str(a, "w")).drain(Duration.ofSeconds(10))) {
+            events.add(watchEvent(e));
+          }
+          return Map.of("events", events);
+        }
 
         case "sync":
           return Map.of("generation", client.sync());
@@ -623,8 +677,26 @@ class ConformanceTest {
       return out;
     }
 
+    private static Map<String, Object> watchEvent(WatchEvent e) {
+      KeyValue p = e.prevKv();
+      Map<String, Object> m = new HashMap<>();
+      m.put("type", e.type() == WatchEvent.Type.PUT ? "put" : "delete");
+      m.put("key", e.kv().key());
+      m.put("value", e.kv().value());
+      m.put("create_revision", e.kv().createRevision());
+      m.put("mod_revision", e.kv().modRevision());
+      m.put("version", e.kv().version());
+      m.put("has_prev", p != null);
+      m.put("prev_value", p != null ? p.value() : new byte[0]);
+      m.put("prev_mod_revision", p != null ? p.modRevision() : 0L);
+      return m;
+    }
+
     /** The most specific class name of an error (README, "Error classes"). */
     static String errorClass(CowkvException e) {
+      if (e instanceof CompactedException) return "compacted";
+      if (e instanceof SubvolumeDeletedException) return "subvolume_deleted";
+      if (e instanceof SlowReaderException) return "slow_reader";
       if (e instanceof ReadOnlyException) return "read_only";
       if (e instanceof NoSpaceException) return "no_space";
       if (e instanceof InvalidArgumentException) return "invalid_argument";
@@ -650,6 +722,7 @@ class ConformanceTest {
       switch (cls) {
         case "read_only": return e instanceof FailedPreconditionException;
         case "no_space": return e instanceof ResourceExhaustedException;
+        case "compacted": return e instanceof TooOldException;
         default: return true;
       }
     }

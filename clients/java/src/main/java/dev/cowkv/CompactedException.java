@@ -1,0 +1,27 @@
+package dev.cowkv;
+
+import io.grpc.Status;
+
+/**
+ * A watcher's start revision is compacted (a kind of OUT_OF_RANGE): restart at {@link
+ * #compactRevision()}, the oldest revision still served.
+ */
+public class CompactedException extends TooOldException {
+  private static final long serialVersionUID = 1L;
+  private final long compactRevision;
+
+  public CompactedException(String reason, long compactRevision, String operation) {
+    super(Status.Code.OUT_OF_RANGE, reason, operation, null);
+    this.compactRevision = compactRevision;
+  }
+
+  /** The oldest revision still served. */
+  public long compactRevision() {
+    return compactRevision;
+  }
+
+  @Override
+  public boolean isRetryableTransaction() {
+    return false;
+  }
+}
