@@ -182,7 +182,51 @@ int Cli::UsageError(const CLI::ParseError& e, const char* word, int argc,
     return Fail("usage", "no command given (see 'cowkv --help')", kExitUsage);
   }
   const std::string op = chosen();
+  const bool missing_or_extra = dynamic_cast<const CLI::RequiredError*>(&e) != nullptr ||
+                                dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr;
+  const std::string group = missing_or_extra ? GroupError(argc, argv) : "";
+  if (!group.empty()) return Fail(op, group, kExitUsage);
   return Fail(op.empty() ? "usage" : op, e.what(), kExitUsage);
+}
+
+// A command group (`kv`, `subvolume`, `fs snapshot`...) given no command or
+// an unknown one: which, and the group's commands. Empty for other errors.
+std::string Cli::GroupError(int argc, const char* const* argv) {
+  std::vector<CLI::App*> path = {&app_};
+  for (;;) {
+    std::vector<CLI::App*> subs = path.back()->get_subcommands();
+    if (subs.empty()) break;
+    path.push_back(subs.front());
+  }
+  CLI::App* group = path.back();
+  std::vector<std::string> names;
+  for (const CLI::App* c : group->get_subcommands([](CLI::App*) { return true; })) {
+    names.push_back(c->get_name());
+  }
+  if (path.size() < 2 || names.empty()) return "";
+  // The first word after the group's own name that is not an option, and
+  // the first option that is not a global one.
+  std::string word, option;
+  for (int i = 1, depth = 1; i < argc && word.empty(); ++i) {
+    const absl::string_view a = argv[i];
+    if (depth < static_cast<int>(path.size()) && a == path[depth]->get_name()) {
+      ++depth;
+    } else if (depth == static_cast<int>(path.size())) {
+      if (a.substr(0, 1) != "-") {
+        word = std::string(a);
+      } else if (!IsGlobalOption(a) && option.empty()) {
+        option = std::string(a);
+      } else if (TakesValue(a)) {
+        ++i;
+      }
+    }
+  }
+  const std::string cmd = chosen();
+  const std::string list = absl::StrCat("(", cmd, " commands: ", absl::StrJoin(names, ", "),
+                                        "; see 'cowkv ", cmd, " --help')");
+  if (word.empty() && !option.empty()) return absl::StrCat("unknown option '", option, "' ", list);
+  if (word.empty()) return absl::StrCat("a command is required ", list);
+  return absl::StrCat("unknown command '", word, "' ", list);
 }
 
 int Cli::Parse(int argc, const char* const* argv) {

@@ -40,6 +40,9 @@ class Cli {
   std::string chosen() const;
 
  private:
+  // A command group given no command or an unknown one: the message naming
+  // the group's commands; empty for any other error.
+  std::string GroupError(int argc, const char* const* argv);
   int UsageError(const CLI::ParseError& e, const char* word, int argc,
                  const char* const* argv);
 

@@ -54,7 +54,21 @@ case_ "online group without its subcommand"
 run kv
 expect_rc 2
 expect_one_err_line
-expect_err '^cowkv: kv: '
+expect_err "^cowkv: kv: a command is required \(kv commands: get, put, del, range, txn, compact, watch; see 'cowkv kv --help'\)"
+
+case_ "unknown command in a group names the group's commands"
+run kv frob
+expect_rc 2
+expect_one_err_line
+expect_err "^cowkv: kv: unknown command 'frob' \(kv commands: get, put, del, range"
+run lease nope 5
+expect_rc 2
+expect_one_err_line
+expect_err "^cowkv: lease: unknown command 'nope' \(lease commands: grant, revoke"
+run subvolume --bogus
+expect_rc 2
+expect_one_err_line
+expect_err "^cowkv: subvolume: unknown option '--bogus' \(subvolume commands: create, list"
 
 case_ "online command with a missing argument"
 run kv get --subvolume data
