@@ -44,6 +44,23 @@ expect_rc 2
 expect_one_err_line
 expect_err "^cowkv: usage: unknown command 'frobnicate'"
 
+case_ "completion: bash completes commands, nested commands and options"
+run completion bash
+expect_rc 0
+[[ "$OUT" == *"complete -F _cowkv cowkv"* ]] || fail "no complete line"
+got=$(bash -c 'source <(printf "%s\n" "$1"); COMP_WORDS=(cowkv kv g); COMP_CWORD=2; _cowkv; echo "${COMPREPLY[*]}";
+  COMP_WORDS=(cowkv --timeout 5 subvolume s); COMP_CWORD=4; _cowkv; echo "${COMPREPLY[*]}";
+  COMP_WORDS=(cowkv kv get --re); COMP_CWORD=3; _cowkv; echo "${COMPREPLY[*]}"' _ "$OUT")
+[[ "$got" == $'get\nshow snapshot sync\n--rev' ]] || fail "bash completion gave: $got"
+run completion zsh
+expect_rc 0
+[[ "$OUT" == *"bashcompinit"* ]] || fail "zsh script without bashcompinit"
+run completion fish
+expect_rc 0
+[[ "$OUT" == *"complete -c cowkv -n '__fish_seen_subcommand_from kv' -a get"* ]] || fail "fish script: $OUT"
+run completion tcsh
+expect_rc 2
+
 case_ "online command with no server listening: unavailable (10)"
 run --server 127.0.0.1:1 --timeout 5 subvolume list
 expect_rc 10

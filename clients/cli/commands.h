@@ -69,6 +69,7 @@ RunFn AddBench(CLI::App* app, const GlobalsPtr& g);     // bench.cc
 RunFn AddMount(CLI::App* app);                          // mount.cc, fuse_fs.cc
 RunFn AddLease(CLI::App* app, const GlobalsPtr& g);     // lease.cc
 RunFn AddLock(CLI::App* app, const GlobalsPtr& g);      // lease.cc
+RunFn AddCompletion(CLI::App* app);                     // completion.cc
 
 // `cowkv check` without PATH: Admin.Check on the server. (admin.cc)
 int RunOnlineCheck(const Globals& g, bool json);
