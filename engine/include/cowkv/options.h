@@ -153,6 +153,7 @@ struct Options {
                               // base
       kWatchValueFromLatest,     // a watch PUT event carries the key's latest value
       kWatchSeesUndurable,       // watch reads past the durable revision (to the current one)
+      kSendSkipsChangedSubtree,  // send's tree comparison skips level-1 pointers that differ
     };
     PlantedBug planted_bug = PlantedBug::kNone;
     // At most this many names in one INODE_REF item (0: as many as fit);
