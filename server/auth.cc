@@ -75,6 +75,10 @@ const absl::flat_hash_map<std::string, Access>& MethodTable() {
       {"cowkv.v1.Subvolumes/Snapshot", Access::kAdmin},
       // Waiting for deleted subvolumes' space commits, as Admin/Sync does.
       {"cowkv.v1.Subvolumes/Sync", Access::kWrite},
+      // Send reads a whole snapshot (and its parent); Receive makes a subvolume.
+      {"cowkv.v1.Subvolumes/Send", Access::kRead},
+      {"cowkv.v1.Subvolumes/Digest", Access::kRead},
+      {"cowkv.v1.Subvolumes/Receive", Access::kAdmin},
       // Admin. Check reads the whole device: an operator's tool.
       {"cowkv.v1.Admin/Stats", Access::kRead},
       {"cowkv.v1.Admin/Version", Access::kRead},

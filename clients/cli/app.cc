@@ -148,7 +148,8 @@ Cli::Cli()
       {"stats", AddStats(&app_, g)},     {"sync", AddSync(&app_, g)},
       {"version", AddVersion(&app_, g)}, {"status", AddStatus(&app_, g)},
       {"bench", AddBench(&app_, g)},     {"mount", AddMount(&app_)},
-      {"lease", AddLease(&app_, g)},     {"lock", AddLock(&app_, g)}};
+      {"lease", AddLease(&app_, g)},     {"lock", AddLock(&app_, g)},
+      {"send", AddSend(&app_, g)},       {"receive", AddReceive(&app_, g)}};
   for (const auto& [name, run] : commands) commands_[name] = run;
 }
 
