@@ -80,7 +80,8 @@ int RunSend(const SendArgs& a, const Globals& g) {
   grpc::Status s = reader->Finish();
   const bool flushed = std::fflush(out) == 0 && !write_failed;
   if (out != stdout) std::fclose(out);
-  if (!flushed) return Fail(kOp, absl::StrCat(a.file.empty() ? "stdout" : a.file, ": write failed"));
+  if (!flushed)
+    return Fail(kOp, absl::StrCat(a.file.empty() ? "stdout" : a.file, ": write failed"));
   if (!s.ok()) return RpcFail(kOp, s, g);
   std::fprintf(stderr,
                "At subvol %s: %llu records, %llu bytes (%llu items, %llu deletes, %llu clones, "
@@ -113,12 +114,12 @@ int ReceiveDone(const SendArgs& a, const Globals& g, const v1::ReceiveResponse& 
     j["data_bytes"] = r.data_bytes();
     return Emit(kOp, DumpJson(j));
   }
-  return Emit(kOp, absl::StrCat(a.dry_run ? "Stream checked for " : "At subvol ",
-                                EscapeBytes(r.name()),
-                                r.incremental() ? absl::StrCat(" (incremental on '",
-                                                               EscapeBytes(r.parent()), "')")
-                                                : std::string(" (full)"),
-                                ": ", r.records(), " records, ", r.bytes(), " bytes\n"));
+  return Emit(kOp,
+              absl::StrCat(a.dry_run ? "Stream checked for " : "At subvol ", EscapeBytes(r.name()),
+                           r.incremental()
+                               ? absl::StrCat(" (incremental on '", EscapeBytes(r.parent()), "')")
+                               : std::string(" (full)"),
+                           ": ", r.records(), " records, ", r.bytes(), " bytes\n"));
 }
 
 int RunReceive(const SendArgs& a, const Globals& g) {
@@ -154,7 +155,8 @@ int RunReceive(const SendArgs& a, const Globals& g) {
   if (read_failed) context.TryCancel();
   writer->WritesDone();
   grpc::Status s = writer->Finish();
-  if (read_failed) return Fail(kOp, absl::StrCat(a.file.empty() ? "stdin" : a.file, ": read failed"));
+  if (read_failed)
+    return Fail(kOp, absl::StrCat(a.file.empty() ? "stdin" : a.file, ": read failed"));
   if (!s.ok()) return RpcFail(kOp, s, g);
   return ReceiveDone(a, g, resp);
 }

@@ -59,7 +59,8 @@ const Streams& TheStreams() {
     std::unique_ptr<Subvolume> sv = *s->OpenSubvolume("src");
     Files f = sv->files();
     for (int i = 0; i < 60; ++i) {
-      EXPECT_TRUE(sv->Put(absl::StrCat("key", i), std::string(i % 7 == 0 ? 5000 : 80, 'a' + i % 26)).ok());
+      EXPECT_TRUE(
+          sv->Put(absl::StrCat("key", i), std::string(i % 7 == 0 ? 5000 : 80, 'a' + i % 26)).ok());
     }
     EXPECT_TRUE(f.Mkdir("/d").ok());
     for (int i = 0; i < 6; ++i) {
@@ -127,18 +128,18 @@ void Verify(Store* store, const Outcome& o, const Outcome& uncut,
   const bool ok = got == o.acked[acked] ||
                   (o.in_flight && acked + 1 < uncut.acked.size() && got == uncut.acked[acked + 1]);
   if (!ok) {
-    problems->push_back(absl::StrCat("visible subvolumes (", got.size(),
-                                     ") are neither step ", acked, " nor the one in flight"));
+    problems->push_back(absl::StrCat("visible subvolumes (", got.size(), ") are neither step ",
+                                     acked, " nor the one in flight"));
     return;
   }
   const Streams& st = TheStreams();
-  for (const auto& [name, want] : std::map<std::string, std::string>{{"p", st.digest_p},
-                                                                     {"s", st.digest_s}}) {
+  for (const auto& [name, want] :
+       std::map<std::string, std::string>{{"p", st.digest_p}, {"s", st.digest_s}}) {
     if (got.count(name) == 0) continue;
     absl::StatusOr<SubvolumeDigest> d = store->DigestSubvolume(name);
     if (!d.ok() || d->sha256_hex != want) {
-      problems->push_back(absl::StrCat("received '", name, "' is not whole: ",
-                                       d.ok() ? d->sha256_hex : d.status().ToString()));
+      problems->push_back(absl::StrCat(
+          "received '", name, "' is not whole: ", d.ok() ? d->sha256_hex : d.status().ToString()));
     }
   }
   absl::Status dropped = store->DropDeletedSubvolumes();

@@ -24,8 +24,8 @@ absl::Status Receiver::Feed(absl::string_view bytes) {
 
 absl::Status Receiver::Finish() const {
   if (!end_seen_) {
-    return StreamCorrupt(absl::StrCat("truncated after ", stats_.records,
-                                      " records (no end record)"));
+    return StreamCorrupt(
+        absl::StrCat("truncated after ", stats_.records, " records (no end record)"));
   }
   if (pos_ != buf_.size()) return StreamCorrupt("bytes after the end record");
   return absl::OkStatus();
@@ -82,15 +82,15 @@ absl::Status Receiver::CheckOrder(const Record& r) {
     return StreamCorrupt(absl::StrCat(at, ": the header must come first, and only there"));
   }
   if (pending_.has_value() != (r.type == RecordType::kData)) {
-    return StreamCorrupt(absl::StrCat(at, pending_.has_value() ? ": inside an unfinished extent"
-                                                               : ": data outside an extent"));
+    return StreamCorrupt(absl::StrCat(
+        at, pending_.has_value() ? ": inside an unfinished extent" : ": data outside an extent"));
   }
   if (r.key.empty() && r.type != RecordType::kPut && r.type != RecordType::kDelete &&
       r.type != RecordType::kExtent && r.type != RecordType::kClone) {
     return absl::OkStatus();
   }
-  const bool sendable = !r.key.empty() && (r.key[0] == format::kFsKeyPrefix ||
-                                           r.key[0] == format::kKvKeyPrefix);
+  const bool sendable =
+      !r.key.empty() && (r.key[0] == format::kFsKeyPrefix || r.key[0] == format::kKvKeyPrefix);
   if (!sendable || r.key.size() > format::kMaxTreeKeySize) {
     return StreamCorrupt(absl::StrCat(at, ": not a file or KV item key"));
   }
@@ -101,8 +101,8 @@ absl::Status Receiver::CheckOrder(const Record& r) {
 
 absl::Status Receiver::CheckEnd(const Record& r) {
   if (r.records != stats_.records) {
-    return StreamCorrupt(absl::StrCat("end record counts ", r.records, " records, the stream had ",
-                                      stats_.records));
+    return StreamCorrupt(
+        absl::StrCat("end record counts ", r.records, " records, the stream had ", stats_.records));
   }
   Sha256 h = hash_;
   if (h.Final() != r.digest) return StreamCorrupt("end record digest mismatch");
@@ -111,9 +111,9 @@ absl::Status Receiver::CheckEnd(const Record& r) {
 
 absl::Status Receiver::ApplyRecord(const Record& r) {
   format::DataRef ref;
-  const bool has_ref =
-      (r.type == RecordType::kPut || r.type == RecordType::kExtent || r.type == RecordType::kClone) &&
-      format::LeafDataRef(r.key, r.value, &ref);
+  const bool has_ref = (r.type == RecordType::kPut || r.type == RecordType::kExtent ||
+                        r.type == RecordType::kClone) &&
+                       format::LeafDataRef(r.key, r.value, &ref);
   switch (r.type) {
     case RecordType::kPut:
       if (has_ref) return StreamCorrupt("a put of an item with a data extent");
@@ -146,9 +146,8 @@ absl::Status Receiver::BeginExtent(const Record& r, const format::DataRef& ref) 
     COWKV_ASSIGN_OR_RETURN(p.local, target_->AllocData(ref.len));
     if (p.local.len != ref.len) {
       target_->ReleaseData(p.local);
-      return absl::FailedPreconditionError(
-          absl::StrCat("send stream: an extent of ", ref.len,
-                       " bytes does not fit this store's sector size"));
+      return absl::FailedPreconditionError(absl::StrCat(
+          "send stream: an extent of ", ref.len, " bytes does not fit this store's sector size"));
     }
   }
   pending_ = std::move(p);
@@ -194,12 +193,12 @@ absl::Status Receiver::ApplyClone(const Record& r, const format::DataRef& ref) {
     return StreamCorrupt("a clone from a key not received yet");
   }
   if (target_ == nullptr) return absl::OkStatus();
-  COWKV_ASSIGN_OR_RETURN(std::optional<std::string> src,
-                         r.source == CloneSource::kParent ? target_->GetParent(r.source_key)
-                                                          : target_->Get(r.source_key));
+  COWKV_ASSIGN_OR_RETURN(std::optional<std::string> src, r.source == CloneSource::kParent
+                                                             ? target_->GetParent(r.source_key)
+                                                             : target_->Get(r.source_key));
   format::DataRef have;
-  if (!src.has_value() || !format::LeafDataRef(r.source_key, *src, &have) ||
-      have.len != ref.len || have.value_len != ref.value_len || have.crc != ref.crc) {
+  if (!src.has_value() || !format::LeafDataRef(r.source_key, *src, &have) || have.len != ref.len ||
+      have.value_len != ref.value_len || have.crc != ref.crc) {
     return ParentMismatch(
         absl::StrCat("the clone source of an item is not the extent the sender had (",
                      r.source == CloneSource::kParent ? "parent" : "stream", ")"),

@@ -92,8 +92,8 @@ class Receiver {
   struct Pending {
     std::string key;
     std::string value;
-    format::DataRef ref;        // the sender's
-    format::DataRef local;      // allocated here (len 0 in a dry run)
+    format::DataRef ref;    // the sender's
+    format::DataRef local;  // allocated here (len 0 in a dry run)
     uint64_t offset = 0;
     uint32_t crc = 0;
   };

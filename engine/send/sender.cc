@@ -85,7 +85,8 @@ absl::Status Sender::EmitChunk(std::string* out) {
     CorruptionSite site;
     site.what = "data extent";
     site.bytenr = p.ref.bytenr;
-    return COWKV_CORRUPTION(site, absl::StrCat("checksum mismatch over ", p.ref.value_len, " bytes"),
+    return COWKV_CORRUPTION(site,
+                            absl::StrCat("checksum mismatch over ", p.ref.value_len, " bytes"),
                             absl::StrCat(p.crc), absl::StrCat(p.ref.crc));
   }
   AppendData(buf, out);

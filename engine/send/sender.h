@@ -47,7 +47,7 @@ inline constexpr size_t kMaxCloneSources = 1 << 16;
 struct SendStats {
   uint64_t records = 0;
   uint64_t bytes = 0;
-  uint64_t items = 0;       // kPut + kExtent + kClone
+  uint64_t items = 0;  // kPut + kExtent + kClone
   uint64_t deletes = 0;
   uint64_t clones = 0;
   uint64_t data_bytes = 0;  // extent bytes in kData records

@@ -139,13 +139,20 @@ absl::Status DecodePayload(Reader& r, Record* rec) {
 
 const char* RecordTypeName(RecordType t) {
   switch (t) {
-    case RecordType::kHeader: return "HEADER";
-    case RecordType::kPut: return "PUT";
-    case RecordType::kDelete: return "DELETE";
-    case RecordType::kExtent: return "EXTENT";
-    case RecordType::kData: return "DATA";
-    case RecordType::kClone: return "CLONE";
-    case RecordType::kEnd: return "END";
+    case RecordType::kHeader:
+      return "HEADER";
+    case RecordType::kPut:
+      return "PUT";
+    case RecordType::kDelete:
+      return "DELETE";
+    case RecordType::kExtent:
+      return "EXTENT";
+    case RecordType::kData:
+      return "DATA";
+    case RecordType::kClone:
+      return "CLONE";
+    case RecordType::kEnd:
+      return "END";
   }
   return "UNKNOWN";
 }
@@ -175,9 +182,9 @@ absl::Status CheckPreamble(absl::string_view p) {
   }
   const uint32_t version = DecodeLE32(p.data() + 8);
   if (version > kStreamVersion) {
-    return WithReason(absl::FailedPreconditionError(absl::StrCat(
-                          "send stream of format version ", version,
-                          "; this cowkv reads versions up to ", kStreamVersion)),
+    return WithReason(absl::FailedPreconditionError(
+                          absl::StrCat("send stream of format version ", version,
+                                       "; this cowkv reads versions up to ", kStreamVersion)),
                       ErrorReason::kStreamVersion);
   }
   if (version == 0 || DecodeLE32(p.data() + 12) != 0) {
@@ -243,8 +250,8 @@ void AppendEnd(uint64_t records, const std::array<uint8_t, 32>& digest, std::str
 absl::StatusOr<size_t> FramePayloadLen(absl::string_view frame_header) {
   const uint32_t len = DecodeLE32(frame_header.data());
   if (len > kMaxRecordPayload) {
-    return StreamCorrupt(absl::StrCat("record of ", len, " bytes (at most ", kMaxRecordPayload,
-                                      ")"));
+    return StreamCorrupt(
+        absl::StrCat("record of ", len, " bytes (at most ", kMaxRecordPayload, ")"));
   }
   return len;
 }
@@ -254,8 +261,8 @@ absl::StatusOr<Record> DecodeRecord(absl::string_view frame, uint64_t index) {
   const uint32_t have = Crc32cExtend(Crc32c(frame.data(), 8), frame.data() + kFrameHeaderSize,
                                      frame.size() - kFrameHeaderSize);
   if (want != have) {
-    return StreamCorrupt(absl::StrCat("record ", index, ": checksum mismatch (have ", have,
-                                      ", want ", want, ")"));
+    return StreamCorrupt(
+        absl::StrCat("record ", index, ": checksum mismatch (have ", have, ", want ", want, ")"));
   }
   if (DecodeLE16(frame.data() + 6) != 0) {
     return StreamCorrupt(absl::StrCat("record ", index, ": nonzero reserved bytes"));

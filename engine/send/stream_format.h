@@ -52,12 +52,12 @@ const char* RecordTypeName(RecordType t);
 struct StreamHeader {
   uint32_t nodesize = 0;
   uint32_t sectorsize = 0;
-  Uuid uuid{};             // the snapshot's identity (received_uuid if it was received)
-  uint64_t stransid = 0;   // its generation at the sender (root node generation)
-  Uuid parent_uuid{};      // all zero: a full stream
+  Uuid uuid{};            // the snapshot's identity (received_uuid if it was received)
+  uint64_t stransid = 0;  // its generation at the sender (root node generation)
+  Uuid parent_uuid{};     // all zero: a full stream
   uint64_t parent_stransid = 0;
-  uint64_t ctime_ms = 0;   // the snapshot's creation time
-  std::string name;        // the snapshot's name (receive's default name)
+  uint64_t ctime_ms = 0;  // the snapshot's creation time
+  std::string name;       // the snapshot's name (receive's default name)
   bool incremental() const { return parent_uuid != Uuid{}; }
 };
 
@@ -67,15 +67,15 @@ enum class CloneSource : uint8_t { kParent = 1, kStream = 2 };
 // One decoded record. Views point into the buffer given to DecodeRecord.
 struct Record {
   RecordType type = RecordType::kEnd;
-  StreamHeader header;          // kHeader
-  absl::string_view key;        // kPut, kDelete, kExtent, kClone
-  absl::string_view value;      // kPut, kExtent, kClone (data bytenr zeroed)
-  uint64_t data_len = 0;        // kExtent: bytes of kData that follow
-  absl::string_view data;       // kData
+  StreamHeader header;                        // kHeader
+  absl::string_view key;                      // kPut, kDelete, kExtent, kClone
+  absl::string_view value;                    // kPut, kExtent, kClone (data bytenr zeroed)
+  uint64_t data_len = 0;                      // kExtent: bytes of kData that follow
+  absl::string_view data;                     // kData
   CloneSource source = CloneSource::kParent;  // kClone
   absl::string_view source_key;               // kClone
-  uint64_t records = 0;         // kEnd: records before it, kHeader included
-  std::array<uint8_t, 32> digest{};  // kEnd: SHA-256 of every byte before the kEnd frame
+  uint64_t records = 0;                       // kEnd: records before it, kHeader included
+  std::array<uint8_t, 32> digest{};           // kEnd: SHA-256 of every byte before the kEnd frame
 };
 
 std::string EncodePreamble();

@@ -57,9 +57,7 @@ void TreeDiff::NextSlot(Cursor& c) {
 bool TreeDiff::InRange(absl::string_view key) const { return key >= lo_ && key < hi_; }
 
 void TreeDiff::MergeLeaves(std::optional<Change>* out) {
-  const int cmp = left_.ended()    ? 1
-                  : right_.ended() ? -1
-                                   : left_.key().compare(right_.key());
+  const int cmp = left_.ended() ? 1 : right_.ended() ? -1 : left_.key().compare(right_.key());
   if (cmp < 0) {
     if (InRange(left_.key())) {
       *out = Change{std::string(left_.key()), std::string(left_.node().value(left_.slots[0])),
@@ -88,8 +86,8 @@ absl::StatusOr<std::optional<Change>> TreeDiff::Next() {
     started_ = true;
     COWKV_RETURN_IF_ERROR(Start(left_, left_.tree));
     COWKV_RETURN_IF_ERROR(Start(right_, right_.tree));
-    if (!left_.ended() && !right_.ended() && left_.nodes[left_.level]->bytenr ==
-                                                 right_.nodes[right_.level]->bytenr &&
+    if (!left_.ended() && !right_.ended() &&
+        left_.nodes[left_.level]->bytenr == right_.nodes[right_.level]->bytenr &&
         left_.nodes[left_.level]->generation == right_.nodes[right_.level]->generation) {
       ++subtrees_skipped_;  // the same root: nothing differs
       left_.level = right_.level = -1;

@@ -15,7 +15,7 @@
 // Why skipping is safe: a cursor at child pointer P has consumed exactly
 // the items before P's subtree; two cursors at the same node therefore
 // both have that subtree's items next, and skipping both consumes the same
-// items on each side (docs/design.md "Send: the tree comparison").
+// items on each side (docs/design.md "Send and receive").
 //
 // The cost is the nodes on the paths to what changed: a small change to a
 // large tree reads few nodes (nodes_read() counts them; send_test checks).

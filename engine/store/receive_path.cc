@@ -22,11 +22,13 @@
 // dropping the tree go through ManageSubvolumes (exclusive, committing).
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "engine/base/crc32c.h"
 #include "engine/base/status.h"
+#include "engine/lease/lease_item.h"
 #include "engine/send/receiver.h"
 #include "engine/send/stream_format.h"
 #include "engine/store/fs_backend_impl.h"
@@ -122,6 +124,11 @@ class StoreImpl::ReceiveSession : public ReceiveStream {
     return absl::OkStatus();
   }
   absl::Status Pump();
+  // Deletes up to kRecordsPerBatch items of the hidden tree that a stream
+  // never carries — KV history and leases a local parent had (a receive
+  // into the store the stream came from) — so the received subvolume has
+  // none, as it would in any other store. True once none is left.
+  absl::StatusOr<bool> PurgeUnsentLocked(Tree* tree);
   absl::StatusOr<send::Receiver::Event> StepBatch();
   absl::Status OnHeader();
   absl::Status FindParent(const send::StreamHeader& h);
@@ -134,6 +141,7 @@ class StoreImpl::ReceiveSession : public ReceiveStream {
   std::unique_ptr<ReceiveTargetImpl> target_;
   uint64_t hidden_ = 0;  // the tree being filled; 0 until OnHeader (and in a dry run)
   uint64_t parent_ = 0;  // the local parent (incremental streams)
+  bool purged_ = false;  // PurgeUnsentLocked found nothing left
   ReceiveReport report_;
   bool finished_ = false;
   bool failed_ = false;
@@ -171,7 +179,12 @@ absl::StatusOr<send::Receiver::Event> StoreImpl::ReceiveSession::StepBatch() {
     absl::MutexLock tl(s_->TreeLock(hidden_));
     COWKV_ASSIGN_OR_RETURN(const uint64_t heads_before, s_->txn_->BeginWrite(hidden_));
     target_->Bind(tree, parent);
-    for (int i = 0; i < kRecordsPerBatch && s.ok(); ++i) {
+    if (!purged_) {
+      absl::StatusOr<bool> done = PurgeUnsentLocked(tree);
+      if (!done.ok()) s = done.status();
+      purged_ = done.ok() && *done;
+    }
+    for (int i = 0; i < kRecordsPerBatch && s.ok() && purged_; ++i) {
       absl::StatusOr<send::Receiver::Event> step = rx_.Step();
       if (!step.ok()) s = step.status();
       if (s.ok()) e = *step;
@@ -184,6 +197,20 @@ absl::StatusOr<send::Receiver::Event> StoreImpl::ReceiveSession::StepBatch() {
   if (!s.ok()) return s;
   s_->Throttle(sample);
   return e;
+}
+
+absl::StatusOr<bool> StoreImpl::ReceiveSession::PurgeUnsentLocked(Tree* tree) {
+  std::vector<std::string> keys;
+  for (const char prefix : {lease::kLeasePrefix, format::kKvHistoryPrefix}) {
+    TreeIterator it(tree);
+    for (it.Seek(std::string(1, prefix));
+         it.Valid() && it.key()[0] == prefix && keys.size() < kRecordsPerBatch; it.Next()) {
+      keys.emplace_back(it.key());
+    }
+    COWKV_RETURN_IF_ERROR(it.status());
+  }
+  for (const std::string& k : keys) COWKV_RETURN_IF_ERROR(target_->Apply(k, std::nullopt, false));
+  return keys.empty();
 }
 
 absl::Status StoreImpl::ReceiveSession::FindParent(const send::StreamHeader& h) {
@@ -201,8 +228,8 @@ absl::Status StoreImpl::ReceiveSession::FindParent(const send::StreamHeader& h) 
     report_.parent = s.name;
     return absl::OkStatus();
   }
-  const std::string id = absl::StrCat(absl::BytesToHexString(want), " at generation ",
-                                      h.parent_stransid);
+  const std::string id =
+      absl::StrCat(absl::BytesToHexString(want), " at generation ", h.parent_stransid);
   if (uuid_seen) {
     return send::ParentMismatch(
         absl::StrCat("the parent here (", absl::BytesToHexString(want),
@@ -233,9 +260,9 @@ absl::Status StoreImpl::ReceiveSession::OnHeader() {
   }
   if (o_.dry_run) return absl::OkStatus();
   if (s_->options_.read_only) return ReadOnlyStoreError("store is opened read-only");
-  COWKV_ASSIGN_OR_RETURN(hidden_, s_->ManageSubvolumes(
-                                      [&](Subvolumes* t) { return t->BeginReceive(parent_); },
-                                      /*commit_first=*/true));
+  COWKV_ASSIGN_OR_RETURN(
+      hidden_, s_->ManageSubvolumes([&](Subvolumes* t) { return t->BeginReceive(parent_); },
+                                    /*commit_first=*/true));
   target_ = std::make_unique<ReceiveTargetImpl>(s_, hidden_);
   rx_.SetTarget(target_.get());
   return absl::OkStatus();
@@ -246,8 +273,8 @@ absl::Status StoreImpl::ReceiveSession::Adopt() {
   const std::string uuid(reinterpret_cast<const char*>(h.uuid.data()), h.uuid.size());
   COWKV_RETURN_IF_ERROR(s_->ManageSubvolumes(
                               [&](Subvolumes* t) -> absl::StatusOr<uint64_t> {
-                                COWKV_RETURN_IF_ERROR(t->AdoptReceived(
-                                    hidden_, report_.name, parent_, uuid, h.stransid));
+                                COWKV_RETURN_IF_ERROR(t->AdoptReceived(hidden_, report_.name,
+                                                                       parent_, uuid, h.stransid));
                                 return hidden_;
                               },
                               /*commit_first=*/false)
@@ -264,14 +291,13 @@ absl::Status StoreImpl::ReceiveSession::Fail(absl::Status why) {
   }
   rx_.SetTarget(nullptr);
   if (hidden_ != 0) {
-    absl::Status s =
-        s_->ManageSubvolumes(
-              [&](Subvolumes* t) -> absl::StatusOr<uint64_t> {
-                COWKV_RETURN_IF_ERROR(t->AbortReceive(hidden_));
-                return hidden_;
-              },
-              /*commit_first=*/false, TxnManager::WriteKind::kDelete)
-            .status();
+    absl::Status s = s_->ManageSubvolumes(
+                           [&](Subvolumes* t) -> absl::StatusOr<uint64_t> {
+                             COWKV_RETURN_IF_ERROR(t->AbortReceive(hidden_));
+                             return hidden_;
+                           },
+                           /*commit_first=*/false, TxnManager::WriteKind::kDelete)
+                         .status();
     (void)s;  // a store that cannot commit any more drops the tree at its next mount
     absl::MutexLock hl(&s_->handles_mu_);
     s_->cleaner_work_ = true;

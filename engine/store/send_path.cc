@@ -26,8 +26,8 @@ class DeviceReader : public send::DataReader {
       CorruptionSite site;
       site.what = "data extent";
       site.bytenr = bytenr;
-      return COWKV_CORRUPTION(site, "extent past the end of the device",
-                              absl::StrCat(bytenr + n), absl::StrCat(dev_->Size()));
+      return COWKV_CORRUPTION(site, "extent past the end of the device", absl::StrCat(bytenr + n),
+                              absl::StrCat(dev_->Size()));
     }
     return dev_->ReadAt(bytenr, buf, n);
   }
@@ -75,9 +75,10 @@ absl::StatusOr<StoreImpl::SendPlan> StoreImpl::PlanSend(const SendOptions& o) {
   COWKV_ASSIGN_OR_RETURN(p.snapshot, subvols_->Lookup(o.snapshot));
   COWKV_ASSIGN_OR_RETURN(SubvolInfo snap, subvols_->Get(p.snapshot));
   if (!(snap.flags & format::kRootFlagReadOnly)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "send: '", o.snapshot, "' is writable; send a read-only snapshot of it "
-        "(cowkv subvolume snapshot -r)"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("send: '", o.snapshot,
+                     "' is writable; send a read-only snapshot of it "
+                     "(cowkv subvolume snapshot -r)"));
   }
   COWKV_ASSIGN_OR_RETURN(p.snapshot_tree, TreeFor(p.snapshot));
   p.header.nodesize = txn_->superblock().nodesize;
@@ -99,8 +100,8 @@ absl::StatusOr<StoreImpl::SendPlan> StoreImpl::PlanSend(const SendOptions& o) {
   bool related = false;
   for (uint64_t id : a) related = related || b.count(id) != 0;
   if (!related) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "send: '", o.snapshot, "' and parent '", o.parent, "' share no snapshot lineage"));
+    return absl::FailedPreconditionError(absl::StrCat("send: '", o.snapshot, "' and parent '",
+                                                      o.parent, "' share no snapshot lineage"));
   }
   COWKV_ASSIGN_OR_RETURN(p.parent_tree, TreeFor(p.parent));
   const auto [puuid, pgen] = StreamIdentity(parent);

@@ -248,7 +248,8 @@ void RoundTrip(uint64_t seed, int rounds, Options src_options = TestOptions()) {
     ASSERT_TRUE(a->CreateSnapshot("src", snap, true).ok());
     // Full at first and now and then; else against the last or an older one.
     std::string parent;
-    if (!snaps.empty() && rng() % 5 != 0) parent = snaps[snaps.size() - 1 - rng() % std::min<size_t>(snaps.size(), 3)];
+    if (!snaps.empty() && rng() % 5 != 0)
+      parent = snaps[snaps.size() - 1 - rng() % std::min<size_t>(snaps.size(), 3)];
     SendReport sr;
     absl::StatusOr<std::string> stream = SendToString(a.get(), snap, parent, &sr);
     ASSERT_TRUE(stream.ok()) << stream.status();
@@ -263,9 +264,8 @@ void RoundTrip(uint64_t seed, int rounds, Options src_options = TestOptions()) {
     absl::StatusOr<SubvolumeDigest> ga = a->DigestSubvolume(snap);
     absl::StatusOr<SubvolumeDigest> gb = b->DigestSubvolume(snap);
     ASSERT_TRUE(ga.ok() && gb.ok()) << ga.status() << gb.status();
-    ASSERT_EQ(ga->sha256_hex, gb->sha256_hex)
-        << "round " << round << " parent '" << parent << "' items " << ga->items << " vs "
-        << gb->items;
+    ASSERT_EQ(ga->sha256_hex, gb->sha256_hex) << "round " << round << " parent '" << parent
+                                              << "' items " << ga->items << " vs " << gb->items;
     ExpectSameItems(a.get(), snap, b.get(), snap);
     if (::testing::Test::HasFatalFailure()) return;
     snaps.push_back(snap);
@@ -312,7 +312,6 @@ TEST(SendTest, PlantedSkippedSubtreeIsCaught) {
   EXPECT_TRUE(caught) << "the round trip did not notice a send that skips changed subtrees";
 }
 
-
 // Goal: the cost of an incremental send tracks the change, not the size.
 // Method: 20,000 KV items (hundreds of 4 KiB leaves), snapshot, change one
 // key, snapshot again: the incremental send reads at most a few root-to-
@@ -334,8 +333,8 @@ TEST(SendTest, SmallChangeReadsFewNodes) {
   absl::StatusOr<std::string> stream = SendToString(a.get(), "s2", "s1", &inc);
   ASSERT_TRUE(stream.ok());
   std::cout << "full send: " << full.nodes_read << " nodes read, " << full.items
-            << " items; incremental: " << inc.nodes_read << " nodes read, "
-            << inc.subtrees_skipped << " subtrees skipped, " << inc.items << " items\n";
+            << " items; incremental: " << inc.nodes_read << " nodes read, " << inc.subtrees_skipped
+            << " subtrees skipped, " << inc.items << " items\n";
   EXPECT_GT(full.nodes_read, 300u);
   EXPECT_EQ(inc.items, 1u);
   EXPECT_EQ(inc.deletes, 0u);
@@ -482,6 +481,39 @@ TEST(SendTest, DifferentParentIsRefused) {
   ASSERT_TRUE(c->Close().ok());
   ExpectCheckClean(&db);
   ExpectCheckClean(&dc);
+}
+
+// Goal: a stream received into the store it came from (its parent found
+// by its own identity, a parent with a KV history and leases) gives a
+// subvolume equal to the source, without history or leases, and `check`
+// stays clean.
+TEST(SendTest, ReceiveIntoTheSameStore) {
+  std::mt19937_64 rng(11);
+  MemDevice da(128ull << 20);
+  std::unique_ptr<Store> a = OpenNew(&da);
+  ASSERT_TRUE(a->CreateSubvolume("src").ok());
+  History h(a.get(), &rng);
+  h.Round(60);
+  absl::StatusOr<std::unique_ptr<Subvolume>> sv = a->OpenSubvolume("src");
+  ASSERT_TRUE(sv.ok());
+  absl::StatusOr<int64_t> lease = (*sv)->LeaseGrant(60);
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  ASSERT_TRUE((*sv)->PutItemWithLease("leased", "v", *lease).ok());
+  ASSERT_TRUE(a->CreateSnapshot("src", "p", true).ok());
+  h.Round(60);
+  ASSERT_TRUE(a->CreateSnapshot("src", "s", true).ok());
+  absl::StatusOr<std::string> inc = SendToString(a.get(), "s", "p");
+  ASSERT_TRUE(inc.ok());
+  absl::StatusOr<ReceiveReport> r = ReceiveString(a.get(), *inc, &rng, "s-copy");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->parent, "p");
+  absl::StatusOr<SubvolumeDigest> ga = a->DigestSubvolume("s");
+  absl::StatusOr<SubvolumeDigest> gb = a->DigestSubvolume("s-copy");
+  ASSERT_TRUE(ga.ok() && gb.ok());
+  EXPECT_EQ(ga->sha256_hex, gb->sha256_hex);
+  ExpectSameItems(a.get(), "s", a.get(), "s-copy");
+  ASSERT_TRUE(a->Close().ok());
+  ExpectCheckClean(&da);
 }
 
 }  // namespace

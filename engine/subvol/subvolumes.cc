@@ -66,8 +66,8 @@ absl::Status Subvolumes::Load() {
           return COWKV_CORRUPTION(site, "no live root item for the subvolume", "", "");
         }
         COWKV_ASSIGN_OR_RETURN(format::SubvolInfoItem si, format::DecodeSubvolInfo(value, id));
-        it->second = Entry{si.name, si.parent_id, si.ctime_ms, si.ogen, si.received_uuid,
-                           si.received_generation};
+        it->second = Entry{si.name, si.parent_id,     si.ctime_ms,
+                           si.ogen, si.received_uuid, si.received_generation};
         return absl::OkStatus();
       }));
   for (auto& [id, e] : live_) {
@@ -108,8 +108,8 @@ absl::Status Subvolumes::CheckNewName(absl::string_view name) const {
 }
 
 absl::Status Subvolumes::PutInfo(uint64_t id, const Entry& e) {
-  format::SubvolInfoItem si{e.parent_id, e.ctime_ms, e.ogen, e.name, e.received_uuid,
-                            e.received_generation};
+  format::SubvolInfoItem si{e.parent_id, e.ctime_ms,      e.ogen,
+                            e.name,      e.received_uuid, e.received_generation};
   return txn_->PutRootTreeItem(InfoKey(id), format::EncodeSubvolInfo(si));
 }
 
@@ -141,8 +141,8 @@ absl::StatusOr<uint64_t> Subvolumes::BeginReceive(uint64_t parent_id) {
     return absl::NotFoundError(absl::StrCat("no subvolume ", parent_id));
   }
   COWKV_RETURN_IF_ERROR(txn_->ReserveRootTreeWrites(2));
-  COWKV_ASSIGN_OR_RETURN(uint64_t id, parent_id != 0 ? txn_->CloneTree(parent_id, false)
-                                                     : txn_->CreateTree());
+  COWKV_ASSIGN_OR_RETURN(uint64_t id,
+                         parent_id != 0 ? txn_->CloneTree(parent_id, false) : txn_->CreateTree());
   COWKV_RETURN_IF_ERROR(txn_->SetTreeFlags(id, format::kRootFlagReceiving, 0));
   return id;
 }
@@ -155,8 +155,8 @@ absl::Status Subvolumes::AdoptReceived(uint64_t id, absl::string_view name, uint
   COWKV_RETURN_IF_ERROR(txn_->ReserveRootTreeWrites(2));
   COWKV_RETURN_IF_ERROR(
       txn_->SetTreeFlags(id, format::kRootFlagReadOnly, format::kRootFlagReceiving));
-  Entry e{std::string(name), parent_id, NowMs(), txn_->generation(), std::string(received_uuid),
-          received_generation};
+  Entry e{std::string(name),          parent_id,          NowMs(), txn_->generation(),
+          std::string(received_uuid), received_generation};
   COWKV_RETURN_IF_ERROR(PutInfo(id, e));
   AddLive(id, std::move(e));
   return absl::OkStatus();

@@ -45,9 +45,9 @@ using SendSink = std::function<absl::Status(absl::string_view bytes)>;
 struct SendReport {
   uint64_t records = 0;
   uint64_t bytes = 0;
-  uint64_t items = 0;    // items sent whole, as extents or as clones
+  uint64_t items = 0;  // items sent whole, as extents or as clones
   uint64_t deletes = 0;
-  uint64_t clones = 0;   // items whose extent the receiver already has
+  uint64_t clones = 0;  // items whose extent the receiver already has
   uint64_t data_bytes = 0;
   uint64_t nodes_read = 0;        // tree nodes the comparison read
   uint64_t subtrees_skipped = 0;  // shared subtrees it did not read
@@ -59,10 +59,10 @@ struct ReceiveOptions {
 };
 
 struct ReceiveReport {
-  std::string name;        // the subvolume made (dry run: what it would be called)
-  uint64_t id = 0;         // 0 for a dry run
+  std::string name;  // the subvolume made (dry run: what it would be called)
+  uint64_t id = 0;   // 0 for a dry run
   bool incremental = false;
-  std::string parent;      // the local parent's name (incremental streams)
+  std::string parent;  // the local parent's name (incremental streams)
   uint64_t records = 0;
   uint64_t bytes = 0;
   uint64_t items = 0;
