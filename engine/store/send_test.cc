@@ -99,24 +99,53 @@ std::vector<send::Record> Records(absl::string_view s) {
   return out;
 }
 
-// Item by item: full sends of both subvolumes must carry the same records
-// (header and end aside: the names, times and digests differ).
-void ExpectSameItems(Store* a, const std::string& an, Store* b, const std::string& bn) {
+// One item of a full stream: its key, value and data bytes (for a CLONE,
+// the data of the item it shares with, sent earlier in the stream).
+struct StreamItem {
+  std::string key, value, data;
+  bool shared = false;  // sent as a CLONE
+  bool operator==(const StreamItem& o) const {
+    return key == o.key && value == o.value && data == o.data;
+  }
+};
+
+std::vector<StreamItem> Items(absl::string_view stream) {
+  std::vector<StreamItem> out;
+  std::map<std::string, std::string> data_of;
+  for (const send::Record& r : Records(stream)) {
+    if (r.type == send::RecordType::kData) {
+      out.back().data.append(r.data.data(), r.data.size());
+      data_of[out.back().key] = out.back().data;
+    } else if (r.type == send::RecordType::kPut || r.type == send::RecordType::kExtent ||
+               r.type == send::RecordType::kClone) {
+      StreamItem it{std::string(r.key), std::string(r.value), "", false};
+      if (r.type == send::RecordType::kClone) {
+        it.shared = true;
+        it.data = data_of[std::string(r.source_key)];
+      }
+      data_of[it.key] = it.data;
+      out.push_back(std::move(it));
+    }
+  }
+  return out;
+}
+
+// Item by item: full sends of both subvolumes must carry the same items,
+// values and data bytes. Whether two items share one extent is layout the
+// receiver may not reproduce (an extent shared with an item the
+// incremental walk never saw is sent as data: docs/design.md "Send and
+// receive"); such items are counted in *unshared.
+void ExpectSameItems(Store* a, const std::string& an, Store* b, const std::string& bn,
+                     uint64_t* unshared = nullptr) {
   absl::StatusOr<std::string> sa = SendToString(a, an, "");
   absl::StatusOr<std::string> sb = SendToString(b, bn, "");
   ASSERT_TRUE(sa.ok() && sb.ok()) << sa.status() << sb.status();
-  std::vector<send::Record> ra = Records(*sa), rb = Records(*sb);
-  ASSERT_GE(ra.size(), 2u);
-  ASSERT_GE(rb.size(), 2u);
-  EXPECT_EQ(ra.size(), rb.size()) << an << " vs " << bn;
-  for (size_t i = 1; i + 1 < std::min(ra.size(), rb.size()); ++i) {
-    const send::Record& x = ra[i];
-    const send::Record& y = rb[i];
-    ASSERT_EQ(x.type, y.type) << "record " << i;
-    ASSERT_EQ(x.key, y.key) << "record " << i;
-    ASSERT_EQ(x.value, y.value) << "record " << i << " key " << absl::CHexEscape(x.key);
-    ASSERT_EQ(x.data, y.data) << "record " << i;
-    ASSERT_EQ(x.source_key, y.source_key) << "record " << i;
+  const std::vector<StreamItem> ia = Items(*sa), ib = Items(*sb);
+  ASSERT_EQ(ia.size(), ib.size()) << an << " vs " << bn;
+  for (size_t i = 0; i < ia.size(); ++i) {
+    ASSERT_TRUE(ia[i] == ib[i]) << "item " << i << " key " << absl::CHexEscape(ia[i].key)
+                                << (ia[i].key == ib[i].key ? " (value or data differ)" : "");
+    if (unshared != nullptr && ia[i].shared != ib[i].shared) ++*unshared;
   }
 }
 
@@ -242,6 +271,7 @@ void RoundTrip(uint64_t seed, int rounds, Options src_options = TestOptions()) {
   History h(a.get(), &rng);
   std::vector<std::string> snaps;
   ReceiveReport totals;
+  uint64_t unshared = 0;  // items sharing an extent at the source, not at the copy
   for (int round = 0; round < rounds; ++round) {
     h.Round(10 + static_cast<int>(rng() % 60));
     const std::string snap = absl::StrCat("snap", round);
@@ -266,7 +296,7 @@ void RoundTrip(uint64_t seed, int rounds, Options src_options = TestOptions()) {
     ASSERT_TRUE(ga.ok() && gb.ok()) << ga.status() << gb.status();
     ASSERT_EQ(ga->sha256_hex, gb->sha256_hex) << "round " << round << " parent '" << parent
                                               << "' items " << ga->items << " vs " << gb->items;
-    ExpectSameItems(a.get(), snap, b.get(), snap);
+    ExpectSameItems(a.get(), snap, b.get(), snap, &unshared);
     if (::testing::Test::HasFatalFailure()) return;
     snaps.push_back(snap);
     // Now and then drop the oldest snapshot on both sides.
@@ -278,7 +308,8 @@ void RoundTrip(uint64_t seed, int rounds, Options src_options = TestOptions()) {
   }
   std::cout << "seed " << seed << ": " << totals.records << " incremental of " << rounds
             << " streams; items " << totals.items << ", deletes " << totals.deletes << ", clones "
-            << totals.clones << ", data bytes " << totals.data_bytes << "\n";
+            << totals.clones << ", data bytes " << totals.data_bytes
+            << "; items whose extent sharing was not kept " << unshared << "\n";
   absl::StatusOr<SubvolumeDigest> last = b->DigestSubvolume(snaps.back());
   ASSERT_TRUE(last.ok());
   EXPECT_GT(last->items, 20u);  // the history did build something
