@@ -173,7 +173,9 @@ absl::Status Receiver::ApplyData(absl::string_view chunk) {
   }
   absl::Status s;
   if (target_ != nullptr) {
-    if (p.ref.len > p.ref.value_len) {  // a KV value: zero the sector's tail
+    // A KV value: zero the sector's tail (a preallocated file extent, whose
+    // value_len is 0, stays unwritten).
+    if (p.key[0] == format::kKvKeyPrefix && p.ref.len > p.ref.value_len) {
       s = target_->WriteDataAt(p.local, p.ref.value_len,
                                std::string(p.ref.len - p.ref.value_len, '\0'));
     }

@@ -117,7 +117,7 @@ absl::StatusOr<uint64_t> Subvolumes::Create(absl::string_view name) {
   COWKV_RETURN_IF_ERROR(CheckNewName(name));
   COWKV_RETURN_IF_ERROR(txn_->ReserveRootTreeWrites(2));
   COWKV_ASSIGN_OR_RETURN(uint64_t id, txn_->CreateTree());
-  Entry e{std::string(name), 0, NowMs(), txn_->generation()};
+  Entry e{std::string(name), 0, NowMs(), txn_->generation(), "", 0};
   COWKV_RETURN_IF_ERROR(PutInfo(id, e));
   AddLive(id, std::move(e));
   return id;
@@ -130,7 +130,7 @@ absl::StatusOr<uint64_t> Subvolumes::Snapshot(uint64_t source_id, absl::string_v
   COWKV_RETURN_IF_ERROR(txn_->ReserveRootTreeWrites(3));
   COWKV_ASSIGN_OR_RETURN(uint64_t id, txn_->CloneTree(source_id, read_only));
   COWKV_CHECK(id > source_id);  // a snapshot is newer than its source
-  Entry e{std::string(name), source_id, NowMs(), txn_->generation()};
+  Entry e{std::string(name), source_id, NowMs(), txn_->generation(), "", 0};
   COWKV_RETURN_IF_ERROR(PutInfo(id, e));
   AddLive(id, std::move(e));
   return id;

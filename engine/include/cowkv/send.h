@@ -73,7 +73,9 @@ struct ReceiveReport {
 
 // One receive in progress. Write the stream's bytes in order (any piece
 // sizes), then Finish. Dropping it unfinished (or any error) abandons the
-// receive: the hidden subvolume is deleted.
+// receive: the hidden subvolume is deleted. It must not outlive the Store
+// (drop it before Close; a receive cut short by Close is dropped at the
+// next mount). One thread at a time.
 class ReceiveStream {
  public:
   virtual ~ReceiveStream() = default;
