@@ -11,11 +11,12 @@
 
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "engine/base/coding.h"
 #include "engine/format/items.h"
 #include "engine/format/layout.h"
 #include "engine/fs/fs_items.h"
 #include "engine/kv/kv_item.h"
-#include "engine/base/coding.h"
+#include "engine/send/stream_format.h"
 #include "gtest/gtest.h"
 
 namespace cowkv {
@@ -165,6 +166,26 @@ TEST(FormatDoc, KvItem) {
   EXPECT_EQ(DecodeLE64(item.data() + 8), 1u);
   EXPECT_EQ(DecodeLE64(item.data() + 16), 2u);
   EXPECT_EQ(DecodeLE64(item.data() + 24), 3u);
+}
+
+TEST(FormatDoc, SendStream) {
+  auto doc = ParseDoc();
+  ASSERT_EQ(doc["Send stream"].size(), 2u);
+  ExpectTable(doc["Send stream"][0], {{0, 8, "magic"}, {8, 4, "version"}, {12, 4, "reserved"}},
+              "send stream preamble");
+  ExpectTable(doc["Send stream"][1],
+              {{0, 4, "payload_len"}, {4, 2, "type"}, {6, 2, "reserved"}, {8, 4, "crc"}},
+              "send stream frame");
+  EXPECT_EQ(send::kPreambleSize, 16u);
+  EXPECT_EQ(send::kFrameHeaderSize, 12u);
+  EXPECT_EQ(send::kStreamVersion, 1u);
+  EXPECT_EQ(send::kMaxRecordPayload, 131072u);
+  EXPECT_EQ(send::kMaxDataChunk, 65536u);
+  std::string frame;
+  send::AppendDelete("fk", &frame);
+  EXPECT_EQ(DecodeLE32(frame.data()), frame.size() - send::kFrameHeaderSize);
+  EXPECT_EQ(DecodeLE16(frame.data() + 4), 3u);  // DELETE
+  EXPECT_EQ(format::kRootFlagReceiving, 4u);
 }
 
 TEST(FormatDoc, Log) {

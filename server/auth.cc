@@ -19,74 +19,88 @@ constexpr size_t kMinTokenBytes = 16;
 // Every cowkv.v1 method that a read or write token may call. Anything not
 // here needs admin (server_test checks that every method is classified on
 // purpose: each one is here or in kAdminMethods).
+struct MethodAccessRow {
+  const char* method;
+  Access access;
+};
+constexpr MethodAccessRow kMethodAccess[] = {
+    // KV. Txn is classified by its ops in the handler (a Txn with a put
+    // or delete needs write); here it is the least it needs.
+    {"cowkv.v1.KV/Get", Access::kRead},
+    {"cowkv.v1.KV/Range", Access::kRead},
+    {"cowkv.v1.KV/Put", Access::kWrite},
+    {"cowkv.v1.KV/Delete", Access::kWrite},
+    {"cowkv.v1.KV/DeleteRange", Access::kWrite},
+    {"cowkv.v1.KV/Txn", Access::kRead},
+    {"cowkv.v1.KV/Begin", Access::kRead},
+    {"cowkv.v1.KV/TxnGet", Access::kRead},
+    {"cowkv.v1.KV/TxnRange", Access::kRead},
+    {"cowkv.v1.KV/TxnPut", Access::kWrite},
+    {"cowkv.v1.KV/TxnDelete", Access::kWrite},
+    {"cowkv.v1.KV/Commit", Access::kRead},  // its writes were checked as they were made
+    {"cowkv.v1.KV/Abort", Access::kRead},
+    {"cowkv.v1.KV/Compact", Access::kWrite},  // drops history readers may want: a write
+    {"cowkv.v1.KV/Watch", Access::kRead},
+    // Files.
+    {"cowkv.v1.Files/Stat", Access::kRead},
+    {"cowkv.v1.Files/ReadDir", Access::kRead},
+    {"cowkv.v1.Files/Read", Access::kRead},
+    {"cowkv.v1.Files/ReadLink", Access::kRead},
+    {"cowkv.v1.Files/Fiemap", Access::kRead},
+    {"cowkv.v1.Files/Mkdir", Access::kWrite},
+    {"cowkv.v1.Files/Create", Access::kWrite},
+    {"cowkv.v1.Files/Write", Access::kWrite},
+    {"cowkv.v1.Files/Truncate", Access::kWrite},
+    {"cowkv.v1.Files/Rename", Access::kWrite},
+    {"cowkv.v1.Files/Link", Access::kWrite},
+    {"cowkv.v1.Files/Symlink", Access::kWrite},
+    {"cowkv.v1.Files/Unlink", Access::kWrite},
+    {"cowkv.v1.Files/Rmdir", Access::kWrite},
+    {"cowkv.v1.Files/Clone", Access::kWrite},
+    {"cowkv.v1.Files/Fsync", Access::kWrite},
+    {"cowkv.v1.Files/Fallocate", Access::kWrite},
+    // Open files: opening reads (a handle keeps an unlinked file, as any
+    // reader's open does); an O_TMPFILE writes.
+    {"cowkv.v1.Files/Open", Access::kRead},
+    {"cowkv.v1.Files/CloseHandle", Access::kRead},
+    {"cowkv.v1.Files/CreateTmpfile", Access::kWrite},
+    {"cowkv.v1.Files/SetAttr", Access::kWrite},
+    {"cowkv.v1.Files/SetXattr", Access::kWrite},
+    {"cowkv.v1.Files/GetXattr", Access::kRead},
+    {"cowkv.v1.Files/ListXattrs", Access::kRead},
+    {"cowkv.v1.Files/RemoveXattr", Access::kWrite},
+    // Subvolumes: reading the list; changing it is admin.
+    {"cowkv.v1.Subvolumes/List", Access::kRead},
+    {"cowkv.v1.Subvolumes/Show", Access::kRead},
+    {"cowkv.v1.Subvolumes/Create", Access::kAdmin},
+    {"cowkv.v1.Subvolumes/Rename", Access::kAdmin},
+    {"cowkv.v1.Subvolumes/Delete", Access::kAdmin},
+    {"cowkv.v1.Subvolumes/Snapshot", Access::kAdmin},
+    // Waiting for deleted subvolumes' space commits, as Admin/Sync does.
+    {"cowkv.v1.Subvolumes/Sync", Access::kWrite},
+    // Send reads a whole snapshot (and its parent); Receive, which makes a
+    // subvolume, is admin.
+    {"cowkv.v1.Subvolumes/Send", Access::kRead},
+    {"cowkv.v1.Subvolumes/Digest", Access::kRead},
+    // Admin. Check reads the whole device: an operator's tool.
+    {"cowkv.v1.Admin/Stats", Access::kRead},
+    {"cowkv.v1.Admin/Version", Access::kRead},
+    {"cowkv.v1.Admin/Sync", Access::kWrite},
+    {"cowkv.v1.Admin/Check", Access::kAdmin},
+    // Leases: a grant, revoke or keep-alive changes what the keys do.
+    {"cowkv.v1.Lease/Grant", Access::kWrite},
+    {"cowkv.v1.Lease/Revoke", Access::kWrite},
+    {"cowkv.v1.Lease/KeepAlive", Access::kWrite},
+    {"cowkv.v1.Lease/TimeToLive", Access::kRead},
+    {"cowkv.v1.Lease/Leases", Access::kRead},
+};
+
 const absl::flat_hash_map<std::string, Access>& MethodTable() {
-  static const auto* table = new absl::flat_hash_map<std::string, Access>{
-      // KV. Txn is classified by its ops in the handler (a Txn with a put
-      // or delete needs write); here it is the least it needs.
-      {"cowkv.v1.KV/Get", Access::kRead},
-      {"cowkv.v1.KV/Range", Access::kRead},
-      {"cowkv.v1.KV/Put", Access::kWrite},
-      {"cowkv.v1.KV/Delete", Access::kWrite},
-      {"cowkv.v1.KV/DeleteRange", Access::kWrite},
-      {"cowkv.v1.KV/Txn", Access::kRead},
-      {"cowkv.v1.KV/Begin", Access::kRead},
-      {"cowkv.v1.KV/TxnGet", Access::kRead},
-      {"cowkv.v1.KV/TxnRange", Access::kRead},
-      {"cowkv.v1.KV/TxnPut", Access::kWrite},
-      {"cowkv.v1.KV/TxnDelete", Access::kWrite},
-      {"cowkv.v1.KV/Commit", Access::kRead},  // its writes were checked as they were made
-      {"cowkv.v1.KV/Abort", Access::kRead},
-      {"cowkv.v1.KV/Compact", Access::kWrite},  // drops history readers may want: a write
-      {"cowkv.v1.KV/Watch", Access::kRead},
-      // Files.
-      {"cowkv.v1.Files/Stat", Access::kRead},
-      {"cowkv.v1.Files/ReadDir", Access::kRead},
-      {"cowkv.v1.Files/Read", Access::kRead},
-      {"cowkv.v1.Files/ReadLink", Access::kRead},
-      {"cowkv.v1.Files/Fiemap", Access::kRead},
-      {"cowkv.v1.Files/Mkdir", Access::kWrite},
-      {"cowkv.v1.Files/Create", Access::kWrite},
-      {"cowkv.v1.Files/Write", Access::kWrite},
-      {"cowkv.v1.Files/Truncate", Access::kWrite},
-      {"cowkv.v1.Files/Rename", Access::kWrite},
-      {"cowkv.v1.Files/Link", Access::kWrite},
-      {"cowkv.v1.Files/Symlink", Access::kWrite},
-      {"cowkv.v1.Files/Unlink", Access::kWrite},
-      {"cowkv.v1.Files/Rmdir", Access::kWrite},
-      {"cowkv.v1.Files/Clone", Access::kWrite},
-      {"cowkv.v1.Files/Fsync", Access::kWrite},
-      {"cowkv.v1.Files/Fallocate", Access::kWrite},
-      // Open files: opening reads (a handle keeps an unlinked file, as any
-      // reader's open does); an O_TMPFILE writes.
-      {"cowkv.v1.Files/Open", Access::kRead},
-      {"cowkv.v1.Files/CloseHandle", Access::kRead},
-      {"cowkv.v1.Files/CreateTmpfile", Access::kWrite},
-      {"cowkv.v1.Files/SetAttr", Access::kWrite},
-      {"cowkv.v1.Files/SetXattr", Access::kWrite},
-      {"cowkv.v1.Files/GetXattr", Access::kRead},
-      {"cowkv.v1.Files/ListXattrs", Access::kRead},
-      {"cowkv.v1.Files/RemoveXattr", Access::kWrite},
-      // Subvolumes: reading the list; changing it is admin.
-      {"cowkv.v1.Subvolumes/List", Access::kRead},
-      {"cowkv.v1.Subvolumes/Show", Access::kRead},
-      {"cowkv.v1.Subvolumes/Create", Access::kAdmin},
-      {"cowkv.v1.Subvolumes/Rename", Access::kAdmin},
-      {"cowkv.v1.Subvolumes/Delete", Access::kAdmin},
-      {"cowkv.v1.Subvolumes/Snapshot", Access::kAdmin},
-      // Waiting for deleted subvolumes' space commits, as Admin/Sync does.
-      {"cowkv.v1.Subvolumes/Sync", Access::kWrite},
-      // Admin. Check reads the whole device: an operator's tool.
-      {"cowkv.v1.Admin/Stats", Access::kRead},
-      {"cowkv.v1.Admin/Version", Access::kRead},
-      {"cowkv.v1.Admin/Sync", Access::kWrite},
-      {"cowkv.v1.Admin/Check", Access::kAdmin},
-      // Leases: a grant, revoke or keep-alive changes what the keys do.
-      {"cowkv.v1.Lease/Grant", Access::kWrite},
-      {"cowkv.v1.Lease/Revoke", Access::kWrite},
-      {"cowkv.v1.Lease/KeepAlive", Access::kWrite},
-      {"cowkv.v1.Lease/TimeToLive", Access::kRead},
-      {"cowkv.v1.Lease/Leases", Access::kRead},
-  };
+  static const auto* table = [] {
+    auto* t = new absl::flat_hash_map<std::string, Access>;
+    for (const MethodAccessRow& r : kMethodAccess) t->emplace(r.method, r.access);
+    return t;
+  }();
   return *table;
 }
 

@@ -626,7 +626,54 @@ void BadInput::Subvolumes() {
   Flaws f;
   f.unparsable = OneIn(8);
   const std::vector<std::string> existing = {kSeed, kReadOnly, kOther, "default"};
-  switch (U(8)) {
+  switch (U(11)) {
+    case 8: {  // Send: a bad, unknown or writable snapshot; the read-only one streams
+      v1::SendRequest req;
+      const uint64_t k = U(4);
+      f.malformed = !f.unparsable && k == 0;
+      f.absent = k == 1;
+      f.wrong_kind = k == 2;  // writable: FAILED_PRECONDITION
+      req.set_snapshot(f.unparsable   ? Utf8Bomb()
+                       : f.malformed  ? BadName()
+                       : f.absent     ? std::string("no-such-snapshot")
+                       : f.wrong_kind ? PickOf<std::string>({kSeed, kWritable, "default"})
+                                      : std::string(kReadOnly));
+      if (k == 3 && OneIn(2)) req.set_parent(kReadOnly);  // an empty difference
+      Send("Subvolumes/Send", "send " + req.snapshot().substr(0, 40), f,
+           {Serialize(req, f.unparsable)});
+      return;
+    }
+    case 9: {  // Receive: nothing, a bad name, names in a later message, bytes that are no stream
+      f.malformed = !f.unparsable;
+      v1::ReceiveRequest first;
+      std::vector<std::string> msgs;
+      const uint64_t k = U(4);
+      first.set_chunk(std::string(16 + U(100), static_cast<char>('a' + U(26))));
+      if (f.unparsable) first.set_name(Utf8Bomb());
+      if (k == 0 && !f.unparsable) first.set_name(BadName());
+      msgs.push_back(Serialize(first, f.unparsable));
+      if (k == 1) {
+        v1::ReceiveRequest later;
+        later.set_name("later");
+        msgs.push_back(later.SerializeAsString());
+        msgs.front() = v1::ReceiveRequest().SerializeAsString();
+      }
+      if (k == 2 && !f.unparsable) msgs.clear();
+      Send("Subvolumes/Receive", absl::StrCat("receive (", k, ")"), f, msgs, false);
+      return;
+    }
+    case 10: {  // Digest: a bad or unknown name; an existing one is hashed
+      v1::DigestSubvolumeRequest req;
+      f.malformed = !f.unparsable && OneIn(3);
+      f.absent = !f.malformed && OneIn(3);
+      req.set_name(f.unparsable  ? Utf8Bomb()
+                   : f.malformed ? BadName()
+                   : f.absent    ? std::string("no-such-subvolume")
+                                 : PickOf(existing));
+      Send("Subvolumes/Digest", "digest " + req.name().substr(0, 40), f,
+           {Serialize(req, f.unparsable)});
+      return;
+    }
     case 6: {  // List with filters and sort keys; a bad key is INVALID_ARGUMENT
       v1::ListSubvolumesRequest req;
       req.set_read_only(OneIn(2));

@@ -259,6 +259,92 @@ TEST_F(Rpc, SubvolumeSnapshot) {
   EXPECT_CODE(Put("snap-ro", "k", "x"), FAILED_PRECONDITION);
 }
 
+// Goal: Send streams a snapshot, Receive makes an equal read-only copy
+// (full, then incremental against the received parent), Digest agrees,
+// and the refusals keep their codes and reasons. Method: one server
+// receives its own streams under other names.
+TEST_F(Rpc, SubvolumeSendReceiveDigest) {
+  CreateSubvolume("send-src");
+  ASSERT_GRPC_OK(Put("send-src", "k", std::string(20000, 'v')));
+  auto snapshot = [&](const std::string& name) {
+    v1::SnapshotRequest req;
+    req.set_source("send-src");
+    req.set_name(name);
+    req.set_read_only(true);
+    v1::SubvolumeInfo info;
+    return sv().Snapshot(Ctx().get(), req, &info);
+  };
+  auto send = [&](const std::string& snap, const std::string& parent, std::string* out) {
+    v1::SendRequest req;
+    req.set_snapshot(snap);
+    req.set_parent(parent);
+    auto ctx = Ctx();
+    auto reader = sv().Send(ctx.get(), req);
+    v1::SendResponse m;
+    bool stats = false;
+    while (reader->Read(&m)) {
+      out->append(m.chunk());
+      stats = stats || m.has_stats();
+    }
+    grpc::Status st = reader->Finish();
+    if (st.ok()) EXPECT_TRUE(stats);
+    return st;
+  };
+  auto receive = [&](const std::string& name, const std::string& stream,
+                     v1::ReceiveResponse* resp) {
+    auto ctx = Ctx();
+    auto writer = sv().Receive(ctx.get(), resp);
+    v1::ReceiveRequest m;
+    m.set_name(name);
+    for (size_t pos = 0; pos == 0 || pos < stream.size(); pos += 1000) {
+      m.set_chunk(stream.substr(pos, 1000));
+      if (!writer->Write(m)) break;
+      m.Clear();
+    }
+    writer->WritesDone();
+    return writer->Finish();
+  };
+  auto digest = [&](const std::string& name) {
+    v1::DigestSubvolumeRequest req;
+    req.set_name(name);
+    v1::DigestSubvolumeResponse resp;
+    grpc::Status st = sv().Digest(Ctx().get(), req, &resp);
+    EXPECT_TRUE(st.ok()) << st.error_message();
+    return resp.sha256();
+  };
+  ASSERT_GRPC_OK(snapshot("send-1"));
+  std::string full, inc;
+  ASSERT_GRPC_OK(send("send-1", "", &full));
+  v1::ReceiveResponse r;
+  ASSERT_GRPC_OK(receive("recv-1", full, &r));
+  EXPECT_FALSE(r.incremental());
+  EXPECT_EQ(digest("recv-1"), digest("send-1"));
+  ASSERT_GRPC_OK(Put("send-src", "k2", "v2"));
+  ASSERT_GRPC_OK(snapshot("send-2"));
+  ASSERT_GRPC_OK(send("send-2", "send-1", &inc));
+  ASSERT_GRPC_OK(receive("recv-2", inc, &r));
+  EXPECT_TRUE(r.incremental());
+  EXPECT_EQ(digest("recv-2"), digest("send-2"));
+  v1::ShowSubvolumeRequest show;
+  show.set_name("recv-2");
+  v1::SubvolumeInfo info;
+  ASSERT_GRPC_OK(sv().Show(Ctx().get(), show, &info));
+  EXPECT_TRUE(info.read_only());
+  EXPECT_EQ(info.received_uuid().size(), 32u);
+  EXPECT_GT(info.received_generation(), 0u);
+  // Refusals.
+  std::string ignored;
+  EXPECT_CODE(send("send-src", "", &ignored), FAILED_PRECONDITION);
+  EXPECT_CODE(send("no-such", "", &ignored), NOT_FOUND);
+  EXPECT_CODE(receive("recv-2", inc, &r), ALREADY_EXISTS);
+  std::string bad = inc;
+  bad[bad.size() / 2] ^= 0x40;
+  EXPECT_CODE(receive("recv-bad", bad, &r), DATA_LOSS);
+  EXPECT_CODE(receive("recv-short", inc.substr(0, inc.size() - 5), &r), DATA_LOSS);
+  show.set_name("recv-bad");
+  EXPECT_CODE(sv().Show(Ctx().get(), show, &info), NOT_FOUND);
+}
+
 // ---- KV: one-shot calls -------------------------------------------------------
 
 TEST_F(Rpc, KvPutGetDelete) {
@@ -1867,13 +1953,13 @@ TEST(RpcAuth, TlsRefusesUnknownCallersBeforeParsing) {
   EXPECT_TRUE((*s)->Stop().ok());
 }
 
-// Goal: every method is classified on purpose: only the five that change
+// Goal: every method is classified on purpose: only the six that change
 // the set of subvolumes or read the whole device need admin; a new method
 // that is not in auth.cc's table would need admin and fail here.
 TEST(RpcAuth, EveryMethodIsClassified) {
   const std::set<std::string> admin_only = {
-      "cowkv.v1.Subvolumes/Create", "cowkv.v1.Subvolumes/Rename", "cowkv.v1.Subvolumes/Delete",
-      "cowkv.v1.Subvolumes/Snapshot", "cowkv.v1.Admin/Check"};
+      "cowkv.v1.Subvolumes/Create",   "cowkv.v1.Subvolumes/Rename",  "cowkv.v1.Subvolumes/Delete",
+      "cowkv.v1.Subvolumes/Snapshot", "cowkv.v1.Subvolumes/Receive", "cowkv.v1.Admin/Check"};
   for (const std::string& m : Server::MethodNames()) {
     EXPECT_EQ(MethodAccess(m) == Access::kAdmin, admin_only.count(m) == 1) << m;
   }

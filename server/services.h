@@ -39,6 +39,13 @@ class SubvolumesService final : public v1::Subvolumes::Service {
                         v1::SubvolumeInfo* resp) override;
   grpc::Status Sync(ServerContext* ctx, const v1::SyncSubvolumesRequest* req,
                     v1::SyncSubvolumesResponse* resp) override;
+  // Send and receive (subvolumes_send_service.cc).
+  grpc::Status Send(ServerContext* ctx, const v1::SendRequest* req,
+                    ServerWriter<v1::SendResponse>* writer) override;
+  grpc::Status Receive(ServerContext* ctx, ServerReader<v1::ReceiveRequest>* reader,
+                       v1::ReceiveResponse* resp) override;
+  grpc::Status Digest(ServerContext* ctx, const v1::DigestSubvolumeRequest* req,
+                      v1::DigestSubvolumeResponse* resp) override;
 
  private:
   ServiceEnv* const env_;

@@ -142,20 +142,14 @@ Cli::Cli()
   AddGlobals(&app_, globals_.get());
   const GlobalsPtr g = globals_;
   const std::vector<std::pair<std::string, RunFn>> commands = {
-      {"mkfs", AddMkfs(&app_)},
-      {"check", AddCheck(&app_, g)},
-      {"dump-tree", AddDumpTree(&app_)},
-      {"subvolume", AddSubvolume(&app_, g)},
-      {"kv", AddKv(&app_, g)},
-      {"fs", AddFs(&app_, g)},
-      {"stats", AddStats(&app_, g)},
-      {"sync", AddSync(&app_, g)},
-      {"version", AddVersion(&app_, g)},
-      {"status", AddStatus(&app_, g)},
-      {"bench", AddBench(&app_, g)},
-      {"mount", AddMount(&app_)},
-      {"lease", AddLease(&app_, g)},
-      {"lock", AddLock(&app_, g)},
+      {"mkfs", AddMkfs(&app_)},          {"check", AddCheck(&app_, g)},
+      {"dump-tree", AddDumpTree(&app_)}, {"subvolume", AddSubvolume(&app_, g)},
+      {"kv", AddKv(&app_, g)},           {"fs", AddFs(&app_, g)},
+      {"stats", AddStats(&app_, g)},     {"sync", AddSync(&app_, g)},
+      {"version", AddVersion(&app_, g)}, {"status", AddStatus(&app_, g)},
+      {"bench", AddBench(&app_, g)},     {"mount", AddMount(&app_)},
+      {"lease", AddLease(&app_, g)},     {"lock", AddLock(&app_, g)},
+      {"send", AddSend(&app_, g)},       {"receive", AddReceive(&app_, g)},
       {"completion", AddCompletion(&app_)}};
   for (const auto& [name, run] : commands) commands_[name] = run;
 }

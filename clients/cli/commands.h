@@ -69,6 +69,10 @@ RunFn AddBench(CLI::App* app, const GlobalsPtr& g);     // bench.cc
 RunFn AddMount(CLI::App* app);                          // mount.cc, fuse_fs.cc
 RunFn AddLease(CLI::App* app, const GlobalsPtr& g);     // lease.cc
 RunFn AddLock(CLI::App* app, const GlobalsPtr& g);      // lease.cc
+RunFn AddSend(CLI::App* app, const GlobalsPtr& g);      // send.cc
+RunFn AddReceive(CLI::App* app, const GlobalsPtr& g);   // send.cc
+// `cowkv subvolume digest NAME` (send.cc).
+int RunSubvolumeDigest(const std::string& name, const Globals& g);
 RunFn AddCompletion(CLI::App* app);                     // completion.cc
 
 // `cowkv check` without PATH: Admin.Check on the server. (admin.cc)

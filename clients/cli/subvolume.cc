@@ -252,6 +252,11 @@ RunFn AddSubvolume(CLI::App* app, const GlobalsPtr& g) {
   snap->add_option("SOURCE", a->name, "Subvolume to snapshot")->required();
   snap->add_option("NAME", a->new_name, "Name of the snapshot")->required();
   group
+      .Add("digest", "SHA-256 of a subvolume's files, KV items and data (equal after send/receive)",
+           [a, g] { return RunSubvolumeDigest(a->name, *g); })
+      ->add_option("NAME", a->name, "Subvolume name")
+      ->required();
+  group
       .Add("sync",
            "Wait until deleted subvolumes' space is freed (all deleted so "
            "far, or the given ids)",

@@ -11,4 +11,9 @@ uint32_t Crc32c(const void* data, size_t n) {
                       static_cast<int>(n), 0xFFFFFFFFu);
 }
 
+uint32_t Crc32cExtend(uint32_t crc, const void* data, size_t n) {
+  return ~crc32_iscsi(static_cast<unsigned char*>(const_cast<void*>(data)), static_cast<int>(n),
+                      ~crc);
+}
+
 }  // namespace cowkv

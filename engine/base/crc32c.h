@@ -11,6 +11,9 @@
 namespace cowkv {
 
 uint32_t Crc32c(const void* data, size_t n);
+// The crc32c of (what `crc` was computed over) followed by data[0, n):
+// Crc32cExtend(Crc32c(a), b) == Crc32c(a ‖ b); Crc32cExtend(0, b) == Crc32c(b).
+uint32_t Crc32cExtend(uint32_t crc, const void* data, size_t n);
 
 }  // namespace cowkv
 

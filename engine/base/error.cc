@@ -40,6 +40,9 @@ constexpr ReasonRow kReasons[kErrorReasonCount] = {
     {"COMPACTED", "EINVAL"},
     {"FUTURE_REVISION", "EINVAL"},
     {"LEASE_NOT_FOUND", "ENOENT"},
+    {"STREAM_CORRUPT", "EIO"},
+    {"STREAM_VERSION", "EOPNOTSUPP"},
+    {"PARENT_MISMATCH", "ENOENT"},
 };
 
 }  // namespace

@@ -137,6 +137,11 @@ std::string EncodeSubvolInfo(const SubvolInfoItem& s) {
     out += '\0';
     PutLE64(&out, s.ogen);
   }
+  if (!s.received_uuid.empty()) {
+    COWKV_CHECK(s.ogen != 0 && s.received_uuid.size() == 16 && s.received_generation != 0);
+    out += s.received_uuid;
+    PutLE64(&out, s.received_generation);
+  }
   return out;
 }
 
@@ -151,9 +156,11 @@ absl::StatusOr<SubvolInfoItem> DecodeSubvolInfo(absl::string_view v, uint64_t tr
   const size_t name_end = nul == absl::string_view::npos ? v.size() : nul;
   const size_t name_len = name_end > kSubvolInfoFixedSize ? name_end - kSubvolInfoFixedSize : 0;
   if (name_len == 0 || name_len > kMaxSubvolNameSize ||
-      (nul != absl::string_view::npos && v.size() != nul + 1 + kSubvolInfoOgenSize)) {
+      (nul != absl::string_view::npos && v.size() != nul + 1 + kSubvolInfoOgenSize &&
+       v.size() != nul + 1 + kSubvolInfoOgenSize + kSubvolInfoReceivedSize)) {
     return COWKV_CORRUPTION(site, "bad size", absl::StrCat(v.size()),
-                            "17..271, or 26..280 with the creation generation");
+                            "17..271, or 26..280 with the creation generation, or 50..304 "
+                            "received");
   }
   Reader r(v);
   SubvolInfoItem s;
@@ -164,6 +171,13 @@ absl::StatusOr<SubvolInfoItem> DecodeSubvolInfo(absl::string_view v, uint64_t tr
     r.Bytes(1);
     s.ogen = r.LE64();
     if (s.ogen == 0) return COWKV_CORRUPTION(site, "bad creation generation", "0", ">= 1");
+    if (v.size() == nul + 1 + kSubvolInfoOgenSize + kSubvolInfoReceivedSize) {
+      s.received_uuid = std::string(r.Bytes(16));
+      s.received_generation = r.LE64();
+      if (s.received_uuid == std::string(16, '\0') || s.received_generation == 0) {
+        return COWKV_CORRUPTION(site, "bad received identity", "zero", "non-zero");
+      }
+    }
   }
   if (s.name.find('/') != std::string::npos) {
     return COWKV_CORRUPTION(site, "bad name", "", "no '/' or NUL");

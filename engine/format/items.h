@@ -136,6 +136,9 @@ inline constexpr size_t kRootItemSize = 48;
 inline constexpr uint64_t kRootFlagReadOnly = 1;
 // The subvolume was deleted; the cleaner is dropping its tree.
 inline constexpr uint64_t kRootFlagDropping = 2;
+// A receive is filling the tree (issue 19): it has no SUBVOL_INFO yet and is
+// invisible; mount finds one left by a crash and drops it.
+inline constexpr uint64_t kRootFlagReceiving = 4;
 struct RootItem {
   uint64_t bytenr = 0;
   uint64_t generation = 0;
@@ -155,12 +158,18 @@ absl::StatusOr<RootItem> DecodeRootItem(absl::string_view v, uint64_t tree_id);
 // creation generation is 0 (unknown), and they are rewritten so.
 inline constexpr size_t kSubvolInfoFixedSize = 16;
 inline constexpr size_t kSubvolInfoOgenSize = 8;
+// A received subvolume's trailer goes on: the sender's identity (16 bytes,
+// btrfs's received_uuid, never all zero) and its generation there (u64,
+// btrfs's stransid, >= 1).
+inline constexpr size_t kSubvolInfoReceivedSize = 24;
 inline constexpr size_t kMaxSubvolNameSize = 255;
 struct SubvolInfoItem {
   uint64_t parent_id = 0;
   uint64_t ctime_ms = 0;
   uint64_t ogen = 0;  // the engine generation that created the subvolume; 0 = unknown
   std::string name;
+  std::string received_uuid;  // empty, or 16 bytes (then ogen != 0)
+  uint64_t received_generation = 0;
 };
 std::string EncodeSubvolInfo(const SubvolInfoItem& s);
 absl::StatusOr<SubvolInfoItem> DecodeSubvolInfo(absl::string_view v, uint64_t tree_id);

@@ -252,6 +252,18 @@ absl::Status Store::Commit() { return impl_->Commit(CommitTrigger::kExplicit); }
 
 StoreStats Store::Stats() { return impl_->Stats(); }
 
+absl::StatusOr<SendReport> Store::Send(const SendOptions& options, const SendSink& sink) {
+  return impl_->Send(options, sink);
+}
+
+absl::StatusOr<std::unique_ptr<ReceiveStream>> Store::Receive(const ReceiveOptions& options) {
+  return impl_->Receive(options);
+}
+
+absl::StatusOr<SubvolumeDigest> Store::DigestSubvolume(absl::string_view name) {
+  return impl_->DigestSubvolume(name);
+}
+
 uint32_t Store::nodesize() const { return impl_->nodesize(); }
 
 size_t Store::max_value_size() const { return impl_->max_value_size(); }

@@ -176,6 +176,10 @@ class StoreImpl {
   absl::StatusOr<std::vector<uint64_t>> SyncDeletedSubvolumes(const SubvolumeSyncOptions& options);
   absl::StatusOr<std::unique_ptr<Transaction>> Begin();
   absl::Status Commit(CommitTrigger trigger);
+  // Send and receive (send_path.cc, receive_path.cc; issue 19).
+  absl::StatusOr<SendReport> Send(const SendOptions& options, const SendSink& sink);
+  absl::StatusOr<std::unique_ptr<ReceiveStream>> Receive(const ReceiveOptions& options);
+  absl::StatusOr<SubvolumeDigest> DigestSubvolume(absl::string_view name);
   StoreStats Stats();
   uint32_t nodesize() const { return nodesize_; }
 
@@ -222,6 +226,11 @@ class StoreImpl {
 
  private:
   class FsBackendImpl;
+  class ReceiveSession;
+  class ReceiveTargetImpl;
+  // Send's subvolumes resolved under the barrier: ids, trees and the header.
+  struct SendPlan;
+  absl::StatusOr<SendPlan> PlanSend(const SendOptions& options) ABSL_SHARED_LOCKS_REQUIRED(mu_);
   std::shared_ptr<fs::FsState> FsStateFor(uint64_t subvol);
   void ForgetFsState(uint64_t subvol);
   fs::FsOptions FsOptionsFromStore() const;

@@ -5,6 +5,7 @@
 #include <random>
 #include <utility>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "cowkv/device.h"
@@ -70,6 +71,9 @@ SubvolumeInfo ToSubvolumeInfo(const SubvolInfo& s) {
   out.created_unix_ms = s.ctime_ms;
   out.read_only = s.flags & format::kRootFlagReadOnly;
   out.creation_generation = s.ogen;
+  out.uuid = absl::BytesToHexString(s.uuid);
+  out.received_uuid = absl::BytesToHexString(s.received_uuid);
+  out.received_generation = s.received_generation;
   return out;
 }
 }  // namespace

@@ -19,6 +19,13 @@ std::string InfoKey(uint64_t id) {
 uint64_t NowMs() { return static_cast<uint64_t>(absl::ToUnixMillis(absl::Now())); }
 }  // namespace
 
+std::string SubvolUuid(absl::string_view fsid, uint64_t id) {
+  std::string out(fsid.substr(0, 16));
+  out.resize(16, '\0');
+  for (int i = 0; i < 8; ++i) out[8 + i] ^= static_cast<char>(id >> (56 - 8 * i));
+  return out;
+}
+
 absl::Status ValidateSubvolName(absl::string_view name) {
   if (name.empty() || name.size() > format::kMaxSubvolNameSize) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -39,7 +46,16 @@ absl::Status Subvolumes::Load() {
   live_.clear();
   by_name_.clear();
   std::vector<uint64_t> live_ids = txn_->TreeIds(/*dropping=*/false);
-  for (uint64_t id : live_ids) live_[id];
+  for (uint64_t id : live_ids) {
+    COWKV_ASSIGN_OR_RETURN(format::RootItem ri, txn_->TreeRootItem(id));
+    if (ri.flags & format::kRootFlagReceiving) {
+      // A receive that never finished (a crash): nothing of it was visible;
+      // the cleaner drops its tree (committed with the next commit).
+      COWKV_RETURN_IF_ERROR(txn_->MarkTreeDropping(id));
+      continue;
+    }
+    live_[id];
+  }
   COWKV_RETURN_IF_ERROR(txn_->ScanRootTree(
       format::kSubvolInfo, [&](uint64_t id, absl::string_view value) -> absl::Status {
         auto it = live_.find(id);
@@ -50,7 +66,8 @@ absl::Status Subvolumes::Load() {
           return COWKV_CORRUPTION(site, "no live root item for the subvolume", "", "");
         }
         COWKV_ASSIGN_OR_RETURN(format::SubvolInfoItem si, format::DecodeSubvolInfo(value, id));
-        it->second = Entry{si.name, si.parent_id, si.ctime_ms, si.ogen};
+        it->second = Entry{si.name, si.parent_id,     si.ctime_ms,
+                           si.ogen, si.received_uuid, si.received_generation};
         return absl::OkStatus();
       }));
   for (auto& [id, e] : live_) {
@@ -91,7 +108,8 @@ absl::Status Subvolumes::CheckNewName(absl::string_view name) const {
 }
 
 absl::Status Subvolumes::PutInfo(uint64_t id, const Entry& e) {
-  format::SubvolInfoItem si{e.parent_id, e.ctime_ms, e.ogen, e.name};
+  format::SubvolInfoItem si{e.parent_id, e.ctime_ms,      e.ogen,
+                            e.name,      e.received_uuid, e.received_generation};
   return txn_->PutRootTreeItem(InfoKey(id), format::EncodeSubvolInfo(si));
 }
 
@@ -99,7 +117,7 @@ absl::StatusOr<uint64_t> Subvolumes::Create(absl::string_view name) {
   COWKV_RETURN_IF_ERROR(CheckNewName(name));
   COWKV_RETURN_IF_ERROR(txn_->ReserveRootTreeWrites(2));
   COWKV_ASSIGN_OR_RETURN(uint64_t id, txn_->CreateTree());
-  Entry e{std::string(name), 0, NowMs(), txn_->generation()};
+  Entry e{std::string(name), 0, NowMs(), txn_->generation(), "", 0};
   COWKV_RETURN_IF_ERROR(PutInfo(id, e));
   AddLive(id, std::move(e));
   return id;
@@ -112,10 +130,41 @@ absl::StatusOr<uint64_t> Subvolumes::Snapshot(uint64_t source_id, absl::string_v
   COWKV_RETURN_IF_ERROR(txn_->ReserveRootTreeWrites(3));
   COWKV_ASSIGN_OR_RETURN(uint64_t id, txn_->CloneTree(source_id, read_only));
   COWKV_CHECK(id > source_id);  // a snapshot is newer than its source
-  Entry e{std::string(name), source_id, NowMs(), txn_->generation()};
+  Entry e{std::string(name), source_id, NowMs(), txn_->generation(), "", 0};
   COWKV_RETURN_IF_ERROR(PutInfo(id, e));
   AddLive(id, std::move(e));
   return id;
+}
+
+absl::StatusOr<uint64_t> Subvolumes::BeginReceive(uint64_t parent_id) {
+  if (parent_id != 0 && live_.count(parent_id) == 0) {
+    return absl::NotFoundError(absl::StrCat("no subvolume ", parent_id));
+  }
+  COWKV_RETURN_IF_ERROR(txn_->ReserveRootTreeWrites(2));
+  COWKV_ASSIGN_OR_RETURN(uint64_t id,
+                         parent_id != 0 ? txn_->CloneTree(parent_id, false) : txn_->CreateTree());
+  COWKV_RETURN_IF_ERROR(txn_->SetTreeFlags(id, format::kRootFlagReceiving, 0));
+  return id;
+}
+
+absl::Status Subvolumes::AdoptReceived(uint64_t id, absl::string_view name, uint64_t parent_id,
+                                       absl::string_view received_uuid,
+                                       uint64_t received_generation) {
+  COWKV_RETURN_IF_ERROR(CheckNewName(name));
+  COWKV_CHECK(live_.count(id) == 0);
+  COWKV_RETURN_IF_ERROR(txn_->ReserveRootTreeWrites(2));
+  COWKV_RETURN_IF_ERROR(
+      txn_->SetTreeFlags(id, format::kRootFlagReadOnly, format::kRootFlagReceiving));
+  Entry e{std::string(name),          parent_id,          NowMs(), txn_->generation(),
+          std::string(received_uuid), received_generation};
+  COWKV_RETURN_IF_ERROR(PutInfo(id, e));
+  AddLive(id, std::move(e));
+  return absl::OkStatus();
+}
+
+absl::Status Subvolumes::AbortReceive(uint64_t id) {
+  COWKV_CHECK(live_.count(id) == 0);
+  return txn_->MarkTreeDropping(id);
 }
 
 absl::Status Subvolumes::Rename(uint64_t id, absl::string_view new_name) {
@@ -179,6 +228,9 @@ absl::StatusOr<SubvolInfo> Subvolumes::Get(uint64_t id) const {
   info.last_snapshot = ri.last_snapshot;
   info.generation = ri.generation;
   info.ogen = it->second.ogen;
+  info.uuid = SubvolUuid(txn_->superblock().fsid, id);
+  info.received_uuid = it->second.received_uuid;
+  info.received_generation = it->second.received_generation;
   return info;
 }
 

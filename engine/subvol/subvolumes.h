@@ -43,7 +43,15 @@ struct SubvolInfo {
   uint64_t last_snapshot = 0;
   uint64_t generation = 0;  // generation of its root node
   uint64_t ogen = 0;        // generation that created it (btrfs's otransid)
+  std::string uuid;         // 16 bytes: SubvolUuid(fsid, id)
+  std::string received_uuid;         // 16 bytes if received (btrfs's received_uuid), else empty
+  uint64_t received_generation = 0;  // the sender's generation (btrfs's stransid)
 };
+
+// A subvolume's identity (16 bytes): the store's fsid with its last 8 bytes
+// XORed with the big-endian id. Unique within a store (ids are never
+// reused) and across stores (fsids are random); not stored.
+std::string SubvolUuid(absl::string_view fsid, uint64_t id);
 
 // Subvolume names: 1..255 bytes, no '/' and no NUL.
 absl::Status ValidateSubvolName(absl::string_view name);
@@ -65,6 +73,15 @@ class Subvolumes {
   // A snapshot of `source_id` named `name` (see TxnManager::CloneTree).
   absl::StatusOr<uint64_t> Snapshot(uint64_t source_id, absl::string_view name, bool read_only);
   absl::Status Rename(uint64_t id, absl::string_view new_name);
+  // Receive (issue 19). BeginReceive makes the hidden tree a receive fills:
+  // empty, or a writable snapshot of `parent_id` (0: none), flagged
+  // kRootFlagReceiving, with no name (a crash leaves it to Load, which
+  // drops it). AdoptReceived names it, makes it read-only and records the
+  // sender's identity, in one engine transaction; AbortReceive drops it.
+  absl::StatusOr<uint64_t> BeginReceive(uint64_t parent_id);
+  absl::Status AdoptReceived(uint64_t id, absl::string_view name, uint64_t parent_id,
+                             absl::string_view received_uuid, uint64_t received_generation);
+  absl::Status AbortReceive(uint64_t id);
   // The name goes at once; the tree is dropped by CleanDeadRoots.
   absl::Status Delete(uint64_t id);
 
@@ -90,6 +107,8 @@ class Subvolumes {
     uint64_t parent_id = 0;
     uint64_t ctime_ms = 0;
     uint64_t ogen = 0;
+    std::string received_uuid;
+    uint64_t received_generation = 0;
   };
   absl::Status CheckNewName(absl::string_view name) const;
   // Writes `id`'s SUBVOL_INFO item (space reserved by the caller).

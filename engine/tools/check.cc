@@ -80,7 +80,12 @@ class Checker {
     if (roots_.count(format::kDefaultTreeId) == 0) Problem("no default tree root item");
     CheckExtents();
     for (const auto& [id, ri] : roots_) {
-      if (id < format::kDefaultTreeId || (ri.flags & format::kRootFlagDropping)) continue;
+      // A tree being dropped, or filled by a receive that has not finished
+      // (mount drops it), holds no namespace to check.
+      if (id < format::kDefaultTreeId ||
+          (ri.flags & (format::kRootFlagDropping | format::kRootFlagReceiving))) {
+        continue;
+      }
       Tree tree(id, RootRef{ri.bytenr, ri.generation, ri.level}, &cache_, nullptr);
       CheckFsTree(&tree, id, &r_->problems);
       CheckHistory(&tree, id, &r_->problems);

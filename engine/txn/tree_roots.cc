@@ -112,6 +112,17 @@ absl::Status TxnManager::MarkTreeDropping(uint64_t id) {
   return absl::OkStatus();
 }
 
+absl::Status TxnManager::SetTreeFlags(uint64_t id, uint64_t set, uint64_t clear) {
+  COWKV_CHECK(((set | clear) & format::kRootFlagDropping) == 0);
+  auto it = fs_roots_.find(id);
+  if (it == fs_roots_.end() || it->second.dying()) {
+    return absl::NotFoundError(absl::StrCat("no tree ", id));
+  }
+  it->second.item.flags = (it->second.item.flags & ~clear) | set;
+  it->second.dirty = true;
+  return absl::OkStatus();
+}
+
 std::vector<uint64_t> TxnManager::TreeIds(bool dropping) const {
   std::vector<uint64_t> out;
   for (const auto& [id, r] : fs_roots_) {

@@ -140,6 +140,9 @@ class TxnManager : public TreeHooks {
   // both trees' last_snapshot become this generation. The source must have
   // no dirty nodes: call right after a commit.
   absl::StatusOr<uint64_t> CloneTree(uint64_t source_id, bool read_only);
+  // Sets and clears root-item flags of live tree `id` (kRootFlagReadOnly,
+  // kRootFlagReceiving; never kRootFlagDropping: MarkTreeDropping).
+  absl::Status SetTreeFlags(uint64_t id, uint64_t set, uint64_t clear);
   // Marks tree `id` for dropping: fs_tree() forgets it at once, and
   // DropTreeStep() takes it apart across as many commits as it takes.
   absl::Status MarkTreeDropping(uint64_t id);

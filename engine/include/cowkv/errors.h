@@ -52,8 +52,13 @@ enum class ErrorReason : uint8_t {
   kCompacted,         // a read at a revision the history no longer keeps (OUT_OF_RANGE)
   kFutureRevision,    // a read at a revision not reached yet (OUT_OF_RANGE)
   kLeaseNotFound,     // no lease with that id (etcd's ErrLeaseNotFound; NOT_FOUND)
+  // Send streams (docs/format.md "Send stream").
+  kStreamCorrupt,   // a record's crc, framing or the end digest is wrong, or truncated (DATA_LOSS)
+  kStreamVersion,   // a stream of a newer format version (FAILED_PRECONDITION)
+  kParentMismatch,  // an incremental stream's parent is missing or differs (NOT_FOUND /
+                    // FAILED_PRECONDITION)
 };
-inline constexpr int kErrorReasonCount = static_cast<int>(ErrorReason::kLeaseNotFound) + 1;
+inline constexpr int kErrorReasonCount = static_cast<int>(ErrorReason::kParentMismatch) + 1;
 
 inline constexpr char kReasonPayloadUrl[] = "type.cowkv.dev/cowkv.reason";
 // With kCompacted: the compact revision (the oldest revision still

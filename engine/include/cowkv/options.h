@@ -151,8 +151,9 @@ struct Options {
       kLeasePutKeepsAttachment,  // a put without a lease leaves the key attached to its lease
       kHistoryLogFormTooNew,  // a sync logs the base form of an entry whose prev is newer than its
                               // base
-      kWatchValueFromLatest,     // a watch PUT event carries the key's latest value
-      kWatchSeesUndurable,       // watch reads past the durable revision (to the current one)
+      kWatchValueFromLatest,  // a watch PUT event carries the key's latest value
+      kWatchSeesUndurable,    // watch reads past the durable revision (to the current one)
+      kSendSkipsChangedSubtree,  // send's tree comparison skips level-1 pointers that differ
     };
     PlantedBug planted_bug = PlantedBug::kNone;
     // At most this many names in one INODE_REF item (0: as many as fit);

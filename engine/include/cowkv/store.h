@@ -39,6 +39,7 @@
 #include "cowkv/lease.h"
 #include "cowkv/limits.h"
 #include "cowkv/options.h"
+#include "cowkv/send.h"
 #include "cowkv/stats.h"
 #include "cowkv/status_macros.h"
 #include "cowkv/subvolumes.h"
@@ -60,6 +61,11 @@ struct SubvolumeInfo {
   uint64_t created_unix_ms = 0;
   bool read_only = false;
   uint64_t creation_generation = 0;  // generation that created it (btrfs's ogen)
+  std::string uuid;                  // 32 hex digits: the subvolume's identity
+  // Received subvolumes (issue 19): the sender's identity (32 hex digits)
+  // and generation there (btrfs's received_uuid, stransid); else empty, 0.
+  std::string received_uuid;
+  uint64_t received_generation = 0;
   // ShowSubvolume only: names of the live snapshots taken of this
   // subvolume (parent_id == id), in id order; empty in listings.
   std::vector<std::string> snapshots;
@@ -255,6 +261,12 @@ class Store {
   absl::Status Commit();
 
   StoreStats Stats();
+  // Send and receive (cowkv/send.h). Send: NOT_FOUND for an unknown
+  // snapshot or parent, FAILED_PRECONDITION when either is writable or they
+  // share no lineage. Receive: the errors of docs/api.md "Send and receive".
+  absl::StatusOr<SendReport> Send(const SendOptions& options, const SendSink& sink);
+  absl::StatusOr<std::unique_ptr<ReceiveStream>> Receive(const ReceiveOptions& options);
+  absl::StatusOr<SubvolumeDigest> DigestSubvolume(absl::string_view name);
   // Revokes up to `max` expired leases here (each in one commit), as the
   // background expiry does; returns how many (tests with a fake clock).
   absl::StatusOr<int> ExpireLeases(int max = 1 << 20);

@@ -1,0 +1,133 @@
+#!/bin/bash
+# Goal: `cowkv send`, `cowkv receive` and `cowkv subvolume digest` between
+# two live cowkvd: a full and an incremental stream (through -f FILE and
+# through stdout/stdin) make read-only copies whose digests equal the
+# sources'; --dry-run writes nothing; a damaged, truncated or parentless
+# stream and a writable snapshot are refused with one stderr line and the
+# exit code of their class (docs/cli.md), leaving no subvolume behind.
+#
+#   bash clients/cli/send_test.sh COWKV COWKVD
+source "$(dirname "$0")/test_lib.sh" "$1"
+if [[ "$2" == /* ]]; then COWKVD="$2"; else COWKVD="$OLDPWD/$2"; fi
+[[ -x "$COWKVD" ]] || fail "cowkvd not found at $COWKVD"
+PIDS=()
+trap 'for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done' EXIT
+
+start() {  # start NAME: a cowkvd on a fresh device; sets PORT
+  "$COWKVD" --device "$WORK/$1.img" --create-size 256M --listen 127.0.0.1:0 \
+    --metrics-listen "" 2>"$WORK/$1.log" &
+  local pid=$!
+  PIDS+=("$pid")
+  PORT=""
+  for i in $(seq 300); do
+    PORT="$(grep -o '(port [0-9]*)' "$WORK/$1.log" | grep -o '[0-9]*')"
+    [[ -n "$PORT" ]] && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  [[ -n "$PORT" ]] || fail "cowkvd did not start: $(cat "$WORK/$1.log")"
+}
+start a
+A="127.0.0.1:$PORT"
+start b
+B="127.0.0.1:$PORT"
+export COWKV_SERVER="$A"
+
+case_ "source history"
+run subvolume create src
+expect_rc 0
+run kv put -s src k1 v1
+expect_rc 0
+head -c 300000 /dev/urandom >"$WORK/big"
+run fs put -s src "$WORK/big" /big
+expect_rc 0
+run fs mkdir -s src /dir
+expect_rc 0
+run subvolume snapshot -r src s1
+expect_rc 0
+
+case_ "send: a writable subvolume is refused"
+run send src -f "$WORK/x.stream"
+expect_rc 6
+expect_one_err_line
+
+case_ "send s1 -f FILE, receive -f FILE"
+run send s1 -f "$WORK/s1.stream"
+expect_rc 0
+expect_err 'At subvol s1: [0-9]+ records'
+COWKV_SERVER="$B" run receive -f "$WORK/s1.stream"
+expect_rc 0
+expect_out "At subvol s1 \(full\)"
+
+case_ "digests agree"
+run subvolume digest s1
+expect_rc 0
+DA="$(cut -d' ' -f1 <<<"$OUT")"
+COWKV_SERVER="$B" run subvolume digest s1
+expect_rc 0
+[[ "$(cut -d' ' -f1 <<<"$OUT")" == "$DA" ]] || fail "digest differs: $DA vs $OUT"
+[[ "$DA" =~ ^[0-9a-f]{64}$ ]] || fail "not a digest: $DA"
+
+case_ "incremental through stdout and stdin"
+run kv put -s src k2 v2
+expect_rc 0
+run fs mv -s src /big /dir/big2
+expect_rc 0
+run subvolume snapshot -r src s2
+expect_rc 0
+"$COWKV" send -p s1 s2 >"$WORK/s2.stream" 2>"$WORK/send.err" || fail "send -p failed: $(cat "$WORK/send.err")"
+COWKV_SERVER="$B" "$COWKV" receive <"$WORK/s2.stream" >"$WORK/recv.out" 2>&1 || fail "receive failed: $(cat "$WORK/recv.out")"
+grep -q "incremental on 's1'" "$WORK/recv.out" || fail "not incremental: $(cat "$WORK/recv.out")"
+run subvolume digest s2 --json
+DA="$(grep -o '"sha256": "[0-9a-f]*"' <<<"$OUT")"
+COWKV_SERVER="$B" run subvolume digest s2 --json
+expect_rc 0
+grep -q "$DA" <<<"$OUT" || fail "digest differs: $DA vs $OUT"
+COWKV_SERVER="$B" run subvolume show s2 --json
+expect_out '"read_only": true'
+COWKV_SERVER="$B" run kv get -s s2 k2
+expect_out 'v2'
+
+case_ "receive --dry-run writes nothing"
+COWKV_SERVER="$B" run receive --dry-run s2copy -f "$WORK/s2.stream"
+expect_rc 0
+expect_out "Stream checked for s2copy"
+COWKV_SERVER="$B" run subvolume show s2copy
+expect_rc 4
+
+case_ "receive: a taken name"
+COWKV_SERVER="$B" run receive -f "$WORK/s2.stream"
+expect_rc 5
+expect_one_err_line
+
+case_ "receive: a damaged stream"
+cp "$WORK/s2.stream" "$WORK/bad.stream"
+flip_byte "$WORK/bad.stream" 200
+COWKV_SERVER="$B" run receive s2bad -f "$WORK/bad.stream"
+expect_rc 9
+expect_one_err_line
+
+case_ "receive: a truncated stream"
+head -c 150 "$WORK/s2.stream" >"$WORK/short.stream"
+COWKV_SERVER="$B" run receive s2short -f "$WORK/short.stream"
+expect_rc 9
+expect_err 'truncated'
+COWKV_SERVER="$B" run subvolume list --json
+expect_no_out 's2bad|s2short'
+
+case_ "receive: the parent is missing"
+COWKV_SERVER="$B" run subvolume delete s1 s2
+expect_rc 0
+COWKV_SERVER="$B" run receive -f "$WORK/s2.stream"
+expect_rc 4
+expect_err 'no parent'
+
+case_ "receive: not a stream"
+head -c 100 /dev/urandom >"$WORK/junk"
+COWKV_SERVER="$B" run receive junk -f "$WORK/junk"
+expect_rc 3
+expect_one_err_line
+
+for p in "${PIDS[@]}"; do kill -INT "$p"; wait "$p" || fail "cowkvd did not stop cleanly"; done
+PIDS=()
+echo "PASS: send_test"
