@@ -24,6 +24,7 @@
 #include "engine/format/layout.h"
 #include "engine/kv/kv_item.h"
 #include "engine/tools/check_fs.h"
+#include "engine/tools/check_file_events.h"
 #include "engine/tools/check_history.h"
 #include "engine/tools/check_lease.h"
 #include "engine/tree/node_cache.h"
@@ -85,6 +86,7 @@ class Checker {
       CheckFsTree(&tree, id, &r_->problems);
       CheckHistory(&tree, id, &r_->problems);
       CheckLeaseTree(&tree, id, &r_->problems);
+      CheckFileEvents(&tree, id, sb_.revision, &r_->problems);
     }
   }
 
