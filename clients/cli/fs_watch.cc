@@ -82,10 +82,6 @@ int RunFsWatch(const FsWatchArgs& a, const Globals& g) {
   if (stream->Write(req)) {
     while (stream->Read(&r)) {
       if (r.canceled()) return Canceled(kOp, r);
-      if (r.created() && !g.json) {
-        // inotifywait says when it is ready; so does this (on stderr).
-        std::fprintf(stderr, "Watches established.\n");
-      }
       for (const v1::FileWatchEvent& e : r.file_events()) {
         rc = Emit(kOp, g.json ? EventJson(e, r) + "\n" : EventText(e));
         if (rc != kExitOk) return rc;
