@@ -156,9 +156,8 @@ TEST_F(FileWatch, ChangesUnderAPrefixInOrderWithoutAClientCommit) {
   CreateFile("/e/g");      // not under d
   Rename("/e/g", "/d/g");  // into it: seen (new path)
   Unlink("/d/g");
-  const std::vector<std::string> want = {"MKDIR d",          "CREATE d/f",
-                                         "MODIFY d/f",       "RENAME d/f -> e/f",
-                                         "RENAME e/g -> d/g", "UNLINK d/g"};
+  const std::vector<std::string> want = {"MKDIR d",           "CREATE d/f",        "MODIFY d/f",
+                                         "RENAME d/f -> e/f", "RENAME e/g -> d/g", "UNLINK d/g"};
   EXPECT_EQ(Events(o.stream.get(), want.size()), want);
   EXPECT_GT(server_->watch_hub().file_commits(), 0u);
   o.ctx->TryCancel();

@@ -38,8 +38,8 @@ std::string TypeName(const v1::FileWatchEvent& e) {
 std::string EventText(const v1::FileWatchEvent& e) {
   if (e.paths_lost()) return absl::StrCat("? ", TypeName(e), " (paths too long to record)\n");
   const std::string path = e.path().empty() ? "/" : e.path();
-  return absl::StrCat(EscapeBytes(path), " ", TypeName(e),
-                      e.new_path().empty() ? "" : " ", EscapeBytes(e.new_path()), "\n");
+  return absl::StrCat(EscapeBytes(path), " ", TypeName(e), e.new_path().empty() ? "" : " ",
+                      EscapeBytes(e.new_path()), "\n");
 }
 
 std::string EventJson(const v1::FileWatchEvent& e, const v1::WatchResponse& r) {
@@ -103,8 +103,7 @@ void AddFsWatch(CommandGroup* group, const GlobalsPtr& g) {
   CLI::App* w = group->Add("watch", "Print the changes of the file tree under a path",
                            [a, g] { return RunFsWatch(*a, *g); });
   AddFsSubvolumeOption(w, &a->subvolume);
-  w->add_option("PATH_PREFIX", a->prefix, "The path watched, and everything below it")
-      ->required();
+  w->add_option("PATH_PREFIX", a->prefix, "The path watched, and everything below it")->required();
   w->add_option("--rev", a->rev, "Start at this revision, from the recorded events (0 = from now)");
   w->add_option("--max-events", a->max_events, "Exit after N events (0 = run until stopped)");
 }

@@ -78,8 +78,8 @@ struct Outcome {
   std::vector<std::string> listings;   // listings[n]: the tree after the first n changes
   std::optional<std::string> pending;  // the change in flight at the cut
   std::string pending_listing;
-  size_t acked = 0;                    // changes a commit or watched fsync acknowledged
-  std::vector<std::string> seen;       // what the watcher was shown
+  size_t acked = 0;               // changes a commit or watched fsync acknowledged
+  std::vector<std::string> seen;  // what the watcher was shown
   uint64_t seen_to = 0;
 };
 
@@ -160,7 +160,8 @@ class Writer {
   bool Rename(uint64_t fdir, const std::string& fname, uint64_t f, uint64_t rev) {
     const uint64_t tdir = Pick(tree_.names.Inodes(true));
     const std::string tname = absl::StrCat("n", rng_() % 5);
-    if (tree_.names.Child(tdir, tname) || (tree_.names.IsDir(f) && tree_.names.IsAncestor(f, tdir))) {
+    if (tree_.names.Child(tdir, tname) ||
+        (tree_.names.IsDir(f) && tree_.names.IsAncestor(f, tdir))) {
       return true;
     }
     Tree next = tree_;
@@ -279,14 +280,14 @@ void Verify(Store* store, const Outcome& run, std::vector<std::string>* problems
   if (run.pending) made.push_back(*run.pending);
   const size_t n = have.size();
   if (n > made.size() || !std::equal(have.begin(), have.end(), made.begin())) {
-    return problems->push_back(absl::StrCat("events after the restart are not a prefix of the "
-                                            "changes made:\n  have:\n    ",
-                                            absl::StrJoin(have, "\n    "), "\n  made:\n    ",
-                                            absl::StrJoin(made, "\n    ")));
+    return problems->push_back(absl::StrCat(
+        "events after the restart are not a prefix of the "
+        "changes made:\n  have:\n    ",
+        absl::StrJoin(have, "\n    "), "\n  made:\n    ", absl::StrJoin(made, "\n    ")));
   }
   if (n < run.acked) {
-    problems->push_back(absl::StrCat(run.acked, " changes were acknowledged durable, ", n,
-                                     " events survived"));
+    problems->push_back(
+        absl::StrCat(run.acked, " changes were acknowledged durable, ", n, " events survived"));
   }
   if (run.seen.size() > n || !std::equal(run.seen.begin(), run.seen.end(), have.begin())) {
     problems->push_back(absl::StrCat("the watcher was shown ", run.seen.size(),

@@ -2,10 +2,9 @@
 // "File events".
 #include "engine/fs/fs_events.h"
 
-#include <utility>
-
 #include <algorithm>
 #include <optional>
+#include <utility>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -25,8 +24,8 @@ absl::Status Bad(absl::string_view tree_key, absl::string_view why, int line = _
   CorruptionSite site;
   site.what = "file event item";
   return CorruptionError(
-      site, absl::StrCat("key ", absl::BytesToHexString(tree_key.substr(0, 16)), ": ", why), "",
-      "", __FILE__, line);
+      site, absl::StrCat("key ", absl::BytesToHexString(tree_key.substr(0, 16)), ": ", why), "", "",
+      __FILE__, line);
 }
 
 constexpr uint8_t kMaxType = static_cast<uint8_t>(FileEvent::Type::kXattr);
@@ -84,7 +83,8 @@ absl::StatusOr<FileEvent> DecodeFileEvent(absl::string_view tree_key, absl::stri
   FileEvent ev;
   ev.revision = FileEventKeyRevision(tree_key);
   if (ev.revision == 0) return Bad(tree_key, "event at revision 0");
-  if (raw.size() < kFileEventHeader) return Bad(tree_key, absl::StrCat("event of ", raw.size(), " bytes"));
+  if (raw.size() < kFileEventHeader)
+    return Bad(tree_key, absl::StrCat("event of ", raw.size(), " bytes"));
   const uint8_t type = static_cast<uint8_t>(raw[0]);
   const uint8_t flags = static_cast<uint8_t>(raw[1]);
   if (type == 0 || type > kMaxType) return Bad(tree_key, absl::StrCat("unknown type ", int{type}));

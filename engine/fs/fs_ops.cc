@@ -580,9 +580,9 @@ absl::Status FsOps::Rename(const Place& from, const Place& to, uint32_t flags) {
   // Two names of one inode: nothing to do (but no-replace still refuses an existing `to`).
   if (f.ino == t.ino && !(flags & kRenameNoReplace)) return absl::OkStatus();
   COWKV_RETURN_IF_ERROR(RenameChecks(b, f, t, flags));
-  COWKV_RETURN_IF_ERROR(Emit(
-      b, (flags & kRenameExchange) ? FileEvent::Type::kExchange : FileEvent::Type::kRename, f.ino,
-      f, &t));
+  COWKV_RETURN_IF_ERROR(
+      Emit(b, (flags & kRenameExchange) ? FileEvent::Type::kExchange : FileEvent::Type::kRename,
+           f.ino, f, &t));
   std::vector<uint64_t> involved = {f.ino, f.parent, t.parent};
   if (t.ino != 0) involved.push_back(t.ino);
   COWKV_ASSIGN_OR_RETURN(bool log, AnyLogged(b, involved));

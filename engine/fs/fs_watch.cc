@@ -34,7 +34,8 @@ absl::StatusOr<std::optional<std::string>> FsOps::InodePath(Batch& b, uint64_t i
     parts.push_back(refs.front().second.front().name);
     bytes += parts.back().size() + 1;
     // Longer than any path can be: EncodeFileEvent marks the paths lost.
-    if (bytes > kMaxPathLen + 1) return std::optional<std::string>(std::string(kMaxPathLen + 1, 'x'));
+    if (bytes > kMaxPathLen + 1)
+      return std::optional<std::string>(std::string(kMaxPathLen + 1, 'x'));
     ino = refs.front().first;
   }
   std::reverse(parts.begin(), parts.end());

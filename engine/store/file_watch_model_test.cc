@@ -208,9 +208,10 @@ class FileWatchRun {
     const std::string name = Name();
     if (model_.Child(dir, name).has_value()) return;
     const uint64_t before = Revision();
-    absl::Status s = rng_() % 2 == 0
-                         ? F().LinkAt(ino, dir, name).status()
-                         : F().Link(Slash(model_.Path(ino)), Slash(model_.PathIn(dir, name))).status();
+    absl::Status s =
+        rng_() % 2 == 0
+            ? F().LinkAt(ino, dir, name).status()
+            : F().Link(Slash(model_.Path(ino)), Slash(model_.PathIn(dir, name))).status();
     uint64_t rev = 0;
     if (Did(s, before, &rev)) model_.Link(rev, ino, dir, name);
   }
@@ -256,15 +257,13 @@ class FileWatchRun {
     if (!RenameOk(*f, tdir, t, flags)) return;
     if (flags == kRenameExchange && model_.IsDir(*t) && model_.IsAncestor(*t, fdir)) return;
     const uint64_t before = Revision();
-    absl::Status s =
-        rng_() % 2 == 0
-            ? F().RenameAt(fdir, fname, tdir, tname, flags)
-            : F().Rename(Slash(model_.PathIn(fdir, fname)), Slash(model_.PathIn(tdir, tname)),
-                         flags);
+    absl::Status s = rng_() % 2 == 0 ? F().RenameAt(fdir, fname, tdir, tname, flags)
+                                     : F().Rename(Slash(model_.PathIn(fdir, fname)),
+                                                  Slash(model_.PathIn(tdir, tname)), flags);
     uint64_t rev = 0;
     if (!Did(s, before, &rev)) return;
-    const bool gone = t.has_value() && flags != kRenameExchange && !model_.IsDir(*t) &&
-                      model_.Links(*t) == 1;
+    const bool gone =
+        t.has_value() && flags != kRenameExchange && !model_.IsDir(*t) && model_.Links(*t) == 1;
     model_.Rename(rev, fdir, fname, tdir, tname, flags == kRenameExchange);
     if (gone) symlinks_.erase(*t);
   }
@@ -274,7 +273,8 @@ class FileWatchRun {
   void Fsync() {
     const std::vector<uint64_t> files = Regular();
     if (files.empty()) return;
-    if (absl::Status s = F().Fsync(Pick(files)); !s.ok()) return (void)Fail("fsync: " + s.ToString());
+    if (absl::Status s = F().Fsync(Pick(files)); !s.ok())
+      return (void)Fail("fsync: " + s.ToString());
     if (recording_ && store_->Durable().committed_revision != Revision()) {
       Fail(absl::StrCat("after a watched fsync the committed revision is ",
                         store_->Durable().committed_revision, ", the current ", Revision()));
@@ -296,7 +296,7 @@ class FileWatchRun {
     }
     const uint64_t old = start_;
     if (!problems_.empty() || !Watch()) return;
-    if (start_ == old) return;  // nothing changed unwatched: the span goes on
+    if (start_ == old) return;    // nothing changed unwatched: the span goes on
     model_.ForgetEventsAfter(0);  // none before the new span is readable
     FileEventsRequest q;
     q.from_revision = old;

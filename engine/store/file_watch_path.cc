@@ -120,7 +120,8 @@ void StoreImpl::FinishFileEvents(uint64_t subvol, Tree* tree, fs::FsState* st,
   // Failures (ENOSPC, a read error) leave it for a later check; a tree
   // write that failed half way makes the store read-only.
   if (!txn_->ReserveForWrite(tree, TxnManager::WriteKind::kInsert, 1, 64).ok()) return;
-  absl::Status s = tree->Put(fs::FileEventInfoKey(), fs::EncodeFileEventInfo({fw.span_start, target}));
+  absl::Status s =
+      tree->Put(fs::FileEventInfoKey(), fs::EncodeFileEventInfo({fw.span_start, target}));
   if (!s.ok()) {
     txn_->SetFatal(s);
     return;
@@ -132,8 +133,7 @@ void StoreImpl::FinishFileEvents(uint64_t subvol, Tree* tree, fs::FsState* st,
     {
       TreeIterator it(tree);
       it.Seek(fs::FileEventKey(1, 0));
-      if (!it.status().ok() || !it.Valid() || !fs::IsFileEventTreeKey(it.key()) ||
-          it.key() >= to) {
+      if (!it.status().ok() || !it.Valid() || !fs::IsFileEventTreeKey(it.key()) || it.key() >= to) {
         return;
       }
       from = std::string(it.key());
@@ -143,9 +143,10 @@ void StoreImpl::FinishFileEvents(uint64_t subvol, Tree* tree, fs::FsState* st,
              .ok()) {
       return;
     }
-    absl::StatusOr<size_t> dropped = tree->DeleteRun(
-        from, to, kFileEventRunItems,
-        [](absl::string_view k, absl::string_view v) { return fs::DecodeFileEvent(k, v).status(); });
+    absl::StatusOr<size_t> dropped =
+        tree->DeleteRun(from, to, kFileEventRunItems, [](absl::string_view k, absl::string_view v) {
+          return fs::DecodeFileEvent(k, v).status();
+        });
     if (!dropped.ok() || *dropped == 0) {
       if (!dropped.ok() && !absl::IsDataLoss(dropped.status())) txn_->SetFatal(dropped.status());
       return;
@@ -187,8 +188,7 @@ absl::StatusOr<uint64_t> StoreImpl::StartFileEvents(uint64_t subvol) {
       (fw.span != Span::kOpen || log_->HasFsEntries(subvol))) {
     const uint64_t start = kv_->revision() + 1;
     COWKV_RETURN_IF_ERROR(txn_->ReserveForWrite(tree, TxnManager::WriteKind::kInsert, 1, 64));
-    absl::Status s =
-        tree->Put(fs::FileEventInfoKey(), fs::EncodeFileEventInfo({start, fw.floor}));
+    absl::Status s = tree->Put(fs::FileEventInfoKey(), fs::EncodeFileEventInfo({start, fw.floor}));
     if (!s.ok()) {
       txn_->SetFatal(s);
       return s;
@@ -211,7 +211,7 @@ void StoreImpl::StopFileEvents(uint64_t subvol) {
 }
 
 absl::StatusOr<FileEventsResult> StoreImpl::ReadFileEvents(uint64_t subvol,
-                                                          const FileEventsRequest& req) {
+                                                           const FileEventsRequest& req) {
   COWKV_RETURN_IF_ERROR(CheckOpen());
   if (req.from_revision == 0) {
     return absl::InvalidArgumentError("file events start at revision 1 or later");
@@ -224,9 +224,9 @@ absl::StatusOr<FileEventsResult> StoreImpl::ReadFileEvents(uint64_t subvol,
   COWKV_ASSIGN_OR_RETURN(Tree * tree, TreeFor(subvol));
   absl::ReaderMutexLock tl(TreeLock(subvol));
   if (n.to_revision == 0) {
-    n.to_revision =
-        options_.test_hooks.planted_bug == Bug::kFileWatchSeesUncommitted ? kv_->revision()
-                                                                          : committed;
+    n.to_revision = options_.test_hooks.planted_bug == Bug::kFileWatchSeesUncommitted
+                        ? kv_->revision()
+                        : committed;
   }
   if (n.to_revision > kv_->revision()) {
     return kv::FutureRevisionError(n.to_revision, kv_->revision());
@@ -237,7 +237,8 @@ absl::StatusOr<FileEventsResult> StoreImpl::ReadFileEvents(uint64_t subvol,
     return absl::FailedPreconditionError(absl::StrCat(
         "the file events of subvolume ", subvol, " are not recorded: start a file watch first"));
   }
-  if (n.from_revision < info.span_start) return kv::CompactedError(n.from_revision, info.span_start);
+  if (n.from_revision < info.span_start)
+    return kv::CompactedError(n.from_revision, info.span_start);
   if (n.from_revision <= info.floor) return kv::CompactedError(n.from_revision, info.floor + 1);
   return fs::ScanFileEvents(&be, n,
                             options_.test_hooks.planted_bug == Bug::kFileEventMatchesOldPath);

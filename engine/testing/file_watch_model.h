@@ -25,17 +25,28 @@ namespace testing {
 
 inline const char* FileEventName(FileEvent::Type t) {
   switch (t) {
-    case FileEvent::Type::kCreate: return "CREATE";
-    case FileEvent::Type::kMkdir: return "MKDIR";
-    case FileEvent::Type::kSymlink: return "SYMLINK";
-    case FileEvent::Type::kLink: return "LINK";
-    case FileEvent::Type::kUnlink: return "UNLINK";
-    case FileEvent::Type::kRmdir: return "RMDIR";
-    case FileEvent::Type::kRename: return "RENAME";
-    case FileEvent::Type::kExchange: return "EXCHANGE";
-    case FileEvent::Type::kModify: return "MODIFY";
-    case FileEvent::Type::kAttrib: return "ATTRIB";
-    case FileEvent::Type::kXattr: return "XATTR";
+    case FileEvent::Type::kCreate:
+      return "CREATE";
+    case FileEvent::Type::kMkdir:
+      return "MKDIR";
+    case FileEvent::Type::kSymlink:
+      return "SYMLINK";
+    case FileEvent::Type::kLink:
+      return "LINK";
+    case FileEvent::Type::kUnlink:
+      return "UNLINK";
+    case FileEvent::Type::kRmdir:
+      return "RMDIR";
+    case FileEvent::Type::kRename:
+      return "RENAME";
+    case FileEvent::Type::kExchange:
+      return "EXCHANGE";
+    case FileEvent::Type::kModify:
+      return "MODIFY";
+    case FileEvent::Type::kAttrib:
+      return "ATTRIB";
+    case FileEvent::Type::kXattr:
+      return "XATTR";
   }
   return "?";
 }

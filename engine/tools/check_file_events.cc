@@ -31,8 +31,8 @@ void CheckFileEvents(Tree* tree, uint64_t id, uint64_t sealed_revision,
       continue;
     }
     if (ev->revision > sealed_revision) {
-      problem("an event at revision ", ev->revision, ", past the sealed revision ",
-              sealed_revision, " (events are never logged)");
+      problem("an event at revision ", ev->revision, ", past the sealed revision ", sealed_revision,
+              " (events are never logged)");
     }
     const uint16_t seq = static_cast<uint16_t>((static_cast<uint8_t>(it.key()[8]) << 8) |
                                                static_cast<uint8_t>(it.key()[9]));

@@ -615,7 +615,8 @@ TEST_F(CheckFileEventsTest, EventPastTheSealedRevision) {
     Item extra = (*items)[i];
     extra.key[6] = 1;  // revision 2 + 256
     items->push_back(extra);
-    std::sort(items->begin(), items->end(), [](const Item& a, const Item& b) { return a.key < b.key; });
+    std::sort(items->begin(), items->end(),
+              [](const Item& a, const Item& b) { return a.key < b.key; });
   });
   ExpectFinding("past the sealed revision");
 }

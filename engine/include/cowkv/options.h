@@ -151,9 +151,9 @@ struct Options {
       kLeasePutKeepsAttachment,  // a put without a lease leaves the key attached to its lease
       kHistoryLogFormTooNew,  // a sync logs the base form of an entry whose prev is newer than its
                               // base
-      kWatchValueFromLatest,     // a watch PUT event carries the key's latest value
-      kWatchSeesUndurable,       // watch reads past the durable revision (to the current one)
-      kFileWatchSeesUncommitted,  // file events read past the committed revision
+      kWatchValueFromLatest,  // a watch PUT event carries the key's latest value
+      kWatchSeesUndurable,    // watch reads past the durable revision (to the current one)
+      kFileWatchSeesUncommitted,   // file events read past the committed revision
       kFileFsyncLogsWhileWatched,  // fsync of a watched file tree syncs the log, not a commit
       kFileEventMatchesOldPath,    // a rename matches a watcher's prefix by its old path only
     };

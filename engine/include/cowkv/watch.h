@@ -84,11 +84,11 @@ struct DurableState {
 struct FileEvent {
   // The values are the on-disk ones (docs/format.md "File events").
   enum class Type : uint8_t {
-    kCreate = 1,    // a regular file (create, O_TMPFILE's first name is kLink)
+    kCreate = 1,  // a regular file (create, O_TMPFILE's first name is kLink)
     kMkdir = 2,
     kSymlink = 3,
-    kLink = 4,      // a new name of an existing inode
-    kUnlink = 5,    // a name of a file or symlink went
+    kLink = 4,    // a new name of an existing inode
+    kUnlink = 5,  // a name of a file or symlink went
     kRmdir = 6,
     kRename = 7,    // path -> new_path (over new_path's old inode, if any)
     kExchange = 8,  // path <-> new_path (RENAME_EXCHANGE)
