@@ -163,6 +163,28 @@ TEST_F(FileWatch, ChangesUnderAPrefixInOrderWithoutAClientCommit) {
   o.ctx->TryCancel();
 }
 
+// The last engine commit is older than the span (KV writes made durable by
+// log syncs since): the hub still commits for the watcher, at once rather
+// than at the commit interval (this stream gives up after 5 s).
+TEST_F(FileWatch, EventsArriveWhenTheLastCommitIsOlderThanTheSpan) {
+  CreateFile("/unwatched");  // ends any span: the watch below starts a new one
+  for (int i = 0; i < 3; ++i) {
+    v1::PutRequest req;
+    req.set_key(absl::StrCat("k", i));
+    req.set_value("v");
+    v1::PutResponse resp;
+    ASSERT_GRPC_OK(client_->kv->Put(Ctx().get(), req, &resp));
+  }
+  Open o;
+  o.ctx = std::make_unique<grpc::ClientContext>();
+  o.ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  o.stream = client_->kv->Watch(o.ctx.get());
+  Create(o.stream.get(), FilesReq("late"));
+  CreateFile("/late");
+  EXPECT_EQ(Events(o.stream.get(), 1), std::vector<std::string>{"CREATE late"});
+  o.ctx->TryCancel();
+}
+
 TEST_F(FileWatch, StartBeforeTheSpanIsCompacted) {
   uint64_t first = 0;
   {

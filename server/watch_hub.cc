@@ -534,19 +534,23 @@ void WatchHub::CommitForFileWatchers(const DurableState& d) {
   if (stopping()) return;
   const absl::Time now = absl::Now();
   if (now - last_file_commit_ < limits_.poll) return;
-  std::vector<Subvolume*> watched;
+  // Per subvolume with file watchers, the oldest revision one still waits
+  // for (at or after the span start: a read from before it is refused).
+  std::vector<std::pair<Subvolume*, uint64_t>> watched;
   {
     absl::MutexLock l(&mu_);
     for (auto& [id, h] : hubs_) {
+      uint64_t from = 0;
       for (const auto& w : h.watchers) {
-        if (w->files) {
-          watched.push_back(h.sv.get());  // only this thread erases hubs_
-          break;
-        }
+        if (!w->files) continue;
+        const uint64_t next = w->next.load(std::memory_order_relaxed);
+        from = from == 0 ? next : std::min(from, next);
       }
+      // Only this thread erases hubs_: the pointer stays valid.
+      if (from != 0) watched.push_back({h.sv.get(), from});
     }
   }
-  for (Subvolume* sv : watched) {
+  for (const auto& [sv, waiting] : watched) {
     // The current revision (a read reports it whether or not the key
     // exists), then events past the committed revision (one seek): a
     // commit shows them. File writes do not move the durable watermark.
@@ -554,7 +558,8 @@ void WatchHub::CommitForFileWatchers(const DurableState& d) {
     (void)sv->GetItem(std::string(1, '\0'), 1, &current);
     if (current <= d.committed_revision) continue;
     FileEventsRequest q;
-    q.from_revision = d.committed_revision + 1;
+    q.from_revision = std::max(d.committed_revision + 1, waiting);
+    if (q.from_revision > current) continue;
     q.to_revision = current;
     q.max_events = 1;
     absl::StatusOr<FileEventsResult> r = sv->ReadFileEvents(q);
