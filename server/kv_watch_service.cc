@@ -4,6 +4,7 @@
 // of the stream's own only reads requests into the stream's WatchSink. The
 // handler handles them, writes what the hub and it queued, and ends the
 // stream when the client half-closes, cancels, or the server stops.
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <string>
@@ -66,6 +67,9 @@ class WatchStream {
   // The create's checks and its watcher; an error refuses it.
   absl::StatusOr<std::shared_ptr<Watcher>> NewWatcher(const v1::WatchCreateRequest& c, int64_t id,
                                                       std::unique_ptr<Subvolume>* sv);
+  absl::StatusOr<std::shared_ptr<Watcher>> NewFileWatcher(const v1::WatchCreateRequest& c,
+                                                          std::shared_ptr<Watcher> w,
+                                                          std::unique_ptr<Subvolume>* sv);
   void CancelOne(int64_t id);
   void ProgressAll();
   int64_t PickId();
@@ -184,6 +188,7 @@ absl::StatusOr<std::shared_ptr<Watcher>> WatchStream::NewWatcher(const v1::Watch
   w->sink = sink_;
   w->prev_kv = c.prev_kv();
   w->progress_notify = c.progress_notify();
+  if (c.has_files()) return NewFileWatcher(c, std::move(w), sv);
   COWKV_RETURN_IF_ERROR(WatchRange(c, &w->start, &w->end));
   for (int f : c.filters()) {
     if (f == v1::WatchCreateRequest::NOPUT) {
@@ -203,6 +208,33 @@ absl::StatusOr<std::shared_ptr<Watcher>> WatchStream::NewWatcher(const v1::Watch
     uint64_t now = 0;
     (void)(*sv)->GetItem(std::string(1, '\0'), 1, &now);
     start = now + 1;
+  }
+  w->next.store(start, std::memory_order_relaxed);
+  return w;
+}
+
+// A file watcher: checks, then its registration (Subvolume::StartFileEvents,
+// which the hub's Remove ends).
+absl::StatusOr<std::shared_ptr<Watcher>> WatchStream::NewFileWatcher(
+    const v1::WatchCreateRequest& c, std::shared_ptr<Watcher> w, std::unique_ptr<Subvolume>* sv) {
+  if (!c.key().empty() || !c.range_end().empty() || c.filters_size() > 0 || c.prev_kv()) {
+    return absl::InvalidArgumentError(
+        "files: a file watcher takes no key, range_end, filters or prev_kv");
+  }
+  if (c.files().prefix().size() > kMaxPathLen) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("files.prefix: longer than ", kMaxPathLen, " bytes"));
+  }
+  w->files = true;
+  w->file_prefix = c.files().prefix();
+  COWKV_ASSIGN_OR_RETURN(*sv, env_->OpenSubvolume("subvolume", c.subvolume()));
+  w->subvol = (*sv)->id();
+  COWKV_ASSIGN_OR_RETURN(const uint64_t span, (*sv)->StartFileEvents());
+  uint64_t start = c.start_revision();
+  if (start == 0) {
+    uint64_t now = 0;
+    (void)(*sv)->GetItem(std::string(1, '\0'), 1, &now);
+    start = std::max(now + 1, span);
   }
   w->next.store(start, std::memory_order_relaxed);
   return w;

@@ -57,6 +57,10 @@ v1::WatchResponse CancelResponse(int64_t id, v1::WatchCancelCode code, const std
   return r;
 }
 
+static_assert(static_cast<int>(FileEvent::Type::kCreate) == v1::FileWatchEvent::CREATE &&
+              static_cast<int>(FileEvent::Type::kRename) == v1::FileWatchEvent::RENAME &&
+              static_cast<int>(FileEvent::Type::kXattr) == v1::FileWatchEvent::XATTR);
+
 // ---- WatchSink ----
 
 bool WatchSink::Send(Watcher* w, v1::WatchResponse r) {
@@ -179,6 +183,7 @@ absl::Status WatchHub::Add(std::shared_ptr<Watcher> w, std::unique_ptr<Subvolume
   }
   if (!over.ok()) {
     if (mine == 0) per_peer_.erase(w->peer);
+    if (w->files && sv != nullptr) sv->StopFileEvents();
     return WithServerReason(over, "TOO_MANY_WATCHERS");
   }
   SubvolHub& h = hubs_[w->subvol];
@@ -204,6 +209,8 @@ void WatchHub::Remove(const Watcher* w) {
   auto& ws = h->second.watchers;
   auto it = std::find_if(ws.begin(), ws.end(), [w](const auto& p) { return p.get() == w; });
   if (it == ws.end()) return;
+  // Its file-event registration ends with it (store lock after the hub's).
+  if ((*it)->files) h->second.sv->StopFileEvents();
   ws.erase(it);
   --total_;
   auto p = per_peer_.find(w->peer);
@@ -257,6 +264,7 @@ void WatchHub::Loop() {
     const absl::Time start = absl::Now();
     const bool busy = Round(d);
     const absl::Duration pause = PaceAfter(absl::Now() - start, limits_.fanout_share);
+    CommitForFileWatchers(d);
     if (pause > absl::ZeroDuration()) {
       paced_.fetch_add(1, std::memory_order_relaxed);
       Pause(pause);
@@ -355,12 +363,13 @@ bool WatchHub::RoundOne(const DurableState& d, Snapshot* s, uint64_t* new_cursor
     CancelAll(s, Deleted(0));
     return false;
   }
-  bool busy = false;
+  bool busy = FileRound(d, s);
+  if (s->watchers.empty()) return busy;  // the subvolume went
   std::vector<const Watcher*> gone;
   // Unsynced watchers catch up on their own range, a page per round.
   for (const auto& w : s->watchers) {
     const uint64_t next = w->next.load(std::memory_order_relaxed);
-    if (next >= s->cursor) continue;
+    if (w->files || next >= s->cursor) continue;
     EventsRequest q;
     q.from_revision = next;
     q.to_revision = s->cursor - 1;
@@ -396,7 +405,7 @@ bool WatchHub::FanOut(const DurableState& d, Snapshot* s, uint64_t* new_cursor) 
   std::vector<const Watcher*> gone;
   bool prev = false, any = false;
   for (const auto& w : s->watchers) {
-    if (w->next.load(std::memory_order_relaxed) < s->cursor) continue;
+    if (w->files || w->next.load(std::memory_order_relaxed) < s->cursor) continue;
     any = true;
     prev |= w->prev_kv;
   }
@@ -414,7 +423,7 @@ bool WatchHub::FanOut(const DurableState& d, Snapshot* s, uint64_t* new_cursor) 
   }
   for (const auto& w : s->watchers) {
     const uint64_t next = w->next.load(std::memory_order_relaxed);
-    if (next < s->cursor) continue;
+    if (w->files || next < s->cursor) continue;
     if (!r.ok()) {
       w->sink->Cancel(w.get(), ReadFailed(w->id, r.status()));
       gone.push_back(w.get());
@@ -473,6 +482,111 @@ bool WatchHub::Deliver(Watcher* w, const std::vector<WatchEvent>& events, uint64
   if (r.events_size() == 0) return true;
   w->last_sent = absl::Now();
   return w->sink->Send(w, std::move(r));
+}
+
+bool WatchHub::FileRound(const DurableState& d, Snapshot* s) {
+  bool busy = false;
+  std::vector<const Watcher*> gone;
+  for (const auto& w : s->watchers) {
+    if (!w->files) continue;
+    const uint64_t next = w->next.load(std::memory_order_relaxed);
+    if (next > d.committed_revision) continue;
+    FileEventsRequest q;
+    q.from_revision = next;
+    q.to_revision = d.committed_revision;
+    q.prefix = w->file_prefix;
+    q.max_events = limits_.read_events;
+    file_reads_.fetch_add(1, std::memory_order_relaxed);
+    absl::StatusOr<FileEventsResult> r = s->sv->ReadFileEvents(q);
+    if (absl::IsNotFound(r.status())) {
+      CancelAll(s, Deleted(0));
+      return false;
+    }
+    if (!r.ok()) {
+      w->sink->Cancel(w.get(), ReadFailed(w->id, r.status()));
+      gone.push_back(w.get());
+    } else if (!DeliverFiles(w.get(), r->events, d.committed_revision)) {
+      gone.push_back(w.get());
+    } else {
+      w->next.store(r->next_revision, std::memory_order_relaxed);
+      busy |= r->more;
+    }
+  }
+  Dropped(gone);
+  return busy;
+}
+
+bool WatchHub::DeliverFiles(Watcher* w, const std::vector<FileEvent>& events, uint64_t header) {
+  v1::WatchResponse r;
+  uint64_t bytes = 0, last = 0;
+  auto fresh = [&] {
+    r.Clear();
+    r.set_watch_id(w->id);
+    r.set_revision(header);
+    bytes = 0;
+  };
+  fresh();
+  for (const FileEvent& e : events) {
+    const uint64_t size = e.path.size() + e.new_path.size() + kEventOverhead;
+    if (r.file_events_size() > 0 && bytes + size > limits_.response_bytes) {
+      r.set_fragment(e.revision == last);
+      if (!w->sink->Send(w, std::move(r))) return false;
+      fresh();
+    }
+    v1::FileWatchEvent* out = r.add_file_events();
+    out->set_type(static_cast<v1::FileWatchEvent::Type>(static_cast<int>(e.type)));
+    out->set_revision(e.revision);
+    out->set_ino(e.ino);
+    out->set_path(e.path);
+    out->set_new_path(e.new_path);
+    out->set_paths_lost(e.paths_lost);
+    bytes += size;
+    last = e.revision;
+  }
+  if (r.file_events_size() == 0) return true;
+  w->last_sent = absl::Now();
+  return w->sink->Send(w, std::move(r));
+}
+
+void WatchHub::CommitForFileWatchers(const DurableState& d) {
+  if (stopping()) return;
+  const absl::Time now = absl::Now();
+  if (now - last_file_commit_ < limits_.poll) return;
+  // Per subvolume with file watchers, the oldest revision one still waits
+  // for (at or after the span start: a read from before it is refused).
+  std::vector<std::pair<Subvolume*, uint64_t>> watched;
+  {
+    absl::MutexLock l(&mu_);
+    for (auto& [id, h] : hubs_) {
+      uint64_t from = 0;
+      for (const auto& w : h.watchers) {
+        if (!w->files) continue;
+        const uint64_t next = w->next.load(std::memory_order_relaxed);
+        from = from == 0 ? next : std::min(from, next);
+      }
+      // Only this thread erases hubs_: the pointer stays valid.
+      if (from != 0) watched.push_back({h.sv.get(), from});
+    }
+  }
+  for (const auto& [sv, waiting] : watched) {
+    // The current revision (a read reports it whether or not the key
+    // exists), then events past the committed revision (one seek): a
+    // commit shows them. File writes do not move the durable watermark.
+    uint64_t current = 0;
+    (void)sv->GetItem(std::string(1, '\0'), 1, &current);
+    if (current <= d.committed_revision) continue;
+    FileEventsRequest q;
+    q.from_revision = std::max(d.committed_revision + 1, waiting);
+    if (q.from_revision > current) continue;
+    q.to_revision = current;
+    q.max_events = 1;
+    absl::StatusOr<FileEventsResult> r = sv->ReadFileEvents(q);
+    if (!r.ok() || r->events.empty()) continue;
+    last_file_commit_ = now;
+    file_commits_.fetch_add(1, std::memory_order_relaxed);
+    store_->Commit().IgnoreError();  // a failure shows in the writes' own answers
+    return;
+  }
 }
 
 void WatchHub::Progress(const DurableState& d, Snapshot* s) {

@@ -88,6 +88,10 @@ struct Watcher {
   std::string peer;
   std::string start, end;  // [start, end), end empty = through the last key
   bool no_put = false, no_delete = false, prev_kv = false, progress_notify = false;
+  // A file watcher (WatchCreateRequest.files): its paths. It holds one
+  // Subvolume::StartFileEvents registration, which Remove ends.
+  bool files = false;
+  std::string file_prefix;
   std::shared_ptr<WatchSink> sink;
   // The first revision not sent yet; written by the hub thread only.
   std::atomic<uint64_t> next{0};
@@ -172,6 +176,9 @@ class WatchHub {
   uint64_t catchup_reads() const { return catchup_reads_.load(std::memory_order_relaxed); }
   // Rounds followed by a pause (WatchLimits::fanout_share).
   uint64_t paced() const { return paced_.load(std::memory_order_relaxed); }
+  // File watchers' reads, and the commits the hub ran for them.
+  uint64_t file_reads() const { return file_reads_.load(std::memory_order_relaxed); }
+  uint64_t file_commits() const { return file_commits_.load(std::memory_order_relaxed); }
   int watchers() const;
 
  private:
@@ -207,6 +214,14 @@ class WatchHub {
   // Ends every watcher of `s` with `r` (a deleted subvolume, a read error).
   void CancelAll(Snapshot* s, const v1::WatchResponse& r);
   void Progress(const DurableState& d, Snapshot* s);
+  // File watchers (docs/design.md "File watch"): each reads its own
+  // prefix from its next revision up to the committed revision, a page
+  // per round; true when some have more.
+  bool FileRound(const DurableState& d, Snapshot* s);
+  bool DeliverFiles(Watcher* w, const std::vector<FileEvent>& events, uint64_t header);
+  // File events wait for an engine commit: when a file watcher's subvolume
+  // has events past the committed revision, commit (at most once a poll).
+  void CommitForFileWatchers(const DurableState& d);
   void Dropped(const std::vector<const Watcher*>& gone);
 
   Store* const store_;
@@ -220,6 +235,9 @@ class WatchHub {
   std::atomic<uint64_t> hub_reads_{0};
   std::atomic<uint64_t> catchup_reads_{0};
   std::atomic<uint64_t> paced_{0};
+  std::atomic<uint64_t> file_reads_{0};
+  std::atomic<uint64_t> file_commits_{0};
+  absl::Time last_file_commit_;  // the hub thread's
   std::thread thread_;
 };
 

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Goal: every online `cowkv` command against a live cowkvd (a temp device,
 # a free port): subvolume create|list|show|rename|delete|snapshot|sync, kv
-# get|put|del|range|txn|watch, fs ls|stat|mkdir|put|cat|mv|ln|rm|rmdir|fsync|
+# get|put|del|range|txn|watch, fs ls|stat|mkdir|put|cat|mv|ln|rm|rmdir|fsync|watch|
 # clone|fiemap|fallocate|chmod|chown|touch|setfattr|getfattr, stats, sync, check, bench, and the global
 # options (--server, --token-file, --timeout, --json, COWKV_SERVER), and cowkvd --read-only. Each case checks stdout,
 # and each failure case the exit code of its class (docs/cli.md) and the
@@ -281,6 +281,31 @@ c kv watch -s data --rev 1 w/a
 expect_fail 7 "^cowkv: kv watch: WATCH_CANCEL_COMPACTED: .*\(oldest revision served: [0-9]+\)$"
 c kv watch -s data --prefix w/ w/z
 expect_fail 2 "^cowkv: kv watch: --prefix and RANGE_END are exclusive$"
+
+case_ "fs watch: a live watcher of a path (inotifywait's shape, --json lines), a move out of it, history from --rev, a start before what is recorded"
+"$COWKV" --server "$ADDR" --json fs watch -s data --max-events 4 /fw >"$WORK/fswatch.out" 2>"$WORK/fswatch.err" &
+WPID=$!
+sleep 1  # the watcher is registered (its create answered) well before this
+c fs mkdir -s data /fw
+c fs mkdir -s data /fw/d
+c fs mkdir -s data /fwout
+c fs mv -s data /fw/d /fwout/d
+c fs mkdir -s data /fw/e
+for i in $(seq 100); do kill -0 "$WPID" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$WPID" 2>/dev/null && { kill "$WPID"; fail "fs watch (live) did not see the changes: $(cat "$WORK/fswatch.out" "$WORK/fswatch.err")"; }
+wait "$WPID" || fail "fs watch (live) exited $?: $(cat "$WORK/fswatch.err")"
+FW1=$(python3 -c '
+import json, sys
+evs = [json.loads(l) for l in open(sys.argv[1]).read().splitlines()]
+got = [(e["type"], e["path"], e.get("new_path", "")) for e in evs]
+assert got == [("MKDIR", "fw", ""), ("MKDIR", "fw/d", ""), ("RENAME", "fw/d", "fwout/d"), ("MKDIR", "fw/e", "")], got
+assert all(evs[i]["revision"] < evs[i + 1]["revision"] for i in range(3)), evs
+print(evs[0]["revision"])' "$WORK/fswatch.out") || fail "fs watch --json lines: $(cat "$WORK/fswatch.out")"
+c fs watch -s data --rev "$FW1" --max-events 4 /fw/
+expect_rc 0
+[[ "$OUT" == $'fw MKDIR\nfw/d MKDIR\nfw/d RENAME fwout/d\nfw/e MKDIR' ]] || fail "fs watch --rev printed '$OUT'"
+c fs watch -s data --rev 1 /fw
+expect_fail 7 "^cowkv: fs watch: WATCH_CANCEL_COMPACTED: .*\(oldest revision served: [0-9]+\)$"
 
 case_ "kv txn: 25 puts from a spec file"
 python3 -c 'import json; print(json.dumps({"success": [{"put": {"key": "user/%03d" % i, "value": "name %d" % i}} for i in range(1, 26)]}))' >"$WORK/puts.json"

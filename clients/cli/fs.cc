@@ -437,6 +437,7 @@ RunFn AddFs(CLI::App* app, const GlobalsPtr& g) {
   AddFsPrealloc(&group, g);
   AddFsTmpfile(&group, g);
   AddFsAttr(&group, g);
+  AddFsWatch(&group, g);
   return group.Runner();
 }
 

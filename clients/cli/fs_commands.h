@@ -54,6 +54,9 @@ void AddFsTmpfile(CommandGroup* group, const GlobalsPtr& g);
 // Declares fs chmod, chown, touch, setfattr and getfattr. (fs_attr.cc)
 void AddFsAttr(CommandGroup* group, const GlobalsPtr& g);
 
+// Declares fs watch. (fs_watch.cc)
+void AddFsWatch(CommandGroup* group, const GlobalsPtr& g);
+
 }  // namespace cli
 }  // namespace cowkv
 

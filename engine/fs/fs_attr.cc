@@ -59,6 +59,7 @@ absl::StatusOr<Attr> FsOps::SetAttr(uint64_t ino, const AttrChange& c) {
   it.ctime_ns = now;
   it.transid = b_->generation();
   b.Put(InodeKey(ino), EncodeInodeItem(it));
+  COWKV_RETURN_IF_ERROR(EmitInode(b, FileEvent::Type::kAttrib, ino));
   COWKV_RETURN_IF_ERROR(b.Commit());
   return Attr{ino, it};
 }

@@ -40,6 +40,15 @@ struct FsWrite {
   const std::optional<std::string>* old = nullptr;
 };
 
+// One file event an operation queues (fs_events.h; cowkv/watch.h's
+// FileEvent::Type values in `type`).
+struct FileEventRecord {
+  uint8_t type = 0;
+  uint64_t ino = 0;
+  std::string path;
+  std::string new_path;
+};
+
 // A node on the path from the subvolume root to a leaf (fiemap).
 struct PathNode {
   uint64_t bytenr = 0;
@@ -101,6 +110,13 @@ class FsBackend {
   virtual absl::StatusOr<bool> LogContains(absl::string_view key) = 0;
   // Whether any file key of this subvolume is in the current log chain.
   virtual bool LogHasFsEntries() = 0;
+
+  // File events (docs/design.md "File watch"): whether this operation
+  // records them (the subvolume has file watchers), and the queue of events
+  // the next Apply writes with its items — in the same reservation, under
+  // one new revision — or drops with the backend when no Apply comes.
+  virtual bool recording_file_events() const { return false; }
+  virtual void AddFileEvent(FileEventRecord ev) { (void)ev; }
 
   // fiemap: the refcount of a data extent (committed plus queued), and
   // whether a tree block is shared (reachable from more than one root).

@@ -238,6 +238,7 @@ absl::Status FsOps::Write(uint64_t ino, uint64_t offset, absl::string_view data)
   it.mtime_ns = it.ctime_ns = NowNs();
   it.transid = b_->generation();
   b.Put(InodeKey(ino), EncodeInodeItem(it));
+  COWKV_RETURN_IF_ERROR(EmitInode(b, FileEvent::Type::kModify, ino));
   return b.Commit();
 }
 
@@ -261,6 +262,7 @@ absl::Status FsOps::Truncate(uint64_t ino, uint64_t size) {
   it.mtime_ns = it.ctime_ns = NowNs();
   it.transid = b_->generation();
   b.Put(InodeKey(ino), EncodeInodeItem(it));
+  COWKV_RETURN_IF_ERROR(EmitInode(b, FileEvent::Type::kModify, ino));
   return b.Commit();
 }
 
@@ -361,6 +363,7 @@ absl::Status FsOps::Clone(uint64_t src, uint64_t src_off, uint64_t dst, uint64_t
   d.mtime_ns = d.ctime_ns = NowNs();
   d.transid = gen;
   b.Put(InodeKey(dst), EncodeInodeItem(d));
+  COWKV_RETURN_IF_ERROR(EmitInode(b, FileEvent::Type::kModify, dst));
   return b.Commit();
 }
 
@@ -422,6 +425,7 @@ absl::Status FsOps::SetXattr(uint64_t ino, absl::string_view name, absl::string_
   it.ctime_ns = NowNs();
   it.transid = b_->generation();
   b.Put(InodeKey(ino), EncodeInodeItem(it));
+  COWKV_RETURN_IF_ERROR(EmitInode(b, FileEvent::Type::kXattr, ino));
   return b.Commit();
 }
 
@@ -474,6 +478,7 @@ absl::Status FsOps::RemoveXattr(uint64_t ino, absl::string_view name) {
   it.ctime_ns = NowNs();
   it.transid = b_->generation();
   b.Put(InodeKey(ino), EncodeInodeItem(it));
+  COWKV_RETURN_IF_ERROR(EmitInode(b, FileEvent::Type::kXattr, ino));
   return b.Commit();
 }
 

@@ -470,6 +470,11 @@ absl::StatusOr<Attr> FsOps::Create(const Place& place, FileType type, uint32_t m
   }
   b.Put(InodeKey(ino), EncodeInodeItem(it));
   COWKV_RETURN_IF_ERROR(AddName(b, r.parent, r.name, ino, type));
+  COWKV_RETURN_IF_ERROR(Emit(b,
+                             type == FileType::kDirectory ? FileEvent::Type::kMkdir
+                             : type == FileType::kSymlink ? FileEvent::Type::kSymlink
+                                                          : FileEvent::Type::kCreate,
+                             ino, r));
   COWKV_RETURN_IF_ERROR(b.Commit());
   if (type == FileType::kDirectory) st_->new_subdirs[r.parent].push_back(ino);
   return Attr{ino, it};
@@ -493,6 +498,8 @@ absl::Status FsOps::Unlink(const Place& place, bool dir) {
     if (!empty)
       return PosixError(ErrorReason::kENOTEMPTY, absl::StrCat(place.Describe(), " is not empty"));
   }
+  COWKV_RETURN_IF_ERROR(
+      Emit(b, dir ? FileEvent::Type::kRmdir : FileEvent::Type::kUnlink, r.ino, r));
   COWKV_ASSIGN_OR_RETURN(bool log, AnyLogged(b, {r.ino, r.parent}));
   COWKV_RETURN_IF_ERROR(RemoveName(b, r.parent, r.name, r.ino));
   COWKV_RETURN_IF_ERROR(DropLink(b, r.ino, &it));
@@ -573,6 +580,9 @@ absl::Status FsOps::Rename(const Place& from, const Place& to, uint32_t flags) {
   // Two names of one inode: nothing to do (but no-replace still refuses an existing `to`).
   if (f.ino == t.ino && !(flags & kRenameNoReplace)) return absl::OkStatus();
   COWKV_RETURN_IF_ERROR(RenameChecks(b, f, t, flags));
+  COWKV_RETURN_IF_ERROR(
+      Emit(b, (flags & kRenameExchange) ? FileEvent::Type::kExchange : FileEvent::Type::kRename,
+           f.ino, f, &t));
   std::vector<uint64_t> involved = {f.ino, f.parent, t.parent};
   if (t.ino != 0) involved.push_back(t.ino);
   COWKV_ASSIGN_OR_RETURN(bool log, AnyLogged(b, involved));
@@ -631,6 +641,7 @@ absl::StatusOr<Attr> FsOps::LinkIn(Batch& b, uint64_t ino, const Place& new_plac
                       absl::StrCat("inode ", ino, " has ", it.nlink, " links"));
   if (t.ino != 0)
     return PosixError(ErrorReason::kEEXIST, absl::StrCat(new_place.Describe(), " exists"));
+  COWKV_RETURN_IF_ERROR(Emit(b, FileEvent::Type::kLink, ino, t));
   COWKV_ASSIGN_OR_RETURN(bool log, AnyLogged(b, {ino, t.parent}));
   COWKV_RETURN_IF_ERROR(AddName(b, t.parent, t.name, ino, TypeOf(it)));
   ++it.nlink;

@@ -33,6 +33,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
+#include "cowkv/watch.h"
 #include "engine/fs/fs_backend.h"
 #include "engine/fs/fs_items.h"
 #include "engine/fs/inode_cache.h"
@@ -81,6 +82,21 @@ struct FsCounters {
   std::atomic<uint64_t> inode_cache_misses{0};
   std::atomic<uint64_t> path_cache_hits{0};  // fiemap nodes answered by the cache
   std::atomic<uint64_t> shared_checks{0};    // fiemap tree-block lookups
+  std::atomic<uint64_t> file_events{0};      // file events recorded (only while watched)
+  std::atomic<uint64_t> span_closes{0};      // file-event spans closed by an unwatched write
+};
+
+// A subvolume's file-event recording (docs/design.md "File watch";
+// fs_events.h for the span). `watchers` changes only under the store's
+// exclusive barrier (a writer reads it first to pick its lock); the rest
+// under the subvolume's exclusive tree lock or the exclusive barrier.
+struct FileWatchState {
+  enum class Span { kUnknown, kOpen, kClosed };  // kUnknown: info not read since mount
+  std::atomic<int> watchers{0};
+  Span span = Span::kUnknown;
+  uint64_t span_start = 0;
+  uint64_t floor = 0;
+  uint64_t since_compact = 0;  // events recorded since the last compaction check
 };
 
 // The in-memory inode (seed 003's cache holds these).
@@ -171,6 +187,7 @@ struct FsState {
   absl::Mutex path_mu;  // fiemap runs under a shared tree lock
   std::vector<PathCacheEntry> path_cache ABSL_GUARDED_BY(path_mu);
   FsCounters counters;
+  FileWatchState file_watch;
 };
 
 struct Attr {
@@ -409,6 +426,14 @@ class FsOps {
   absl::Status CloneChecks(const InodeItem& s, uint64_t src, uint64_t src_off,
                            const InodeItem& d, uint64_t dst, uint64_t dst_off, uint64_t length);
   absl::StatusOr<std::vector<Xattr>> LoadXattrs(Batch& b, uint64_t ino, absl::string_view name);
+
+  // File events (fs_watch.cc); no-ops unless the backend records them.
+  // Called before the operation's Commit, with the names as they were.
+  absl::StatusOr<std::optional<std::string>> InodePath(Batch& b, uint64_t ino);
+  absl::StatusOr<std::string> PlacePath(Batch& b, const Resolved& r);
+  absl::Status Emit(Batch& b, FileEvent::Type type, uint64_t ino, const Resolved& at,
+                    const Resolved* to = nullptr);
+  absl::Status EmitInode(Batch& b, FileEvent::Type type, uint64_t ino);
 
   // The log (seeds 000 and 004).
   absl::StatusOr<bool> IsLogged(Batch& b, uint64_t ino);

@@ -139,6 +139,7 @@ absl::Status FsOps::Fallocate(uint64_t ino, uint32_t mode, uint64_t offset, uint
   if (mode & (kFallocPunchHole | kFallocZeroRange)) it.mtime_ns = now;
   it.transid = b_->generation();
   b.Put(InodeKey(ino), EncodeInodeItem(it));
+  COWKV_RETURN_IF_ERROR(EmitInode(b, FileEvent::Type::kModify, ino));
   return b.Commit();
 }
 

@@ -37,6 +37,7 @@
 #include "engine/format/superblock.h"
 #include "engine/fs/fs_items.h"
 #include "engine/fuzz/mutator.h"
+#include "engine/fs/fs_events.h"
 #include "engine/kv/history_item.h"
 #include "engine/kv/kv_item.h"
 #include "engine/lease/lease_item.h"
@@ -869,6 +870,36 @@ TEST(FsItemsFuzz, ValidateItemByKeyType) {
                if (!fs::DecodeFsKey(key, &k)) return Rejected("fs key");
                return fs::ValidateItem(k, value);
              }});
+}
+
+// ---- File events (fs/fs_events.h) -------------------------------------------------
+
+TEST(FileEventFuzz, DecodeFileEvent) {
+  auto ev = [](uint8_t type, uint64_t ino, std::string path, std::string np) {
+    fs::FileEventRecord r{type, ino, std::move(path), std::move(np)};
+    return fs::EncodeFileEvent(r, 4000);
+  };
+  const std::vector<std::string> seeds = {
+      Pair(fs::FileEventKey(3, 0), ev(1, 257, "a/b", "")),
+      Pair(fs::FileEventKey(fs::kMaxFileEventRevision, 0xffff), ev(7, 300, "a", "b/c")),
+      Pair(fs::FileEventKey(9, 1), ev(9, 256, "", "")),
+      Pair(fs::FileEventKey(9, 2), ev(8, 258, std::string(3000, 'x'), std::string(3000, 'y'))),
+  };
+  RunTarget({"file event", 503, seeds, {}, [](absl::string_view in) {
+               absl::string_view key, raw;
+               Split(in, &key, &raw);
+               absl::StatusOr<FileEvent> e = fs::DecodeFileEvent(key, raw);
+               if (!e.ok()) return e.status();
+               EXPECT_GT(e->revision, 0u);
+               EXPECT_LE(e->path.size(), kMaxPathLen);
+               fs::FileEventRecord r{static_cast<uint8_t>(e->type), e->ino, e->path, e->new_path};
+               if (!e->paths_lost) EXPECT_EQ(fs::EncodeFileEvent(r, 1 << 20), raw);
+               return absl::OkStatus();
+             }});
+  RunTarget({"file event info", 504,
+             {fs::EncodeFileEventInfo({5, 0}), fs::EncodeFileEventInfo({0, 77})},
+             {},
+             [](absl::string_view in) { return fs::DecodeFileEventInfo(in).status(); }});
 }
 
 // ---- KV items (kv/kv_item.h) -------------------------------------------------------

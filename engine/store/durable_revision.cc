@@ -7,6 +7,7 @@ namespace cowkv {
 DurableRevision::DurableRevision(uint64_t revision, uint64_t durable_gen)
     : durable_gen_(durable_gen) {
   state_.revision = revision;
+  state_.committed_revision = revision;  // the mounted state: nothing newer
   state_.epoch = 1;
 }
 
@@ -30,6 +31,11 @@ void DurableRevision::Synced(uint64_t base, uint64_t revision) {
 void DurableRevision::Committed(uint64_t generation, uint64_t revision) {
   absl::MutexLock l(&mu_);
   durable_gen_ = std::max(durable_gen_, generation);
+  if (revision > state_.committed_revision) {
+    state_.committed_revision = revision;
+    ++state_.epoch;
+    cv_.SignalAll();
+  }
   uint64_t best = revision;
   for (auto it = pending_.begin(); it != pending_.end() && it->first <= durable_gen_;) {
     best = std::max(best, it->second);

@@ -5,9 +5,14 @@
 #ifndef COWKV_ENGINE_STORE_FS_BACKEND_IMPL_H_
 #define COWKV_ENGINE_STORE_FS_BACKEND_IMPL_H_
 
+#include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
+#include "engine/base/crc32c.h"
 #include "engine/fs/fs_backend.h"
+#include "engine/fs/fs_events.h"
 #include "engine/fs/fs_ops.h"
 #include "engine/store/store_impl.h"
 
@@ -135,15 +140,37 @@ class StoreImpl::FsBackendImpl : public fs::FsBackend {
   }
   uint64_t drop_epoch() const override { return s_->drop_epoch_.load(std::memory_order_acquire); }
 
+  // File events (file_watch_path.cc). Set up by StoreImpl::PrepareFileEvents.
+  bool recording_file_events() const override { return recording_; }
+  void AddFileEvent(fs::FileEventRecord ev) override { events_.push_back(std::move(ev)); }
+  void RecordFileEvents() { recording_ = true; }
+  // The next Apply writes `info` with the span closed, noted for the log.
+  void CloseFileEventSpan(const fs::FileEventInfo& info) { close_span_ = info; }
+  bool span_closed() const { return span_closed_; }
+  uint64_t events_written() const { return events_written_; }
+
  private:
   struct ApplyPlan;
   // Adds one write to `plan` (sizes checked, old value looked up if needed).
   absl::Status PlanWrite(const fs::FsWrite& w, ApplyPlan* plan);
+  // `op_writes` and the pending events (under revision *revision, the next
+  // one) or the closed info, into `all`; their keys and values live in
+  // extra_ until the next call.
+  void StageFileEventWrites(const std::vector<fs::FsWrite>& op_writes,
+                            std::vector<fs::FsWrite>* all, uint64_t* revision);
+  // After Apply wrote them: the revision is taken, the queue emptied.
+  void FileEventsApplied(uint64_t revision);
 
   StoreImpl* const s_;
   const uint64_t subvol_;
   Tree* const tree_;
   Tree::LeafHint extent_hint_;
+  bool recording_ = false;
+  std::optional<fs::FileEventInfo> close_span_;
+  std::vector<fs::FileEventRecord> events_;
+  std::vector<std::pair<std::string, std::optional<std::string>>> extra_;
+  bool span_closed_ = false;
+  uint64_t events_written_ = 0;
 };
 
 }  // namespace cowkv

@@ -104,7 +104,14 @@ absl::Status StoreImpl::FsBackendImpl::PlanWrite(const fs::FsWrite& w, ApplyPlan
 // the data references: every +1 before any -1, so an extent that one item
 // lets go of and another takes (a trimmed extent, a clone) never touches
 // zero on the way.
-absl::Status StoreImpl::FsBackendImpl::Apply(const std::vector<fs::FsWrite>& writes) {
+absl::Status StoreImpl::FsBackendImpl::Apply(const std::vector<fs::FsWrite>& op_writes) {
+  // A recorded operation's events (or a span's closing info) go in with
+  // its items, in the same reservation (file_watch_path.cc).
+  std::vector<fs::FsWrite> with_events;
+  uint64_t event_revision = 0;
+  const bool extra = !events_.empty() || close_span_.has_value();
+  if (extra) StageFileEventWrites(op_writes, &with_events, &event_revision);
+  const std::vector<fs::FsWrite>& writes = extra ? with_events : op_writes;
   ApplyPlan plan;
   plan.steps.reserve(writes.size());
   for (const fs::FsWrite& w : writes) COWKV_RETURN_IF_ERROR(PlanWrite(w, &plan));
@@ -128,6 +135,7 @@ absl::Status StoreImpl::FsBackendImpl::Apply(const std::vector<fs::FsWrite>& wri
   }
   for (const ApplyPlan::Ref& r : plan.plus) s_->txn_->AddDataRef(subvol_, r.d, +1, r.first);
   for (const ApplyPlan::Ref& r : plan.minus) s_->txn_->AddDataRef(subvol_, r.d, -1, false);
+  if (extra) FileEventsApplied(event_revision);
   return absl::OkStatus();
 }
 
@@ -187,34 +195,27 @@ absl::Status StoreImpl::FsWrite(uint64_t subvol,
   COWKV_RETURN_IF_ERROR(CheckOpen());
   if (options_.read_only) return PosixError(ErrorReason::kEROFS, "store is opened read-only");
   std::shared_ptr<fs::FsState> st = FsStateFor(subvol);
+  bool exclusive = false;
   for (int attempt = 0;; ++attempt) {
     absl::Status s;
     ThrottleSample sample;
-    {
-      // The barrier shared and this subvolume's tree lock exclusive: file
-      // writers of other subvolumes run beside this one (store_impl.h).
+    // A subvolume whose file events are recorded is written under the
+    // exclusive barrier (its events take store-wide revisions); otherwise
+    // the barrier shared and this subvolume's tree lock exclusive: file
+    // writers of other subvolumes run beside this one (store_impl.h).
+    exclusive = exclusive || st->file_watch.watchers.load(std::memory_order_relaxed) > 0;
+    bool retry_exclusive = false;
+    if (exclusive) {
+      absl::WriterMutexLock l(&mu_);
+      s = FsWriteLocked(subvol, st.get(), fn, true, &retry_exclusive, &sample);
+    } else {
       absl::ReaderMutexLock l(&mu_);
-      COWKV_RETURN_IF_ERROR(TreeFor(subvol).status());
-      absl::MutexLock tl(TreeLock(subvol));
-      // Checks fatal() and samples the heads before the write; reservations
-      // are held until EndWrite (TxnManager::ReserveForWrite).
-      COWKV_ASSIGN_OR_RETURN(const uint64_t heads_before, txn_->BeginWrite(subvol));
-      absl::StatusOr<Tree*> tree = WritableTree(subvol);
-      if (!tree.ok()) {
-        txn_->EndWrite(subvol);
-        // A read-only snapshot: EROFS first in the message, the reason kept.
-        return absl::IsFailedPrecondition(tree.status())
-                   ? WithReason(absl::FailedPreconditionError(
-                                    absl::StrCat("EROFS: ", tree.status().message())),
-                                ReasonOf(tree.status()))
-                   : tree.status();
-      }
-      FsBackendImpl be(this, subvol, *tree);
-      fs::FsOps ops(&be, st.get(), fs_options_);
-      ops.BeginWrite();
-      s = fn(ops);
-      const TxnManager::RefCounts after = txn_->EndWrite(subvol);
-      if (s.ok()) sample = PayDelayedRefsLocked(heads_before, after);
+      s = FsWriteLocked(subvol, st.get(), fn, false, &retry_exclusive, &sample);
+    }
+    if (retry_exclusive) {
+      exclusive = true;
+      --attempt;
+      continue;
     }
     if (absl::IsResourceExhausted(s) && attempt == 0) {
       // Space freed in this generation is pinned until it commits.
@@ -229,10 +230,48 @@ absl::Status StoreImpl::FsWrite(uint64_t subvol,
   }
 }
 
+absl::Status StoreImpl::FsWriteLocked(uint64_t subvol, fs::FsState* st,
+                                      const std::function<absl::Status(fs::FsOps&)>& fn,
+                                      bool exclusive, bool* retry_exclusive,
+                                      ThrottleSample* sample) {
+  COWKV_RETURN_IF_ERROR(TreeFor(subvol).status());
+  absl::MutexLock tl(TreeLock(subvol));
+  // Stable now: watchers change only under the exclusive barrier.
+  const bool recording = st->file_watch.watchers.load(std::memory_order_relaxed) > 0;
+  if (recording && !exclusive) {
+    *retry_exclusive = true;
+    return absl::OkStatus();
+  }
+  // Checks fatal() and samples the heads before the write; reservations
+  // are held until EndWrite (TxnManager::ReserveForWrite).
+  COWKV_ASSIGN_OR_RETURN(const uint64_t heads_before, txn_->BeginWrite(subvol));
+  absl::StatusOr<Tree*> tree = WritableTree(subvol);
+  if (!tree.ok()) {
+    txn_->EndWrite(subvol);
+    // A read-only snapshot: EROFS first in the message, the reason kept.
+    return absl::IsFailedPrecondition(tree.status())
+               ? WithReason(absl::FailedPreconditionError(
+                                absl::StrCat("EROFS: ", tree.status().message())),
+                            ReasonOf(tree.status()))
+               : tree.status();
+  }
+  FsBackendImpl be(this, subvol, *tree);
+  absl::Status s = PrepareFileEvents(st, &be, recording);
+  if (s.ok()) {
+    fs::FsOps ops(&be, st, fs_options_);
+    ops.BeginWrite();
+    s = fn(ops);
+  }
+  if (s.ok()) FinishFileEvents(subvol, *tree, st, be);
+  const TxnManager::RefCounts after = txn_->EndWrite(subvol);
+  if (s.ok()) *sample = PayDelayedRefsLocked(heads_before, after);
+  return s;
+}
+
 absl::Status StoreImpl::FsFsync(uint64_t subvol, uint64_t ino, bool datasync) {
   COWKV_RETURN_IF_ERROR(CheckOpen());
   std::shared_ptr<fs::FsState> st = FsStateFor(subvol);
-  uint64_t point;
+  uint64_t point = 0;
   bool logged = false;
   {
     absl::WriterMutexLock l(&mu_);
@@ -243,12 +282,24 @@ absl::Status StoreImpl::FsFsync(uint64_t subvol, uint64_t ino, bool datasync) {
     if (options_.read_only || txn_->IsReadOnly(subvol)) {
       return ops.Stat(ino).status();  // nothing there that is not committed
     }
-    ops.BeginWrite();
-    COWKV_ASSIGN_OR_RETURN(logged, ops.LogForFsync(ino, datasync));
-    point = ++durable_seq_;
+    // While its file events are recorded, the file tree is made durable by
+    // engine commits only: its events are never logged, so a log sync
+    // would make a change durable without its event (docs/design.md "File
+    // watch"). Decided under the exclusive barrier, where watchers change.
+    const bool watched = st->file_watch.watchers.load(std::memory_order_relaxed) > 0 &&
+                         options_.test_hooks.planted_bug !=
+                             Options::TestHooks::PlantedBug::kFileFsyncLogsWhileWatched;
+    if (watched) {
+      COWKV_RETURN_IF_ERROR(ops.Stat(ino).status());
+    } else {
+      ops.BeginWrite();
+      COWKV_ASSIGN_OR_RETURN(logged, ops.LogForFsync(ino, datasync));
+      point = ++durable_seq_;
+    }
   }
-  // A name the fsync depends on was removed or moved in this transaction:
-  // the log cannot carry it, the engine commit makes everything durable.
+  // A name the fsync depends on was removed or moved in this transaction
+  // (or the file tree is watched): the log cannot carry it, the engine
+  // commit makes everything durable.
   if (!logged) return Commit(CommitTrigger::kFsync);
   return WaitDurable(point);
 }

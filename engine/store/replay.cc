@@ -19,6 +19,7 @@
 #include "engine/base/crc32c.h"
 #include "engine/base/status.h"
 #include "engine/format/layout.h"
+#include "engine/fs/fs_events.h"
 #include "engine/fs/fs_ops.h"
 #include "engine/lease/lease_item.h"
 #include "engine/store/fs_backend_impl.h"
@@ -92,6 +93,15 @@ absl::Status StoreImpl::ReplayEntry(const log::LogEntry& e, std::set<uint64_t>* 
     } else if (!e.value.empty()) {
       COWKV_RETURN_IF_ERROR(kv::DecodeHistoryEntry(e.key, e.value).status());
     }
+  } else if (fs::IsFileEventTreeKey(e.key)) {
+    // Only the info is ever logged (a span closed by an unrecorded write).
+    if (e.key != fs::FileEventInfoKey()) {
+      CorruptionSite site;
+      site.what = "log entry";
+      site.owner = e.subvol;
+      return COWKV_CORRUPTION(site, "a file event in the log (only its info is logged)", "", "");
+    }
+    if (!e.value.empty()) COWKV_RETURN_IF_ERROR(fs::DecodeFileEventInfo(e.value).status());
   } else if (lease::IsLeaseTreeKey(e.key)) {
     if (!e.value.empty()) COWKV_RETURN_IF_ERROR(lease::DecodeLeaseItem(e.key, e.value).status());
   } else if (!kv::IsKvTreeKey(e.key)) {
@@ -195,6 +205,7 @@ absl::Status StoreImpl::FixupFsReplay(std::map<uint64_t, fs::ReplayNotes>& notes
     fs::FsOps ops(&be, st.get(), fs_options_);
     ops.BeginWrite();
     COWKV_RETURN_IF_ERROR(ops.ReplayFixup(n));
+    COWKV_RETURN_IF_ERROR(CloseFileEventSpanAfterReplay(subvol, tree));
   }
   return absl::OkStatus();
 }

@@ -301,6 +301,8 @@ StoreStats StoreImpl::Stats() {
   for (const auto& [id, st] : fs_states_) {
     const fs::FsCounters& c = st->counters;
     s.fs_fsyncs += c.fsyncs.load(std::memory_order_relaxed);
+    s.fs_file_events += c.file_events.load(std::memory_order_relaxed);
+    s.fs_file_event_span_closes += c.span_closes.load(std::memory_order_relaxed);
     s.fs_logged_keys += c.logged_keys.load(std::memory_order_relaxed);
     s.fs_log_updates += c.log_updates.load(std::memory_order_relaxed);
     s.fs_logged_lookups += c.logged_lookups.load(std::memory_order_relaxed);

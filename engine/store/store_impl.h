@@ -209,6 +209,15 @@ class StoreImpl {
     return durable_rev_->Wait(seen, timeout);
   }
 
+  // File watch (file_watch_path.cc; docs/design.md "File watch").
+  // StartFileEvents: one more file watcher of `subvol`; answers the span
+  // start (the oldest revision whose file events are recorded). Stop: one
+  // fewer. ReadFileEvents: events of the open span up to the committed
+  // revision by default.
+  absl::StatusOr<uint64_t> StartFileEvents(uint64_t subvol);
+  void StopFileEvents(uint64_t subvol);
+  absl::StatusOr<FileEventsResult> ReadFileEvents(uint64_t subvol, const FileEventsRequest& req);
+
   // Called by Transaction.
   absl::Status HandlePut(absl::string_view key, absl::string_view value);
   absl::Status HandleDelete(absl::string_view key);
@@ -237,6 +246,24 @@ class StoreImpl {
   absl::Status NoteFsReplay(Tree* tree, const log::LogEntry& e, fs::ReplayNotes* notes)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status FixupFsReplay(std::map<uint64_t, fs::ReplayNotes>& notes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // One try of FsWrite under the barrier (shared, or `exclusive` while the
+  // subvolume records file events); *retry_exclusive when it must run
+  // again holding the barrier exclusively.
+  absl::Status FsWriteLocked(uint64_t subvol, fs::FsState* st,
+                             const std::function<absl::Status(fs::FsOps&)>& fn, bool exclusive,
+                             bool* retry_exclusive, ThrottleSample* sample)
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // File events around one write (file_watch_path.cc): Prepare tells the
+  // backend to record events, or to close an open span (a write nobody
+  // records); Finish keeps the subvolume's state and compacts old events.
+  absl::Status PrepareFileEvents(fs::FsState* st, FsBackendImpl* be, bool recording)
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  void FinishFileEvents(uint64_t subvol, Tree* tree, fs::FsState* st, const FsBackendImpl& be)
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Replay changed `subvol`'s file tree from the log: its file events no
+  // longer tell those changes, so an open span closes.
+  absl::Status CloseFileEventSpanAfterReplay(uint64_t subvol, Tree* tree)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Mount, after log replay: deletes every writable subvolume's orphans
   // (inodes an open handle kept without names when the store went down).

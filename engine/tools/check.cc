@@ -23,6 +23,7 @@
 #include "engine/format/items.h"
 #include "engine/format/layout.h"
 #include "engine/kv/kv_item.h"
+#include "engine/tools/check_file_events.h"
 #include "engine/tools/check_fs.h"
 #include "engine/tools/check_history.h"
 #include "engine/tools/check_lease.h"
@@ -90,6 +91,7 @@ class Checker {
       CheckFsTree(&tree, id, &r_->problems);
       CheckHistory(&tree, id, &r_->problems);
       CheckLeaseTree(&tree, id, &r_->problems);
+      CheckFileEvents(&tree, id, sb_.revision, &r_->problems);
     }
   }
 

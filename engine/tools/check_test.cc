@@ -554,5 +554,72 @@ TEST(CheckHistoryTest, SubvolumeFromBeforeTheHistory) {
   ASSERT_OK(store->Close());
 }
 
+// File events (docs/format.md "File events"): a watched subvolume's
+// events and info check clean; a stray event, an unknown type and an event
+// past the sealed revision are each found.
+class CheckFileEventsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_OK(Store::Mkfs(&dev_, testing::TestMkfs(4096)));
+    {
+      ASSERT_OK_AND_ASSIGN(auto store, Store::Open(&dev_, testing::TestOptions()));
+      ASSERT_OK_AND_ASSIGN(auto sv, store->DefaultSubvolume());
+      ASSERT_OK(sv->StartFileEvents().status());
+      Files f = sv->files();
+      ASSERT_OK_AND_ASSIGN(FileStat st, f.Create("/a"));
+      ASSERT_OK(f.Write(st.ino, 0, "x"));
+      ASSERT_OK(f.Rename("/a", "/b"));
+      ASSERT_OK(store->Close());
+    }
+    testing::ExpectCheckClean(&dev_);
+    ASSERT_OK_AND_ASSIGN(std::vector<NodeInfo> nodes, ListNodes(&dev_));
+    for (const NodeInfo& n : nodes) {
+      if (n.tree == format::kDefaultTreeId && n.level == 0) leaf_ = n.bytenr;
+    }
+    ASSERT_NE(leaf_, 0u);
+  }
+  void Rewrite(const std::function<void(std::vector<Item>*, size_t)>& fn) {
+    ASSERT_OK(RewriteNode(&dev_, leaf_, [&](std::vector<Item>* items) {
+      for (size_t i = 0; i < items->size(); ++i) {
+        const Item& it = (*items)[i];
+        // The second event: revision 2, seq 0.
+        if (it.key.size() == 10 && it.key[0] == 'e' && it.key[7] == 2) return fn(items, i);
+      }
+    }));
+  }
+  void ExpectFinding(absl::string_view needle) {
+    ASSERT_OK_AND_ASSIGN(CheckReport r, Check(&dev_));
+    std::string all = absl::StrJoin(r.problems, "\n");
+    EXPECT_NE(all.find(std::string(needle)), std::string::npos) << all;
+  }
+  MemDevice dev_{64ull << 20};
+  uint64_t leaf_ = 0;
+};
+
+TEST_F(CheckFileEventsTest, StrayEvent) {
+  Rewrite([](std::vector<Item>* items, size_t i) {
+    Item extra = (*items)[i];
+    extra.key[9] = 2;  // seq 2 after seq 0: seq 1 missing
+    items->insert(items->begin() + static_cast<std::ptrdiff_t>(i) + 1, extra);
+  });
+  ExpectFinding("has event 2 where 1 was due");
+}
+
+TEST_F(CheckFileEventsTest, UnknownType) {
+  Rewrite([](std::vector<Item>* items, size_t i) { (*items)[i].value[0] = 99; });
+  ExpectFinding("unknown type 99");
+}
+
+TEST_F(CheckFileEventsTest, EventPastTheSealedRevision) {
+  Rewrite([](std::vector<Item>* items, size_t i) {
+    Item extra = (*items)[i];
+    extra.key[6] = 1;  // revision 2 + 256
+    items->push_back(extra);
+    std::sort(items->begin(), items->end(),
+              [](const Item& a, const Item& b) { return a.key < b.key; });
+  });
+  ExpectFinding("past the sealed revision");
+}
+
 }  // namespace
 }  // namespace cowkv

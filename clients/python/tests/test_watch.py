@@ -97,3 +97,41 @@ def test_refused_create(client: cowkv.Client, sv: cowkv.Subvolume) -> None:
         next(iter(sv.watch("b", range_end="a")))
     with pytest.raises(cowkv.InvalidArgument):
         sv.watch("a", prefix=True, range_end="b")
+
+
+def test_file_watch_under_a_prefix(sv: cowkv.Subvolume) -> None:
+    """Files.watch: the file tree's changes at and below a path, renames
+    into and out of it with both paths, in revision order; a replay from
+    the first revision; a start before what was recorded is Compacted."""
+    fs = sv.files
+    with fs.watch("/pw") as w:
+        fs.mkdir("/pw")
+        fs.write_bytes("/pw/f", b"data")
+        fs.mkdir("/out")
+        fs.rename("/pw/f", "/out/f")
+        fs.write_bytes("/out/g", b"x")  # not under /pw
+        fs.rename("/out/g", "/pw/g")
+        fs.unlink("/pw/g")
+        evs: List[cowkv.FileEvent] = []
+        for ev in w:
+            evs.append(ev)
+            if (ev.type, ev.path) == ("UNLINK", "pw/g"):
+                break
+    got = [(e.type, e.path, e.new_path) for e in evs]
+    # write_bytes is a create and writes (MODIFY events, as many as it made).
+    want = [("MKDIR", "pw", ""), ("CREATE", "pw/f", ""), ("RENAME", "pw/f", "out/f"),
+            ("RENAME", "out/g", "pw/g"), ("UNLINK", "pw/g", "")]
+    assert [g for g in got if g[0] != "MODIFY"] == want, got
+    assert all(g[1] == "pw/f" for g in got if g[0] == "MODIFY"), got
+    assert all(a.revision < b.revision for a, b in zip(evs, evs[1:]))
+    first = evs[0].revision
+    with fs.watch("pw", start_revision=first) as w:
+        again: List[cowkv.FileEvent] = []
+        for ev in w:
+            again.append(ev)
+            if len(again) == len(evs):
+                break
+    assert again == evs
+    fs.mkdir("/unwatched")  # nobody watches: the recorded span ends here
+    with pytest.raises(cowkv.Compacted):
+        next(iter(fs.watch("pw", start_revision=first)))

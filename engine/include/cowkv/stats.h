@@ -96,6 +96,10 @@ struct StoreStats {
   uint64_t kv_range_value_bytes = 0;  // value bytes range reads (and Txn ranges) loaded
   // The file namespace.
   uint64_t fs_fsyncs = 0;
+  // File events recorded (only while a subvolume's files are watched: 0 on
+  // a store nobody watches), and spans closed by the first unwatched write.
+  uint64_t fs_file_events = 0;
+  uint64_t fs_file_event_span_closes = 0;
   uint64_t fs_logged_keys = 0;     // keys fsync and name-change log updates noted
   uint64_t fs_log_updates = 0;     // rename/link/unlink that had to update the log
   uint64_t fs_logged_lookups = 0;  // "was this inode logged?" asked of the log (seed 004)

@@ -169,6 +169,17 @@ class Subvolume {
   // NOT_FOUND once the subvolume is deleted.
   absl::StatusOr<EventsResult> ReadEvents(const EventsRequest& req);
 
+  // File watch (watch.h "File events"; docs/design.md "File watch").
+  // StartFileEvents registers one file watcher: from now on every change of
+  // the file tree records its event (until StopFileEvents ends the last
+  // registration); it answers the span start, the oldest revision whose
+  // file events are complete (a watcher may resume at or after it).
+  // FAILED_PRECONDITION for a read-only snapshot or store. ReadFileEvents
+  // reads them (FAILED_PRECONDITION when nothing is being recorded).
+  absl::StatusOr<uint64_t> StartFileEvents();
+  void StopFileEvents();
+  absl::StatusOr<FileEventsResult> ReadFileEvents(const FileEventsRequest& req);
+
  private:
   friend class StoreImpl;
   Subvolume(StoreImpl* store, uint64_t id) : store_(store), id_(id) {}

@@ -43,7 +43,7 @@ from cowkv.txn import (Compare, CreateRevision, Delete, DeleteRange, DeleteResul
                        Missing, ModRevision, Op, Put, PutResult, Range, RangeResult, Transaction,
                        TransactionState, TxnResult, Value, Version)
 from cowkv.values import Durability, KeyValue
-from cowkv.watch import EventType, Watch, WatchCanceled, WatchEvent
+from cowkv.watch import EventType, FileEvent, Watch, WatchCanceled, WatchEvent
 
 __version__ = "0.1.0"
 
@@ -63,5 +63,5 @@ __all__ = [
     "ReadOnly", "Conflict", "TooOld", "Compacted", "FutureRevision", "ResourceExhausted", "NoSpace", "DataLoss", "Unavailable",
     "Unauthenticated", "PermissionDenied", "DeadlineExceeded", "Cancelled", "Unimplemented",
     "Internal",
-    "Watch", "WatchEvent", "EventType", "WatchCanceled",
+    "Watch", "WatchEvent", "FileEvent", "EventType", "WatchCanceled",
 ]

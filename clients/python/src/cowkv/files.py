@@ -26,6 +26,7 @@ from cowkv.v1 import files_pb2
 
 if TYPE_CHECKING:
     from cowkv._rpc import Rpc
+    from cowkv.watch import Watch
     from cowkv.file import RemoteFile
     from cowkv.handle import FileHandle
 
@@ -157,6 +158,23 @@ class Files:
     def __init__(self, rpc: "Rpc", subvolume: str) -> None:
         self._rpc = rpc
         self.subvolume = subvolume
+
+    # Watch (issue 18, docs/design.md "File watch").
+
+    def watch(self, prefix: Path = "", *, start_revision: int = 0,
+              progress_notify: bool = False) -> "Watch":
+        """Watches the file tree at ``prefix`` and below (every path when
+        empty) on a stream of its own, like inotify; iterate the returned
+        :class:`cowkv.Watch` for :class:`cowkv.FileEvent`, ``cancel()`` it to
+        stop. Returns once the server created the watcher. Changes are shown
+        once an engine commit sealed them (the server commits for its file
+        watchers). ``start_revision`` 0 = the next change; an older one
+        replays the recorded events (:class:`cowkv.Compacted`, with the
+        oldest revision served, when it is before what was recorded: the
+        file tree changed while nobody watched it)."""
+        from cowkv.watch import Watch, file_watch_create
+        return Watch(self._rpc, file_watch_create(self.subvolume, _p(prefix), start_revision,
+                                                  progress_notify))
 
     # Files as objects.
 

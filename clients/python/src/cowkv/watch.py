@@ -35,7 +35,7 @@ from cowkv._rpc import Rpc
 from cowkv.values import Key, KeyValue, to_bytes
 from cowkv.v1 import kv_pb2
 
-__all__ = ["EventType", "WatchEvent", "Watch", "WatchCanceled", "prefix_end"]
+__all__ = ["EventType", "WatchEvent", "FileEvent", "Watch", "WatchCanceled", "prefix_end"]
 
 
 class EventType(enum.Enum):
@@ -57,6 +57,24 @@ class WatchEvent:
     @property
     def revision(self) -> int:
         return self.kv.mod_revision
+
+
+@dataclasses.dataclass(frozen=True)
+class FileEvent:
+    """One change of the file tree (a file watcher's event, ``Files.watch``;
+    docs/design.md "File watch"). ``type``: "CREATE", "MKDIR", "SYMLINK",
+    "LINK", "UNLINK", "RMDIR", "RENAME", "EXCHANGE", "MODIFY", "ATTRIB" or
+    "XATTR". ``path`` is relative to the subvolume root (no leading "/");
+    ``new_path`` the other path of a RENAME or EXCHANGE ("" otherwise). A
+    data or attribute change names one of the inode's names. ``paths_lost``:
+    the paths were too long to record (both empty): rescan."""
+
+    type: str
+    revision: int
+    ino: int
+    path: str
+    new_path: str
+    paths_lost: bool
 
 
 class WatchCanceled(errors.CowkvError):
@@ -112,11 +130,12 @@ class Watch:
     to cancel on exit. Not for several iterating threads."""
 
     def __init__(self, rpc: Rpc, create: kv_pb2.WatchCreateRequest) -> None:
+        self._files = create.HasField("files")
         self._requests: "queue.Queue[object]" = queue.Queue()
         self._requests.put(kv_pb2.WatchRequest(create_request=create))
         self._lock = threading.Lock()
         self._canceled = False
-        self._pending: List[WatchEvent] = []
+        self._pending: List[Any] = []  # WatchEvent, or FileEvent for a file watcher
         self.watch_id = 0
         self.header_revision = 0
         self._call: Any = rpc.kv.Watch(self._request_iter(), metadata=rpc.metadata)
@@ -154,7 +173,7 @@ class Watch:
 
     def _fill(self) -> bool:
         """Reads responses until events (a whole revision) or the end."""
-        events: List[WatchEvent] = []
+        events: List[Any] = []
         while True:
             r = self._next_response()
             if r is None:
@@ -165,6 +184,9 @@ class Watch:
                 if r.cancel_code == kv_pb2.WATCH_CANCEL_CLIENT:
                     return False
                 raise _cancel_error(r)
+            for f in r.file_events:
+                events.append(FileEvent(kv_pb2.FileWatchEvent.Type.Name(f.type), f.revision,
+                                        f.ino, f.path, f.new_path, f.paths_lost))
             for e in r.events:
                 events.append(WatchEvent(
                     EventType.PUT if e.type == kv_pb2.WatchEvent.PUT else EventType.DELETE,
@@ -177,7 +199,7 @@ class Watch:
     def __iter__(self) -> "Watch":
         return self
 
-    def __next__(self) -> WatchEvent:
+    def __next__(self) -> Any:  # WatchEvent (FileEvent for Files.watch)
         if not self._pending and not self._fill():
             raise StopIteration
         return self._pending.pop(0)
@@ -220,3 +242,11 @@ def watch_create(subvolume: str, key: Key, range_end: Optional[Key], prefix: boo
     return kv_pb2.WatchCreateRequest(subvolume=subvolume, key=k, range_end=end,
                                      start_revision=start_revision, prev_kv=prev_kv,
                                      filters=filters, progress_notify=progress_notify)
+
+
+def file_watch_create(subvolume: str, prefix: str, start_revision: int,
+                      progress_notify: bool) -> kv_pb2.WatchCreateRequest:
+    return kv_pb2.WatchCreateRequest(subvolume=subvolume,
+                                     files=kv_pb2.FileWatchCreate(prefix=prefix),
+                                     start_revision=start_revision,
+                                     progress_notify=progress_notify)
