@@ -73,11 +73,12 @@ class Rpc:
 
 
 def make_channel(addr: str, tls: bool, root_certificates: Optional[bytes],
-                 options: Sequence[Tuple[str, Any]]) -> grpc.Channel:
-    """An insecure or TLS channel with the server's message size limit."""
+                 options: Sequence[Tuple[str, Any]], module: Any = grpc) -> Any:
+    """An insecure or TLS channel with the server's message size limit;
+    ``module`` grpc.aio makes an asyncio channel (cowkv.aio)."""
     opts = [("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES)] + list(options)
     if tls or root_certificates is not None:
         creds = grpc.ssl_channel_credentials(root_certificates=root_certificates)
-        return grpc.secure_channel(addr, creds, options=opts)
-    return grpc.insecure_channel(addr, options=opts)
+        return module.secure_channel(addr, creds, options=opts)
+    return module.insecure_channel(addr, options=opts)
