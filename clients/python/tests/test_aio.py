@@ -1,7 +1,8 @@
 """cowkv.aio against a live cowkvd: every KV call, the one-shot and
 interactive transactions (run_in_transaction under contention), leases
 with the keep-alive task, the same error classes as the synchronous client,
-per-call timeouts (a tiny one raises DeadlineExceeded, in both clients),
+per-call timeouts (a short one raises DeadlineExceeded against a stopped
+server, in both clients; every call takes one),
 watch events equal to a model over a random walk, and a watch ending
 cleanly on break, cancel() and task cancellation (checked on a server that
 allows 3 calls per client, which a leaked stream would exhaust). Plain
@@ -10,9 +11,11 @@ tests around asyncio.run: no pytest plugin."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import inspect
 import random
+import signal
 import time
 from typing import Any, Awaitable, Callable, Dict, Iterator, List, Optional, Tuple, TypeVar
 
@@ -153,65 +156,106 @@ def test_errors_are_the_sync_clients(server: Server, client: cowkv.Client,
 # Timeouts.
 
 
-def test_tiny_timeouts_raise_deadline_exceeded(server: Server, sv: cowkv.Subvolume) -> None:
-    tiny = 1e-6
-    sv.put("k", "v")
-    with pytest.raises(cowkv.DeadlineExceeded):
-        sv.get("k", timeout=tiny)
-    with pytest.raises(cowkv.DeadlineExceeded):
-        sv.put("k", "w", timeout=tiny)
-    with pytest.raises(cowkv.DeadlineExceeded):
-        list(sv.range(prefix="k", timeout=tiny))
-    with pytest.raises(cowkv.DeadlineExceeded):
-        sv.txn(success=[cowkv.Put("k", "w")], timeout=tiny)
-    with pytest.raises(cowkv.DeadlineExceeded):
-        sv.transaction(timeout=tiny)
-    with pytest.raises(cowkv.DeadlineExceeded):
-        sv.leases.grant(10, timeout=tiny)
-    assert sv.get("k", timeout=30.0) == b"v"
+@pytest.fixture(scope="module")
+def stalled_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A cowkvd of its own that the timeout tests stop (SIGSTOP) meanwhile:
+    a call to it cannot finish, so any timeout passes (against a running
+    server on loopback a call of a few microseconds often beats even a
+    1 µs deadline: gRPC fails a call only when its timer fires first)."""
+    srv = Server(tmp_path_factory.mktemp("cowkvd-stalled") / "cowkv.img").start()
+    yield srv
+    assert srv.stop() == 0, "".join(srv.log)
 
+
+@contextlib.contextmanager
+def stopped(srv: Server) -> Iterator[None]:
+    assert srv.proc is not None
+    srv.proc.send_signal(signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        srv.proc.send_signal(signal.SIGCONT)
+
+
+TINY = 0.05  # seconds: the calls below must fail after about this long
+
+
+def _fails_fast(call: Callable[[], Any]) -> None:
+    t0 = time.monotonic()
+    with pytest.raises(cowkv.DeadlineExceeded):
+        call()
+    assert time.monotonic() - t0 < 10  # the call's timeout, not the client's 60 s
+
+
+def test_sync_calls_take_a_timeout(stalled_server: Server) -> None:
+    client = cowkv.connect(stalled_server.address, timeout=60.0, wait_ready=30.0)
+    client.create_subvolume("sync")
+    sv = client.subvolume("sync")
+    sv.put("k", "v")
+    lease = sv.leases.grant(60)
+    with stopped(stalled_server):
+        _fails_fast(lambda: sv.get("k", timeout=TINY))
+        _fails_fast(lambda: sv.put("k", "w", timeout=TINY))
+        _fails_fast(lambda: list(sv.range(prefix="k", timeout=TINY)))
+        _fails_fast(lambda: sv.txn(success=[cowkv.Put("k", "w")], timeout=TINY))
+        _fails_fast(lambda: sv.transaction(timeout=TINY))
+        _fails_fast(lambda: sv.leases.grant(10, timeout=TINY))
+        _fails_fast(lambda: sv.leases.keep_alive(lease, timeout=TINY))
+        _fails_fast(lambda: client.show_subvolume("sync", timeout=TINY))
+        _fails_fast(lambda: sv.files.stat("/", timeout=TINY))
+        _fails_fast(lambda: next(iter(sv.watch("k", timeout=TINY))))
+    assert sv.get("k", timeout=30.0) in (b"v", b"w")  # the server serves again
+    client.close()
+
+
+def test_aio_calls_take_a_timeout(stalled_server: Server) -> None:
     async def body(db: cowkv.aio.Client) -> None:
-        a = db.subvolume(sv.name)
+        await db.create_subvolume("aio")
+        a = db.subvolume("aio")
+        await a.put("k", "v")
+        lease = await a.leases.grant(60)
         calls: List[Callable[[], Awaitable[Any]]] = [
-            lambda: a.get("k", timeout=tiny), lambda: a.put("k", "w", timeout=tiny),
-            lambda: a.delete("k", timeout=tiny), lambda: a.count(prefix="k", timeout=tiny),
-            lambda: a.range(prefix="k", timeout=tiny).to_list(),
-            lambda: a.range_page(prefix="k", timeout=tiny),
-            lambda: a.delete_range(prefix="k", timeout=tiny),
-            lambda: a.txn(success=[cowkv.Put("k", "w")], timeout=tiny),
-            lambda: a.compact(1, timeout=tiny),
-            lambda: a.transaction(timeout=tiny).begin(),
-            lambda: a.leases.grant(10, timeout=tiny), lambda: a.leases.list(timeout=tiny),
-            lambda: a.leases.keep_alive(1, timeout=tiny),
-            lambda: db.show_subvolume(sv.name, timeout=tiny),
-            lambda: db.version(timeout=tiny),
+            lambda: a.get("k", timeout=TINY), lambda: a.put("k", "w", timeout=TINY),
+            lambda: a.delete("k", timeout=TINY), lambda: a.count(prefix="k", timeout=TINY),
+            lambda: a.range(prefix="k", timeout=TINY).to_list(),
+            lambda: a.range_page(prefix="k", timeout=TINY),
+            lambda: a.delete_range(prefix="k", timeout=TINY),
+            lambda: a.txn(success=[cowkv.Put("k", "w")], timeout=TINY),
+            lambda: a.compact(1, timeout=TINY),
+            lambda: a.transaction(timeout=TINY).begin(),
+            lambda: a.leases.grant(10, timeout=TINY), lambda: a.leases.list(timeout=TINY),
+            lambda: a.leases.time_to_live(lease, timeout=TINY),
+            lambda: a.leases.keep_alive(lease, timeout=TINY),
+            lambda: a.watch("k", timeout=TINY).start(),
+            lambda: db.show_subvolume("aio", timeout=TINY), lambda: db.version(timeout=TINY),
         ]
-        for call in calls:
-            with pytest.raises(cowkv.DeadlineExceeded):
-                await call()
-        assert await a.get("k", timeout=30.0) == b"v"  # nothing was written
+        with stopped(stalled_server):
+            for call in calls:
+                t0 = time.monotonic()
+                with pytest.raises(cowkv.DeadlineExceeded):
+                    await call()
+                assert time.monotonic() - t0 < 10
+        assert await a.get("k", timeout=30.0) in (b"v", b"w")
         async with a.watch("quiet", timeout=0.3) as w:  # the stream's deadline
             t0 = time.monotonic()
             with pytest.raises(cowkv.DeadlineExceeded):
                 await w.__anext__()
             assert time.monotonic() - t0 < 10
-    run(server.address, body)
+    run(stalled_server.address, body)
 
 
-def test_the_connect_timeout_is_the_default(server: Server, sv: cowkv.Subvolume) -> None:
-    async def body(db: cowkv.aio.Client) -> None:
-        with pytest.raises(cowkv.DeadlineExceeded):
-            await db.subvolume(sv.name).get("k")
-        with pytest.raises(cowkv.NotFound):  # a call's own timeout wins
-            await db.subvolume(sv.name).get("k", timeout=30.0)
-
+def test_the_connect_timeout_is_the_default(stalled_server: Server) -> None:
     async def main() -> None:
-        db = cowkv.aio.connect(server.address, timeout=1e-6)
-        await db.wait_ready(30.0)
-        try:
-            await body(db)
-        finally:
-            await db.close()
+        async with cowkv.aio.connect(stalled_server.address, timeout=TINY,
+                                     wait_ready=30.0) as db:
+            a = db.subvolume("default")
+            with pytest.raises(cowkv.NotFound):
+                await a.get("none", timeout=30.0)
+            with stopped(stalled_server):
+                with pytest.raises(cowkv.DeadlineExceeded):
+                    await a.get("none")
+            with pytest.raises(cowkv.NotFound):  # a call's own timeout wins
+                await a.get("none", timeout=30.0)
     asyncio.run(main())
 
 
@@ -308,6 +352,12 @@ def test_watch_events_equal_a_model(server: Server, sv: cowkv.Subvolume) -> None
     run(server.address, body)
 
 
+async def _first(w: cowkv.aio.Watch) -> cowkv.WatchEvent:
+    async for ev in w:
+        return ev
+    raise AssertionError("the watch ended without an event")
+
+
 def test_watch_replay_compacted_deleted_refused(server: Server, client: cowkv.Client,
                                                 sv: cowkv.Subvolume) -> None:
     r1 = sv.put("h", "1")
@@ -324,12 +374,14 @@ def test_watch_replay_compacted_deleted_refused(server: Server, client: cowkv.Cl
         assert vals == [b"1", b"2", b"3"]
         await a.compact(r3)
         with pytest.raises(cowkv.Compacted) as e:
-            await a.watch("h", start_revision=r1)
+            await _first(a.watch("h", start_revision=r1))
         assert e.value.compact_revision == r3 + 1 and e.value.reason == "COMPACTED"
         with pytest.raises(cowkv.NotFound):
-            await db.subvolume("no-such-subvolume").watch("k")
+            await _first(db.subvolume("no-such-subvolume").watch("k"))
         with pytest.raises(cowkv.InvalidArgument):
-            await a.watch("b", range_end="a")
+            await _first(a.watch("b", range_end="a"))
+        with pytest.raises(cowkv.InvalidArgument):
+            a.watch("a", prefix=True, range_end="b")
         await db.create_subvolume(sv.name + "-doomed")
         doomed = db.subvolume(sv.name + "-doomed")
         w = await doomed.watch("k")
