@@ -175,25 +175,29 @@ class Files:
         with self.open(path, "rb") as f:
             return f.read()
 
-    def write_bytes(self, path: Path, data: bytes, create_mode: int = 0o644) -> int:
+    def write_bytes(self, path: Path, data: bytes, create_mode: int = 0o644, *,
+                    timeout: Optional[float] = None) -> int:
         """Creates or replaces the file's contents; returns bytes written."""
-        return self.upload(path, iter([data]), create_mode=create_mode)
+        return self.upload(path, iter([data]), create_mode=create_mode, timeout=timeout)
 
     def upload(self, path: Path, source: Union[BinaryIO, Iterator[bytes]], *,
                offset: int = 0, create: bool = True, truncate: bool = True,
-               create_mode: int = 0o644) -> int:
+               create_mode: int = 0o644, timeout: Optional[float] = None) -> int:
         """Streams a local binary file object (or an iterator of byte chunks)
-        into ``path`` from ``offset`` in one Write RPC; returns bytes written."""
+        into ``path`` from ``offset`` in one Write RPC; returns bytes written.
+        ``timeout``: the stream's deadline (default: the client's stream_timeout)."""
         chunks = _chunks(source)
         head = files_pb2.WriteRequest(subvolume=self.subvolume, path=_p(path), offset=offset,
                                       create=create, truncate=truncate, mode=create_mode)
-        return self.write_stream(head, chunks).bytes_written
+        return self.write_stream(head, chunks, timeout=timeout).bytes_written
 
-    def download(self, path: Path, sink: BinaryIO, offset: int = 0, length: int = 0) -> int:
+    def download(self, path: Path, sink: BinaryIO, offset: int = 0, length: int = 0, *,
+                 timeout: Optional[float] = None) -> int:
         """Streams ``path`` (from ``offset``, ``length`` bytes or to EOF) into
         a local binary file object; returns bytes copied."""
         n = 0
-        for chunk in self.read_stream(path=_p(path), offset=offset, length=length):
+        for chunk in self.read_stream(path=_p(path), offset=offset, length=length,
+                                      timeout=timeout):
             sink.write(chunk)
             n += len(chunk)
         return n
@@ -201,16 +205,18 @@ class Files:
     # The streaming RPCs, as the file object uses them.
 
     def read_stream(self, *, path: str = "", ino: int = 0, offset: int = 0,
-                    length: int = 0, handle: int = 0) -> Iterator[bytes]:
+                    length: int = 0, handle: int = 0,
+                    timeout: Optional[float] = None) -> Iterator[bytes]:
         """The bytes of a range as the server streams them (chunks ≤ 1 MiB)."""
         req = files_pb2.ReadRequest(subvolume=self.subvolume, path=path, ino=ino, offset=offset,
                                     length=length, handle=handle)
-        for m in self._rpc.server_stream(self._rpc.files.Read, req, "read"):
+        for m in self._rpc.server_stream(self._rpc.files.Read, req, "read", timeout):
             if m.data:
                 yield m.data
 
     def write_stream(self, head: files_pb2.WriteRequest,
-                     chunks: Iterator[bytes]) -> files_pb2.WriteResponse:
+                     chunks: Iterator[bytes], *,
+                     timeout: Optional[float] = None) -> files_pb2.WriteResponse:
         """One Write RPC: ``head`` names the file, then one message per chunk."""
         check_request(head)
 
@@ -220,7 +226,7 @@ class Files:
                 for i in range(0, len(c), WRITE_CHUNK):
                     yield files_pb2.WriteRequest(data=c[i:i + WRITE_CHUNK])
         resp: files_pb2.WriteResponse = self._rpc.client_stream(self._rpc.files.Write, messages(),
-                                                                 "write")
+                                                                 "write", timeout)
         return resp
 
     # Names and attributes.
@@ -233,9 +239,9 @@ class Files:
         return FileStat.from_proto(self._rpc.unary(self._rpc.files.Stat, req, "stat",
                                                    timeout=timeout))
 
-    def exists(self, path: Path) -> bool:
+    def exists(self, path: Path, *, timeout: Optional[float] = None) -> bool:
         try:
-            self.stat(path)
+            self.stat(path, timeout=timeout)
             return True
         except errors.NotFound:
             return False
@@ -276,9 +282,9 @@ class Files:
                 yield DirEntry(e.name, e.ino, FileKind(e.kind), e.cookie)
             cookie, more = resp.next_cookie, resp.more
 
-    def listdir(self, path: Path = "/") -> List[str]:
-        """The names in a directory, in creation order."""
-        return [e.name for e in self.scandir(path)]
+    def listdir(self, path: Path = "/", *, timeout: Optional[float] = None) -> List[str]:
+        """The names in a directory, in creation order (``timeout`` per page)."""
+        return [e.name for e in self.scandir(path, timeout=timeout)]
 
     def rename(self, src: Path, dst: Path, flags: int = 0,
                *, timeout: Optional[float] = None) -> None:
@@ -468,20 +474,22 @@ class Files:
         return FileStat.from_proto(self._rpc.unary(self._rpc.files.SetAttr, req, "setattr",
                                                    timeout=timeout))
 
-    def chmod(self, path: Path, mode: int) -> FileStat:
+    def chmod(self, path: Path, mode: int, *, timeout: Optional[float] = None) -> FileStat:
         """Sets the permission bits (at most 0o7777), as os.chmod."""
-        return self.set_attr(path, mode=mode)
+        return self.set_attr(path, mode=mode, timeout=timeout)
 
-    def chown(self, path: Path, uid: int, gid: int) -> FileStat:
+    def chown(self, path: Path, uid: int, gid: int, *,
+              timeout: Optional[float] = None) -> FileStat:
         """Sets the owner, as os.chown: -1 keeps that id."""
         return self.set_attr(path, uid=None if uid == -1 else uid,
-                             gid=None if gid == -1 else gid)
+                             gid=None if gid == -1 else gid, timeout=timeout)
 
-    def utime(self, path: Path, ns: Optional[Tuple[int, int]] = None) -> FileStat:
+    def utime(self, path: Path, ns: Optional[Tuple[int, int]] = None, *,
+              timeout: Optional[float] = None) -> FileStat:
         """Sets (atime, mtime) in ns since the epoch, or both to now, as os.utime."""
         if ns is None:
-            return self.set_attr(path, atime_ns=UTIME_NOW, mtime_ns=UTIME_NOW)
-        return self.set_attr(path, atime_ns=ns[0], mtime_ns=ns[1])
+            return self.set_attr(path, atime_ns=UTIME_NOW, mtime_ns=UTIME_NOW, timeout=timeout)
+        return self.set_attr(path, atime_ns=ns[0], mtime_ns=ns[1], timeout=timeout)
 
     # Extended attributes (issue 17): names 1..255 bytes (ENAMETOOLONG past),
     # values at most 4096 bytes and what fits one item (ERANGE past).
