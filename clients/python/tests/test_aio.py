@@ -264,7 +264,7 @@ def test_the_connect_timeout_is_the_default(stalled_server: Server) -> None:
 
 
 _NO_TIMEOUT = {"subvolume", "lock", "keep_alive_thread", "keep_alive_task", "close", "begin",
-               "wait_ready", "sync_subvolumes", "check"}
+               "wait_ready"}
 
 
 @pytest.mark.parametrize("cls", [cowkv.Client, cowkv.Subvolume, cowkv.Transaction,
