@@ -45,6 +45,8 @@ from cowkv.txn import (Compare, CreateRevision, Delete, DeleteRange, DeleteResul
 from cowkv.values import Durability, KeyValue
 from cowkv.watch import EventType, FileEvent, Watch, WatchCanceled, WatchEvent
 
+from cowkv import aio  # noqa: E402 - cowkv.aio.connect after `import cowkv`
+
 __version__ = "0.1.0"
 
 __all__ = [

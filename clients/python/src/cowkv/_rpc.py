@@ -51,10 +51,13 @@ class Rpc:
         except grpc.RpcError as e:
             raise from_rpc_error(e, op) from None
 
-    def server_stream(self, method: Callable[..., Iterable[T]], request: Any, op: str) -> Iterator[T]:
-        """Iterates a server-streaming RPC; errors surface as CowkvError."""
+    def server_stream(self, method: Callable[..., Iterable[T]], request: Any, op: str,
+                      timeout: Optional[float] = None) -> Iterator[T]:
+        """Iterates a server-streaming RPC with the call's or the default
+        stream deadline; errors surface as CowkvError."""
         check_request(request)
-        call: Any = method(request, timeout=self.stream_timeout, metadata=self.metadata)
+        call: Any = method(request, timeout=timeout if timeout is not None else self.stream_timeout,
+                           metadata=self.metadata)
         try:
             for message in call:
                 yield message
@@ -63,21 +66,25 @@ class Rpc:
         finally:
             call.cancel()  # a no-op after the stream ended; stops it if abandoned
 
-    def client_stream(self, method: Callable[..., T], requests: Iterator[Any], op: str) -> T:
-        """Sends a client-streaming RPC; errors surface as CowkvError. (The
-        caller checks the first message with check_request.)"""
+    def client_stream(self, method: Callable[..., T], requests: Iterator[Any], op: str,
+                      timeout: Optional[float] = None) -> T:
+        """Sends a client-streaming RPC with the call's or the default stream
+        deadline; errors surface as CowkvError. (The caller checks the first
+        message with check_request.)"""
+        wait = timeout if timeout is not None else self.stream_timeout
         try:
-            return method(requests, timeout=self.stream_timeout, metadata=self.metadata)
+            return method(requests, timeout=wait, metadata=self.metadata)
         except grpc.RpcError as e:
             raise from_rpc_error(e, op) from None
 
 
 def make_channel(addr: str, tls: bool, root_certificates: Optional[bytes],
-                 options: Sequence[Tuple[str, Any]]) -> grpc.Channel:
-    """An insecure or TLS channel with the server's message size limit."""
+                 options: Sequence[Tuple[str, Any]], module: Any = grpc) -> Any:
+    """An insecure or TLS channel with the server's message size limit;
+    ``module`` grpc.aio makes an asyncio channel (cowkv.aio)."""
     opts = [("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES)] + list(options)
     if tls or root_certificates is not None:
         creds = grpc.ssl_channel_credentials(root_certificates=root_certificates)
-        return grpc.secure_channel(addr, creds, options=opts)
-    return grpc.insecure_channel(addr, options=opts)
+        return module.secure_channel(addr, creds, options=opts)
+    return module.insecure_channel(addr, options=opts)

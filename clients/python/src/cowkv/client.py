@@ -138,13 +138,15 @@ class Client:
         """A handle on a subvolume (or snapshot) by name; no call is made."""
         return Subvolume(self._rpc, name)
 
-    def create_subvolume(self, name: str) -> SubvolumeInfo:
+    def create_subvolume(self, name: str, *, timeout: Optional[float] = None) -> SubvolumeInfo:
         """Creates an empty subvolume; AlreadyExists if the name is taken."""
         req = subvolumes_pb2.CreateSubvolumeRequest(name=name)
-        return SubvolumeInfo.from_proto(self._rpc.unary(self._rpc.subvolumes.Create, req, "create"))
+        return SubvolumeInfo.from_proto(self._rpc.unary(self._rpc.subvolumes.Create, req, "create",
+                                                        timeout=timeout))
 
     def list_subvolumes(self, read_only: bool = False, snapshots_only: bool = False,
-                        sort: Union[str, Sequence[str], None] = None) -> List[SubvolumeInfo]:
+                        sort: Union[str, Sequence[str], None] = None,
+                        *, timeout: Optional[float] = None) -> List[SubvolumeInfo]:
         """Every live subvolume and snapshot, "default" included, in id order.
 
         As btrfs's ``subvolume list -r -s --sort=...``, filtered and sorted by
@@ -156,30 +158,33 @@ class Client:
         keys = [sort] if isinstance(sort, str) else list(sort or [])
         req = subvolumes_pb2.ListSubvolumesRequest(read_only=read_only,
                                                    snapshots_only=snapshots_only, sort=keys)
-        resp = self._rpc.unary(self._rpc.subvolumes.List, req, "list")
+        resp = self._rpc.unary(self._rpc.subvolumes.List, req, "list", timeout=timeout)
         return [SubvolumeInfo.from_proto(m) for m in resp.subvolumes]
 
-    def show_subvolume(self, name: str) -> SubvolumeInfo:
+    def show_subvolume(self, name: str, *, timeout: Optional[float] = None) -> SubvolumeInfo:
         """One subvolume; NotFound if no subvolume has the name."""
         req = subvolumes_pb2.ShowSubvolumeRequest(name=name)
-        return SubvolumeInfo.from_proto(self._rpc.unary(self._rpc.subvolumes.Show, req, "show"))
+        return SubvolumeInfo.from_proto(self._rpc.unary(self._rpc.subvolumes.Show, req, "show",
+                                                        timeout=timeout))
 
-    def rename_subvolume(self, name: str, new_name: str) -> None:
+    def rename_subvolume(self, name: str, new_name: str,
+                         *, timeout: Optional[float] = None) -> None:
         """Renames a subvolume; its id, contents and snapshots stay."""
         req = subvolumes_pb2.RenameSubvolumeRequest(name=name, new_name=new_name)
-        self._rpc.unary(self._rpc.subvolumes.Rename, req, "rename")
+        self._rpc.unary(self._rpc.subvolumes.Rename, req, "rename", timeout=timeout)
 
-    def delete_subvolume(self, name: str) -> None:
+    def delete_subvolume(self, name: str, *, timeout: Optional[float] = None) -> None:
         """Deletes a subvolume by exact name (not "default": FailedPrecondition)."""
         req = subvolumes_pb2.DeleteSubvolumeRequest(name=name)
-        self._rpc.unary(self._rpc.subvolumes.Delete, req, "delete")
+        self._rpc.unary(self._rpc.subvolumes.Delete, req, "delete", timeout=timeout)
 
-    def snapshot(self, source: str, name: str, read_only: bool = True) -> SubvolumeInfo:
+    def snapshot(self, source: str, name: str, read_only: bool = True,
+                 *, timeout: Optional[float] = None) -> SubvolumeInfo:
         """Snapshots ``source`` as ``name`` (O(1)); a read-only snapshot
         refuses every write with :class:`cowkv.ReadOnly`."""
         req = subvolumes_pb2.SnapshotRequest(source=source, name=name, read_only=read_only)
         return SubvolumeInfo.from_proto(self._rpc.unary(self._rpc.subvolumes.Snapshot, req,
-                                                        "snapshot"))
+                                                        "snapshot", timeout=timeout))
 
     def sync_subvolumes(self, ids: Optional[Sequence[int]] = None,
                         timeout: Optional[float] = None) -> List[int]:
@@ -200,14 +205,16 @@ class Client:
 
     # Admin.
 
-    def sync(self) -> int:
+    def sync(self, *, timeout: Optional[float] = None) -> int:
         """Commits the engine transaction: everything written before survives
         a crash. Returns the commit's generation."""
-        return int(self._rpc.unary(self._rpc.admin.Sync, admin_pb2.SyncRequest(), "sync").generation)
+        return int(self._rpc.unary(self._rpc.admin.Sync, admin_pb2.SyncRequest(), "sync",
+                                   timeout=timeout).generation)
 
-    def stats(self) -> Dict[str, int]:
+    def stats(self, *, timeout: Optional[float] = None) -> Dict[str, int]:
         """Every engine and server counter, by the field names of StatsResponse."""
-        resp = self._rpc.unary(self._rpc.admin.Stats, admin_pb2.StatsRequest(), "stats")
+        resp = self._rpc.unary(self._rpc.admin.Stats, admin_pb2.StatsRequest(), "stats",
+                               timeout=timeout)
         return {f.name: int(getattr(resp, f.name)) for f in resp.DESCRIPTOR.fields}
 
     def check(self, timeout: Optional[float] = None) -> CheckResult:
@@ -218,7 +225,8 @@ class Client:
                            r.total_bytes, r.trees, r.nodes, r.items, r.extents, r.used_bytes,
                            r.rechecked)
 
-    def version(self) -> VersionInfo:
+    def version(self, *, timeout: Optional[float] = None) -> VersionInfo:
         """Versions of the server, the API and its libraries."""
-        r = self._rpc.unary(self._rpc.admin.Version, admin_pb2.VersionRequest(), "version")
+        r = self._rpc.unary(self._rpc.admin.Version, admin_pb2.VersionRequest(), "version",
+                            timeout=timeout)
         return VersionInfo(r.version, r.api, r.grpc_version, r.protobuf_version, r.nodesize)

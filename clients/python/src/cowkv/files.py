@@ -193,25 +193,29 @@ class Files:
         with self.open(path, "rb") as f:
             return f.read()
 
-    def write_bytes(self, path: Path, data: bytes, create_mode: int = 0o644) -> int:
+    def write_bytes(self, path: Path, data: bytes, create_mode: int = 0o644, *,
+                    timeout: Optional[float] = None) -> int:
         """Creates or replaces the file's contents; returns bytes written."""
-        return self.upload(path, iter([data]), create_mode=create_mode)
+        return self.upload(path, iter([data]), create_mode=create_mode, timeout=timeout)
 
     def upload(self, path: Path, source: Union[BinaryIO, Iterator[bytes]], *,
                offset: int = 0, create: bool = True, truncate: bool = True,
-               create_mode: int = 0o644) -> int:
+               create_mode: int = 0o644, timeout: Optional[float] = None) -> int:
         """Streams a local binary file object (or an iterator of byte chunks)
-        into ``path`` from ``offset`` in one Write RPC; returns bytes written."""
+        into ``path`` from ``offset`` in one Write RPC; returns bytes written.
+        ``timeout``: the stream's deadline (default: the client's stream_timeout)."""
         chunks = _chunks(source)
         head = files_pb2.WriteRequest(subvolume=self.subvolume, path=_p(path), offset=offset,
                                       create=create, truncate=truncate, mode=create_mode)
-        return self.write_stream(head, chunks).bytes_written
+        return self.write_stream(head, chunks, timeout=timeout).bytes_written
 
-    def download(self, path: Path, sink: BinaryIO, offset: int = 0, length: int = 0) -> int:
+    def download(self, path: Path, sink: BinaryIO, offset: int = 0, length: int = 0, *,
+                 timeout: Optional[float] = None) -> int:
         """Streams ``path`` (from ``offset``, ``length`` bytes or to EOF) into
         a local binary file object; returns bytes copied."""
         n = 0
-        for chunk in self.read_stream(path=_p(path), offset=offset, length=length):
+        for chunk in self.read_stream(path=_p(path), offset=offset, length=length,
+                                      timeout=timeout):
             sink.write(chunk)
             n += len(chunk)
         return n
@@ -219,16 +223,18 @@ class Files:
     # The streaming RPCs, as the file object uses them.
 
     def read_stream(self, *, path: str = "", ino: int = 0, offset: int = 0,
-                    length: int = 0, handle: int = 0) -> Iterator[bytes]:
+                    length: int = 0, handle: int = 0,
+                    timeout: Optional[float] = None) -> Iterator[bytes]:
         """The bytes of a range as the server streams them (chunks ≤ 1 MiB)."""
         req = files_pb2.ReadRequest(subvolume=self.subvolume, path=path, ino=ino, offset=offset,
                                     length=length, handle=handle)
-        for m in self._rpc.server_stream(self._rpc.files.Read, req, "read"):
+        for m in self._rpc.server_stream(self._rpc.files.Read, req, "read", timeout):
             if m.data:
                 yield m.data
 
     def write_stream(self, head: files_pb2.WriteRequest,
-                     chunks: Iterator[bytes]) -> files_pb2.WriteResponse:
+                     chunks: Iterator[bytes], *,
+                     timeout: Optional[float] = None) -> files_pb2.WriteResponse:
         """One Write RPC: ``head`` names the file, then one message per chunk."""
         check_request(head)
 
@@ -238,26 +244,28 @@ class Files:
                 for i in range(0, len(c), WRITE_CHUNK):
                     yield files_pb2.WriteRequest(data=c[i:i + WRITE_CHUNK])
         resp: files_pb2.WriteResponse = self._rpc.client_stream(self._rpc.files.Write, messages(),
-                                                                 "write")
+                                                                 "write", timeout)
         return resp
 
     # Names and attributes.
 
-    def stat(self, path: Path = "", *, ino: int = 0, handle: int = 0) -> FileStat:
+    def stat(self, path: Path = "", *, ino: int = 0, handle: int = 0,
+             timeout: Optional[float] = None) -> FileStat:
         """Attributes of a file, directory or symlink (by path, inode or open handle)."""
         req = files_pb2.StatRequest(subvolume=self.subvolume, path=_p(path), ino=ino,
                                     handle=handle)
-        return FileStat.from_proto(self._rpc.unary(self._rpc.files.Stat, req, "stat"))
+        return FileStat.from_proto(self._rpc.unary(self._rpc.files.Stat, req, "stat",
+                                                   timeout=timeout))
 
-    def exists(self, path: Path) -> bool:
+    def exists(self, path: Path, *, timeout: Optional[float] = None) -> bool:
         try:
-            self.stat(path)
+            self.stat(path, timeout=timeout)
             return True
         except errors.NotFound:
             return False
 
     def mkdir(self, path: Path, mode: int = 0o755, *, parents: bool = False,
-              exist_ok: bool = False) -> FileStat:
+              exist_ok: bool = False, timeout: Optional[float] = None) -> FileStat:
         """Creates a directory; with ``parents`` the missing ones above too."""
         p = _p(path)
         if parents:
@@ -266,41 +274,45 @@ class Files:
                 self.mkdir("/".join(parts[:i]), mode, exist_ok=True)
         req = files_pb2.MkdirRequest(subvolume=self.subvolume, path=p, mode=mode)
         try:
-            return FileStat.from_proto(self._rpc.unary(self._rpc.files.Mkdir, req, "mkdir"))
+            return FileStat.from_proto(self._rpc.unary(self._rpc.files.Mkdir, req, "mkdir",
+                                                       timeout=timeout))
         except errors.AlreadyExists:
             st = self.stat(p) if exist_ok else None
             if st is None or not st.is_dir:
                 raise
             return st
 
-    def create(self, path: Path, mode: int = 0o644) -> FileStat:
+    def create(self, path: Path, mode: int = 0o644, *, timeout: Optional[float] = None) -> FileStat:
         """Creates an empty regular file; AlreadyExists if the name is taken."""
         req = files_pb2.CreateFileRequest(subvolume=self.subvolume, path=_p(path), mode=mode)
-        return FileStat.from_proto(self._rpc.unary(self._rpc.files.Create, req, "create"))
+        return FileStat.from_proto(self._rpc.unary(self._rpc.files.Create, req, "create",
+                                                   timeout=timeout))
 
-    def scandir(self, path: Path = "/", page_size: int = 0) -> Iterator[DirEntry]:
+    def scandir(self, path: Path = "/", page_size: int = 0,
+                *, timeout: Optional[float] = None) -> Iterator[DirEntry]:
         """The entries of a directory in creation order, a page per call."""
         cookie, more = 0, True
         while more:
             req = files_pb2.ReadDirRequest(subvolume=self.subvolume, path=_p(path),
                                            cookie=cookie, limit=page_size)
-            resp = self._rpc.unary(self._rpc.files.ReadDir, req, "readdir")
+            resp = self._rpc.unary(self._rpc.files.ReadDir, req, "readdir", timeout=timeout)
             for e in resp.entries:
                 yield DirEntry(e.name, e.ino, FileKind(e.kind), e.cookie)
             cookie, more = resp.next_cookie, resp.more
 
-    def listdir(self, path: Path = "/") -> List[str]:
-        """The names in a directory, in creation order."""
-        return [e.name for e in self.scandir(path)]
+    def listdir(self, path: Path = "/", *, timeout: Optional[float] = None) -> List[str]:
+        """The names in a directory, in creation order (``timeout`` per page)."""
+        return [e.name for e in self.scandir(path, timeout=timeout)]
 
-    def rename(self, src: Path, dst: Path, flags: int = 0) -> None:
+    def rename(self, src: Path, dst: Path, flags: int = 0,
+               *, timeout: Optional[float] = None) -> None:
         """Renames (moves) a name; ``flags``: RENAME_NOREPLACE, RENAME_EXCHANGE."""
         req = files_pb2.RenameRequest(subvolume=self.subvolume, to=_p(dst), flags=flags,
                                       **{"from": _p(src)})
-        self._rpc.unary(self._rpc.files.Rename, req, "rename")
+        self._rpc.unary(self._rpc.files.Rename, req, "rename", timeout=timeout)
 
     def link(self, existing: Union[Path, "FileHandle"], new_path: Path, *,
-             ino: int = 0) -> FileStat:
+             ino: int = 0, timeout: Optional[float] = None) -> FileStat:
         """Adds a hard link to a file (not a directory: EPERM). ``existing``
         may be an open FileHandle, or ``ino`` name the file (linkat with
         AT_EMPTY_PATH): that names an O_TMPFILE (create_tmpfile); a file
@@ -312,57 +324,62 @@ class Files:
         else:
             req = files_pb2.LinkRequest(subvolume=self.subvolume, existing=_p(existing), ino=ino,
                                         new_path=_p(new_path))
-        return FileStat.from_proto(self._rpc.unary(self._rpc.files.Link, req, "link"))
+        return FileStat.from_proto(self._rpc.unary(self._rpc.files.Link, req, "link",
+                                                   timeout=timeout))
 
-    def symlink(self, target: str, path: Path) -> FileStat:
+    def symlink(self, target: str, path: Path, *, timeout: Optional[float] = None) -> FileStat:
         """Creates a symlink at ``path`` holding ``target`` (never resolved)."""
         req = files_pb2.SymlinkRequest(subvolume=self.subvolume, target=target, path=_p(path))
-        return FileStat.from_proto(self._rpc.unary(self._rpc.files.Symlink, req, "symlink"))
+        return FileStat.from_proto(self._rpc.unary(self._rpc.files.Symlink, req, "symlink",
+                                                   timeout=timeout))
 
-    def readlink(self, path: Path) -> str:
+    def readlink(self, path: Path, *, timeout: Optional[float] = None) -> str:
         req = files_pb2.ReadLinkRequest(subvolume=self.subvolume, path=_p(path))
-        return str(self._rpc.unary(self._rpc.files.ReadLink, req, "readlink").target)
+        return str(self._rpc.unary(self._rpc.files.ReadLink, req, "readlink",
+                                   timeout=timeout).target)
 
-    def unlink(self, path: Path) -> None:
+    def unlink(self, path: Path, *, timeout: Optional[float] = None) -> None:
         """Removes a name of a file or symlink (a directory: EISDIR)."""
         req = files_pb2.UnlinkRequest(subvolume=self.subvolume, path=_p(path))
-        self._rpc.unary(self._rpc.files.Unlink, req, "unlink")
+        self._rpc.unary(self._rpc.files.Unlink, req, "unlink", timeout=timeout)
 
-    def rmdir(self, path: Path) -> None:
+    def rmdir(self, path: Path, *, timeout: Optional[float] = None) -> None:
         """Removes an empty directory (ENOTEMPTY otherwise)."""
         req = files_pb2.RmdirRequest(subvolume=self.subvolume, path=_p(path))
-        self._rpc.unary(self._rpc.files.Rmdir, req, "rmdir")
+        self._rpc.unary(self._rpc.files.Rmdir, req, "rmdir", timeout=timeout)
 
     def truncate(self, path: Path = "", size: int = 0, *, ino: int = 0,
-                 handle: int = 0) -> FileStat:
+                 handle: int = 0, timeout: Optional[float] = None) -> FileStat:
         """Sets a regular file's size (cuts, or extends with a hole)."""
         req = files_pb2.TruncateRequest(subvolume=self.subvolume, path=_p(path), ino=ino,
                                         size=size, handle=handle)
-        return FileStat.from_proto(self._rpc.unary(self._rpc.files.Truncate, req, "truncate"))
+        return FileStat.from_proto(self._rpc.unary(self._rpc.files.Truncate, req, "truncate",
+                                                   timeout=timeout))
 
     # Data sharing and durability.
 
     def clone(self, src: Path, dst: Path, src_offset: int = 0, dst_offset: int = 0,
-              length: int = 0) -> None:
+              length: int = 0, *, timeout: Optional[float] = None) -> None:
         """Reflink: ``dst`` shares the extents of ``src``'s range (0 = to EOF);
         no data is copied. ``dst`` must exist."""
         req = files_pb2.CloneRequest(subvolume=self.subvolume, src_path=_p(src),
                                      src_offset=src_offset, dst_path=_p(dst),
                                      dst_offset=dst_offset, length=length)
-        self._rpc.unary(self._rpc.files.Clone, req, "clone")
+        self._rpc.unary(self._rpc.files.Clone, req, "clone", timeout=timeout)
 
     def fsync(self, path: Path = "", *, ino: int = 0, datasync: bool = False,
-              handle: int = 0, offset: int = 0, length: int = 0) -> None:
+              handle: int = 0, offset: int = 0, length: int = 0,
+              timeout: Optional[float] = None) -> None:
         """Makes a file (a directory: and its entries) survive a crash. With
         ``offset``/``length`` (sync_file_range), at least that byte range's data
         (length 0 = to EOF); the whole file is synced today."""
         req = files_pb2.FsyncRequest(subvolume=self.subvolume, path=_p(path), ino=ino,
                                      datasync=datasync, handle=handle, offset=offset,
                                      length=length)
-        self._rpc.unary(self._rpc.files.Fsync, req, "fsync")
+        self._rpc.unary(self._rpc.files.Fsync, req, "fsync", timeout=timeout)
 
     def fiemap(self, path: Path = "", offset: int = 0, length: int = 0, *,
-               ino: int = 0, handle: int = 0) -> List[Extent]:
+               ino: int = 0, handle: int = 0, timeout: Optional[float] = None) -> List[Extent]:
         """The extents holding a byte range (0 = to EOF), in file order."""
         out: List[Extent] = []
         stop = offset + length if length else 0  # 0 = EOF
@@ -370,7 +387,7 @@ class Files:
             req = files_pb2.FiemapRequest(subvolume=self.subvolume, path=_p(path), ino=ino,
                                           offset=offset, length=stop - offset if stop else 0,
                                           handle=handle)
-            resp = self._rpc.unary(self._rpc.files.Fiemap, req, "fiemap")
+            resp = self._rpc.unary(self._rpc.files.Fiemap, req, "fiemap", timeout=timeout)
             out += [Extent(e.logical, e.physical, e.length, e.flags) for e in resp.extents]
             if not resp.more or not resp.extents:
                 return out
@@ -382,7 +399,7 @@ class Files:
 
     def fallocate(self, path_or_ino: Union[Path, int], offset: int, length: int, *,
                   keep_size: bool = False, punch_hole: bool = False,
-                  zero_range: bool = False) -> FileStat:
+                  zero_range: bool = False, timeout: Optional[float] = None) -> FileStat:
         """fallocate(2) on a regular file (a path, or an inode number).
 
         By default the range's holes get preallocated extents, which read as
@@ -406,41 +423,44 @@ class Files:
             path, ino = _p(path_or_ino), 0
         req = files_pb2.FallocateRequest(subvolume=self.subvolume, path=path, ino=ino, mode=mode,
                                          offset=offset, length=length)
-        return FileStat.from_proto(self._rpc.unary(self._rpc.files.Fallocate, req, "fallocate"))
+        return FileStat.from_proto(self._rpc.unary(self._rpc.files.Fallocate, req, "fallocate",
+                                                   timeout=timeout))
 
     # Open handles (server-side, with a lease): a file unlinked while open
     # lives on until its last close; O_TMPFILE.
 
     def open_handle(self, path: Path = "", *, ino: int = 0,
-                    lease_ms: int = 0) -> "FileHandle":
+                    lease_ms: int = 0, timeout: Optional[float] = None) -> "FileHandle":
         """Opens a file on the server (Files.Open): a FileHandle, a context
         manager with read/write/truncate/fsync/stat/fiemap/close by handle.
         While it is open, removing the file's last name does not delete it."""
         from cowkv.handle import FileHandle
         req = files_pb2.OpenRequest(subvolume=self.subvolume, path=_p(path), ino=ino,
                                     lease_ms=lease_ms)
-        return FileHandle(self, self._rpc.unary(self._rpc.files.Open, req, "open"))
+        return FileHandle(self, self._rpc.unary(self._rpc.files.Open, req, "open", timeout=timeout))
 
     def create_tmpfile(self, dir: Path = "/", mode: int = 0o644, *, dir_ino: int = 0,
-                       lease_ms: int = 0) -> "FileHandle":
+                       lease_ms: int = 0, timeout: Optional[float] = None) -> "FileHandle":
         """O_TMPFILE: a new regular file without a name in directory ``dir``,
         opened; link(handle, path) names it, closing it unnamed deletes it."""
         from cowkv.handle import FileHandle
         req = files_pb2.CreateTmpfileRequest(subvolume=self.subvolume, dir_path=_p(dir),
                                              dir_ino=dir_ino, mode=mode, lease_ms=lease_ms)
-        return FileHandle(self, self._rpc.unary(self._rpc.files.CreateTmpfile, req, "tmpfile"))
+        return FileHandle(self, self._rpc.unary(self._rpc.files.CreateTmpfile, req, "tmpfile",
+                                                timeout=timeout))
 
-    def close_handle(self, handle: int) -> None:
+    def close_handle(self, handle: int, *, timeout: Optional[float] = None) -> None:
         """Closes an open handle (FileHandle.close calls this)."""
         req = files_pb2.CloseRequest(handle=handle)
-        self._rpc.unary(self._rpc.files.CloseHandle, req, "close")
+        self._rpc.unary(self._rpc.files.CloseHandle, req, "close", timeout=timeout)
 
     # Attributes (issue 17).
 
     def set_attr(self, path: Path = "", *, ino: int = 0, mode: Optional[int] = None,
                  uid: Optional[int] = None, gid: Optional[int] = None,
                  size: Optional[int] = None, atime_ns: Union[int, "_Now", None] = None,
-                 mtime_ns: Union[int, "_Now", None] = None) -> FileStat:
+                 mtime_ns: Union[int, "_Now", None] = None,
+                 timeout: Optional[float] = None) -> FileStat:
         """setattr: changes the attributes given (None = keep) and returns them
         afterwards; a time may be :data:`UTIME_NOW` (the server's clock). ctime
         becomes now when anything changes; ``size`` is a truncate."""
@@ -469,49 +489,57 @@ class Files:
             fields |= files_pb2.SET_ATTR_MTIME
             req.mtime_ns = mtime_ns
         req.fields = fields
-        return FileStat.from_proto(self._rpc.unary(self._rpc.files.SetAttr, req, "setattr"))
+        return FileStat.from_proto(self._rpc.unary(self._rpc.files.SetAttr, req, "setattr",
+                                                   timeout=timeout))
 
-    def chmod(self, path: Path, mode: int) -> FileStat:
+    def chmod(self, path: Path, mode: int, *, timeout: Optional[float] = None) -> FileStat:
         """Sets the permission bits (at most 0o7777), as os.chmod."""
-        return self.set_attr(path, mode=mode)
+        return self.set_attr(path, mode=mode, timeout=timeout)
 
-    def chown(self, path: Path, uid: int, gid: int) -> FileStat:
+    def chown(self, path: Path, uid: int, gid: int, *,
+              timeout: Optional[float] = None) -> FileStat:
         """Sets the owner, as os.chown: -1 keeps that id."""
         return self.set_attr(path, uid=None if uid == -1 else uid,
-                             gid=None if gid == -1 else gid)
+                             gid=None if gid == -1 else gid, timeout=timeout)
 
-    def utime(self, path: Path, ns: Optional[Tuple[int, int]] = None) -> FileStat:
+    def utime(self, path: Path, ns: Optional[Tuple[int, int]] = None, *,
+              timeout: Optional[float] = None) -> FileStat:
         """Sets (atime, mtime) in ns since the epoch, or both to now, as os.utime."""
         if ns is None:
-            return self.set_attr(path, atime_ns=UTIME_NOW, mtime_ns=UTIME_NOW)
-        return self.set_attr(path, atime_ns=ns[0], mtime_ns=ns[1])
+            return self.set_attr(path, atime_ns=UTIME_NOW, mtime_ns=UTIME_NOW, timeout=timeout)
+        return self.set_attr(path, atime_ns=ns[0], mtime_ns=ns[1], timeout=timeout)
 
     # Extended attributes (issue 17): names 1..255 bytes (ENAMETOOLONG past),
     # values at most 4096 bytes and what fits one item (ERANGE past).
 
     def set_xattr(self, path: Path, name: str, value: bytes, flags: int = 0, *,
-                  ino: int = 0) -> None:
+                  ino: int = 0, timeout: Optional[float] = None) -> None:
         """Sets an extended attribute; ``flags``: XATTR_CREATE or XATTR_REPLACE."""
         req = files_pb2.SetXattrRequest(subvolume=self.subvolume, path=_p(path), ino=ino,
                                         name=name, value=value, flags=flags)
-        self._rpc.unary(self._rpc.files.SetXattr, req, "setxattr")
+        self._rpc.unary(self._rpc.files.SetXattr, req, "setxattr", timeout=timeout)
 
-    def get_xattr(self, path: Path, name: str, *, ino: int = 0) -> bytes:
+    def get_xattr(self, path: Path, name: str, *, ino: int = 0,
+                  timeout: Optional[float] = None) -> bytes:
         """An extended attribute's value; NotFound (ENODATA) if it is not set."""
         req = files_pb2.GetXattrRequest(subvolume=self.subvolume, path=_p(path), ino=ino,
                                         name=name)
-        return bytes(self._rpc.unary(self._rpc.files.GetXattr, req, "getxattr").value)
+        return bytes(self._rpc.unary(self._rpc.files.GetXattr, req, "getxattr",
+                                     timeout=timeout).value)
 
-    def list_xattrs(self, path: Path = "", *, ino: int = 0) -> List[str]:
+    def list_xattrs(self, path: Path = "", *, ino: int = 0,
+                    timeout: Optional[float] = None) -> List[str]:
         """The names of a file's extended attributes, sorted."""
         req = files_pb2.ListXattrsRequest(subvolume=self.subvolume, path=_p(path), ino=ino)
-        return list(self._rpc.unary(self._rpc.files.ListXattrs, req, "listxattr").names)
+        return list(self._rpc.unary(self._rpc.files.ListXattrs, req, "listxattr",
+                                    timeout=timeout).names)
 
-    def remove_xattr(self, path: Path, name: str, *, ino: int = 0) -> None:
+    def remove_xattr(self, path: Path, name: str, *, ino: int = 0,
+                     timeout: Optional[float] = None) -> None:
         """Removes an extended attribute; NotFound (ENODATA) if it is not set."""
         req = files_pb2.RemoveXattrRequest(subvolume=self.subvolume, path=_p(path), ino=ino,
                                            name=name)
-        self._rpc.unary(self._rpc.files.RemoveXattr, req, "removexattr")
+        self._rpc.unary(self._rpc.files.RemoveXattr, req, "removexattr", timeout=timeout)
 
 
 class _Now(enum.Enum):

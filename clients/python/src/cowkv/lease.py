@@ -44,6 +44,10 @@ class LeaseInfo:
     granted_ttl: int
     keys: List[bytes]
 
+    @classmethod
+    def from_proto(cls, r: lease_pb2.LeaseTimeToLiveResponse) -> "LeaseInfo":
+        return cls(int(r.id), int(r.ttl), int(r.granted_ttl), list(r.keys))
+
 
 class Leases:
     """The leases of one subvolume (``sv.leases``). Thread-safe."""
@@ -54,34 +58,38 @@ class Leases:
         self.subvolume = subvolume
 
     def grant(self, ttl: int, id: int = 0,  # noqa: A002 - etcd's name
-              durability: Durability = Durability.DEFAULT) -> int:
+              durability: Durability = Durability.DEFAULT,
+              *, timeout: Optional[float] = None) -> int:
         """A new lease of ``ttl`` seconds; returns its id (``id`` 0 = the
         server picks). AlreadyExists for an id in use."""
         req = lease_pb2.LeaseGrantRequest(subvolume=self.subvolume, ttl=ttl, id=id,
                                           durability=durability_proto(durability))
-        return int(self._rpc.unary(self._stub.Grant, req, "lease grant").id)
+        return int(self._rpc.unary(self._stub.Grant, req, "lease grant", timeout=timeout).id)
 
     def revoke(self, id: int,  # noqa: A002
-               durability: Durability = Durability.DEFAULT) -> int:
+               durability: Durability = Durability.DEFAULT,
+               *, timeout: Optional[float] = None) -> int:
         """Deletes the lease and every key attached to it in one revision
         (returned). NotFound if there is no such lease."""
         req = lease_pb2.LeaseRevokeRequest(subvolume=self.subvolume, id=id,
                                            durability=durability_proto(durability))
-        return int(self._rpc.unary(self._stub.Revoke, req, "lease revoke").revision)
+        return int(self._rpc.unary(self._stub.Revoke, req, "lease revoke",
+                                   timeout=timeout).revision)
 
-    def keep_alive(self, id: int) -> int:  # noqa: A002
+    def keep_alive(self, id: int, *, timeout: Optional[float] = None) -> int:  # noqa: A002
         """One keep-alive: restarts the lease's TTL and returns it (seconds).
         NotFound if the lease is gone."""
-        ttl = next(self.keep_alive_stream(iter([id])))
+        ttl = next(self.keep_alive_stream(iter([id]), timeout=timeout))
         if ttl <= 0:
             raise errors.NotFound(f"lease {id} not found", grpc.StatusCode.NOT_FOUND,
                                   "lease keep-alive")
         return ttl
 
-    def keep_alive_stream(self, ids: Iterator[int]) -> Iterator[int]:
+    def keep_alive_stream(self, ids: Iterator[int], *,
+                          timeout: Optional[float] = None) -> Iterator[int]:
         """The KeepAlive stream: one TTL per id sent (0 = that lease is gone)."""
         reqs = (lease_pb2.LeaseKeepAliveRequest(subvolume=self.subvolume, id=i) for i in ids)
-        call: Any = self._stub.KeepAlive(reqs, metadata=self._rpc.metadata)
+        call: Any = self._stub.KeepAlive(reqs, metadata=self._rpc.metadata, timeout=timeout)
         try:
             for resp in call:
                 yield int(resp.ttl)
@@ -95,16 +103,18 @@ class Leases:
         it with ``with``); ``lost`` tells whether the lease went meanwhile."""
         return KeepAliveThread(self, id)
 
-    def time_to_live(self, id: int, keys: bool = False) -> LeaseInfo:  # noqa: A002
+    def time_to_live(self, id: int, keys: bool = False,  # noqa: A002
+                     *, timeout: Optional[float] = None) -> LeaseInfo:
         """The lease's granted and remaining TTL, and its keys if asked."""
         req = lease_pb2.LeaseTimeToLiveRequest(subvolume=self.subvolume, id=id, keys=keys)
-        r = self._rpc.unary(self._stub.TimeToLive, req, "lease timetolive")
-        return LeaseInfo(int(r.id), int(r.ttl), int(r.granted_ttl), list(r.keys))
+        r = self._rpc.unary(self._stub.TimeToLive, req, "lease timetolive", timeout=timeout)
+        return LeaseInfo.from_proto(r)
 
-    def list(self) -> List[int]:
+    def list(self, *, timeout: Optional[float] = None) -> List[int]:
         """The ids of the subvolume's leases, in increasing order."""
         req = lease_pb2.LeaseLeasesRequest(subvolume=self.subvolume)
-        return [int(i) for i in self._rpc.unary(self._stub.Leases, req, "lease list").ids]
+        return [int(i) for i in self._rpc.unary(self._stub.Leases, req, "lease list",
+                                                timeout=timeout).ids]
 
 
 class KeepAliveThread:

@@ -9,7 +9,7 @@ from typing import Callable, Deque, Iterator, List, Optional
 from cowkv.values import Key, KeyValue, opt_bytes
 from cowkv.v1 import kv_pb2
 
-__all__ = ["RangeIterator", "RangePage", "range_request"]
+__all__ = ["RangeIterator", "RangePage", "RangePager", "range_request"]
 
 
 def range_request(subvolume: str, start: Optional[Key], end: Optional[Key],
@@ -37,21 +37,18 @@ class RangePage:
                    bytes(m.next_page_token), int(m.revision))
 
 
-class RangeIterator(Iterator[KeyValue]):
-    """Iterates the keys of a range, fetching one page per call as it goes.
+class RangePager:
+    """The paging state of a range read, without I/O: :meth:`next_request`
+    gives the request of the next page (None when done), :meth:`absorb` takes
+    its answer. Shared by :class:`RangeIterator` and cowkv.aio's iterator.
 
     ``limit`` caps the keys yielded in all (0 = no cap); ``page_size`` the
     keys per call (0 = the server's page limit, 10,000). After each page,
-    ``revision`` is the store revision that page was read at. Pages of a live
-    subvolume are each consistent at their own revision; read a read-only
-    snapshot for one view across pages.
-    """
+    ``revision`` is the store revision that page was read at."""
 
-    def __init__(self, fetch: Callable[[kv_pb2.RangeRequest], kv_pb2.RangeResponse],
-                 request: kv_pb2.RangeRequest, limit: int = 0, page_size: int = 0) -> None:
+    def __init__(self, request: kv_pb2.RangeRequest, limit: int = 0, page_size: int = 0) -> None:
         if limit < 0 or page_size < 0:
             raise ValueError("limit and page_size must be >= 0")
-        self._fetch = fetch
         self._request = request
         self._limit = limit
         self._page_size = page_size
@@ -61,27 +58,24 @@ class RangeIterator(Iterator[KeyValue]):
         self.revision: Optional[int] = None
         self.pages = 0
 
-    def __iter__(self) -> "RangeIterator":
-        return self
-
-    def __next__(self) -> KeyValue:
-        if self._limit and self._yielded >= self._limit:
-            raise StopIteration
-        while not self._buffer:
-            if self._done:
-                raise StopIteration
-            self._fetch_page()
+    def pop(self) -> Optional[KeyValue]:
+        """The next buffered key, or None (then call :meth:`next_request`)."""
+        if (self._limit and self._yielded >= self._limit) or not self._buffer:
+            return None
         self._yielded += 1
         return self._buffer.popleft()
 
-    def _page_limit(self) -> int:
+    def next_request(self) -> Optional[kv_pb2.RangeRequest]:
+        """The request of the next page, or None when the range is done."""
+        if self._done or (self._limit and self._yielded >= self._limit):
+            return None
         remaining = self._limit - self._yielded if self._limit else 0
         sizes = [n for n in (remaining, self._page_size) if n > 0]
-        return min(sizes) if sizes else 0
+        self._request.limit = min(sizes) if sizes else 0
+        return self._request
 
-    def _fetch_page(self) -> None:
-        self._request.limit = self._page_limit()
-        resp = self._fetch(self._request)
+    def absorb(self, resp: kv_pb2.RangeResponse) -> None:
+        """Takes a page's answer."""
         self.pages += 1
         self.revision = int(resp.revision)
         self._buffer = collections.deque(KeyValue.from_proto(m) for m in resp.kvs)
@@ -89,6 +83,32 @@ class RangeIterator(Iterator[KeyValue]):
             self._request.page_token = resp.next_page_token
         else:
             self._done = True
+
+
+class RangeIterator(RangePager, Iterator[KeyValue]):
+    """Iterates the keys of a range, fetching one page per call as it goes
+    (``limit``, ``page_size``, ``revision``: :class:`RangePager`). Pages of a
+    live subvolume are each consistent at their own revision; read a
+    read-only snapshot for one view across pages.
+    """
+
+    def __init__(self, fetch: Callable[[kv_pb2.RangeRequest], kv_pb2.RangeResponse],
+                 request: kv_pb2.RangeRequest, limit: int = 0, page_size: int = 0) -> None:
+        super().__init__(request, limit, page_size)
+        self._fetch = fetch
+
+    def __iter__(self) -> "RangeIterator":
+        return self
+
+    def __next__(self) -> KeyValue:
+        while True:
+            kv = self.pop()
+            if kv is not None:
+                return kv
+            req = self.next_request()
+            if req is None:
+                raise StopIteration
+            self.absorb(self._fetch(req))
 
     def to_list(self) -> List[KeyValue]:
         """The remaining keys as a list."""

@@ -40,7 +40,7 @@ __all__ = [
     "Compare", "Value", "Version", "ModRevision", "CreateRevision", "Exists", "Missing",
     "Op", "Put", "Delete", "DeleteRange", "Range", "Get",
     "TxnResult", "PutResult", "DeleteResult", "RangeResult", "OpResult",
-    "Transaction", "TransactionState", "run_in_transaction",
+    "Transaction", "TransactionState", "run_in_transaction", "retry_delay",
 ]
 
 T = TypeVar("T")
@@ -256,12 +256,14 @@ class Transaction:
     """
 
     def __init__(self, rpc: Rpc, subvolume: str, lease_ms: int = 0,
-                 durability: Durability = Durability.DEFAULT) -> None:
+                 durability: Durability = Durability.DEFAULT,
+                 timeout: Optional[float] = None) -> None:
         self._rpc = rpc
         self.subvolume = subvolume
         self.durability = durability
         req = kv_pb2.BeginRequest(subvolume=subvolume, lease_ms=lease_ms)
-        resp = rpc.unary(rpc.kv.Begin, req, "begin")
+        resp = rpc.unary(rpc.kv.Begin, req, "begin", timeout=timeout)
+        self._timeout = timeout  # of the commit or abort that ends a with block
         self.handle: int = resp.handle
         self.read_revision: int = resp.read_revision
         self.lease_ms: int = resp.lease_ms
@@ -274,17 +276,19 @@ class Transaction:
             raise errors.NotFound(f"transaction {self.handle} is {self.state.value}",
                                   grpc.StatusCode.NOT_FOUND, "transaction")
 
-    def get_kv(self, key: Key) -> KeyValue:
+    def get_kv(self, key: Key, *, timeout: Optional[float] = None) -> KeyValue:
         """The key with its revisions; NotFound if absent."""
         self._check_open()
         req = kv_pb2.TxnGetRequest(handle=self.handle, key=to_bytes(key))
-        return KeyValue.from_proto(self._rpc.unary(self._rpc.kv.TxnGet, req, "get").kv)
+        return KeyValue.from_proto(self._rpc.unary(self._rpc.kv.TxnGet, req, "get",
+                                                   timeout=timeout).kv)
 
-    def get(self, key: Key, default: object = _RAISE) -> bytes:
+    def get(self, key: Key, default: object = _RAISE, *,
+            timeout: Optional[float] = None) -> bytes:
         """The key's value; NotFound if absent, unless ``default`` is given
         (then it is returned; the absence is still recorded)."""
         try:
-            return self.get_kv(key).value
+            return self.get_kv(key, timeout=timeout).value
         except errors.NotFound:
             if default is _RAISE:
                 raise
@@ -292,65 +296,72 @@ class Transaction:
 
     def range(self, start: Optional[Key] = None, end: Optional[Key] = None, *,
               prefix: Optional[Key] = None, limit: int = 0, page_size: int = 0,
-              reverse: bool = False, keys_only: bool = False) -> RangeIterator:
+              reverse: bool = False, keys_only: bool = False,
+              timeout: Optional[float] = None) -> RangeIterator:
         """Keys in [start, end) or with ``prefix``, paged (see Subvolume.range)."""
         self._check_open()
         req = range_request("", start, end, prefix, reverse, keys_only, False, "")
 
         def fetch(r: kv_pb2.RangeRequest) -> kv_pb2.RangeResponse:
             resp: kv_pb2.RangeResponse = self._rpc.unary(
-                self._rpc.kv.TxnRange, kv_pb2.TxnRangeRequest(handle=self.handle, range=r), "range")
+                self._rpc.kv.TxnRange, kv_pb2.TxnRangeRequest(handle=self.handle, range=r), "range",
+                timeout=timeout)
             return resp
         return RangeIterator(fetch, req, limit, page_size)
 
     def count(self, start: Optional[Key] = None, end: Optional[Key] = None, *,
-              prefix: Optional[Key] = None) -> int:
+              prefix: Optional[Key] = None, timeout: Optional[float] = None) -> int:
         """Number of keys in the range (own writes included)."""
         self._check_open()
         req = range_request("", start, end, prefix, False, False, True, "")
         resp = self._rpc.unary(self._rpc.kv.TxnRange,
-                               kv_pb2.TxnRangeRequest(handle=self.handle, range=req), "count")
+                               kv_pb2.TxnRangeRequest(handle=self.handle, range=req), "count",
+                               timeout=timeout)
         return int(resp.count)
 
-    def put(self, key: Key, value: Key) -> None:
+    def put(self, key: Key, value: Key, *, timeout: Optional[float] = None) -> None:
         """Buffers a write."""
         self._check_open()
         req = kv_pb2.TxnPutRequest(handle=self.handle, key=to_bytes(key), value=to_bytes(value))
-        self._rpc.unary(self._rpc.kv.TxnPut, req, "put")
+        self._rpc.unary(self._rpc.kv.TxnPut, req, "put", timeout=timeout)
 
-    def delete(self, key: Key) -> None:
+    def delete(self, key: Key, *, timeout: Optional[float] = None) -> None:
         """Buffers the delete of one key."""
         self._check_open()
         req = kv_pb2.TxnDeleteRequest(handle=self.handle, key=to_bytes(key))
-        self._rpc.unary(self._rpc.kv.TxnDelete, req, "delete")
+        self._rpc.unary(self._rpc.kv.TxnDelete, req, "delete", timeout=timeout)
 
-    def delete_range(self, start: Key, end: Optional[Key] = None) -> None:
+    def delete_range(self, start: Key, end: Optional[Key] = None,
+                     *, timeout: Optional[float] = None) -> None:
         """Buffers the delete of [start, end) (end None = through the last key)."""
         self._check_open()
         req = kv_pb2.TxnDeleteRequest(handle=self.handle, key=to_bytes(start), range=True,
                                       end=opt_bytes(end))
-        self._rpc.unary(self._rpc.kv.TxnDelete, req, "delete-range")
+        self._rpc.unary(self._rpc.kv.TxnDelete, req, "delete-range", timeout=timeout)
 
-    def commit(self, durability: Optional[Durability] = None) -> int:
+    def commit(self, durability: Optional[Durability] = None,
+               *, timeout: Optional[float] = None) -> int:
         """Validates and applies the transaction; returns its revision. The
         handle is finished whatever the outcome."""
         self._check_open()
         d = self.durability if durability is None else durability
         req = kv_pb2.CommitRequest(handle=self.handle, durability=durability_proto(d))
         try:
-            self.revision = int(self._rpc.unary(self._rpc.kv.Commit, req, "commit").revision)
+            self.revision = int(self._rpc.unary(self._rpc.kv.Commit, req, "commit",
+                                                timeout=timeout).revision)
         except BaseException:
             self.state = TransactionState.ABORTED
             raise
         self.state = TransactionState.COMMITTED
         return self.revision
 
-    def abort(self) -> None:
+    def abort(self, *, timeout: Optional[float] = None) -> None:
         """Drops the transaction and its buffered writes (idempotent)."""
         if self.state is not TransactionState.OPEN:
             return
         self.state = TransactionState.ABORTED
-        self._rpc.unary(self._rpc.kv.Abort, kv_pb2.AbortRequest(handle=self.handle), "abort")
+        self._rpc.unary(self._rpc.kv.Abort, kv_pb2.AbortRequest(handle=self.handle), "abort",
+                        timeout=timeout)
 
     def __enter__(self) -> "Transaction":
         return self
@@ -359,12 +370,18 @@ class Transaction:
                  tb: Optional[TracebackType]) -> None:
         if exc_type is None:
             if self.state is TransactionState.OPEN:
-                self.commit()
+                self.commit(timeout=self._timeout)
             return
         try:
-            self.abort()
+            self.abort(timeout=self._timeout)
         except errors.CowkvError:
             pass  # the handle may have expired; the original exception matters
+
+
+def retry_delay(attempt: int, backoff_s: float, max_backoff_s: float) -> float:
+    """Seconds to wait before retry ``attempt`` (0-based) of a transaction:
+    uniform in [0, min(max, base * 2^attempt)] ("full jitter")."""
+    return random.uniform(0, min(max_backoff_s, backoff_s * (2 ** attempt)))
 
 
 def run_in_transaction(begin: Callable[[], Transaction], fn: Callable[[Transaction], T],
@@ -385,5 +402,5 @@ def run_in_transaction(begin: Callable[[], Transaction], fn: Callable[[Transacti
         except (errors.Conflict, errors.TooOld):
             if attempt >= retries:
                 raise
-        time.sleep(random.uniform(0, min(max_backoff_s, backoff_s * (2 ** attempt))))
+        time.sleep(retry_delay(attempt, backoff_s, max_backoff_s))
         attempt += 1

@@ -35,7 +35,8 @@ from cowkv._rpc import Rpc
 from cowkv.values import Key, KeyValue, to_bytes
 from cowkv.v1 import kv_pb2
 
-__all__ = ["EventType", "WatchEvent", "FileEvent", "Watch", "WatchCanceled", "prefix_end"]
+__all__ = ["EventType", "WatchEvent", "FileEvent", "Watch", "WatchCanceled", "EventAssembler",
+           "check_created", "prefix_end", "watch_create"]
 
 
 class EventType(enum.Enum):
@@ -123,35 +124,80 @@ def _cancel_error(r: kv_pb2.WatchResponse) -> errors.CowkvError:
     return err
 
 
+def check_created(first: Optional[kv_pb2.WatchResponse]) -> None:
+    """Raises unless ``first`` (the stream's first answer, None = the stream
+    ended) says the watcher was created."""
+    if first is None:
+        raise errors.Unavailable("the stream ended before the watcher was created",
+                                 grpc.StatusCode.UNAVAILABLE, "watch")
+    if first.canceled:
+        raise _cancel_error(first)
+
+
+class EventAssembler:
+    """Turns a watcher's answers into whole revisions of events, without I/O
+    (shared by :class:`Watch` and cowkv.aio). ``feed`` returns the events of
+    a completed revision, [] while more answers are needed, None once the
+    client's cancel ended the watcher; it raises the error of a server
+    cancel."""
+
+    def __init__(self, header_revision: int) -> None:
+        self.header_revision = header_revision
+        self._events: List[Any] = []  # WatchEvent, or FileEvent for a file watcher
+
+    def feed(self, r: kv_pb2.WatchResponse) -> Optional[List[Any]]:
+        self.header_revision = max(self.header_revision, r.revision)
+        if r.canceled:
+            if r.cancel_code == kv_pb2.WATCH_CANCEL_CLIENT:
+                return None
+            raise _cancel_error(r)
+        for f in r.file_events:
+            self._events.append(FileEvent(kv_pb2.FileWatchEvent.Type.Name(f.type), f.revision,
+                                          f.ino, f.path, f.new_path, f.paths_lost))
+        for e in r.events:
+            self._events.append(WatchEvent(
+                EventType.PUT if e.type == kv_pb2.WatchEvent.PUT else EventType.DELETE,
+                KeyValue.from_proto(e.kv),
+                KeyValue.from_proto(e.prev_kv) if e.HasField("prev_kv") else None))
+        if not self._events or r.fragment:
+            return []
+        events, self._events = self._events, []
+        return events
+
+
 class Watch:
     """One watcher on its own stream, created when the constructor returns
     (a refused create raises there); iterate it for :class:`WatchEvent`.
     ``cancel()`` (from any thread) ends the iteration; use it with ``with``
     to cancel on exit. Not for several iterating threads."""
 
-    def __init__(self, rpc: Rpc, create: kv_pb2.WatchCreateRequest) -> None:
-        self._files = create.HasField("files")
+    def __init__(self, rpc: Rpc, create: kv_pb2.WatchCreateRequest,
+                 timeout: Optional[float] = None) -> None:
         self._requests: "queue.Queue[object]" = queue.Queue()
         self._requests.put(kv_pb2.WatchRequest(create_request=create))
         self._lock = threading.Lock()
         self._canceled = False
         self._pending: List[Any] = []  # WatchEvent, or FileEvent for a file watcher
         self.watch_id = 0
-        self.header_revision = 0
-        self._call: Any = rpc.kv.Watch(self._request_iter(), metadata=rpc.metadata)
+        self._call: Any = rpc.kv.Watch(self._request_iter(), metadata=rpc.metadata,
+                                       timeout=timeout)
         self._responses = iter(self._call)
         # Wait for the create's answer, so that every change made after
         # watch() returns is seen (a start of 0 is resolved by the server).
         first = self._next_response()
-        if first is None:
+        try:
+            check_created(first)
+        except errors.CowkvError:
             self._close()
-            raise errors.Unavailable("the stream ended before the watcher was created",
-                                     grpc.StatusCode.UNAVAILABLE, "watch")
-        if first.canceled:
-            self._close()
-            raise _cancel_error(first)
+            raise
+        assert first is not None
         self.watch_id = first.watch_id
-        self.header_revision = first.revision
+        self._assembler = EventAssembler(first.revision)
+
+    @property
+    def header_revision(self) -> int:
+        """The newest store revision the server reported on this stream."""
+        return self._assembler.header_revision
 
     def _request_iter(self) -> Iterator[kv_pb2.WatchRequest]:
         while True:
@@ -173,26 +219,16 @@ class Watch:
 
     def _fill(self) -> bool:
         """Reads responses until events (a whole revision) or the end."""
-        events: List[Any] = []
         while True:
             r = self._next_response()
             if r is None:
                 return False
-            self.header_revision = max(self.header_revision, r.revision)
             if r.canceled:
                 self._close()
-                if r.cancel_code == kv_pb2.WATCH_CANCEL_CLIENT:
-                    return False
-                raise _cancel_error(r)
-            for f in r.file_events:
-                events.append(FileEvent(kv_pb2.FileWatchEvent.Type.Name(f.type), f.revision,
-                                        f.ino, f.path, f.new_path, f.paths_lost))
-            for e in r.events:
-                events.append(WatchEvent(
-                    EventType.PUT if e.type == kv_pb2.WatchEvent.PUT else EventType.DELETE,
-                    KeyValue.from_proto(e.kv),
-                    KeyValue.from_proto(e.prev_kv) if e.HasField("prev_kv") else None))
-            if events and not r.fragment:
+            events = self._assembler.feed(r)
+            if events is None:
+                return False
+            if events:
                 self._pending = events
                 return True
 
