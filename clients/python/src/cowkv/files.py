@@ -162,7 +162,7 @@ class Files:
     # Watch (issue 18, docs/design.md "File watch").
 
     def watch(self, prefix: Path = "", *, start_revision: int = 0,
-              progress_notify: bool = False) -> "Watch":
+              progress_notify: bool = False, timeout: Optional[float] = None) -> "Watch":
         """Watches the file tree at ``prefix`` and below (every path when
         empty) on a stream of its own, like inotify; iterate the returned
         :class:`cowkv.Watch` for :class:`cowkv.FileEvent`, ``cancel()`` it to
@@ -171,10 +171,11 @@ class Files:
         watchers). ``start_revision`` 0 = the next change; an older one
         replays the recorded events (:class:`cowkv.Compacted`, with the
         oldest revision served, when it is before what was recorded: the
-        file tree changed while nobody watched it)."""
+        file tree changed while nobody watched it). ``timeout``: the stream's
+        deadline (none by default), as for a KV watch."""
         from cowkv.watch import Watch, file_watch_create
         return Watch(self._rpc, file_watch_create(self.subvolume, _p(prefix), start_revision,
-                                                  progress_notify))
+                                                  progress_notify), timeout=timeout)
 
     # Files as objects.
 
