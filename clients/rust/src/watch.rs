@@ -163,6 +163,7 @@ fn create_request(subvolume: &str, key: &[u8], o: &WatchOptions) -> Result<pb::W
         filters,
         prev_kv: o.prev_kv,
         watch_id: 0,
+        files: None, // a key watcher (file watchers are not in this client yet)
     })
 }
 

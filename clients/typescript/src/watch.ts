@@ -341,7 +341,7 @@ function createRequest(subvolume: string, key: Bytes, opts: WatchOptions): Watch
   if (!Number.isSafeInteger(start) || start < 0) throw invalid("watch", `startRevision: ${start} is not a revision`);
   return {
     subvolume, key: k, rangeEnd: end, startRevision: BigInt(start), prevKv: !!opts.prevKv, filters,
-    progressNotify: !!opts.progressNotify, watchId: 0n,
+    progressNotify: !!opts.progressNotify, watchId: 0n, files: undefined,
   };
 }
 
