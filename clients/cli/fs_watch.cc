@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "clients/cli/commands.h"
 #include "clients/cli/fs_commands.h"
+#include "clients/cli/kv_commands.h"
 #include "clients/cli/online.h"
 #include "clients/cli/output.h"
 
@@ -54,16 +55,6 @@ std::string EventJson(const v1::FileWatchEvent& e, const v1::WatchResponse& r) {
   return j.dump(-1, ' ', false, Json::error_handler_t::replace);  // one line
 }
 
-int Canceled(const char* op, const v1::WatchResponse& r) {
-  std::string why =
-      absl::StrCat(v1::WatchCancelCode_Name(r.cancel_code()), ": ", r.cancel_reason());
-  if (r.compact_revision() != 0) {
-    absl::StrAppend(&why, " (oldest revision served: ", r.compact_revision(), ")");
-  }
-  const auto code = static_cast<grpc::StatusCode>(r.error_code());
-  return Fail(op, why, r.error_code() != 0 ? ExitCodeFor(code) : kExitFailure);
-}
-
 int RunFsWatch(const FsWatchArgs& a, const Globals& g) {
   constexpr char kOp[] = "fs watch";
   int rc = 0;
@@ -81,7 +72,7 @@ int RunFsWatch(const FsWatchArgs& a, const Globals& g) {
   v1::WatchResponse r;
   if (stream->Write(req)) {
     while (stream->Read(&r)) {
-      if (r.canceled()) return Canceled(kOp, r);
+      if (r.canceled()) return WatchCanceled(kOp, r);
       for (const v1::FileWatchEvent& e : r.file_events()) {
         rc = Emit(kOp, g.json ? EventJson(e, r) + "\n" : EventText(e));
         if (rc != kExitOk) return rc;

@@ -27,6 +27,9 @@ void AddKvTxn(CommandGroup* group, const GlobalsPtr& g);
 
 // Declares `kv watch` in the kv group. (kv_watch.cc)
 void AddKvWatch(CommandGroup* group, const GlobalsPtr& g);
+// The end of a watcher (KV or file) as the command's failure: the cancel
+// code and reason, the oldest revision served, the exit code of its error.
+int WatchCanceled(const char* op, const v1::WatchResponse& r);
 
 // Parses a txn spec (JSON text) into `req`'s compare, success, failure and
 // durability; INVALID_ARGUMENT naming the bad part ("success[1].put.key:

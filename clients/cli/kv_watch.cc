@@ -61,17 +61,6 @@ std::string EventJson(const v1::WatchEvent& e, const v1::WatchResponse& r) {
   return j.dump(-1, ' ', false, Json::error_handler_t::replace);  // one line
 }
 
-// The end of the watcher as the command's failure.
-int Canceled(const char* op, const v1::WatchResponse& r) {
-  std::string why =
-      absl::StrCat(v1::WatchCancelCode_Name(r.cancel_code()), ": ", r.cancel_reason());
-  if (r.compact_revision() != 0) {
-    absl::StrAppend(&why, " (oldest revision served: ", r.compact_revision(), ")");
-  }
-  const auto code = static_cast<grpc::StatusCode>(r.error_code());
-  return Fail(op, why, r.error_code() != 0 ? ExitCodeFor(code) : kExitFailure);
-}
-
 int RunWatch(const WatchArgs& a, const Globals& g) {
   constexpr char kOp[] = "kv watch";
   if (a.prefix && !a.range_end.empty()) {
@@ -94,7 +83,7 @@ int RunWatch(const WatchArgs& a, const Globals& g) {
   v1::WatchResponse r;
   if (stream->Write(req)) {
     while (stream->Read(&r)) {
-      if (r.canceled()) return Canceled(kOp, r);
+      if (r.canceled()) return WatchCanceled(kOp, r);
       for (const v1::WatchEvent& e : r.events()) {
         rc = Emit(kOp, g.json ? EventJson(e, r) + "\n" : EventText(e));
         if (rc != kExitOk) return rc;
@@ -111,6 +100,16 @@ int RunWatch(const WatchArgs& a, const Globals& g) {
 }
 
 }  // namespace
+
+int WatchCanceled(const char* op, const v1::WatchResponse& r) {
+  std::string why =
+      absl::StrCat(v1::WatchCancelCode_Name(r.cancel_code()), ": ", r.cancel_reason());
+  if (r.compact_revision() != 0) {
+    absl::StrAppend(&why, " (oldest revision served: ", r.compact_revision(), ")");
+  }
+  const auto code = static_cast<grpc::StatusCode>(r.error_code());
+  return Fail(op, why, r.error_code() != 0 ? ExitCodeFor(code) : kExitFailure);
+}
 
 void AddKvWatch(CommandGroup* group, const GlobalsPtr& g) {
   auto a = std::make_shared<WatchArgs>();
