@@ -54,7 +54,8 @@ class WatchStream {
         hub_(hub),
         ctx_(ctx),
         stream_(stream),
-        sink_(std::make_shared<WatchSink>(hub->limits().stream_buffer_bytes)),
+        sink_(std::make_shared<WatchSink>(hub->limits().stream_buffer_bytes,
+                                          StreamSoftBytes(hub->limits()))),
         peer_(PeerAddress(ctx->peer())) {}
 
   absl::Status Serve();
@@ -104,11 +105,12 @@ absl::Status WatchStream::Serve() {
     sink_->Take(absl::Milliseconds(500), &work);
     reader_done_ = work.reader_done;
     bool gone = false;
-    for (const v1::WatchResponse& r : work.responses) {
-      if (!stream_->Write(r)) {
+    for (size_t i = 0; i < work.responses.size(); ++i) {
+      if (!stream_->Write(work.responses[i])) {
         gone = true;  // the client left
         break;
       }
+      sink_->Written(work.sizes[i]);  // flow control: the hub may send more
       ++sent_;
     }
     if (gone) break;

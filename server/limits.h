@@ -107,7 +107,11 @@ static_assert(kTxnResponseBytes + kMaxTxnOps * 64 < kMaxMessageBytes, "a Txn's r
 // Watch (KV.Watch, watch_hub.h). Watchers per stream, per client address
 // and in all; a stream's unsent responses may hold this many bytes, past
 // which the watcher whose events would pass it is cancelled
-// (WATCH_CANCEL_SLOW_READER); a response holds about this many bytes of
+// (WATCH_CANCEL_SLOW_READER); past the soft bound the hub sends a stream
+// no more events until its client has read it below (its watchers wait
+// in the history, unsynced), and a stream that stays full without a write
+// for kWatchSlowReaderSeconds has its waiting watchers cancelled
+// (SLOW_READER); a response holds about this many bytes of
 // events at most (one revision larger than that is fragmented, a single
 // event never: one value plus its key fit a message, invariant 1, but an
 // event whose value and prev_kv together pass a message cancels its
@@ -118,9 +122,13 @@ inline constexpr int kMaxWatchersPerStream = 1000;
 inline constexpr int kMaxWatchersPerPeer = 10000;
 inline constexpr int kMaxWatchersTotal = 100000;
 inline constexpr uint64_t kWatchStreamBufferBytes = 24u << 20;
+inline constexpr uint64_t kWatchStreamSoftBytes = 4u << 20;
+inline constexpr int kWatchSlowReaderSeconds = 60;
 inline constexpr uint64_t kWatchResponseBytes = 1u << 20;
 inline constexpr uint64_t kWatchReadEvents = 1000;
 static_assert(kWatchStreamBufferBytes >= kMaxMessageBytes, "a watcher's largest response fits");
+static_assert(kWatchStreamSoftBytes + kMaxMessageBytes <= kWatchStreamBufferBytes,
+              "one response past the soft bound stays under the hard one");
 
 }  // namespace server
 }  // namespace cowkv

@@ -16,6 +16,9 @@ namespace server {
 
 namespace {
 
+// How often the hub looks again at streams too full for events.
+constexpr absl::Duration kBlockedPoll = absl::Milliseconds(2);
+
 // Unhandled requests a stream's reader may queue before it waits.
 constexpr size_t kMaxQueuedRequests = 64;
 // What a response costs beyond its keys and values.
@@ -63,6 +66,17 @@ static_assert(static_cast<int>(FileEvent::Type::kCreate) == v1::FileWatchEvent::
 
 // ---- WatchSink ----
 
+uint64_t StreamSoftBytes(const WatchLimits& l) {
+  return std::min(l.stream_soft_bytes, l.stream_buffer_bytes / 2);
+}
+
+void WatchSink::Push(v1::WatchResponse r, uint64_t bytes) {
+  out_bytes_ += bytes;
+  out_.push_back(std::move(r));
+  out_sizes_.push_back(bytes);
+  cv_.Signal();
+}
+
 bool WatchSink::Send(Watcher* w, v1::WatchResponse r) {
   absl::MutexLock l(&mu_);
   if (w->canceled || closed_) return false;
@@ -73,15 +87,35 @@ bool WatchSink::Send(Watcher* w, v1::WatchResponse r) {
         w->id, v1::WATCH_CANCEL_SLOW_READER,
         absl::StrCat("the client reads slower than events arrive: its unsent responses passed ",
                      buffer_bytes_, " bytes; restart at the revision after the last event"));
-    out_bytes_ += c.ByteSizeLong();
-    out_.push_back(std::move(c));
-    cv_.Signal();
+    const uint64_t cbytes = c.ByteSizeLong();
+    Push(std::move(c), cbytes);
     return false;
   }
-  out_bytes_ += bytes;
-  out_.push_back(std::move(r));
-  cv_.Signal();
+  Push(std::move(r), bytes);
   return true;
+}
+
+bool WatchSink::Room(absl::Time now, absl::Duration slow_after, bool* stuck) {
+  absl::MutexLock l(&mu_);
+  *stuck = false;
+  if (out_bytes_ < soft_bytes_ || closed_) {
+    full_since_ = absl::InfiniteFuture();
+    return !closed_;
+  }
+  if (full_since_ == absl::InfiniteFuture()) full_since_ = now;
+  *stuck = now - std::max(full_since_, last_written_) > slow_after;
+  return false;
+}
+
+bool WatchSink::Full() const {
+  absl::MutexLock l(&mu_);
+  return out_bytes_ >= soft_bytes_;
+}
+
+void WatchSink::Written(uint64_t bytes) {
+  absl::MutexLock l(&mu_);
+  out_bytes_ -= std::min(out_bytes_, bytes);
+  last_written_ = absl::Now();
 }
 
 bool WatchSink::IsCanceled(const Watcher* w) const {
@@ -94,17 +128,15 @@ void WatchSink::Cancel(Watcher* w, v1::WatchResponse r) {
   if (w->canceled) return;
   w->canceled = true;
   if (closed_) return;
-  out_bytes_ += r.ByteSizeLong();
-  out_.push_back(std::move(r));
-  cv_.Signal();
+  const uint64_t bytes = r.ByteSizeLong();
+  Push(std::move(r), bytes);
 }
 
 void WatchSink::Control(v1::WatchResponse r) {
   absl::MutexLock l(&mu_);
   if (closed_) return;
-  out_bytes_ += r.ByteSizeLong();
-  out_.push_back(std::move(r));
-  cv_.Signal();
+  const uint64_t bytes = r.ByteSizeLong();
+  Push(std::move(r), bytes);
 }
 
 void WatchSink::PushRequest(v1::WatchRequest r) {
@@ -131,7 +163,8 @@ void WatchSink::Take(absl::Duration timeout, Work* work) {
   in_.clear();
   work->responses.swap(out_);
   out_.clear();
-  out_bytes_ = 0;
+  work->sizes.swap(out_sizes_);
+  out_sizes_.clear();
   work->reader_done = reader_done_;
   reader_cv_.SignalAll();
 }
@@ -146,6 +179,7 @@ void WatchSink::Close() {
   absl::MutexLock l(&mu_);
   closed_ = true;
   out_.clear();
+  out_sizes_.clear();
   out_bytes_ = 0;
   reader_cv_.SignalAll();
 }
@@ -262,14 +296,22 @@ void WatchHub::Loop() {
   while (!stopping()) {
     if (d.closed) return;
     const absl::Time start = absl::Now();
-    const bool busy = Round(d);
-    const absl::Duration pause = PaceAfter(absl::Now() - start, limits_.fanout_share);
+    const Left left = Round(d);
+    // Work it could do now goes on at once; otherwise the pause collects
+    // the next revisions into the same responses.
+    const absl::Duration pause =
+        left.busy ? absl::ZeroDuration() : PaceAfter(absl::Now() - start, limits_.fanout_share);
     CommitForFileWatchers(d);
     if (pause > absl::ZeroDuration()) {
       paced_.fetch_add(1, std::memory_order_relaxed);
       Pause(pause);
     }
-    if (busy) {
+    if (left.busy) {
+      d = store_->Durable();
+    } else if (left.blocked) {
+      // Streams full: their clients read at their own pace; look again
+      // soon (new revisions wait in the history meanwhile).
+      Pause(kBlockedPoll);
       d = store_->Durable();
     } else {
       const uint64_t epoch = d.epoch;
@@ -300,7 +342,7 @@ void WatchHub::PushAsyncWrites() {
   sv->Txn(nothing).status().IgnoreError();  // a failure shows in the writes' own answers
 }
 
-bool WatchHub::Round(const DurableState& d) {
+WatchHub::Left WatchHub::Round(const DurableState& d) {
   std::vector<Snapshot> snaps;
   {
     absl::MutexLock l(&mu_);
@@ -315,16 +357,34 @@ bool WatchHub::Round(const DurableState& d) {
       ++it;
     }
   }
-  bool busy = false;
+  Left left;
   for (Snapshot& s : snaps) {
     uint64_t cursor = s.cursor;
-    busy |= RoundOne(d, &s, &cursor);
+    const Left one = RoundOne(d, &s, &cursor);
+    left.busy |= one.busy;
+    left.blocked |= one.blocked;
     Progress(d, &s);
     absl::MutexLock l(&mu_);
     auto h = hubs_.find(s.subvol);
     if (h != hubs_.end()) h->second.cursor = std::max(h->second.cursor, cursor);
   }
-  return busy;
+  return left;
+}
+
+bool WatchHub::HasRoom(Watcher* w, absl::Time now, std::vector<const Watcher*>* gone) {
+  bool stuck = false;
+  if (w->sink->Room(now, limits_.slow_reader_after, &stuck)) return true;
+  held_.fetch_add(1, std::memory_order_relaxed);
+  if (stuck) {
+    w->sink->Cancel(
+        w, CancelResponse(w->id, v1::WATCH_CANCEL_SLOW_READER,
+                          absl::StrCat("the client has not read its stream for ",
+                                       absl::FormatDuration(limits_.slow_reader_after),
+                                       " while events wait; restart at the revision after the "
+                                       "last event")));
+    gone->push_back(w);
+  }
+  return false;
 }
 
 namespace {
@@ -358,58 +418,109 @@ void WatchHub::CancelAll(Snapshot* s, const v1::WatchResponse& r) {
   Dropped(gone);
 }
 
-bool WatchHub::RoundOne(const DurableState& d, Snapshot* s, uint64_t* new_cursor) {
+WatchHub::Left WatchHub::RoundOne(const DurableState& d, Snapshot* s, uint64_t* new_cursor) {
+  Left left;
   if (s->check_exists && absl::IsNotFound(s->sv->CompactRevision().status())) {
     CancelAll(s, Deleted(0));
-    return false;
+    return left;
   }
-  bool busy = FileRound(d, s);
-  if (s->watchers.empty()) return busy;  // the subvolume went
+  left.busy = FileRound(d, s);
+  if (s->watchers.empty()) return left;  // the subvolume went
   std::vector<const Watcher*> gone;
-  // Unsynced watchers catch up on their own range, a page per round.
+  const Left caught = CatchUp(d, s, &gone);
+  Dropped(gone);
+  if (s->watchers.empty()) return left;  // the subvolume went
+  left.busy |= caught.busy;
+  left.blocked |= caught.blocked;
+  if (d.revision < s->cursor) return left;
+  const Left fanned = FanOut(d, s, new_cursor);
+  left.busy |= fanned.busy;
+  left.blocked |= fanned.blocked;
+  return left;
+}
+
+WatchHub::Left WatchHub::CatchUp(const DurableState& d, Snapshot* s,
+                                 std::vector<const Watcher*>* gone) {
+  Left left;
+  const absl::Time now = absl::Now();
+  std::vector<Watcher*> behind;
+  EventsRequest q;
+  q.from_revision = s->cursor;
   for (const auto& w : s->watchers) {
     const uint64_t next = w->next.load(std::memory_order_relaxed);
     if (w->files || next >= s->cursor) continue;
-    EventsRequest q;
-    q.from_revision = next;
-    q.to_revision = s->cursor - 1;
-    q.start = w->start;
-    q.end = w->end;
-    q.prev_kv = w->prev_kv;
-    q.max_events = limits_.read_events;
-    catchup_reads_.fetch_add(1, std::memory_order_relaxed);
-    absl::StatusOr<EventsResult> r = s->sv->ReadEvents(q);
-    if (absl::IsNotFound(r.status())) {
-      CancelAll(s, Deleted(0));
-      return false;
-    }
-    if (!r.ok()) {
-      w->sink->Cancel(w.get(), ReadFailed(w->id, r.status()));
-      gone.push_back(w.get());
+    if (!HasRoom(w.get(), now, gone)) {
+      left.blocked = true;
       continue;
     }
-    if (!Deliver(w.get(), r->events, d.revision, 0)) {
-      gone.push_back(w.get());
-      continue;
-    }
-    w->next.store(r->next_revision, std::memory_order_relaxed);
-    busy |= r->next_revision < s->cursor;
+    // The union of the ranges ([start, end), end empty = no end).
+    if (behind.empty() || w->start < q.start) q.start = w->start;
+    if (behind.empty() || (!q.end.empty() && (w->end.empty() || w->end > q.end))) q.end = w->end;
+    q.from_revision = std::min(q.from_revision, next);
+    q.prev_kv |= w->prev_kv;
+    behind.push_back(w.get());
   }
-  Dropped(gone);
-  if (d.revision < s->cursor) return busy;
-  return FanOut(d, s, new_cursor) || busy;
+  if (behind.empty()) return left;
+  q.to_revision = s->cursor - 1;
+  q.max_events = limits_.read_events;
+  catchup_reads_.fetch_add(1, std::memory_order_relaxed);
+  absl::StatusOr<EventsResult> r = s->sv->ReadEvents(q);
+  if (absl::IsNotFound(r.status())) {
+    Dropped(*gone);  // before CancelAll lets go of the watchers
+    gone->clear();
+    CancelAll(s, Deleted(0));
+    return Left{};
+  }
+  // A COMPACTED read names the compact revision: the watchers at or below
+  // it lost events and end; the others read again next round from their
+  // own oldest position.
+  uint64_t floor = 0;
+  bool compacted = false;
+  if (!r.ok() && ReasonOf(r.status()) == ErrorReason::kCompacted) {
+    absl::optional<absl::Cord> p = r.status().GetPayload(kCompactRevisionPayloadUrl);
+    compacted = p.has_value() && absl::SimpleAtoi(std::string(*p), &floor);
+  }
+  for (Watcher* w : behind) {
+    const uint64_t next = w->next.load(std::memory_order_relaxed);
+    if (compacted && next > floor) {
+      left.busy = true;
+    } else if (!r.ok()) {
+      w->sink->Cancel(w, ReadFailed(w->id, r.status()));
+      gone->push_back(w);
+    } else if (uint64_t resume = 0; !Deliver(w, r->events, d.revision, next, &resume)) {
+      gone->push_back(w);
+    } else {
+      const uint64_t now_next = resume != 0 ? resume : std::max(next, r->next_revision);
+      w->next.store(now_next, std::memory_order_relaxed);
+      left.busy |= now_next < s->cursor;
+    }
+  }
+  return left;
 }
 
-bool WatchHub::FanOut(const DurableState& d, Snapshot* s, uint64_t* new_cursor) {
-  // One read of the new revisions for every synced watcher.
+WatchHub::Left WatchHub::FanOut(const DurableState& d, Snapshot* s, uint64_t* new_cursor) {
+  // One read of the new revisions for every synced watcher with room; a
+  // synced watcher without it stays behind (unsynced) and catches up later.
+  Left left;
+  const absl::Time now = absl::Now();
   std::vector<const Watcher*> gone;
-  bool prev = false, any = false;
+  std::vector<Watcher*> ready;
+  bool prev = false;
   for (const auto& w : s->watchers) {
     if (w->files || w->next.load(std::memory_order_relaxed) < s->cursor) continue;
-    any = true;
+    if (!HasRoom(w.get(), now, &gone)) {
+      left.blocked = true;
+      continue;
+    }
     prev |= w->prev_kv;
+    ready.push_back(w.get());
   }
-  if (!any) return false;
+  if (ready.empty()) {
+    // Every synced watcher waits: keep the cursor, so they stay one group
+    // and share the read once their streams drain.
+    Dropped(gone);
+    return left;
+  }
   EventsRequest q;
   q.from_revision = s->cursor;
   q.to_revision = d.revision;
@@ -418,19 +529,20 @@ bool WatchHub::FanOut(const DurableState& d, Snapshot* s, uint64_t* new_cursor) 
   hub_reads_.fetch_add(1, std::memory_order_relaxed);
   absl::StatusOr<EventsResult> r = s->sv->ReadEvents(q);
   if (absl::IsNotFound(r.status())) {
+    Dropped(gone);
     CancelAll(s, Deleted(0));
-    return false;
+    return Left{};
   }
-  for (const auto& w : s->watchers) {
+  for (Watcher* w : ready) {
     const uint64_t next = w->next.load(std::memory_order_relaxed);
-    if (w->files || next < s->cursor) continue;
     if (!r.ok()) {
-      w->sink->Cancel(w.get(), ReadFailed(w->id, r.status()));
-      gone.push_back(w.get());
-    } else if (!Deliver(w.get(), r->events, d.revision, next)) {
-      gone.push_back(w.get());
+      w->sink->Cancel(w, ReadFailed(w->id, r.status()));
+      gone.push_back(w);
+    } else if (uint64_t resume = 0; !Deliver(w, r->events, d.revision, next, &resume)) {
+      gone.push_back(w);
     } else {
-      w->next.store(std::max(next, r->next_revision), std::memory_order_relaxed);
+      w->next.store(resume != 0 ? resume : std::max(next, r->next_revision),
+                    std::memory_order_relaxed);
     }
   }
   Dropped(gone);
@@ -440,14 +552,16 @@ bool WatchHub::FanOut(const DurableState& d, Snapshot* s, uint64_t* new_cursor) 
     uint64_t floor = 0;
     absl::optional<absl::Cord> p = r.status().GetPayload(kCompactRevisionPayloadUrl);
     if (p.has_value() && absl::SimpleAtoi(std::string(*p), &floor)) *new_cursor = floor;
-    return false;
+    return left;
   }
   *new_cursor = r->next_revision;
-  return r->more;
+  left.busy |= r->more;
+  return left;
 }
 
 bool WatchHub::Deliver(Watcher* w, const std::vector<WatchEvent>& events, uint64_t header,
-                       uint64_t min_revision) {
+                       uint64_t min_revision, uint64_t* resume) {
+  *resume = 0;
   v1::WatchResponse r;
   uint64_t bytes = 0, last = 0;
   auto fresh = [&] {
@@ -471,8 +585,16 @@ bool WatchHub::Deliver(Watcher* w, const std::vector<WatchEvent>& events, uint64
       return false;
     }
     if (r.events_size() > 0 && bytes + size > limits_.response_bytes) {
-      r.set_fragment(e.revision() == last);  // the revision goes on in the next response
+      const bool fragment = e.revision() == last;  // the revision goes on in the next response
+      r.set_fragment(fragment);
       if (!w->sink->Send(w, std::move(r))) return false;
+      w->last_sent = absl::Now();
+      // Flow control: stop at a whole revision once the stream is full;
+      // the rest waits in the history (the caller resumes from here).
+      if (!fragment && w->sink->Full()) {
+        *resume = e.revision();
+        return true;
+      }
       fresh();
     }
     ToProto(e, w->prev_kv, r.add_events());

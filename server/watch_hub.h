@@ -16,15 +16,27 @@
 // with reads of its own key range, a page per round, until it reaches the
 // cursor and joins the fan-out (etcd's synced/unsynced watcher groups). So
 // N watchers of one subvolume cost one history read per durable batch, not
-// N. A watcher only ever advances `next` by what it was sent: never a gap,
-// never a duplicate.
+// N; the unsynced ones share one read per round too (from the oldest of
+// their positions, over the union of their ranges). A watcher only ever
+// advances `next` by what it was sent: never a gap, never a duplicate.
+//
+// Flow control (etcd's slow watchers): a stream whose unsent responses
+// (queued, or taken by its handler and not yet written) pass the soft bound
+// gets no more events; its watchers stay where they are, fall out of the
+// fan-out (unsynced) and catch up from the history once the client has
+// read the stream below the bound. So the server holds about the soft
+// bound per stream however slowly clients read, and a slow client's
+// events wait in the history, not in memory. Pacing (WatchLimits::
+// fanout_share) pauses the hub only when it has nothing it could send now.
 //
 // Ends of a watcher, each one response with canceled = true: the client's
-// cancel; a start at or below the compact revision (COMPACTED, with the
-// oldest revision served); its subvolume deleted (the store's epoch moves:
-// ReadEvents answers NOT_FOUND); its responses passing the stream's byte
-// bound (SLOW_READER); an event too large for a message, a history read
-// error or the server stopping (SERVER, with the error).
+// cancel; a start at or below the compact revision, or falling behind it
+// while waiting (COMPACTED, with the oldest revision served); its subvolume
+// deleted (the store's epoch moves: ReadEvents answers NOT_FOUND); its
+// stream full with nothing written for WatchLimits::slow_reader_after, or
+// its responses passing the stream's hard byte bound (SLOW_READER); an
+// event too large for a message, a history read error or the server
+// stopping (SERVER, with the error).
 //
 // Locking: WatchHub::mu_ guards the subvolume map and counts; a sink's mu_
 // guards its queues and its watchers' `canceled`; the hub never holds its
@@ -57,6 +69,11 @@ struct WatchLimits {
   int per_peer = kMaxWatchersPerPeer;
   int total = kMaxWatchersTotal;
   uint64_t stream_buffer_bytes = kWatchStreamBufferBytes;
+  // Flow control: past this many unsent bytes a stream gets no more events
+  // (at most half the hard bound); full this long with nothing written,
+  // its waiting watchers end (SLOW_READER).
+  uint64_t stream_soft_bytes = kWatchStreamSoftBytes;
+  absl::Duration slow_reader_after = absl::Seconds(kWatchSlowReaderSeconds);
   uint64_t response_bytes = kWatchResponseBytes;
   uint64_t read_events = kWatchReadEvents;
   // progress_notify watchers get an empty response after this long
@@ -70,9 +87,13 @@ struct WatchLimits {
   // sooner than T * (1 / share - 1) later; that pause collects the next
   // revisions into the same responses (one message per watcher for many
   // revisions), so writers keep the cores and watchers lag by about a
-  // round (etcd lets events lag too). 1 = no pacing.
+  // round (etcd lets events lag too). No pause while some watcher is
+  // behind and its stream has room. 1 = no pacing.
   double fanout_share = 0.5;
 };
+
+// The soft bound a stream's sink gets from `l`.
+uint64_t StreamSoftBytes(const WatchLimits& l);
 
 // The pause after a fan-out round that took `took` (WatchLimits::fanout_share):
 // none for rounds under 200 us, at most 200 ms.
@@ -104,7 +125,8 @@ struct Watcher {
 // reader thread read. Thread-safe.
 class WatchSink {
  public:
-  explicit WatchSink(uint64_t buffer_bytes) : buffer_bytes_(buffer_bytes) {}
+  WatchSink(uint64_t buffer_bytes, uint64_t soft_bytes)
+      : buffer_bytes_(buffer_bytes), soft_bytes_(soft_bytes), last_written_(absl::Now()) {}
 
   // Queues `r` for `w` unless `w` was cancelled; false (and `w` cancelled
   // with a SLOW_READER response queued instead) when the unsent responses
@@ -125,21 +147,37 @@ class WatchSink {
   struct Work {
     std::deque<v1::WatchRequest> requests;
     std::deque<v1::WatchResponse> responses;
+    std::deque<uint64_t> sizes;  // of each response, for Written
     bool reader_done = false;
   };
   void Take(absl::Duration timeout, Work* work);
+  // The handler wrote a response of `bytes` it took: no longer unsent.
+  void Written(uint64_t bytes);
+  // Flow control (the hub): whether the unsent bytes are under the soft
+  // bound. `stuck` (when not) is whether the stream has been full, with
+  // nothing written, for longer than `slow_after`.
+  bool Room(absl::Time now, absl::Duration slow_after, bool* stuck);
+  // The unsent bytes are at or past the soft bound.
+  bool Full() const;
   void Wake();
   // The stream ended: every later Send is dropped.
   void Close();
   uint64_t queued_bytes() const;
 
  private:
+  void Push(v1::WatchResponse r, uint64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   const uint64_t buffer_bytes_;
+  const uint64_t soft_bytes_;
   mutable absl::Mutex mu_;
   absl::CondVar cv_;         // work for the handler
   absl::CondVar reader_cv_;  // room for the reader
   std::deque<v1::WatchResponse> out_ ABSL_GUARDED_BY(mu_);
+  std::deque<uint64_t> out_sizes_ ABSL_GUARDED_BY(mu_);
+  // Unsent: queued in out_, or taken and not yet Written.
   uint64_t out_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Time last_written_ ABSL_GUARDED_BY(mu_);
+  absl::Time full_since_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   std::deque<v1::WatchRequest> in_ ABSL_GUARDED_BY(mu_);
   bool reader_done_ ABSL_GUARDED_BY(mu_) = false;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
@@ -176,6 +214,8 @@ class WatchHub {
   uint64_t catchup_reads() const { return catchup_reads_.load(std::memory_order_relaxed); }
   // Rounds followed by a pause (WatchLimits::fanout_share).
   uint64_t paced() const { return paced_.load(std::memory_order_relaxed); }
+  // Times a watcher was passed over because its stream was full.
+  uint64_t held() const { return held_.load(std::memory_order_relaxed); }
   // File watchers' reads, and the commits the hub ran for them.
   uint64_t file_reads() const { return file_reads_.load(std::memory_order_relaxed); }
   uint64_t file_commits() const { return file_commits_.load(std::memory_order_relaxed); }
@@ -200,17 +240,32 @@ class WatchHub {
   void Pause(absl::Duration d);
   // A durable no-op: async writes become durable (and watchable) now.
   void PushAsyncWrites();
-  // One round over every subvolume; true when some work is left (a
-  // watcher still catching up, more new revisions than one read).
-  bool Round(const DurableState& d);
-  bool RoundOne(const DurableState& d, Snapshot* s, uint64_t* new_cursor);
-  // RoundOne's shared read of [cursor, durable] for the synced watchers.
-  bool FanOut(const DurableState& d, Snapshot* s, uint64_t* new_cursor);
+  // What a round left: work it could do now (a watcher with room still
+  // catching up, more new revisions than one read), or watchers waiting
+  // for their streams to drain.
+  struct Left {
+    bool busy = false;
+    bool blocked = false;
+  };
+  Left Round(const DurableState& d);
+  Left RoundOne(const DurableState& d, Snapshot* s, uint64_t* new_cursor);
+  // RoundOne's shared read of [cursor, durable] for the synced watchers
+  // whose streams have room.
+  Left FanOut(const DurableState& d, Snapshot* s, uint64_t* new_cursor);
+  // RoundOne's shared read for the unsynced watchers with room: from the
+  // oldest of their positions up to the cursor, over the union of their
+  // ranges, a page per round.
+  Left CatchUp(const DurableState& d, Snapshot* s, std::vector<const Watcher*>* gone);
+  // Whether `w`'s stream takes events now; a stream stuck full past
+  // WatchLimits::slow_reader_after cancels `w` (SLOW_READER) into `gone`.
+  bool HasRoom(Watcher* w, absl::Time now, std::vector<const Watcher*>* gone);
   // Sends `events` from revision `min_revision` on to `w` (its range and
   // filters), grouped into responses of whole revisions; false when `w`
-  // ended (cancelled meanwhile, slow).
+  // ended (cancelled meanwhile, slow). When the stream fills, stops at a
+  // revision boundary and sets `resume` to the first revision not sent
+  // (else 0: all sent).
   bool Deliver(Watcher* w, const std::vector<WatchEvent>& events, uint64_t header,
-               uint64_t min_revision);
+               uint64_t min_revision, uint64_t* resume);
   // Ends every watcher of `s` with `r` (a deleted subvolume, a read error).
   void CancelAll(Snapshot* s, const v1::WatchResponse& r);
   void Progress(const DurableState& d, Snapshot* s);
@@ -235,6 +290,7 @@ class WatchHub {
   std::atomic<uint64_t> hub_reads_{0};
   std::atomic<uint64_t> catchup_reads_{0};
   std::atomic<uint64_t> paced_{0};
+  std::atomic<uint64_t> held_{0};
   std::atomic<uint64_t> file_reads_{0};
   std::atomic<uint64_t> file_commits_{0};
   absl::Time last_file_commit_;  // the hub thread's

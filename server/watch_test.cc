@@ -5,6 +5,7 @@
 // per batch, a deleted subvolume, a slow reader cancelled at its byte
 // bound (its events up to then contiguous), the per-stream limit, access
 // control, and bad create requests answered as refused watchers.
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <string>
@@ -34,6 +35,7 @@ class Watch : public ::testing::Test {
     o.watch.per_stream = 300;
     o.watch.response_bytes = 4096;
     o.watch.stream_buffer_bytes = 256u << 10;
+    o.watch.slow_reader_after = absl::Seconds(1);
     o.watch.progress_interval = absl::Milliseconds(200);
     absl::StatusOr<TokenTable> tokens = TokenTable::Parse(
         "admin-token-0123456789 admin\n"
@@ -308,13 +310,15 @@ TEST_F(Watch, DeletedSubvolumeCancelsItsWatchers) {
 TEST_F(Watch, SlowReaderIsCancelledAfterContiguousEvents) {
   Open o = OpenStream();
   Create(o.stream.get(), CreateReq("slow/", Prefix("slow/")));
-  // Not reading: gRPC's windows fill, then the stream's 256 KiB buffer.
+  // Not reading: gRPC's windows fill, then the stream's soft bound; the
+  // stream stays full, nothing written, past slow_reader_after (1 s).
   const std::string v(60000, 's');
   uint64_t first = 0;
   for (int i = 0; i < 150; ++i) {
     const uint64_t r = Put(absl::StrCat("slow/", i % 7), v);
     if (i == 0) first = r;
   }
+  absl::SleepFor(absl::Milliseconds(2500));
   uint64_t expect = first;
   int events = 0;
   for (;;) {
@@ -331,6 +335,60 @@ TEST_F(Watch, SlowReaderIsCancelledAfterContiguousEvents) {
     ASSERT_LT(events, 150) << "never cancelled";
   }
   EXPECT_GT(events, 0);
+}
+
+// Unsynced watchers (created at a past revision) of different ranges catch
+// up together: one history read per page for all, not one per watcher, and
+// each gets exactly its own events, in order.
+TEST_F(Watch, UnsyncedWatchersShareTheirCatchUpReads) {
+  constexpr int kKeys = 8, kRounds = 5, kWatchers = 40;
+  uint64_t first = 0;
+  for (int r = 0; r < kRounds; ++r) {
+    for (int k = 0; k < kKeys; ++k) {
+      const uint64_t rev = Put(absl::StrCat("cu/", k, "/x"), absl::StrCat(r));
+      if (first == 0) first = rev;
+    }
+  }
+  Open o = OpenStream();
+  const uint64_t catchups = server_->watch_hub().catchup_reads();
+  // Watcher i watches key class i % kKeys from revision first + i.
+  std::map<int64_t, int> class_of;
+  std::map<int64_t, uint64_t> from;
+  for (int i = 0; i < kWatchers; ++i) {
+    ASSERT_TRUE(o.stream->Write(CreateReq(absl::StrCat("cu/", i % kKeys, "/"),
+                                          Prefix(absl::StrCat("cu/", i % kKeys, "/")), first + i)));
+  }
+  std::map<int64_t, std::vector<uint64_t>> got;
+  int created = 0;
+  size_t events = 0, want = 0;
+  for (int i = 0; i < kWatchers; ++i) {
+    // Events of class c at revisions >= first + i: rounds whose put of c is there.
+    for (int r = 0; r < kRounds; ++r) want += first + r * kKeys + (i % kKeys) >= first + i;
+  }
+  while (created < kWatchers || events < want) {
+    v1::WatchResponse r = Next(o.stream.get());
+    ASSERT_FALSE(r.canceled()) << r.cancel_reason();
+    if (r.created()) {
+      class_of[r.watch_id()] = created % kKeys;
+      from[r.watch_id()] = first + created;
+      ++created;
+      continue;
+    }
+    for (const v1::WatchEvent& e : r.events()) {
+      got[r.watch_id()].push_back(e.kv().mod_revision());
+      EXPECT_EQ(e.kv().key(), absl::StrCat("cu/", class_of[r.watch_id()], "/x"));
+      EXPECT_GE(e.kv().mod_revision(), from[r.watch_id()]);
+      ++events;
+    }
+  }
+  EXPECT_EQ(events, want);
+  for (const auto& [id, revs] : got) {
+    EXPECT_TRUE(std::is_sorted(revs.begin(), revs.end())) << id;
+    EXPECT_EQ(std::adjacent_find(revs.begin(), revs.end()), revs.end()) << id;
+  }
+  // Created in one burst, caught up by a few shared reads (one per
+  // watcher before: kWatchers).
+  EXPECT_LE(server_->watch_hub().catchup_reads() - catchups, 10u);
 }
 
 TEST_F(Watch, BadCreatesAreRefused) {
@@ -401,6 +459,54 @@ TEST(WatchPace, PauseKeepsTheHubToItsShare) {
   EXPECT_EQ(PaceAfter(absl::Microseconds(150), 0.5), absl::ZeroDuration());
   EXPECT_EQ(PaceAfter(absl::Seconds(1), 0.5), absl::Milliseconds(200));
   EXPECT_EQ(PaceAfter(absl::Milliseconds(4), 0), absl::ZeroDuration());
+}
+
+// Flow control: a client that stops reading holds the server to about the
+// soft bound per stream; its events wait in the history and all arrive,
+// once, in order, when it reads again — no SLOW_READER for a client that
+// is only slow (the stream's 256 KiB hard bound is far below what waits).
+TEST(WatchFlow, ASlowStreamIsHeldNotCancelled) {
+  ServerOptions o = TestOptions("watch-flow");
+  o.watch.response_bytes = 4096;
+  o.watch.stream_buffer_bytes = 256u << 10;
+  absl::StatusOr<std::unique_ptr<Server>> s = Server::Start(o);
+  ASSERT_TRUE(s.ok()) << s.status();
+  Client c((*s)->port());
+  auto ctx = Ctx();
+  auto stream = c.kv->Watch(ctx.get());
+  v1::WatchRequest req;
+  req.mutable_create_request()->set_key("f/");
+  req.mutable_create_request()->set_range_end("f0");
+  ASSERT_TRUE(stream->Write(req));
+  v1::WatchResponse r;
+  ASSERT_TRUE(stream->Read(&r));
+  ASSERT_TRUE(r.created());
+  constexpr int kPuts = 150;  // 9 MB of values, 35x the hard bound
+  const std::string v(60000, 'f');
+  uint64_t first = 0;
+  for (int i = 0; i < kPuts; ++i) {
+    v1::PutRequest p;
+    p.set_key(absl::StrCat("f/", i % 7));
+    p.set_value(v);
+    v1::PutResponse pr;
+    ASSERT_TRUE(c.kv->Put(Ctx().get(), p, &pr).ok());
+    if (i == 0) first = pr.revision();
+  }
+  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_GT((*s)->watch_hub().held(), 0u) << "the stream never filled: no flow control tested";
+  uint64_t expect = first;
+  int events = 0;
+  while (events < kPuts) {
+    ASSERT_TRUE(stream->Read(&r));
+    ASSERT_FALSE(r.canceled()) << r.cancel_reason();
+    for (const v1::WatchEvent& e : r.events()) {
+      EXPECT_EQ(e.kv().mod_revision(), expect);  // no gap, no duplicate
+      expect = e.kv().mod_revision() + 1;
+      ++events;
+    }
+  }
+  ctx->TryCancel();
+  EXPECT_TRUE((*s)->Stop().ok());
 }
 
 TEST(WatchStop, ServerStopCancelsWatchersAndEndsStreams) {
