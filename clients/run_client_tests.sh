@@ -133,7 +133,8 @@ run_go() {
 run_ts() {
   check_ts || return 1
   cd "$root/clients/typescript" || return 1
-  # The lockfile pins everything; no install scripts are needed.
+  # The lockfile pins everything; the one install script (protobufjs's
+  # postinstall) only prints a version-scheme warning: skipped.
   if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
     npm ci --no-audit --no-fund --ignore-scripts || return 1
   fi
