@@ -47,6 +47,13 @@ for a in "$@"; do
   esac
 done
 
+# Where Go's release tarball and rustup put their tools, often not on PATH
+# (as clients/run_client_tests.sh, which names a missing toolchain).
+for d in /usr/local/go/bin "$HOME/.cargo/bin"; do
+  [ -d "$d" ] && PATH="$PATH:$d"
+done
+export PATH
+
 EXPECT="quickstart: user/1=alice users=2 n=1 missing=not-found"
 work=$(mktemp -d "${TMPDIR:-/tmp}/cowkv-install-test.XXXXXX")
 SERVER_PID=""
