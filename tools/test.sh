@@ -5,8 +5,9 @@
 # (clients/python/test.sh: mypy --strict, pytest incl. the conformance
 # scenarios), the CLI's end-to-end test (clients/cli/e2e_test.sh), README's
 # tour (tools/readme_tour_test.sh) and the Go, TypeScript, Java and Rust
-# clients (clients/run_client_tests.sh). Each part adds to the pass/fail
-# summary.
+# clients (clients/run_client_tests.sh), and every client installed from its
+# packed artifact into an empty project (clients/install_test.sh). Each part
+# adds to the pass/fail summary.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh || exit 1
@@ -78,6 +79,20 @@ else
   passed=$((passed + c_passed))
   failed=$((failed + c_failed))
   summary="$summary, clients ${c_passed}/${c_failed}"
+
+  # Every client installed from its packed artifact (wheel, npm tarball,
+  # Maven local repository, cargo package, Go module by path) into an empty
+  # project, its quickstart run against a live cowkvd; one result per client.
+  : >"$log"
+  COWKVD="$PWD/bazel-bin/server/cowkvd" bash clients/install_test.sh all 2>&1 | tee "$log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  i_passed=$(grep -cE '^install test: [a-z]+: passed' "$log")
+  i_failed=$(grep -cE '^install test: [a-z]+: FAILED' "$log")
+  # A run that stopped before any client (cowkvd did not start) is a failure.
+  [ $((i_passed + i_failed)) -eq 0 ] && i_failed=1 && status=1
+  passed=$((passed + i_passed))
+  failed=$((failed + i_failed))
+  summary="$summary, install ${i_passed}/${i_failed}"
 fi
 
 rm -f "$log"

@@ -1,13 +1,15 @@
-//! Generates the gRPC client stubs from ../../proto/cowkv/v1/*.proto at build
-//! time (never committed). protoc comes from $PROTOC, else /usr/bin/protoc
-//! (Debian's protobuf-compiler); set COWKV_PROTO_DIR to build from another
-//! copy of the protos.
+//! Generates the gRPC client stubs from proto/cowkv/v1/*.proto at build time
+//! (never committed). proto/cowkv/v1 is a symlink to the repository's
+//! proto/cowkv/v1 that `cargo package` resolves, so the published crate
+//! carries the .proto files. protoc is $PROTOC if set, else the binary of
+//! the `protoc-bin-vendored` crate (no system protoc needed); set
+//! COWKV_PROTO_DIR to build from another copy of the protos.
 use std::path::{Path, PathBuf};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?);
     let proto_dir =
-        std::env::var_os("COWKV_PROTO_DIR").map(PathBuf::from).unwrap_or_else(|| manifest.join("../../proto"));
+        std::env::var_os("COWKV_PROTO_DIR").map(PathBuf::from).unwrap_or_else(|| manifest.join("proto"));
     let files: Vec<PathBuf> = ["admin", "files", "kv", "subvolumes", "lease"]
         .iter()
         .map(|n| proto_dir.join(format!("cowkv/v1/{n}.proto")))
@@ -22,7 +24,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("cargo:rerun-if-env-changed=COWKV_PROTO_DIR");
 
     let mut config = tonic_prost_build::Config::new();
-    let protoc = std::env::var_os("PROTOC").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/usr/bin/protoc"));
+    let protoc = match std::env::var_os("PROTOC") {
+        Some(p) if !p.is_empty() => PathBuf::from(p),
+        _ => protoc_bin_vendored::protoc_bin_path()
+            .map_err(|e| format!("cowkv: no vendored protoc for this platform ({e}); set PROTOC"))?,
+    };
     config.protoc_executable(protoc);
     // Keys, values and file data are `bytes`: use bytes::Bytes so chunks are
     // not copied.

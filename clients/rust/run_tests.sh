@@ -4,7 +4,7 @@
 # tests and the conformance scenarios (clients/conformance/scenarios.json)
 # against cowkvd processes the tests start themselves. Works on a clean clone:
 #   - needs cargo (rustup; Debian's is too old for tonic 0.14): fails if absent;
-#   - installs Debian's protoc (protobuf-compiler) if /usr/bin/protoc is missing;
+#   - protoc comes from the protoc-bin-vendored crate ($PROTOC overrides);
 #   - crates come from crates.io as Cargo.lock pins them (--locked);
 #   - builds into $CARGO_TARGET_DIR, by default ~/.cache/cowkv/rust-target, so
 #     that a fresh clone (CI) reuses the last build: cold ~80 s, warm seconds;
@@ -22,16 +22,6 @@ if ! command -v cargo >/dev/null; then
     exit 1
   fi
 fi
-export PROTOC="${PROTOC:-/usr/bin/protoc}"
-if [ ! -x "$PROTOC" ]; then
-  echo "rust client: installing protobuf-compiler" >&2
-  SUDO=""
-  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-  export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq --no-install-recommends protobuf-compiler >/dev/null
-fi
-
 if [ -z "${COWKVD:-}" ]; then
   COWKVD="$root/bazel-bin/server/cowkvd"
   if [ ! -x "$COWKVD" ]; then

@@ -86,9 +86,17 @@ def _copy_protos_for_sdist(protos: List[pathlib.Path]) -> bool:
     return True
 
 
+def _clean_build_tree() -> None:
+    """Removes setuptools' build/ directory: it copies packages into
+    build/lib and never removes what is no longer part of the package, so a
+    module dropped since the last build would still land in the wheel."""
+    shutil.rmtree(_HERE / "build", ignore_errors=True)
+
+
 def build_wheel(wheel_directory: str, config_settings: Optional[Dict[str, Any]] = None,
                 metadata_directory: Optional[str] = None) -> str:
     generate_stubs()
+    _clean_build_tree()
     return _setuptools.build_wheel(wheel_directory, config_settings, metadata_directory)
 
 
