@@ -168,20 +168,9 @@ void Verify(Store* store, const Outcome& run, std::vector<std::string>* problems
 
 testing::CrashReport Sweep(FaultDevice::LossMode mode, uint64_t default_seed,
                            Options::TestHooks::PlantedBug bug, bool stop_at_first) {
-  static const std::string image = testing::FormattedImage(64ull << 20);
-  testing::CrashPlan plan = testing::PlanForMode(&image, mode, default_seed);
-  plan.mount = WorkloadOptions(Options::TestHooks::PlantedBug::kNone);
-  plan.replay_cut = [](uint64_t, uint64_t k, size_t) { return k % 4 == 0 ? 1 : 0; };
-  plan.stop_at_first_failure = stop_at_first;
-  testing::CrashHarness<Outcome> harness(
-      std::move(plan),
-      [bug](FaultDevice* dev, const testing::Cut& cut, std::vector<std::string>*) {
-        return RunWorkload(dev, cut.test_seed, bug);
-      },
-      [](Store* store, const Outcome& run, const Outcome&, std::vector<std::string>* problems) {
-        Verify(store, run, problems);
-      });
-  return harness.Sweep();
+  return testing::SweepEveryFlush<Outcome>(
+      mode, default_seed, WorkloadOptions(Options::TestHooks::PlantedBug::kNone), stop_at_first,
+      [bug](FaultDevice* dev, uint64_t seed) { return RunWorkload(dev, seed, bug); }, Verify);
 }
 
 class WatchCrash : public ::testing::TestWithParam<FaultDevice::LossMode> {};
@@ -189,11 +178,7 @@ class WatchCrash : public ::testing::TestWithParam<FaultDevice::LossMode> {};
 TEST_P(WatchCrash, EveryFlushPointShowsExactlyTheDurableEvents) {
   const testing::CrashReport report =
       Sweep(GetParam(), 17, Options::TestHooks::PlantedBug::kNone, true);
-  EXPECT_TRUE(report.ok()) << report.Failures();
-  EXPECT_GT(report.cuts, 10u);
-  std::printf("%llu flush points, %llu cuts\n",
-              static_cast<unsigned long long>(report.flush_points),
-              static_cast<unsigned long long>(report.cuts));
+  testing::ExpectCleanSweep(report, 10u);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllLossModes, WatchCrash, testing::AllLossModes(), testing::LossModeName);
@@ -204,9 +189,7 @@ TEST(WatchCrashPlanted, SeesUndurableIsCaught) {
   const testing::CrashReport report =
       Sweep(FaultDevice::LossMode::kDropAll, 17,
             Options::TestHooks::PlantedBug::kWatchSeesUndurable, false);
-  EXPECT_FALSE(report.ok()) << "no cut saw events of lost writes";
-  std::printf("planted bug: %zu of %llu cuts caught\n", report.failures.size(),
-              static_cast<unsigned long long>(report.cuts));
+  testing::ExpectPlantedBugCaught(report, "no cut saw events of lost writes");
 }
 
 }  // namespace

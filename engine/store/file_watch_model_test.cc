@@ -384,27 +384,23 @@ class FileWatchRun {
 std::vector<std::string> RunWorkload(const RunConfig& cfg) { return FileWatchRun(cfg).Run(); }
 
 TEST(FileWatchModel, EventsMatchTheModel) {
-  const uint64_t first = testing::Flags().seed != 0 ? testing::Flags().seed : 1;
-  const uint64_t seeds = testing::Flags().seeds != 0 ? testing::Flags().seeds : 6;
-  for (uint64_t s = first; s < first + seeds; ++s) {
+  testing::ExpectSeededRunsAgree(1, 6, false, [](uint64_t seed) {
     RunConfig cfg;
-    cfg.seed = s;
+    cfg.seed = seed;
     if (testing::Flags().ops != 0) cfg.ops = static_cast<int>(testing::Flags().ops);
-    std::vector<std::string> p = RunWorkload(cfg);
-    EXPECT_TRUE(p.empty()) << "--seed=" << s << ":\n" << absl::StrJoin(p, "\n");
-  }
+    return RunWorkload(cfg);
+  });
 }
 
 // The planted bug: a rename matches a prefix by its old path only, so a
 // move into a watched directory is missed.
 TEST(FileWatchModel, CatchesPlantedRenameByOldPathOnly) {
-  int caught = 0;
-  for (uint64_t s = 1; s <= 3; ++s) {
+  const int caught = testing::SeedsCatching(3, [](uint64_t seed) {
     RunConfig cfg;
-    cfg.seed = s;
+    cfg.seed = seed;
     cfg.bug = Options::TestHooks::PlantedBug::kFileEventMatchesOldPath;
-    caught += RunWorkload(cfg).empty() ? 0 : 1;
-  }
+    return RunWorkload(cfg);
+  });
   EXPECT_GE(caught, 2) << "the model did not miss renames into a prefix";
 }
 

@@ -254,37 +254,31 @@ std::vector<std::string> RunWorkload(const RunConfig& cfg) {
 }
 
 TEST(HistoryModel, RandomWorkloadsMatchTheModel) {
-  const uint64_t first = testing::Flags().seed != 0 ? testing::Flags().seed : 1;
-  const uint64_t seeds = testing::Flags().seeds != 0 ? testing::Flags().seeds : 6;
-  for (uint64_t s = first; s < first + seeds; ++s) {
+  testing::ExpectSeededRunsAgree(1, 6, false, [](uint64_t seed) {
     RunConfig cfg;
-    cfg.seed = s;
+    cfg.seed = seed;
     if (testing::Flags().ops != 0) cfg.ops = static_cast<int>(testing::Flags().ops);
-    std::vector<std::string> p = RunWorkload(cfg);
-    EXPECT_TRUE(p.empty()) << "--seed=" << s << ":\n" << absl::StrJoin(p, "\n");
-  }
+    return RunWorkload(cfg);
+  });
 }
 
 TEST(HistoryModel, AutomaticCompactionKeepsTheBound) {
-  const uint64_t first = testing::Flags().seed != 0 ? testing::Flags().seed : 100;
-  for (uint64_t s = first; s < first + 3; ++s) {
+  testing::ExpectSeededRunsAgree(100, 3, true, [](uint64_t seed) {
     RunConfig cfg;
-    cfg.seed = s;
+    cfg.seed = seed;
     cfg.history_revisions = 24;
-    std::vector<std::string> p = RunWorkload(cfg);
-    EXPECT_TRUE(p.empty()) << "--seed=" << s << ":\n" << absl::StrJoin(p, "\n");
-  }
+    return RunWorkload(cfg);
+  });
 }
 
 // The planted bug: a transaction's Get reads the latest value.
 TEST(HistoryModel, CatchesPlantedTxnReadsLatest) {
-  int caught = 0;
-  for (uint64_t s = 1; s <= 3; ++s) {
+  const int caught = testing::SeedsCatching(3, [](uint64_t seed) {
     RunConfig cfg;
-    cfg.seed = s;
+    cfg.seed = seed;
     cfg.bug = Options::TestHooks::PlantedBug::kTxnReadsLatest;
-    caught += RunWorkload(cfg).empty() ? 0 : 1;
-  }
+    return RunWorkload(cfg);
+  });
   EXPECT_GE(caught, 2) << "the model did not see transactions read the latest value";
 }
 

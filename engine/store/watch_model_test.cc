@@ -322,37 +322,31 @@ class WatchRun {
 std::vector<std::string> RunWorkload(const RunConfig& cfg) { return WatchRun(cfg).Run(); }
 
 TEST(WatchModel, EventsFromAnyRevisionMatchTheModel) {
-  const uint64_t first = testing::Flags().seed != 0 ? testing::Flags().seed : 1;
-  const uint64_t seeds = testing::Flags().seeds != 0 ? testing::Flags().seeds : 5;
-  for (uint64_t s = first; s < first + seeds; ++s) {
+  testing::ExpectSeededRunsAgree(1, 5, false, [](uint64_t seed) {
     RunConfig cfg;
-    cfg.seed = s;
+    cfg.seed = seed;
     if (testing::Flags().ops != 0) cfg.ops = static_cast<int>(testing::Flags().ops);
-    std::vector<std::string> p = RunWorkload(cfg);
-    EXPECT_TRUE(p.empty()) << "--seed=" << s << ":\n" << absl::StrJoin(p, "\n");
-  }
+    return RunWorkload(cfg);
+  });
 }
 
 TEST(WatchModel, AutomaticCompaction) {
-  const uint64_t first = testing::Flags().seed != 0 ? testing::Flags().seed : 100;
-  for (uint64_t s = first; s < first + 2; ++s) {
+  testing::ExpectSeededRunsAgree(100, 2, true, [](uint64_t seed) {
     RunConfig cfg;
-    cfg.seed = s;
+    cfg.seed = seed;
     cfg.history_revisions = 24;
-    std::vector<std::string> p = RunWorkload(cfg);
-    EXPECT_TRUE(p.empty()) << "--seed=" << s << ":\n" << absl::StrJoin(p, "\n");
-  }
+    return RunWorkload(cfg);
+  });
 }
 
 // The planted bug: a PUT event carries the key's latest value.
 TEST(WatchModel, CatchesPlantedValueFromLatest) {
-  int caught = 0;
-  for (uint64_t s = 1; s <= 3; ++s) {
+  const int caught = testing::SeedsCatching(3, [](uint64_t seed) {
     RunConfig cfg;
-    cfg.seed = s;
+    cfg.seed = seed;
     cfg.bug = Options::TestHooks::PlantedBug::kWatchValueFromLatest;
-    caught += RunWorkload(cfg).empty() ? 0 : 1;
-  }
+    return RunWorkload(cfg);
+  });
   EXPECT_GE(caught, 2) << "the model did not see PUT events with the latest value";
 }
 

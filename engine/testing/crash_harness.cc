@@ -25,6 +25,20 @@ std::string Cut::Describe() const {
 
 std::string CrashReport::Failures() const { return absl::StrJoin(failures, "\n"); }
 
+void ExpectCleanSweep(const CrashReport& report, uint64_t min_cuts) {
+  EXPECT_TRUE(report.ok()) << report.Failures();
+  EXPECT_GT(report.cuts, min_cuts);
+  std::printf("%llu flush points, %llu cuts\n",
+              static_cast<unsigned long long>(report.flush_points),
+              static_cast<unsigned long long>(report.cuts));
+}
+
+void ExpectPlantedBugCaught(const CrashReport& report, absl::string_view what) {
+  EXPECT_FALSE(report.ok()) << what;
+  std::printf("planted bug: %zu of %llu cuts caught\n", report.failures.size(),
+              static_cast<unsigned long long>(report.cuts));
+}
+
 std::string FormattedImage(uint64_t bytes) {
   MemDevice mem(bytes);
   absl::Status made = Store::Mkfs(&mem, TestMkfs(4096));

@@ -257,6 +257,42 @@ class CrashHarness {
   Outcome uncut_{};
 };
 
+// The sweep of a workload crash test (history, watch, file watch): every
+// flush point of `mode` on a fresh 64 MiB image, test seed --seed or
+// `default_seed`; the remount uses `mount` (no planted bug), and every
+// fourth cut also cuts its replay once. `run(dev, test_seed)` is the
+// workload (with whatever bug it plants), `verify` judges the remounted
+// store against the cut run's outcome.
+template <typename Outcome>
+CrashReport SweepEveryFlush(
+    FaultDevice::LossMode mode, uint64_t default_seed, Options mount, bool stop_at_first,
+    std::function<Outcome(FaultDevice* dev, uint64_t test_seed)> run,
+    std::function<void(Store* store, const Outcome& run, std::vector<std::string>* problems)>
+        verify) {
+  static const std::string image = FormattedImage(64ull << 20);
+  CrashPlan plan = PlanForMode(&image, mode, default_seed);
+  plan.mount = std::move(mount);
+  plan.replay_cut = [](uint64_t, uint64_t k, size_t) { return k % 4 == 0 ? 1 : 0; };
+  plan.stop_at_first_failure = stop_at_first;
+  CrashHarness<Outcome> harness(
+      std::move(plan),
+      [run = std::move(run)](FaultDevice* dev, const Cut& cut, std::vector<std::string>*) {
+        return run(dev, cut.test_seed);
+      },
+      [verify = std::move(verify)](Store* store, const Outcome& got, const Outcome&,
+                                   std::vector<std::string>* problems) {
+        verify(store, got, problems);
+      });
+  return harness.Sweep();
+}
+
+// A sweep without a planted bug: clean, with at least `min_cuts` cuts
+// (printed, as every crash test prints its counts).
+void ExpectCleanSweep(const CrashReport& report, uint64_t min_cuts);
+// A sweep with a planted bug: some cut caught it; `what` says what no cut
+// saw otherwise.
+void ExpectPlantedBugCaught(const CrashReport& report, absl::string_view what);
+
 }  // namespace testing
 }  // namespace cowkv
 

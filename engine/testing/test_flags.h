@@ -13,6 +13,7 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -77,6 +78,30 @@ inline int ShardCount() {
 // Tells Bazel the binary knows about sharding.
 inline void TouchShardFile() {
   if (const char* p = std::getenv("TEST_SHARD_STATUS_FILE")) std::ofstream(p).flush();
+}
+
+// A model test's seeded runs: seeds --seed (else `first`) on, --seeds of
+// them (else `seeds`; with `fixed`, always `seeds`). `run(seed)` returns
+// what disagreed with the model; every run must return nothing, and a
+// failure names the seed that replays it.
+template <typename Run>
+void ExpectSeededRunsAgree(uint64_t first, uint64_t seeds, bool fixed, Run run) {
+  if (Flags().seed != 0) first = Flags().seed;
+  if (!fixed && Flags().seeds != 0) seeds = Flags().seeds;
+  for (uint64_t s = first; s < first + seeds; ++s) {
+    const std::vector<std::string> p = run(s);
+    std::string all;
+    for (const std::string& line : p) all += line + "\n";
+    EXPECT_TRUE(p.empty()) << "--seed=" << s << ":\n" << all;
+  }
+}
+
+// How many of seeds 1..`seeds` a planted bug's run disagreed with the model.
+template <typename Run>
+int SeedsCatching(uint64_t seeds, Run run) {
+  int caught = 0;
+  for (uint64_t s = 1; s <= seeds; ++s) caught += run(s).empty() ? 0 : 1;
+  return caught;
 }
 
 }  // namespace testing
