@@ -5,7 +5,7 @@ the packaging (typed, stubs generated)."""
 from __future__ import annotations
 
 import importlib.resources
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import grpc
 import pytest
@@ -19,14 +19,37 @@ from cowkv.v1 import kv_pb2
 
 
 class FakeRpcError(grpc.RpcError):  # type: ignore[misc]  # grpc is untyped
-    def __init__(self, code: grpc.StatusCode, details: str) -> None:
-        self._code, self._details = code, details
+    def __init__(self, code: grpc.StatusCode, details: str,
+                 trailers: Tuple[Tuple[str, Any], ...] = ()) -> None:
+        self._code, self._details, self._trailers = code, details, trailers
 
     def code(self) -> grpc.StatusCode:
         return self._code
 
     def details(self) -> str:
         return self._details
+
+    def trailing_metadata(self) -> Tuple[Tuple[str, Any], ...]:
+        return self._trailers
+
+
+def _len_field(num: int, payload: bytes) -> bytes:
+    """One length-delimited protobuf field (payloads under 128 bytes)."""
+    assert len(payload) < 128
+    return bytes([num << 3 | 2, len(payload)]) + payload
+
+
+def status_details(code: grpc.StatusCode, message: str, reason: str,
+                   metadata: Optional[Dict[str, str]] = None) -> Tuple[Tuple[str, Any], ...]:
+    """The grpc-status-details-bin trailer cowkvd sends: google.rpc.Status
+    {code, message, details: [Any(google.rpc.ErrorInfo{reason, domain,
+    metadata})]}, encoded by hand (google.rpc is not a dependency)."""
+    info = _len_field(1, reason.encode()) + _len_field(2, b"cowkv.dev")
+    for k, v in (metadata or {}).items():
+        info += _len_field(3, _len_field(1, k.encode()) + _len_field(2, v.encode()))
+    any_ = _len_field(1, b"type.googleapis.com/google.rpc.ErrorInfo") + _len_field(2, info)
+    status = bytes([0x08, code.value[0]]) + _len_field(2, message.encode()) + _len_field(3, any_)
+    return (("grpc-status-details-bin", status),)
 
 
 @pytest.mark.parametrize("code,message,cls,errno_name", [
@@ -63,6 +86,51 @@ def test_error_classes(code: grpc.StatusCode, message: str, cls: type,
     assert e.code == code and e.errno_name == errno_name and e.operation == "op"
     assert str(e) == f"op: {message}" if message else True
     assert e.retry_transaction == (cls in (cowkv.Conflict, cowkv.TooOld))
+
+
+# The same statuses with the ErrorInfo a current server sends: the class
+# comes from the reason, whatever the text says (the messages here are
+# chosen so that the text heuristics would pick another class).
+@pytest.mark.parametrize("code,reason,message,cls", [
+    (grpc.StatusCode.FAILED_PRECONDITION, "READ_ONLY_SNAPSHOT", "write refused", cowkv.ReadOnly),
+    (grpc.StatusCode.FAILED_PRECONDITION, "EROFS", "EROFS: store", cowkv.ReadOnly),
+    (grpc.StatusCode.FAILED_PRECONDITION, "ENOTEMPTY", "read-only thing is not empty",
+     cowkv.FailedPrecondition),
+    (grpc.StatusCode.RESOURCE_EXHAUSTED, "ENOSPC", "device full", cowkv.NoSpace),
+    (grpc.StatusCode.RESOURCE_EXHAUSTED, "SERVER_BUSY", "no space in the queue",
+     cowkv.ResourceExhausted),
+    (grpc.StatusCode.RESOURCE_EXHAUSTED, "LIMIT", "no space for the response",
+     cowkv.ResourceExhausted),
+    (grpc.StatusCode.ABORTED, "CONFLICT", "x", cowkv.Conflict),
+    (grpc.StatusCode.OUT_OF_RANGE, "TOO_OLD", "x", cowkv.TooOld),
+    (grpc.StatusCode.OUT_OF_RANGE, "COMPACTED", "too old", cowkv.Compacted),
+    (grpc.StatusCode.OUT_OF_RANGE, "FUTURE_REVISION", "too old", cowkv.FutureRevision),
+    (grpc.StatusCode.NOT_FOUND, "LEASE_NOT_FOUND", "x", cowkv.NotFound),
+    (grpc.StatusCode.INTERNAL, "DEVICE_UNAVAILABLE", "x", cowkv.Internal),
+    (grpc.StatusCode.UNAVAILABLE, "STOPPING", "x", cowkv.Unavailable),
+])
+def test_error_classes_from_error_info(code: grpc.StatusCode, reason: str, message: str,
+                                       cls: type) -> None:
+    trailers = status_details(code, message, reason, {"compact_revision": "42"})
+    e = errors.from_rpc_error(FakeRpcError(code, message, trailers), "op")
+    assert type(e) is cls and e.reason == reason and e.code == code
+    assert e.metadata["compact_revision"] == "42"
+    assert e.retry_transaction == issubclass(cls, (cowkv.Conflict, cowkv.TooOld))
+
+
+def test_error_info_errno_and_compact_revision() -> None:
+    code = grpc.StatusCode.FAILED_PRECONDITION
+    trailers = status_details(code, "no prefix here", "READ_ONLY_SNAPSHOT", {"errno": "EROFS"})
+    e = errors.from_rpc_error(FakeRpcError(code, "no prefix here", trailers))
+    assert e.errno_name == "EROFS"  # from metadata, not the text
+    code = grpc.StatusCode.OUT_OF_RANGE
+    trailers = status_details(code, "compacted", "COMPACTED", {"compact_revision": "17"})
+    c = errors.from_rpc_error(FakeRpcError(code, "compacted", trailers))
+    assert isinstance(c, cowkv.Compacted) and c.compact_revision == 17
+    # A damaged trailer is treated as none: the fallback decides.
+    bad = (("grpc-status-details-bin", b"\x1a\x7f"),)
+    e = errors.from_rpc_error(FakeRpcError(grpc.StatusCode.FAILED_PRECONDITION, "EROFS: x", bad))
+    assert type(e) is cowkv.ReadOnly and e.reason == ""
 
 
 def test_compare_builders() -> None:
