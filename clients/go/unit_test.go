@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -92,6 +93,69 @@ func TestErrorMapping(t *testing.T) {
 	wrapped := fmt.Errorf("outer: %w", wrap("Put", status.Error(codes.Aborted, "c")))
 	if !errors.Is(wrapped, ErrConflict) || ErrorClass(wrapped) != "conflict" {
 		t.Error("wrapped error lost its kind")
+	}
+}
+
+// withInfo is the status cowkvd sends: ErrorInfo{reason, domain, metadata}
+// in its details.
+func withInfo(t *testing.T, code codes.Code, msg, reason string, md map[string]string) error {
+	t.Helper()
+	s, err := status.New(code, msg).WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: "cowkv.dev", Metadata: md})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.Err()
+}
+
+// The kind comes from the ErrorInfo reason, whatever the text says: the
+// messages are chosen so that the text fallback would pick another kind.
+func TestErrorMappingFromErrorInfo(t *testing.T) {
+	for _, c := range []struct {
+		code   codes.Code
+		reason string
+		msg    string
+		kind   error
+		class  string
+	}{
+		{codes.FailedPrecondition, "READ_ONLY_SNAPSHOT", "write refused", ErrReadOnly, "read_only"},
+		{codes.FailedPrecondition, "EROFS", "store", ErrReadOnly, "read_only"},
+		{codes.FailedPrecondition, "ENOTEMPTY", "read-only thing is not empty", ErrFailedPrecondition, "failed_precondition"},
+		{codes.ResourceExhausted, "ENOSPC", "device full", ErrNoSpace, "no_space"},
+		{codes.ResourceExhausted, "SERVER_BUSY", "no space in the queue", ErrResourceExhausted, "resource_exhausted"},
+		{codes.ResourceExhausted, "LIMIT", "no space for the response", ErrResourceExhausted, "resource_exhausted"},
+		{codes.Aborted, "CONFLICT", "x", ErrConflict, "conflict"},
+		{codes.OutOfRange, "TOO_OLD", "x", ErrTooOld, "too_old"},
+		{codes.OutOfRange, "COMPACTED", "x", ErrCompacted, "compacted"},
+		{codes.OutOfRange, "FUTURE_REVISION", "x", ErrFutureRevision, "future_revision"},
+		{codes.NotFound, "LEASE_NOT_FOUND", "x", ErrNotFound, "not_found"},
+		{codes.Internal, "DEVICE_UNAVAILABLE", "x", ErrInternal, "internal"},
+		{codes.Unavailable, "STOPPING", "x", ErrUnavailable, "unavailable"},
+	} {
+		err := wrap("Op", withInfo(t, c.code, c.msg, c.reason, map[string]string{"compact_revision": "42"}))
+		var ce *Error
+		if !errors.As(err, &ce) || ce.Kind() != c.kind || ErrorClass(err) != c.class || ce.Reason != c.reason {
+			t.Errorf("%v %s: %+v, want %v", c.code, c.reason, ce, c.kind)
+			continue
+		}
+		if ce.CompactRevision != 42 || ce.Metadata["compact_revision"] != "42" {
+			t.Errorf("%s: compact revision %d", c.reason, ce.CompactRevision)
+		}
+		wantRetry := c.kind == ErrConflict || c.kind == ErrTooOld || c.kind == ErrCompacted
+		if Retryable(err) != wantRetry || ce.Retryable() != wantRetry {
+			t.Errorf("%s: Retryable %v", c.reason, Retryable(err))
+		}
+		if s, _ := status.FromError(err); len(s.Details()) != 1 {
+			t.Errorf("%s: GRPCStatus lost the details", c.reason)
+		}
+	}
+	if !errors.Is(wrap("Op", withInfo(t, codes.OutOfRange, "x", "COMPACTED", nil)), ErrTooOld) {
+		t.Error("ErrCompacted is not also ErrTooOld")
+	}
+	// errno from the metadata, not from the text.
+	var ce *Error
+	errors.As(wrap("Op", withInfo(t, codes.FailedPrecondition, "no prefix", "READ_ONLY_SNAPSHOT", map[string]string{"errno": "EROFS"})), &ce)
+	if ce.Errno != "EROFS" {
+		t.Errorf("errno %q", ce.Errno)
 	}
 }
 
