@@ -553,7 +553,12 @@ mod tests {
     use std::cell::{Cell, RefCell};
 
     fn conflict() -> Error {
-        Error::Conflict(ErrorInfo { code: Some(tonic::Code::Aborted), message: "conflict".into(), operation: "commit" })
+        Error::Conflict(ErrorInfo {
+            code: Some(tonic::Code::Aborted),
+            message: "conflict".into(),
+            operation: "commit",
+            ..Default::default()
+        })
     }
 
     fn p() -> RetryPolicy {
@@ -627,6 +632,7 @@ mod tests {
                             code: Some(tonic::Code::OutOfRange),
                             message: "too old".into(),
                             operation: "commit",
+                            ..Default::default()
                         }))
                     } else {
                         Ok(7)
@@ -664,7 +670,12 @@ mod tests {
     #[test]
     fn other_errors_return_at_once() {
         for e in [
-            Error::NotFound(ErrorInfo { code: Some(tonic::Code::NotFound), message: "no".into(), operation: "get" }),
+            Error::NotFound(ErrorInfo {
+                code: Some(tonic::Code::NotFound),
+                message: "no".into(),
+                operation: "get",
+                ..Default::default()
+            }),
             Error::user("my own error"),
             Error::invalid("put", "bad"),
         ] {
