@@ -53,6 +53,29 @@ class ClientTest {
     assertTrue(sv.deleteIfExists("nope").isEmpty());
   }
 
+  /** The server's ErrorInfo gives the class, errorReason() and errnoName() (ErrorsTest: fallback). */
+  @Test
+  void errorInfoFromTheServer() {
+    client.createSubvolume("java-errors");
+    client.snapshot("java-errors", "java-errors@ro", true);
+    Subvolume ro = client.subvolume("java-errors@ro");
+    Subvolume w = client.subvolume("java-errors");
+    ReadOnlyException put = assertThrows(ReadOnlyException.class, () -> ro.put("k", "v"));
+    assertEquals("READ_ONLY_SNAPSHOT", put.errorReason());
+    ReadOnlyException mk = assertThrows(ReadOnlyException.class, () -> ro.files().mkdir("/d"));
+    assertEquals(List.of("READ_ONLY_SNAPSHOT", "EROFS"), List.of(mk.errorReason(), mk.errnoName()));
+    w.files().mkdir("/d");
+    w.files().create("/d/f");
+    FailedPreconditionException ne = assertThrows(FailedPreconditionException.class,
+        () -> w.files().rmdir("/d"));
+    assertEquals(List.of("ENOTEMPTY", "ENOTEMPTY"), List.of(ne.errorReason(), ne.errnoName()));
+    NotFoundException nf = assertThrows(NotFoundException.class, () -> w.files().stat("/none"));
+    assertEquals(List.of("ENOENT", "ENOENT"), List.of(nf.errorReason(), nf.errnoName()));
+    AlreadyExistsException ae = assertThrows(AlreadyExistsException.class,
+        () -> client.createSubvolume("java-errors"));
+    assertEquals("ALREADY_EXISTS", ae.errorReason());
+  }
+
   @Test
   void transactionHelperUnderContention() throws Exception {
     ExecutorService pool = Executors.newFixedThreadPool(4);

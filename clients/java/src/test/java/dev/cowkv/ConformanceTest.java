@@ -695,6 +695,7 @@ class ConformanceTest {
     /** The most specific class name of an error (README, "Error classes"). */
     static String errorClass(CowkvException e) {
       if (e instanceof CompactedException) return "compacted";
+      if (e instanceof FutureRevisionException) return "future_revision";
       if (e instanceof SubvolumeDeletedException) return "subvolume_deleted";
       if (e instanceof SlowReaderException) return "slow_reader";
       if (e instanceof ReadOnlyException) return "read_only";
