@@ -173,6 +173,7 @@ def lookup(result: Any, path: str) -> Any:
 
 _CLASSES: List[Tuple[type, str]] = [  # most specific first
     (cowkv.ReadOnly, "read_only"), (cowkv.NoSpace, "no_space"),
+    (cowkv.FutureRevision, "future_revision"),
     (cowkv.InvalidArgument, "invalid_argument"), (cowkv.NotFound, "not_found"),
     (cowkv.AlreadyExists, "already_exists"), (cowkv.FailedPrecondition, "failed_precondition"),
     (cowkv.Conflict, "conflict"), (cowkv.TooOld, "too_old"),
@@ -408,7 +409,7 @@ class Runner:
         return self.txs[as_str(a.get("tx"))]
 
     def op_begin(self, a: Dict[str, Any]) -> Any:
-        tx = self.sv(a).transaction(lease_ms=int(a.get("lease_ms", 0)))
+        tx = self.sv(a).begin(lease_ms=int(a.get("lease_ms", 0)))
         if a.get("as"):
             self.txs[as_str(a["as"])] = tx
         return {"read_revision": tx.read_revision, "lease_ms": tx.lease_ms}
@@ -805,7 +806,7 @@ def test_every_op_of_the_readme_is_implemented() -> None:
         # classes and durability names in the README's tables, not ops
         "invalid_argument", "not_found", "already_exists", "failed_precondition", "read_only",
         "conflict", "too_old", "resource_exhausted", "no_space", "data_loss", "unavailable",
-        "unauthenticated", "deadline_exceeded", "compacted", "subvolume_deleted", "slow_reader", "name", "server", "client_side", "steps", "op", "args", "expect",
+        "unauthenticated", "deadline_exceeded", "compacted", "future_revision", "subvolume_deleted", "slow_reader", "name", "server", "client_side", "steps", "op", "args", "expect",
         "save", "note"}}
     missing = sorted(n for n in ops if not hasattr(Runner, "op_" + n))
     assert not missing, f"ops in the README without a runner: {missing}"

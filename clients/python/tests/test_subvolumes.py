@@ -95,7 +95,7 @@ def test_read_only_snapshot_refuses_transaction_commit(client: cowkv.Client,
     name = f"{sv.name}@ro"
     client.snapshot(sv.name, name)
     with pytest.raises(cowkv.ReadOnly):
-        with client.subvolume(name).transaction() as tx:
+        with client.subvolume(name).begin() as tx:
             tx.put("k", "v")
 
 

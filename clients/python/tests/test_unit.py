@@ -4,7 +4,11 @@ the packaging (typed, stubs generated)."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib.resources
+import json
+import pathlib
+import random
 from typing import Any, Dict, List, Optional, Tuple
 
 import grpc
@@ -203,7 +207,7 @@ def test_run_in_transaction_retries_then_succeeds() -> None:
     log: List[str] = []
     fails: List[Optional[Exception]] = [_conflict(), cowkv.TooOld("old"), None]
     result = run_in_transaction(lambda: FakeTx(log, fails.pop(0)),  # type: ignore
-                                lambda tx: 42, retries=5, backoff_s=0.0001)
+                                lambda tx: 42, max_attempts=5, backoff_s=0.0001)
     assert result == 42
     assert log == ["begin", "conflict", "begin", "conflict", "begin", "commit"]
 
@@ -212,15 +216,73 @@ def test_run_in_transaction_limits_and_other_errors() -> None:
     log: List[str] = []
     with pytest.raises(cowkv.Conflict):
         run_in_transaction(lambda: FakeTx(log, _conflict()), lambda tx: None,  # type: ignore
-                           retries=2, backoff_s=0.0001)
+                           max_attempts=3, backoff_s=0.0001)
     assert log.count("begin") == 3
     log.clear()
 
     def bad(tx: Any) -> None:
         raise cowkv.NotFound("nope")
     with pytest.raises(cowkv.NotFound):
-        run_in_transaction(lambda: FakeTx(log, None), bad, retries=5)  # type: ignore
+        run_in_transaction(lambda: FakeTx(log, None), bad, max_attempts=5)  # type: ignore
     assert log == ["begin", "abort"]
+
+
+RETRY_RULE = json.loads((pathlib.Path(__file__).resolve().parents[2] / "conformance" /
+                         "retry_rule.json").read_text())
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_retry_rule_defaults(seed: int) -> None:
+    """The one rule (docs/api.md, "Retrying transactions"): with the
+    defaults, a transaction that always conflicts runs max_attempts times
+    and each wait lies in the rule's bounds."""
+    random.seed(seed)
+    log: List[str] = []
+    sleeps: List[float] = []
+    with pytest.raises(cowkv.Conflict):
+        run_in_transaction(lambda: FakeTx(log, _conflict()), lambda tx: None,  # type: ignore
+                           sleep=sleeps.append)
+    assert log.count("begin") == RETRY_RULE["max_attempts"]
+    assert len(sleeps) == len(RETRY_RULE["waits_ms"]) == RETRY_RULE["max_attempts"] - 1
+    for got, (low, high) in zip(sleeps, RETRY_RULE["waits_ms"]):
+        assert low / 1000 <= got <= high / 1000, (got, low, high)
+    assert cowkv.txn.DEFAULT_BACKOFF_S * 1000 == RETRY_RULE["first_wait_ms"]
+    assert cowkv.txn.DEFAULT_MAX_BACKOFF_S * 1000 == RETRY_RULE["max_wait_ms"]
+
+
+def test_retry_rule_defaults_aio() -> None:
+    from cowkv.aio import txn as aio_txn
+    sleeps: List[float] = []
+    runs = 0
+
+    async def sleep(d: float) -> None:
+        sleeps.append(d)
+
+    class AsyncFakeTx:
+        async def __aenter__(self) -> "AsyncFakeTx":
+            nonlocal runs
+            runs += 1
+            return self
+
+        async def __aexit__(self, *exc: Any) -> None:
+            raise _conflict()
+
+    async def body(tx: Any) -> None:
+        return None
+
+    with pytest.raises(cowkv.Conflict):
+        asyncio.run(aio_txn.run_in_transaction(AsyncFakeTx, body, sleep=sleep))  # type: ignore
+    assert runs == RETRY_RULE["max_attempts"]
+    for got, (low, high) in zip(sleeps, RETRY_RULE["waits_ms"], strict=True):
+        assert low / 1000 <= got <= high / 1000, (got, low, high)
+
+
+def test_deprecated_names_warn() -> None:
+    assert cowkv.txn.attempts_of(None, None) == RETRY_RULE["max_attempts"]
+    with pytest.warns(DeprecationWarning):
+        assert cowkv.txn.attempts_of(None, 4) == 5
+    with pytest.raises(TypeError):
+        cowkv.txn.attempts_of(3, 4)
 
 
 def test_modes() -> None:
