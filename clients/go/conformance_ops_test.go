@@ -279,7 +279,7 @@ func (r *runner) exec(op string, a args) (any, error) {
 		return empty, r.tx(a).Abort(ctx)
 	case "retry_txn_conflict_once":
 		attempts, key := 0, a.bytes("key")
-		err := sv.Txn(ctx, func(tx *cowkv.Tx) error {
+		err := sv.RunInTransaction(ctx, func(tx *cowkv.Tx) error {
 			attempts++
 			n := 0
 			v, err := tx.Get(ctx, key)

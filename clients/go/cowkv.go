@@ -7,7 +7,7 @@
 //	rev, err := sv.Put(ctx, []byte("k"), []byte("v"))
 //	v, err := sv.Get(ctx, []byte("k"))
 //	if errors.Is(err, cowkv.ErrNotFound) { ... }
-//	err = sv.Txn(ctx, func(tx *cowkv.Tx) error { ... }) // retried on conflict
+//	err = sv.RunInTransaction(ctx, func(tx *cowkv.Tx) error { ... }) // retried on conflict
 //
 // Every method takes a context; a call without a deadline gets the client's
 // default timeout (WithDefaultTimeout, 30 s unless set). Errors are *Error
@@ -189,10 +189,18 @@ func (db *DB) Close() error { return db.conn.Close() }
 // "default". No call is made: a missing subvolume fails at first use.
 func (db *DB) Subvolume(name string) *Subvolume { return &Subvolume{db: db, name: name} }
 
-// Txn runs fn in an interactive transaction on the "default" subvolume and
-// commits it, retrying conflicts: see Subvolume.Txn.
+// RunInTransaction runs fn in an interactive transaction on the "default"
+// subvolume and commits it, retrying conflicts: see
+// Subvolume.RunInTransaction.
+func (db *DB) RunInTransaction(ctx context.Context, fn func(tx *Tx) error, opts ...TxnOption) error {
+	return db.Subvolume("").RunInTransaction(ctx, fn, opts...)
+}
+
+// Txn is the old name of RunInTransaction.
+//
+// Deprecated: use RunInTransaction; this alias goes in the next release.
 func (db *DB) Txn(ctx context.Context, fn func(tx *Tx) error, opts ...TxnOption) error {
-	return db.Subvolume("").Txn(ctx, fn, opts...)
+	return db.RunInTransaction(ctx, fn, opts...)
 }
 
 // SubvolumeInfo describes one subvolume.

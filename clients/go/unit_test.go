@@ -5,8 +5,11 @@ package cowkv
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -270,7 +273,7 @@ func TestTxnRetriesConflicts(t *testing.T) {
 	db := &DB{kv: f}
 	var sleeps []time.Duration
 	calls := 0
-	err := db.Txn(context.Background(), func(tx *Tx) error {
+	err := db.RunInTransaction(context.Background(), func(tx *Tx) error {
 		calls++
 		return tx.Put(context.Background(), []byte("k"), []byte("v"))
 	}, Backoff(10*time.Millisecond, 25*time.Millisecond), recordSleeps(&sleeps))
@@ -290,9 +293,48 @@ func TestTxnGivesUp(t *testing.T) {
 	conflict := status.Error(codes.Aborted, "transaction conflict")
 	f := &fakeKV{commits: []error{conflict, conflict, conflict, conflict}}
 	var sleeps []time.Duration
-	err := (&DB{kv: f}).Txn(context.Background(), func(*Tx) error { return nil }, MaxAttempts(3), recordSleeps(&sleeps))
+	err := (&DB{kv: f}).RunInTransaction(context.Background(), func(*Tx) error { return nil }, MaxAttempts(3), recordSleeps(&sleeps))
 	if !errors.Is(err, ErrConflict) || f.nCommits != 3 || len(sleeps) != 2 {
 		t.Fatalf("err %v commits %d sleeps %d", err, f.nCommits, len(sleeps))
+	}
+}
+
+// The one retry rule (docs/api.md "Retrying transactions"), from
+// clients/conformance/retry_rule.json: with the defaults, a transaction that
+// always conflicts runs max_attempts times and every wait is in its bounds.
+func TestRetryRuleDefaults(t *testing.T) {
+	raw, err := os.ReadFile("../conformance/retry_rule.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rule struct {
+		MaxAttempts int        `json:"max_attempts"`
+		FirstWaitMs int64      `json:"first_wait_ms"`
+		MaxWaitMs   int64      `json:"max_wait_ms"`
+		WaitsMs     [][2]int64 `json:"waits_ms"`
+	}
+	if err := json.Unmarshal(raw, &rule); err != nil {
+		t.Fatal(err)
+	}
+	if DefaultMaxAttempts != rule.MaxAttempts || DefaultFirstBackoff != time.Duration(rule.FirstWaitMs)*time.Millisecond ||
+		DefaultMaxBackoff != time.Duration(rule.MaxWaitMs)*time.Millisecond {
+		t.Fatalf("defaults %d %v %v differ from %+v", DefaultMaxAttempts, DefaultFirstBackoff, DefaultMaxBackoff, rule)
+	}
+	for round := 0; round < 5; round++ {
+		conflict := status.Error(codes.Aborted, "transaction conflict")
+		f := &fakeKV{commits: slices.Repeat([]error{conflict}, 2*rule.MaxAttempts)}
+		var sleeps []time.Duration
+		calls := 0
+		// Txn, the deprecated name, is the same helper.
+		err := (&DB{kv: f}).Txn(context.Background(), func(*Tx) error { calls++; return nil }, recordSleeps(&sleeps))
+		if !errors.Is(err, ErrConflict) || calls != rule.MaxAttempts || len(sleeps) != len(rule.WaitsMs) {
+			t.Fatalf("err %v calls %d sleeps %d, want %d runs", err, calls, len(sleeps), rule.MaxAttempts)
+		}
+		for i, b := range rule.WaitsMs {
+			if lo, hi := time.Duration(b[0])*time.Millisecond, time.Duration(b[1])*time.Millisecond; sleeps[i] < lo || sleeps[i] > hi {
+				t.Errorf("wait %d = %v, want in [%v, %v]", i+1, sleeps[i], lo, hi)
+			}
+		}
 	}
 }
 
@@ -300,17 +342,17 @@ func TestTxnDoesNotRetryOtherErrors(t *testing.T) {
 	f := &fakeKV{}
 	mine := errors.New("application says no")
 	calls := 0
-	err := (&DB{kv: f}).Txn(context.Background(), func(*Tx) error { calls++; return mine })
+	err := (&DB{kv: f}).RunInTransaction(context.Background(), func(*Tx) error { calls++; return mine })
 	if err != mine || calls != 1 || f.aborts != 1 || f.nCommits != 0 {
 		t.Fatalf("err %v calls %d aborts %d commits %d", err, calls, f.aborts, f.nCommits)
 	}
 	f = &fakeKV{commits: []error{status.Error(codes.FailedPrecondition, "subvolume 'x' is a read-only snapshot")}}
-	err = (&DB{kv: f}).Txn(context.Background(), func(*Tx) error { return nil })
+	err = (&DB{kv: f}).RunInTransaction(context.Background(), func(*Tx) error { return nil })
 	if !errors.Is(err, ErrReadOnly) || f.nCommits != 1 {
 		t.Fatalf("read-only commit: %v after %d commits", err, f.nCommits)
 	}
 	f = &fakeKV{beginErr: status.Error(codes.NotFound, "subvolume 'x' not found")}
-	if err := (&DB{kv: f}).Txn(context.Background(), func(*Tx) error { return nil }); !errors.Is(err, ErrNotFound) {
+	if err := (&DB{kv: f}).RunInTransaction(context.Background(), func(*Tx) error { return nil }); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("begin error: %v", err)
 	}
 }
@@ -318,7 +360,7 @@ func TestTxnDoesNotRetryOtherErrors(t *testing.T) {
 func TestTxnRetriesExpiredHandleFromBody(t *testing.T) {
 	f := &fakeKV{}
 	calls := 0
-	err := (&DB{kv: f}).Txn(context.Background(), func(*Tx) error {
+	err := (&DB{kv: f}).RunInTransaction(context.Background(), func(*Tx) error {
 		if calls++; calls == 1 {
 			return wrap("TxnGet", status.Error(codes.Aborted, "transaction expired"))
 		}
@@ -333,7 +375,7 @@ func TestTxnStopsOnContext(t *testing.T) {
 	f := &fakeKV{commits: []error{status.Error(codes.Aborted, "conflict")}}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	err := (&DB{kv: f}).Txn(ctx, func(*Tx) error { return nil }, Backoff(time.Hour, time.Hour))
+	err := (&DB{kv: f}).RunInTransaction(ctx, func(*Tx) error { return nil }, Backoff(time.Hour, time.Hour))
 	if !errors.Is(err, ErrCanceled) || !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v", err)
 	}
