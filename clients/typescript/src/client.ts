@@ -93,9 +93,14 @@ export class Client {
     return new Subvolume(this.rpc, name);
   }
 
-  /** Runs fn in a transaction on "default", retrying conflicts (Subvolume.transaction). */
+  /** Runs fn in a transaction on "default", retrying conflicts (Subvolume.runInTransaction). */
+  runInTransaction<T>(fn: (tx: Transaction) => Promise<T>, opts?: TransactionOptions): Promise<T> {
+    return this.subvolume().runInTransaction(fn, opts);
+  }
+
+  /** @deprecated The old name of {@link runInTransaction}; goes in the next release. */
   transaction<T>(fn: (tx: Transaction) => Promise<T>, opts?: TransactionOptions): Promise<T> {
-    return this.subvolume().transaction(fn, opts);
+    return this.runInTransaction(fn, opts);
   }
 
   /** Creates an empty subvolume (AlreadyExistsError if taken). */

@@ -5,7 +5,7 @@ import { toCowkvError } from "./errors";
 import { LeaseId, Leases } from "./lease";
 import { Watch, WatchOptions } from "./watch";
 import { CallOptions, Rpc } from "./rpc";
-import { Cmp, pages, rangeFields, runTransaction, Transaction, TransactionOptions, TxnOp } from "./txn";
+import { Cmp, pages, rangeFields, runInTransaction, Transaction, TransactionOptions, TxnOp } from "./txn";
 import {
   DirEntry, Durability, durabilityPb, Extent, ExtentFlag, FileStat, KeyRange, KeyValue, kindFrom, kvFrom, num, Page,
   PageOptions, pageFrom, RangeOptions, statFrom,
@@ -231,13 +231,20 @@ export class Subvolume {
   }
 
   /**
-   * Runs fn in an interactive transaction and commits it, retrying the whole
-   * transaction with jittered exponential backoff on ConflictError and
+   * Runs fn in an interactive transaction and commits it (the retry helper of
+   * every cowkv client; begin() starts one without retries), retrying the whole
+   * transaction with jittered exponential backoff (docs/api.md, "Retrying
+   * transactions": 10 attempts, waits in [d/2, d], d = 10 ms doubling to 1 s) on ConflictError and
    * TooOldError (fn must be safe to run again and read through tx).
    * Resolves to fn's result.
    */
+  runInTransaction<T>(fn: (tx: Transaction) => Promise<T>, opts: TransactionOptions = {}): Promise<T> {
+    return runInTransaction(() => this.begin({ leaseMs: opts.leaseMs }), fn, opts);
+  }
+
+  /** @deprecated The old name of {@link runInTransaction} (the retry helper's name in every client); goes in the next release. */
   transaction<T>(fn: (tx: Transaction) => Promise<T>, opts: TransactionOptions = {}): Promise<T> {
-    return runTransaction(() => this.begin({ leaseMs: opts.leaseMs }), fn, opts);
+    return this.runInTransaction(fn, opts);
   }
 
   // ---- Files ----

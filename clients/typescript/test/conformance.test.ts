@@ -263,7 +263,7 @@ class Runner {
       case "abort": return done(this.tx(a).abort());
       case "retry_txn_conflict_once": {
         let attempts = 0;
-        await sv.transaction(async (tx) => {
+        await sv.runInTransaction(async (tx) => {
           attempts++;
           let n = 0;
           try {
