@@ -82,7 +82,7 @@ class ClientTest {
     TransactionOptions opts = TransactionOptions.DEFAULT.withRetry(RetryPolicy.DEFAULT.withMaxAttempts(50));
     List<Future<Long>> results = new ArrayList<>();
     for (int i = 0; i < 8; i++) {
-      results.add(pool.submit(() -> sv.transaction(opts, tx -> {
+      results.add(pool.submit(() -> sv.runInTransaction(opts, tx -> {
         long n = tx.getString("counter").map(Long::parseLong).orElse(0L);
         tx.put("counter", Long.toString(n + 1));
         return n + 1;
