@@ -581,7 +581,7 @@ impl Subvolume {
     ///
     /// ```no_run
     /// # async fn f(sv: cowkv::Subvolume) -> cowkv::Result<()> {
-    /// let n = sv.transaction(|tx| async move {
+    /// let n = sv.run_in_transaction(|tx| async move {
     ///     let n: u64 = match tx.get("counter").await? {
     ///         Some(v) => String::from_utf8_lossy(&v).parse().unwrap_or(0),
     ///         None => 0,
@@ -591,16 +591,36 @@ impl Subvolume {
     /// }).await?;
     /// # Ok(()) }
     /// ```
+    pub async fn run_in_transaction<T, F, Fut>(&self, body: F) -> Result<T>
+    where
+        F: FnMut(Transaction) -> Fut,
+        Fut: std::future::Future<Output = Result<T>>,
+    {
+        self.run_in_transaction_with(&TransactionOptions::default(), body).await
+    }
+
+    /// The old name of [`Subvolume::run_in_transaction`].
+    #[deprecated(since = "0.2.0", note = "use run_in_transaction (the retry helper's name in every cowkv client)")]
     pub async fn transaction<T, F, Fut>(&self, body: F) -> Result<T>
     where
         F: FnMut(Transaction) -> Fut,
         Fut: std::future::Future<Output = Result<T>>,
     {
-        self.transaction_with(&TransactionOptions::default(), body).await
+        self.run_in_transaction(body).await
     }
 
-    /// [`Subvolume::transaction`] with options (lease, durability, retry policy).
-    pub async fn transaction_with<T, F, Fut>(&self, options: &TransactionOptions, mut body: F) -> Result<T>
+    /// The old name of [`Subvolume::run_in_transaction_with`].
+    #[deprecated(since = "0.2.0", note = "use run_in_transaction_with")]
+    pub async fn transaction_with<T, F, Fut>(&self, options: &TransactionOptions, body: F) -> Result<T>
+    where
+        F: FnMut(Transaction) -> Fut,
+        Fut: std::future::Future<Output = Result<T>>,
+    {
+        self.run_in_transaction_with(options, body).await
+    }
+
+    /// [`Subvolume::run_in_transaction`] with options (lease, durability, retry policy).
+    pub async fn run_in_transaction_with<T, F, Fut>(&self, options: &TransactionOptions, mut body: F) -> Result<T>
     where
         F: FnMut(Transaction) -> Fut,
         Fut: std::future::Future<Output = Result<T>>,

@@ -11,7 +11,7 @@
 //!     client.create_subvolume("data").await?;
 //!     let sv = client.subvolume("data")?;
 //!     sv.put("user/1", "alice").await?;
-//!     let n = sv.transaction(|tx| async move {
+//!     let n = sv.run_in_transaction(|tx| async move {
 //!         let n = tx.get("n").await?.map_or(0, |v| v.len());
 //!         tx.put("n", vec![b'x'; n + 1]).await?;
 //!         Ok(n + 1)

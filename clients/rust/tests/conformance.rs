@@ -486,7 +486,7 @@ impl Ctx {
                 let sv = self.sv(a)?;
                 let (key, interfere) = (by(a, "key"), by(a, "interfere"));
                 let attempts = Arc::new(AtomicU32::new(0));
-                sv.transaction(|tx| {
+                sv.run_in_transaction(|tx| {
                     let (sv, key, interfere, attempts) = (sv.clone(), key.clone(), interfere.clone(), attempts.clone());
                     async move {
                         let n = attempts.fetch_add(1, Ordering::SeqCst) + 1;
