@@ -30,6 +30,38 @@ func (a args) flag(k string) bool  { b, _ := a[k].(bool); return b }
 // int is a signed argument (lease ids and TTLs may be negative in bad input).
 func (a args) int(k string) int64 { n, _ := toInt(a[k]); return n }
 
+// attrChange: set_attr's arguments; an absent one is kept, "now" = the server's clock.
+func (a args) attrChange() cowkv.AttrChange {
+	var c cowkv.AttrChange
+	u32 := func(k string) *uint32 {
+		if a[k] == nil {
+			return nil
+		}
+		v := uint32(a.num(k))
+		return &v
+	}
+	c.Mode, c.UID, c.GID = u32("mode"), u32("uid"), u32("gid")
+	if a["size"] != nil {
+		v := a.num("size")
+		c.Size = &v
+	}
+	times := []struct {
+		k   string
+		now *bool
+		t   **time.Time
+	}{{"atime_ns", &c.AtimeNow, &c.Atime}, {"mtime_ns", &c.MtimeNow, &c.Mtime}}
+	for _, x := range times {
+		switch v := a[x.k]; {
+		case v == "now":
+			*x.now = true
+		case v != nil:
+			t := time.Unix(0, a.int(x.k))
+			*x.t = &t
+		}
+	}
+	return c
+}
+
 func (a args) lease() cowkv.WriteOption { return cowkv.WithLease(cowkv.LeaseID(a.int("lease"))) }
 
 func (a args) durability() cowkv.WriteOption {
@@ -96,7 +128,9 @@ func pageMap(p cowkv.Page) map[string]any {
 }
 
 func stat(s cowkv.FileStat) map[string]any {
-	return map[string]any{"ino": s.Ino, "kind": s.Kind.String(), "mode": s.Mode, "nlink": s.Nlink, "size": s.Size}
+	return map[string]any{"ino": s.Ino, "kind": s.Kind.String(), "mode": s.Mode, "nlink": s.Nlink, "size": s.Size,
+		"uid": s.UID, "gid": s.GID, "atime_ns": s.Atime.UnixNano(), "mtime_ns": s.Mtime.UnixNano(),
+		"ctime_ns": s.Ctime.UnixNano()}
 }
 
 var empty = map[string]any{}
@@ -350,7 +384,28 @@ func (r *runner) exec(op string, a args) (any, error) {
 		s, err := sv.SetSize(ctx, a.str("path"), a.num("size"))
 		return stat(s), err
 	case "fsync":
+		if a["offset"] != nil || a["length"] != nil {
+			return empty, sv.FsyncRange(ctx, a.str("path"), a.flag("datasync"), a.num("offset"), a.num("length"))
+		}
 		return empty, sv.Fsync(ctx, a.str("path"), a.flag("datasync"))
+	case "set_attr":
+		s, err := sv.SetAttr(ctx, a.str("path"), a.attrChange())
+		return stat(s), err
+	case "set_xattr":
+		flags := map[any]cowkv.XattrFlags{"create": cowkv.XattrCreate, "replace": cowkv.XattrReplace}[a["flags"]]
+		return empty, sv.SetXattr(ctx, a.str("path"), a.str("name"), a.bytes("value"), flags)
+	case "get_xattr":
+		v, err := sv.GetXattr(ctx, a.str("path"), a.str("name"))
+		return map[string]any{"value": string(v)}, err
+	case "list_xattrs":
+		names, err := sv.ListXattrs(ctx, a.str("path"))
+		l := []any{}
+		for _, n := range names {
+			l = append(l, n)
+		}
+		return map[string]any{"names": l}, err
+	case "remove_xattr":
+		return empty, sv.RemoveXattr(ctx, a.str("path"), a.str("name"))
 	case "link_many":
 		for i := uint64(0); i < a.num("count"); i++ {
 			dir := fmt.Sprintf("%s%04d", a.str("prefix"), i/linksPerDir)

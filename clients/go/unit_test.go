@@ -389,3 +389,32 @@ func TestBackoffBounds(t *testing.T) {
 		}
 	}
 }
+
+// SetAttr sends exactly the fields an AttrChange names (FUSE's FATTR_* bits).
+func TestAttrChangeFields(t *testing.T) {
+	mode, uid, size := uint32(0o600), uint32(7), uint64(5)
+	at := time.Unix(1, 2)
+	for _, c := range []struct {
+		c    AttrChange
+		want uint32
+	}{
+		{AttrChange{}, 0},
+		{AttrChange{Mode: &mode}, 1},
+		{AttrChange{UID: &uid}, 2},
+		{AttrChange{GID: &uid}, 4},
+		{AttrChange{Size: &size}, 8},
+		{AttrChange{Atime: &at}, 16},
+		{AttrChange{Mtime: &at}, 32},
+		{AttrChange{Atime: &at, AtimeNow: true}, 128},
+		{AttrChange{MtimeNow: true}, 256},
+	} {
+		req := c.c.request("sv", "/f")
+		if req.GetFields() != c.want {
+			t.Errorf("%+v: fields %d, want %d", c.c, req.GetFields(), c.want)
+		}
+	}
+	req := AttrChange{Mode: &mode, Size: &size, Atime: &at}.request("sv", "/f")
+	if req.GetMode() != 0o600 || req.GetSize() != 5 || req.GetAtimeNs() != 1_000_000_002 || req.GetUid() != 0 {
+		t.Errorf("values %+v", req)
+	}
+}

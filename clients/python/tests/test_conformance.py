@@ -219,7 +219,9 @@ def keys_values(kvs: List[cowkv.KeyValue]) -> Dict[str, Any]:
 def stat(st: cowkv.FileStat) -> Dict[str, Any]:
     kind = {cowkv.FileKind.REGULAR: "regular", cowkv.FileKind.DIRECTORY: "directory",
             cowkv.FileKind.SYMLINK: "symlink"}[st.kind]
-    return {"ino": st.ino, "kind": kind, "mode": st.mode, "nlink": st.nlink, "size": st.size}
+    return {"ino": st.ino, "kind": kind, "mode": st.mode, "nlink": st.nlink, "size": st.size,
+            "uid": st.uid, "gid": st.gid, "atime_ns": st.atime_ns, "mtime_ns": st.mtime_ns,
+            "ctime_ns": st.ctime_ns}
 
 
 _FLAG_NAMES = [(cowkv.FIEMAP_EXTENT_LAST, "LAST"), (cowkv.FIEMAP_EXTENT_NOT_ALIGNED, "NOT_ALIGNED"),
@@ -519,7 +521,35 @@ class Runner:
         return stat(self.fs(a).truncate(as_str(a.get("path")), int(a.get("size", 0))))
 
     def op_fsync(self, a: Dict[str, Any]) -> Any:
-        self.fs(a).fsync(as_str(a.get("path")), datasync=bool(a.get("datasync")))
+        self.fs(a).fsync(as_str(a.get("path")), datasync=bool(a.get("datasync")),
+                         offset=int(a.get("offset", 0)), length=int(a.get("length", 0)))
+        return {}
+
+    def op_set_attr(self, a: Dict[str, Any]) -> Any:
+        def time_arg(k: str) -> Any:
+            v = a.get(k)
+            return cowkv.UTIME_NOW if v == "now" else (None if v is None else int(v))
+        def opt(k: str) -> Optional[int]:
+            return None if a.get(k) is None else int(a[k])
+        return stat(self.fs(a).set_attr(as_str(a.get("path")), mode=opt("mode"), uid=opt("uid"),
+                                        gid=opt("gid"), size=opt("size"),
+                                        atime_ns=time_arg("atime_ns"),
+                                        mtime_ns=time_arg("mtime_ns")))
+
+    def op_set_xattr(self, a: Dict[str, Any]) -> Any:
+        flags = {None: 0, "create": 1, "replace": 2}[a.get("flags")]
+        self.fs(a).set_xattr(as_str(a.get("path")), as_str(a.get("name")),
+                             as_bytes(a.get("value")), flags)
+        return {}
+
+    def op_get_xattr(self, a: Dict[str, Any]) -> Any:
+        return {"value": self.fs(a).get_xattr(as_str(a.get("path")), as_str(a.get("name")))}
+
+    def op_list_xattrs(self, a: Dict[str, Any]) -> Any:
+        return {"names": self.fs(a).list_xattrs(as_str(a.get("path")))}
+
+    def op_remove_xattr(self, a: Dict[str, Any]) -> Any:
+        self.fs(a).remove_xattr(as_str(a.get("path")), as_str(a.get("name")))
         return {}
 
     def op_link_many(self, a: Dict[str, Any]) -> Any:
