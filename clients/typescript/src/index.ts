@@ -13,7 +13,10 @@
  *     for await (const ev of sv.watch("cfg/", { prefix: true, signal })) { ... }  // src/watch.ts
  */
 export { connect, Client, ConnectOptions, TlsOptions, CheckResult, DEFAULT_ADDRESS, DEFAULT_TIMEOUT_MS } from "./client";
-export { Subvolume, TxnRequest, TxnResult, OpResult, WriteOptions, PutOptions, WriteFileOptions, CloneRange } from "./subvolume";
+export {
+  Subvolume, TxnRequest, TxnResult, OpResult, WriteOptions, PutOptions, WriteFileOptions, CloneRange, AttrChange, XATTR_CREATE,
+  XATTR_REPLACE, setAttrFields,
+} from "./subvolume";
 export {
   Compare, Op, Cmp, TxnOp, Transaction, TransactionOptions, runInTransaction, runTransaction, backoffMs,
   DEFAULT_MAX_ATTEMPTS, DEFAULT_BACKOFF_MS, DEFAULT_MAX_BACKOFF_MS,

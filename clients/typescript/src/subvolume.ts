@@ -387,8 +387,40 @@ export class Subvolume {
   }
 
   /** Makes a file (and, for a directory, its entries) durable; datasync = fdatasync. */
-  async fsync(path: string, opts: { datasync?: boolean } = {}, call?: CallOptions): Promise<void> {
-    await this.fileCall("fsync", "fsync", { path, ino: 0n, handle: 0n, offset: 0n, length: 0n, datasync: !!opts.datasync }, { path }, call);
+  async fsync(path: string, opts: { datasync?: boolean; offset?: number | bigint; length?: number | bigint } = {}, call?: CallOptions): Promise<void> {
+    await this.fileCall("fsync", "fsync", {
+      path, ino: 0n, handle: 0n, offset: BigInt(opts.offset ?? 0), length: BigInt(opts.length ?? 0), datasync: !!opts.datasync,
+    }, { path }, call);
+  }
+
+  /**
+   * setattr: changes the attributes `change` names (an absent one is kept) in
+   * one call — chmod, chown, truncate, utimensat (a time may be "now", the
+   * server's clock) — and resolves to them afterwards; ctime becomes now when
+   * anything changes.
+   */
+  async setAttr(path: string, change: AttrChange, call?: CallOptions): Promise<FileStat> {
+    return statFrom(await this.fileCall<PbFileStat>("setAttr", "setAttr", { path, ino: 0n, ...setAttrFields(change) }, { path }, call));
+  }
+
+  /** Sets an extended attribute; flags: XATTR_CREATE (EEXIST if set) or XATTR_REPLACE (ENODATA if not). */
+  async setXattr(path: string, name: string, value: Bytes, opts: { flags?: number } = {}, call?: CallOptions): Promise<void> {
+    await this.fileCall("setXattr", "setXattr", { path, ino: 0n, name, value: toBuffer(value), flags: opts.flags ?? 0 }, { path }, call);
+  }
+
+  /** An extended attribute's value; NotFoundError (errno ENODATA) if it is not set. */
+  async getXattr(path: string, name: string, call?: CallOptions): Promise<Buffer> {
+    return (await this.fileCall<{ value: Buffer }>("getXattr", "getXattr", { path, ino: 0n, name }, { path }, call)).value;
+  }
+
+  /** The names of a file's extended attributes, sorted. */
+  async listXattrs(path: string, call?: CallOptions): Promise<string[]> {
+    return (await this.fileCall<{ names: string[] }>("listXattrs", "listXattrs", { path, ino: 0n }, { path }, call)).names;
+  }
+
+  /** Removes an extended attribute; NotFoundError (errno ENODATA) if it is not set. */
+  async removeXattr(path: string, name: string, call?: CallOptions): Promise<void> {
+    await this.fileCall("removeXattr", "removeXattr", { path, ino: 0n, name }, { path }, call);
   }
 
   /** Reflink: makes a range of dst share the extents of a range of src (no data copied). */
@@ -420,4 +452,39 @@ export class Subvolume {
       }
     }
   }
+}
+
+/** What Subvolume.setAttr changes; an absent field is kept. */
+export interface AttrChange {
+  /** Permission bits (0o7777; EINVAL beyond). */
+  mode?: number;
+  uid?: number;
+  gid?: number;
+  /** A truncate (regular files). */
+  size?: number | bigint;
+  /** Nanoseconds since the epoch, or "now" (the server's clock, utimensat's UTIME_NOW). */
+  atimeNs?: bigint | number | "now";
+  mtimeNs?: bigint | number | "now";
+}
+
+/** setxattr(2) flags for Subvolume.setXattr. */
+export const XATTR_CREATE = 1;
+export const XATTR_REPLACE = 2;
+
+/** The SetAttrRequest fields of a change: the FATTR_* mask and the values (exported for tests). */
+export function setAttrFields(c: AttrChange) {
+  let fields = 0;
+  const time = (v: AttrChange["atimeNs"], bit: number, nowBit: number): bigint => {
+    if (v === "now") fields |= nowBit;
+    else if (v !== undefined) fields |= bit;
+    return v === undefined || v === "now" ? 0n : BigInt(v);
+  };
+  if (c.mode !== undefined) fields |= 1;
+  if (c.uid !== undefined) fields |= 2;
+  if (c.gid !== undefined) fields |= 4;
+  if (c.size !== undefined) fields |= 8;
+  const atimeNs = time(c.atimeNs, 16, 128), mtimeNs = time(c.mtimeNs, 32, 256);
+  return {
+    fields, mode: c.mode ?? 0, uid: c.uid ?? 0, gid: c.gid ?? 0, size: BigInt(c.size ?? 0), atimeNs, mtimeNs,
+  };
 }

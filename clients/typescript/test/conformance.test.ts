@@ -117,7 +117,14 @@ const kvMap = (kv: cowkv.KeyValue, revision: number) => ({
 });
 const kvLists = (kvs: cowkv.KeyValue[]) => ({ keys: kvs.map((k) => k.key), values: kvs.map((k) => k.value) });
 const pageMap = (p: cowkv.Page) => ({ ...kvLists(p.kvs), count: p.count, more: p.more, next_page_token: p.nextPageToken });
-const stat = (s: cowkv.FileStat) => ({ ino: s.ino, kind: s.kind, mode: s.mode, nlink: s.nlink, size: s.size });
+const stat = (s: cowkv.FileStat) => ({
+  ino: s.ino, kind: s.kind, mode: s.mode, nlink: s.nlink, size: s.size, uid: s.uid, gid: s.gid,
+  atime_ns: s.atimeNs, mtime_ns: s.mtimeNs, ctime_ns: s.ctimeNs,
+});
+const attrChange = (a: Json): cowkv.AttrChange => ({
+  mode: a.mode, uid: a.uid, gid: a.gid, size: a.size,
+  atimeNs: a.atime_ns, mtimeNs: a.mtime_ns,
+});
 const FLAGS: [number, string][] = [[0x1, "LAST"], [0x100, "NOT_ALIGNED"], [0x200, "INLINE"], [0x2000, "SHARED"]];
 const bytes = (v: Json): Buffer | undefined => (v === undefined ? undefined : isBytes(v) ? v : Buffer.from(String(v)));
 const durability = (a: Json) => ({ durability: a.durability as cowkv.Durability | undefined });
@@ -296,7 +303,15 @@ class Runner {
       case "unlink": return done(sv.unlink(a.path));
       case "rmdir": return done(sv.rmdir(a.path));
       case "truncate": return stat(await sv.truncate(a.path, a.size));
-      case "fsync": return done(sv.fsync(a.path, { datasync: a.datasync }));
+      case "fsync": return done(sv.fsync(a.path, { datasync: a.datasync, offset: a.offset, length: a.length }));
+      case "set_attr": return stat(await sv.setAttr(a.path, attrChange(a)));
+      case "set_xattr": {
+        const flags = a.flags === "create" ? cowkv.XATTR_CREATE : a.flags === "replace" ? cowkv.XATTR_REPLACE : 0;
+        return done(sv.setXattr(a.path, a.name, bytes(a.value) ?? Buffer.alloc(0), { flags }));
+      }
+      case "get_xattr": return { value: await sv.getXattr(a.path, a.name) };
+      case "list_xattrs": return { names: await sv.listXattrs(a.path) };
+      case "remove_xattr": return done(sv.removeXattr(a.path, a.name));
       case "link_many":
         for (let i = 0; i < a.count; i++) {
           const dir = `${a.prefix}${String(Math.floor(i / LINKS_PER_DIR)).padStart(4, "0")}`;

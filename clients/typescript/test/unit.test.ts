@@ -206,3 +206,15 @@ describe("transaction retry helper", () => {
     }
   });
 });
+
+describe("setAttr request", () => {
+  it("sends exactly the fields a change names (FATTR_* bits)", () => {
+    const cases: [cowkv.AttrChange, number][] = [
+      [{}, 0], [{ mode: 0o600 }, 1], [{ uid: 7 }, 2], [{ gid: 7 }, 4], [{ size: 5 }, 8],
+      [{ atimeNs: 1n }, 16], [{ mtimeNs: 2 }, 32], [{ atimeNs: "now" }, 128], [{ mtimeNs: "now" }, 256],
+    ];
+    for (const [c, want] of cases) assert.equal(cowkv.setAttrFields(c).fields, want, JSON.stringify(c, (_k, v) => String(v)));
+    const f = cowkv.setAttrFields({ mode: 0o600, size: 5, atimeNs: 1_000_000_002n });
+    assert.deepEqual([f.mode, f.size, f.atimeNs, f.uid, f.mtimeNs], [0o600, 5n, 1_000_000_002n, 0, 0n]);
+  });
+});
