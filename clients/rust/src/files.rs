@@ -178,8 +178,12 @@ impl Files {
         Files { rpc, subvolume }
     }
 
-    fn sv(&self) -> String {
+    pub(crate) fn sv(&self) -> String {
         self.subvolume.clone()
+    }
+
+    pub(crate) fn rpc(&self) -> &Rpc {
+        &self.rpc
     }
 
     /// Attributes of a file, directory or symlink.

@@ -27,6 +27,7 @@
 //! arguments are refused before sending with the same variant the server
 //! would give ([`Error::InvalidArgument`]).
 
+mod attrs;
 mod client;
 mod error;
 mod files;
@@ -44,6 +45,7 @@ pub mod pb {
     tonic::include_proto!("cowkv.v1");
 }
 
+pub use attrs::{SetAttr, XATTR_CREATE, XATTR_REPLACE};
 pub use client::{CheckResult, Client, SubvolumeInfo, VersionInfo};
 pub use error::{Error, ErrorInfo, Result};
 pub use files::{

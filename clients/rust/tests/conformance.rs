@@ -552,7 +552,30 @@ impl Ctx {
             }
             "truncate" => stat(self.sv(a)?.files().truncate(&s(a, "path"), nm(a, "size")).await?),
             "fsync" => {
-                self.sv(a)?.files().fsync_with(&s(a, "path"), bl(a, "datasync")).await?;
+                let f = self.sv(a)?.files();
+                f.fsync_range(&s(a, "path"), bl(a, "datasync"), nm(a, "offset"), nm(a, "length")).await?;
+                V::empty()
+            }
+            "set_attr" => stat(set_attr(self.sv(a)?.files().set_attr(&s(a, "path")), a).send().await?),
+            "set_xattr" => {
+                let flags = match s(a, "flags").as_str() {
+                    "create" => cowkv::XATTR_CREATE,
+                    "replace" => cowkv::XATTR_REPLACE,
+                    _ => 0,
+                };
+                self.sv(a)?.files().set_xattr(&s(a, "path"), &s(a, "name"), by(a, "value"), flags).await?;
+                V::empty()
+            }
+            "get_xattr" => V::map([(
+                "value",
+                V::Bytes(self.sv(a)?.files().get_xattr(&s(a, "path"), &s(a, "name")).await?.to_vec()),
+            )]),
+            "list_xattrs" => {
+                let names = self.sv(a)?.files().list_xattrs(&s(a, "path")).await?;
+                V::map([("names", V::List(names.into_iter().map(V::Str).collect()))])
+            }
+            "remove_xattr" => {
+                self.sv(a)?.files().remove_xattr(&s(a, "path"), &s(a, "name")).await?;
                 V::empty()
             }
             "link_many" => {
@@ -927,7 +950,40 @@ fn stat(st: cowkv::FileStat) -> V {
         ("mode", V::n(st.mode)),
         ("nlink", V::n(st.nlink)),
         ("size", V::n(st.size)),
+        ("uid", V::n(st.uid)),
+        ("gid", V::n(st.gid)),
+        ("atime_ns", V::n(st.atime_ns)),
+        ("mtime_ns", V::n(st.mtime_ns)),
+        ("ctime_ns", V::n(st.ctime_ns)),
     ])
+}
+
+/// set_attr's arguments on the builder: an absent one is kept, "now" = the server's clock.
+fn set_attr(mut r: cowkv::SetAttr, a: &V) -> cowkv::SetAttr {
+    let has = |k: &str| !matches!(a.get(k), None | Some(V::Null));
+    if has("mode") {
+        r = r.mode(nm(a, "mode") as u32);
+    }
+    if has("uid") {
+        r = r.uid(nm(a, "uid") as u32);
+    }
+    if has("gid") {
+        r = r.gid(nm(a, "gid") as u32);
+    }
+    if has("size") {
+        r = r.size(nm(a, "size"));
+    }
+    match a.get("atime_ns") {
+        Some(V::Str(x)) if x == "now" => r = r.atime_now(),
+        Some(V::Int(_)) => r = r.atime_ns(int(a, "atime_ns")),
+        _ => {}
+    }
+    match a.get("mtime_ns") {
+        Some(V::Str(x)) if x == "now" => r = r.mtime_now(),
+        Some(V::Int(_)) => r = r.mtime_ns(int(a, "mtime_ns")),
+        _ => {}
+    }
+    r
 }
 
 fn extent(e: &Extent) -> V {
