@@ -206,12 +206,38 @@ func (r *runner) exec(op string, a args) (any, error) {
 		i, err := db.ShowSubvolume(ctx, a.str("name"))
 		return info(i), err
 	case "list_subvolumes":
-		l, err := db.ListSubvolumes(ctx)
+		var o []cowkv.ListOption
+		if a.flag("read_only") {
+			o = append(o, cowkv.OnlyReadOnly())
+		}
+		if a.flag("snapshots_only") {
+			o = append(o, cowkv.OnlySnapshots())
+		}
+		if l, ok := a["sort"].([]any); ok {
+			for _, k := range l {
+				o = append(o, cowkv.SortBy(fmt.Sprint(k)))
+			}
+		}
+		l, err := db.ListSubvolumes(ctx, o...)
 		names := []any{}
 		for _, i := range l {
 			names = append(names, i.Name)
 		}
 		return map[string]any{"names": names}, err
+	case "sync_subvolumes":
+		var ids []uint64
+		if l, ok := a["ids"].([]any); ok {
+			for _, v := range l {
+				n, _ := toInt(v)
+				ids = append(ids, uint64(n))
+			}
+		}
+		synced, err := db.SyncSubvolumes(ctx, ids...)
+		out := []any{}
+		for _, id := range synced {
+			out = append(out, id)
+		}
+		return map[string]any{"synced": out}, err
 	case "snapshot":
 		i, err := db.Snapshot(ctx, a.str("source"), a.str("name"), a.flag("read_only"))
 		return info(i), err

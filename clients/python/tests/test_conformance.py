@@ -337,7 +337,13 @@ class Runner:
         return info(self.client.show_subvolume(as_str(a.get("name"))))
 
     def op_list_subvolumes(self, a: Dict[str, Any]) -> Any:
-        return {"names": [s.name for s in self.client.list_subvolumes()]}
+        infos = self.client.list_subvolumes(read_only=bool(a.get("read_only")),
+                                            snapshots_only=bool(a.get("snapshots_only")),
+                                            sort=[str(k) for k in a.get("sort", [])])
+        return {"names": [s.name for s in infos]}
+
+    def op_sync_subvolumes(self, a: Dict[str, Any]) -> Any:
+        return {"synced": self.client.sync_subvolumes([int(i) for i in a.get("ids", [])])}
 
     def op_snapshot(self, a: Dict[str, Any]) -> Any:
         return info(self.client.snapshot(as_str(a.get("source")), as_str(a.get("name")),
