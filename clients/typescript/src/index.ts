@@ -12,7 +12,9 @@
  *     await sv.put("svc/a", "1", { lease: id });
  *     for await (const ev of sv.watch("cfg/", { prefix: true, signal })) { ... }  // src/watch.ts
  */
-export { connect, Client, ConnectOptions, TlsOptions, CheckResult, DEFAULT_ADDRESS, DEFAULT_TIMEOUT_MS } from "./client";
+export {
+  connect, Client, ConnectOptions, TlsOptions, CheckResult, DEFAULT_ADDRESS, DEFAULT_TIMEOUT_MS, ListSubvolumesOptions,
+} from "./client";
 export {
   Subvolume, TxnRequest, TxnResult, OpResult, WriteOptions, PutOptions, WriteFileOptions, CloneRange, AttrChange, XATTR_CREATE,
   XATTR_REPLACE, setAttrFields,

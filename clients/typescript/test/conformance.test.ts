@@ -227,7 +227,11 @@ class Runner {
     switch (op) {
       case "create_subvolume": return info(await c.createSubvolume(a.name));
       case "show_subvolume": return info(await c.showSubvolume(a.name));
-      case "list_subvolumes": return { names: (await c.listSubvolumes()).map((i) => i.name) };
+      case "list_subvolumes": {
+        const opts = { readOnly: a.read_only, snapshotsOnly: a.snapshots_only, sort: a.sort };
+        return { names: (await c.listSubvolumes(opts)).map((i) => i.name) };
+      }
+      case "sync_subvolumes": return { synced: await c.syncSubvolumes(a.ids ?? []) };
       case "snapshot": return info(await c.snapshot(a.source, a.name, { readOnly: a.read_only }));
       case "rename_subvolume": return done(c.renameSubvolume(a.name, a.new_name));
       case "delete_subvolume": return done(c.deleteSubvolume(a.name));
