@@ -449,6 +449,80 @@ public final class Files {
         .setSubvolume(subvolume).setPath(path).setDatasync(datasync).build()));
   }
 
+  /**
+   * A range fsync (sync_file_range): at least the data of {@code [offset, offset + length)} is
+   * durable when it returns ({@code length} 0 = to EOF; the server syncs the whole file today).
+   */
+  public void fsync(String path, boolean datasync, long offset, long length) {
+    Validate.path("fsync", "path", path);
+    Rpc.call("fsync", () -> rpc.files().fsync(FilesOuterClass.FsyncRequest.newBuilder()
+        .setSubvolume(subvolume).setPath(path).setDatasync(datasync).setOffset(offset)
+        .setLength(length).build()));
+  }
+
+  /** setxattr(2) flag: {@link AlreadyExistsException} (EEXIST) if the name is set. */
+  public static final int XATTR_CREATE = 1;
+  /** setxattr(2) flag: {@link NotFoundException} (ENODATA) if the name is not set. */
+  public static final int XATTR_REPLACE = 2;
+
+  /**
+   * setattr: changes the attributes {@code change} names in one call and returns them afterwards;
+   * ctime becomes now when anything changes.
+   */
+  public FileStat setAttr(String path, AttrChange change) {
+    Validate.path("setattr", "path", path);
+    return FileStat.fromProto(Rpc.call("setattr",
+        () -> rpc.files().setAttr(change.request(subvolume, path))));
+  }
+
+  /** Sets the permission bits (at most 07777). */
+  public FileStat chmod(String path, int mode) {
+    return setAttr(path, new AttrChange().mode(mode));
+  }
+
+  /** Sets the owner; -1 keeps that id (as chown(2)). */
+  public FileStat chown(String path, int uid, int gid) {
+    AttrChange c = new AttrChange();
+    if (uid != -1) {
+      c.uid(uid);
+    }
+    if (gid != -1) {
+      c.gid(gid);
+    }
+    return setAttr(path, c);
+  }
+
+  /** Sets an extended attribute; {@code flags} 0, {@link #XATTR_CREATE} or {@link #XATTR_REPLACE}. */
+  public void setXattr(String path, String name, byte[] value, int flags) {
+    Validate.path("setxattr", "path", path);
+    Rpc.call("setxattr", () -> rpc.files().setXattr(FilesOuterClass.SetXattrRequest.newBuilder()
+        .setSubvolume(subvolume).setPath(path).setName(name).setValue(ByteString.copyFrom(value))
+        .setFlags(flags).build()));
+  }
+
+  /** An extended attribute's value; {@link NotFoundException} (errno ENODATA) if it is not set. */
+  public byte[] getXattr(String path, String name) {
+    Validate.path("getxattr", "path", path);
+    return Rpc.call("getxattr", () -> rpc.files().getXattr(FilesOuterClass.GetXattrRequest
+        .newBuilder().setSubvolume(subvolume).setPath(path).setName(name).build())).getValue()
+        .toByteArray();
+  }
+
+  /** The names of a file's extended attributes, sorted. */
+  public List<String> listXattrs(String path) {
+    Validate.path("listxattr", "path", path);
+    return List.copyOf(Rpc.call("listxattr", () -> rpc.files().listXattrs(
+        FilesOuterClass.ListXattrsRequest.newBuilder().setSubvolume(subvolume).setPath(path)
+            .build())).getNamesList());
+  }
+
+  /** Removes an extended attribute; {@link NotFoundException} (errno ENODATA) if it is not set. */
+  public void removeXattr(String path, String name) {
+    Validate.path("removexattr", "path", path);
+    Rpc.call("removexattr", () -> rpc.files().removeXattr(FilesOuterClass.RemoveXattrRequest
+        .newBuilder().setSubvolume(subvolume).setPath(path).setName(name).build()));
+  }
+
   /** Every extent of the file, in file order. */
   public List<Extent> fiemap(String path) {
     return fiemap(path, 0, 0);

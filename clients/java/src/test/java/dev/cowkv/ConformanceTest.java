@@ -329,7 +329,23 @@ class ConformanceTest {
         case "truncate":
           return stat(files(a).truncate(str(a, "path"), num(a, "size")));
         case "fsync":
-          files(a).fsync(str(a, "path"), bool(a, "datasync"));
+          files(a).fsync(str(a, "path"), bool(a, "datasync"), num(a, "offset"), num(a, "length"));
+          return Map.of();
+        case "set_attr":
+          return stat(files(a).setAttr(str(a, "path"), attrChange(a)));
+        case "set_xattr": {
+          Object fl = a.get("flags");
+          int flags = "create".equals(fl) ? Files.XATTR_CREATE
+              : "replace".equals(fl) ? Files.XATTR_REPLACE : 0;
+          files(a).setXattr(str(a, "path"), str(a, "name"), bytes(a, "value"), flags);
+          return Map.of();
+        }
+        case "get_xattr":
+          return Map.of("value", files(a).getXattr(str(a, "path"), str(a, "name")));
+        case "list_xattrs":
+          return Map.of("names", new ArrayList<Object>(files(a).listXattrs(str(a, "path"))));
+        case "remove_xattr":
+          files(a).removeXattr(str(a, "path"), str(a, "name"));
           return Map.of();
         case "link_many": {
           Files f = files(a);
@@ -657,7 +673,37 @@ class ConformanceTest {
 
     private static Map<String, Object> stat(FileStat s) {
       return Map.of("ino", s.ino(), "kind", s.kind().name().toLowerCase(java.util.Locale.ROOT),
-          "mode", (long) s.mode(), "nlink", (long) s.nlink(), "size", s.size());
+          "mode", (long) s.mode(), "nlink", (long) s.nlink(), "size", s.size(),
+          "uid", (long) s.uid(), "gid", (long) s.gid(), "atime_ns", s.atimeNs(),
+          "mtime_ns", s.mtimeNs(), "ctime_ns", s.ctimeNs());
+    }
+
+    /** set_attr's arguments: an absent one is kept, "now" = the server's clock. */
+    private static AttrChange attrChange(Map<String, Object> a) {
+      AttrChange c = new AttrChange();
+      if (a.get("mode") != null) {
+        c.mode((int) num(a, "mode"));
+      }
+      if (a.get("uid") != null) {
+        c.uid((int) num(a, "uid"));
+      }
+      if (a.get("gid") != null) {
+        c.gid((int) num(a, "gid"));
+      }
+      if (a.get("size") != null) {
+        c.size(num(a, "size"));
+      }
+      if ("now".equals(a.get("atime_ns"))) {
+        c.atimeNow();
+      } else if (a.get("atime_ns") != null) {
+        c.atimeNs(num(a, "atime_ns"));
+      }
+      if ("now".equals(a.get("mtime_ns"))) {
+        c.mtimeNow();
+      } else if (a.get("mtime_ns") != null) {
+        c.mtimeNs(num(a, "mtime_ns"));
+      }
+      return c;
     }
 
     private static List<Object> flagNames(Extent e) {
