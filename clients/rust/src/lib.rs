@@ -46,7 +46,7 @@ pub mod pb {
 }
 
 pub use attrs::{SetAttr, XATTR_CREATE, XATTR_REPLACE};
-pub use client::{CheckResult, Client, SubvolumeInfo, VersionInfo};
+pub use client::{CheckResult, Client, ListSubvolumes, SubvolumeInfo, VersionInfo};
 pub use error::{Error, ErrorInfo, Result};
 pub use files::{
     DirEntry, Extent, FileKind, FileStat, Files, WriteOptions, WriteResult, RENAME_EXCHANGE, RENAME_NOREPLACE,

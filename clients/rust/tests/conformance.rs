@@ -393,8 +393,32 @@ impl Ctx {
             "create_subvolume" => info(c.create_subvolume(&s(a, "name")).await?),
             "show_subvolume" => info(c.show_subvolume(&s(a, "name")).await?),
             "list_subvolumes" => {
-                let names = c.list_subvolumes().await?.into_iter().map(|i| V::Str(i.name)).collect();
+                let mut q = c.list_subvolumes_with();
+                if bl(a, "read_only") {
+                    q = q.read_only();
+                }
+                if bl(a, "snapshots_only") {
+                    q = q.snapshots_only();
+                }
+                for k in list(a, "sort") {
+                    q = q.sort(match k {
+                        V::Str(x) => x,
+                        other => show(&other),
+                    });
+                }
+                let names = q.send().await?.into_iter().map(|i| V::Str(i.name)).collect();
                 V::map([("names", V::List(names))])
+            }
+            "sync_subvolumes" => {
+                let ids: Vec<u64> = list(a, "ids")
+                    .iter()
+                    .map(|v| match v {
+                        V::Int(n) => *n as u64,
+                        other => panic!("ids: not a number: {}", show(other)),
+                    })
+                    .collect();
+                let synced = c.sync_subvolumes(&ids).await?;
+                V::map([("synced", V::List(synced.into_iter().map(V::n).collect()))])
             }
             "snapshot" => info(c.snapshot(&s(a, "source"), &s(a, "name"), bl(a, "read_only")).await?),
             "rename_subvolume" => {
