@@ -162,3 +162,29 @@ func (s *Subvolume) FsyncRange(ctx context.Context, path string, datasync bool, 
 		Offset: offset, Length: length})
 	return wrap("Fsync", err)
 }
+
+// FallocateMode is fallocate(2)'s mode (Linux's FALLOC_FL_* values).
+type FallocateMode uint32
+
+const (
+	FallocKeepSize  FallocateMode = 0x01 // keep the size (the range may lie past EOF)
+	FallocPunchHole FallocateMode = 0x02 // make the range a hole; needs FallocKeepSize
+	FallocZeroRange FallocateMode = 0x10 // make the range read as zeros (preallocated)
+)
+
+// Fallocate is fallocate(2) on a regular file: with mode 0 the range's
+// holes get preallocated extents that read as zeros (Fiemap's
+// ExtentUnwritten) and the file grows to offset+length. FallocPunchHole
+// with FallocZeroRange, or length 0, is ErrInvalidArgument (EINVAL); a full
+// device ErrNoSpace with nothing changed. It returns the file's attributes.
+func (s *Subvolume) Fallocate(ctx context.Context, path string, offset, length uint64, mode FallocateMode) (FileStat, error) {
+	if err := s.checkPaths("Fallocate", "path", path); err != nil {
+		return FileStat{}, err
+	}
+	m, err := s.db.files.Fallocate(ctx, &pb.FallocateRequest{Subvolume: s.name, Path: path, Mode: uint32(mode),
+		Offset: offset, Length: length})
+	if err != nil {
+		return FileStat{}, wrap("Fallocate", err)
+	}
+	return statFrom(m), nil
+}

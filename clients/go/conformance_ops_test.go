@@ -414,6 +414,21 @@ func (r *runner) exec(op string, a args) (any, error) {
 			return empty, sv.FsyncRange(ctx, a.str("path"), a.flag("datasync"), a.num("offset"), a.num("length"))
 		}
 		return empty, sv.Fsync(ctx, a.str("path"), a.flag("datasync"))
+	case "fallocate":
+		var mode cowkv.FallocateMode
+		l, _ := a["mode"].([]any)
+		for _, m := range l {
+			switch m {
+			case "keep_size":
+				mode |= cowkv.FallocKeepSize
+			case "punch_hole":
+				mode |= cowkv.FallocPunchHole | cowkv.FallocKeepSize
+			case "zero_range":
+				mode |= cowkv.FallocZeroRange
+			}
+		}
+		s, err := sv.Fallocate(ctx, a.str("path"), a.num("offset"), a.num("length"), mode)
+		return stat(s), err
 	case "set_attr":
 		s, err := sv.SetAttr(ctx, a.str("path"), a.attrChange())
 		return stat(s), err

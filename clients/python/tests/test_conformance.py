@@ -572,6 +572,13 @@ class Runner:
                          int(a.get("length", 0)))
         return {}
 
+    def op_fallocate(self, a: Dict[str, Any]) -> Any:
+        mode = set(a.get("mode", []))
+        return stat(self.fs(a).fallocate(as_str(a.get("path")), int(a.get("offset", 0)),
+                                         int(a.get("length", 0)), keep_size="keep_size" in mode,
+                                         punch_hole="punch_hole" in mode,
+                                         zero_range="zero_range" in mode))
+
     def op_fiemap(self, a: Dict[str, Any]) -> Any:
         extents = self.fs(a).fiemap(as_str(a.get("path")), int(a.get("offset", 0)),
                                     int(a.get("length", 0)))
