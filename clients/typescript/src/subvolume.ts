@@ -394,6 +394,23 @@ export class Subvolume {
   }
 
   /**
+   * fallocate(2) on a regular file: by default the range's holes get
+   * preallocated extents (reading as zeros, ExtentFlag.UNWRITTEN in fiemap)
+   * and the file grows to offset + length; `keepSize` keeps the size,
+   * `punchHole` makes the range a hole (and keeps the size), `zeroRange` makes
+   * it read as zeros. punchHole with zeroRange, or length 0, is
+   * InvalidArgumentError (EINVAL). Resolves to the file's attributes.
+   */
+  async fallocate(path: string, offset: number | bigint, length: number | bigint,
+    opts: { keepSize?: boolean; punchHole?: boolean; zeroRange?: boolean } = {}, call?: CallOptions): Promise<FileStat> {
+    const mode = (opts.keepSize || opts.punchHole ? FALLOC_FL_KEEP_SIZE : 0) | (opts.punchHole ? FALLOC_FL_PUNCH_HOLE : 0) |
+      (opts.zeroRange ? FALLOC_FL_ZERO_RANGE : 0);
+    return statFrom(await this.fileCall<PbFileStat>("fallocate", "fallocate", {
+      path, ino: 0n, mode, offset: BigInt(offset), length: BigInt(length),
+    }, { path }, call));
+  }
+
+  /**
    * setattr: changes the attributes `change` names (an absent one is kept) in
    * one call — chmod, chown, truncate, utimensat (a time may be "now", the
    * server's clock) — and resolves to them afterwards; ctime becomes now when
@@ -466,6 +483,11 @@ export interface AttrChange {
   atimeNs?: bigint | number | "now";
   mtimeNs?: bigint | number | "now";
 }
+
+/** fallocate(2) modes (Linux's FALLOC_FL_* values). */
+export const FALLOC_FL_KEEP_SIZE = 0x01;
+export const FALLOC_FL_PUNCH_HOLE = 0x02;
+export const FALLOC_FL_ZERO_RANGE = 0x10;
 
 /** setxattr(2) flags for Subvolume.setXattr. */
 export const XATTR_CREATE = 1;

@@ -148,7 +148,7 @@ export interface DirEntry {
 }
 
 /** Linux's FIEMAP_EXTENT_* bits. */
-export const ExtentFlag = { LAST: 0x1, NOT_ALIGNED: 0x100, INLINE: 0x200, SHARED: 0x2000 } as const;
+export const ExtentFlag = { LAST: 0x1, NOT_ALIGNED: 0x100, INLINE: 0x200, UNWRITTEN: 0x800, SHARED: 0x2000 } as const;
 
 export interface Extent {
   /** File offset. */

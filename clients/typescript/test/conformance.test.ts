@@ -308,6 +308,12 @@ class Runner {
       case "rmdir": return done(sv.rmdir(a.path));
       case "truncate": return stat(await sv.truncate(a.path, a.size));
       case "fsync": return done(sv.fsync(a.path, { datasync: a.datasync, offset: a.offset, length: a.length }));
+      case "fallocate": {
+        const mode: string[] = a.mode ?? [];
+        return stat(await sv.fallocate(a.path, a.offset ?? 0, a.length ?? 0, {
+          keepSize: mode.includes("keep_size"), punchHole: mode.includes("punch_hole"), zeroRange: mode.includes("zero_range"),
+        }));
+      }
       case "set_attr": return stat(await sv.setAttr(a.path, attrChange(a)));
       case "set_xattr": {
         const flags = a.flags === "create" ? cowkv.XATTR_CREATE : a.flags === "replace" ? cowkv.XATTR_REPLACE : 0;
