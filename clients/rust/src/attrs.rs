@@ -144,6 +144,34 @@ impl Files {
     }
 }
 
+/// fallocate(2) mode: keep the size (the range may lie past EOF).
+pub const FALLOC_FL_KEEP_SIZE: u32 = 0x01;
+/// fallocate(2) mode: make the range a hole (with [`FALLOC_FL_KEEP_SIZE`]).
+pub const FALLOC_FL_PUNCH_HOLE: u32 = 0x02;
+/// fallocate(2) mode: make the range read as zeros (preallocated extents).
+pub const FALLOC_FL_ZERO_RANGE: u32 = 0x10;
+
+impl Files {
+    /// fallocate(2) on a regular file: with `mode` 0 the range's holes get
+    /// preallocated extents (reading as zeros, unwritten in `fiemap`) and the
+    /// file grows to `offset + length`; `mode` is made of `FALLOC_FL_*`
+    /// ([`FALLOC_FL_PUNCH_HOLE`] needs [`FALLOC_FL_KEEP_SIZE`]). Punch hole
+    /// with zero range, or `length` 0, is InvalidArgument (EINVAL); a full
+    /// device NoSpace with nothing changed. Returns the file's attributes.
+    pub async fn fallocate(&self, path: &str, offset: u64, length: u64, mode: u32) -> Result<FileStat> {
+        validate::path("fallocate", "path", path)?;
+        let req = pb::FallocateRequest {
+            subvolume: self.sv(),
+            path: path.into(),
+            mode,
+            offset,
+            length,
+            ..Default::default()
+        };
+        Ok(Rpc::unary("fallocate", self.rpc().files().fallocate(self.rpc().request(req, None))).await?.into())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

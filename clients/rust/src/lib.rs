@@ -45,7 +45,9 @@ pub mod pb {
     tonic::include_proto!("cowkv.v1");
 }
 
-pub use attrs::{SetAttr, XATTR_CREATE, XATTR_REPLACE};
+pub use attrs::{
+    SetAttr, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, FALLOC_FL_ZERO_RANGE, XATTR_CREATE, XATTR_REPLACE,
+};
 pub use client::{CheckResult, Client, ListSubvolumes, SubvolumeInfo, VersionInfo};
 pub use error::{Error, ErrorInfo, Result};
 pub use files::{

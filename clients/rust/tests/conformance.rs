@@ -580,6 +580,18 @@ impl Ctx {
                 f.fsync_range(&s(a, "path"), bl(a, "datasync"), nm(a, "offset"), nm(a, "length")).await?;
                 V::empty()
             }
+            "fallocate" => {
+                let mut mode = 0;
+                for m in list(a, "mode") {
+                    mode |= match m {
+                        V::Str(x) if x == "keep_size" => cowkv::FALLOC_FL_KEEP_SIZE,
+                        V::Str(x) if x == "punch_hole" => cowkv::FALLOC_FL_PUNCH_HOLE | cowkv::FALLOC_FL_KEEP_SIZE,
+                        V::Str(x) if x == "zero_range" => cowkv::FALLOC_FL_ZERO_RANGE,
+                        other => panic!("fallocate mode {}", show(&other)),
+                    };
+                }
+                stat(self.sv(a)?.files().fallocate(&s(a, "path"), nm(a, "offset"), nm(a, "length"), mode).await?)
+            }
             "set_attr" => stat(set_attr(self.sv(a)?.files().set_attr(&s(a, "path")), a).send().await?),
             "set_xattr" => {
                 let flags = match s(a, "flags").as_str() {
