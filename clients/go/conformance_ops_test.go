@@ -414,6 +414,35 @@ func (r *runner) exec(op string, a args) (any, error) {
 			return empty, sv.FsyncRange(ctx, a.str("path"), a.flag("datasync"), a.num("offset"), a.num("length"))
 		}
 		return empty, sv.Fsync(ctx, a.str("path"), a.flag("datasync"))
+	case "open_handle", "create_tmpfile":
+		var h *cowkv.FileHandle
+		var err error
+		if op == "open_handle" {
+			h, err = sv.Open(ctx, a.str("path"), time.Duration(a.num("lease_ms"))*time.Millisecond)
+		} else {
+			h, err = sv.CreateTmpfile(ctx, a.str("dir"), uint32(a.num("mode")), 0)
+		}
+		if err != nil {
+			return nil, err
+		}
+		r.handles[a.str("as")] = h
+		return map[string]any{"ino": h.Ino, "lease_ms": h.Lease.Milliseconds(), "stat": stat(h.Opened)}, nil
+	case "handle_stat":
+		s, err := r.handles[a.str("h")].Stat(ctx)
+		return stat(s), err
+	case "handle_read":
+		d, err := r.handles[a.str("h")].ReadAt(ctx, a.num("offset"), a.num("length"))
+		return map[string]any{"data": string(d), "size": len(d)}, err
+	case "handle_write":
+		n, err := r.handles[a.str("h")].WriteAt(ctx, a.bytes("data"), a.num("offset"))
+		return map[string]any{"bytes_written": n}, err
+	case "handle_link":
+		s, err := r.handles[a.str("h")].Link(ctx, a.str("new_path"))
+		return stat(s), err
+	case "close_handle":
+		h := r.handles[a.str("h")]
+		delete(r.handles, a.str("h"))
+		return empty, h.Close(ctx)
 	case "fallocate":
 		var mode cowkv.FallocateMode
 		l, _ := a["mode"].([]any)

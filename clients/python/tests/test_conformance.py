@@ -254,6 +254,7 @@ class Runner:
         self.dead = dead  # dial a port where nothing listens (client_side)
         self.env: Dict[str, Any] = {"run": RUN, "sv": f"c-{RUN}-{name}"}
         self.txs: Dict[str, cowkv.Transaction] = {}
+        self.handles: Dict[str, Tuple[cowkv.Files, cowkv.FileHandle]] = {}
         self.watches: Dict[str, cowkv.Watch] = {}
         self.token: Optional[str] = None
         self.deadline_ms = 0
@@ -570,6 +571,43 @@ class Runner:
         self.fs(a).clone(as_str(a.get("src_path")), as_str(a.get("dst_path")),
                          int(a.get("src_offset", 0)), int(a.get("dst_offset", 0)),
                          int(a.get("length", 0)))
+        return {}
+
+    # Open handles (Files.Open, CreateTmpfile): kept by their "as" name.
+
+    def _opened(self, a: Dict[str, Any], fs: cowkv.Files, h: cowkv.FileHandle) -> Any:
+        self.handles[as_str(a.get("as"))] = (fs, h)
+        return {"ino": h.ino, "lease_ms": h.lease_ms, "stat": stat(h.opened_stat)}
+
+    def op_open_handle(self, a: Dict[str, Any]) -> Any:
+        fs = self.fs(a)
+        return self._opened(a, fs, fs.open_handle(as_str(a.get("path")),
+                                                  lease_ms=int(a.get("lease_ms", 0))))
+
+    def op_create_tmpfile(self, a: Dict[str, Any]) -> Any:
+        fs = self.fs(a)
+        return self._opened(a, fs, fs.create_tmpfile(as_str(a.get("dir")),
+                                                     int(a.get("mode", 0o644))))
+
+    def op_handle_stat(self, a: Dict[str, Any]) -> Any:
+        return stat(self.handles[as_str(a.get("h"))][1].stat())
+
+    def op_handle_read(self, a: Dict[str, Any]) -> Any:
+        data = self.handles[as_str(a.get("h"))][1].read(int(a.get("offset", 0)),
+                                                       int(a.get("length", 0)))
+        return {"data": data, "size": len(data)}
+
+    def op_handle_write(self, a: Dict[str, Any]) -> Any:
+        n = self.handles[as_str(a.get("h"))][1].write(as_bytes(a.get("data")),
+                                                     int(a.get("offset", 0)))
+        return {"bytes_written": n}
+
+    def op_handle_link(self, a: Dict[str, Any]) -> Any:
+        fs, h = self.handles[as_str(a.get("h"))]
+        return stat(fs.link(h, as_str(a.get("new_path"))))
+
+    def op_close_handle(self, a: Dict[str, Any]) -> Any:
+        self.handles.pop(as_str(a.get("h")))[1].close()
         return {}
 
     def op_fallocate(self, a: Dict[str, Any]) -> Any:
