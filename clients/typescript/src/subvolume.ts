@@ -1,6 +1,6 @@
 /** A subvolume handle: its key space and its file tree. */
 import { RangeRequest, RangeResponse, TxnResponse } from "./gen/cowkv/v1/kv";
-import { FiemapResponse, ReadDirResponse, ReadResponse, WriteRequest, WriteResponse, FileStat as PbFileStat } from "./gen/cowkv/v1/files";
+import { FiemapResponse, ReadDirResponse, ReadResponse, WriteRequest, WriteResponse, FileStat as PbFileStat, OpenResponse as PbOpenResponse } from "./gen/cowkv/v1/files";
 import { toCowkvError } from "./errors";
 import { LeaseId, Leases } from "./lease";
 import { Watch, WatchOptions } from "./watch";
@@ -287,7 +287,12 @@ export class Subvolume {
   async readFile(path: string, opts: { offset?: number; length?: number } = {}, call?: CallOptions): Promise<Buffer> {
     checkSubvolume("read", this.name);
     checkPath("read", "path", path);
-    const stream = this.rpc.files.read({ subvolume: this.name, path, ino: 0n, handle: 0n, offset: BigInt(opts.offset ?? 0), length: BigInt(opts.length ?? 0) },
+    return this.readStream(path, 0n, opts, call);
+  }
+
+  /** The Read stream of a path or (handle != 0) an open handle. @internal */
+  async readStream(path: string, handle: bigint, opts: { offset?: number; length?: number }, call?: CallOptions): Promise<Buffer> {
+    const stream = this.rpc.files.read({ subvolume: this.name, path, ino: 0n, handle, offset: BigInt(opts.offset ?? 0), length: BigInt(opts.length ?? 0) },
       this.rpc.metadata(), this.rpc.options(call));
     const unwatch = Rpc.watch(stream, call?.signal);
     const chunks: Buffer[] = [];
@@ -310,6 +315,12 @@ export class Subvolume {
     Promise<{ bytesWritten: number; stat: FileStat }> {
     checkSubvolume("write", this.name);
     checkPath("write", "path", path);
+    return this.writeStream(path, 0n, data, opts, call);
+  }
+
+  /** The Write stream to a path or (handle != 0) an open handle. @internal */
+  async writeStream(path: string, handle: bigint, data: Bytes | AsyncIterable<Uint8Array>, opts: WriteFileOptions, call?: CallOptions):
+    Promise<{ bytesWritten: number; stat: FileStat }> {
     let resolveDone!: (r: WriteResponse) => void, rejectDone!: (e: unknown) => void;
     const done = new Promise<WriteResponse>((res, rej) => { resolveDone = res; rejectDone = rej; });
     const stream = this.rpc.files.write(this.rpc.metadata(), this.rpc.options(call), (err, res) => {
@@ -321,7 +332,7 @@ export class Subvolume {
     let failed = false;
     done.catch(() => { failed = true; });
     const first = WriteRequest.fromPartial({
-      subvolume: this.name, path, offset: BigInt(opts.offset ?? 0), create: !!opts.create, mode: opts.mode ?? 0,
+      subvolume: this.name, path, handle, offset: BigInt(opts.offset ?? 0), create: !!opts.create, mode: opts.mode ?? 0,
       truncate: !!opts.truncate,
     });
     let sent = false;
@@ -358,6 +369,23 @@ export class Subvolume {
     if (opts.noReplace && opts.exchange) throw invalid("rename", "EINVAL: flags: NOREPLACE and EXCHANGE together");
     const flags = (opts.noReplace ? 1 : 0) | (opts.exchange ? 2 : 0);
     await this.fileCall("rename", "rename", { from, to, flags }, { from, to }, call);
+  }
+
+  /**
+   * Opens a file on the server (Files.Open; leaseMs 0 = the server's 30 s):
+   * while the handle is open, removing the file's last name does not delete it.
+   */
+  async openHandle(path: string, opts: { leaseMs?: number } = {}, call?: CallOptions): Promise<FileHandle> {
+    const m = await this.fileCall<PbOpenResponse>("open", "open", { path, ino: 0n, leaseMs: BigInt(opts.leaseMs ?? 0) }, { path }, call);
+    return new FileHandle(this, this.rpc, m);
+  }
+
+  /** O_TMPFILE: a new regular file without a name in directory dir, opened; handle.link names it, close without a name deletes it. */
+  async createTmpfile(dir: string, opts: { mode?: number; leaseMs?: number } = {}, call?: CallOptions): Promise<FileHandle> {
+    const m = await this.fileCall<PbOpenResponse>("tmpfile", "createTmpfile", {
+      dirPath: dir, dirIno: 0n, mode: opts.mode ?? 0, leaseMs: BigInt(opts.leaseMs ?? 0),
+    }, { dir_path: dir }, call);
+    return new FileHandle(this, this.rpc, m);
   }
 
   /** Adds a hard link newPath to the file at existing. */
@@ -509,4 +537,62 @@ export function setAttrFields(c: AttrChange) {
   return {
     fields, mode: c.mode ?? 0, uid: c.uid ?? 0, gid: c.gid ?? 0, size: BigInt(c.size ?? 0), atimeNs, mtimeNs,
   };
+}
+
+/**
+ * A file open on the server, with a lease every call on it renews; one
+ * unused for longer is closed by the server (calls then reject with
+ * NotFoundError, errno EBADF).
+ */
+export class FileHandle {
+  readonly handle: bigint;
+  readonly ino: number;
+  readonly leaseMs: number;
+  /** The attributes at open. */
+  readonly openedStat: FileStat;
+
+  constructor(private readonly sv: Subvolume, private readonly rpc: Rpc, m: PbOpenResponse) {
+    this.handle = m.handle;
+    this.ino = num(m.ino);
+    this.leaseMs = num(m.leaseMs);
+    this.openedStat = statFrom(m.stat);
+  }
+
+  private call<Res>(op: string, method: string, req: Record<string, unknown>, call?: CallOptions): Promise<Res> {
+    return this.rpc.unary<unknown, Res>(op, this.rpc.files, method, { subvolume: this.sv.name, handle: this.handle, ...req }, call);
+  }
+
+  /** The file's attributes now (nlink 0 once its last name went). */
+  async stat(call?: CallOptions): Promise<FileStat> {
+    return statFrom(await this.call<PbFileStat>("stat", "stat", { path: "", ino: 0n }, call));
+  }
+
+  /** Bytes from offset, length of them (0 = to EOF). */
+  read(opts: { offset?: number; length?: number } = {}, call?: CallOptions): Promise<Buffer> {
+    return this.sv.readStream("", this.handle, opts, call);
+  }
+
+  /** Writes data at offset; resolves to the bytes written and the attributes afterwards. */
+  write(data: Bytes | AsyncIterable<Uint8Array>, opts: { offset?: number } = {}, call?: CallOptions): Promise<{ bytesWritten: number; stat: FileStat }> {
+    return this.sv.writeStream("", this.handle, data, { offset: opts.offset }, call);
+  }
+
+  async truncate(size: number, call?: CallOptions): Promise<FileStat> {
+    return statFrom(await this.call<PbFileStat>("truncate", "truncate", { path: "", ino: 0n, size: BigInt(size) }, call));
+  }
+
+  async fsync(opts: { datasync?: boolean } = {}, call?: CallOptions): Promise<void> {
+    await this.call("fsync", "fsync", { path: "", ino: 0n, datasync: !!opts.datasync, offset: 0n, length: 0n }, call);
+  }
+
+  /** Gives the file the name newPath (linkat): an O_TMPFILE's first name; a file whose names all went is NotFoundError (ENOENT). */
+  async link(newPath: string, call?: CallOptions): Promise<FileStat> {
+    checkPath("link", "new_path", newPath);
+    return statFrom(await this.call<PbFileStat>("link", "link", { existing: "", ino: 0n, newPath }, call));
+  }
+
+  /** Closes the handle; the last one of a file without a name deletes it. */
+  async close(call?: CallOptions): Promise<void> {
+    await this.rpc.unary("close", this.rpc.files, "closeHandle", { handle: this.handle }, call);
+  }
 }

@@ -198,6 +198,7 @@ class Runner {
   connectOpts: cowkv.ConnectOptions = {};
   vars: Record<string, Json>;
   txs = new Map<string, cowkv.Transaction>();
+  handles = new Map<string, cowkv.FileHandle>();
   watches = new Map<string, { w: cowkv.Watch; it: AsyncIterator<cowkv.WatchEvent> }>();
 
   constructor(readonly sc: Scenario, public addr: string, readonly server?: Server, readonly own = false) {
@@ -308,6 +309,24 @@ class Runner {
       case "rmdir": return done(sv.rmdir(a.path));
       case "truncate": return stat(await sv.truncate(a.path, a.size));
       case "fsync": return done(sv.fsync(a.path, { datasync: a.datasync, offset: a.offset, length: a.length }));
+      case "open_handle": case "create_tmpfile": {
+        const h = op === "open_handle" ? await sv.openHandle(a.path, { leaseMs: a.lease_ms })
+          : await sv.createTmpfile(a.dir, { mode: a.mode });
+        this.handles.set(a.as, h);
+        return { ino: h.ino, lease_ms: h.leaseMs, stat: stat(h.openedStat) };
+      }
+      case "handle_stat": return stat(await this.handles.get(a.h)!.stat());
+      case "handle_read": {
+        const data = await this.handles.get(a.h)!.read({ offset: a.offset, length: a.length });
+        return { data, size: data.length };
+      }
+      case "handle_write": return { bytes_written: (await this.handles.get(a.h)!.write(bytes(a.data) ?? Buffer.alloc(0), { offset: a.offset })).bytesWritten };
+      case "handle_link": return stat(await this.handles.get(a.h)!.link(a.new_path));
+      case "close_handle": {
+        const h = this.handles.get(a.h)!;
+        this.handles.delete(a.h);
+        return done(h.close());
+      }
       case "fallocate": {
         const mode: string[] = a.mode ?? [];
         return stat(await sv.fallocate(a.path, a.offset ?? 0, a.length ?? 0, {
