@@ -31,6 +31,7 @@ mod attrs;
 mod client;
 mod error;
 mod files;
+mod handle;
 mod kv;
 mod lease;
 mod options;
@@ -49,6 +50,7 @@ pub use attrs::{
     SetAttr, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, FALLOC_FL_ZERO_RANGE, XATTR_CREATE, XATTR_REPLACE,
 };
 pub use client::{CheckResult, Client, ListSubvolumes, SubvolumeInfo, VersionInfo};
+pub use handle::FileHandle;
 pub use error::{Error, ErrorInfo, Result};
 pub use files::{
     DirEntry, Extent, FileKind, FileStat, Files, WriteOptions, WriteResult, RENAME_EXCHANGE, RENAME_NOREPLACE,

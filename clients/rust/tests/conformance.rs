@@ -257,6 +257,7 @@ struct Ctx {
     client_side: bool,
     vars: HashMap<String, V>,
     txs: HashMap<String, Transaction>,
+    handles: HashMap<String, cowkv::FileHandle>,
     watches: HashMap<String, cowkv::Watcher>,
     unnamed: Vec<Transaction>,
     own: Option<Server>,
@@ -316,6 +317,11 @@ impl Ctx {
 
     fn sv(&self, a: &V) -> Result<Subvolume, Error> {
         self.client.subvolume(&s(a, "sv"))
+    }
+
+    fn handle(&self, a: &V) -> cowkv::Result<cowkv::FileHandle> {
+        let n = s(a, "h");
+        Ok(self.handles.get(&n).cloned().unwrap_or_else(|| panic!("no handle named {n}")))
     }
 
     fn tx(&self, a: &V) -> Transaction {
@@ -578,6 +584,36 @@ impl Ctx {
             "fsync" => {
                 let f = self.sv(a)?.files();
                 f.fsync_range(&s(a, "path"), bl(a, "datasync"), nm(a, "offset"), nm(a, "length")).await?;
+                V::empty()
+            }
+            "open_handle" | "create_tmpfile" => {
+                let f = self.sv(a)?.files();
+                let h = if op == "open_handle" {
+                    f.open_handle(&s(a, "path"), nm(a, "lease_ms")).await?
+                } else {
+                    f.create_tmpfile(&s(a, "dir"), nm(a, "mode") as u32, 0).await?
+                };
+                let out = V::map([
+                    ("ino", V::n(h.ino)),
+                    ("lease_ms", V::n(h.lease_ms)),
+                    ("stat", stat(h.opened_stat.clone())),
+                ]);
+                self.handles.insert(s(a, "as"), h);
+                out
+            }
+            "handle_stat" => stat(self.handle(a)?.stat().await?),
+            "handle_read" => {
+                let d = self.handle(a)?.read(nm(a, "offset"), nm(a, "length")).await?;
+                V::map([("size", V::n(d.len() as u64)), ("data", V::Bytes(d))])
+            }
+            "handle_write" => {
+                let w = self.handle(a)?.write(by(a, "data"), nm(a, "offset")).await?;
+                V::map([("bytes_written", V::n(w.bytes_written))])
+            }
+            "handle_link" => stat(self.handle(a)?.link(&s(a, "new_path")).await?),
+            "close_handle" => {
+                let h = self.handles.remove(&s(a, "h")).expect("close_handle: unknown handle");
+                h.close().await?;
                 V::empty()
             }
             "fallocate" => {
@@ -1078,6 +1114,7 @@ async fn run_scenario(spec: &V, client_side: bool, shared: &str, run: &str) -> R
         client_side,
         vars,
         txs: HashMap::new(),
+        handles: HashMap::new(),
         watches: HashMap::new(),
         unnamed: Vec::new(),
         own: None,
