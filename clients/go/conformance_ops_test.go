@@ -95,6 +95,9 @@ func (a args) rangeOpts() []cowkv.RangeOption {
 	if n := a.num("limit"); n > 0 {
 		o = append(o, cowkv.Limit(n))
 	}
+	if n := a.num("revision"); n > 0 {
+		o = append(o, cowkv.RangeAtRevision(n))
+	}
 	if s := a.str("snapshot"); s != "" {
 		o = append(o, cowkv.AtSnapshot(s))
 	}
@@ -247,7 +250,7 @@ func (r *runner) exec(op string, a args) (any, error) {
 		return empty, db.DeleteSubvolume(ctx, a.str("name"))
 
 	case "get":
-		kv, rev, err := sv.GetKV(ctx, a.bytes("key"))
+		kv, rev, err := sv.GetKV(ctx, a.bytes("key"), cowkv.AtRevision(a.num("revision")))
 		return kvMap(kv, rev), err
 	case "put":
 		rev, err := sv.Put(ctx, a.bytes("key"), a.bytes("value"), a.durability(), a.lease())

@@ -361,7 +361,8 @@ class Runner:
     # KV.
 
     def op_get(self, a: Dict[str, Any]) -> Any:
-        kv, revision = self.sv(a).get_with_revision(as_bytes(a.get("key")))
+        kv, revision = self.sv(a).get_with_revision(as_bytes(a.get("key")),
+                                                    revision=int(a.get("revision", 0)))
         return kv_result(kv, revision)
 
     def op_put(self, a: Dict[str, Any]) -> Any:
@@ -382,7 +383,8 @@ class Runner:
         it = self.sv(a).range(opt(a.get("start")), opt(a.get("end")), prefix=opt(a.get("prefix")),
                               page_size=int(a.get("page_size", 0)),
                               reverse=bool(a.get("reverse")), keys_only=bool(a.get("keys_only")),
-                              snapshot=as_str(a.get("snapshot")) or None)
+                              snapshot=as_str(a.get("snapshot")) or None,
+                              revision=int(a.get("revision", 0)))
         return keys_values(list(it))
 
     def op_range_page(self, a: Dict[str, Any]) -> Any:
