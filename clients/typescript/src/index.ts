@@ -17,7 +17,7 @@ export {
 } from "./client";
 export {
   Subvolume, TxnRequest, TxnResult, OpResult, WriteOptions, PutOptions, WriteFileOptions, CloneRange, AttrChange, XATTR_CREATE,
-  XATTR_REPLACE, setAttrFields, FileHandle, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, FALLOC_FL_ZERO_RANGE,
+  XATTR_REPLACE, setAttrFields, FileHandle, ReadOptions, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, FALLOC_FL_ZERO_RANGE,
 } from "./subvolume";
 export {
   Compare, Op, Cmp, TxnOp, Transaction, TransactionOptions, runInTransaction, runTransaction, backoffMs,

@@ -104,18 +104,22 @@ export class Subvolume {
 
   // ---- KV ----
 
-  /** Reads a key's value (NotFoundError if absent). */
-  async get(key: Bytes, call?: CallOptions): Promise<Buffer> {
+  /**
+   * Reads a key's value (NotFoundError if absent). `revision` reads it as it
+   * was then, from the history: CompactedError (compactRevision) below what
+   * the history keeps, FutureRevisionError past the current revision.
+   */
+  async get(key: Bytes, call?: ReadOptions): Promise<Buffer> {
     return (await this.getKV(key, call)).value;
   }
 
-  /** Reads a key with its revisions, and the store revision the read saw. */
-  async getKV(key: Bytes, call?: CallOptions): Promise<KeyValue & { revision: number }> {
+  /** Reads a key with its revisions, and the store revision the read saw (at `revision`, as get). */
+  async getKV(key: Bytes, call?: ReadOptions): Promise<KeyValue & { revision: number }> {
     const k = toBuffer(key);
     checkSubvolume("get", this.name);
     checkKey("get", "key", k);
     const m = await this.unary<{ kv?: Parameters<typeof kvFrom>[0]; revision: bigint }>(
-      "get", this.rpc.kv, "get", { subvolume: this.name, key: k, revision: 0n }, call);
+      "get", this.rpc.kv, "get", { subvolume: this.name, key: k, revision: BigInt(call?.revision ?? 0) }, call);
     return { ...kvFrom(m.kv), revision: num(m.revision) };
   }
 
@@ -164,6 +168,7 @@ export class Subvolume {
     return RangeRequest.fromPartial({
       subvolume: this.name, start: r.start, end: r.end, prefix: r.prefix, reverse: !!opts.reverse,
       keysOnly: !!opts.keysOnly, countOnly: !!opts.countOnly, snapshot: opts.snapshot ?? "",
+      revision: BigInt(opts.revision ?? 0),
     });
   }
 
@@ -595,4 +600,9 @@ export class FileHandle {
   async close(call?: CallOptions): Promise<void> {
     await this.rpc.unary("close", this.rpc.files, "closeHandle", { handle: this.handle }, call);
   }
+}
+
+/** Call options of a read, with the revision to read at (0 or absent = the latest). */
+export interface ReadOptions extends CallOptions {
+  revision?: number | bigint;
 }

@@ -59,6 +59,8 @@ export interface RangeOptions {
   limit?: number;
   /** Read this read-only snapshot instead of the live subvolume (one view across pages). */
   snapshot?: string;
+  /** Read the range as it was at this revision, from the history (every page at it); errors as Subvolume.get. */
+  revision?: number | bigint;
 }
 
 export interface PageOptions extends RangeOptions {

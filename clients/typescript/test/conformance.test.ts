@@ -131,7 +131,7 @@ const durability = (a: Json) => ({ durability: a.durability as cowkv.Durability 
 const range = (a: Json): cowkv.KeyRange => ({ start: bytes(a.start), end: bytes(a.end), prefix: bytes(a.prefix) });
 const rangeOpts = (a: Json): cowkv.PageOptions => ({
   reverse: a.reverse, keysOnly: a.keys_only, countOnly: a.count_only, pageSize: a.page_size, limit: a.limit,
-  snapshot: a.snapshot, pageToken: bytes(a.page_token),
+  snapshot: a.snapshot, pageToken: bytes(a.page_token), revision: a.revision,
 });
 
 const watchEvent = (e: cowkv.WatchEvent) => ({
@@ -237,7 +237,7 @@ class Runner {
       case "rename_subvolume": return done(c.renameSubvolume(a.name, a.new_name));
       case "delete_subvolume": return done(c.deleteSubvolume(a.name));
 
-      case "get": { const kv = await sv.getKV(bytes(a.key)!); return kvMap(kv, kv.revision); }
+      case "get": { const kv = await sv.getKV(bytes(a.key)!, { revision: a.revision }); return kvMap(kv, kv.revision); }
       case "put": return { revision: await sv.put(bytes(a.key)!, bytes(a.value) ?? "", { ...durability(a), lease: a.lease }) };
       case "delete": return { revision: await sv.delete(bytes(a.key)!, durability(a)) };
       case "delete_range": return await sv.deleteRange(range(a), durability(a));
