@@ -91,6 +91,7 @@ class ConformanceTest {
     private final boolean clientSide;
     private final Map<String, Object> vars = new HashMap<>();
     private final Map<String, Transaction> txs = new HashMap<>();
+    private final Map<String, FileHandle> handles = new HashMap<>();
     private final Map<String, Watcher> watchers = new HashMap<>();
     private final Map<String, WatchQueue> queues = new HashMap<>();
     private final List<Transaction> unnamed = new ArrayList<>();
@@ -210,9 +211,21 @@ class ConformanceTest {
         case "show_subvolume":
           return info(client.showSubvolume(str(a, "name")));
         case "list_subvolumes": {
+          List<String> sort = new ArrayList<>();
+          if (a.get("sort") instanceof List<?> l) {
+            l.forEach(k -> sort.add(String.valueOf(k)));
+          }
           List<Object> names = new ArrayList<>();
-          client.listSubvolumes().forEach(i -> names.add(i.name()));
+          client.listSubvolumes(bool(a, "read_only"), bool(a, "snapshots_only"), sort)
+              .forEach(i -> names.add(i.name()));
           return Map.of("names", names);
+        }
+        case "sync_subvolumes": {
+          List<Long> ids = new ArrayList<>();
+          if (a.get("ids") instanceof List<?> l) {
+            l.forEach(v -> ids.add(((Number) v).longValue()));
+          }
+          return Map.of("synced", new ArrayList<Object>(client.syncSubvolumes(ids)));
         }
         case "snapshot":
           return info(client.snapshot(str(a, "source"), str(a, "name"), bool(a, "read_only")));
@@ -331,6 +344,44 @@ class ConformanceTest {
         case "fsync":
           files(a).fsync(str(a, "path"), bool(a, "datasync"), num(a, "offset"), num(a, "length"));
           return Map.of();
+        case "open_handle":
+        case "create_tmpfile": {
+          FileHandle h = op.equals("open_handle") ? files(a).openHandle(str(a, "path"), num(a, "lease_ms"))
+              : files(a).createTmpfile(str(a, "dir"), (int) num(a, "mode"), 0);
+          handles.put(str(a, "as"), h);
+          return Map.of("ino", h.ino(), "lease_ms", h.leaseMs(), "stat", stat(h.openedStat()));
+        }
+        case "handle_stat":
+          return stat(handles.get(str(a, "h")).stat());
+        case "handle_read": {
+          byte[] d = handles.get(str(a, "h")).read(num(a, "offset"), num(a, "length"));
+          return Map.of("data", d, "size", (long) d.length);
+        }
+        case "handle_write":
+          return Map.of("bytes_written",
+              handles.get(str(a, "h")).write(num(a, "offset"), bytes(a, "data")).bytesWritten());
+        case "handle_link":
+          return stat(handles.get(str(a, "h")).link(str(a, "new_path")));
+        case "close_handle":
+          handles.remove(str(a, "h")).close();
+          return Map.of();
+        case "fallocate": {
+          int mode = 0;
+          if (a.get("mode") instanceof List<?> l) {
+            for (Object m : l) {
+              if ("keep_size".equals(m)) {
+                mode |= Files.FALLOC_FL_KEEP_SIZE;
+              } else if ("punch_hole".equals(m)) {
+                mode |= Files.FALLOC_FL_PUNCH_HOLE | Files.FALLOC_FL_KEEP_SIZE;
+              } else if ("zero_range".equals(m)) {
+                mode |= Files.FALLOC_FL_ZERO_RANGE;
+              } else {
+                return bad("fallocate mode " + m);
+              }
+            }
+          }
+          return stat(files(a).fallocate(str(a, "path"), num(a, "offset"), num(a, "length"), mode));
+        }
         case "set_attr":
           return stat(files(a).setAttr(str(a, "path"), attrChange(a)));
         case "set_xattr": {
