@@ -104,6 +104,7 @@ pub struct Range {
     pub(crate) keys_only: bool,
     pub(crate) count_only: bool,
     pub(crate) snapshot: String,
+    pub(crate) revision: u64,
 }
 
 fn b(x: impl AsRef<[u8]>) -> Bytes {
@@ -174,6 +175,15 @@ impl Range {
         self
     }
 
+    /// Reads the range as it was at `revision`, from the subvolume's
+    /// history (every page at it; 0 = the latest): [`Error::Compacted`]
+    /// below what the history keeps, [`Error::FutureRevision`] past the
+    /// current revision.
+    pub fn at_revision(mut self, revision: u64) -> Range {
+        self.revision = revision;
+        self
+    }
+
     pub(crate) fn has_bounds(&self) -> bool {
         !self.start.is_empty() || !self.end.is_empty() || !self.prefix.is_empty()
     }
@@ -203,7 +213,7 @@ impl Range {
             count_only: self.count_only,
             page_token: Bytes::new(),
             snapshot: self.snapshot.clone(),
-            revision: 0,
+            revision: self.revision,
         }
     }
 
@@ -448,9 +458,17 @@ impl Subvolume {
 
     /// The key with its revisions and the read's revision; [`Error::NotFound`] if absent.
     pub async fn get_kv(&self, key: impl AsRef<[u8]>) -> Result<GetResult> {
+        self.get_at_revision(key, 0).await
+    }
+
+    /// The key as it was at `revision`, from the subvolume's history (0 = the
+    /// latest), and the revision read at: [`Error::NotFound`] if absent then,
+    /// [`Error::Compacted`] (with its compact revision) below what the
+    /// history keeps, [`Error::FutureRevision`] past the current revision.
+    pub async fn get_at_revision(&self, key: impl AsRef<[u8]>, revision: u64) -> Result<GetResult> {
         let key = key.as_ref();
         validate::key("get", key)?;
-        let req = pb::GetRequest { subvolume: self.name.clone(), key: b(key), revision: 0 };
+        let req = pb::GetRequest { subvolume: self.name.clone(), key: b(key), revision };
         let r = Rpc::unary("get", self.rpc.kv().get(self.rpc.request(req, None))).await?;
         Ok(r.into())
     }

@@ -436,7 +436,7 @@ impl Ctx {
                 V::empty()
             }
 
-            "get" => get_result(self.sv(a)?.get_kv(by(a, "key")).await?),
+            "get" => get_result(self.sv(a)?.get_at_revision(by(a, "key"), nm(a, "revision")).await?),
             "put" => {
                 let rev = self.sv(a)?.put_with_lease(by(a, "key"), by(a, "value"), int(a, "lease"), dur(a)).await?;
                 V::map([("revision", V::n(rev))])
@@ -447,7 +447,8 @@ impl Ctx {
                 V::map([("deleted", V::n(d.deleted)), ("revision", V::n(d.revision))])
             }
             "range" => {
-                let r = range(a).page_size(nm(a, "page_size")).snapshot(s(a, "snapshot"));
+                let r =
+                    range(a).page_size(nm(a, "page_size")).snapshot(s(a, "snapshot")).at_revision(nm(a, "revision"));
                 keys_values(&self.sv(a)?.range(r).collect().await?)
             }
             "range_page" => {
