@@ -130,9 +130,24 @@ public final class Subvolume {
 
   /** The key and the store revision the read saw; {@link NotFoundException} if absent. */
   public GetResult getWithRevision(byte[] key) {
+    return getAtRevision(key, 0);
+  }
+
+  /**
+   * The key as it was at {@code revision}, from the subvolume's history (0 = the latest), and the
+   * revision read at: {@link NotFoundException} if absent then, {@link CompactedException} (with
+   * its compact revision) below what the history keeps, {@link FutureRevisionException} past the
+   * current revision.
+   */
+  public GetResult getAtRevision(byte[] key, long revision) {
     Validate.key("get", key);
-    return GetResult.fromProto(Rpc.call("get", () -> rpc.kv().get(
-        Kv.GetRequest.newBuilder().setSubvolume(name).setKey(Range.bs(key)).build())));
+    Validate.nonNegative("get", "revision", revision);
+    return GetResult.fromProto(Rpc.call("get", () -> rpc.kv().get(Kv.GetRequest.newBuilder()
+        .setSubvolume(name).setKey(Range.bs(key)).setRevision(revision).build())));
+  }
+
+  public GetResult getAtRevision(String key, long revision) {
+    return getAtRevision(Range.bytes(key), revision);
   }
 
   /** The key's value, or empty if the key is absent. */

@@ -237,7 +237,7 @@ class ConformanceTest {
           return Map.of();
 
         case "get":
-          return getResult(sv(a).getWithRevision(bytes(a, "key")));
+          return getResult(sv(a).getAtRevision(bytes(a, "key"), num(a, "revision")));
         case "put":
           return Map.of("revision", sv(a).put(bytes(a, "key"), bytes(a, "value"), dur(a), num(a, "lease")));
         case "delete":
@@ -248,7 +248,7 @@ class ConformanceTest {
         }
         case "range":
           return keysValues(sv(a).range(range(a).pageSize(num(a, "page_size"))
-              .snapshot(str(a, "snapshot"))));
+              .snapshot(str(a, "snapshot")).atRevision(num(a, "revision"))));
         case "range_page": {
           Range r = range(a).limit(num(a, "limit")).snapshot(str(a, "snapshot"));
           if (bool(a, "count_only")) {
@@ -346,7 +346,8 @@ class ConformanceTest {
           return Map.of();
         case "open_handle":
         case "create_tmpfile": {
-          FileHandle h = op.equals("open_handle") ? files(a).openHandle(str(a, "path"), num(a, "lease_ms"))
+          FileHandle h = op.equals("open_handle")
+              ? files(a).openHandle(str(a, "path"), num(a, "lease_ms"))
               : files(a).createTmpfile(str(a, "dir"), (int) num(a, "mode"), 0);
           handles.put(str(a, "as"), h);
           return Map.of("ino", h.ino(), "lease_ms", h.leaseMs(), "stat", stat(h.openedStat()));
