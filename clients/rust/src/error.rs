@@ -341,9 +341,15 @@ impl Error {
         ok.then_some(head)
     }
 
-    /// True when the whole transaction should run again (Conflict, TooOld).
+    /// True when the whole transaction should run again: Conflict, TooOld,
+    /// and a read's Compacted (a transaction's read revision left the
+    /// history; docs/api.md), not a watcher's.
     pub fn is_retryable_transaction(&self) -> bool {
-        matches!(self, Error::Conflict(_) | Error::TooOld(_))
+        match self {
+            Error::Conflict(_) | Error::TooOld(_) => true,
+            Error::Compacted { info, .. } => info.operation != "watch",
+            _ => false,
+        }
     }
 
     /// TooOld or its refinement Compacted (OUT_OF_RANGE).
@@ -578,7 +584,8 @@ mod tests {
             let info = e.info().unwrap();
             assert_eq!((info.code, info.reason.as_str(), info.message.as_str()), (Some(code), reason, msg));
             assert_eq!(info.metadata.get("compact_revision").map(String::as_str), Some("42"));
-            assert_eq!(e.is_retryable_transaction(), class == "conflict" || class == "too_old", "{reason}");
+            let retry = matches!(class, "conflict" | "too_old" | "compacted");
+            assert_eq!(e.is_retryable_transaction(), retry, "{reason}");
         }
         let c = with_info(Code::OutOfRange, "x", "COMPACTED", &[("compact_revision", "17")]);
         assert_eq!(c.compact_revision(), Some(17));

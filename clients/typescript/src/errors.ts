@@ -91,12 +91,18 @@ export class TooOldError extends CowkvError {
   static readonly errorClass: string = "too_old";
   readonly retryTransaction: boolean = true;
 }
-/** A read, or a watcher's start, at a compacted revision: go on from `compactRevision`, the oldest revision still served. */
+/**
+ * A read, or a watcher's start, at a compacted revision: go on from
+ * `compactRevision`, the oldest revision still served. A read's (in a
+ * transaction: its read revision left the history) retries the whole
+ * transaction, as TOO_OLD (docs/api.md); a watcher's does not.
+ */
 export class CompactedError extends TooOldError {
   static readonly errorClass: string = "compacted";
-  readonly retryTransaction = false;
+  readonly retryTransaction: boolean;
   constructor(details: string, readonly compactRevision: number, operation = "watch", info?: ErrorInfo) {
     super(details, Status.OUT_OF_RANGE, operation, info);
+    this.retryTransaction = operation !== "watch";
   }
 }
 /** A read at a revision the store has not reached yet (not retried). */

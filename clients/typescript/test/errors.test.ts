@@ -55,7 +55,7 @@ describe("error classes from ErrorInfo", () => {
       assert.equal(err.reason, reason);
       assert.equal(err.metadata.compact_revision, "42");
       assert.equal(err.code, code);
-      assert.equal(cowkv.isRetryable(err), cls === "conflict" || cls === "too_old");
+      assert.equal(cowkv.isRetryable(err), cls === "conflict" || cls === "too_old" || cls === "compacted");
       if (cls === "compacted") assert.equal((err as cowkv.CompactedError).compactRevision, 42);
     });
   }

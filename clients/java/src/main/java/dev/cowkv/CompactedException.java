@@ -20,8 +20,12 @@ public class CompactedException extends TooOldException {
     return compactRevision;
   }
 
+  /**
+   * True for a read's (in a transaction: its read revision left the history), as TOO_OLD
+   * (docs/api.md); false for a watcher's.
+   */
   @Override
   public boolean isRetryableTransaction() {
-    return false;
+    return !"watch".equals(operation());
   }
 }

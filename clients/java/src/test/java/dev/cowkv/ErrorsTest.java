@@ -147,8 +147,8 @@ class ErrorsTest {
       assertEquals(c.reason(), e.errorReason());
       assertEquals(c.msg(), e.reason());
       assertEquals("42", e.errorMetadata().get("compact_revision"));
-      assertEquals(c.cls() == ConflictException.class || c.cls() == TooOldException.class,
-          e.isRetryableTransaction(), c.reason());
+      assertEquals(c.cls() == ConflictException.class || c.cls() == TooOldException.class
+          || c.cls() == CompactedException.class, e.isRetryableTransaction(), c.reason());
     }
     CompactedException ce = (CompactedException) withInfo(Status.Code.OUT_OF_RANGE, "x", "COMPACTED",
         Map.of("compact_revision", "17"));
