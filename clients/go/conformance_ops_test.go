@@ -30,6 +30,38 @@ func (a args) flag(k string) bool  { b, _ := a[k].(bool); return b }
 // int is a signed argument (lease ids and TTLs may be negative in bad input).
 func (a args) int(k string) int64 { n, _ := toInt(a[k]); return n }
 
+// attrChange: set_attr's arguments; an absent one is kept, "now" = the server's clock.
+func (a args) attrChange() cowkv.AttrChange {
+	var c cowkv.AttrChange
+	u32 := func(k string) *uint32 {
+		if a[k] == nil {
+			return nil
+		}
+		v := uint32(a.num(k))
+		return &v
+	}
+	c.Mode, c.UID, c.GID = u32("mode"), u32("uid"), u32("gid")
+	if a["size"] != nil {
+		v := a.num("size")
+		c.Size = &v
+	}
+	times := []struct {
+		k   string
+		now *bool
+		t   **time.Time
+	}{{"atime_ns", &c.AtimeNow, &c.Atime}, {"mtime_ns", &c.MtimeNow, &c.Mtime}}
+	for _, x := range times {
+		switch v := a[x.k]; {
+		case v == "now":
+			*x.now = true
+		case v != nil:
+			t := time.Unix(0, a.int(x.k))
+			*x.t = &t
+		}
+	}
+	return c
+}
+
 func (a args) lease() cowkv.WriteOption { return cowkv.WithLease(cowkv.LeaseID(a.int("lease"))) }
 
 func (a args) durability() cowkv.WriteOption {
@@ -62,6 +94,9 @@ func (a args) rangeOpts() []cowkv.RangeOption {
 	}
 	if n := a.num("limit"); n > 0 {
 		o = append(o, cowkv.Limit(n))
+	}
+	if n := a.num("revision"); n > 0 {
+		o = append(o, cowkv.RangeAtRevision(n))
 	}
 	if s := a.str("snapshot"); s != "" {
 		o = append(o, cowkv.AtSnapshot(s))
@@ -96,7 +131,9 @@ func pageMap(p cowkv.Page) map[string]any {
 }
 
 func stat(s cowkv.FileStat) map[string]any {
-	return map[string]any{"ino": s.Ino, "kind": s.Kind.String(), "mode": s.Mode, "nlink": s.Nlink, "size": s.Size}
+	return map[string]any{"ino": s.Ino, "kind": s.Kind.String(), "mode": s.Mode, "nlink": s.Nlink, "size": s.Size,
+		"uid": s.UID, "gid": s.GID, "atime_ns": s.Atime.UnixNano(), "mtime_ns": s.Mtime.UnixNano(),
+		"ctime_ns": s.Ctime.UnixNano()}
 }
 
 var empty = map[string]any{}
@@ -172,12 +209,38 @@ func (r *runner) exec(op string, a args) (any, error) {
 		i, err := db.ShowSubvolume(ctx, a.str("name"))
 		return info(i), err
 	case "list_subvolumes":
-		l, err := db.ListSubvolumes(ctx)
+		var o []cowkv.ListOption
+		if a.flag("read_only") {
+			o = append(o, cowkv.OnlyReadOnly())
+		}
+		if a.flag("snapshots_only") {
+			o = append(o, cowkv.OnlySnapshots())
+		}
+		if l, ok := a["sort"].([]any); ok {
+			for _, k := range l {
+				o = append(o, cowkv.SortBy(fmt.Sprint(k)))
+			}
+		}
+		l, err := db.ListSubvolumes(ctx, o...)
 		names := []any{}
 		for _, i := range l {
 			names = append(names, i.Name)
 		}
 		return map[string]any{"names": names}, err
+	case "sync_subvolumes":
+		var ids []uint64
+		if l, ok := a["ids"].([]any); ok {
+			for _, v := range l {
+				n, _ := toInt(v)
+				ids = append(ids, uint64(n))
+			}
+		}
+		synced, err := db.SyncSubvolumes(ctx, ids...)
+		out := []any{}
+		for _, id := range synced {
+			out = append(out, id)
+		}
+		return map[string]any{"synced": out}, err
 	case "snapshot":
 		i, err := db.Snapshot(ctx, a.str("source"), a.str("name"), a.flag("read_only"))
 		return info(i), err
@@ -187,7 +250,7 @@ func (r *runner) exec(op string, a args) (any, error) {
 		return empty, db.DeleteSubvolume(ctx, a.str("name"))
 
 	case "get":
-		kv, rev, err := sv.GetKV(ctx, a.bytes("key"))
+		kv, rev, err := sv.GetKV(ctx, a.bytes("key"), cowkv.AtRevision(a.num("revision")))
 		return kvMap(kv, rev), err
 	case "put":
 		rev, err := sv.Put(ctx, a.bytes("key"), a.bytes("value"), a.durability(), a.lease())
@@ -279,7 +342,7 @@ func (r *runner) exec(op string, a args) (any, error) {
 		return empty, r.tx(a).Abort(ctx)
 	case "retry_txn_conflict_once":
 		attempts, key := 0, a.bytes("key")
-		err := sv.Txn(ctx, func(tx *cowkv.Tx) error {
+		err := sv.RunInTransaction(ctx, func(tx *cowkv.Tx) error {
 			attempts++
 			n := 0
 			v, err := tx.Get(ctx, key)
@@ -350,7 +413,72 @@ func (r *runner) exec(op string, a args) (any, error) {
 		s, err := sv.SetSize(ctx, a.str("path"), a.num("size"))
 		return stat(s), err
 	case "fsync":
+		if a["offset"] != nil || a["length"] != nil {
+			return empty, sv.FsyncRange(ctx, a.str("path"), a.flag("datasync"), a.num("offset"), a.num("length"))
+		}
 		return empty, sv.Fsync(ctx, a.str("path"), a.flag("datasync"))
+	case "open_handle", "create_tmpfile":
+		var h *cowkv.FileHandle
+		var err error
+		if op == "open_handle" {
+			h, err = sv.Open(ctx, a.str("path"), time.Duration(a.num("lease_ms"))*time.Millisecond)
+		} else {
+			h, err = sv.CreateTmpfile(ctx, a.str("dir"), uint32(a.num("mode")), 0)
+		}
+		if err != nil {
+			return nil, err
+		}
+		r.handles[a.str("as")] = h
+		return map[string]any{"ino": h.Ino, "lease_ms": h.Lease.Milliseconds(), "stat": stat(h.Opened)}, nil
+	case "handle_stat":
+		s, err := r.handles[a.str("h")].Stat(ctx)
+		return stat(s), err
+	case "handle_read":
+		d, err := r.handles[a.str("h")].ReadAt(ctx, a.num("offset"), a.num("length"))
+		return map[string]any{"data": string(d), "size": len(d)}, err
+	case "handle_write":
+		n, err := r.handles[a.str("h")].WriteAt(ctx, a.bytes("data"), a.num("offset"))
+		return map[string]any{"bytes_written": n}, err
+	case "handle_link":
+		s, err := r.handles[a.str("h")].Link(ctx, a.str("new_path"))
+		return stat(s), err
+	case "close_handle":
+		h := r.handles[a.str("h")]
+		delete(r.handles, a.str("h"))
+		return empty, h.Close(ctx)
+	case "fallocate":
+		var mode cowkv.FallocateMode
+		l, _ := a["mode"].([]any)
+		for _, m := range l {
+			switch m {
+			case "keep_size":
+				mode |= cowkv.FallocKeepSize
+			case "punch_hole":
+				mode |= cowkv.FallocPunchHole | cowkv.FallocKeepSize
+			case "zero_range":
+				mode |= cowkv.FallocZeroRange
+			}
+		}
+		s, err := sv.Fallocate(ctx, a.str("path"), a.num("offset"), a.num("length"), mode)
+		return stat(s), err
+	case "set_attr":
+		s, err := sv.SetAttr(ctx, a.str("path"), a.attrChange())
+		return stat(s), err
+	case "set_xattr":
+		flags := map[any]cowkv.XattrFlags{"create": cowkv.XattrCreate, "replace": cowkv.XattrReplace}[a["flags"]]
+		return empty, sv.SetXattr(ctx, a.str("path"), a.str("name"), a.bytes("value"), flags)
+	case "get_xattr":
+		v, err := sv.GetXattr(ctx, a.str("path"), a.str("name"))
+		return map[string]any{"value": string(v)}, err
+	case "list_xattrs":
+		names, err := sv.ListXattrs(ctx, a.str("path"))
+		l := []any{}
+		for _, n := range names {
+			l = append(l, n)
+		}
+		return map[string]any{"names": l}, err
+	case "remove_xattr":
+		return empty, sv.RemoveXattr(ctx, a.str("path"), a.str("name"))
 	case "link_many":
 		for i := uint64(0); i < a.num("count"); i++ {
 			dir := fmt.Sprintf("%s%04d", a.str("prefix"), i/linksPerDir)

@@ -190,6 +190,7 @@ type runner struct {
 	opts    []cowkv.Option
 	vars    map[string]any
 	txs     map[string]*cowkv.Tx
+	handles map[string]*cowkv.FileHandle
 	watches map[string]*cowkv.Watcher
 	ctx     context.Context
 	prefix  string
@@ -443,7 +444,8 @@ func (r *runner) runStep(i int, s step) {
 
 func runScenario(t *testing.T, sc scenario, shared *server, bin, run string, addr string) {
 	r := &runner{t: t, ctx: context.Background(), vars: map[string]any{"run": run,
-		"sv": "c-" + run + "-" + sc.Name}, txs: map[string]*cowkv.Tx{}, watches: map[string]*cowkv.Watcher{}}
+		"sv": "c-" + run + "-" + sc.Name}, txs: map[string]*cowkv.Tx{}, watches: map[string]*cowkv.Watcher{},
+		handles: map[string]*cowkv.FileHandle{}}
 	defer func() {
 		for _, w := range r.watches {
 			w.Close()

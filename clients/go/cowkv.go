@@ -7,7 +7,7 @@
 //	rev, err := sv.Put(ctx, []byte("k"), []byte("v"))
 //	v, err := sv.Get(ctx, []byte("k"))
 //	if errors.Is(err, cowkv.ErrNotFound) { ... }
-//	err = sv.Txn(ctx, func(tx *cowkv.Tx) error { ... }) // retried on conflict
+//	err = sv.RunInTransaction(ctx, func(tx *cowkv.Tx) error { ... }) // retried on conflict
 //
 // Every method takes a context; a call without a deadline gets the client's
 // default timeout (WithDefaultTimeout, 30 s unless set). Errors are *Error
@@ -189,10 +189,18 @@ func (db *DB) Close() error { return db.conn.Close() }
 // "default". No call is made: a missing subvolume fails at first use.
 func (db *DB) Subvolume(name string) *Subvolume { return &Subvolume{db: db, name: name} }
 
-// Txn runs fn in an interactive transaction on the "default" subvolume and
-// commits it, retrying conflicts: see Subvolume.Txn.
+// RunInTransaction runs fn in an interactive transaction on the "default"
+// subvolume and commits it, retrying conflicts: see
+// Subvolume.RunInTransaction.
+func (db *DB) RunInTransaction(ctx context.Context, fn func(tx *Tx) error, opts ...TxnOption) error {
+	return db.Subvolume("").RunInTransaction(ctx, fn, opts...)
+}
+
+// Txn is the old name of RunInTransaction.
+//
+// Deprecated: use RunInTransaction; this alias goes in the next release.
 func (db *DB) Txn(ctx context.Context, fn func(tx *Tx) error, opts ...TxnOption) error {
-	return db.Subvolume("").Txn(ctx, fn, opts...)
+	return db.RunInTransaction(ctx, fn, opts...)
 }
 
 // SubvolumeInfo describes one subvolume.
@@ -224,9 +232,30 @@ func (db *DB) CreateSubvolume(ctx context.Context, name string) (SubvolumeInfo, 
 	return infoFrom(m), nil
 }
 
-// ListSubvolumes lists every live subvolume in id order.
-func (db *DB) ListSubvolumes(ctx context.Context) ([]SubvolumeInfo, error) {
-	m, err := db.subv.List(ctx, &pb.ListSubvolumesRequest{})
+// ListOption filters or sorts ListSubvolumes.
+type ListOption func(*pb.ListSubvolumesRequest)
+
+// OnlyReadOnly keeps read-only subvolumes (btrfs subvolume list -r).
+func OnlyReadOnly() ListOption { return func(r *pb.ListSubvolumesRequest) { r.ReadOnly = true } }
+
+// OnlySnapshots keeps snapshots, parent_id != 0 (btrfs subvolume list -s).
+func OnlySnapshots() ListOption { return func(r *pb.ListSubvolumesRequest) { r.SnapshotsOnly = true } }
+
+// SortBy sorts by keys "[+|-]FIELD", FIELD one of gen, ogen, rootid (id),
+// path (name); "-" descending, ties by id (btrfs --sort). An unknown key is
+// ErrInvalidArgument naming it.
+func SortBy(keys ...string) ListOption {
+	return func(r *pb.ListSubvolumesRequest) { r.Sort = append(r.Sort, keys...) }
+}
+
+// ListSubvolumes lists every live subvolume ("default" included) in id
+// order, filtered and sorted by the server as opts say.
+func (db *DB) ListSubvolumes(ctx context.Context, opts ...ListOption) ([]SubvolumeInfo, error) {
+	req := &pb.ListSubvolumesRequest{}
+	for _, o := range opts {
+		o(req)
+	}
+	m, err := db.subv.List(ctx, req)
 	if err != nil {
 		return nil, wrap("ListSubvolumes", err)
 	}
@@ -235,6 +264,25 @@ func (db *DB) ListSubvolumes(ctx context.Context) ([]SubvolumeInfo, error) {
 		out = append(out, infoFrom(s))
 	}
 	return out, nil
+}
+
+// SyncSubvolumes waits until deleted subvolumes' trees are dropped and
+// their space is free (btrfs subvolume sync): the given ids, or every
+// subvolume deleted before the call. It returns the ids it waited for;
+// ErrNotFound for an id that never was a subvolume, ErrFailedPrecondition
+// for a live one. The server stops waiting shortly before ctx's deadline
+// (ErrDeadlineExceeded naming the ids still pending).
+func (db *DB) SyncSubvolumes(ctx context.Context, ids ...uint64) ([]uint64, error) {
+	req := &pb.SyncSubvolumesRequest{Ids: ids}
+	if dl, ok := ctx.Deadline(); ok {
+		left := time.Until(dl)
+		req.TimeoutMs = uint64(max(time.Millisecond, left-min(500*time.Millisecond, left/10)).Milliseconds())
+	}
+	m, err := db.subv.Sync(ctx, req)
+	if err != nil {
+		return nil, wrap("SyncSubvolumes", err)
+	}
+	return m.GetSynced(), nil
 }
 
 // ShowSubvolume describes one subvolume (ErrNotFound if absent).

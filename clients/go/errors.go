@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -36,7 +38,8 @@ var (
 	ErrInternal           = errors.New("cowkv: internal")             // INTERNAL, UNKNOWN: device I/O error, unparsable response
 
 	// Ends of a watcher (Watch), from the server's cancel code.
-	ErrCompacted        = errors.New("cowkv: compacted")         // the start revision is compacted (also ErrTooOld); Error.CompactRevision is the oldest still served
+	ErrCompacted        = errors.New("cowkv: compacted")         // a read or watch start at a compacted revision (also ErrTooOld); Error.CompactRevision is the oldest still served
+	ErrFutureRevision   = errors.New("cowkv: future revision")   // OUT_OF_RANGE, reason FUTURE_REVISION: a read at a revision not reached yet (not retryable)
 	ErrSubvolumeDeleted = errors.New("cowkv: subvolume deleted") // the watched subvolume was deleted
 	ErrSlowReader       = errors.New("cowkv: slow reader")       // the watcher's events were read slower than they came; restart after the last event read
 )
@@ -49,10 +52,16 @@ type Error struct {
 	Code    codes.Code // the gRPC status code
 	Message string     // the server's (or the client's own check's) reason
 	Errno   string     // POSIX name for Files errors, or ""
-	Reason  string     // the ErrorInfo reason, where the client has it (watch ends: "COMPACTED", ...)
+	// Reason is the google.rpc.ErrorInfo reason the server sent ("ENOENT",
+	// "READ_ONLY_SNAPSHOT", "CONFLICT", ...; docs/api.md "Errors"), "" from
+	// a server that sends none or for the client's own checks. Metadata is
+	// the ErrorInfo's metadata ("errno", "compact_revision"), or nil.
+	Reason   string
+	Metadata map[string]string
 	// CompactRevision: for ErrCompacted, the oldest revision still served.
 	CompactRevision uint64
-	kind            error // the most specific sentinel
+	kind            error          // the most specific sentinel
+	st              *status.Status // the server's status, details included (nil for the client's own)
 }
 
 func (e *Error) Error() string {
@@ -87,10 +96,16 @@ func (e *Error) Kind() error { return e.kind }
 
 // Retryable reports whether running the whole transaction again may succeed
 // (ErrConflict, ErrTooOld).
-func (e *Error) Retryable() bool { return e.kind == ErrConflict || e.kind == ErrTooOld }
+func (e *Error) Retryable() bool { return e.Is(ErrConflict) || e.Is(ErrTooOld) }
 
-// GRPCStatus lets status.FromError see the original code and message.
-func (e *Error) GRPCStatus() *status.Status { return status.New(e.Code, e.Message) }
+// GRPCStatus lets status.FromError see the original code, message and
+// details.
+func (e *Error) GRPCStatus() *status.Status {
+	if e.st != nil {
+		return e.st
+	}
+	return status.New(e.Code, e.Message)
+}
 
 var byCode = map[codes.Code]error{
 	codes.InvalidArgument:    ErrInvalidArgument,
@@ -114,7 +129,8 @@ var byCode = map[codes.Code]error{
 var errnoPrefix = regexp.MustCompile(`^(E[A-Z0-9]+): `)
 
 // kindOf picks the sentinel for a code and message: read-only and no-space
-// refine FAILED_PRECONDITION and RESOURCE_EXHAUSTED.
+// refine FAILED_PRECONDITION and RESOURCE_EXHAUSTED. The message text is
+// read only when the server sent no ErrorInfo (fromStatus).
 func kindOf(code codes.Code, msg string) error {
 	kind, ok := byCode[code]
 	if !ok {
@@ -142,6 +158,55 @@ func newError(op string, code codes.Code, msg string) *Error {
 	return e
 }
 
+// byReason: the ErrorInfo reasons that pick a kind finer than the code's.
+// Any other reason keeps the code's kind.
+var byReason = map[string]error{
+	"READ_ONLY_SNAPSHOT": ErrReadOnly,
+	"EROFS":              ErrReadOnly,
+	"ENOSPC":             ErrNoSpace,
+	"CONFLICT":           ErrConflict,
+	"TOO_OLD":            ErrTooOld,
+	"COMPACTED":          ErrCompacted,
+	"FUTURE_REVISION":    ErrFutureRevision,
+}
+
+// errorInfo is the google.rpc.ErrorInfo in a status's details, or nil.
+func errorInfo(s *status.Status) *errdetails.ErrorInfo {
+	for _, d := range s.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok {
+			return info
+		}
+	}
+	return nil
+}
+
+// fromStatus is the *Error of a gRPC status: the kind from its ErrorInfo
+// reason when the server sent one, else (an older server) from the code
+// and the message text.
+func fromStatus(op string, s *status.Status) *Error {
+	e := newError(op, s.Code(), s.Message())
+	e.st = s
+	info := errorInfo(s)
+	if info == nil || info.GetReason() == "" {
+		return e
+	}
+	e.Reason, e.Metadata = info.GetReason(), info.GetMetadata()
+	e.kind = byCode[s.Code()]
+	if e.kind == nil {
+		e.kind = ErrInternal
+	}
+	if k, ok := byReason[e.Reason]; ok {
+		e.kind = k
+	}
+	if errno, ok := e.Metadata["errno"]; ok {
+		e.Errno = errno
+	}
+	if rev, err := strconv.ParseUint(e.Metadata["compact_revision"], 10, 64); err == nil {
+		e.CompactRevision = rev
+	}
+	return e
+}
+
 // wrap converts an error from a gRPC call into an *Error (nil stays nil).
 // Context errors raised before a call left the client keep their meaning.
 func wrap(op string, err error) error {
@@ -153,7 +218,7 @@ func wrap(op string, err error) error {
 		return err
 	}
 	if s, ok := status.FromError(err); ok {
-		return newError(op, s.Code(), s.Message())
+		return fromStatus(op, s)
 	}
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
@@ -192,5 +257,5 @@ var classNames = map[error]string{
 	ErrUnauthenticated: "unauthenticated", ErrPermissionDenied: "permission_denied",
 	ErrDeadlineExceeded: "deadline_exceeded", ErrCanceled: "cancelled",
 	ErrUnimplemented: "unimplemented", ErrInternal: "internal",
-	ErrCompacted: "compacted", ErrSubvolumeDeleted: "subvolume_deleted", ErrSlowReader: "slow_reader",
+	ErrCompacted: "compacted", ErrFutureRevision: "future_revision", ErrSubvolumeDeleted: "subvolume_deleted", ErrSlowReader: "slow_reader",
 }

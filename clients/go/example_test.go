@@ -30,7 +30,7 @@ func Example() {
 			}
 			fmt.Printf("%s=%s\n", kv.Key, kv.Value)
 		}
-		return sv.Txn(ctx, func(tx *cowkv.Tx) error {
+		return sv.RunInTransaction(ctx, func(tx *cowkv.Tx) error {
 			n, err := tx.Get(ctx, []byte("n"))
 			if err != nil && !errors.Is(err, cowkv.ErrNotFound) {
 				return err

@@ -361,6 +361,7 @@ const (
 	ExtentLast       ExtentFlags = 0x1
 	ExtentNotAligned ExtentFlags = 0x100
 	ExtentInline     ExtentFlags = 0x200
+	ExtentUnwritten  ExtentFlags = 0x800 // preallocated (Fallocate): reads as zeros
 	ExtentShared     ExtentFlags = 0x2000
 )
 

@@ -74,18 +74,31 @@ func kvFrom(m *pb.KeyValue) KeyValue {
 		ModRevision: m.GetModRevision(), Version: m.GetVersion()}
 }
 
+// ReadOption changes a Get.
+type ReadOption func(*pb.GetRequest)
+
+// AtRevision reads the key as it was at rev, from the subvolume's history
+// (etcd's revision reads; 0 = the latest): ErrCompacted (with
+// CompactRevision) below what the history keeps, ErrFutureRevision past
+// the current revision.
+func AtRevision(rev uint64) ReadOption { return func(r *pb.GetRequest) { r.Revision = rev } }
+
 // Get reads a key's value (ErrNotFound if absent).
-func (s *Subvolume) Get(ctx context.Context, key []byte) ([]byte, error) {
-	kv, _, err := s.GetKV(ctx, key)
+func (s *Subvolume) Get(ctx context.Context, key []byte, opts ...ReadOption) ([]byte, error) {
+	kv, _, err := s.GetKV(ctx, key, opts...)
 	return kv.Value, err
 }
 
 // GetKV reads a key with its revisions, and the store revision the read saw.
-func (s *Subvolume) GetKV(ctx context.Context, key []byte) (KeyValue, uint64, error) {
+func (s *Subvolume) GetKV(ctx context.Context, key []byte, opts ...ReadOption) (KeyValue, uint64, error) {
 	if err := firstErr(checkSubvolume("Get", s.name), checkKey("Get", "key", key)); err != nil {
 		return KeyValue{}, 0, err
 	}
-	m, err := s.db.kv.Get(ctx, &pb.GetRequest{Subvolume: s.name, Key: key})
+	req := &pb.GetRequest{Subvolume: s.name, Key: key}
+	for _, o := range opts {
+		o(req)
+	}
+	m, err := s.db.kv.Get(ctx, req)
 	if err != nil {
 		return KeyValue{}, 0, wrap("Get", err)
 	}
@@ -152,7 +165,12 @@ type rangeOptions struct {
 	pageSize, limit              uint64
 	snapshot                     string
 	token                        []byte
+	revision                     uint64
 }
+
+// RangeAtRevision reads the range as it was at rev, from the subvolume's
+// history (every page at the same revision; errors as AtRevision).
+func RangeAtRevision(rev uint64) RangeOption { return func(o *rangeOptions) { o.revision = rev } }
 
 // Reverse reads largest keys first.
 func Reverse() RangeOption { return func(o *rangeOptions) { o.reverse = true } }
@@ -213,7 +231,8 @@ func (s *Subvolume) rangeRequest(op string, r KeyRange, o rangeOptions) (*pb.Ran
 		}
 	}
 	return &pb.RangeRequest{Subvolume: s.name, Start: r.Start, End: r.End, Prefix: r.Prefix,
-		Reverse: o.reverse, KeysOnly: o.keysOnly, CountOnly: o.countOnly, Snapshot: o.snapshot}, nil
+		Reverse: o.reverse, KeysOnly: o.keysOnly, CountOnly: o.countOnly, Snapshot: o.snapshot,
+		Revision: o.revision}, nil
 }
 
 // RangePage reads one page of a range: at most Limit keys (0 = the server's

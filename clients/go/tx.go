@@ -137,7 +137,15 @@ func (tx *Tx) Abort(ctx context.Context) error {
 
 // ---- The retry helper ----
 
-// TxnOption configures Subvolume.Txn.
+// The retry helper's defaults, the same in every client (docs/api.md,
+// "Retrying transactions"; clients/conformance/retry_rule.json).
+const (
+	DefaultMaxAttempts  = 10
+	DefaultFirstBackoff = 10 * time.Millisecond
+	DefaultMaxBackoff   = time.Second
+)
+
+// TxnOption configures Subvolume.RunInTransaction.
 type TxnOption func(*txnOptions)
 
 type txnOptions struct {
@@ -194,14 +202,16 @@ func backoff(n int, first, max time.Duration) time.Duration {
 // (ErrConflict, ErrTooOld).
 func Retryable(err error) bool { return errors.Is(err, ErrConflict) || errors.Is(err, ErrTooOld) }
 
-// Txn runs fn in an interactive transaction and commits it. When fn or the
+// RunInTransaction runs fn in an interactive transaction and commits it
+// (the retry helper of every cowkv client, docs/api.md "Retrying
+// transactions"; Begin starts one without retries). When fn or the
 // commit fails with ErrConflict or ErrTooOld (or the handle expired), the
 // transaction is run again from the start after a jittered exponential
 // backoff, up to MaxAttempts; fn must therefore be safe to run more than
 // once and do all its reads through tx. Any other error from fn aborts the
 // transaction and is returned as is.
-func (s *Subvolume) Txn(ctx context.Context, fn func(tx *Tx) error, opts ...TxnOption) error {
-	o := txnOptions{attempts: 10, base: 10 * time.Millisecond, max: time.Second, sleep: sleepCtx}
+func (s *Subvolume) RunInTransaction(ctx context.Context, fn func(tx *Tx) error, opts ...TxnOption) error {
+	o := txnOptions{attempts: DefaultMaxAttempts, base: DefaultFirstBackoff, max: DefaultMaxBackoff, sleep: sleepCtx}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -217,6 +227,14 @@ func (s *Subvolume) Txn(ctx context.Context, fn func(tx *Tx) error, opts ...TxnO
 			return wrap("Txn", serr)
 		}
 	}
+}
+
+// Txn is the old name of RunInTransaction.
+//
+// Deprecated: use RunInTransaction (Txn is the one-shot conditional in the
+// other clients; this alias goes in the next release).
+func (s *Subvolume) Txn(ctx context.Context, fn func(tx *Tx) error, opts ...TxnOption) error {
+	return s.RunInTransaction(ctx, fn, opts...)
 }
 
 func (s *Subvolume) txnOnce(ctx context.Context, fn func(tx *Tx) error, o txnOptions) (err error) {

@@ -5,12 +5,16 @@ package cowkv
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -92,6 +96,69 @@ func TestErrorMapping(t *testing.T) {
 	wrapped := fmt.Errorf("outer: %w", wrap("Put", status.Error(codes.Aborted, "c")))
 	if !errors.Is(wrapped, ErrConflict) || ErrorClass(wrapped) != "conflict" {
 		t.Error("wrapped error lost its kind")
+	}
+}
+
+// withInfo is the status cowkvd sends: ErrorInfo{reason, domain, metadata}
+// in its details.
+func withInfo(t *testing.T, code codes.Code, msg, reason string, md map[string]string) error {
+	t.Helper()
+	s, err := status.New(code, msg).WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: "cowkv.dev", Metadata: md})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.Err()
+}
+
+// The kind comes from the ErrorInfo reason, whatever the text says: the
+// messages are chosen so that the text fallback would pick another kind.
+func TestErrorMappingFromErrorInfo(t *testing.T) {
+	for _, c := range []struct {
+		code   codes.Code
+		reason string
+		msg    string
+		kind   error
+		class  string
+	}{
+		{codes.FailedPrecondition, "READ_ONLY_SNAPSHOT", "write refused", ErrReadOnly, "read_only"},
+		{codes.FailedPrecondition, "EROFS", "store", ErrReadOnly, "read_only"},
+		{codes.FailedPrecondition, "ENOTEMPTY", "read-only thing is not empty", ErrFailedPrecondition, "failed_precondition"},
+		{codes.ResourceExhausted, "ENOSPC", "device full", ErrNoSpace, "no_space"},
+		{codes.ResourceExhausted, "SERVER_BUSY", "no space in the queue", ErrResourceExhausted, "resource_exhausted"},
+		{codes.ResourceExhausted, "LIMIT", "no space for the response", ErrResourceExhausted, "resource_exhausted"},
+		{codes.Aborted, "CONFLICT", "x", ErrConflict, "conflict"},
+		{codes.OutOfRange, "TOO_OLD", "x", ErrTooOld, "too_old"},
+		{codes.OutOfRange, "COMPACTED", "x", ErrCompacted, "compacted"},
+		{codes.OutOfRange, "FUTURE_REVISION", "x", ErrFutureRevision, "future_revision"},
+		{codes.NotFound, "LEASE_NOT_FOUND", "x", ErrNotFound, "not_found"},
+		{codes.Internal, "DEVICE_UNAVAILABLE", "x", ErrInternal, "internal"},
+		{codes.Unavailable, "STOPPING", "x", ErrUnavailable, "unavailable"},
+	} {
+		err := wrap("Op", withInfo(t, c.code, c.msg, c.reason, map[string]string{"compact_revision": "42"}))
+		var ce *Error
+		if !errors.As(err, &ce) || ce.Kind() != c.kind || ErrorClass(err) != c.class || ce.Reason != c.reason {
+			t.Errorf("%v %s: %+v, want %v", c.code, c.reason, ce, c.kind)
+			continue
+		}
+		if ce.CompactRevision != 42 || ce.Metadata["compact_revision"] != "42" {
+			t.Errorf("%s: compact revision %d", c.reason, ce.CompactRevision)
+		}
+		wantRetry := c.kind == ErrConflict || c.kind == ErrTooOld || c.kind == ErrCompacted
+		if Retryable(err) != wantRetry || ce.Retryable() != wantRetry {
+			t.Errorf("%s: Retryable %v", c.reason, Retryable(err))
+		}
+		if s, _ := status.FromError(err); len(s.Details()) != 1 {
+			t.Errorf("%s: GRPCStatus lost the details", c.reason)
+		}
+	}
+	if !errors.Is(wrap("Op", withInfo(t, codes.OutOfRange, "x", "COMPACTED", nil)), ErrTooOld) {
+		t.Error("ErrCompacted is not also ErrTooOld")
+	}
+	// errno from the metadata, not from the text.
+	var ce *Error
+	errors.As(wrap("Op", withInfo(t, codes.FailedPrecondition, "no prefix", "READ_ONLY_SNAPSHOT", map[string]string{"errno": "EROFS"})), &ce)
+	if ce.Errno != "EROFS" {
+		t.Errorf("errno %q", ce.Errno)
 	}
 }
 
@@ -206,7 +273,7 @@ func TestTxnRetriesConflicts(t *testing.T) {
 	db := &DB{kv: f}
 	var sleeps []time.Duration
 	calls := 0
-	err := db.Txn(context.Background(), func(tx *Tx) error {
+	err := db.RunInTransaction(context.Background(), func(tx *Tx) error {
 		calls++
 		return tx.Put(context.Background(), []byte("k"), []byte("v"))
 	}, Backoff(10*time.Millisecond, 25*time.Millisecond), recordSleeps(&sleeps))
@@ -226,9 +293,48 @@ func TestTxnGivesUp(t *testing.T) {
 	conflict := status.Error(codes.Aborted, "transaction conflict")
 	f := &fakeKV{commits: []error{conflict, conflict, conflict, conflict}}
 	var sleeps []time.Duration
-	err := (&DB{kv: f}).Txn(context.Background(), func(*Tx) error { return nil }, MaxAttempts(3), recordSleeps(&sleeps))
+	err := (&DB{kv: f}).RunInTransaction(context.Background(), func(*Tx) error { return nil }, MaxAttempts(3), recordSleeps(&sleeps))
 	if !errors.Is(err, ErrConflict) || f.nCommits != 3 || len(sleeps) != 2 {
 		t.Fatalf("err %v commits %d sleeps %d", err, f.nCommits, len(sleeps))
+	}
+}
+
+// The one retry rule (docs/api.md "Retrying transactions"), from
+// clients/conformance/retry_rule.json: with the defaults, a transaction that
+// always conflicts runs max_attempts times and every wait is in its bounds.
+func TestRetryRuleDefaults(t *testing.T) {
+	raw, err := os.ReadFile("../conformance/retry_rule.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rule struct {
+		MaxAttempts int        `json:"max_attempts"`
+		FirstWaitMs int64      `json:"first_wait_ms"`
+		MaxWaitMs   int64      `json:"max_wait_ms"`
+		WaitsMs     [][2]int64 `json:"waits_ms"`
+	}
+	if err := json.Unmarshal(raw, &rule); err != nil {
+		t.Fatal(err)
+	}
+	if DefaultMaxAttempts != rule.MaxAttempts || DefaultFirstBackoff != time.Duration(rule.FirstWaitMs)*time.Millisecond ||
+		DefaultMaxBackoff != time.Duration(rule.MaxWaitMs)*time.Millisecond {
+		t.Fatalf("defaults %d %v %v differ from %+v", DefaultMaxAttempts, DefaultFirstBackoff, DefaultMaxBackoff, rule)
+	}
+	for round := 0; round < 5; round++ {
+		conflict := status.Error(codes.Aborted, "transaction conflict")
+		f := &fakeKV{commits: slices.Repeat([]error{conflict}, 2*rule.MaxAttempts)}
+		var sleeps []time.Duration
+		calls := 0
+		// Txn, the deprecated name, is the same helper.
+		err := (&DB{kv: f}).Txn(context.Background(), func(*Tx) error { calls++; return nil }, recordSleeps(&sleeps))
+		if !errors.Is(err, ErrConflict) || calls != rule.MaxAttempts || len(sleeps) != len(rule.WaitsMs) {
+			t.Fatalf("err %v calls %d sleeps %d, want %d runs", err, calls, len(sleeps), rule.MaxAttempts)
+		}
+		for i, b := range rule.WaitsMs {
+			if lo, hi := time.Duration(b[0])*time.Millisecond, time.Duration(b[1])*time.Millisecond; sleeps[i] < lo || sleeps[i] > hi {
+				t.Errorf("wait %d = %v, want in [%v, %v]", i+1, sleeps[i], lo, hi)
+			}
+		}
 	}
 }
 
@@ -236,17 +342,17 @@ func TestTxnDoesNotRetryOtherErrors(t *testing.T) {
 	f := &fakeKV{}
 	mine := errors.New("application says no")
 	calls := 0
-	err := (&DB{kv: f}).Txn(context.Background(), func(*Tx) error { calls++; return mine })
+	err := (&DB{kv: f}).RunInTransaction(context.Background(), func(*Tx) error { calls++; return mine })
 	if err != mine || calls != 1 || f.aborts != 1 || f.nCommits != 0 {
 		t.Fatalf("err %v calls %d aborts %d commits %d", err, calls, f.aborts, f.nCommits)
 	}
 	f = &fakeKV{commits: []error{status.Error(codes.FailedPrecondition, "subvolume 'x' is a read-only snapshot")}}
-	err = (&DB{kv: f}).Txn(context.Background(), func(*Tx) error { return nil })
+	err = (&DB{kv: f}).RunInTransaction(context.Background(), func(*Tx) error { return nil })
 	if !errors.Is(err, ErrReadOnly) || f.nCommits != 1 {
 		t.Fatalf("read-only commit: %v after %d commits", err, f.nCommits)
 	}
 	f = &fakeKV{beginErr: status.Error(codes.NotFound, "subvolume 'x' not found")}
-	if err := (&DB{kv: f}).Txn(context.Background(), func(*Tx) error { return nil }); !errors.Is(err, ErrNotFound) {
+	if err := (&DB{kv: f}).RunInTransaction(context.Background(), func(*Tx) error { return nil }); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("begin error: %v", err)
 	}
 }
@@ -254,7 +360,7 @@ func TestTxnDoesNotRetryOtherErrors(t *testing.T) {
 func TestTxnRetriesExpiredHandleFromBody(t *testing.T) {
 	f := &fakeKV{}
 	calls := 0
-	err := (&DB{kv: f}).Txn(context.Background(), func(*Tx) error {
+	err := (&DB{kv: f}).RunInTransaction(context.Background(), func(*Tx) error {
 		if calls++; calls == 1 {
 			return wrap("TxnGet", status.Error(codes.Aborted, "transaction expired"))
 		}
@@ -269,7 +375,7 @@ func TestTxnStopsOnContext(t *testing.T) {
 	f := &fakeKV{commits: []error{status.Error(codes.Aborted, "conflict")}}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	err := (&DB{kv: f}).Txn(ctx, func(*Tx) error { return nil }, Backoff(time.Hour, time.Hour))
+	err := (&DB{kv: f}).RunInTransaction(ctx, func(*Tx) error { return nil }, Backoff(time.Hour, time.Hour))
 	if !errors.Is(err, ErrCanceled) || !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v", err)
 	}
@@ -281,5 +387,34 @@ func TestBackoffBounds(t *testing.T) {
 		if d < 5*time.Millisecond || d > time.Second {
 			t.Fatalf("backoff(%d) = %v", n, d)
 		}
+	}
+}
+
+// SetAttr sends exactly the fields an AttrChange names (FUSE's FATTR_* bits).
+func TestAttrChangeFields(t *testing.T) {
+	mode, uid, size := uint32(0o600), uint32(7), uint64(5)
+	at := time.Unix(1, 2)
+	for _, c := range []struct {
+		c    AttrChange
+		want uint32
+	}{
+		{AttrChange{}, 0},
+		{AttrChange{Mode: &mode}, 1},
+		{AttrChange{UID: &uid}, 2},
+		{AttrChange{GID: &uid}, 4},
+		{AttrChange{Size: &size}, 8},
+		{AttrChange{Atime: &at}, 16},
+		{AttrChange{Mtime: &at}, 32},
+		{AttrChange{Atime: &at, AtimeNow: true}, 128},
+		{AttrChange{MtimeNow: true}, 256},
+	} {
+		req := c.c.request("sv", "/f")
+		if req.GetFields() != c.want {
+			t.Errorf("%+v: fields %d, want %d", c.c, req.GetFields(), c.want)
+		}
+	}
+	req := AttrChange{Mode: &mode, Size: &size, Atime: &at}.request("sv", "/f")
+	if req.GetMode() != 0o600 || req.GetSize() != 5 || req.GetAtimeNs() != 1_000_000_002 || req.GetUid() != 0 {
+		t.Errorf("values %+v", req)
 	}
 }

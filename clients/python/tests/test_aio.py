@@ -199,7 +199,7 @@ def test_sync_calls_take_a_timeout(stalled_server: Server) -> None:
         _fails_fast(lambda: sv.put("k", "w", timeout=TINY))
         _fails_fast(lambda: list(sv.range(prefix="k", timeout=TINY)))
         _fails_fast(lambda: sv.txn(success=[cowkv.Put("k", "w")], timeout=TINY))
-        _fails_fast(lambda: sv.transaction(timeout=TINY))
+        _fails_fast(lambda: sv.begin(timeout=TINY))
         _fails_fast(lambda: sv.leases.grant(10, timeout=TINY))
         _fails_fast(lambda: sv.leases.keep_alive(lease, timeout=TINY))
         _fails_fast(lambda: client.show_subvolume("sync", timeout=TINY))
@@ -226,7 +226,7 @@ def test_aio_calls_take_a_timeout(stalled_server: Server) -> None:
             lambda: a.delete_range(prefix="k", timeout=TINY),
             lambda: a.txn(success=[cowkv.Put("k", "w")], timeout=TINY),
             lambda: a.compact(1, timeout=TINY),
-            lambda: a.transaction(timeout=TINY).begin(),
+            lambda: a.begin(timeout=TINY).begin(),
             lambda: a.leases.grant(10, timeout=TINY), lambda: a.leases.list(timeout=TINY),
             lambda: a.leases.time_to_live(lease, timeout=TINY),
             lambda: a.leases.keep_alive(lease, timeout=TINY),
@@ -500,7 +500,7 @@ def test_interactive_transactions(server: Server, sv: cowkv.Subvolume) -> None:
     async def body(db: cowkv.aio.Client) -> None:
         a = db.subvolume(sv.name)
         await a.put("x", "1")
-        async with a.transaction() as tx:
+        async with a.begin() as tx:
             assert await tx.get("x") == b"1" and await tx.get("y", b"none") == b"none"
             await tx.put("y", "2")
             await tx.delete("x")
@@ -509,13 +509,13 @@ def test_interactive_transactions(server: Server, sv: cowkv.Subvolume) -> None:
         assert tx.state is cowkv.TransactionState.COMMITTED and tx.revision
         assert await a.get("y") == b"2" and await a.get("x", default=None) is None
         with pytest.raises(RuntimeError):
-            async with a.transaction() as t2:
+            async with a.begin() as t2:
                 await t2.put("y", "never")
                 raise RuntimeError("abort")
         assert t2.state is cowkv.TransactionState.ABORTED and await a.get("y") == b"2"
         with pytest.raises(cowkv.NotFound):
             await t2.put("y", "finished")
-        t3 = await a.transaction()  # begun without a block
+        t3 = await a.begin()  # begun without a block
         await t3.get("y")
         await a.put("y", "3")  # changes what t3 read
         await t3.put("z", "1")
@@ -540,7 +540,7 @@ def test_run_in_transaction_under_contention(server: Server, sv: cowkv.Subvolume
 
         async def worker() -> None:
             for _ in range(rounds):
-                await a.run_in_transaction(incr, retries=100)
+                await a.run_in_transaction(incr, max_attempts=101)
         await asyncio.gather(*(worker() for _ in range(tasks)))
         assert await a.get("n") == str(tasks * rounds).encode()
     run(server.address, body)

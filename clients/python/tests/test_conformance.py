@@ -173,6 +173,7 @@ def lookup(result: Any, path: str) -> Any:
 
 _CLASSES: List[Tuple[type, str]] = [  # most specific first
     (cowkv.ReadOnly, "read_only"), (cowkv.NoSpace, "no_space"),
+    (cowkv.FutureRevision, "future_revision"),
     (cowkv.InvalidArgument, "invalid_argument"), (cowkv.NotFound, "not_found"),
     (cowkv.AlreadyExists, "already_exists"), (cowkv.FailedPrecondition, "failed_precondition"),
     (cowkv.Conflict, "conflict"), (cowkv.TooOld, "too_old"),
@@ -218,7 +219,9 @@ def keys_values(kvs: List[cowkv.KeyValue]) -> Dict[str, Any]:
 def stat(st: cowkv.FileStat) -> Dict[str, Any]:
     kind = {cowkv.FileKind.REGULAR: "regular", cowkv.FileKind.DIRECTORY: "directory",
             cowkv.FileKind.SYMLINK: "symlink"}[st.kind]
-    return {"ino": st.ino, "kind": kind, "mode": st.mode, "nlink": st.nlink, "size": st.size}
+    return {"ino": st.ino, "kind": kind, "mode": st.mode, "nlink": st.nlink, "size": st.size,
+            "uid": st.uid, "gid": st.gid, "atime_ns": st.atime_ns, "mtime_ns": st.mtime_ns,
+            "ctime_ns": st.ctime_ns}
 
 
 _FLAG_NAMES = [(cowkv.FIEMAP_EXTENT_LAST, "LAST"), (cowkv.FIEMAP_EXTENT_NOT_ALIGNED, "NOT_ALIGNED"),
@@ -251,6 +254,7 @@ class Runner:
         self.dead = dead  # dial a port where nothing listens (client_side)
         self.env: Dict[str, Any] = {"run": RUN, "sv": f"c-{RUN}-{name}"}
         self.txs: Dict[str, cowkv.Transaction] = {}
+        self.handles: Dict[str, Tuple[cowkv.Files, cowkv.FileHandle]] = {}
         self.watches: Dict[str, cowkv.Watch] = {}
         self.token: Optional[str] = None
         self.deadline_ms = 0
@@ -334,7 +338,13 @@ class Runner:
         return info(self.client.show_subvolume(as_str(a.get("name"))))
 
     def op_list_subvolumes(self, a: Dict[str, Any]) -> Any:
-        return {"names": [s.name for s in self.client.list_subvolumes()]}
+        infos = self.client.list_subvolumes(read_only=bool(a.get("read_only")),
+                                            snapshots_only=bool(a.get("snapshots_only")),
+                                            sort=[str(k) for k in a.get("sort", [])])
+        return {"names": [s.name for s in infos]}
+
+    def op_sync_subvolumes(self, a: Dict[str, Any]) -> Any:
+        return {"synced": self.client.sync_subvolumes([int(i) for i in a.get("ids", [])])}
 
     def op_snapshot(self, a: Dict[str, Any]) -> Any:
         return info(self.client.snapshot(as_str(a.get("source")), as_str(a.get("name")),
@@ -351,7 +361,8 @@ class Runner:
     # KV.
 
     def op_get(self, a: Dict[str, Any]) -> Any:
-        kv, revision = self.sv(a).get_with_revision(as_bytes(a.get("key")))
+        kv, revision = self.sv(a).get_with_revision(as_bytes(a.get("key")),
+                                                    revision=int(a.get("revision", 0)))
         return kv_result(kv, revision)
 
     def op_put(self, a: Dict[str, Any]) -> Any:
@@ -372,7 +383,8 @@ class Runner:
         it = self.sv(a).range(opt(a.get("start")), opt(a.get("end")), prefix=opt(a.get("prefix")),
                               page_size=int(a.get("page_size", 0)),
                               reverse=bool(a.get("reverse")), keys_only=bool(a.get("keys_only")),
-                              snapshot=as_str(a.get("snapshot")) or None)
+                              snapshot=as_str(a.get("snapshot")) or None,
+                              revision=int(a.get("revision", 0)))
         return keys_values(list(it))
 
     def op_range_page(self, a: Dict[str, Any]) -> Any:
@@ -408,7 +420,7 @@ class Runner:
         return self.txs[as_str(a.get("tx"))]
 
     def op_begin(self, a: Dict[str, Any]) -> Any:
-        tx = self.sv(a).transaction(lease_ms=int(a.get("lease_ms", 0)))
+        tx = self.sv(a).begin(lease_ms=int(a.get("lease_ms", 0)))
         if a.get("as"):
             self.txs[as_str(a["as"])] = tx
         return {"read_revision": tx.read_revision, "lease_ms": tx.lease_ms}
@@ -518,7 +530,35 @@ class Runner:
         return stat(self.fs(a).truncate(as_str(a.get("path")), int(a.get("size", 0))))
 
     def op_fsync(self, a: Dict[str, Any]) -> Any:
-        self.fs(a).fsync(as_str(a.get("path")), datasync=bool(a.get("datasync")))
+        self.fs(a).fsync(as_str(a.get("path")), datasync=bool(a.get("datasync")),
+                         offset=int(a.get("offset", 0)), length=int(a.get("length", 0)))
+        return {}
+
+    def op_set_attr(self, a: Dict[str, Any]) -> Any:
+        def time_arg(k: str) -> Any:
+            v = a.get(k)
+            return cowkv.UTIME_NOW if v == "now" else (None if v is None else int(v))
+        def opt(k: str) -> Optional[int]:
+            return None if a.get(k) is None else int(a[k])
+        return stat(self.fs(a).set_attr(as_str(a.get("path")), mode=opt("mode"), uid=opt("uid"),
+                                        gid=opt("gid"), size=opt("size"),
+                                        atime_ns=time_arg("atime_ns"),
+                                        mtime_ns=time_arg("mtime_ns")))
+
+    def op_set_xattr(self, a: Dict[str, Any]) -> Any:
+        flags = {None: 0, "create": 1, "replace": 2}[a.get("flags")]
+        self.fs(a).set_xattr(as_str(a.get("path")), as_str(a.get("name")),
+                             as_bytes(a.get("value")), flags)
+        return {}
+
+    def op_get_xattr(self, a: Dict[str, Any]) -> Any:
+        return {"value": self.fs(a).get_xattr(as_str(a.get("path")), as_str(a.get("name")))}
+
+    def op_list_xattrs(self, a: Dict[str, Any]) -> Any:
+        return {"names": self.fs(a).list_xattrs(as_str(a.get("path")))}
+
+    def op_remove_xattr(self, a: Dict[str, Any]) -> Any:
+        self.fs(a).remove_xattr(as_str(a.get("path")), as_str(a.get("name")))
         return {}
 
     def op_link_many(self, a: Dict[str, Any]) -> Any:
@@ -534,6 +574,50 @@ class Runner:
                          int(a.get("src_offset", 0)), int(a.get("dst_offset", 0)),
                          int(a.get("length", 0)))
         return {}
+
+    # Open handles (Files.Open, CreateTmpfile): kept by their "as" name.
+
+    def _opened(self, a: Dict[str, Any], fs: cowkv.Files, h: cowkv.FileHandle) -> Any:
+        self.handles[as_str(a.get("as"))] = (fs, h)
+        return {"ino": h.ino, "lease_ms": h.lease_ms, "stat": stat(h.opened_stat)}
+
+    def op_open_handle(self, a: Dict[str, Any]) -> Any:
+        fs = self.fs(a)
+        return self._opened(a, fs, fs.open_handle(as_str(a.get("path")),
+                                                  lease_ms=int(a.get("lease_ms", 0))))
+
+    def op_create_tmpfile(self, a: Dict[str, Any]) -> Any:
+        fs = self.fs(a)
+        return self._opened(a, fs, fs.create_tmpfile(as_str(a.get("dir")),
+                                                     int(a.get("mode", 0o644))))
+
+    def op_handle_stat(self, a: Dict[str, Any]) -> Any:
+        return stat(self.handles[as_str(a.get("h"))][1].stat())
+
+    def op_handle_read(self, a: Dict[str, Any]) -> Any:
+        data = self.handles[as_str(a.get("h"))][1].read(int(a.get("offset", 0)),
+                                                       int(a.get("length", 0)))
+        return {"data": data, "size": len(data)}
+
+    def op_handle_write(self, a: Dict[str, Any]) -> Any:
+        n = self.handles[as_str(a.get("h"))][1].write(as_bytes(a.get("data")),
+                                                     int(a.get("offset", 0)))
+        return {"bytes_written": n}
+
+    def op_handle_link(self, a: Dict[str, Any]) -> Any:
+        fs, h = self.handles[as_str(a.get("h"))]
+        return stat(fs.link(h, as_str(a.get("new_path"))))
+
+    def op_close_handle(self, a: Dict[str, Any]) -> Any:
+        self.handles.pop(as_str(a.get("h")))[1].close()
+        return {}
+
+    def op_fallocate(self, a: Dict[str, Any]) -> Any:
+        mode = set(a.get("mode", []))
+        return stat(self.fs(a).fallocate(as_str(a.get("path")), int(a.get("offset", 0)),
+                                         int(a.get("length", 0)), keep_size="keep_size" in mode,
+                                         punch_hole="punch_hole" in mode,
+                                         zero_range="zero_range" in mode))
 
     def op_fiemap(self, a: Dict[str, Any]) -> Any:
         extents = self.fs(a).fiemap(as_str(a.get("path")), int(a.get("offset", 0)),
@@ -805,7 +889,7 @@ def test_every_op_of_the_readme_is_implemented() -> None:
         # classes and durability names in the README's tables, not ops
         "invalid_argument", "not_found", "already_exists", "failed_precondition", "read_only",
         "conflict", "too_old", "resource_exhausted", "no_space", "data_loss", "unavailable",
-        "unauthenticated", "deadline_exceeded", "compacted", "subvolume_deleted", "slow_reader", "name", "server", "client_side", "steps", "op", "args", "expect",
+        "unauthenticated", "deadline_exceeded", "compacted", "future_revision", "subvolume_deleted", "slow_reader", "name", "server", "client_side", "steps", "op", "args", "expect",
         "save", "note"}}
     missing = sorted(n for n in ops if not hasattr(Runner, "op_" + n))
     assert not missing, f"ops in the README without a runner: {missing}"

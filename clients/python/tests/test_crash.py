@@ -31,7 +31,7 @@ def _writer(addr: str, wid: int, stop: threading.Event, acked: Dict[str, bytes],
         while not stop.is_set():
             key, value = f"w{wid}/{i:06}", f"v{i}".encode()
             if i % 3 == 0:
-                with sv.transaction(durability=DURABLE) as tx:
+                with sv.begin(durability=DURABLE) as tx:
                     tx.put(key, value)
             else:
                 sv.put(key, value, durability=DURABLE)

@@ -51,7 +51,7 @@ def test_compact_and_compacted_error(sv: cowkv.Subvolume) -> None:
 def test_read_only_transaction_commits_under_writes(sv: cowkv.Subvolume) -> None:
     sv.put("acct/a", "50")
     sv.put("acct/b", "50")
-    with sv.transaction() as tx:
+    with sv.begin() as tx:
         a = tx.get("acct/a")
         sv.put("acct/a", "40")  # a transfer commits meanwhile
         sv.put("acct/b", "60")
@@ -59,7 +59,7 @@ def test_read_only_transaction_commits_under_writes(sv: cowkv.Subvolume) -> None
         total = sum(int(kv.value) for kv in tx.range(prefix="acct/"))
         assert (a, b, total) == (b"50", b"50", 100)
     # A read-write transaction still conflicts at commit.
-    tx2 = sv.transaction()
+    tx2 = sv.begin()
     tx2.get("acct/a")
     sv.put("acct/a", "30")
     tx2.put("acct/c", "x")

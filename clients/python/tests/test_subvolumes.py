@@ -73,7 +73,21 @@ def test_read_only_snapshot_refuses_writes(client: cowkv.Client, sv: cowkv.Subvo
         with pytest.raises(cowkv.ReadOnly) as e:
             write()
         assert e.value.code is not None and e.value.code.name == "FAILED_PRECONDITION"
+        # The class comes from the server's ErrorInfo (live: both reasons set).
+        assert e.value.reason == "READ_ONLY_SNAPSHOT"
     assert snap.files.stat("/f").size == 4
+
+
+def test_error_info_reason_and_errno_live(sv: cowkv.Subvolume) -> None:
+    sv.files.mkdir("/d")
+    sv.files.create("/d/f")
+    with pytest.raises(cowkv.FailedPrecondition) as e:
+        sv.files.rmdir("/d")
+    assert (e.value.reason, e.value.errno_name) == ("ENOTEMPTY", "ENOTEMPTY")
+    assert e.value.metadata["errno"] == "ENOTEMPTY"
+    with pytest.raises(cowkv.NotFound) as nf:
+        sv.files.stat("/nothing")
+    assert nf.value.reason == "ENOENT" and nf.value.errno_name == "ENOENT"
 
 
 def test_read_only_snapshot_refuses_transaction_commit(client: cowkv.Client,
@@ -81,7 +95,7 @@ def test_read_only_snapshot_refuses_transaction_commit(client: cowkv.Client,
     name = f"{sv.name}@ro"
     client.snapshot(sv.name, name)
     with pytest.raises(cowkv.ReadOnly):
-        with client.subvolume(name).transaction() as tx:
+        with client.subvolume(name).begin() as tx:
             tx.put("k", "v")
 
 

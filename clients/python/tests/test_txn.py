@@ -16,7 +16,7 @@ import cowkv
 
 def test_commit_on_exit(sv: cowkv.Subvolume) -> None:
     sv.put("n", "1")
-    with sv.transaction() as tx:
+    with sv.begin() as tx:
         assert tx.read_revision > 0 and tx.lease_ms > 0
         n = int(tx.get("n"))
         tx.put("n", str(n + 1))
@@ -29,7 +29,7 @@ def test_commit_on_exit(sv: cowkv.Subvolume) -> None:
 
 def test_abort_on_exception(sv: cowkv.Subvolume) -> None:
     with pytest.raises(RuntimeError):
-        with sv.transaction() as tx:
+        with sv.begin() as tx:
             tx.put("k", "v")
             raise RuntimeError("boom")
     assert tx.state is cowkv.TransactionState.ABORTED
@@ -37,7 +37,7 @@ def test_abort_on_exception(sv: cowkv.Subvolume) -> None:
 
 
 def test_explicit_abort_and_finished_handle(sv: cowkv.Subvolume) -> None:
-    tx = sv.transaction()
+    tx = sv.begin()
     tx.put("k", "v")
     tx.abort()
     tx.abort()  # idempotent
@@ -46,10 +46,17 @@ def test_explicit_abort_and_finished_handle(sv: cowkv.Subvolume) -> None:
         tx.put("k", "v")
 
 
+def test_transaction_is_a_deprecated_alias_of_begin(sv: cowkv.Subvolume) -> None:
+    with pytest.warns(DeprecationWarning, match="use begin"):
+        with sv.transaction() as tx:
+            tx.put("k", "v")
+    assert sv.get("k") == b"v"
+
+
 def test_reads_see_own_writes(sv: cowkv.Subvolume) -> None:
     sv.put("a/1", "x")
     sv.put("a/2", "x")
-    with sv.transaction() as tx:
+    with sv.begin() as tx:
         tx.put("a/3", "y")
         tx.delete("a/1")
         assert [kv.key for kv in tx.range(prefix="a/")] == [b"a/2", b"a/3"]
@@ -64,7 +71,7 @@ def test_reads_see_own_writes(sv: cowkv.Subvolume) -> None:
 
 def test_range_in_transaction_pages(sv: cowkv.Subvolume) -> None:
     sv.txn(success=[cowkv.Put(f"k{i:03}", "v") for i in range(25)])
-    with sv.transaction() as tx:
+    with sv.begin() as tx:
         it = tx.range(prefix="k", page_size=10)
         assert len(list(it)) == 25 and it.pages == 3
 
@@ -72,7 +79,7 @@ def test_range_in_transaction_pages(sv: cowkv.Subvolume) -> None:
 def test_forced_conflict_raises_conflict(sv: cowkv.Subvolume) -> None:
     sv.put("balance", "10")
     with pytest.raises(cowkv.Conflict) as e:
-        with sv.transaction() as tx:
+        with sv.begin() as tx:
             b = int(tx.get("balance"))
             sv.put("balance", "100")  # another writer changes what tx read
             tx.put("balance", str(b - 1))
@@ -108,7 +115,7 @@ def test_run_in_transaction_gives_up(sv: cowkv.Subvolume) -> None:
         tx.put("k", "mine")
 
     with pytest.raises(cowkv.Conflict):
-        sv.run_in_transaction(always_conflicts, retries=2, backoff_s=0.001)
+        sv.run_in_transaction(always_conflicts, max_attempts=3, backoff_s=0.001)
     assert sv.get("k") == b"changed"
 
 
@@ -119,7 +126,7 @@ def test_concurrent_increments(client: cowkv.Client, sv: cowkv.Subvolume) -> Non
     def worker() -> None:
         for _ in range(per_thread):
             sv.run_in_transaction(lambda tx: tx.put("counter", str(int(tx.get("counter")) + 1)),
-                                  retries=100)
+                                  max_attempts=101)
 
     pool = [threading.Thread(target=worker) for _ in range(threads)]
     for t in pool:
@@ -130,7 +137,7 @@ def test_concurrent_increments(client: cowkv.Client, sv: cowkv.Subvolume) -> Non
 
 
 def test_lease_expiry(sv: cowkv.Subvolume) -> None:
-    tx = sv.transaction(lease_ms=200)
+    tx = sv.begin(lease_ms=200)
     assert tx.lease_ms == 200
     tx.put("k", "v")
     time.sleep(0.6)
@@ -142,7 +149,7 @@ def test_lease_expiry(sv: cowkv.Subvolume) -> None:
 
 def test_bad_lease(sv: cowkv.Subvolume) -> None:
     with pytest.raises(cowkv.InvalidArgument):
-        sv.transaction(lease_ms=600_001)
+        sv.begin(lease_ms=600_001)
 
 
 def test_open_transaction_limit_is_resource_exhausted(client: cowkv.Client) -> None:
@@ -155,11 +162,11 @@ def test_open_transaction_limit_is_resource_exhausted(client: cowkv.Client) -> N
     try:
         with pytest.raises(cowkv.ResourceExhausted) as e:
             for _ in range(257):
-                open_txns.append(sv.transaction())
+                open_txns.append(sv.begin())
         assert not isinstance(e.value, cowkv.NoSpace)
         assert len(open_txns) == 256
         with pytest.raises(cowkv.ResourceExhausted):
-            other.subvolume("default").transaction()
+            other.subvolume("default").begin()
     finally:
         for tx in open_txns:
             tx.abort()

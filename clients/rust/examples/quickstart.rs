@@ -14,7 +14,7 @@ async fn main() -> cowkv::Result<()> {
     let v = sv.get("user/1").await?; // Option<Bytes>: None if absent
     let users = sv.range(cowkv::Range::prefix("user/")).collect().await?;
     let n = sv
-        .transaction(|tx| async move {
+        .run_in_transaction(|tx| async move {
             // retried on conflict
             let n: u64 = tx.get("n").await?.map_or(0, |v| String::from_utf8_lossy(&v).parse().unwrap_or(0));
             tx.put("n", (n + 1).to_string()).await?;

@@ -124,6 +124,29 @@ impl Client {
         Ok(r.subvolumes.into_iter().map(SubvolumeInfo::from).collect())
     }
 
+    /// A list filtered and sorted by the server (btrfs's `subvolume list
+    /// -r -s --sort`): `.read_only()`, `.snapshots_only()`, `.sort("-gen")`,
+    /// then `.send().await`.
+    pub fn list_subvolumes_with(&self) -> ListSubvolumes {
+        ListSubvolumes { rpc: self.rpc.clone(), req: pb::ListSubvolumesRequest::default() }
+    }
+
+    /// Waits until deleted subvolumes' trees are dropped and their space is
+    /// free (btrfs `subvolume sync`): the given ids, or every subvolume
+    /// deleted before the call (`ids` empty). Returns the ids it waited for
+    /// (an id dropped already is not listed). NotFound for an id that never
+    /// was a subvolume, FailedPrecondition for a live one; DeadlineExceeded
+    /// (naming the ids still pending) when the client's deadline comes first.
+    pub async fn sync_subvolumes(&self, ids: &[u64]) -> Result<Vec<u64>> {
+        // The server stops first, so its answer names what is pending.
+        let timeout_ms = self.rpc.deadline.map_or(0, |d| {
+            let ms = d.as_millis() as u64;
+            ms.saturating_sub((ms / 10).min(500)).max(1)
+        });
+        let req = pb::SyncSubvolumesRequest { ids: ids.to_vec(), timeout_ms };
+        Ok(Rpc::unary("sync-subvolumes", self.rpc.subvolumes().sync(self.rpc.request(req, None))).await?.synced)
+    }
+
     /// One subvolume; NotFound if no subvolume has the name.
     pub async fn show_subvolume(&self, name: &str) -> Result<SubvolumeInfo> {
         validate::subvolume_name("show", "name", name)?;
@@ -237,3 +260,35 @@ fn varint(b: &[u8]) -> (u64, usize) {
 }
 
 include!(concat!(env!("OUT_DIR"), "/stats_fields.rs"));
+
+/// A subvolume list request, from [`Client::list_subvolumes_with`].
+#[must_use = "a ListSubvolumes does nothing until .send().await"]
+pub struct ListSubvolumes {
+    rpc: Rpc,
+    req: pb::ListSubvolumesRequest,
+}
+
+impl ListSubvolumes {
+    /// Only read-only subvolumes (`-r`).
+    pub fn read_only(mut self) -> Self {
+        self.req.read_only = true;
+        self
+    }
+    /// Only snapshots, parent_id != 0 (`-s`).
+    pub fn snapshots_only(mut self) -> Self {
+        self.req.snapshots_only = true;
+        self
+    }
+    /// A sort key "[+|-]FIELD" (gen, ogen, rootid, path; "-" descending,
+    /// ties by id); several keys apply in order. An unknown key is
+    /// InvalidArgument naming it.
+    pub fn sort(mut self, key: impl Into<String>) -> Self {
+        self.req.sort.push(key.into());
+        self
+    }
+    /// Sends it.
+    pub async fn send(self) -> Result<Vec<SubvolumeInfo>> {
+        let r = Rpc::unary("list", self.rpc.subvolumes().list(self.rpc.request(self.req, None))).await?;
+        Ok(r.subvolumes.into_iter().map(SubvolumeInfo::from).collect())
+    }
+}

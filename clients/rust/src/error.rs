@@ -14,7 +14,8 @@
 //! | `ReadOnly` | FAILED_PRECONDITION (EROFS, "read-only") | write to a read-only snapshot or store |
 //! | `Conflict` | ABORTED | retry the whole transaction |
 //! | `TooOld` | OUT_OF_RANGE | retry the whole transaction |
-//! | `Compacted` | OUT_OF_RANGE (watch: WATCH_CANCEL_COMPACTED) | a watcher's start is compacted: restart at `compact_revision` |
+//! | `Compacted` | OUT_OF_RANGE, reason COMPACTED (watch: WATCH_CANCEL_COMPACTED) | a read or a watcher's start at a compacted revision: go on from `compact_revision` |
+//! | `FutureRevision` | OUT_OF_RANGE, reason FUTURE_REVISION | a read at a revision not reached yet (not retried) |
 //! | `SubvolumeDeleted` | — (watch: WATCH_CANCEL_SUBVOLUME_DELETED) | the watched subvolume was deleted |
 //! | `SlowReader` | — (watch: WATCH_CANCEL_SLOW_READER) | the watcher was read too slowly: restart after the last event read |
 //! | `ResourceExhausted` | RESOURCE_EXHAUSTED | a server limit |
@@ -29,13 +30,22 @@
 //! | `Internal` | INTERNAL, UNKNOWN | device I/O error, malformed message |
 //! | `Transport` | — | the endpoint could not be set up (bad address, TLS files) |
 //! | `User` | — | an error returned by your own transaction body |
+//!
+//! The variant comes from the `google.rpc.ErrorInfo` the server sends with
+//! every error ([`ErrorInfo::reason`], [`ErrorInfo::metadata`]): the reasons
+//! `READ_ONLY_SNAPSHOT` and `EROFS` give `ReadOnly`, `ENOSPC` `NoSpace`,
+//! `CONFLICT` `Conflict`, `TOO_OLD` `TooOld`, `COMPACTED` `Compacted`,
+//! `FUTURE_REVISION` `FutureRevision`; any other reason keeps the code's
+//! variant. Only for a server that sends no ErrorInfo (older than the
+//! reasons) is the message text read (EROFS/"read-only", ENOSPC/"no space").
 
+use std::collections::HashMap;
 use std::fmt;
 
 use tonic::Code;
 
 /// What every error variant carries.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ErrorInfo {
     /// The gRPC status code; None when the client refused the call itself.
     pub code: Option<Code>,
@@ -43,12 +53,64 @@ pub struct ErrorInfo {
     pub message: String,
     /// The client operation that failed ("put", "mkdir", ...).
     pub operation: &'static str,
+    /// The server's `google.rpc.ErrorInfo` reason ("ENOENT",
+    /// "READ_ONLY_SNAPSHOT", "CONFLICT", ...; docs/api.md "Errors"); empty
+    /// from a server that sends none and for the client's own checks.
+    pub reason: String,
+    /// The ErrorInfo's metadata: "errno" for Files errors,
+    /// "compact_revision" for COMPACTED.
+    pub metadata: HashMap<String, String>,
 }
 
 impl ErrorInfo {
     fn new(code: Option<Code>, message: impl Into<String>, operation: &'static str) -> Self {
-        ErrorInfo { code, message: message.into(), operation }
+        ErrorInfo { code, message: message.into(), operation, ..Default::default() }
     }
+}
+
+/// google.rpc.Status, google.protobuf.Any and google.rpc.ErrorInfo: the
+/// fields the client reads of the grpc-status-details-bin trailer.
+mod rpc_status {
+    use std::collections::HashMap;
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Status {
+        #[prost(int32, tag = "1")]
+        pub code: i32,
+        #[prost(string, tag = "2")]
+        pub message: String,
+        #[prost(message, repeated, tag = "3")]
+        pub details: Vec<Any>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Any {
+        #[prost(string, tag = "1")]
+        pub type_url: String,
+        #[prost(bytes = "vec", tag = "2")]
+        pub value: Vec<u8>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct ErrorInfo {
+        #[prost(string, tag = "1")]
+        pub reason: String,
+        #[prost(string, tag = "2")]
+        pub domain: String,
+        #[prost(map = "string, string", tag = "3")]
+        pub metadata: HashMap<String, String>,
+    }
+}
+
+/// The google.rpc.ErrorInfo in a status's details (the
+/// grpc-status-details-bin trailer): (reason, metadata), or None when the
+/// server sent none or it does not parse.
+fn error_info_of(status: &tonic::Status) -> Option<(String, HashMap<String, String>)> {
+    use prost::Message;
+    let st = rpc_status::Status::decode(status.details()).ok()?;
+    let any = st.details.iter().find(|a| a.type_url.ends_with("google.rpc.ErrorInfo"))?;
+    let info = rpc_status::ErrorInfo::decode(any.value.as_slice()).ok()?;
+    (!info.reason.is_empty()).then_some((info.reason, info.metadata))
 }
 
 /// Every error the client returns.
@@ -73,10 +135,13 @@ pub enum Error {
     Conflict(ErrorInfo),
     /// The transaction outlived the engine's conflict window: run it again.
     TooOld(ErrorInfo),
-    /// A watcher's start revision is compacted (a kind of OUT_OF_RANGE,
-    /// [`Error::is_too_old`]); `compact_revision` is the oldest revision
-    /// still served: restart there.
+    /// A read, or a watcher's start, at a revision the history no longer
+    /// keeps (a kind of OUT_OF_RANGE, [`Error::is_too_old`]);
+    /// `compact_revision` is the oldest revision still served: go on there.
     Compacted { info: ErrorInfo, compact_revision: u64 },
+    /// A read at a revision the store has not reached yet (OUT_OF_RANGE,
+    /// reason FUTURE_REVISION); not retried.
+    FutureRevision(ErrorInfo),
     /// The server ended a watcher because its subvolume was deleted.
     SubvolumeDeleted(ErrorInfo),
     /// The server ended a watcher whose events were read slower than they
@@ -112,11 +177,18 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
-    /// Converts a gRPC status into the matching variant.
+    /// Converts a gRPC status into the matching variant: by the ErrorInfo
+    /// reason in its details when the server sent one, else by the code
+    /// (and, for read-only and no-space, the message text).
     pub fn from_status(status: &tonic::Status, operation: &'static str) -> Error {
         let code = status.code();
         let msg = if status.message().is_empty() { format!("{code:?}") } else { status.message().to_string() };
-        let info = ErrorInfo::new(Some(code), msg.clone(), operation);
+        let mut info = ErrorInfo::new(Some(code), msg.clone(), operation);
+        if let Some((reason, metadata)) = error_info_of(status) {
+            info.reason = reason;
+            info.metadata = metadata;
+            return Error::from_reason(status, info);
+        }
         match code {
             Code::InvalidArgument => Error::InvalidArgument(info),
             Code::NotFound => Error::NotFound(info),
@@ -147,6 +219,61 @@ impl Error {
         }
     }
 
+    /// The variant of a status that carries an ErrorInfo reason.
+    pub(crate) fn from_reason(status: &tonic::Status, info: ErrorInfo) -> Error {
+        match info.reason.as_str() {
+            "READ_ONLY_SNAPSHOT" | "EROFS" => Error::ReadOnly(info),
+            "ENOSPC" => Error::NoSpace(info),
+            "CONFLICT" => Error::Conflict(info),
+            "TOO_OLD" => Error::TooOld(info),
+            "FUTURE_REVISION" => Error::FutureRevision(info),
+            "COMPACTED" => {
+                let rev = info.metadata.get("compact_revision").and_then(|r| r.parse().ok()).unwrap_or(0);
+                Error::Compacted { info, compact_revision: rev }
+            }
+            // Any other reason keeps the code's variant; the text is not read.
+            _ => match status.code() {
+                Code::FailedPrecondition => Error::FailedPrecondition(info),
+                Code::ResourceExhausted => Error::ResourceExhausted(info),
+                _ => {
+                    let mut e = Error::from_status(&tonic::Status::new(status.code(), "-"), info.operation);
+                    if let Some(slot) = e.info_mut() {
+                        *slot = info;
+                    }
+                    e
+                }
+            },
+        }
+    }
+
+    fn info_mut(&mut self) -> Option<&mut ErrorInfo> {
+        use Error::*;
+        match self {
+            InvalidArgument(i)
+            | NotFound(i)
+            | AlreadyExists(i)
+            | FailedPrecondition(i)
+            | ReadOnly(i)
+            | Conflict(i)
+            | TooOld(i)
+            | FutureRevision(i)
+            | ResourceExhausted(i)
+            | NoSpace(i)
+            | DataLoss(i)
+            | Unavailable(i)
+            | Unauthenticated(i)
+            | PermissionDenied(i)
+            | DeadlineExceeded(i)
+            | Cancelled(i)
+            | Unimplemented(i)
+            | Internal(i)
+            | SubvolumeDeleted(i)
+            | SlowReader(i) => Some(i),
+            Compacted { info, .. } => Some(info),
+            Transport(_) | User(_) => None,
+        }
+    }
+
     /// An invalid argument refused by the client before sending (no code).
     pub(crate) fn invalid(operation: &'static str, message: impl Into<String>) -> Error {
         Error::InvalidArgument(ErrorInfo::new(None, message, operation))
@@ -168,6 +295,7 @@ impl Error {
             | ReadOnly(i)
             | Conflict(i)
             | TooOld(i)
+            | FutureRevision(i)
             | ResourceExhausted(i)
             | NoSpace(i)
             | DataLoss(i)
@@ -199,8 +327,12 @@ impl Error {
         }
     }
 
-    /// The POSIX name a Files error starts with ("ENOENT"), or None.
+    /// The POSIX name of a Files error ("ENOENT"): the ErrorInfo's
+    /// metadata["errno"], else the name the message starts with; or None.
     pub fn errno_name(&self) -> Option<&str> {
+        if let Some(errno) = self.info()?.metadata.get("errno") {
+            return Some(errno);
+        }
         let m = &self.info()?.message;
         let (head, _) = m.split_once(": ")?;
         let ok = head.len() >= 2
@@ -209,9 +341,15 @@ impl Error {
         ok.then_some(head)
     }
 
-    /// True when the whole transaction should run again (Conflict, TooOld).
+    /// True when the whole transaction should run again: Conflict, TooOld,
+    /// and a read's Compacted (a transaction's read revision left the
+    /// history; docs/api.md), not a watcher's.
     pub fn is_retryable_transaction(&self) -> bool {
-        matches!(self, Error::Conflict(_) | Error::TooOld(_))
+        match self {
+            Error::Conflict(_) | Error::TooOld(_) => true,
+            Error::Compacted { info, .. } => info.operation != "watch",
+            _ => false,
+        }
     }
 
     /// TooOld or its refinement Compacted (OUT_OF_RANGE).
@@ -249,6 +387,7 @@ impl Error {
             Conflict(_) => "conflict",
             TooOld(_) => "too_old",
             Compacted { .. } => "compacted",
+            FutureRevision(_) => "future_revision",
             SubvolumeDeleted(_) => "subvolume_deleted",
             SlowReader(_) => "slow_reader",
             ResourceExhausted(_) => "resource_exhausted",
@@ -402,6 +541,68 @@ mod tests {
         assert!(matches!(map(Code::Cancelled, "operation was canceled"), Error::Unavailable(_)));
         assert!(matches!(map(Code::Unknown, "transport error: connection closed"), Error::Unavailable(_)));
         assert!(matches!(map(Code::Internal, "device unavailable: EIO"), Error::Internal(_)));
+    }
+
+    /// The status cowkvd sends: google.rpc.Status{code, message, [Any(ErrorInfo)]} in its details.
+    fn with_info(code: Code, msg: &str, reason: &str, md: &[(&str, &str)]) -> Error {
+        use prost::Message;
+        let info = rpc_status::ErrorInfo {
+            reason: reason.into(),
+            domain: "cowkv.dev".into(),
+            metadata: md.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        };
+        let any = rpc_status::Any {
+            type_url: "type.googleapis.com/google.rpc.ErrorInfo".into(),
+            value: info.encode_to_vec(),
+        };
+        let st = rpc_status::Status { code: code as i32, message: msg.into(), details: vec![any] };
+        Error::from_status(&Status::with_details(code, msg, st.encode_to_vec().into()), "op")
+    }
+
+    /// The variant comes from the reason, whatever the text says: the
+    /// messages are chosen so that the text fallback would pick another.
+    #[test]
+    fn error_info_reason_decides() {
+        let cases = [
+            (Code::FailedPrecondition, "READ_ONLY_SNAPSHOT", "write refused", "read_only"),
+            (Code::FailedPrecondition, "EROFS", "store", "read_only"),
+            (Code::FailedPrecondition, "ENOTEMPTY", "read-only thing is not empty", "failed_precondition"),
+            (Code::ResourceExhausted, "ENOSPC", "device full", "no_space"),
+            (Code::ResourceExhausted, "SERVER_BUSY", "no space in the queue", "resource_exhausted"),
+            (Code::ResourceExhausted, "LIMIT", "no space for the response", "resource_exhausted"),
+            (Code::Aborted, "CONFLICT", "x", "conflict"),
+            (Code::OutOfRange, "TOO_OLD", "x", "too_old"),
+            (Code::OutOfRange, "COMPACTED", "x", "compacted"),
+            (Code::OutOfRange, "FUTURE_REVISION", "x", "future_revision"),
+            (Code::NotFound, "LEASE_NOT_FOUND", "x", "not_found"),
+            (Code::Internal, "DEVICE_UNAVAILABLE", "x", "internal"),
+            (Code::Unavailable, "STOPPING", "x", "unavailable"),
+        ];
+        for (code, reason, msg, class) in cases {
+            let e = with_info(code, msg, reason, &[("compact_revision", "42")]);
+            assert_eq!(e.class(), class, "{reason}");
+            let info = e.info().unwrap();
+            assert_eq!((info.code, info.reason.as_str(), info.message.as_str()), (Some(code), reason, msg));
+            assert_eq!(info.metadata.get("compact_revision").map(String::as_str), Some("42"));
+            let retry = matches!(class, "conflict" | "too_old" | "compacted");
+            assert_eq!(e.is_retryable_transaction(), retry, "{reason}");
+        }
+        let c = with_info(Code::OutOfRange, "x", "COMPACTED", &[("compact_revision", "17")]);
+        assert_eq!(c.compact_revision(), Some(17));
+        assert!(c.is_too_old());
+        let ro = with_info(Code::FailedPrecondition, "no prefix", "READ_ONLY_SNAPSHOT", &[("errno", "EROFS")]);
+        assert_eq!(ro.errno_name(), Some("EROFS"));
+        assert!(ro.is_failed_precondition());
+    }
+
+    #[test]
+    fn damaged_or_absent_details_fall_back_to_the_text() {
+        let bad = Error::from_status(
+            &Status::with_details(Code::FailedPrecondition, "EROFS: x", vec![0x1a, 0x7f].into()),
+            "op",
+        );
+        assert_eq!((bad.class(), bad.info().unwrap().reason.as_str()), ("read_only", ""));
+        assert_eq!(map(Code::ResourceExhausted, "no space left").class(), "no_space");
     }
 
     #[test]

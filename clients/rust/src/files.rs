@@ -117,6 +117,8 @@ impl Extent {
     pub const FLAG_LAST: u32 = 0x1;
     pub const FLAG_NOT_ALIGNED: u32 = 0x100;
     pub const FLAG_INLINE: u32 = 0x200;
+    /// Preallocated (fallocate): reads as zeros.
+    pub const FLAG_UNWRITTEN: u32 = 0x800;
     pub const FLAG_SHARED: u32 = 0x2000;
 
     /// Shared with another file or snapshot (reflink, snapshot).
@@ -178,8 +180,12 @@ impl Files {
         Files { rpc, subvolume }
     }
 
-    fn sv(&self) -> String {
+    pub(crate) fn sv(&self) -> String {
         self.subvolume.clone()
+    }
+
+    pub(crate) fn rpc(&self) -> &Rpc {
+        &self.rpc
     }
 
     /// Attributes of a file, directory or symlink.

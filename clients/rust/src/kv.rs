@@ -104,6 +104,7 @@ pub struct Range {
     pub(crate) keys_only: bool,
     pub(crate) count_only: bool,
     pub(crate) snapshot: String,
+    pub(crate) revision: u64,
 }
 
 fn b(x: impl AsRef<[u8]>) -> Bytes {
@@ -174,6 +175,15 @@ impl Range {
         self
     }
 
+    /// Reads the range as it was at `revision`, from the subvolume's
+    /// history (every page at it; 0 = the latest): [`Error::Compacted`]
+    /// below what the history keeps, [`Error::FutureRevision`] past the
+    /// current revision.
+    pub fn at_revision(mut self, revision: u64) -> Range {
+        self.revision = revision;
+        self
+    }
+
     pub(crate) fn has_bounds(&self) -> bool {
         !self.start.is_empty() || !self.end.is_empty() || !self.prefix.is_empty()
     }
@@ -203,7 +213,7 @@ impl Range {
             count_only: self.count_only,
             page_token: Bytes::new(),
             snapshot: self.snapshot.clone(),
-            revision: 0,
+            revision: self.revision,
         }
     }
 
@@ -448,9 +458,17 @@ impl Subvolume {
 
     /// The key with its revisions and the read's revision; [`Error::NotFound`] if absent.
     pub async fn get_kv(&self, key: impl AsRef<[u8]>) -> Result<GetResult> {
+        self.get_at_revision(key, 0).await
+    }
+
+    /// The key as it was at `revision`, from the subvolume's history (0 = the
+    /// latest), and the revision read at: [`Error::NotFound`] if absent then,
+    /// [`Error::Compacted`] (with its compact revision) below what the
+    /// history keeps, [`Error::FutureRevision`] past the current revision.
+    pub async fn get_at_revision(&self, key: impl AsRef<[u8]>, revision: u64) -> Result<GetResult> {
         let key = key.as_ref();
         validate::key("get", key)?;
-        let req = pb::GetRequest { subvolume: self.name.clone(), key: b(key), revision: 0 };
+        let req = pb::GetRequest { subvolume: self.name.clone(), key: b(key), revision };
         let r = Rpc::unary("get", self.rpc.kv().get(self.rpc.request(req, None))).await?;
         Ok(r.into())
     }
@@ -581,7 +599,7 @@ impl Subvolume {
     ///
     /// ```no_run
     /// # async fn f(sv: cowkv::Subvolume) -> cowkv::Result<()> {
-    /// let n = sv.transaction(|tx| async move {
+    /// let n = sv.run_in_transaction(|tx| async move {
     ///     let n: u64 = match tx.get("counter").await? {
     ///         Some(v) => String::from_utf8_lossy(&v).parse().unwrap_or(0),
     ///         None => 0,
@@ -591,16 +609,36 @@ impl Subvolume {
     /// }).await?;
     /// # Ok(()) }
     /// ```
+    pub async fn run_in_transaction<T, F, Fut>(&self, body: F) -> Result<T>
+    where
+        F: FnMut(Transaction) -> Fut,
+        Fut: std::future::Future<Output = Result<T>>,
+    {
+        self.run_in_transaction_with(&TransactionOptions::default(), body).await
+    }
+
+    /// The old name of [`Subvolume::run_in_transaction`].
+    #[deprecated(since = "0.2.0", note = "use run_in_transaction (the retry helper's name in every cowkv client)")]
     pub async fn transaction<T, F, Fut>(&self, body: F) -> Result<T>
     where
         F: FnMut(Transaction) -> Fut,
         Fut: std::future::Future<Output = Result<T>>,
     {
-        self.transaction_with(&TransactionOptions::default(), body).await
+        self.run_in_transaction(body).await
     }
 
-    /// [`Subvolume::transaction`] with options (lease, durability, retry policy).
-    pub async fn transaction_with<T, F, Fut>(&self, options: &TransactionOptions, mut body: F) -> Result<T>
+    /// The old name of [`Subvolume::run_in_transaction_with`].
+    #[deprecated(since = "0.2.0", note = "use run_in_transaction_with")]
+    pub async fn transaction_with<T, F, Fut>(&self, options: &TransactionOptions, body: F) -> Result<T>
+    where
+        F: FnMut(Transaction) -> Fut,
+        Fut: std::future::Future<Output = Result<T>>,
+    {
+        self.run_in_transaction_with(options, body).await
+    }
+
+    /// [`Subvolume::run_in_transaction`] with options (lease, durability, retry policy).
+    pub async fn run_in_transaction_with<T, F, Fut>(&self, options: &TransactionOptions, mut body: F) -> Result<T>
     where
         F: FnMut(Transaction) -> Fut,
         Fut: std::future::Future<Output = Result<T>>,

@@ -63,6 +63,7 @@ fn lease_gone(operation: &'static str, id: LeaseId) -> Error {
         code: Some(Code::NotFound),
         message: format!("lease {id} not found (the KeepAlive stream answered ttl 0)"),
         operation,
+        ..Default::default()
     })
 }
 
@@ -128,6 +129,7 @@ impl Leases {
                 code: None,
                 message: "the KeepAlive stream ended without an answer".into(),
                 operation: op,
+                ..Default::default()
             })),
         }
     }
@@ -199,6 +201,7 @@ impl KeepAlive {
                     code: None,
                     message: format!("keep-alive task: {e}"),
                     operation: "lease-keep-alive",
+                    ..Default::default()
                 }))
             }),
             None => Ok(()),
@@ -245,6 +248,7 @@ async fn run_keep_alive(
                 code: None,
                 message: "the KeepAlive stream ended".into(),
                 operation: op,
+                ..Default::default()
             }));
         };
         if m.ttl <= 0 {
@@ -261,6 +265,7 @@ async fn run_keep_alive(
                 code: None,
                 message: "the KeepAlive stream closed".into(),
                 operation: op,
+                ..Default::default()
             }));
         }
     }

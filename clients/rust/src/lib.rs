@@ -11,7 +11,7 @@
 //!     client.create_subvolume("data").await?;
 //!     let sv = client.subvolume("data")?;
 //!     sv.put("user/1", "alice").await?;
-//!     let n = sv.transaction(|tx| async move {
+//!     let n = sv.run_in_transaction(|tx| async move {
 //!         let n = tx.get("n").await?.map_or(0, |v| v.len());
 //!         tx.put("n", vec![b'x'; n + 1]).await?;
 //!         Ok(n + 1)
@@ -27,9 +27,11 @@
 //! arguments are refused before sending with the same variant the server
 //! would give ([`Error::InvalidArgument`]).
 
+mod attrs;
 mod client;
 mod error;
 mod files;
+mod handle;
 mod kv;
 mod lease;
 mod options;
@@ -44,7 +46,11 @@ pub mod pb {
     tonic::include_proto!("cowkv.v1");
 }
 
-pub use client::{CheckResult, Client, SubvolumeInfo, VersionInfo};
+pub use attrs::{
+    SetAttr, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, FALLOC_FL_ZERO_RANGE, XATTR_CREATE, XATTR_REPLACE,
+};
+pub use client::{CheckResult, Client, ListSubvolumes, SubvolumeInfo, VersionInfo};
+pub use handle::FileHandle;
 pub use error::{Error, ErrorInfo, Result};
 pub use files::{
     DirEntry, Extent, FileKind, FileStat, Files, WriteOptions, WriteResult, RENAME_EXCHANGE, RENAME_NOREPLACE,

@@ -451,12 +451,12 @@ impl Transaction {
 
 // ---- Retry ----
 
-/// How [`crate::Subvolume::transaction`] retries a transaction that failed
+/// How [`crate::Subvolume::run_in_transaction`] retries a transaction that failed
 /// with [`Error::Conflict`] or [`Error::TooOld`]: at most `max_attempts` runs
 /// in all, waiting a random time in `[d/2, d]` before retry n (0-based), with
 /// `d = min(max_backoff, base_backoff * 2^n)`, so contending clients spread
 /// out. The defaults (10 attempts, 10 ms doubling to 1 s) are those of every
-/// cowkv client.
+/// cowkv client (docs/api.md, "Retrying transactions").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RetryPolicy {
     /// Runs of the transaction in all (1 = never retry).
@@ -553,7 +553,12 @@ mod tests {
     use std::cell::{Cell, RefCell};
 
     fn conflict() -> Error {
-        Error::Conflict(ErrorInfo { code: Some(tonic::Code::Aborted), message: "conflict".into(), operation: "commit" })
+        Error::Conflict(ErrorInfo {
+            code: Some(tonic::Code::Aborted),
+            message: "conflict".into(),
+            operation: "commit",
+            ..Default::default()
+        })
     }
 
     fn p() -> RetryPolicy {
@@ -584,6 +589,42 @@ mod tests {
             assert!((0.0..1.0).contains(&r));
             let d = p.next_backoff(&conflict(), 2, r).unwrap();
             assert!(d <= p.cap(2) && d >= p.cap(2) / 2, "{d:?}");
+        }
+    }
+
+    /// The one retry rule (docs/api.md "Retrying transactions"), from
+    /// clients/conformance/retry_rule.json: the default policy runs a body
+    /// that always conflicts max_attempts times and waits within the bounds.
+    #[test]
+    fn default_policy_keeps_the_retry_rule() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../conformance/retry_rule.json");
+        let rule: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let ms = |v: &serde_json::Value| Duration::from_millis(v.as_u64().unwrap());
+        let d = RetryPolicy::default();
+        assert_eq!(d.max_attempts as u64, rule["max_attempts"].as_u64().unwrap());
+        assert_eq!((d.base_backoff, d.max_backoff), (ms(&rule["first_wait_ms"]), ms(&rule["max_wait_ms"])));
+        let waits = rule["waits_ms"].as_array().unwrap();
+        for _ in 0..5 {
+            let calls = Cell::new(0u64);
+            let slept = RefCell::new(Vec::new());
+            let r: Result<()> = block(d.run(
+                || {
+                    calls.set(calls.get() + 1);
+                    async { Err(conflict()) }
+                },
+                |x| {
+                    slept.borrow_mut().push(x);
+                    async {}
+                },
+                jitter,
+            ));
+            assert!(matches!(r, Err(Error::Conflict(_))));
+            assert_eq!(calls.get(), d.max_attempts as u64);
+            assert_eq!(slept.borrow().len(), waits.len());
+            for (i, (got, b)) in slept.borrow().iter().zip(waits).enumerate() {
+                let (lo, hi) = (ms(&b[0]), ms(&b[1]));
+                assert!(*got >= lo && *got <= hi, "wait {}: {got:?} not in [{lo:?}, {hi:?}]", i + 1);
+            }
         }
     }
 
@@ -627,6 +668,7 @@ mod tests {
                             code: Some(tonic::Code::OutOfRange),
                             message: "too old".into(),
                             operation: "commit",
+                            ..Default::default()
                         }))
                     } else {
                         Ok(7)
@@ -664,7 +706,12 @@ mod tests {
     #[test]
     fn other_errors_return_at_once() {
         for e in [
-            Error::NotFound(ErrorInfo { code: Some(tonic::Code::NotFound), message: "no".into(), operation: "get" }),
+            Error::NotFound(ErrorInfo {
+                code: Some(tonic::Code::NotFound),
+                message: "no".into(),
+                operation: "get",
+                ..Default::default()
+            }),
             Error::user("my own error"),
             Error::invalid("put", "bad"),
         ] {

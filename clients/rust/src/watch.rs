@@ -257,6 +257,7 @@ pub(crate) async fn start(rpc: Rpc, subvolume: String, key: &[u8], o: WatchOptio
                 code: Some(Code::DeadlineExceeded),
                 message: "the server did not create the watcher in time".into(),
                 operation: op,
+                ..Default::default()
             })
         })??,
         None => handshake.await?,
@@ -266,6 +267,7 @@ pub(crate) async fn start(rpc: Rpc, subvolume: String, key: &[u8], o: WatchOptio
             code: None,
             message: "the stream ended before the watcher was created".into(),
             operation: op,
+            ..Default::default()
         }));
     };
     if created.canceled {
@@ -301,6 +303,7 @@ async fn run(
                     code: None,
                     message: "the watch stream ended".into(),
                     operation: "watch",
+                    ..Default::default()
                 });
                 let _ = tx.send(Err(end)).await;
                 return;
@@ -343,7 +346,13 @@ fn empty_kv() -> KeyValue {
 pub(crate) fn cancel_error(r: &pb::WatchResponse) -> Error {
     use pb::WatchCancelCode as C;
     let code = (r.error_code != 0).then(|| Code::from_i32(r.error_code));
-    let info = ErrorInfo { code, message: r.cancel_reason.clone(), operation: "watch" };
+    let info = ErrorInfo {
+        code,
+        message: r.cancel_reason.clone(),
+        operation: "watch",
+        reason: r.error_reason.clone(),
+        ..Default::default()
+    };
     match C::try_from(r.cancel_code) {
         Ok(C::WatchCancelCompacted) => Error::Compacted { info, compact_revision: r.compact_revision },
         Ok(C::WatchCancelSubvolumeDeleted) => Error::SubvolumeDeleted(info),
@@ -351,7 +360,11 @@ pub(crate) fn cancel_error(r: &pb::WatchResponse) -> Error {
         _ => {
             // REFUSED, SERVER: the error a call would have given.
             let status = tonic::Status::new(code.unwrap_or(Code::Unknown), r.cancel_reason.clone());
-            Error::from_status(&status, "watch")
+            if info.reason.is_empty() {
+                Error::from_status(&status, "watch")
+            } else {
+                Error::from_reason(&status, info)
+            }
         }
     }
 }

@@ -35,7 +35,7 @@ async fn client_end_to_end() {
                     retry: RetryPolicy { max_attempts: 50, ..Default::default() },
                     ..Default::default()
                 };
-                sv.transaction_with(&opts, |tx| async move {
+                sv.run_in_transaction_with(&opts, |tx| async move {
                     let n: u64 = match tx.get("counter").await? {
                         Some(v) => std::str::from_utf8(&v).unwrap().parse().unwrap(),
                         None => 0,
@@ -55,7 +55,7 @@ async fn client_end_to_end() {
     // A body's own error aborts and is returned as is, without a retry.
     let runs = Arc::new(AtomicU32::new(0));
     let r: cowkv::Result<()> = sv
-        .transaction(|tx| {
+        .run_in_transaction(|tx| {
             let runs = runs.clone();
             async move {
                 runs.fetch_add(1, Ordering::SeqCst);

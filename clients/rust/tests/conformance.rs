@@ -257,6 +257,7 @@ struct Ctx {
     client_side: bool,
     vars: HashMap<String, V>,
     txs: HashMap<String, Transaction>,
+    handles: HashMap<String, cowkv::FileHandle>,
     watches: HashMap<String, cowkv::Watcher>,
     unnamed: Vec<Transaction>,
     own: Option<Server>,
@@ -316,6 +317,11 @@ impl Ctx {
 
     fn sv(&self, a: &V) -> Result<Subvolume, Error> {
         self.client.subvolume(&s(a, "sv"))
+    }
+
+    fn handle(&self, a: &V) -> cowkv::Result<cowkv::FileHandle> {
+        let n = s(a, "h");
+        Ok(self.handles.get(&n).cloned().unwrap_or_else(|| panic!("no handle named {n}")))
     }
 
     fn tx(&self, a: &V) -> Transaction {
@@ -393,8 +399,32 @@ impl Ctx {
             "create_subvolume" => info(c.create_subvolume(&s(a, "name")).await?),
             "show_subvolume" => info(c.show_subvolume(&s(a, "name")).await?),
             "list_subvolumes" => {
-                let names = c.list_subvolumes().await?.into_iter().map(|i| V::Str(i.name)).collect();
+                let mut q = c.list_subvolumes_with();
+                if bl(a, "read_only") {
+                    q = q.read_only();
+                }
+                if bl(a, "snapshots_only") {
+                    q = q.snapshots_only();
+                }
+                for k in list(a, "sort") {
+                    q = q.sort(match k {
+                        V::Str(x) => x,
+                        other => show(&other),
+                    });
+                }
+                let names = q.send().await?.into_iter().map(|i| V::Str(i.name)).collect();
                 V::map([("names", V::List(names))])
+            }
+            "sync_subvolumes" => {
+                let ids: Vec<u64> = list(a, "ids")
+                    .iter()
+                    .map(|v| match v {
+                        V::Int(n) => *n as u64,
+                        other => panic!("ids: not a number: {}", show(other)),
+                    })
+                    .collect();
+                let synced = c.sync_subvolumes(&ids).await?;
+                V::map([("synced", V::List(synced.into_iter().map(V::n).collect()))])
             }
             "snapshot" => info(c.snapshot(&s(a, "source"), &s(a, "name"), bl(a, "read_only")).await?),
             "rename_subvolume" => {
@@ -406,7 +436,7 @@ impl Ctx {
                 V::empty()
             }
 
-            "get" => get_result(self.sv(a)?.get_kv(by(a, "key")).await?),
+            "get" => get_result(self.sv(a)?.get_at_revision(by(a, "key"), nm(a, "revision")).await?),
             "put" => {
                 let rev = self.sv(a)?.put_with_lease(by(a, "key"), by(a, "value"), int(a, "lease"), dur(a)).await?;
                 V::map([("revision", V::n(rev))])
@@ -417,7 +447,8 @@ impl Ctx {
                 V::map([("deleted", V::n(d.deleted)), ("revision", V::n(d.revision))])
             }
             "range" => {
-                let r = range(a).page_size(nm(a, "page_size")).snapshot(s(a, "snapshot"));
+                let r =
+                    range(a).page_size(nm(a, "page_size")).snapshot(s(a, "snapshot")).at_revision(nm(a, "revision"));
                 keys_values(&self.sv(a)?.range(r).collect().await?)
             }
             "range_page" => {
@@ -486,7 +517,7 @@ impl Ctx {
                 let sv = self.sv(a)?;
                 let (key, interfere) = (by(a, "key"), by(a, "interfere"));
                 let attempts = Arc::new(AtomicU32::new(0));
-                sv.transaction(|tx| {
+                sv.run_in_transaction(|tx| {
                     let (sv, key, interfere, attempts) = (sv.clone(), key.clone(), interfere.clone(), attempts.clone());
                     async move {
                         let n = attempts.fetch_add(1, Ordering::SeqCst) + 1;
@@ -552,7 +583,72 @@ impl Ctx {
             }
             "truncate" => stat(self.sv(a)?.files().truncate(&s(a, "path"), nm(a, "size")).await?),
             "fsync" => {
-                self.sv(a)?.files().fsync_with(&s(a, "path"), bl(a, "datasync")).await?;
+                let f = self.sv(a)?.files();
+                f.fsync_range(&s(a, "path"), bl(a, "datasync"), nm(a, "offset"), nm(a, "length")).await?;
+                V::empty()
+            }
+            "open_handle" | "create_tmpfile" => {
+                let f = self.sv(a)?.files();
+                let h = if op == "open_handle" {
+                    f.open_handle(&s(a, "path"), nm(a, "lease_ms")).await?
+                } else {
+                    f.create_tmpfile(&s(a, "dir"), nm(a, "mode") as u32, 0).await?
+                };
+                let out = V::map([
+                    ("ino", V::n(h.ino)),
+                    ("lease_ms", V::n(h.lease_ms)),
+                    ("stat", stat(h.opened_stat.clone())),
+                ]);
+                self.handles.insert(s(a, "as"), h);
+                out
+            }
+            "handle_stat" => stat(self.handle(a)?.stat().await?),
+            "handle_read" => {
+                let d = self.handle(a)?.read(nm(a, "offset"), nm(a, "length")).await?;
+                V::map([("size", V::n(d.len() as u64)), ("data", V::Bytes(d))])
+            }
+            "handle_write" => {
+                let w = self.handle(a)?.write(by(a, "data"), nm(a, "offset")).await?;
+                V::map([("bytes_written", V::n(w.bytes_written))])
+            }
+            "handle_link" => stat(self.handle(a)?.link(&s(a, "new_path")).await?),
+            "close_handle" => {
+                let h = self.handles.remove(&s(a, "h")).expect("close_handle: unknown handle");
+                h.close().await?;
+                V::empty()
+            }
+            "fallocate" => {
+                let mut mode = 0;
+                for m in list(a, "mode") {
+                    mode |= match m {
+                        V::Str(x) if x == "keep_size" => cowkv::FALLOC_FL_KEEP_SIZE,
+                        V::Str(x) if x == "punch_hole" => cowkv::FALLOC_FL_PUNCH_HOLE | cowkv::FALLOC_FL_KEEP_SIZE,
+                        V::Str(x) if x == "zero_range" => cowkv::FALLOC_FL_ZERO_RANGE,
+                        other => panic!("fallocate mode {}", show(&other)),
+                    };
+                }
+                stat(self.sv(a)?.files().fallocate(&s(a, "path"), nm(a, "offset"), nm(a, "length"), mode).await?)
+            }
+            "set_attr" => stat(set_attr(self.sv(a)?.files().set_attr(&s(a, "path")), a).send().await?),
+            "set_xattr" => {
+                let flags = match s(a, "flags").as_str() {
+                    "create" => cowkv::XATTR_CREATE,
+                    "replace" => cowkv::XATTR_REPLACE,
+                    _ => 0,
+                };
+                self.sv(a)?.files().set_xattr(&s(a, "path"), &s(a, "name"), by(a, "value"), flags).await?;
+                V::empty()
+            }
+            "get_xattr" => V::map([(
+                "value",
+                V::Bytes(self.sv(a)?.files().get_xattr(&s(a, "path"), &s(a, "name")).await?.to_vec()),
+            )]),
+            "list_xattrs" => {
+                let names = self.sv(a)?.files().list_xattrs(&s(a, "path")).await?;
+                V::map([("names", V::List(names.into_iter().map(V::Str).collect()))])
+            }
+            "remove_xattr" => {
+                self.sv(a)?.files().remove_xattr(&s(a, "path"), &s(a, "name")).await?;
                 V::empty()
             }
             "link_many" => {
@@ -927,7 +1023,40 @@ fn stat(st: cowkv::FileStat) -> V {
         ("mode", V::n(st.mode)),
         ("nlink", V::n(st.nlink)),
         ("size", V::n(st.size)),
+        ("uid", V::n(st.uid)),
+        ("gid", V::n(st.gid)),
+        ("atime_ns", V::n(st.atime_ns)),
+        ("mtime_ns", V::n(st.mtime_ns)),
+        ("ctime_ns", V::n(st.ctime_ns)),
     ])
+}
+
+/// set_attr's arguments on the builder: an absent one is kept, "now" = the server's clock.
+fn set_attr(mut r: cowkv::SetAttr, a: &V) -> cowkv::SetAttr {
+    let has = |k: &str| !matches!(a.get(k), None | Some(V::Null));
+    if has("mode") {
+        r = r.mode(nm(a, "mode") as u32);
+    }
+    if has("uid") {
+        r = r.uid(nm(a, "uid") as u32);
+    }
+    if has("gid") {
+        r = r.gid(nm(a, "gid") as u32);
+    }
+    if has("size") {
+        r = r.size(nm(a, "size"));
+    }
+    match a.get("atime_ns") {
+        Some(V::Str(x)) if x == "now" => r = r.atime_now(),
+        Some(V::Int(_)) => r = r.atime_ns(int(a, "atime_ns")),
+        _ => {}
+    }
+    match a.get("mtime_ns") {
+        Some(V::Str(x)) if x == "now" => r = r.mtime_now(),
+        Some(V::Int(_)) => r = r.mtime_ns(int(a, "mtime_ns")),
+        _ => {}
+    }
+    r
 }
 
 fn extent(e: &Extent) -> V {
@@ -986,6 +1115,7 @@ async fn run_scenario(spec: &V, client_side: bool, shared: &str, run: &str) -> R
         client_side,
         vars,
         txs: HashMap::new(),
+        handles: HashMap::new(),
         watches: HashMap::new(),
         unnamed: Vec::new(),
         own: None,

@@ -5,7 +5,7 @@ import { AdminClient, CheckResponse, StatsResponse, SyncResponse, VersionRespons
 import { FilesClient } from "./gen/cowkv/v1/files";
 import { KVClient } from "./gen/cowkv/v1/kv";
 import { LeaseClient } from "./gen/cowkv/v1/lease";
-import { ListSubvolumesResponse, SubvolumeInfo as PbSubvolumeInfo, SubvolumesClient } from "./gen/cowkv/v1/subvolumes";
+import { ListSubvolumesResponse, SubvolumeInfo as PbSubvolumeInfo, SubvolumesClient, SyncSubvolumesResponse } from "./gen/cowkv/v1/subvolumes";
 import { toCowkvError } from "./errors";
 import { CallOptions, Rpc } from "./rpc";
 import { Subvolume } from "./subvolume";
@@ -93,9 +93,14 @@ export class Client {
     return new Subvolume(this.rpc, name);
   }
 
-  /** Runs fn in a transaction on "default", retrying conflicts (Subvolume.transaction). */
+  /** Runs fn in a transaction on "default", retrying conflicts (Subvolume.runInTransaction). */
+  runInTransaction<T>(fn: (tx: Transaction) => Promise<T>, opts?: TransactionOptions): Promise<T> {
+    return this.subvolume().runInTransaction(fn, opts);
+  }
+
+  /** @deprecated The old name of {@link runInTransaction}; goes in the next release. */
   transaction<T>(fn: (tx: Transaction) => Promise<T>, opts?: TransactionOptions): Promise<T> {
-    return this.subvolume().transaction(fn, opts);
+    return this.runInTransaction(fn, opts);
   }
 
   /** Creates an empty subvolume (AlreadyExistsError if taken). */
@@ -104,10 +109,36 @@ export class Client {
     return infoFrom(await this.rpc.unary<unknown, PbSubvolumeInfo>("createSubvolume", this.rpc.subvolumes, "create", { name }, call));
   }
 
-  /** Every live subvolume, in id order. */
-  async listSubvolumes(call?: CallOptions): Promise<SubvolumeInfo[]> {
-    const m = await this.rpc.unary<unknown, ListSubvolumesResponse>("listSubvolumes", this.rpc.subvolumes, "list", { readOnly: false, snapshotsOnly: false, sort: [] }, call);
+  /**
+   * Every live subvolume ("default" included), in id order, filtered and
+   * sorted by the server as btrfs's `subvolume list -r -s --sort`:
+   * `readOnly` keeps read-only ones, `snapshotsOnly` snapshots (parentId != 0),
+   * `sort` is a list of "[+|-]FIELD" keys (gen, ogen, rootid, path; "-"
+   * descending, ties by id); an unknown key is InvalidArgumentError naming
+   * it. Call options may ride in the same object (`{ timeoutMs }`).
+   */
+  async listSubvolumes(opts: ListSubvolumesOptions & CallOptions = {}, call?: CallOptions): Promise<SubvolumeInfo[]> {
+    const req = { readOnly: !!opts.readOnly, snapshotsOnly: !!opts.snapshotsOnly, sort: [...(opts.sort ?? [])] };
+    const m = await this.rpc.unary<unknown, ListSubvolumesResponse>("listSubvolumes", this.rpc.subvolumes, "list", req,
+      call ?? { timeoutMs: opts.timeoutMs, signal: opts.signal });
     return m.subvolumes.map(infoFrom);
+  }
+
+  /**
+   * Waits until deleted subvolumes' trees are dropped and their space is free
+   * (btrfs `subvolume sync`): the given ids, or every subvolume deleted before
+   * the call; resolves to the ids it waited for (an id dropped already is not
+   * listed). NotFoundError for an id that never was a subvolume,
+   * FailedPreconditionError for a live one; DeadlineExceededError (naming the
+   * ids still pending) when the call's deadline comes first.
+   */
+  async syncSubvolumes(ids: Array<number | bigint> = [], call?: CallOptions): Promise<number[]> {
+    const wait = call?.timeoutMs ?? this.rpc.defaultTimeout();
+    // The server stops first, so its answer names what is pending.
+    const timeoutMs = wait > 0 ? BigInt(Math.max(1, Math.floor(wait - Math.min(500, wait / 10)))) : 0n;
+    const m = await this.rpc.unary<unknown, SyncSubvolumesResponse>("syncSubvolumes", this.rpc.subvolumes, "sync",
+      { ids: ids.map((i) => BigInt(i)), timeoutMs }, call);
+    return m.synced.map(num);
   }
 
   /** One subvolume (NotFoundError if absent). */
@@ -159,4 +190,12 @@ export class Client {
     const m = await this.rpc.unary<unknown, StatsResponse>("stats", this.rpc.admin, "stats", {}, call);
     return Object.fromEntries(Object.entries(m).map(([k, v]) => [k, Number(v)]));
   }
+}
+
+/** Server-side filters and sort of Client.listSubvolumes. */
+export interface ListSubvolumesOptions {
+  readOnly?: boolean;
+  snapshotsOnly?: boolean;
+  /** "[+|-]FIELD" keys: gen, ogen, rootid, path. */
+  sort?: string[];
 }

@@ -11,7 +11,8 @@
  *     │   └── ReadOnlyError                               read-only snapshot or store (EROFS)
  *     ├── ConflictError              ABORTED              retry the whole transaction
  *     ├── TooOldError                OUT_OF_RANGE         retry the whole transaction
- *     │   └── CompactedError                              a watcher's start revision is compacted (compactRevision)
+ *     │   └── CompactedError                              a read or watcher start at a compacted revision (compactRevision)
+ *     ├── FutureRevisionError        OUT_OF_RANGE         a read at a revision not reached yet
  *     ├── ResourceExhaustedError     RESOURCE_EXHAUSTED   a server limit
  *     │   └── NoSpaceError                                the device is full (ENOSPC)
  *     ├── DataLossError              DATA_LOSS            a checksum failed: run Admin.Check
@@ -24,8 +25,22 @@
  *     ├── InternalError              INTERNAL, UNKNOWN    device I/O error, unparsable response
  *     ├── SubvolumeDeletedError                           a watcher's subvolume was deleted
  *     └── SlowReaderError                                 a watcher's events were read slower than they came
+ *
+ * The class comes from the google.rpc.ErrorInfo reason in the answer's
+ * grpc-status-details-bin trailer (BY_REASON; any other reason keeps the
+ * code's class); the message text is read only for a server that sends no
+ * ErrorInfo (classFor without a reason).
  */
 import { status as Status } from "@grpc/grpc-js";
+import { BinaryReader, WireType } from "@bufbuild/protobuf/wire";
+
+/** google.rpc.ErrorInfo of a server error (domain "cowkv.dev"). */
+export interface ErrorInfo {
+  /** "ENOENT", "READ_ONLY_SNAPSHOT", "CONFLICT", ... (docs/api.md, "Errors"). */
+  reason: string;
+  /** "errno" for Files errors, "compact_revision" for COMPACTED. */
+  metadata: Record<string, string>;
+}
 
 const ERRNO_PREFIX = /^(E[A-Z0-9]+): /;
 
@@ -34,20 +49,27 @@ export class CowkvError extends Error {
   static readonly errorClass: string = "unknown";
   /** True when running the whole transaction again may succeed. */
   readonly retryTransaction: boolean = false;
-  /** The POSIX name Files errors start with ("ENOTEMPTY"), or undefined. */
+  /** The POSIX name of a Files error ("ENOTEMPTY"): ErrorInfo's errno, else the message's prefix; or undefined. */
   readonly errno?: string;
+  /** The server's ErrorInfo reason ("" from a server that sends none, or for the client's own checks). */
+  readonly reason: string;
+  /** The server's ErrorInfo metadata ({} when none). */
+  readonly metadata: Record<string, string>;
 
   constructor(
-    /** The server's (or the client's own check's) reason. */
+    /** The server's (or the client's own check's) message. */
     readonly details: string,
     /** The gRPC status code. */
     readonly code: Status = Status.UNKNOWN,
     /** The client method that failed, e.g. "put". */
     readonly operation = "",
+    info?: ErrorInfo,
   ) {
     super(operation ? `${operation}: ${details}` : details);
     this.name = new.target.name;
-    this.errno = ERRNO_PREFIX.exec(details)?.[1];
+    this.reason = info?.reason ?? "";
+    this.metadata = info?.metadata ?? {};
+    this.errno = this.metadata.errno ?? ERRNO_PREFIX.exec(details)?.[1];
   }
 
   /** The conformance class name of this error. */
@@ -69,14 +91,22 @@ export class TooOldError extends CowkvError {
   static readonly errorClass: string = "too_old";
   readonly retryTransaction: boolean = true;
 }
-/** A watcher's start revision is compacted: restart at `compactRevision`, the oldest revision still served. */
+/**
+ * A read, or a watcher's start, at a compacted revision: go on from
+ * `compactRevision`, the oldest revision still served. A read's (in a
+ * transaction: its read revision left the history) retries the whole
+ * transaction, as TOO_OLD (docs/api.md); a watcher's does not.
+ */
 export class CompactedError extends TooOldError {
   static readonly errorClass: string = "compacted";
-  readonly retryTransaction = false;
-  constructor(details: string, readonly compactRevision: number, operation = "watch") {
-    super(details, Status.OUT_OF_RANGE, operation);
+  readonly retryTransaction: boolean;
+  constructor(details: string, readonly compactRevision: number, operation = "watch", info?: ErrorInfo) {
+    super(details, Status.OUT_OF_RANGE, operation, info);
+    this.retryTransaction = operation !== "watch";
   }
 }
+/** A read at a revision the store has not reached yet (not retried). */
+export class FutureRevisionError extends CowkvError { static readonly errorClass: string = "future_revision"; }
 export class ResourceExhaustedError extends CowkvError { static readonly errorClass: string = "resource_exhausted"; }
 export class NoSpaceError extends ResourceExhaustedError { static readonly errorClass: string = "no_space"; }
 export class DataLossError extends CowkvError { static readonly errorClass: string = "data_loss"; }
@@ -92,7 +122,7 @@ export class SubvolumeDeletedError extends CowkvError { static readonly errorCla
 /** The server ended a watcher whose events were read slower than they came (restart after the last event read). */
 export class SlowReaderError extends CowkvError { static readonly errorClass: string = "slow_reader"; }
 
-type ErrorClass = new (details: string, code?: Status, operation?: string) => CowkvError;
+type ErrorClass = new (details: string, code?: Status, operation?: string, info?: ErrorInfo) => CowkvError;
 
 const BY_CODE: Partial<Record<Status, ErrorClass>> = {
   [Status.INVALID_ARGUMENT]: InvalidArgumentError,
@@ -113,9 +143,24 @@ const BY_CODE: Partial<Record<Status, ErrorClass>> = {
   [Status.UNKNOWN]: InternalError,
 };
 
-/** The error class for a status code and message (read-only and no-space refine). */
-export function classFor(code: Status, details: string): ErrorClass {
+/** ErrorInfo reasons that pick a class finer than the code's (COMPACTED: CompactedError, in toCowkvError). */
+const BY_REASON: Record<string, ErrorClass> = {
+  READ_ONLY_SNAPSHOT: ReadOnlyError,
+  EROFS: ReadOnlyError,
+  ENOSPC: NoSpaceError,
+  CONFLICT: ConflictError,
+  TOO_OLD: TooOldError,
+  FUTURE_REVISION: FutureRevisionError,
+};
+
+/**
+ * The error class for a status: by the ErrorInfo `reason` when the server
+ * sent one (any other reason keeps the code's class), else by the code and,
+ * for read-only and no-space, the message text (a server older than ErrorInfo).
+ */
+export function classFor(code: Status, details: string, reason = ""): ErrorClass {
   const cls = BY_CODE[code] ?? InternalError;
+  if (reason) return BY_REASON[reason] ?? cls;
   if (cls === FailedPreconditionError &&
       (details.startsWith("EROFS:") || (details.includes("read-only") && !details.includes("not a read-only")))) {
     return ReadOnlyError;
@@ -126,14 +171,66 @@ export function classFor(code: Status, details: string): ErrorClass {
   return cls;
 }
 
+/** The length-delimited fields of a protobuf message as [number, bytes]; others are skipped. Throws when malformed. */
+function fields(buf: Uint8Array): Array<[number, Uint8Array]> {
+  const r = new BinaryReader(buf);
+  const out: Array<[number, Uint8Array]> = [];
+  while (r.pos < r.len) {
+    const [no, wt] = r.tag();
+    if (wt === WireType.LengthDelimited) out.push([no, r.bytes()]);
+    else r.skip(wt, no);
+  }
+  return out;
+}
+
+const utf8 = new TextDecoder();
+
+/**
+ * The google.rpc.ErrorInfo in a grpc-status-details-bin value (a
+ * google.rpc.Status whose details are Any), or undefined when there is
+ * none or it does not parse.
+ */
+export function errorInfoFromDetails(bin: Uint8Array | undefined): ErrorInfo | undefined {
+  if (!bin) return undefined;
+  try {
+    for (const [no, any] of fields(bin)) {
+      if (no !== 3) continue; // Status.details
+      const parts = new Map(fields(any));
+      if (!utf8.decode(parts.get(1) ?? new Uint8Array()).endsWith("google.rpc.ErrorInfo")) continue;
+      const info: ErrorInfo = { reason: "", metadata: {} };
+      for (const [f, v] of fields(parts.get(2) ?? new Uint8Array())) {
+        if (f === 1) info.reason = utf8.decode(v);
+        if (f !== 3) continue;
+        const entry = new Map(fields(v)); // map entry {1: key, 2: value}
+        info.metadata[utf8.decode(entry.get(1) ?? new Uint8Array())] = utf8.decode(entry.get(2) ?? new Uint8Array());
+      }
+      return info;
+    }
+  } catch {
+    return undefined;
+  }
+  return undefined;
+}
+
+/** The ErrorInfo of a grpc-js ServiceError (its trailers), or undefined. */
+function errorInfoOf(e: { metadata?: unknown }): ErrorInfo | undefined {
+  const md = e.metadata as { get?: (key: string) => unknown[] } | undefined;
+  const bin = typeof md?.get === "function" ? md.get("grpc-status-details-bin")[0] : undefined;
+  return bin instanceof Uint8Array ? errorInfoFromDetails(bin) : undefined;
+}
+
 /** Converts an error from grpc-js (or anything thrown) into a CowkvError. */
 export function toCowkvError(err: unknown, operation: string): CowkvError {
   if (err instanceof CowkvError) return err;
-  const e = err as { code?: unknown; details?: unknown; message?: unknown };
+  const e = err as { code?: unknown; details?: unknown; message?: unknown; metadata?: unknown };
   if (typeof e?.code === "number") {
     const details = typeof e.details === "string" ? e.details : String(e.message ?? "");
     const code = e.code as Status;
-    return new (classFor(code, details))(details, code, operation);
+    const info = errorInfoOf(e);
+    if (info?.reason === "COMPACTED") {
+      return new CompactedError(details, Number(info.metadata.compact_revision ?? 0), operation, info);
+    }
+    return new (classFor(code, details, info?.reason))(details, code, operation, info);
   }
   return new InternalError(String((err as Error)?.message ?? err), Status.UNKNOWN, operation);
 }

@@ -7,14 +7,22 @@
  *     await sv.put("k", "v");
  *     const v = await sv.get("k");                        // Buffer
  *     for await (const kv of sv.range({ prefix: "user/" })) { ... }
- *     await sv.transaction(async (tx) => { ... });        // retried on conflict
+ *     await sv.runInTransaction(async (tx) => { ... });   // retried on conflict
  *     const { id } = await sv.leases.grant(10);           // leases: src/lease.ts
  *     await sv.put("svc/a", "1", { lease: id });
  *     for await (const ev of sv.watch("cfg/", { prefix: true, signal })) { ... }  // src/watch.ts
  */
-export { connect, Client, ConnectOptions, TlsOptions, CheckResult, DEFAULT_ADDRESS, DEFAULT_TIMEOUT_MS } from "./client";
-export { Subvolume, TxnRequest, TxnResult, OpResult, WriteOptions, PutOptions, WriteFileOptions, CloneRange } from "./subvolume";
-export { Compare, Op, Cmp, TxnOp, Transaction, TransactionOptions, runTransaction, backoffMs } from "./txn";
+export {
+  connect, Client, ConnectOptions, TlsOptions, CheckResult, DEFAULT_ADDRESS, DEFAULT_TIMEOUT_MS, ListSubvolumesOptions,
+} from "./client";
+export {
+  Subvolume, TxnRequest, TxnResult, OpResult, WriteOptions, PutOptions, WriteFileOptions, CloneRange, AttrChange, XATTR_CREATE,
+  XATTR_REPLACE, setAttrFields, FileHandle, ReadOptions, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, FALLOC_FL_ZERO_RANGE,
+} from "./subvolume";
+export {
+  Compare, Op, Cmp, TxnOp, Transaction, TransactionOptions, runInTransaction, runTransaction, backoffMs,
+  DEFAULT_MAX_ATTEMPTS, DEFAULT_BACKOFF_MS, DEFAULT_MAX_BACKOFF_MS,
+} from "./txn";
 export { CallOptions } from "./rpc";
 export * from "./types";
 export * from "./errors";

@@ -1,11 +1,11 @@
 /** A subvolume handle: its key space and its file tree. */
 import { RangeRequest, RangeResponse, TxnResponse } from "./gen/cowkv/v1/kv";
-import { FiemapResponse, ReadDirResponse, ReadResponse, WriteRequest, WriteResponse, FileStat as PbFileStat } from "./gen/cowkv/v1/files";
+import { FiemapResponse, ReadDirResponse, ReadResponse, WriteRequest, WriteResponse, FileStat as PbFileStat, OpenResponse as PbOpenResponse } from "./gen/cowkv/v1/files";
 import { toCowkvError } from "./errors";
 import { LeaseId, Leases } from "./lease";
 import { Watch, WatchOptions } from "./watch";
 import { CallOptions, Rpc } from "./rpc";
-import { Cmp, pages, rangeFields, runTransaction, Transaction, TransactionOptions, TxnOp } from "./txn";
+import { Cmp, pages, rangeFields, runInTransaction, Transaction, TransactionOptions, TxnOp } from "./txn";
 import {
   DirEntry, Durability, durabilityPb, Extent, ExtentFlag, FileStat, KeyRange, KeyValue, kindFrom, kvFrom, num, Page,
   PageOptions, pageFrom, RangeOptions, statFrom,
@@ -104,18 +104,22 @@ export class Subvolume {
 
   // ---- KV ----
 
-  /** Reads a key's value (NotFoundError if absent). */
-  async get(key: Bytes, call?: CallOptions): Promise<Buffer> {
+  /**
+   * Reads a key's value (NotFoundError if absent). `revision` reads it as it
+   * was then, from the history: CompactedError (compactRevision) below what
+   * the history keeps, FutureRevisionError past the current revision.
+   */
+  async get(key: Bytes, call?: ReadOptions): Promise<Buffer> {
     return (await this.getKV(key, call)).value;
   }
 
-  /** Reads a key with its revisions, and the store revision the read saw. */
-  async getKV(key: Bytes, call?: CallOptions): Promise<KeyValue & { revision: number }> {
+  /** Reads a key with its revisions, and the store revision the read saw (at `revision`, as get). */
+  async getKV(key: Bytes, call?: ReadOptions): Promise<KeyValue & { revision: number }> {
     const k = toBuffer(key);
     checkSubvolume("get", this.name);
     checkKey("get", "key", k);
     const m = await this.unary<{ kv?: Parameters<typeof kvFrom>[0]; revision: bigint }>(
-      "get", this.rpc.kv, "get", { subvolume: this.name, key: k, revision: 0n }, call);
+      "get", this.rpc.kv, "get", { subvolume: this.name, key: k, revision: BigInt(call?.revision ?? 0) }, call);
     return { ...kvFrom(m.kv), revision: num(m.revision) };
   }
 
@@ -164,6 +168,7 @@ export class Subvolume {
     return RangeRequest.fromPartial({
       subvolume: this.name, start: r.start, end: r.end, prefix: r.prefix, reverse: !!opts.reverse,
       keysOnly: !!opts.keysOnly, countOnly: !!opts.countOnly, snapshot: opts.snapshot ?? "",
+      revision: BigInt(opts.revision ?? 0),
     });
   }
 
@@ -231,13 +236,20 @@ export class Subvolume {
   }
 
   /**
-   * Runs fn in an interactive transaction and commits it, retrying the whole
-   * transaction with jittered exponential backoff on ConflictError and
+   * Runs fn in an interactive transaction and commits it (the retry helper of
+   * every cowkv client; begin() starts one without retries), retrying the whole
+   * transaction with jittered exponential backoff (docs/api.md, "Retrying
+   * transactions": 10 attempts, waits in [d/2, d], d = 10 ms doubling to 1 s) on ConflictError and
    * TooOldError (fn must be safe to run again and read through tx).
    * Resolves to fn's result.
    */
+  runInTransaction<T>(fn: (tx: Transaction) => Promise<T>, opts: TransactionOptions = {}): Promise<T> {
+    return runInTransaction(() => this.begin({ leaseMs: opts.leaseMs }), fn, opts);
+  }
+
+  /** @deprecated The old name of {@link runInTransaction} (the retry helper's name in every client); goes in the next release. */
   transaction<T>(fn: (tx: Transaction) => Promise<T>, opts: TransactionOptions = {}): Promise<T> {
-    return runTransaction(() => this.begin({ leaseMs: opts.leaseMs }), fn, opts);
+    return this.runInTransaction(fn, opts);
   }
 
   // ---- Files ----
@@ -280,7 +292,12 @@ export class Subvolume {
   async readFile(path: string, opts: { offset?: number; length?: number } = {}, call?: CallOptions): Promise<Buffer> {
     checkSubvolume("read", this.name);
     checkPath("read", "path", path);
-    const stream = this.rpc.files.read({ subvolume: this.name, path, ino: 0n, handle: 0n, offset: BigInt(opts.offset ?? 0), length: BigInt(opts.length ?? 0) },
+    return this.readStream(path, 0n, opts, call);
+  }
+
+  /** The Read stream of a path or (handle != 0) an open handle. @internal */
+  async readStream(path: string, handle: bigint, opts: { offset?: number; length?: number }, call?: CallOptions): Promise<Buffer> {
+    const stream = this.rpc.files.read({ subvolume: this.name, path, ino: 0n, handle, offset: BigInt(opts.offset ?? 0), length: BigInt(opts.length ?? 0) },
       this.rpc.metadata(), this.rpc.options(call));
     const unwatch = Rpc.watch(stream, call?.signal);
     const chunks: Buffer[] = [];
@@ -303,6 +320,12 @@ export class Subvolume {
     Promise<{ bytesWritten: number; stat: FileStat }> {
     checkSubvolume("write", this.name);
     checkPath("write", "path", path);
+    return this.writeStream(path, 0n, data, opts, call);
+  }
+
+  /** The Write stream to a path or (handle != 0) an open handle. @internal */
+  async writeStream(path: string, handle: bigint, data: Bytes | AsyncIterable<Uint8Array>, opts: WriteFileOptions, call?: CallOptions):
+    Promise<{ bytesWritten: number; stat: FileStat }> {
     let resolveDone!: (r: WriteResponse) => void, rejectDone!: (e: unknown) => void;
     const done = new Promise<WriteResponse>((res, rej) => { resolveDone = res; rejectDone = rej; });
     const stream = this.rpc.files.write(this.rpc.metadata(), this.rpc.options(call), (err, res) => {
@@ -314,7 +337,7 @@ export class Subvolume {
     let failed = false;
     done.catch(() => { failed = true; });
     const first = WriteRequest.fromPartial({
-      subvolume: this.name, path, offset: BigInt(opts.offset ?? 0), create: !!opts.create, mode: opts.mode ?? 0,
+      subvolume: this.name, path, handle, offset: BigInt(opts.offset ?? 0), create: !!opts.create, mode: opts.mode ?? 0,
       truncate: !!opts.truncate,
     });
     let sent = false;
@@ -353,6 +376,23 @@ export class Subvolume {
     await this.fileCall("rename", "rename", { from, to, flags }, { from, to }, call);
   }
 
+  /**
+   * Opens a file on the server (Files.Open; leaseMs 0 = the server's 30 s):
+   * while the handle is open, removing the file's last name does not delete it.
+   */
+  async openHandle(path: string, opts: { leaseMs?: number } = {}, call?: CallOptions): Promise<FileHandle> {
+    const m = await this.fileCall<PbOpenResponse>("open", "open", { path, ino: 0n, leaseMs: BigInt(opts.leaseMs ?? 0) }, { path }, call);
+    return new FileHandle(this, this.rpc, m);
+  }
+
+  /** O_TMPFILE: a new regular file without a name in directory dir, opened; handle.link names it, close without a name deletes it. */
+  async createTmpfile(dir: string, opts: { mode?: number; leaseMs?: number } = {}, call?: CallOptions): Promise<FileHandle> {
+    const m = await this.fileCall<PbOpenResponse>("tmpfile", "createTmpfile", {
+      dirPath: dir, dirIno: 0n, mode: opts.mode ?? 0, leaseMs: BigInt(opts.leaseMs ?? 0),
+    }, { dir_path: dir }, call);
+    return new FileHandle(this, this.rpc, m);
+  }
+
   /** Adds a hard link newPath to the file at existing. */
   async link(existing: string, newPath: string, call?: CallOptions): Promise<FileStat> {
     return statFrom(await this.fileCall<PbFileStat>("link", "link", { existing, newPath, ino: 0n, handle: 0n }, { existing, new_path: newPath }, call));
@@ -380,8 +420,57 @@ export class Subvolume {
   }
 
   /** Makes a file (and, for a directory, its entries) durable; datasync = fdatasync. */
-  async fsync(path: string, opts: { datasync?: boolean } = {}, call?: CallOptions): Promise<void> {
-    await this.fileCall("fsync", "fsync", { path, ino: 0n, handle: 0n, offset: 0n, length: 0n, datasync: !!opts.datasync }, { path }, call);
+  async fsync(path: string, opts: { datasync?: boolean; offset?: number | bigint; length?: number | bigint } = {}, call?: CallOptions): Promise<void> {
+    await this.fileCall("fsync", "fsync", {
+      path, ino: 0n, handle: 0n, offset: BigInt(opts.offset ?? 0), length: BigInt(opts.length ?? 0), datasync: !!opts.datasync,
+    }, { path }, call);
+  }
+
+  /**
+   * fallocate(2) on a regular file: by default the range's holes get
+   * preallocated extents (reading as zeros, ExtentFlag.UNWRITTEN in fiemap)
+   * and the file grows to offset + length; `keepSize` keeps the size,
+   * `punchHole` makes the range a hole (and keeps the size), `zeroRange` makes
+   * it read as zeros. punchHole with zeroRange, or length 0, is
+   * InvalidArgumentError (EINVAL). Resolves to the file's attributes.
+   */
+  async fallocate(path: string, offset: number | bigint, length: number | bigint,
+    opts: { keepSize?: boolean; punchHole?: boolean; zeroRange?: boolean } = {}, call?: CallOptions): Promise<FileStat> {
+    const mode = (opts.keepSize || opts.punchHole ? FALLOC_FL_KEEP_SIZE : 0) | (opts.punchHole ? FALLOC_FL_PUNCH_HOLE : 0) |
+      (opts.zeroRange ? FALLOC_FL_ZERO_RANGE : 0);
+    return statFrom(await this.fileCall<PbFileStat>("fallocate", "fallocate", {
+      path, ino: 0n, mode, offset: BigInt(offset), length: BigInt(length),
+    }, { path }, call));
+  }
+
+  /**
+   * setattr: changes the attributes `change` names (an absent one is kept) in
+   * one call — chmod, chown, truncate, utimensat (a time may be "now", the
+   * server's clock) — and resolves to them afterwards; ctime becomes now when
+   * anything changes.
+   */
+  async setAttr(path: string, change: AttrChange, call?: CallOptions): Promise<FileStat> {
+    return statFrom(await this.fileCall<PbFileStat>("setAttr", "setAttr", { path, ino: 0n, ...setAttrFields(change) }, { path }, call));
+  }
+
+  /** Sets an extended attribute; flags: XATTR_CREATE (EEXIST if set) or XATTR_REPLACE (ENODATA if not). */
+  async setXattr(path: string, name: string, value: Bytes, opts: { flags?: number } = {}, call?: CallOptions): Promise<void> {
+    await this.fileCall("setXattr", "setXattr", { path, ino: 0n, name, value: toBuffer(value), flags: opts.flags ?? 0 }, { path }, call);
+  }
+
+  /** An extended attribute's value; NotFoundError (errno ENODATA) if it is not set. */
+  async getXattr(path: string, name: string, call?: CallOptions): Promise<Buffer> {
+    return (await this.fileCall<{ value: Buffer }>("getXattr", "getXattr", { path, ino: 0n, name }, { path }, call)).value;
+  }
+
+  /** The names of a file's extended attributes, sorted. */
+  async listXattrs(path: string, call?: CallOptions): Promise<string[]> {
+    return (await this.fileCall<{ names: string[] }>("listXattrs", "listXattrs", { path, ino: 0n }, { path }, call)).names;
+  }
+
+  /** Removes an extended attribute; NotFoundError (errno ENODATA) if it is not set. */
+  async removeXattr(path: string, name: string, call?: CallOptions): Promise<void> {
+    await this.fileCall("removeXattr", "removeXattr", { path, ino: 0n, name }, { path }, call);
   }
 
   /** Reflink: makes a range of dst share the extents of a range of src (no data copied). */
@@ -413,4 +502,107 @@ export class Subvolume {
       }
     }
   }
+}
+
+/** What Subvolume.setAttr changes; an absent field is kept. */
+export interface AttrChange {
+  /** Permission bits (0o7777; EINVAL beyond). */
+  mode?: number;
+  uid?: number;
+  gid?: number;
+  /** A truncate (regular files). */
+  size?: number | bigint;
+  /** Nanoseconds since the epoch, or "now" (the server's clock, utimensat's UTIME_NOW). */
+  atimeNs?: bigint | number | "now";
+  mtimeNs?: bigint | number | "now";
+}
+
+/** fallocate(2) modes (Linux's FALLOC_FL_* values). */
+export const FALLOC_FL_KEEP_SIZE = 0x01;
+export const FALLOC_FL_PUNCH_HOLE = 0x02;
+export const FALLOC_FL_ZERO_RANGE = 0x10;
+
+/** setxattr(2) flags for Subvolume.setXattr. */
+export const XATTR_CREATE = 1;
+export const XATTR_REPLACE = 2;
+
+/** The SetAttrRequest fields of a change: the FATTR_* mask and the values (exported for tests). */
+export function setAttrFields(c: AttrChange) {
+  let fields = 0;
+  const time = (v: AttrChange["atimeNs"], bit: number, nowBit: number): bigint => {
+    if (v === "now") fields |= nowBit;
+    else if (v !== undefined) fields |= bit;
+    return v === undefined || v === "now" ? 0n : BigInt(v);
+  };
+  if (c.mode !== undefined) fields |= 1;
+  if (c.uid !== undefined) fields |= 2;
+  if (c.gid !== undefined) fields |= 4;
+  if (c.size !== undefined) fields |= 8;
+  const atimeNs = time(c.atimeNs, 16, 128), mtimeNs = time(c.mtimeNs, 32, 256);
+  return {
+    fields, mode: c.mode ?? 0, uid: c.uid ?? 0, gid: c.gid ?? 0, size: BigInt(c.size ?? 0), atimeNs, mtimeNs,
+  };
+}
+
+/**
+ * A file open on the server, with a lease every call on it renews; one
+ * unused for longer is closed by the server (calls then reject with
+ * NotFoundError, errno EBADF).
+ */
+export class FileHandle {
+  readonly handle: bigint;
+  readonly ino: number;
+  readonly leaseMs: number;
+  /** The attributes at open. */
+  readonly openedStat: FileStat;
+
+  constructor(private readonly sv: Subvolume, private readonly rpc: Rpc, m: PbOpenResponse) {
+    this.handle = m.handle;
+    this.ino = num(m.ino);
+    this.leaseMs = num(m.leaseMs);
+    this.openedStat = statFrom(m.stat);
+  }
+
+  private call<Res>(op: string, method: string, req: Record<string, unknown>, call?: CallOptions): Promise<Res> {
+    return this.rpc.unary<unknown, Res>(op, this.rpc.files, method, { subvolume: this.sv.name, handle: this.handle, ...req }, call);
+  }
+
+  /** The file's attributes now (nlink 0 once its last name went). */
+  async stat(call?: CallOptions): Promise<FileStat> {
+    return statFrom(await this.call<PbFileStat>("stat", "stat", { path: "", ino: 0n }, call));
+  }
+
+  /** Bytes from offset, length of them (0 = to EOF). */
+  read(opts: { offset?: number; length?: number } = {}, call?: CallOptions): Promise<Buffer> {
+    return this.sv.readStream("", this.handle, opts, call);
+  }
+
+  /** Writes data at offset; resolves to the bytes written and the attributes afterwards. */
+  write(data: Bytes | AsyncIterable<Uint8Array>, opts: { offset?: number } = {}, call?: CallOptions): Promise<{ bytesWritten: number; stat: FileStat }> {
+    return this.sv.writeStream("", this.handle, data, { offset: opts.offset }, call);
+  }
+
+  async truncate(size: number, call?: CallOptions): Promise<FileStat> {
+    return statFrom(await this.call<PbFileStat>("truncate", "truncate", { path: "", ino: 0n, size: BigInt(size) }, call));
+  }
+
+  async fsync(opts: { datasync?: boolean } = {}, call?: CallOptions): Promise<void> {
+    await this.call("fsync", "fsync", { path: "", ino: 0n, datasync: !!opts.datasync, offset: 0n, length: 0n }, call);
+  }
+
+  /** Gives the file the name newPath (linkat): an O_TMPFILE's first name; a file whose names all went is NotFoundError (ENOENT). */
+  async link(newPath: string, call?: CallOptions): Promise<FileStat> {
+    checkPath("link", "new_path", newPath);
+    return statFrom(await this.call<PbFileStat>("link", "link", { existing: "", ino: 0n, newPath }, call));
+  }
+
+  /** Closes the handle; the last one of a file without a name deletes it. */
+  async close(call?: CallOptions): Promise<void> {
+    await this.rpc.unary("close", this.rpc.files, "closeHandle", { handle: this.handle }, call);
+  }
+}
+
+/** Call options of a read, with the revision to read at (0 or absent = the latest). */
+export interface ReadOptions extends CallOptions {
+  revision?: number | bigint;
 }

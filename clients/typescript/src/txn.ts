@@ -206,6 +206,11 @@ export class Transaction {
   }
 }
 
+/** The retry helper's defaults, the same in every client (docs/api.md, "Retrying transactions"). */
+export const DEFAULT_MAX_ATTEMPTS = 10;
+export const DEFAULT_BACKOFF_MS = 10;
+export const DEFAULT_MAX_BACKOFF_MS = 1000;
+
 export interface TransactionOptions {
   /** Runs of the transaction in all (default 10). */
   maxAttempts?: number;
@@ -246,11 +251,11 @@ function sleepFor(ms: number, signal?: AbortSignal): Promise<void> {
  * ConflictError or TooOldError. Other errors abort the transaction and are
  * rethrown. Resolves to fn's result.
  */
-export async function runTransaction<T>(
+export async function runInTransaction<T>(
   begin: () => Promise<Transaction>, fn: (tx: Transaction) => Promise<T>, opts: TransactionOptions = {},
 ): Promise<T> {
-  const attempts = opts.maxAttempts ?? 10;
-  const first = opts.backoffMs ?? 10, max = opts.maxBackoffMs ?? 1000;
+  const attempts = opts.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
+  const first = opts.backoffMs ?? DEFAULT_BACKOFF_MS, max = opts.maxBackoffMs ?? DEFAULT_MAX_BACKOFF_MS;
   const sleep = opts.sleep ?? ((ms: number) => sleepFor(ms, opts.signal));
   for (let attempt = 1; ; attempt++) {
     try {
@@ -280,3 +285,5 @@ export async function runTransaction<T>(
   }
 }
 
+/** @deprecated The old name of {@link runInTransaction}; goes in the next release. */
+export const runTransaction = runInTransaction;

@@ -59,6 +59,8 @@ export interface RangeOptions {
   limit?: number;
   /** Read this read-only snapshot instead of the live subvolume (one view across pages). */
   snapshot?: string;
+  /** Read the range as it was at this revision, from the history (every page at it); errors as Subvolume.get. */
+  revision?: number | bigint;
 }
 
 export interface PageOptions extends RangeOptions {
@@ -148,7 +150,7 @@ export interface DirEntry {
 }
 
 /** Linux's FIEMAP_EXTENT_* bits. */
-export const ExtentFlag = { LAST: 0x1, NOT_ALIGNED: 0x100, INLINE: 0x200, SHARED: 0x2000 } as const;
+export const ExtentFlag = { LAST: 0x1, NOT_ALIGNED: 0x100, INLINE: 0x200, UNWRITTEN: 0x800, SHARED: 0x2000 } as const;
 
 export interface Extent {
   /** File offset. */

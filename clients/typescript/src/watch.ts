@@ -364,7 +364,8 @@ function cancelError(r: WatchResponse): CowkvError {
       return new SlowReaderError(r.cancelReason, grpc.status.RESOURCE_EXHAUSTED, "watch");
     default: { // REFUSED, SERVER: the error a call would have given
       const code = (r.errorCode || grpc.status.UNKNOWN) as grpc.status;
-      return new (classFor(code, r.cancelReason))(r.cancelReason, code, "watch");
+      const info = r.errorReason ? { reason: r.errorReason, metadata: {} } : undefined;
+      return new (classFor(code, r.cancelReason, r.errorReason))(r.cancelReason, code, "watch", info);
     }
   }
 }

@@ -117,14 +117,21 @@ const kvMap = (kv: cowkv.KeyValue, revision: number) => ({
 });
 const kvLists = (kvs: cowkv.KeyValue[]) => ({ keys: kvs.map((k) => k.key), values: kvs.map((k) => k.value) });
 const pageMap = (p: cowkv.Page) => ({ ...kvLists(p.kvs), count: p.count, more: p.more, next_page_token: p.nextPageToken });
-const stat = (s: cowkv.FileStat) => ({ ino: s.ino, kind: s.kind, mode: s.mode, nlink: s.nlink, size: s.size });
+const stat = (s: cowkv.FileStat) => ({
+  ino: s.ino, kind: s.kind, mode: s.mode, nlink: s.nlink, size: s.size, uid: s.uid, gid: s.gid,
+  atime_ns: s.atimeNs, mtime_ns: s.mtimeNs, ctime_ns: s.ctimeNs,
+});
+const attrChange = (a: Json): cowkv.AttrChange => ({
+  mode: a.mode, uid: a.uid, gid: a.gid, size: a.size,
+  atimeNs: a.atime_ns, mtimeNs: a.mtime_ns,
+});
 const FLAGS: [number, string][] = [[0x1, "LAST"], [0x100, "NOT_ALIGNED"], [0x200, "INLINE"], [0x2000, "SHARED"]];
 const bytes = (v: Json): Buffer | undefined => (v === undefined ? undefined : isBytes(v) ? v : Buffer.from(String(v)));
 const durability = (a: Json) => ({ durability: a.durability as cowkv.Durability | undefined });
 const range = (a: Json): cowkv.KeyRange => ({ start: bytes(a.start), end: bytes(a.end), prefix: bytes(a.prefix) });
 const rangeOpts = (a: Json): cowkv.PageOptions => ({
   reverse: a.reverse, keysOnly: a.keys_only, countOnly: a.count_only, pageSize: a.page_size, limit: a.limit,
-  snapshot: a.snapshot, pageToken: bytes(a.page_token),
+  snapshot: a.snapshot, pageToken: bytes(a.page_token), revision: a.revision,
 });
 
 const watchEvent = (e: cowkv.WatchEvent) => ({
@@ -191,6 +198,7 @@ class Runner {
   connectOpts: cowkv.ConnectOptions = {};
   vars: Record<string, Json>;
   txs = new Map<string, cowkv.Transaction>();
+  handles = new Map<string, cowkv.FileHandle>();
   watches = new Map<string, { w: cowkv.Watch; it: AsyncIterator<cowkv.WatchEvent> }>();
 
   constructor(readonly sc: Scenario, public addr: string, readonly server?: Server, readonly own = false) {
@@ -220,12 +228,16 @@ class Runner {
     switch (op) {
       case "create_subvolume": return info(await c.createSubvolume(a.name));
       case "show_subvolume": return info(await c.showSubvolume(a.name));
-      case "list_subvolumes": return { names: (await c.listSubvolumes()).map((i) => i.name) };
+      case "list_subvolumes": {
+        const opts = { readOnly: a.read_only, snapshotsOnly: a.snapshots_only, sort: a.sort };
+        return { names: (await c.listSubvolumes(opts)).map((i) => i.name) };
+      }
+      case "sync_subvolumes": return { synced: await c.syncSubvolumes(a.ids ?? []) };
       case "snapshot": return info(await c.snapshot(a.source, a.name, { readOnly: a.read_only }));
       case "rename_subvolume": return done(c.renameSubvolume(a.name, a.new_name));
       case "delete_subvolume": return done(c.deleteSubvolume(a.name));
 
-      case "get": { const kv = await sv.getKV(bytes(a.key)!); return kvMap(kv, kv.revision); }
+      case "get": { const kv = await sv.getKV(bytes(a.key)!, { revision: a.revision }); return kvMap(kv, kv.revision); }
       case "put": return { revision: await sv.put(bytes(a.key)!, bytes(a.value) ?? "", { ...durability(a), lease: a.lease }) };
       case "delete": return { revision: await sv.delete(bytes(a.key)!, durability(a)) };
       case "delete_range": return await sv.deleteRange(range(a), durability(a));
@@ -263,7 +275,7 @@ class Runner {
       case "abort": return done(this.tx(a).abort());
       case "retry_txn_conflict_once": {
         let attempts = 0;
-        await sv.transaction(async (tx) => {
+        await sv.runInTransaction(async (tx) => {
           attempts++;
           let n = 0;
           try {
@@ -296,7 +308,39 @@ class Runner {
       case "unlink": return done(sv.unlink(a.path));
       case "rmdir": return done(sv.rmdir(a.path));
       case "truncate": return stat(await sv.truncate(a.path, a.size));
-      case "fsync": return done(sv.fsync(a.path, { datasync: a.datasync }));
+      case "fsync": return done(sv.fsync(a.path, { datasync: a.datasync, offset: a.offset, length: a.length }));
+      case "open_handle": case "create_tmpfile": {
+        const h = op === "open_handle" ? await sv.openHandle(a.path, { leaseMs: a.lease_ms })
+          : await sv.createTmpfile(a.dir, { mode: a.mode });
+        this.handles.set(a.as, h);
+        return { ino: h.ino, lease_ms: h.leaseMs, stat: stat(h.openedStat) };
+      }
+      case "handle_stat": return stat(await this.handles.get(a.h)!.stat());
+      case "handle_read": {
+        const data = await this.handles.get(a.h)!.read({ offset: a.offset, length: a.length });
+        return { data, size: data.length };
+      }
+      case "handle_write": return { bytes_written: (await this.handles.get(a.h)!.write(bytes(a.data) ?? Buffer.alloc(0), { offset: a.offset })).bytesWritten };
+      case "handle_link": return stat(await this.handles.get(a.h)!.link(a.new_path));
+      case "close_handle": {
+        const h = this.handles.get(a.h)!;
+        this.handles.delete(a.h);
+        return done(h.close());
+      }
+      case "fallocate": {
+        const mode: string[] = a.mode ?? [];
+        return stat(await sv.fallocate(a.path, a.offset ?? 0, a.length ?? 0, {
+          keepSize: mode.includes("keep_size"), punchHole: mode.includes("punch_hole"), zeroRange: mode.includes("zero_range"),
+        }));
+      }
+      case "set_attr": return stat(await sv.setAttr(a.path, attrChange(a)));
+      case "set_xattr": {
+        const flags = a.flags === "create" ? cowkv.XATTR_CREATE : a.flags === "replace" ? cowkv.XATTR_REPLACE : 0;
+        return done(sv.setXattr(a.path, a.name, bytes(a.value) ?? Buffer.alloc(0), { flags }));
+      }
+      case "get_xattr": return { value: await sv.getXattr(a.path, a.name) };
+      case "list_xattrs": return { names: await sv.listXattrs(a.path) };
+      case "remove_xattr": return done(sv.removeXattr(a.path, a.name));
       case "link_many":
         for (let i = 0; i < a.count; i++) {
           const dir = `${a.prefix}${String(Math.floor(i / LINKS_PER_DIR)).padStart(4, "0")}`;

@@ -7,7 +7,7 @@ export async function example(): Promise<void> {
   await sv.put("greeting", "hello");
   const v = await sv.get("missing").catch((e) => { if (e instanceof NotFoundError) return Buffer.from("default"); throw e; });
   for await (const kv of sv.range({ prefix: "user/" }, { pageSize: 500 })) console.log(`${kv.key}=${kv.value}`);
-  await sv.transaction(async (tx) => { const n = Number(await tx.get("n").catch(() => "0")); await tx.put("n", String(n + 1)); });
+  await sv.runInTransaction(async (tx) => { const n = Number(await tx.get("n").catch(() => "0")); await tx.put("n", String(n + 1)); });
   await sv.txn({ compare: [Compare.value("greeting").eq("hello")], success: [Op.put("greeting", "bye")] });
   client.close();
   void v;

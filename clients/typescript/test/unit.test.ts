@@ -2,6 +2,8 @@
 import { describe, it } from "node:test";
 import * as assert from "node:assert/strict";
 import { status as Status } from "@grpc/grpc-js";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import * as cowkv from "../src";
 import { Rpc } from "../src/rpc";
 import { checkKey, checkName, checkPath, checkSubvolume, checkValue } from "../src/validate";
@@ -137,7 +139,7 @@ describe("transaction retry helper", () => {
     const { sv, calls } = fakeKv([Status.ABORTED, Status.OUT_OF_RANGE, Status.ABORTED]);
     const sleeps: number[] = [];
     let runs = 0;
-    const out = await sv.transaction(async (tx) => {
+    const out = await sv.runInTransaction(async (tx) => {
       runs++;
       await tx.put("k", "v");
       return "result";
@@ -148,7 +150,7 @@ describe("transaction retry helper", () => {
   });
   it("gives up after maxAttempts with the conflict error", async () => {
     const { sv, calls } = fakeKv([Status.ABORTED, Status.ABORTED, Status.ABORTED, Status.ABORTED]);
-    await assert.rejects(sv.transaction(async () => {}, { maxAttempts: 3, sleep: async () => {} }),
+    await assert.rejects(sv.runInTransaction(async () => {}, { maxAttempts: 3, sleep: async () => {} }),
       (e: unknown) => e instanceof cowkv.ConflictError && /gave up after 3 attempts/.test(e.message));
     assert.equal(calls.commits, 3);
   });
@@ -156,19 +158,19 @@ describe("transaction retry helper", () => {
     const { sv, calls } = fakeKv([]);
     const mine = new Error("application says no");
     let runs = 0;
-    await assert.rejects(sv.transaction(async () => { runs++; throw mine; }), (e) => e === mine);
+    await assert.rejects(sv.runInTransaction(async () => { runs++; throw mine; }), (e) => e === mine);
     await new Promise((r) => setImmediate(r));
     assert.deepEqual([runs, calls.aborts, calls.commits], [1, 1, 0]);
     const ro = fakeKv([Status.FAILED_PRECONDITION]);
-    await assert.rejects(ro.sv.transaction(async () => {}), cowkv.FailedPreconditionError);
+    await assert.rejects(ro.sv.runInTransaction(async () => {}), cowkv.FailedPreconditionError);
     assert.equal(ro.calls.commits, 1);
     const missing = fakeKv([], Status.NOT_FOUND);
-    await assert.rejects(missing.sv.transaction(async () => {}), cowkv.NotFoundError);
+    await assert.rejects(missing.sv.runInTransaction(async () => {}), cowkv.NotFoundError);
   });
   it("retries when the body hits an expired handle", async () => {
     const { sv, calls } = fakeKv([]);
     let runs = 0;
-    await sv.transaction(async () => {
+    await sv.runInTransaction(async () => {
       if (++runs === 1) throw cowkv.toCowkvError({ code: Status.ABORTED, details: "transaction expired" }, "txnGet");
     }, { sleep: async () => {} });
     await new Promise((r) => setImmediate(r));
@@ -178,12 +180,41 @@ describe("transaction retry helper", () => {
     const { sv } = fakeKv([Status.ABORTED]);
     const ac = new AbortController();
     ac.abort();
-    await assert.rejects(sv.transaction(async () => {}, { backoffMs: 3600000, signal: ac.signal }), cowkv.CancelledError);
+    await assert.rejects(sv.runInTransaction(async () => {}, { backoffMs: 3600000, signal: ac.signal }), cowkv.CancelledError);
+  });
+  it("keeps the one retry rule with its defaults (clients/conformance/retry_rule.json)", async () => {
+    const rule = JSON.parse(readFileSync(join(__dirname, "../../../conformance/retry_rule.json"), "utf8")) as {
+      max_attempts: number; first_wait_ms: number; max_wait_ms: number; waits_ms: [number, number][];
+    };
+    assert.deepEqual([cowkv.DEFAULT_MAX_ATTEMPTS, cowkv.DEFAULT_BACKOFF_MS, cowkv.DEFAULT_MAX_BACKOFF_MS],
+      [rule.max_attempts, rule.first_wait_ms, rule.max_wait_ms]);
+    for (let round = 0; round < 5; round++) {
+      const { sv, calls } = fakeKv(Array(2 * rule.max_attempts).fill(Status.ABORTED));
+      const sleeps: number[] = [];
+      let runs = 0;
+      // transaction, the deprecated name, is the same helper.
+      await assert.rejects(sv.transaction(async () => { runs++; }, { sleep: async (ms) => { sleeps.push(ms); } }),
+        cowkv.ConflictError);
+      assert.deepEqual([runs, calls.commits, sleeps.length], [rule.max_attempts, rule.max_attempts, rule.waits_ms.length]);
+      rule.waits_ms.forEach(([lo, hi], i) => assert.ok(sleeps[i] >= lo && sleeps[i] <= hi, `wait ${i + 1} = ${sleeps[i]}`));
+    }
   });
   it("backoff stays within bounds", () => {
     for (let n = 1; n < 40; n++) {
       const d = cowkv.backoffMs(n, 10, 1000);
       assert.ok(d >= 5 && d <= 1000, `backoff(${n}) = ${d}`);
     }
+  });
+});
+
+describe("setAttr request", () => {
+  it("sends exactly the fields a change names (FATTR_* bits)", () => {
+    const cases: [cowkv.AttrChange, number][] = [
+      [{}, 0], [{ mode: 0o600 }, 1], [{ uid: 7 }, 2], [{ gid: 7 }, 4], [{ size: 5 }, 8],
+      [{ atimeNs: 1n }, 16], [{ mtimeNs: 2 }, 32], [{ atimeNs: "now" }, 128], [{ mtimeNs: "now" }, 256],
+    ];
+    for (const [c, want] of cases) assert.equal(cowkv.setAttrFields(c).fields, want, JSON.stringify(c, (_k, v) => String(v)));
+    const f = cowkv.setAttrFields({ mode: 0o600, size: 5, atimeNs: 1_000_000_002n });
+    assert.deepEqual([f.mode, f.size, f.atimeNs, f.uid, f.mtimeNs], [0o600, 5n, 1_000_000_002n, 0, 0n]);
   });
 });

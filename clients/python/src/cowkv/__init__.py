@@ -8,7 +8,7 @@
         sv.put("greeting", "hello")
         sv.get("greeting")                                  # b"hello"
 
-        with sv.transaction() as tx:                        # interactive
+        with sv.begin() as tx:                              # interactive
             tx.put("n", str(int(tx.get("n", b"0")) + 1))
 
         sv.run_in_transaction(lambda tx: tx.put("k", "v"))  # retries Conflict

@@ -27,6 +27,11 @@ empty: /d"``), or None.
     ├── Cancelled             CANCELLED
     ├── Unimplemented         UNIMPLEMENTED        server too old for this call
     └── Internal              INTERNAL, UNKNOWN    device I/O error, unparsable response
+
+The class is chosen by the google.rpc.ErrorInfo reason in the answer's
+grpc-status-details-bin trailer (``_BY_REASON``; any other reason keeps the
+code's class); the message text is read only for a server that sends no
+ErrorInfo (``_refine``).
 """
 
 from __future__ import annotations
@@ -180,8 +185,22 @@ _BY_CODE: Dict[grpc.StatusCode, Type[CowkvError]] = {
 }
 
 
+#: google.rpc.ErrorInfo reasons (docs/api.md, "Errors") that pick a class
+#: finer than the status code's. Any other reason keeps the code's class.
+_BY_REASON: Dict[str, Type[CowkvError]] = {
+    "READ_ONLY_SNAPSHOT": ReadOnly,
+    "EROFS": ReadOnly,
+    "ENOSPC": NoSpace,
+    "CONFLICT": Conflict,
+    "TOO_OLD": TooOld,
+    "COMPACTED": Compacted,
+    "FUTURE_REVISION": FutureRevision,
+}
+
+
 def _refine(cls: Type[CowkvError], message: str) -> Type[CowkvError]:
-    """Picks the subclass the message names (read-only, no space)."""
+    """For a server that sends no ErrorInfo (older than the reasons): picks
+    the subclass the message text names (read-only, no space)."""
     read_only = message.startswith("EROFS") or (
         "read-only" in message and "not a read-only" not in message)
     if cls is FailedPrecondition and read_only:
@@ -191,11 +210,16 @@ def _refine(cls: Type[CowkvError], message: str) -> Type[CowkvError]:
     return cls
 
 
-def error_class(code: Optional[grpc.StatusCode], message: str) -> Type[CowkvError]:
-    """The exception class for a status code and message."""
+def error_class(code: Optional[grpc.StatusCode], message: str,
+                reason: str = "") -> Type[CowkvError]:
+    """The exception class for a status: by the ErrorInfo ``reason`` when
+    the server sent one, else by the code and the message text (fallback)."""
     if code is None:
         return CowkvError
-    return _refine(_BY_CODE.get(code, CowkvError), message)
+    by_code = _BY_CODE.get(code, CowkvError)
+    if not reason:
+        return _refine(by_code, message)
+    return _BY_REASON.get(reason, by_code)
 
 
 def _fields(buf: bytes) -> List[Tuple[int, bytes]]:
@@ -270,12 +294,10 @@ def from_rpc_error(err: grpc.RpcError, operation: str = "") -> CowkvError:
     code: Optional[grpc.StatusCode] = err.code() if hasattr(err, "code") else None
     message: str = (err.details() if hasattr(err, "details") else None) or str(err)
     reason, metadata = error_info(err)
-    cls = error_class(code, message)
-    if code == grpc.StatusCode.OUT_OF_RANGE and reason == "COMPACTED":
-        cls = Compacted
-    elif code == grpc.StatusCode.OUT_OF_RANGE and reason == "FUTURE_REVISION":
-        cls = FutureRevision
+    cls = error_class(code, message, reason)
     error = cls(message, code, operation)
     error.reason, error.metadata = reason, metadata
+    if "errno" in metadata:  # Files errors: the POSIX name, without reading the text
+        error.errno_name = metadata["errno"]
     error.__cause__ = err
     return error

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Callable, Iterable, Optional, Tuple, TypeVar, Union
 
 from cowkv import errors
@@ -17,7 +18,8 @@ from cowkv._rpc import Rpc
 from cowkv.files import Files
 from cowkv.lease import Leases, Lock
 from cowkv.range import RangeIterator, RangePage, range_request
-from cowkv.txn import Compare, Op, Transaction, TxnResult, run_in_transaction, txn_request, txn_result
+from cowkv.txn import (DEFAULT_BACKOFF_S, DEFAULT_MAX_BACKOFF_S, Compare, Op, Transaction, TxnResult,
+                       attempts_of, run_in_transaction, txn_request, txn_result)
 from cowkv.values import Durability, Key, KeyValue, durability_proto, opt_bytes, to_bytes
 from cowkv.watch import Watch, watch_create
 from cowkv.v1 import kv_pb2
@@ -225,21 +227,38 @@ class Subvolume:
         """A lock on this subvolume (cowkv.lease.Lock): ``with sv.lock("jobs"): ...``."""
         return Lock(self, name, ttl)
 
+    def begin(self, lease_ms: int = 0,
+              durability: Durability = Durability.DEFAULT, *,
+              timeout: Optional[float] = None) -> Transaction:
+        """An interactive transaction, begun on entering ``with`` (commit on
+        success, abort on an exception) or by ``tx.begin()``. ``lease_ms``
+        0 = server default (30 s). No retries: :meth:`run_in_transaction`
+        retries."""
+        return Transaction(self._rpc, self.name, lease_ms, durability, timeout)
+
     def transaction(self, lease_ms: int = 0,
                     durability: Durability = Durability.DEFAULT, *,
                     timeout: Optional[float] = None) -> Transaction:
-        """Begins an interactive transaction (use it with ``with``: commit on
-        success, abort on an exception). ``lease_ms`` 0 = server default (30 s)."""
-        return Transaction(self._rpc, self.name, lease_ms, durability, timeout)
+        """Deprecated alias of :meth:`begin` (every cowkv client calls it
+        ``begin``); kept for one release."""
+        warnings.warn("Subvolume.transaction() is deprecated: use begin()",
+                      DeprecationWarning, stacklevel=2)
+        return self.begin(lease_ms, durability, timeout=timeout)
 
-    def run_in_transaction(self, fn: Callable[[Transaction], T], retries: int = 10,
+    def run_in_transaction(self, fn: Callable[[Transaction], T],
+                           retries: Optional[int] = None,
                            durability: Durability = Durability.DEFAULT, lease_ms: int = 0,
-                           backoff_s: float = 0.005, max_backoff_s: float = 0.5, *,
+                           backoff_s: float = DEFAULT_BACKOFF_S,
+                           max_backoff_s: float = DEFAULT_MAX_BACKOFF_S, *,
+                           max_attempts: Optional[int] = None,
                            timeout: Optional[float] = None) -> T:
-        """Runs ``fn(tx)`` and commits, retrying on Conflict and TooOld up to
-        ``retries`` times with jittered exponential backoff; returns what
-        ``fn`` returned. ``fn`` may run more than once. ``timeout``: of each
-        Begin, Commit and Abort (the calls inside ``fn`` take their own)."""
-        return run_in_transaction(lambda: self.transaction(lease_ms, durability, timeout=timeout),
-                                  fn, retries,
+        """Runs ``fn(tx)`` and commits, running it at most ``max_attempts``
+        times in all (default 10) while it fails with Conflict or TooOld,
+        with jittered exponential backoff (docs/api.md, "Retrying
+        transactions"); returns what ``fn`` returned. ``fn`` may run more
+        than once. ``retries`` (deprecated) = ``max_attempts - 1``.
+        ``timeout``: of each Begin, Commit and Abort (the calls inside
+        ``fn`` take their own)."""
+        return run_in_transaction(lambda: self.begin(lease_ms, durability, timeout=timeout),
+                                  fn, attempts_of(max_attempts, retries),
                                   backoff_s, max_backoff_s)

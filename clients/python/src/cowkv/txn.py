@@ -10,13 +10,13 @@ One-shot::
 
 Interactive::
 
-    with sv.transaction() as tx:          # Begin
+    with sv.begin() as tx:                # Begin
         n = int(tx.get("counter", b"0"))  # recorded read
         tx.put("counter", str(n + 1))     # buffered write
     # leaving the block commits (Conflict if something tx read changed);
     # an exception inside it aborts instead.
 
-    sv.run_in_transaction(lambda tx: ..., retries=10)  # retries Conflict/TooOld
+    sv.run_in_transaction(lambda tx: ..., max_attempts=10)  # retries Conflict/TooOld
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import dataclasses
 import enum
 import random
 import time
+import warnings
 from types import TracebackType
 from typing import Callable, Iterable, List, Optional, Type, TypeVar, Union
 
@@ -41,6 +42,7 @@ __all__ = [
     "Op", "Put", "Delete", "DeleteRange", "Range", "Get",
     "TxnResult", "PutResult", "DeleteResult", "RangeResult", "OpResult",
     "Transaction", "TransactionState", "run_in_transaction", "retry_delay",
+    "DEFAULT_MAX_ATTEMPTS", "DEFAULT_BACKOFF_S", "DEFAULT_MAX_BACKOFF_S",
 ]
 
 T = TypeVar("T")
@@ -378,21 +380,48 @@ class Transaction:
             pass  # the handle may have expired; the original exception matters
 
 
-def retry_delay(attempt: int, backoff_s: float, max_backoff_s: float) -> float:
-    """Seconds to wait before retry ``attempt`` (0-based) of a transaction:
-    uniform in [0, min(max, base * 2^attempt)] ("full jitter")."""
-    return random.uniform(0, min(max_backoff_s, backoff_s * (2 ** attempt)))
+#: The retry helper's defaults, the same in every client (docs/api.md,
+#: "Retrying transactions"; clients/conformance/retry_rule.json).
+DEFAULT_MAX_ATTEMPTS = 10
+DEFAULT_BACKOFF_S = 0.010
+DEFAULT_MAX_BACKOFF_S = 1.0
+
+
+def retry_delay(attempt: int, backoff_s: float = DEFAULT_BACKOFF_S,
+                max_backoff_s: float = DEFAULT_MAX_BACKOFF_S) -> float:
+    """Seconds to wait before retry ``attempt + 1`` (``attempt`` 0-based:
+    0 = after the first run failed): uniform in [d/2, d] with
+    d = min(max, base * 2^attempt), the rule of every cowkv client."""
+    d = min(max_backoff_s, backoff_s * (2 ** min(attempt, 62)))
+    return random.uniform(d / 2, d)
+
+
+def attempts_of(max_attempts: Optional[int], retries: Optional[int]) -> int:
+    """The number of runs from ``max_attempts`` or the deprecated
+    ``retries`` (retries after the first run); the default when neither."""
+    if max_attempts is not None and retries is not None:
+        raise TypeError("give max_attempts or retries, not both")
+    if retries is not None:
+        warnings.warn("retries= is deprecated: use max_attempts= (= retries + 1)",
+                      DeprecationWarning, stacklevel=3)
+        max_attempts = retries + 1
+    n = DEFAULT_MAX_ATTEMPTS if max_attempts is None else max_attempts
+    if n < 1:
+        raise ValueError(f"max_attempts must be at least 1, not {n}")
+    return n
 
 
 def run_in_transaction(begin: Callable[[], Transaction], fn: Callable[[Transaction], T],
-                       retries: int = 10, backoff_s: float = 0.005,
-                       max_backoff_s: float = 0.5) -> T:
-    """Runs ``fn(tx)`` in a fresh transaction and commits, up to ``retries``
-    more times when the transaction conflicts (Conflict) or is too old
-    (TooOld), sleeping a random time in [0, min(max, base * 2^attempt)]
-    between attempts ("full jitter") so that contending clients spread out.
-    Other exceptions abort and propagate at once. ``fn`` may run more than
-    once: keep side effects outside it."""
+                       max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+                       backoff_s: float = DEFAULT_BACKOFF_S,
+                       max_backoff_s: float = DEFAULT_MAX_BACKOFF_S, *,
+                       sleep: Callable[[float], None] = time.sleep) -> T:
+    """Runs ``fn(tx)`` in a fresh transaction and commits, at most
+    ``max_attempts`` times in all while the transaction conflicts (Conflict)
+    or is too old (TooOld), sleeping :func:`retry_delay` between attempts so
+    that contending clients spread out. Other exceptions abort and propagate
+    at once. ``fn`` may run more than once: keep side effects outside it.
+    ``sleep`` is a seam for tests."""
     attempt = 0
     while True:
         try:
@@ -400,7 +429,7 @@ def run_in_transaction(begin: Callable[[], Transaction], fn: Callable[[Transacti
                 result = fn(tx)
             return result
         except (errors.Conflict, errors.TooOld):
-            if attempt >= retries:
+            if attempt + 1 >= max_attempts:
                 raise
-        time.sleep(retry_delay(attempt, backoff_s, max_backoff_s))
+        sleep(retry_delay(attempt, backoff_s, max_backoff_s))
         attempt += 1

@@ -13,7 +13,7 @@ the synchronous client (cowkv) awaited:
         async with sv.watch("cfg/", prefix=True) as w:  # created on entry
             async for ev in w:
                 ...
-        async with sv.transaction() as tx:              # interactive
+        async with sv.begin() as tx:                    # interactive
             await tx.put("n", str(int(await tx.get("n", b"0")) + 1))
         lease = await sv.leases.grant(10)
         async with sv.leases.keep_alive_task(lease):

@@ -7,6 +7,7 @@ client's default)."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Awaitable, Callable, Iterable, List, Optional, Tuple, TypeVar, Union
 
 from cowkv import errors
@@ -16,7 +17,8 @@ from cowkv.aio.txn import Transaction, run_in_transaction
 from cowkv.aio.watch import Watch
 from cowkv.kv import delete_range_request
 from cowkv.range import RangePage, RangePager, range_request
-from cowkv.txn import Compare, Op, TxnResult, txn_request, txn_result
+from cowkv.txn import (DEFAULT_BACKOFF_S, DEFAULT_MAX_BACKOFF_S, Compare, Op, TxnResult,
+                       attempts_of, txn_request, txn_result)
 from cowkv.values import Durability, Key, KeyValue, durability_proto, to_bytes
 from cowkv.watch import watch_create
 from cowkv.v1 import kv_pb2
@@ -201,22 +203,30 @@ class Subvolume:
         req = txn_request(self.name, compare, success, failure, durability)
         return txn_result(await self._rpc.unary(self._rpc.kv.Txn, req, "txn", timeout))
 
-    def transaction(self, lease_ms: int = 0, durability: Durability = Durability.DEFAULT, *,
-                    timeout: Optional[float] = None) -> Transaction:
-        """An interactive transaction: ``async with sv.transaction() as tx``
+    def begin(self, lease_ms: int = 0, durability: Durability = Durability.DEFAULT, *,
+              timeout: Optional[float] = None) -> Transaction:
+        """An interactive transaction: ``async with sv.begin() as tx``
         begins it, commits on success and aborts on an exception
-        (``tx = await sv.transaction()`` begins it without a block).
+        (``tx = await sv.begin()`` begins it without a block).
         ``timeout``: of the Begin and of the block's Commit or Abort."""
         return Transaction(self._rpc, self.name, lease_ms, durability, timeout)
 
+    def transaction(self, lease_ms: int = 0, durability: Durability = Durability.DEFAULT, *,
+                    timeout: Optional[float] = None) -> Transaction:
+        """Deprecated alias of :meth:`begin`; kept for one release."""
+        warnings.warn("Subvolume.transaction() is deprecated: use begin()",
+                      DeprecationWarning, stacklevel=2)
+        return self.begin(lease_ms, durability, timeout=timeout)
+
     async def run_in_transaction(self, fn: Callable[[Transaction], Awaitable[T]],
-                                 retries: int = 10,
+                                 retries: Optional[int] = None,
                                  durability: Durability = Durability.DEFAULT,
-                                 lease_ms: int = 0, backoff_s: float = 0.005,
-                                 max_backoff_s: float = 0.5, *,
+                                 lease_ms: int = 0, backoff_s: float = DEFAULT_BACKOFF_S,
+                                 max_backoff_s: float = DEFAULT_MAX_BACKOFF_S, *,
+                                 max_attempts: Optional[int] = None,
                                  timeout: Optional[float] = None) -> T:
         """Awaits ``fn(tx)`` and commits, retrying on Conflict and TooOld (as
         cowkv.Subvolume.run_in_transaction); ``fn`` may run more than once."""
         return await run_in_transaction(
-            lambda: self.transaction(lease_ms, durability, timeout=timeout), fn, retries,
-            backoff_s, max_backoff_s)
+            lambda: self.begin(lease_ms, durability, timeout=timeout), fn,
+            attempts_of(max_attempts, retries), backoff_s, max_backoff_s)

@@ -1,7 +1,7 @@
 """cowkv.aio's interactive transactions (KV.Begin .. Commit/Abort), as
 cowkv.Transaction, awaited:
 
-    async with sv.transaction() as tx:             # Begin
+    async with sv.begin() as tx:                   # Begin
         n = int(await tx.get("counter", b"0"))     # recorded read
         await tx.put("counter", str(n + 1))        # buffered write
     # leaving the block commits; an exception inside it aborts.
@@ -20,7 +20,8 @@ import grpc
 from cowkv import errors
 from cowkv.aio._rpc import AioRpc
 from cowkv.range import range_request
-from cowkv.txn import TransactionState, retry_delay
+from cowkv.txn import (DEFAULT_BACKOFF_S, DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_BACKOFF_S,
+                       TransactionState, retry_delay)
 from cowkv.values import Durability, Key, KeyValue, durability_proto, opt_bytes, to_bytes
 from cowkv.v1 import kv_pb2
 
@@ -176,11 +177,15 @@ class Transaction:
 
 
 async def run_in_transaction(begin: Callable[[], Transaction],
-                             fn: Callable[[Transaction], Awaitable[T]], retries: int = 10,
-                             backoff_s: float = 0.005, max_backoff_s: float = 0.5) -> T:
+                             fn: Callable[[Transaction], Awaitable[T]],
+                             max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+                             backoff_s: float = DEFAULT_BACKOFF_S,
+                             max_backoff_s: float = DEFAULT_MAX_BACKOFF_S, *,
+                             sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> T:
     """As cowkv.txn.run_in_transaction with an async ``fn``: commits, and
-    retries on Conflict and TooOld up to ``retries`` times after the same
-    jittered backoff (cowkv.txn.retry_delay, awaited with asyncio.sleep)."""
+    runs it at most ``max_attempts`` times in all while it fails with
+    Conflict or TooOld, after the same jittered backoff
+    (cowkv.txn.retry_delay, awaited with ``sleep``)."""
     attempt = 0
     while True:
         try:
@@ -188,7 +193,7 @@ async def run_in_transaction(begin: Callable[[], Transaction],
                 result = await fn(tx)
             return result
         except (errors.Conflict, errors.TooOld):
-            if attempt >= retries:
+            if attempt + 1 >= max_attempts:
                 raise
-        await asyncio.sleep(retry_delay(attempt, backoff_s, max_backoff_s))
+        await sleep(retry_delay(attempt, backoff_s, max_backoff_s))
         attempt += 1

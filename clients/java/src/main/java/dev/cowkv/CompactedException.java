@@ -3,8 +3,8 @@ package dev.cowkv;
 import io.grpc.Status;
 
 /**
- * A watcher's start revision is compacted (a kind of OUT_OF_RANGE): restart at {@link
- * #compactRevision()}, the oldest revision still served.
+ * A read, or a watcher's start, at a revision the history no longer keeps (a kind of
+ * OUT_OF_RANGE): go on from {@link #compactRevision()}, the oldest revision still served.
  */
 public class CompactedException extends TooOldException {
   private static final long serialVersionUID = 1L;
@@ -20,8 +20,12 @@ public class CompactedException extends TooOldException {
     return compactRevision;
   }
 
+  /**
+   * True for a read's (in a transaction: its read revision left the history), as TOO_OLD
+   * (docs/api.md); false for a watcher's.
+   */
   @Override
   public boolean isRetryableTransaction() {
-    return false;
+    return !"watch".equals(operation());
   }
 }

@@ -80,13 +80,45 @@ public final class CowkvClient implements AutoCloseable {
 
   /** Every live subvolume and snapshot, "default" included, in id order. */
   public List<SubvolumeInfo> listSubvolumes() {
+    return listSubvolumes(false, false, List.of());
+  }
+
+  /**
+   * The list filtered and sorted by the server, as btrfs's {@code subvolume list -r -s --sort}:
+   * {@code readOnly} keeps read-only subvolumes, {@code snapshotsOnly} snapshots (parentId != 0);
+   * {@code sort} keys are "[+|-]FIELD" (gen, ogen, rootid, path; "-" descending, ties by id). An
+   * unknown key is {@link InvalidArgumentException} naming it.
+   */
+  public List<SubvolumeInfo> listSubvolumes(boolean readOnly, boolean snapshotsOnly,
+      List<String> sort) {
+    SubvolumesOuterClass.ListSubvolumesRequest req = SubvolumesOuterClass.ListSubvolumesRequest
+        .newBuilder().setReadOnly(readOnly).setSnapshotsOnly(snapshotsOnly).addAllSort(sort).build();
     SubvolumesOuterClass.ListSubvolumesResponse r = Rpc.call("list", () -> rpc.subvolumes()
-        .list(SubvolumesOuterClass.ListSubvolumesRequest.getDefaultInstance()));
+        .list(req));
     List<SubvolumeInfo> out = new ArrayList<>();
     for (SubvolumesOuterClass.SubvolumeInfo m : r.getSubvolumesList()) {
       out.add(SubvolumeInfo.fromProto(m));
     }
     return Collections.unmodifiableList(out);
+  }
+
+  /**
+   * Waits until deleted subvolumes' trees are dropped and their space is free (btrfs {@code
+   * subvolume sync}): the given ids, or every subvolume deleted before the call (empty). Returns the
+   * ids it waited for (an id dropped already is not listed). {@link NotFoundException} for an id
+   * that never was a subvolume, {@link FailedPreconditionException} for a live one; {@link
+   * DeadlineExceededException} (naming the ids still pending) when the default deadline comes first.
+   */
+  public List<Long> syncSubvolumes(List<Long> ids) {
+    long timeoutMs = 0;
+    if (rpc.deadline != null) {
+      // The server stops first, so its answer names what is pending.
+      long ms = rpc.deadline.toMillis();
+      timeoutMs = Math.max(1, ms - Math.min(500, ms / 10));
+    }
+    SubvolumesOuterClass.SyncSubvolumesRequest req = SubvolumesOuterClass.SyncSubvolumesRequest
+        .newBuilder().addAllIds(ids).setTimeoutMs(timeoutMs).build();
+    return List.copyOf(Rpc.call("sync-subvolumes", () -> rpc.subvolumes().sync(req)).getSyncedList());
   }
 
   /** One subvolume; {@link NotFoundException} if no subvolume has the name. */

@@ -1,6 +1,7 @@
 package dev.cowkv;
 
 import io.grpc.Status;
+import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -21,7 +22,8 @@ import java.util.regex.Pattern;
  * │   └── ReadOnlyException                              write to a read-only snapshot or store
  * ├── ConflictException             ABORTED              retry the whole transaction
  * ├── TooOldException               OUT_OF_RANGE         retry the whole transaction
- * │   └── CompactedException                             a watcher's start is compacted
+ * │   └── CompactedException                             a read or watcher start at a compacted revision
+ * ├── FutureRevisionException       OUT_OF_RANGE         a read at a revision not reached yet
  * ├── ResourceExhaustedException    RESOURCE_EXHAUSTED   a server limit
  * │   └── NoSpaceException                               the device is full (ENOSPC)
  * ├── DataLossException             DATA_LOSS            a checksum failed: run Admin.Check
@@ -35,6 +37,10 @@ import java.util.regex.Pattern;
  * ├── SubvolumeDeletedException                          a watcher's subvolume was deleted
  * └── SlowReaderException                                a watcher's listener was too slow
  * </pre>
+ *
+ * <p>The class comes from the {@code google.rpc.ErrorInfo} the server sends with every error
+ * ({@link #errorReason()}, {@link #errorMetadata()}); the message text is read only for a server
+ * that sends none (see {@link Errors#fromStatus(Status, com.google.rpc.ErrorInfo, String)}).
  */
 public class CowkvException extends RuntimeException {
   private static final long serialVersionUID = 1L;
@@ -43,6 +49,8 @@ public class CowkvException extends RuntimeException {
   private final Status.Code code;
   private final String reason;
   private final String operation;
+  private String errorReason = "";
+  private Map<String, String> errorMetadata = Map.of();
 
   /**
    * @param code the gRPC status code, or null for an error raised by the client itself
@@ -74,8 +82,33 @@ public class CowkvException extends RuntimeException {
     return operation;
   }
 
-  /** The POSIX name a Files error starts with ("ENOENT"), or null. */
+  /**
+   * The server's {@code google.rpc.ErrorInfo} reason ("ENOENT", "READ_ONLY_SNAPSHOT", "CONFLICT",
+   * ...; docs/api.md "Errors"); "" from a server that sends none and for the client's own checks.
+   * ({@link #reason()} is the message, a name kept from before ErrorInfo.)
+   */
+  public String errorReason() {
+    return errorReason;
+  }
+
+  /** The ErrorInfo's metadata ("errno" for Files errors, "compact_revision"); empty when none. */
+  public Map<String, String> errorMetadata() {
+    return errorMetadata;
+  }
+
+  /** Sets the ErrorInfo fields (Errors.fromStatus); returns this. */
+  CowkvException withErrorInfo(String reason, Map<String, String> metadata) {
+    this.errorReason = reason == null ? "" : reason;
+    this.errorMetadata = metadata == null ? Map.of() : Map.copyOf(metadata);
+    return this;
+  }
+
+  /** The POSIX name of a Files error ("ENOENT"): ErrorInfo's errno, else the message's prefix; or null. */
   public String errnoName() {
+    String errno = errorMetadata.get("errno");
+    if (errno != null) {
+      return errno;
+    }
     Matcher m = ERRNO.matcher(reason);
     return m.find() ? m.group(1) : null;
   }

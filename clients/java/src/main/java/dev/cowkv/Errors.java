@@ -1,14 +1,89 @@
 package dev.cowkv;
 
+import com.google.protobuf.InvalidProtocolBufferException;
+import com.google.rpc.ErrorInfo;
 import io.grpc.Status;
 import io.grpc.StatusException;
 import io.grpc.StatusRuntimeException;
+import io.grpc.protobuf.StatusProto;
 
 /** The one place that turns a gRPC status into a {@link CowkvException}. */
 public final class Errors {
   private Errors() {}
 
-  /** The exception for a status code and message (docs/api.md, "Errors"). */
+  /**
+   * The exception for a status with the server's {@code google.rpc.ErrorInfo} (docs/api.md,
+   * "Errors"): the class comes from its reason (any other reason keeps the code's class, the text
+   * is not read); without one (null or no reason: an older server), as {@link #fromStatus(Status,
+   * String)}.
+   */
+  public static CowkvException fromStatus(Status status, ErrorInfo info, String operation) {
+    if (info == null || info.getReason().isEmpty()) {
+      return fromStatus(status, operation);
+    }
+    Status.Code code = status.getCode();
+    String msg = status.getDescription() != null ? status.getDescription() : code.name();
+    Throwable cause = status.getCause();
+    CowkvException e;
+    switch (info.getReason()) {
+      case "READ_ONLY_SNAPSHOT", "EROFS" -> e = new ReadOnlyException(code, msg, operation, cause);
+      case "ENOSPC" -> e = new NoSpaceException(code, msg, operation, cause);
+      case "CONFLICT" -> e = new ConflictException(code, msg, operation, cause);
+      case "TOO_OLD" -> e = new TooOldException(code, msg, operation, cause);
+      case "FUTURE_REVISION" -> e = new FutureRevisionException(code, msg, operation, cause);
+      case "COMPACTED" -> e = new CompactedException(msg, compactRevision(info), operation);
+      default -> e = byCode(code, msg, operation, cause);
+    }
+    return e.withErrorInfo(info.getReason(), info.getMetadataMap());
+  }
+
+  private static long compactRevision(ErrorInfo info) {
+    try {
+      return Long.parseLong(info.getMetadataOrDefault("compact_revision", "0"));
+    } catch (NumberFormatException e) {
+      return 0;
+    }
+  }
+
+  /** The google.rpc.ErrorInfo in a gRPC error's grpc-status-details-bin trailer, or null. */
+  static ErrorInfo errorInfoOf(Throwable t) {
+    com.google.rpc.Status st;
+    try {
+      st = StatusProto.fromThrowable(t);
+    } catch (RuntimeException e) { // a damaged trailer counts as none
+      return null;
+    }
+    if (st == null) {
+      return null;
+    }
+    for (com.google.protobuf.Any any : st.getDetailsList()) {
+      if (any.is(ErrorInfo.class)) {
+        try {
+          return any.unpack(ErrorInfo.class);
+        } catch (InvalidProtocolBufferException e) {
+          return null;
+        }
+      }
+    }
+    return null;
+  }
+
+  /** The class of a code alone: no text is read (for statuses that carry a reason). */
+  private static CowkvException byCode(Status.Code code, String msg, String op, Throwable cause) {
+    switch (code) {
+      case FAILED_PRECONDITION:
+        return new FailedPreconditionException(code, msg, op, cause);
+      case RESOURCE_EXHAUSTED:
+        return new ResourceExhaustedException(code, msg, op, cause);
+      default:
+        return fromStatus(Status.fromCode(code).withDescription(msg).withCause(cause), op);
+    }
+  }
+
+  /**
+   * The exception for a status code and message, for a server that sends no ErrorInfo: read-only
+   * and no-space are told from the message text.
+   */
   public static CowkvException fromStatus(Status status, String operation) {
     Status.Code code = status.getCode();
     String msg = status.getDescription() != null ? status.getDescription() : code.name();
@@ -85,10 +160,10 @@ public final class Errors {
       return (CowkvException) t;
     }
     if (t instanceof StatusRuntimeException) {
-      return withCause(fromStatus(((StatusRuntimeException) t).getStatus(), operation), t);
+      return withCause(fromStatus(((StatusRuntimeException) t).getStatus(), errorInfoOf(t), operation), t);
     }
     if (t instanceof StatusException) {
-      return withCause(fromStatus(((StatusException) t).getStatus(), operation), t);
+      return withCause(fromStatus(((StatusException) t).getStatus(), errorInfoOf(t), operation), t);
     }
     if (t instanceof RuntimeException) {
       return (RuntimeException) t;

@@ -16,6 +16,8 @@ public record Extent(long logical, long physical, long length, int flags) {
   /** Stored inline in a metadata node. */
   public static final int FLAG_INLINE = 0x200;
   /** Shared with another file or snapshot (reflink, snapshot). */
+  /** Preallocated (fallocate): reads as zeros. */
+  public static final int FLAG_UNWRITTEN = 0x800;
   public static final int FLAG_SHARED = 0x2000;
 
   public boolean shared() {

@@ -253,8 +253,12 @@ public final class Files {
     Validate.path("read", "path", path);
     Validate.nonNegative("read", "offset", offset);
     Validate.nonNegative("read", "length", length);
-    FilesOuterClass.ReadRequest req = FilesOuterClass.ReadRequest.newBuilder()
-        .setSubvolume(subvolume).setPath(path).setOffset(offset).setLength(length).build();
+    return readTo(FilesOuterClass.ReadRequest.newBuilder().setSubvolume(subvolume).setPath(path)
+        .setOffset(offset).setLength(length).build(), out);
+  }
+
+  /** One Read stream into {@code out} (a path's or a handle's). */
+  long readTo(FilesOuterClass.ReadRequest req, OutputStream out) {
     Context.CancellableContext ctx = Context.current().withCancellation();
     try {
       return ctx.call(() -> {
@@ -348,6 +352,36 @@ public final class Files {
       out.add(ByteString.copyFrom(data, i, Math.min(WRITE_CHUNK, data.length - i)));
     }
     return out.iterator();
+  }
+
+  /** A Write by handle: {@code data} at {@code offset}. */
+  WriteResult writeHandle(long handle, long offset, byte[] data) {
+    Validate.nonNegative("write", "offset", offset);
+    FilesOuterClass.WriteRequest head = FilesOuterClass.WriteRequest.newBuilder()
+        .setSubvolume(subvolume).setHandle(handle).setOffset(offset).build();
+    return WriteResult.fromProto(writeStream(head, chunks(data)));
+  }
+
+  /**
+   * Opens a file on the server ({@code leaseMs} 0 = the server's 30 s): while the handle is open,
+   * removing the file's last name does not delete it. Close it (try-with-resources).
+   */
+  public FileHandle openHandle(String path, long leaseMs) {
+    Validate.path("open", "path", path);
+    return new FileHandle(this, rpc, Rpc.call("open", () -> rpc.files().open(
+        FilesOuterClass.OpenRequest.newBuilder().setSubvolume(subvolume).setPath(path)
+            .setLeaseMs(leaseMs).build())));
+  }
+
+  /**
+   * O_TMPFILE: a new regular file without a name in directory {@code dir} ({@code mode} 0 =
+   * 0644), opened; {@link FileHandle#link} names it, closing it without a name deletes it.
+   */
+  public FileHandle createTmpfile(String dir, int mode, long leaseMs) {
+    Validate.path("tmpfile", "dir_path", dir);
+    return new FileHandle(this, rpc, Rpc.call("tmpfile", () -> rpc.files().createTmpfile(
+        FilesOuterClass.CreateTmpfileRequest.newBuilder().setSubvolume(subvolume).setDirPath(dir)
+            .setMode(mode).setLeaseMs(leaseMs).build())));
   }
 
   /** One Write RPC: {@code head} names the file, then one message per chunk, with flow control. */
@@ -447,6 +481,101 @@ public final class Files {
     Validate.path("fsync", "path", path);
     Rpc.call("fsync", () -> rpc.files().fsync(FilesOuterClass.FsyncRequest.newBuilder()
         .setSubvolume(subvolume).setPath(path).setDatasync(datasync).build()));
+  }
+
+  /**
+   * A range fsync (sync_file_range): at least the data of {@code [offset, offset + length)} is
+   * durable when it returns ({@code length} 0 = to EOF; the server syncs the whole file today).
+   */
+  public void fsync(String path, boolean datasync, long offset, long length) {
+    Validate.path("fsync", "path", path);
+    Rpc.call("fsync", () -> rpc.files().fsync(FilesOuterClass.FsyncRequest.newBuilder()
+        .setSubvolume(subvolume).setPath(path).setDatasync(datasync).setOffset(offset)
+        .setLength(length).build()));
+  }
+
+  /** fallocate(2) mode: keep the size (the range may lie past EOF). */
+  public static final int FALLOC_FL_KEEP_SIZE = 0x01;
+  /** fallocate(2) mode: make the range a hole (with {@link #FALLOC_FL_KEEP_SIZE}). */
+  public static final int FALLOC_FL_PUNCH_HOLE = 0x02;
+  /** fallocate(2) mode: make the range read as zeros (preallocated extents). */
+  public static final int FALLOC_FL_ZERO_RANGE = 0x10;
+
+  /**
+   * fallocate(2) on a regular file: with {@code mode} 0 the range's holes get preallocated extents
+   * (reading as zeros, {@link Extent#FLAG_UNWRITTEN} in fiemap) and the file grows to {@code offset
+   * + length}; {@code mode} is made of the {@code FALLOC_FL_*} values. Punch hole with zero range,
+   * or {@code length} 0, is {@link InvalidArgumentException} (EINVAL); a full device {@link
+   * NoSpaceException} with nothing changed. Returns the file's attributes.
+   */
+  public FileStat fallocate(String path, long offset, long length, int mode) {
+    Validate.path("fallocate", "path", path);
+    return FileStat.fromProto(Rpc.call("fallocate", () -> rpc.files().fallocate(
+        FilesOuterClass.FallocateRequest.newBuilder().setSubvolume(subvolume).setPath(path)
+            .setOffset(offset).setLength(length).setMode(mode).build())));
+  }
+
+  /** setxattr(2) flag: {@link AlreadyExistsException} (EEXIST) if the name is set. */
+  public static final int XATTR_CREATE = 1;
+  /** setxattr(2) flag: {@link NotFoundException} (ENODATA) if the name is not set. */
+  public static final int XATTR_REPLACE = 2;
+
+  /**
+   * setattr: changes the attributes {@code change} names in one call and returns them afterwards;
+   * ctime becomes now when anything changes.
+   */
+  public FileStat setAttr(String path, AttrChange change) {
+    Validate.path("setattr", "path", path);
+    return FileStat.fromProto(Rpc.call("setattr",
+        () -> rpc.files().setAttr(change.request(subvolume, path))));
+  }
+
+  /** Sets the permission bits (at most 07777). */
+  public FileStat chmod(String path, int mode) {
+    return setAttr(path, new AttrChange().mode(mode));
+  }
+
+  /** Sets the owner; -1 keeps that id (as chown(2)). */
+  public FileStat chown(String path, int uid, int gid) {
+    AttrChange c = new AttrChange();
+    if (uid != -1) {
+      c.uid(uid);
+    }
+    if (gid != -1) {
+      c.gid(gid);
+    }
+    return setAttr(path, c);
+  }
+
+  /** Sets an extended attribute; {@code flags} 0, {@link #XATTR_CREATE} or {@link #XATTR_REPLACE}. */
+  public void setXattr(String path, String name, byte[] value, int flags) {
+    Validate.path("setxattr", "path", path);
+    Rpc.call("setxattr", () -> rpc.files().setXattr(FilesOuterClass.SetXattrRequest.newBuilder()
+        .setSubvolume(subvolume).setPath(path).setName(name).setValue(ByteString.copyFrom(value))
+        .setFlags(flags).build()));
+  }
+
+  /** An extended attribute's value; {@link NotFoundException} (errno ENODATA) if it is not set. */
+  public byte[] getXattr(String path, String name) {
+    Validate.path("getxattr", "path", path);
+    return Rpc.call("getxattr", () -> rpc.files().getXattr(FilesOuterClass.GetXattrRequest
+        .newBuilder().setSubvolume(subvolume).setPath(path).setName(name).build())).getValue()
+        .toByteArray();
+  }
+
+  /** The names of a file's extended attributes, sorted. */
+  public List<String> listXattrs(String path) {
+    Validate.path("listxattr", "path", path);
+    return List.copyOf(Rpc.call("listxattr", () -> rpc.files().listXattrs(
+        FilesOuterClass.ListXattrsRequest.newBuilder().setSubvolume(subvolume).setPath(path)
+            .build())).getNamesList());
+  }
+
+  /** Removes an extended attribute; {@link NotFoundException} (errno ENODATA) if it is not set. */
+  public void removeXattr(String path, String name) {
+    Validate.path("removexattr", "path", path);
+    Rpc.call("removexattr", () -> rpc.files().removeXattr(FilesOuterClass.RemoveXattrRequest
+        .newBuilder().setSubvolume(subvolume).setPath(path).setName(name).build()));
   }
 
   /** Every extent of the file, in file order. */

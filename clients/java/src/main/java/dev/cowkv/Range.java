@@ -23,6 +23,7 @@ public final class Range {
   private boolean keysOnly;
   private boolean countOnly;
   private String snapshot = "";
+  private long revision;
 
   private Range() {}
 
@@ -129,6 +130,16 @@ public final class Range {
     return this;
   }
 
+  /**
+   * Read the range as it was at {@code revision}, from the subvolume's history (every page at it;
+   * 0 = the latest): {@link CompactedException} below what the history keeps, {@link
+   * FutureRevisionException} past the current revision.
+   */
+  public Range atRevision(long revision) {
+    this.revision = revision;
+    return this;
+  }
+
   boolean hasBounds() {
     return !empty(start) || !empty(end) || !empty(prefix);
   }
@@ -156,6 +167,7 @@ public final class Range {
     Validate.bound(op, "prefix", prefix);
     Validate.nonNegative(op, "limit", limit);
     Validate.nonNegative(op, "pageSize", pageSize);
+    Validate.nonNegative(op, "revision", revision);
     if (!empty(prefix) && (!empty(start) || !empty(end))) {
       throw Errors.invalid(op, "prefix: start and end must be empty with a prefix");
     }
@@ -173,7 +185,8 @@ public final class Range {
         .setReverse(reverse)
         .setKeysOnly(keysOnly)
         .setCountOnly(countOnly || this.countOnly)
-        .setSnapshot(snapshot);
+        .setSnapshot(snapshot)
+        .setRevision(revision);
   }
 
   Kv.RangeOp toOp(boolean countOnly) {

@@ -10,7 +10,8 @@ import java.util.function.Supplier;
  * ({@link ConflictException}, {@link TooOldException}): at most {@code maxAttempts} runs in
  * all, waiting a random time in {@code [d/2, d]} before retry n (0-based), with
  * {@code d = min(maxBackoff, baseBackoff * 2^n)}, so that contending clients spread out.
- * The defaults (10 attempts, 10 ms doubling to 1 s) are those of every cowkv client.
+ * The defaults (10 attempts, 10 ms doubling to 1 s) are those of every cowkv client (docs/api.md,
+ * "Retrying transactions").
  *
  * @param maxAttempts runs of the transaction in all (1 = never retry)
  * @param baseBackoff the wait bound before the first retry

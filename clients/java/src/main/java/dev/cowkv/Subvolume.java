@@ -15,7 +15,7 @@ import java.util.OptionalLong;
  * long rev = sv.put("user/1", "alice");
  * sv.getString("user/1");                           // Optional[alice]
  * for (KeyValue kv : sv.range(Range.prefix("user/"))) { ... }
- * long n = sv.transaction(tx -> { ...; return 1L; }); // retried on conflict
+ * long n = sv.runInTransaction(tx -> { ...; return 1L; }); // retried on conflict
  * }</pre>
  */
 public final class Subvolume {
@@ -130,9 +130,24 @@ public final class Subvolume {
 
   /** The key and the store revision the read saw; {@link NotFoundException} if absent. */
   public GetResult getWithRevision(byte[] key) {
+    return getAtRevision(key, 0);
+  }
+
+  /**
+   * The key as it was at {@code revision}, from the subvolume's history (0 = the latest), and the
+   * revision read at: {@link NotFoundException} if absent then, {@link CompactedException} (with
+   * its compact revision) below what the history keeps, {@link FutureRevisionException} past the
+   * current revision.
+   */
+  public GetResult getAtRevision(byte[] key, long revision) {
     Validate.key("get", key);
-    return GetResult.fromProto(Rpc.call("get", () -> rpc.kv().get(
-        Kv.GetRequest.newBuilder().setSubvolume(name).setKey(Range.bs(key)).build())));
+    Validate.nonNegative("get", "revision", revision);
+    return GetResult.fromProto(Rpc.call("get", () -> rpc.kv().get(Kv.GetRequest.newBuilder()
+        .setSubvolume(name).setKey(Range.bs(key)).setRevision(revision).build())));
+  }
+
+  public GetResult getAtRevision(String key, long revision) {
+    return getAtRevision(Range.bytes(key), revision);
   }
 
   /** The key's value, or empty if the key is absent. */
@@ -290,19 +305,32 @@ public final class Subvolume {
   /**
    * Runs {@code fn} in a fresh transaction and commits it (unless {@code fn} committed or
    * aborted it itself), retrying on {@link ConflictException} and {@link TooOldException}
-   * with jittered exponential backoff ({@link RetryPolicy#DEFAULT}); returns what {@code fn}
-   * returned. Other exceptions abort the transaction and propagate at once. {@code fn} may
-   * run more than once: keep side effects out of it.
+   * with jittered exponential backoff ({@link RetryPolicy#DEFAULT}: docs/api.md, "Retrying
+   * transactions"); returns what {@code fn} returned. Other exceptions abort the transaction and
+   * propagate at once. {@code fn} may run more than once: keep side effects out of it. The retry
+   * helper of every cowkv client; {@link #begin()} starts a transaction without retries.
    */
-  public <T> T transaction(TransactionFunction<T> fn) {
-    return transaction(TransactionOptions.DEFAULT, fn);
+  public <T> T runInTransaction(TransactionFunction<T> fn) {
+    return runInTransaction(TransactionOptions.DEFAULT, fn);
   }
 
-  public <T> T transaction(TransactionOptions options, TransactionFunction<T> fn) {
+  public <T> T runInTransaction(TransactionOptions options, TransactionFunction<T> fn) {
     return options.retry().run(() -> attempt(options, fn));
   }
 
-  /** {@link #transaction} for a body without a result. */
+  /** The old name of {@link #runInTransaction(TransactionFunction)}. */
+  @Deprecated(since = "0.2.0", forRemoval = true)
+  public <T> T transaction(TransactionFunction<T> fn) {
+    return runInTransaction(fn);
+  }
+
+  /** The old name of {@link #runInTransaction(TransactionOptions, TransactionFunction)}. */
+  @Deprecated(since = "0.2.0", forRemoval = true)
+  public <T> T transaction(TransactionOptions options, TransactionFunction<T> fn) {
+    return runInTransaction(options, fn);
+  }
+
+  /** {@link #runInTransaction} for a body without a result. */
   public void runTransaction(TransactionBody body) {
     runTransaction(TransactionOptions.DEFAULT, body);
   }

@@ -135,8 +135,10 @@ public final class Watcher implements AutoCloseable {
       case WATCH_CANCEL_SLOW_READER:
         return new SlowReaderException(code, reason, OP, null);
       default: // REFUSED, SERVER: the error a call would have given
-        return Errors.fromStatus(Status.fromCode(code == null ? Status.Code.UNKNOWN : code)
-            .withDescription(reason), OP);
+        Status st = Status.fromCode(code == null ? Status.Code.UNKNOWN : code).withDescription(reason);
+        com.google.rpc.ErrorInfo info = r.getErrorReason().isEmpty() ? null
+            : com.google.rpc.ErrorInfo.newBuilder().setReason(r.getErrorReason()).build();
+        return Errors.fromStatus(st, info, OP);
     }
   }
 

@@ -53,13 +53,36 @@ class ClientTest {
     assertTrue(sv.deleteIfExists("nope").isEmpty());
   }
 
+  /** The server's ErrorInfo gives the class, errorReason() and errnoName() (ErrorsTest: fallback). */
+  @Test
+  void errorInfoFromTheServer() {
+    client.createSubvolume("java-errors");
+    client.snapshot("java-errors", "java-errors@ro", true);
+    Subvolume ro = client.subvolume("java-errors@ro");
+    Subvolume w = client.subvolume("java-errors");
+    ReadOnlyException put = assertThrows(ReadOnlyException.class, () -> ro.put("k", "v"));
+    assertEquals("READ_ONLY_SNAPSHOT", put.errorReason());
+    ReadOnlyException mk = assertThrows(ReadOnlyException.class, () -> ro.files().mkdir("/d"));
+    assertEquals(List.of("READ_ONLY_SNAPSHOT", "EROFS"), List.of(mk.errorReason(), mk.errnoName()));
+    w.files().mkdir("/d");
+    w.files().create("/d/f");
+    FailedPreconditionException ne = assertThrows(FailedPreconditionException.class,
+        () -> w.files().rmdir("/d"));
+    assertEquals(List.of("ENOTEMPTY", "ENOTEMPTY"), List.of(ne.errorReason(), ne.errnoName()));
+    NotFoundException nf = assertThrows(NotFoundException.class, () -> w.files().stat("/none"));
+    assertEquals(List.of("ENOENT", "ENOENT"), List.of(nf.errorReason(), nf.errnoName()));
+    AlreadyExistsException ae = assertThrows(AlreadyExistsException.class,
+        () -> client.createSubvolume("java-errors"));
+    assertEquals("ALREADY_EXISTS", ae.errorReason());
+  }
+
   @Test
   void transactionHelperUnderContention() throws Exception {
     ExecutorService pool = Executors.newFixedThreadPool(4);
     TransactionOptions opts = TransactionOptions.DEFAULT.withRetry(RetryPolicy.DEFAULT.withMaxAttempts(50));
     List<Future<Long>> results = new ArrayList<>();
     for (int i = 0; i < 8; i++) {
-      results.add(pool.submit(() -> sv.transaction(opts, tx -> {
+      results.add(pool.submit(() -> sv.runInTransaction(opts, tx -> {
         long n = tx.getString("counter").map(Long::parseLong).orElse(0L);
         tx.put("counter", Long.toString(n + 1));
         return n + 1;

@@ -91,6 +91,7 @@ class ConformanceTest {
     private final boolean clientSide;
     private final Map<String, Object> vars = new HashMap<>();
     private final Map<String, Transaction> txs = new HashMap<>();
+    private final Map<String, FileHandle> handles = new HashMap<>();
     private final Map<String, Watcher> watchers = new HashMap<>();
     private final Map<String, WatchQueue> queues = new HashMap<>();
     private final List<Transaction> unnamed = new ArrayList<>();
@@ -210,9 +211,21 @@ class ConformanceTest {
         case "show_subvolume":
           return info(client.showSubvolume(str(a, "name")));
         case "list_subvolumes": {
+          List<String> sort = new ArrayList<>();
+          if (a.get("sort") instanceof List<?> l) {
+            l.forEach(k -> sort.add(String.valueOf(k)));
+          }
           List<Object> names = new ArrayList<>();
-          client.listSubvolumes().forEach(i -> names.add(i.name()));
+          client.listSubvolumes(bool(a, "read_only"), bool(a, "snapshots_only"), sort)
+              .forEach(i -> names.add(i.name()));
           return Map.of("names", names);
+        }
+        case "sync_subvolumes": {
+          List<Long> ids = new ArrayList<>();
+          if (a.get("ids") instanceof List<?> l) {
+            l.forEach(v -> ids.add(((Number) v).longValue()));
+          }
+          return Map.of("synced", new ArrayList<Object>(client.syncSubvolumes(ids)));
         }
         case "snapshot":
           return info(client.snapshot(str(a, "source"), str(a, "name"), bool(a, "read_only")));
@@ -224,7 +237,7 @@ class ConformanceTest {
           return Map.of();
 
         case "get":
-          return getResult(sv(a).getWithRevision(bytes(a, "key")));
+          return getResult(sv(a).getAtRevision(bytes(a, "key"), num(a, "revision")));
         case "put":
           return Map.of("revision", sv(a).put(bytes(a, "key"), bytes(a, "value"), dur(a), num(a, "lease")));
         case "delete":
@@ -235,7 +248,7 @@ class ConformanceTest {
         }
         case "range":
           return keysValues(sv(a).range(range(a).pageSize(num(a, "page_size"))
-              .snapshot(str(a, "snapshot"))));
+              .snapshot(str(a, "snapshot")).atRevision(num(a, "revision"))));
         case "range_page": {
           Range r = range(a).limit(num(a, "limit")).snapshot(str(a, "snapshot"));
           if (bool(a, "count_only")) {
@@ -329,7 +342,62 @@ class ConformanceTest {
         case "truncate":
           return stat(files(a).truncate(str(a, "path"), num(a, "size")));
         case "fsync":
-          files(a).fsync(str(a, "path"), bool(a, "datasync"));
+          files(a).fsync(str(a, "path"), bool(a, "datasync"), num(a, "offset"), num(a, "length"));
+          return Map.of();
+        case "open_handle":
+        case "create_tmpfile": {
+          FileHandle h = op.equals("open_handle")
+              ? files(a).openHandle(str(a, "path"), num(a, "lease_ms"))
+              : files(a).createTmpfile(str(a, "dir"), (int) num(a, "mode"), 0);
+          handles.put(str(a, "as"), h);
+          return Map.of("ino", h.ino(), "lease_ms", h.leaseMs(), "stat", stat(h.openedStat()));
+        }
+        case "handle_stat":
+          return stat(handles.get(str(a, "h")).stat());
+        case "handle_read": {
+          byte[] d = handles.get(str(a, "h")).read(num(a, "offset"), num(a, "length"));
+          return Map.of("data", d, "size", (long) d.length);
+        }
+        case "handle_write":
+          return Map.of("bytes_written",
+              handles.get(str(a, "h")).write(num(a, "offset"), bytes(a, "data")).bytesWritten());
+        case "handle_link":
+          return stat(handles.get(str(a, "h")).link(str(a, "new_path")));
+        case "close_handle":
+          handles.remove(str(a, "h")).close();
+          return Map.of();
+        case "fallocate": {
+          int mode = 0;
+          if (a.get("mode") instanceof List<?> l) {
+            for (Object m : l) {
+              if ("keep_size".equals(m)) {
+                mode |= Files.FALLOC_FL_KEEP_SIZE;
+              } else if ("punch_hole".equals(m)) {
+                mode |= Files.FALLOC_FL_PUNCH_HOLE | Files.FALLOC_FL_KEEP_SIZE;
+              } else if ("zero_range".equals(m)) {
+                mode |= Files.FALLOC_FL_ZERO_RANGE;
+              } else {
+                return bad("fallocate mode " + m);
+              }
+            }
+          }
+          return stat(files(a).fallocate(str(a, "path"), num(a, "offset"), num(a, "length"), mode));
+        }
+        case "set_attr":
+          return stat(files(a).setAttr(str(a, "path"), attrChange(a)));
+        case "set_xattr": {
+          Object fl = a.get("flags");
+          int flags = "create".equals(fl) ? Files.XATTR_CREATE
+              : "replace".equals(fl) ? Files.XATTR_REPLACE : 0;
+          files(a).setXattr(str(a, "path"), str(a, "name"), bytes(a, "value"), flags);
+          return Map.of();
+        }
+        case "get_xattr":
+          return Map.of("value", files(a).getXattr(str(a, "path"), str(a, "name")));
+        case "list_xattrs":
+          return Map.of("names", new ArrayList<Object>(files(a).listXattrs(str(a, "path"))));
+        case "remove_xattr":
+          files(a).removeXattr(str(a, "path"), str(a, "name"));
           return Map.of();
         case "link_many": {
           Files f = files(a);
@@ -657,7 +725,37 @@ class ConformanceTest {
 
     private static Map<String, Object> stat(FileStat s) {
       return Map.of("ino", s.ino(), "kind", s.kind().name().toLowerCase(java.util.Locale.ROOT),
-          "mode", (long) s.mode(), "nlink", (long) s.nlink(), "size", s.size());
+          "mode", (long) s.mode(), "nlink", (long) s.nlink(), "size", s.size(),
+          "uid", (long) s.uid(), "gid", (long) s.gid(), "atime_ns", s.atimeNs(),
+          "mtime_ns", s.mtimeNs(), "ctime_ns", s.ctimeNs());
+    }
+
+    /** set_attr's arguments: an absent one is kept, "now" = the server's clock. */
+    private static AttrChange attrChange(Map<String, Object> a) {
+      AttrChange c = new AttrChange();
+      if (a.get("mode") != null) {
+        c.mode((int) num(a, "mode"));
+      }
+      if (a.get("uid") != null) {
+        c.uid((int) num(a, "uid"));
+      }
+      if (a.get("gid") != null) {
+        c.gid((int) num(a, "gid"));
+      }
+      if (a.get("size") != null) {
+        c.size(num(a, "size"));
+      }
+      if ("now".equals(a.get("atime_ns"))) {
+        c.atimeNow();
+      } else if (a.get("atime_ns") != null) {
+        c.atimeNs(num(a, "atime_ns"));
+      }
+      if ("now".equals(a.get("mtime_ns"))) {
+        c.mtimeNow();
+      } else if (a.get("mtime_ns") != null) {
+        c.mtimeNs(num(a, "mtime_ns"));
+      }
+      return c;
     }
 
     private static List<Object> flagNames(Extent e) {
@@ -695,6 +793,7 @@ class ConformanceTest {
     /** The most specific class name of an error (README, "Error classes"). */
     static String errorClass(CowkvException e) {
       if (e instanceof CompactedException) return "compacted";
+      if (e instanceof FutureRevisionException) return "future_revision";
       if (e instanceof SubvolumeDeletedException) return "subvolume_deleted";
       if (e instanceof SlowReaderException) return "slow_reader";
       if (e instanceof ReadOnlyException) return "read_only";

@@ -43,6 +43,41 @@ class RetryPolicyTest {
     }
   }
 
+  /**
+   * The one retry rule (docs/api.md "Retrying transactions"), from
+   * clients/conformance/retry_rule.json: the default policy runs a body that always conflicts
+   * max_attempts times and waits within the bounds.
+   */
+  @Test
+  void defaultPolicyKeepsTheRetryRule() throws Exception {
+    com.google.gson.JsonObject rule = com.google.gson.JsonParser.parseString(
+        java.nio.file.Files.readString(java.nio.file.Path.of("../conformance/retry_rule.json")))
+        .getAsJsonObject();
+    RetryPolicy d = RetryPolicy.DEFAULT;
+    assertEquals(rule.get("max_attempts").getAsInt(), d.maxAttempts());
+    assertEquals(Duration.ofMillis(rule.get("first_wait_ms").getAsLong()), d.baseBackoff());
+    assertEquals(Duration.ofMillis(rule.get("max_wait_ms").getAsLong()), d.maxBackoff());
+    var waits = rule.getAsJsonArray("waits_ms");
+    java.util.Random random = new java.util.Random();
+    for (int round = 0; round < 5; round++) {
+      AtomicInteger calls = new AtomicInteger();
+      List<Duration> slept = new ArrayList<>();
+      assertThrows(ConflictException.class, () -> d.run(() -> {
+        calls.incrementAndGet();
+        throw conflict();
+      }, slept::add, random::nextDouble));
+      assertEquals(d.maxAttempts(), calls.get());
+      assertEquals(waits.size(), slept.size());
+      for (int i = 0; i < waits.size(); i++) {
+        Duration lo = Duration.ofMillis(waits.get(i).getAsJsonArray().get(0).getAsLong());
+        Duration hi = Duration.ofMillis(waits.get(i).getAsJsonArray().get(1).getAsLong());
+        Duration got = slept.get(i);
+        assertTrue(got.compareTo(lo) >= 0 && got.compareTo(hi) <= 0,
+            "wait " + (i + 1) + ": " + got + " not in [" + lo + ", " + hi + "]");
+      }
+    }
+  }
+
   @Test
   void retriesConflictsThenReturns() {
     AtomicInteger calls = new AtomicInteger();
