@@ -317,15 +317,19 @@ absl::StatusOr<uint64_t> KvTransaction::Commit(Durability d) {
 
 void KvTransaction::Abort() { store_->TxnFinish(state_.get()); }
 
+absl::Duration TxnRetryWait(int k, uint64_t random) {
+  if (k < 1) return absl::ZeroDuration();
+  const int64_t d_us = std::min<int64_t>(1000000, int64_t{10000} << std::min(k - 1, 10));
+  const int64_t half = d_us / 2;
+  return absl::Microseconds(half + static_cast<int64_t>(random % static_cast<uint64_t>(half + 1)));
+}
+
 absl::Status Subvolume::RunInTransaction(const std::function<absl::Status(KvTransaction&)>& fn,
                                          Durability durability, int max_attempts) {
   thread_local std::mt19937_64 rng(std::random_device{}());
   absl::Status last;
   for (int attempt = 0; attempt < std::max(1, max_attempts); ++attempt) {
-    if (attempt > 0) {
-      const int64_t cap_us = std::min<int64_t>(100000, int64_t{500} << std::min(attempt, 8));
-      absl::SleepFor(absl::Microseconds(rng() % static_cast<uint64_t>(cap_us + 1)));
-    }
+    if (attempt > 0) absl::SleepFor(TxnRetryWait(attempt, rng()));
     COWKV_ASSIGN_OR_RETURN(std::unique_ptr<KvTransaction> tx, BeginTransaction());
     last = fn(*tx);
     if (last.ok()) last = tx->Commit(durability).status();

@@ -6,6 +6,7 @@
 // test that writes.
 #include <atomic>
 #include <map>
+#include <random>
 #include <string>
 #include <thread>
 #include <utility>
@@ -58,6 +59,24 @@ class KvTest : public testing::StoreTest {
 
   std::unique_ptr<Subvolume> sv_;
 };
+
+// The retry rule's waits, as docs/api.md "Retrying transactions" and
+// clients/conformance/retry_rule.json give them (every client checks the same).
+TEST(TxnRetryRule, WaitsStayInTheirBounds) {
+  const int64_t bounds_ms[][2] = {{5, 10},    {10, 20},   {20, 40},    {40, 80},   {80, 160},
+                                  {160, 320}, {320, 640}, {500, 1000}, {500, 1000}};
+  EXPECT_EQ(kTxnMaxAttempts, 10);
+  for (int k = 1; k < kTxnMaxAttempts; ++k) {
+    EXPECT_EQ(TxnRetryWait(k, 0), absl::Milliseconds(bounds_ms[k - 1][0])) << k;
+    std::mt19937_64 rng(k);
+    for (int i = 0; i < 1000; ++i) {
+      const absl::Duration w = TxnRetryWait(k, rng());
+      EXPECT_GE(w, absl::Milliseconds(bounds_ms[k - 1][0])) << k;
+      EXPECT_LE(w, absl::Milliseconds(bounds_ms[k - 1][1])) << k;
+    }
+  }
+  EXPECT_EQ(TxnRetryWait(40, 0), absl::Milliseconds(500));  // capped, no overflow
+}
 
 TEST_F(KvTest, RevisionsFollowEtcd) {
   const uint64_t r0 = store_->Stats().revision;

@@ -74,6 +74,13 @@ struct SubvolumeInfo {
 // A handle on one subvolume's key space; cheap, valid while the Store is
 // open. Writes to a read-only snapshot are FAILED_PRECONDITION. Each Put or
 // Delete is a transaction of its own with a new revision.
+// The transaction retry rule (docs/api.md "Retrying transactions";
+// clients/conformance/retry_rule.json holds the same numbers): at most
+// kTxnMaxAttempts runs; before retry k (k >= 1) a wait uniform in
+// [d/2, d], d = min(1 s, 10 ms * 2^(k-1)), picked by `random`.
+inline constexpr int kTxnMaxAttempts = 10;
+absl::Duration TxnRetryWait(int k, uint64_t random);
+
 class Subvolume {
  public:
   uint64_t id() const { return id_; }
@@ -133,12 +140,13 @@ class Subvolume {
   void TxnThen(const TxnRequest& req, TxnDone done);
   absl::StatusOr<std::unique_ptr<KvTransaction>> BeginTransaction();
   // Runs `fn` in a transaction and commits it, retrying ABORTED and
-  // OUT_OF_RANGE (too old) with jittered exponential backoff up to
-  // `max_attempts` times; any other error from `fn` or the commit is
+  // OUT_OF_RANGE (too old) up to `max_attempts` runs, waiting
+  // TxnRetryWait before each retry (the rule every client keeps, docs/api.md
+  // "Retrying transactions"); any other error from `fn` or the commit is
   // returned as is.
   absl::Status RunInTransaction(const std::function<absl::Status(KvTransaction&)>& fn,
                                 Durability durability = Durability::kDefault,
-                                int max_attempts = 16);
+                                int max_attempts = kTxnMaxAttempts);
 
   // Leases (lease.h, etcd's lease API), per subvolume. LeaseGrant returns
   // the id (`id` 0: the store picks one); ALREADY_EXISTS for an id in use,
