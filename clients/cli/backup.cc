@@ -89,8 +89,14 @@ std::string UtcStamp(uint64_t unix_ms) {
 }
 
 absl::Status EnsureDir(const std::string& dir) {
-  if (::mkdir(dir.c_str(), 0700) == 0 || errno == EEXIST) return absl::OkStatus();
-  return absl::UnavailableError(absl::StrCat(dir, ": ", std::strerror(errno)));
+  // mkdir -p: each ancestor, then DIR.
+  for (size_t slash = dir.find('/', 1);; slash = dir.find('/', slash + 1)) {
+    const std::string part = dir.substr(0, slash);
+    if (::mkdir(part.c_str(), 0700) != 0 && errno != EEXIST) {
+      return absl::UnavailableError(absl::StrCat(part, ": ", std::strerror(errno)));
+    }
+    if (slash == std::string::npos) return absl::OkStatus();
+  }
 }
 
 grpc::Status DeleteSubvolume(Connection& conn, const std::string& name) {

@@ -23,7 +23,7 @@ int StatusFail(absl::string_view op, const absl::Status& s);
 uint64_t NowUnixMs();
 // "20261127T232512.345Z": for snapshot names, sortable.
 std::string UtcStamp(uint64_t unix_ms);
-// mkdir DIR (one level), fine if it exists.
+// mkdir -p DIR (mode 0700 for what it makes); fine if it exists.
 absl::Status EnsureDir(const std::string& dir);
 
 grpc::Status DeleteSubvolume(Connection& conn, const std::string& name);

@@ -88,9 +88,10 @@ S3="$(manifest_field 2 snapshot)"
 run subvolume list --json
 expect_rc 0
 LIST="$OUT"
-python3 - "$S3" "$(manifest_field 2 uuid)" <<<"$LIST" || fail "subvolume list --json: $LIST"
+printf '%s' "$LIST" >"$WORK/list.json"
+python3 - "$S3" "$(manifest_field 2 uuid)" "$WORK/list.json" <<'EOF' || fail "subvolume list --json: $LIST"
 import json, sys
-subs = {s["name"]: s for s in json.load(sys.stdin)["subvolume-list"]}
+subs = {s["name"]: s for s in json.load(open(sys.argv[3]))["subvolume-list"]}
 snap = subs[sys.argv[1]]
 assert snap["uuid"] == sys.argv[2], snap
 assert snap["parent_uuid"] == subs["data"]["uuid"], snap

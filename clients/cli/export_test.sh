@@ -72,6 +72,8 @@ digests() {  # digests SERVER: "name read_only digest" for each subvolume
   done
 }
 BEFORE="$(digests "$SRC")"
+[[ "$(grep -cE '^[^ ]+ (True|False) [0-9a-f]{64}$' <<<"$BEFORE")" -eq 8 ]] ||
+  fail "want 8 subvolumes with digests: $BEFORE"
 
 case_ "export"
 ok export --dir "$D"

@@ -75,7 +75,7 @@ std::string Stream(const std::string& uuid, uint64_t stransid, const std::string
   Sha256 sha;
   sha.Update(s);
   std::string end;
-  PutLe(&end, 2 + puts, 8);
+  PutLe(&end, 1 + puts, 8);  // every record before END, HEADER included
   end += absl::HexStringToBytes(sha.FinishHex());
   return s + Record(7, end);
 }
