@@ -26,7 +26,10 @@
 // writable snapshot of it named NAME. A failure deletes what it received.
 #include "clients/cli/backup.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
@@ -192,6 +195,28 @@ struct BackupArgs {
   bool writable = false;
 };
 
+// One `backup create` per directory at a time: an flock on DIR/.lock, held
+// until the command ends (the kernel drops it if the process dies).
+class DirLock {
+ public:
+  ~DirLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  absl::Status Take(const std::string& dir) {
+    const std::string path = absl::StrCat(dir, "/.lock");
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd_ < 0) return absl::UnavailableError(absl::StrCat(path, ": ", std::strerror(errno)));
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(dir, " is in use by another `cowkv backup create`"));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  int fd_ = -1;
+};
+
 // The last backup's snapshot must still be on the server, unchanged: it is
 // the parent of the next stream.
 int CheckParentOnServer(Connection& conn, const StreamEntry& last, const Globals& g) {
@@ -253,6 +278,8 @@ int RunCreate(const BackupArgs& a, const Globals& g) {
   }
   if (a.keep < 1) return Fail(kOp, "--keep must be at least 1", kExitInvalidArgument);
   if (absl::Status s = EnsureDir(a.dir); !s.ok()) return StatusFail(kOp, s);
+  DirLock lock;
+  if (absl::Status s = lock.Take(a.dir); !s.ok()) return StatusFail(kOp, s);
   absl::StatusOr<Manifest> m = LoadManifest(a.dir, kBackupManifest);
   if (m.status().code() == absl::StatusCode::kNotFound) m = Manifest{"backup", a.subvolume, {}};
   if (!m.ok()) return StatusFail(kOp, m.status());

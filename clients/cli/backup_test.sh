@@ -154,6 +154,15 @@ expect_one_err_line
 COWKV_SERVER="$B" run subvolume list --json
 expect_no_out '@restore-'
 
+case_ "create refuses a directory another create holds"
+flock "$D/.lock" sleep 3 &
+LOCKER=$!
+sleep 0.5
+run backup create data --dir "$D"
+expect_rc 6
+expect_err "in use by another"
+wait "$LOCKER"
+
 case_ "create refuses another subvolume's directory"
 run subvolume create other
 run backup create other --dir "$D"
