@@ -15,6 +15,7 @@ void ToProto(const SubvolumeInfo& in, v1::SubvolumeInfo* out) {
   out->set_creation_generation(in.creation_generation);
   for (const std::string& name : in.snapshots) out->add_snapshots(name);
   out->set_uuid(in.uuid);
+  out->set_parent_uuid(in.parent_uuid);
   out->set_received_uuid(in.received_uuid);
   out->set_received_generation(in.received_generation);
 }

@@ -150,7 +150,8 @@ Cli::Cli()
       {"bench", AddBench(&app_, g)},     {"mount", AddMount(&app_)},
       {"lease", AddLease(&app_, g)},     {"lock", AddLock(&app_, g)},
       {"send", AddSend(&app_, g)},       {"receive", AddReceive(&app_, g)},
-      {"completion", AddCompletion(&app_)}};
+      {"backup", AddBackup(&app_, g)},   {"export", AddExport(&app_, g)},
+      {"import", AddImport(&app_, g)},   {"completion", AddCompletion(&app_)}};
   for (const auto& [name, run] : commands) commands_[name] = run;
 }
 

@@ -71,6 +71,9 @@ RunFn AddLease(CLI::App* app, const GlobalsPtr& g);     // lease.cc
 RunFn AddLock(CLI::App* app, const GlobalsPtr& g);      // lease.cc
 RunFn AddSend(CLI::App* app, const GlobalsPtr& g);      // send.cc
 RunFn AddReceive(CLI::App* app, const GlobalsPtr& g);   // send.cc
+RunFn AddBackup(CLI::App* app, const GlobalsPtr& g);    // backup.cc
+RunFn AddExport(CLI::App* app, const GlobalsPtr& g);    // export.cc
+RunFn AddImport(CLI::App* app, const GlobalsPtr& g);    // export.cc
 // `cowkv subvolume digest NAME` (send.cc).
 int RunSubvolumeDigest(const std::string& name, const Globals& g);
 RunFn AddCompletion(CLI::App* app);                     // completion.cc

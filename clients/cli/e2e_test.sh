@@ -112,6 +112,8 @@ case_ "subvolume list --json"
 c --json subvolume list
 expect_rc 0
 expect_json "[s['name'] for s in d['subvolume-list']] == ['default','data','data@2026-11-22','data-rw'] and d['subvolume-list'][2]['read_only'] and d['subvolume-list'][2]['parent_id'] == d['subvolume-list'][1]['id']"
+# identities (btrfs's uuid, parent_uuid, received_uuid)
+expect_json "d['subvolume-list'][2]['parent_uuid'] == d['subvolume-list'][1]['uuid'] and len(d['subvolume-list'][1]['uuid']) == 32 and d['subvolume-list'][1]['parent_uuid'] == '' and d['subvolume-list'][2]['received_uuid'] == ''"
 
 case_ "subvolume show"
 c subvolume show data@2026-11-22

@@ -343,6 +343,10 @@ Json SubvolumeJson(const v1::SubvolumeInfo& s) {
   j["created_unix_ms"] = s.created_unix_ms();
   j["read_only"] = s.read_only();
   j["creation_generation"] = s.creation_generation();
+  j["uuid"] = s.uuid();
+  j["parent_uuid"] = s.parent_uuid();
+  j["received_uuid"] = s.received_uuid();
+  j["received_generation"] = s.received_generation();
   return j;
 }
 

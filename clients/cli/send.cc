@@ -22,6 +22,7 @@
 #include "clients/cli/commands.h"
 #include "clients/cli/online.h"
 #include "clients/cli/output.h"
+#include "clients/cli/stream_io.h"
 
 namespace cowkv {
 namespace cli {
@@ -59,25 +60,12 @@ int RunSend(const SendArgs& a, const Globals& g) {
   int rc = 0;
   auto conn = Connect(kOp, g, &rc);
   if (!conn) return rc;
-  grpc::ClientContext context;
-  conn->Prepare(&context, /*stream=*/true);
-  v1::SendRequest req;
-  req.set_snapshot(a.snapshot);
-  req.set_parent(a.parent);
-  std::unique_ptr<grpc::ClientReader<v1::SendResponse>> reader =
-      conn->subvolumes().Send(&context, req);
-  v1::SendResponse m;
   v1::SendStats stats;
   bool write_failed = false;
-  while (reader->Read(&m)) {
-    if (m.has_stats()) stats = m.stats();
-    if (m.chunk().empty() || write_failed) continue;
-    if (std::fwrite(m.chunk().data(), 1, m.chunk().size(), out) != m.chunk().size()) {
-      write_failed = true;
-      context.TryCancel();
-    }
-  }
-  grpc::Status s = reader->Finish();
+  grpc::Status s = SendToSink(
+      *conn, a.snapshot, a.parent,
+      [out](absl::string_view b) { return std::fwrite(b.data(), 1, b.size(), out) == b.size(); },
+      &stats, &write_failed);
   const bool flushed = std::fflush(out) == 0 && !write_failed;
   if (out != stdout) std::fclose(out);
   if (!flushed)
@@ -131,15 +119,53 @@ int RunReceive(const SendArgs& a, const Globals& g) {
   if (in == nullptr) return Fail(kOp, absl::StrCat(a.file, ": ", std::strerror(errno)));
   int rc = 0;
   auto conn = Connect(kOp, g, &rc);
-  if (!conn) return rc;
-  grpc::ClientContext context;
-  conn->Prepare(&context, /*stream=*/true);
+  if (!conn) {
+    if (in != stdin) std::fclose(in);
+    return rc;
+  }
   v1::ReceiveResponse resp;
+  bool read_failed = false;
+  grpc::Status s = ReceiveFromFile(*conn, in, a.name, a.dry_run, &resp, &read_failed);
+  if (in != stdin) std::fclose(in);
+  if (read_failed)
+    return Fail(kOp, absl::StrCat(a.file.empty() ? "stdin" : a.file, ": read failed"));
+  if (!s.ok()) return RpcFail(kOp, s, g);
+  return ReceiveDone(a, g, resp);
+}
+
+}  // namespace
+
+grpc::Status SendToSink(Connection& conn, const std::string& snapshot, const std::string& parent,
+                        const ChunkSink& sink, v1::SendStats* stats, bool* sink_failed) {
+  grpc::ClientContext context;
+  conn.Prepare(&context, /*stream=*/true);
+  v1::SendRequest req;
+  req.set_snapshot(snapshot);
+  req.set_parent(parent);
+  std::unique_ptr<grpc::ClientReader<v1::SendResponse>> reader =
+      conn.subvolumes().Send(&context, req);
+  v1::SendResponse m;
+  *sink_failed = false;
+  while (reader->Read(&m)) {
+    if (m.has_stats()) *stats = m.stats();
+    if (m.chunk().empty() || *sink_failed) continue;
+    if (!sink(m.chunk())) {
+      *sink_failed = true;
+      context.TryCancel();
+    }
+  }
+  return reader->Finish();
+}
+
+grpc::Status ReceiveFromFile(Connection& conn, std::FILE* in, const std::string& name, bool dry_run,
+                             v1::ReceiveResponse* resp, bool* read_failed) {
+  grpc::ClientContext context;
+  conn.Prepare(&context, /*stream=*/true);
   std::unique_ptr<grpc::ClientWriter<v1::ReceiveRequest>> writer =
-      conn->subvolumes().Receive(&context, &resp);
+      conn.subvolumes().Receive(&context, resp);
   v1::ReceiveRequest msg;
-  msg.set_name(a.name);
-  msg.set_dry_run(a.dry_run);
+  msg.set_name(name);
+  msg.set_dry_run(dry_run);
   std::string buf(kReceivePiece, '\0');
   for (bool first = true;; first = false) {
     const size_t n = std::fread(buf.data(), 1, buf.size(), in);
@@ -148,20 +174,13 @@ int RunReceive(const SendArgs& a, const Globals& g) {
     if (!writer->Write(msg)) break;  // the server ended the call: see Finish
     msg.Clear();
   }
-  const bool read_failed = std::ferror(in) != 0;
-  if (in != stdin) std::fclose(in);
   // A local read error must not look like a stream that ended: the server
-  // would then refuse it as truncated, but say why here.
-  if (read_failed) context.TryCancel();
+  // would then refuse it as truncated, but the caller says why.
+  *read_failed = std::ferror(in) != 0;
+  if (*read_failed) context.TryCancel();
   writer->WritesDone();
-  grpc::Status s = writer->Finish();
-  if (read_failed)
-    return Fail(kOp, absl::StrCat(a.file.empty() ? "stdin" : a.file, ": read failed"));
-  if (!s.ok()) return RpcFail(kOp, s, g);
-  return ReceiveDone(a, g, resp);
+  return writer->Finish();
 }
-
-}  // namespace
 
 int RunSubvolumeDigest(const std::string& name, const Globals& g) {
   constexpr char kOp[] = "subvolume digest";

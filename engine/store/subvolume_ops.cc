@@ -72,6 +72,7 @@ SubvolumeInfo ToSubvolumeInfo(const SubvolInfo& s) {
   out.read_only = s.flags & format::kRootFlagReadOnly;
   out.creation_generation = s.ogen;
   out.uuid = absl::BytesToHexString(s.uuid);
+  out.parent_uuid = absl::BytesToHexString(s.parent_uuid);
   out.received_uuid = absl::BytesToHexString(s.received_uuid);
   out.received_generation = s.received_generation;
   return out;

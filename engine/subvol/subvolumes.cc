@@ -229,6 +229,7 @@ absl::StatusOr<SubvolInfo> Subvolumes::Get(uint64_t id) const {
   info.generation = ri.generation;
   info.ogen = it->second.ogen;
   info.uuid = SubvolUuid(txn_->superblock().fsid, id);
+  if (info.parent_id != 0) info.parent_uuid = SubvolUuid(txn_->superblock().fsid, info.parent_id);
   info.received_uuid = it->second.received_uuid;
   info.received_generation = it->second.received_generation;
   return info;

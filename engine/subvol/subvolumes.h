@@ -44,6 +44,7 @@ struct SubvolInfo {
   uint64_t generation = 0;  // generation of its root node
   uint64_t ogen = 0;        // generation that created it (btrfs's otransid)
   std::string uuid;         // 16 bytes: SubvolUuid(fsid, id)
+  std::string parent_uuid;  // 16 bytes: SubvolUuid(fsid, parent_id); empty for parent_id 0
   std::string received_uuid;         // 16 bytes if received (btrfs's received_uuid), else empty
   uint64_t received_generation = 0;  // the sender's generation (btrfs's stransid)
 };

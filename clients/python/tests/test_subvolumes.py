@@ -145,6 +145,11 @@ def test_list_filters_and_sort(client: cowkv.Client, sv: cowkv.Subvolume) -> Non
     assert ogens == sorted(ogens, reverse=True) and all(g > 0 for g in ogens)
     for s in client.list_subvolumes(read_only=True):
         assert s.read_only
+    # Identities: a snapshot's parent_uuid is its source's uuid.
+    by_name = {s.name: s for s in client.list_subvolumes()}
+    src, ro = by_name[sv.name], by_name[f"{sv.name}@ro"]
+    assert len(src.uuid) == 32 and src.parent_uuid == ""
+    assert ro.parent_uuid == src.uuid and ro.uuid != src.uuid
     with pytest.raises(cowkv.InvalidArgument) as e:
         client.list_subvolumes(sort="gen,size")
     assert "'size'" in str(e.value)

@@ -62,6 +62,8 @@ struct SubvolumeInfo {
   bool read_only = false;
   uint64_t creation_generation = 0;  // generation that created it (btrfs's ogen)
   std::string uuid;                  // 32 hex digits: the subvolume's identity
+  // A snapshot: the uuid of its source (btrfs's parent_uuid); else empty.
+  std::string parent_uuid;
   // Received subvolumes (issue 19): the sender's identity (32 hex digits)
   // and generation there (btrfs's received_uuid, stransid); else empty, 0.
   std::string received_uuid;

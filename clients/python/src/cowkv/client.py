@@ -45,12 +45,17 @@ class SubvolumeInfo:
     creation_generation: int = 0  # generation that created it (btrfs's ogen)
     # show_subvolume only: names of its live snapshots, in id order.
     snapshots: Tuple[str, ...] = ()
+    uuid: str = ""  # 32 hex digits: the subvolume's identity
+    parent_uuid: str = ""  # a snapshot: its source's uuid; else ""
+    received_uuid: str = ""  # a received subvolume: the sender's identity
+    received_generation: int = 0  # ... and its generation there
 
     @classmethod
     def from_proto(cls, m: subvolumes_pb2.SubvolumeInfo) -> "SubvolumeInfo":
         return cls(m.id, m.name, m.parent_id, m.generation, m.last_snapshot,
                    m.created_unix_ms, m.read_only, m.creation_generation,
-                   tuple(m.snapshots))
+                   tuple(m.snapshots), m.uuid, m.parent_uuid, m.received_uuid,
+                   m.received_generation)
 
 
 @dataclasses.dataclass(frozen=True)
