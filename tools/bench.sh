@@ -3,7 +3,7 @@
 #
 #   tools/bench.sh [options] [-- ARGS for every binary]
 #
-# Builds //bench:engine_bench, kv_bench, seeds_bench (and grpc_bench when that
+# Builds //bench:engine_bench, kv_bench, seeds_bench, send_bench (and grpc_bench when that
 # target exists) with `bazel build --config=opt`, copies the binaries out of
 # bazel-bin (so a later build cannot change them mid-run), runs each with
 # --benchmark_repetitions=R --benchmark_format=json, and writes the combined
@@ -42,7 +42,7 @@ set -uo pipefail
 orig=$PWD  # relative paths in the options are relative to where it was started
 cd "$(dirname "$0")/.."
 
-ALL_BINARIES=(engine_bench kv_bench seeds_bench grpc_bench)
+ALL_BINARIES=(engine_bench kv_bench seeds_bench grpc_bench send_bench)
 
 # --quick: per binary, small data and a filter (see bench/README.md).
 declare -A QUICK_ARGS=(
@@ -50,6 +50,7 @@ declare -A QUICK_ARGS=(
   [kv_bench]="--num=20000 --cowkv_device=sparse --benchmark_min_time=0.05"
   [seeds_bench]="--device=sparse --fs_device_mib=512 --inodes=200000 --seed000_files=2000 --seed002_extents=4096 --seed003_files=2000"
   [grpc_bench]="--benchmark_min_time=0.1"
+  [send_bench]="--num=20000 --small_num=2000 --incremental_runs=2"
 )
 # kv_bench runs whole: at --num=20000 every benchmark is short.
 declare -A QUICK_FILTER=(
