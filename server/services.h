@@ -46,6 +46,10 @@ class SubvolumesService final : public v1::Subvolumes::Service {
                        v1::ReceiveResponse* resp) override;
   grpc::Status Digest(ServerContext* ctx, const v1::DigestSubvolumeRequest* req,
                       v1::DigestSubvolumeResponse* resp) override;
+  grpc::Status PartialReceives(ServerContext* ctx, const v1::PartialReceivesRequest* req,
+                               v1::PartialReceivesResponse* resp) override;
+  grpc::Status AbortReceive(ServerContext* ctx, const v1::AbortReceiveRequest* req,
+                            v1::AbortReceiveResponse* resp) override;
 
  private:
   ServiceEnv* const env_;

@@ -5,6 +5,11 @@
 # sources'; --dry-run writes nothing; a damaged, truncated or parentless
 # stream and a writable snapshot are refused with one stderr line and the
 # exit code of their class (docs/cli.md), leaving no subvolume behind.
+# Resumable receive: `receive -s` of a cut stream keeps a partial receive
+# (listed, its name taken, its token printed); `send -t TOKEN` makes the
+# rest, which cut again moves the token on (the old one is refused) and,
+# piped whole, completes a copy with the source's digest; a damaged token
+# is refused; `receive --abort` drops a partial receive.
 #
 #   bash clients/cli/send_test.sh COWKV COWKVD
 source "$(dirname "$0")/test_lib.sh" "$1"
@@ -127,6 +132,78 @@ head -c 100 /dev/urandom >"$WORK/junk"
 COWKV_SERVER="$B" run receive junk -f "$WORK/junk"
 expect_rc 3
 expect_one_err_line
+
+case_ "receive -s: a cut stream is kept and resumed with send -t"
+run subvolume create big
+expect_rc 0
+head -c 3000000 /dev/urandom >"$WORK/big3"
+run fs put -s big "$WORK/big3" /big3
+expect_rc 0
+run kv put -s big kk vv
+expect_rc 0
+run subvolume snapshot -r big big-r
+expect_rc 0
+run send big-r -f "$WORK/big.stream"
+expect_rc 0
+SIZE=$(stat -c %s "$WORK/big.stream")
+head -c $((SIZE / 2)) "$WORK/big.stream" >"$WORK/big.half"
+COWKV_SERVER="$B" run receive -s bigcopy -f "$WORK/big.half"
+expect_rc 9
+expect_one_err_line
+expect_err "partial receive 'bigcopy' kept"
+COWKV_SERVER="$B" run subvolume show bigcopy
+expect_rc 4
+COWKV_SERVER="$B" run receive --list-partial --json
+expect_rc 0
+expect_out '"name": "bigcopy"'
+COWKV_SERVER="$B" run receive --resume-token bigcopy
+expect_rc 0
+TOKEN1="$OUT"
+[[ "$TOKEN1" =~ ^[A-Za-z0-9_-]+$ ]] || fail "not a token: $TOKEN1"
+COWKV_SERVER="$B" run receive bigcopy -f "$WORK/big.stream"
+expect_rc 5
+expect_err 'partial receive'
+
+case_ "send -t: the rest, cut again, then finished through a pipe"
+run send -t "$TOKEN1" -f "$WORK/rest1.stream"
+expect_rc 0
+SIZE=$(stat -c %s "$WORK/rest1.stream")
+head -c $((SIZE / 2)) "$WORK/rest1.stream" >"$WORK/rest1.half"
+COWKV_SERVER="$B" run receive -s -f "$WORK/rest1.half"
+expect_rc 9
+COWKV_SERVER="$B" run receive --resume-token bigcopy
+expect_rc 0
+TOKEN2="$OUT"
+[[ "$TOKEN2" != "$TOKEN1" ]] || fail "the token did not move"
+COWKV_SERVER="$B" run receive -f "$WORK/rest1.stream"
+expect_rc 6
+expect_err 'ask for its token again'
+BAD="${TOKEN2:0:20}A${TOKEN2:21}"
+[[ "$BAD" != "$TOKEN2" ]] || BAD="${TOKEN2:0:20}B${TOKEN2:21}"
+run send -t "$BAD" -f "$WORK/bad.rest"
+expect_rc 3
+expect_one_err_line
+"$COWKV" send -t "$TOKEN2" 2>"$WORK/send.err" | COWKV_SERVER="$B" "$COWKV" receive >"$WORK/recv.out" 2>&1 ||
+  fail "resume failed: $(cat "$WORK/send.err" "$WORK/recv.out")"
+grep -q "At subvol bigcopy" "$WORK/recv.out" || fail "not received: $(cat "$WORK/recv.out")"
+run subvolume digest big-r
+DA="$(cut -d' ' -f1 <<<"$OUT")"
+COWKV_SERVER="$B" run subvolume digest bigcopy
+expect_rc 0
+[[ "$(cut -d' ' -f1 <<<"$OUT")" == "$DA" ]] || fail "resumed digest differs: $DA vs $OUT"
+COWKV_SERVER="$B" run receive --list-partial --json
+expect_no_out 'bigcopy'
+
+case_ "receive --abort drops a partial receive"
+COWKV_SERVER="$B" run receive -s bigdrop -f "$WORK/big.half"
+expect_rc 9
+COWKV_SERVER="$B" run receive --abort bigdrop
+expect_rc 0
+COWKV_SERVER="$B" run receive --resume-token bigdrop
+expect_rc 4
+expect_one_err_line
+COWKV_SERVER="$B" run receive --abort bigdrop
+expect_rc 4
 
 for p in "${PIDS[@]}"; do kill -INT "$p"; wait "$p" || fail "cowkvd did not stop cleanly"; done
 PIDS=()
