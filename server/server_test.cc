@@ -392,7 +392,7 @@ TEST_F(Rpc, SubvolumeSendReceiveDigest) {
   EXPECT_EQ(digest("recv-resumed"), digest("send-1"));
   EXPECT_EQ(partials().partial_size(), 0);
   // Abort drops one; an unknown name is NOT_FOUND.
-  EXPECT_CODE(receive_cut("recv-dropped", inc, inc.size() / 3), DATA_LOSS);
+  EXPECT_CODE(receive_cut("recv-dropped", full, full.size() / 2), DATA_LOSS);
   ASSERT_EQ(partials().partial_size(), 1);
   v1::AbortReceiveRequest abort;
   abort.set_name("recv-dropped-nope");

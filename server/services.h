@@ -13,6 +13,7 @@
 #include "cowkv/v1/files.grpc.pb.h"
 #include "cowkv/v1/kv.grpc.pb.h"
 #include "cowkv/v1/subvolumes.grpc.pb.h"
+#include "server/follower.h"
 #include "server/service_env.h"
 
 namespace cowkv {
@@ -175,7 +176,8 @@ class FilesService final : public v1::Files::Service {
 
 class AdminService final : public v1::Admin::Service {
  public:
-  explicit AdminService(ServiceEnv* env) : env_(env) {}
+  // `follower`: the read replica's pulls for Stats (null: not a follower).
+  AdminService(ServiceEnv* env, const Follower* follower) : env_(env), follower_(follower) {}
   grpc::Status Sync(ServerContext* ctx, const v1::SyncRequest* req,
                     v1::SyncResponse* resp) override;
   grpc::Status Stats(ServerContext* ctx, const v1::StatsRequest* req,
@@ -187,6 +189,7 @@ class AdminService final : public v1::Admin::Service {
 
  private:
   ServiceEnv* const env_;
+  const Follower* const follower_;
 };
 
 // cowkvd's version.

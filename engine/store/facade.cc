@@ -264,6 +264,10 @@ absl::StatusOr<SubvolumeDigest> Store::DigestSubvolume(absl::string_view name) {
   return impl_->DigestSubvolume(name);
 }
 
+absl::Status Store::ReplaceSubvolume(absl::string_view name, absl::string_view target) {
+  return impl_->ReplaceSubvolume(name, target);
+}
+
 absl::StatusOr<SendOptions> Store::ResumeSendOptions(absl::string_view token) {
   return impl_->ResumeSendOptions(token);
 }

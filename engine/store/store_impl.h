@@ -167,6 +167,7 @@ class StoreImpl {
   absl::StatusOr<SubvolumeInfo> CreateSnapshot(absl::string_view source, absl::string_view name,
                                                bool read_only);
   absl::Status RenameSubvolume(absl::string_view name, absl::string_view new_name);
+  absl::Status ReplaceSubvolume(absl::string_view name, absl::string_view target);
   absl::Status DeleteSubvolume(absl::string_view name);
   absl::Status DropDeletedSubvolumes(uint64_t max_steps);
   absl::StatusOr<SubvolumeInfo> ShowSubvolume(absl::string_view name);

@@ -252,6 +252,10 @@ class Store {
   absl::StatusOr<SubvolumeInfo> CreateSnapshot(absl::string_view source, absl::string_view name,
                                                bool read_only);
   absl::Status RenameSubvolume(absl::string_view name, absl::string_view new_name);
+  // Renames `name` to `target`, deleting the subvolume `target` names (if
+  // any) in the same commit: readers of `target` find the old one or the
+  // new one, never nothing (read replicas). Neither may be "default".
+  absl::Status ReplaceSubvolume(absl::string_view name, absl::string_view target);
   // Deletes a subvolume: its name is gone when this returns (committed); the
   // cleaner frees its nodes in the background, resuming after a crash.
   absl::Status DeleteSubvolume(absl::string_view name);
