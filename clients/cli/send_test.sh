@@ -9,7 +9,9 @@
 # (listed, its name taken, its token printed); `send -t TOKEN` makes the
 # rest, which cut again moves the token on (the old one is refused) and,
 # piped whole, completes a copy with the source's digest; a damaged token
-# is refused; `receive --abort` drops a partial receive.
+# is refused; `receive --abort` drops a partial receive. A third cowkvd
+# --follow the first serves a replica of src (same digest), shows its lag in
+# `cowkv status` and refuses writes to it.
 #
 #   bash clients/cli/send_test.sh COWKV COWKVD
 source "$(dirname "$0")/test_lib.sh" "$1"
@@ -18,19 +20,21 @@ if [[ "$2" == /* ]]; then COWKVD="$2"; else COWKVD="$OLDPWD/$2"; fi
 PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done' EXIT
 
-start() {  # start NAME: a cowkvd on a fresh device; sets PORT
-  "$COWKVD" --device "$WORK/$1.img" --create-size 256M --listen 127.0.0.1:0 \
-    --metrics-listen "" 2>"$WORK/$1.log" &
+start() {  # start NAME [FLAGS...]: a cowkvd on a fresh device; sets PORT
+  local name="$1"
+  shift
+  "$COWKVD" --device "$WORK/$name.img" --create-size 256M --listen 127.0.0.1:0 \
+    --metrics-listen "" "$@" 2>"$WORK/$name.log" &
   local pid=$!
   PIDS+=("$pid")
   PORT=""
   for i in $(seq 300); do
-    PORT="$(grep -o '(port [0-9]*)' "$WORK/$1.log" | grep -o '[0-9]*')"
+    PORT="$(grep -o '(port [0-9]*)' "$WORK/$name.log" | grep -o '[0-9]*')"
     [[ -n "$PORT" ]] && break
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.1
   done
-  [[ -n "$PORT" ]] || fail "cowkvd did not start: $(cat "$WORK/$1.log")"
+  [[ -n "$PORT" ]] || fail "cowkvd did not start: $(cat "$WORK/$name.log")"
 }
 start a
 A="127.0.0.1:$PORT"
@@ -204,6 +208,27 @@ expect_rc 4
 expect_one_err_line
 COWKV_SERVER="$B" run receive --abort bigdrop
 expect_rc 4
+
+case_ "cowkvd --follow: a read replica, its lag in cowkv status, writes refused"
+start r --follow "$A" --follow-subvolume src --follow-interval 0.2
+R="127.0.0.1:$PORT"
+for i in $(seq 100); do
+  COWKV_SERVER="$R" "$COWKV" kv get -s src k2 >"$WORK/r.out" 2>/dev/null && break
+  sleep 0.1
+done
+grep -q v2 "$WORK/r.out" || fail "the replica did not catch up: $(cat "$WORK/r.log")"
+COWKV_SERVER="$R" run status
+expect_rc 0
+expect_out "^replica src of $A: lag [0-9.e-]+ s \(src@follow-[0-9]+\), [0-9]+ pulls, [0-9]+ failures, [0-9]+ bytes received$"
+COWKV_SERVER="$R" run status --json
+expect_out '"lag_seconds"'
+COWKV_SERVER="$R" run kv put -s src k3 v3
+expect_rc 6
+expect_one_err_line
+run subvolume digest src
+DA="$(cut -d' ' -f1 <<<"$OUT")"
+COWKV_SERVER="$R" run subvolume digest src
+[[ "$(cut -d' ' -f1 <<<"$OUT")" == "$DA" ]] || fail "replica digest differs: $DA vs $OUT"
 
 for p in "${PIDS[@]}"; do kill -INT "$p"; wait "$p" || fail "cowkvd did not stop cleanly"; done
 PIDS=()
