@@ -135,6 +135,7 @@ TEST(Follower, CatchesUpSurvivesKillAndPrimaryOutage) {
   v1::SubvolumeInfo info;
   ASSERT_TRUE(p.sv->Create(Ctx().get(), create, &info).ok());
   Writes(p, rng, 60);
+  ASSERT_TRUE(Put(p, "fixed", "v").ok());
   Cowkvd follower(fdev, {"--follow", absl::StrCat("127.0.0.1:", primary.port()),
                          "--follow-subvolume", "data", "--follow-interval", "0.2"});
   ASSERT_TRUE(follower.Start()) << follower.Log();
@@ -143,16 +144,21 @@ TEST(Follower, CatchesUpSurvivesKillAndPrimaryOutage) {
   // Reads are served, writes refused (a read-only snapshot).
   v1::GetRequest get;
   get.set_subvolume("data");
-  get.set_key("k1");
+  get.set_key("fixed");
   v1::GetResponse got;
   EXPECT_TRUE(f.kv->Get(Ctx().get(), get, &got).ok());
-  grpc::Status w = Put(f, "k1", "x");
+  grpc::Status w = Put(f, "fixed", "x");
   EXPECT_EQ(w.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << w.error_message();
   // More writes, caught up incrementally.
   Writes(p, rng, 40);
   ASSERT_TRUE(CaughtUp(p, f)) << follower.Log();
-  const v1::ReplicaStatus r1 = Replica(f);
-  EXPECT_GE(r1.pulls(), 2u);
+  // (The counters move just after the replica does.)
+  v1::ReplicaStatus r1 = Replica(f);
+  for (int i = 0; i < 50 && r1.pulls() < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    r1 = Replica(f);
+  }
+  EXPECT_GE(r1.pulls(), 2u) << r1.DebugString();
   EXPECT_GT(r1.bytes_received(), 0u);
   EXPECT_GE(r1.lag_seconds(), 0.0);
   // Killed (mid-pull, often: one pull every 0.2 s while big writes land).
