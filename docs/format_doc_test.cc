@@ -16,6 +16,8 @@
 #include "engine/format/layout.h"
 #include "engine/fs/fs_items.h"
 #include "engine/kv/kv_item.h"
+#include "engine/send/resume_token.h"
+#include "engine/send/sha256.h"
 #include "engine/send/stream_format.h"
 #include "gtest/gtest.h"
 
@@ -178,7 +180,10 @@ TEST(FormatDoc, SendStream) {
               "send stream frame");
   EXPECT_EQ(send::kPreambleSize, 16u);
   EXPECT_EQ(send::kFrameHeaderSize, 12u);
-  EXPECT_EQ(send::kStreamVersion, 1u);
+  EXPECT_EQ(send::kStreamVersion, 2u);  // 1 whole, 2 a continuation ("Resume token")
+  EXPECT_EQ(send::kContinuationVersion, 2u);
+  EXPECT_EQ(send::PreambleVersion(send::EncodePreamble()), 1u);
+  EXPECT_EQ(static_cast<int>(send::RecordType::kResume), 8);
   EXPECT_EQ(send::kMaxRecordPayload, 131072u);
   EXPECT_EQ(send::kMaxDataChunk, 65536u);
   std::string frame;
@@ -186,6 +191,31 @@ TEST(FormatDoc, SendStream) {
   EXPECT_EQ(DecodeLE32(frame.data()), frame.size() - send::kFrameHeaderSize);
   EXPECT_EQ(DecodeLE16(frame.data() + 4), 3u);  // DELETE
   EXPECT_EQ(format::kRootFlagReceiving, 4u);
+}
+
+// "Resume token": the binary token's fixed part and field order.
+TEST(FormatDoc, ResumeToken) {
+  send::ResumePoint p;
+  p.uuid[0] = 1;
+  p.stransid = 0x1122;
+  p.records = 3;
+  p.offset = 64;
+  p.last_key = "fk";
+  send::Sha256 h;
+  h.Update(std::string(64, 'x'));
+  p.sha_state = h.State();
+  p.name = "n";
+  const std::string t = send::EncodeResumePoint(p);
+  EXPECT_EQ(t.substr(0, 4), "CKRT");
+  EXPECT_EQ(DecodeLE16(t.data() + 4), 1u);        // version
+  EXPECT_EQ(static_cast<uint8_t>(t[8]), 1u);      // uuid
+  EXPECT_EQ(DecodeLE64(t.data() + 24), 0x1122u);  // stransid
+  EXPECT_EQ(DecodeLE64(t.data() + 56), 3u);       // records
+  EXPECT_EQ(DecodeLE64(t.data() + 64), 64u);      // offset
+  EXPECT_EQ(DecodeLE16(t.data() + 72), 2u);       // last_key length
+  EXPECT_EQ(p.sha_state.size(), 40u);             // 8 words, length, no pending bytes
+  EXPECT_EQ(t.size(), 72u + 2 + 2 + 2 + 40 + 2 + 1 + 4);
+  EXPECT_EQ(format::kReceiveProgressKey, std::string("R"));
 }
 
 TEST(FormatDoc, Log) {

@@ -80,6 +80,22 @@ grpc::Status AdminService::Stats(ServerContext* ctx, const v1::StatsRequest* req
     resp->set_server_inflight_peak_bytes(env_->budget().peak());
     resp->set_server_admission_waits(env_->budget().waits());
     resp->set_server_admission_refusals(env_->budget().refusals());
+    if (follower_ != nullptr) {
+      const int64_t now = absl::ToUnixMillis(absl::Now());
+      for (const ReplicaStatus& r : follower_->Status()) {
+        v1::ReplicaStatus* m = resp->add_server_replicas();
+        m->set_subvolume(r.name);
+        m->set_primary(follower_->primary());
+        m->set_snapshot(r.snapshot);
+        m->set_snapshot_unix_ms(static_cast<uint64_t>(r.snapshot_unix_ms));
+        m->set_lag_seconds(r.snapshot_unix_ms == 0 ? -1.0 : (now - r.snapshot_unix_ms) / 1000.0);
+        m->set_last_pull_unix_ms(static_cast<uint64_t>(r.last_pull_unix_ms));
+        m->set_pulls(r.pulls);
+        m->set_failures(r.failures);
+        m->set_bytes_received(r.bytes_received);
+        m->set_last_error(r.last_error);
+      }
+    }
     return absl::OkStatus();
   });
 }

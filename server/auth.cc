@@ -82,6 +82,9 @@ constexpr MethodAccessRow kMethodAccess[] = {
     // subvolume, is admin.
     {"cowkv.v1.Subvolumes/Send", Access::kRead},
     {"cowkv.v1.Subvolumes/Digest", Access::kRead},
+    // Listing partial receives shows names and resume tokens (positions in
+    // a stream, no data); dropping one (AbortReceive) is admin.
+    {"cowkv.v1.Subvolumes/PartialReceives", Access::kRead},
     // Admin. Check reads the whole device: an operator's tool.
     {"cowkv.v1.Admin/Stats", Access::kRead},
     {"cowkv.v1.Admin/Version", Access::kRead},

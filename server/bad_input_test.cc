@@ -626,7 +626,35 @@ void BadInput::Subvolumes() {
   Flaws f;
   f.unparsable = OneIn(8);
   const std::vector<std::string> existing = {kSeed, kReadOnly, kOther, "default"};
-  switch (U(11)) {
+  switch (U(12)) {
+    case 11: {  // Partial receives: the list (none here); Abort of a bad or absent name;
+                // Send of a damaged resume token
+      const uint64_t k = U(3);
+      if (k == 0) {
+        Send("Subvolumes/PartialReceives", "partial receives", f,
+             {f.unparsable ? std::string("\xff\xff")
+                           : v1::PartialReceivesRequest().SerializeAsString()});
+        return;
+      }
+      if (k == 1) {
+        v1::AbortReceiveRequest req;
+        f.malformed = !f.unparsable && OneIn(2);
+        f.absent = !f.unparsable && !f.malformed;
+        req.set_name(f.unparsable  ? Utf8Bomb()
+                     : f.malformed ? BadName()
+                                   : std::string("no-partial"));
+        Send("Subvolumes/AbortReceive", "abort receive " + req.name().substr(0, 40), f,
+             {Serialize(req, f.unparsable)});
+        return;
+      }
+      v1::SendRequest req;
+      f.malformed = !f.unparsable;  // a token that does not decode: INVALID_ARGUMENT
+      req.set_resume_token(f.unparsable ? Utf8Bomb()
+                                        : PickOf<std::string>({"AAAA", "!!", "Q0tSVA"}));
+      Send("Subvolumes/Send", "send -t " + req.resume_token().substr(0, 40), f,
+           {Serialize(req, f.unparsable)});
+      return;
+    }
     case 8: {  // Send: a bad, unknown or writable snapshot; the read-only one streams
       v1::SendRequest req;
       const uint64_t k = U(4);

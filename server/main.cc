@@ -105,6 +105,11 @@ struct Flags {
   std::string log_format = "text";
   std::string log_level = "info";
   uint64_t slow_op_ms = 1000;
+  // A read replica (follower.h).
+  std::string follow;
+  std::vector<std::string> follow_subvolumes;
+  double follow_interval_s = 5;
+  std::string follow_token_file, follow_tls_ca;
 };
 
 void DeclareFlags(CLI::App& app, Flags& f) {
@@ -163,6 +168,17 @@ void DeclareFlags(CLI::App& app, Flags& f) {
                               kMaxOpenFilesPerPeer, ")"));
   app.add_option("--max-open-files", f.max_open_files,
                  absl::StrCat("Open file handles in all (default ", kMaxOpenFilesTotal, ")"));
+  app.add_option("--follow", f.follow,
+                 "Be a read replica of the cowkvd at host:port (docs/design.md \"Read replicas\")");
+  app.add_option("--follow-subvolume", f.follow_subvolumes,
+                 "Subvolume(s) to replicate (NAME[,NAME...]); readers find each under its name")
+      ->delimiter(',');
+  app.add_option("--follow-interval", f.follow_interval_s,
+                 "Seconds between pulls from the primary (default 5)");
+  app.add_option("--follow-token-file", f.follow_token_file,
+                 "Bearer token for the primary (a token with read and admin access there)");
+  app.add_option("--follow-tls-ca", f.follow_tls_ca,
+                 "Connect to the primary with TLS, verified by this PEM CA");
 }
 
 // Whether host:port names this machine only (127.0.0.0/8, ::1, localhost).
@@ -193,6 +209,41 @@ absl::Status ReadSecurityFiles(const Flags& f, ServerOptions& o) {
           absl::StrCat("--auth-token-file ", f.token_file, ": ", tokens.status().message()));
     }
     o.tokens = *std::move(tokens);
+  }
+  return absl::OkStatus();
+}
+
+// --follow and its companions, into o.follow.
+absl::Status FollowOptionsOf(const Flags& f, ServerOptions& o) {
+  const bool any =
+      !f.follow_subvolumes.empty() || !f.follow_token_file.empty() || !f.follow_tls_ca.empty();
+  if (f.follow.empty()) {
+    if (any) return absl::InvalidArgumentError("--follow-* options need --follow ADDR");
+    return absl::OkStatus();
+  }
+  if (f.follow_subvolumes.empty()) {
+    return absl::InvalidArgumentError("--follow needs --follow-subvolume NAME[,NAME...]");
+  }
+  if (f.read_only) return absl::InvalidArgumentError("--follow writes replicas: not --read-only");
+  if (!(f.follow_interval_s >= 0.05 && f.follow_interval_s <= 86400)) {
+    return absl::InvalidArgumentError("--follow-interval: from 0.05 to 86400 seconds");
+  }
+  for (const std::string& n : f.follow_subvolumes) {
+    if (n.empty() || n.size() > 200 || n.find('/') != std::string::npos ||
+        n.find(kFollowSuffix) != std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--follow-subvolume '", n, "': 1..200 bytes, no '/' and no '", kFollowSuffix, "'"));
+    }
+  }
+  o.follow.primary = f.follow;
+  o.follow.subvolumes = f.follow_subvolumes;
+  o.follow.interval = absl::Seconds(f.follow_interval_s);
+  if (!f.follow_token_file.empty()) {
+    COWKV_ASSIGN_OR_RETURN(std::string token, ReadFile(f.follow_token_file));
+    o.follow.token = std::string(absl::StripAsciiWhitespace(token));
+  }
+  if (!f.follow_tls_ca.empty()) {
+    COWKV_ASSIGN_OR_RETURN(o.follow.tls_ca_pem, ReadFile(f.follow_tls_ca));
   }
   return absl::OkStatus();
 }
@@ -256,6 +307,7 @@ absl::StatusOr<ServerOptions> ToOptions(const Flags& f) {
           "has no authentication; bind it to 127.0.0.1, or give --insecure-listen"));
     }
   }
+  COWKV_RETURN_IF_ERROR(FollowOptionsOf(f, o));
   o.engine.commit_interval_ms = f.commit_interval_ms;
   o.engine.slow_op_ms = f.slow_op_ms;
   if (f.async_default) o.engine.default_durability = Durability::kAsync;

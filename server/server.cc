@@ -135,11 +135,15 @@ absl::Status Server::Init() {
   subvolumes_ = std::make_unique<SubvolumesService>(env_.get());
   kv_ = std::make_unique<KvService>(env_.get());
   files_ = std::make_unique<FilesService>(env_.get());
-  admin_ = std::make_unique<AdminService>(env_.get());
+  if (!options_.follow.primary.empty()) {
+    follower_ = std::make_unique<Follower>(options_.follow, store_.get());
+  }
+  admin_ = std::make_unique<AdminService>(env_.get(), follower_.get());
   lease_ = std::make_unique<LeaseService>(env_.get());
   COWKV_RETURN_IF_ERROR(StartGrpc());
   COWKV_RETURN_IF_ERROR(StartMetrics());
   reaper_ = std::thread([this] { ReapLoop(); });
+  if (follower_ != nullptr) follower_->Start();
   return absl::OkStatus();
 }
 
@@ -232,7 +236,13 @@ std::string Server::RenderMetrics() {
   g.inflight_bytes = env_->budget().in_use();
   g.admission_waits = env_->budget().waits();
   g.admission_refusals = env_->budget().refusals();
-  return RenderPrometheus(store_->Stats(), *metrics_, g);
+  std::string out = RenderPrometheus(store_->Stats(), *metrics_, g);
+  if (follower_ != nullptr) out += follower_->RenderMetrics();
+  return out;
+}
+
+std::vector<ReplicaStatus> Server::Replicas() const {
+  return follower_ != nullptr ? follower_->Status() : std::vector<ReplicaStatus>();
 }
 
 void Server::ReapLoop() {
@@ -259,6 +269,7 @@ absl::Status Server::Stop() {
   absl::MutexLock l(&stop_mu_);
   if (stopped_) return stop_status_;
   stopped_ = true;
+  if (follower_ != nullptr) follower_->Stop();  // a pull in flight ends with its call
   if (env_ != nullptr) env_->SetStopping();
   // Watch streams never end by themselves: their watchers are cancelled
   // (WATCH_CANCEL_SERVER) and the streams return before the drain.

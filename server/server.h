@@ -41,6 +41,7 @@
 #include "cowkv/store.h"
 #include "server/auth.h"
 #include "server/device.h"
+#include "server/follower.h"
 #include "server/lease_service.h"
 #include "server/limits.h"
 #include "server/metrics.h"
@@ -86,6 +87,8 @@ struct ServerOptions {
   absl::Duration reap_interval = absl::Milliseconds(200);
   // KV.Watch's bounds and timings.
   WatchLimits watch;
+  // A read replica of another cowkvd (follower.h); off unless `primary`.
+  FollowOptions follow;
 };
 
 class Server {
@@ -105,6 +108,8 @@ class Server {
   // The /metrics page as it would be served now.
   std::string RenderMetrics();
   RpcMetrics& metrics() { return *metrics_; }
+  // The read replica's pulls (empty unless following).
+  std::vector<ReplicaStatus> Replicas() const;
   // KV.Watch's hub (its read counters, for tests).
   WatchHub& watch_hub() { return *watch_hub_; }
   // Makes every later call UNAVAILABLE without shutting down (tests of the
@@ -138,6 +143,7 @@ class Server {
   std::unique_ptr<AdminService> admin_;
   std::unique_ptr<LeaseService> lease_;
   std::unique_ptr<ReflectionV1Service> reflection_v1_;
+  std::unique_ptr<Follower> follower_;
   std::unique_ptr<grpc::Server> grpc_;
   std::unique_ptr<httplib::Server> http_;
   int port_ = 0;

@@ -343,6 +343,64 @@ TEST_F(Rpc, SubvolumeSendReceiveDigest) {
   EXPECT_CODE(receive("recv-short", inc.substr(0, inc.size() - 5), &r), DATA_LOSS);
   show.set_name("recv-bad");
   EXPECT_CODE(sv().Show(Ctx().get(), show, &info), NOT_FOUND);
+
+  // Resumable: a receive cut in the middle is kept and listed with its
+  // token; Send with the token makes the rest; that completes it.
+  auto receive_cut = [&](const std::string& name, const std::string& stream, size_t cut) {
+    auto ctx = Ctx();
+    v1::ReceiveResponse resp;
+    auto writer = sv().Receive(ctx.get(), &resp);
+    v1::ReceiveRequest m;
+    m.set_name(name);
+    m.set_resumable(true);
+    m.set_chunk(stream.substr(0, cut));
+    writer->Write(m);
+    writer->WritesDone();
+    return writer->Finish();
+  };
+  auto partials = [&]() {
+    v1::PartialReceivesResponse resp;
+    grpc::Status st = sv().PartialReceives(Ctx().get(), v1::PartialReceivesRequest(), &resp);
+    EXPECT_TRUE(st.ok()) << st.error_message();
+    return resp;
+  };
+  EXPECT_CODE(receive_cut("recv-resumed", full, full.size() / 2), DATA_LOSS);
+  v1::PartialReceivesResponse listed = partials();
+  ASSERT_EQ(listed.partial_size(), 1);
+  EXPECT_EQ(listed.partial(0).name(), "recv-resumed");
+  EXPECT_FALSE(listed.partial(0).in_use());
+  EXPECT_EQ(ErrorInfoOf(receive("recv-resumed", full, &r)).reason, "PARTIAL_RECEIVE");
+  auto send_rest = [&](const std::string& token, std::string* out) {
+    v1::SendRequest req;
+    req.set_resume_token(token);
+    auto ctx = Ctx();
+    auto reader = sv().Send(ctx.get(), req);
+    v1::SendResponse m;
+    while (reader->Read(&m)) out->append(m.chunk());
+    return reader->Finish();
+  };
+  std::string rest;
+  ASSERT_GRPC_OK(send_rest(listed.partial(0).token(), &rest));
+  std::string tampered = listed.partial(0).token();
+  tampered[tampered.size() / 2] = tampered[tampered.size() / 2] == 'A' ? 'B' : 'A';
+  std::string ignored2;
+  grpc::Status bad_token = send_rest(tampered, &ignored2);
+  EXPECT_EQ(bad_token.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(ErrorInfoOf(bad_token).reason, "RESUME_TOKEN");
+  ASSERT_GRPC_OK(receive("", rest, &r));
+  EXPECT_EQ(r.name(), "recv-resumed");
+  EXPECT_EQ(digest("recv-resumed"), digest("send-1"));
+  EXPECT_EQ(partials().partial_size(), 0);
+  // Abort drops one; an unknown name is NOT_FOUND.
+  EXPECT_CODE(receive_cut("recv-dropped", full, full.size() / 2), DATA_LOSS);
+  ASSERT_EQ(partials().partial_size(), 1);
+  v1::AbortReceiveRequest abort;
+  abort.set_name("recv-dropped-nope");
+  v1::AbortReceiveResponse aborted;
+  EXPECT_CODE(sv().AbortReceive(Ctx().get(), abort, &aborted), NOT_FOUND);
+  abort.set_name("recv-dropped");
+  ASSERT_GRPC_OK(sv().AbortReceive(Ctx().get(), abort, &aborted));
+  EXPECT_EQ(partials().partial_size(), 0);
 }
 
 // ---- KV: one-shot calls -------------------------------------------------------
@@ -1958,8 +2016,10 @@ TEST(RpcAuth, TlsRefusesUnknownCallersBeforeParsing) {
 // that is not in auth.cc's table would need admin and fail here.
 TEST(RpcAuth, EveryMethodIsClassified) {
   const std::set<std::string> admin_only = {
-      "cowkv.v1.Subvolumes/Create",   "cowkv.v1.Subvolumes/Rename",  "cowkv.v1.Subvolumes/Delete",
-      "cowkv.v1.Subvolumes/Snapshot", "cowkv.v1.Subvolumes/Receive", "cowkv.v1.Admin/Check"};
+      "cowkv.v1.Subvolumes/Create",      "cowkv.v1.Subvolumes/Rename",
+      "cowkv.v1.Subvolumes/Delete",      "cowkv.v1.Subvolumes/Snapshot",
+      "cowkv.v1.Subvolumes/Receive",     "cowkv.v1.Admin/Check",
+      "cowkv.v1.Subvolumes/AbortReceive"};
   for (const std::string& m : Server::MethodNames()) {
     EXPECT_EQ(MethodAccess(m) == Access::kAdmin, admin_only.count(m) == 1) << m;
   }

@@ -13,6 +13,7 @@
 #include "cowkv/v1/files.grpc.pb.h"
 #include "cowkv/v1/kv.grpc.pb.h"
 #include "cowkv/v1/subvolumes.grpc.pb.h"
+#include "server/follower.h"
 #include "server/service_env.h"
 
 namespace cowkv {
@@ -46,6 +47,10 @@ class SubvolumesService final : public v1::Subvolumes::Service {
                        v1::ReceiveResponse* resp) override;
   grpc::Status Digest(ServerContext* ctx, const v1::DigestSubvolumeRequest* req,
                       v1::DigestSubvolumeResponse* resp) override;
+  grpc::Status PartialReceives(ServerContext* ctx, const v1::PartialReceivesRequest* req,
+                               v1::PartialReceivesResponse* resp) override;
+  grpc::Status AbortReceive(ServerContext* ctx, const v1::AbortReceiveRequest* req,
+                            v1::AbortReceiveResponse* resp) override;
 
  private:
   ServiceEnv* const env_;
@@ -171,7 +176,8 @@ class FilesService final : public v1::Files::Service {
 
 class AdminService final : public v1::Admin::Service {
  public:
-  explicit AdminService(ServiceEnv* env) : env_(env) {}
+  // `follower`: the read replica's pulls for Stats (null: not a follower).
+  AdminService(ServiceEnv* env, const Follower* follower) : env_(env), follower_(follower) {}
   grpc::Status Sync(ServerContext* ctx, const v1::SyncRequest* req,
                     v1::SyncResponse* resp) override;
   grpc::Status Stats(ServerContext* ctx, const v1::StatsRequest* req,
@@ -183,6 +189,7 @@ class AdminService final : public v1::Admin::Service {
 
  private:
   ServiceEnv* const env_;
+  const Follower* const follower_;
 };
 
 // cowkvd's version.

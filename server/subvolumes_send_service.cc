@@ -5,6 +5,7 @@
 // message (at most kMaxWriteChunkBytes) plus one record of the stream.
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "cowkv/errors.h"
@@ -21,21 +22,39 @@ namespace {
 // record of at most 128 KiB).
 constexpr size_t kSendPieceBytes = 256u << 10;
 static_assert(kSendPieceBytes + (128u << 10) + 4096 < kMaxMessageBytes, "a piece fits a message");
+// A resume token's text: base64 of at most ~1.6 KiB.
+constexpr size_t kMaxResumeTokenChars = 4096;
 }  // namespace
 
 grpc::Status SubvolumesService::Send(ServerContext* ctx, const v1::SendRequest* req,
                                      ServerWriter<v1::SendResponse>* writer) {
   return env_->Run(
       ctx, "cowkv.v1.Subvolumes/Send", ServiceEnv::Errors::kPlain, [&]() -> absl::Status {
-        COWKV_RETURN_IF_ERROR(ValidateSubvolumeName("snapshot", req->snapshot()));
-        COWKV_RETURN_IF_ERROR(ServiceEnv::RequireSubvolume(req->snapshot()));
-        if (!req->parent().empty()) {
-          COWKV_RETURN_IF_ERROR(ValidateSubvolumeName("parent", req->parent()));
-          COWKV_RETURN_IF_ERROR(ServiceEnv::RequireSubvolume(req->parent()));
-        }
         SendOptions o;
         o.snapshot = req->snapshot();
         o.parent = req->parent();
+        if (!req->resume_token().empty()) {
+          // The token names the snapshots: resolve them, so that the
+          // caller's access is checked on their names.
+          if (req->resume_token().size() > kMaxResumeTokenChars) {
+            return WithReason(absl::InvalidArgumentError("resume_token: too long"),
+                              ErrorReason::kResumeToken);
+          }
+          COWKV_ASSIGN_OR_RETURN(SendOptions named,
+                                 env_->store().ResumeSendOptions(req->resume_token()));
+          if (!o.snapshot.empty() && o.snapshot != named.snapshot) {
+            return WithReason(absl::FailedPreconditionError(absl::StrCat(
+                                  "resume_token: it is of snapshot '", named.snapshot, "'")),
+                              ErrorReason::kResumeMismatch);
+          }
+          o = named;
+        }
+        COWKV_RETURN_IF_ERROR(ValidateSubvolumeName("snapshot", o.snapshot));
+        COWKV_RETURN_IF_ERROR(ServiceEnv::RequireSubvolume(o.snapshot));
+        if (!o.parent.empty()) {
+          COWKV_RETURN_IF_ERROR(ValidateSubvolumeName("parent", o.parent));
+          COWKV_RETURN_IF_ERROR(ServiceEnv::RequireSubvolume(o.parent));
+        }
         o.piece_bytes = kSendPieceBytes;
         v1::SendResponse m;
         COWKV_ASSIGN_OR_RETURN(SendReport r,
@@ -75,10 +94,12 @@ grpc::Status SubvolumesService::Receive(ServerContext* ctx,
         ReceiveOptions o;
         o.name = msg.name();
         o.dry_run = msg.dry_run();
+        o.resumable = msg.resumable();
         COWKV_ASSIGN_OR_RETURN(std::unique_ptr<ReceiveStream> rs, env_->store().Receive(o));
         for (bool first = true;; first = false) {
-          if (!first && (!msg.name().empty() || msg.dry_run())) {
-            return absl::InvalidArgumentError("name and dry_run go in the first message only");
+          if (!first && (!msg.name().empty() || msg.dry_run() || msg.resumable())) {
+            return absl::InvalidArgumentError(
+                "name, dry_run and resumable go in the first message only");
           }
           if (msg.chunk().size() > kMaxWriteChunkBytes) {
             return WithReason(absl::InvalidArgumentError(absl::StrCat(
@@ -116,6 +137,38 @@ grpc::Status SubvolumesService::Digest(ServerContext* ctx, const v1::DigestSubvo
         resp->set_data_bytes(d.data_bytes);
         return absl::OkStatus();
       });
+}
+
+grpc::Status SubvolumesService::PartialReceives(ServerContext* ctx,
+                                                const v1::PartialReceivesRequest*,
+                                                v1::PartialReceivesResponse* resp) {
+  return env_->Run(ctx, "cowkv.v1.Subvolumes/PartialReceives", ServiceEnv::Errors::kPlain,
+                   [&]() -> absl::Status {
+                     COWKV_ASSIGN_OR_RETURN(std::vector<PartialReceive> all,
+                                            env_->store().PartialReceives());
+                     for (const PartialReceive& p : all) {
+                       if (!ServiceEnv::RequireSubvolume(p.name).ok()) continue;
+                       v1::PartialReceive* m = resp->add_partial();
+                       m->set_name(p.name);
+                       m->set_token(p.token);
+                       m->set_records(p.records);
+                       m->set_bytes(p.bytes);
+                       m->set_uuid(p.uuid);
+                       m->set_generation(p.generation);
+                       m->set_parent_uuid(p.parent_uuid);
+                       m->set_in_use(p.in_use);
+                     }
+                     return absl::OkStatus();
+                   });
+}
+
+grpc::Status SubvolumesService::AbortReceive(ServerContext* ctx, const v1::AbortReceiveRequest* req,
+                                             v1::AbortReceiveResponse*) {
+  return env_->Run(ctx, "cowkv.v1.Subvolumes/AbortReceive", ServiceEnv::Errors::kPlain,
+                   [&]() -> absl::Status {
+                     COWKV_RETURN_IF_ERROR(ValidateSubvolumeName("name", req->name()));
+                     return env_->store().AbortPartialReceive(req->name());
+                   });
 }
 
 }  // namespace server

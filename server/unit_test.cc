@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "server/connections.h"
+#include "server/follower.h"
 #include "server/log.h"
 #include "server/metrics.h"
 #include "server/range_page.h"
@@ -198,6 +199,20 @@ TEST(StatsTable, CoversEveryEngineFieldOfStatsResponse) {
     EXPECT_TRUE(table.count(d->field(i)->name())) << d->field(i)->name() << " not in the table";
   }
   EXPECT_EQ(engine_fields, static_cast<int>(table.size())) << "table rows without a proto field";
+}
+
+// Goal: a follower's metrics before any pull: no lag yet (-1), down.
+TEST(Follower, MetricsBeforeAnyPull) {
+  FollowOptions o;
+  o.primary = "127.0.0.1:1";
+  o.subvolumes = {"a", "b"};
+  Follower f(o, nullptr);  // never started: the store is not touched
+  const std::string m = f.RenderMetrics();
+  EXPECT_NE(m.find("cowkv_replica_lag_seconds{subvolume=\"a\"} -1\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("cowkv_replica_up{subvolume=\"b\"} 0\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("# TYPE cowkv_replica_pulls_total counter"), std::string::npos) << m;
+  ASSERT_EQ(f.Status().size(), 2u);
+  EXPECT_EQ(f.Status()[1].name, "b");
 }
 
 TEST(Metrics, RendersCountsAndCumulativeBuckets) {

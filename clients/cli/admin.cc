@@ -161,13 +161,31 @@ int RunStatus(const Globals& g) {
     j["free_bytes"] = st.free_bytes();
     j["total_bytes"] = st.total_bytes();
     j["open_transactions"] = st.server_open_handles();
+    if (st.server_replicas_size() > 0) {
+      Json list = Json::array();
+      for (const v1::ReplicaStatus& r : st.server_replicas()) list.push_back(ScalarFieldsJson(r));
+      j["replicas"] = list;
+    }
     return Emit(kOp, DumpJson(j));
   }
-  return Emit(kOp, absl::StrCat(g.server, ", ", v.version(), ", healthy, generation ",
-                                st.generation(), ", revision ", st.revision(), ", used ",
-                                st.used_bytes(), " of ", st.total_bytes(), " bytes (free ",
-                                st.free_bytes(), "), ", st.server_open_handles(),
-                                " open transactions\n"));
+  std::string text = absl::StrCat(
+      g.server, ", ", v.version(), ", healthy, generation ", st.generation(), ", revision ",
+      st.revision(), ", used ", st.used_bytes(), " of ", st.total_bytes(), " bytes (free ",
+      st.free_bytes(), "), ", st.server_open_handles(), " open transactions\n");
+  // A read replica (cowkvd --follow): one line per followed subvolume.
+  for (const v1::ReplicaStatus& r : st.server_replicas()) {
+    absl::StrAppend(&text, "replica ", EscapeBytes(r.subvolume()), " of ", r.primary(), ": ",
+                    r.snapshot().empty() ? std::string("no replica yet")
+                                         : absl::StrCat("lag ", absl::SixDigits(r.lag_seconds()),
+                                                        " s (", EscapeBytes(r.snapshot()), ")"),
+                    ", ", r.pulls(), " pulls, ", r.failures(), " failures, ", r.bytes_received(),
+                    " bytes received",
+                    r.last_error().empty()
+                        ? std::string()
+                        : absl::StrCat(", last error: ", OneLine(r.last_error())),
+                    "\n");
+  }
+  return Emit(kOp, text);
 }
 
 RunFn AddVersion(CLI::App* app, const GlobalsPtr& g) {

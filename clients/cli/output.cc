@@ -409,6 +409,9 @@ Json ScalarFieldsJson(const google::protobuf::Message& m) {
       case FieldDescriptor::CPPTYPE_BOOL:
         j[f->name()] = r->GetBool(m, f);
         break;
+      case FieldDescriptor::CPPTYPE_DOUBLE:
+        j[f->name()] = r->GetDouble(m, f);
+        break;
       case FieldDescriptor::CPPTYPE_STRING:
         j[f->name()] = r->GetString(m, f);
         break;

@@ -23,11 +23,14 @@ namespace cli {
 
 using ChunkSink = std::function<bool(absl::string_view bytes)>;
 
+// `resume_token` (send -t): the rest of an interrupted stream instead.
 grpc::Status SendToSink(Connection& conn, const std::string& snapshot, const std::string& parent,
-                        const ChunkSink& sink, v1::SendStats* stats, bool* sink_failed);
+                        const ChunkSink& sink, v1::SendStats* stats, bool* sink_failed,
+                        const std::string& resume_token = "");
 
+// `resumable` (receive -s): an interrupted receive keeps its progress.
 grpc::Status ReceiveFromFile(Connection& conn, std::FILE* in, const std::string& name, bool dry_run,
-                             v1::ReceiveResponse* resp, bool* read_failed);
+                             v1::ReceiveResponse* resp, bool* read_failed, bool resumable = false);
 
 }  // namespace cli
 }  // namespace cowkv

@@ -43,6 +43,9 @@ constexpr ReasonRow kReasons[kErrorReasonCount] = {
     {"STREAM_CORRUPT", "EIO"},
     {"STREAM_VERSION", "EOPNOTSUPP"},
     {"PARENT_MISMATCH", "ENOENT"},
+    {"RESUME_TOKEN", "EINVAL"},
+    {"RESUME_MISMATCH", "ENOENT"},
+    {"PARTIAL_RECEIVE", "EEXIST"},
 };
 
 }  // namespace

@@ -137,8 +137,13 @@ inline constexpr uint64_t kRootFlagReadOnly = 1;
 // The subvolume was deleted; the cleaner is dropping its tree.
 inline constexpr uint64_t kRootFlagDropping = 2;
 // A receive is filling the tree (issue 19): it has no SUBVOL_INFO yet and is
-// invisible; mount finds one left by a crash and drops it.
+// invisible. Mount keeps one left by a crash if it holds a receive progress
+// item (a resumable receive), else drops it.
 inline constexpr uint64_t kRootFlagReceiving = 4;
+// The receive progress item of a resumable receive's tree (key "R", outside
+// every prefix a stream carries or a digest hashes): engine/send's
+// EncodeReceiveProgress; docs/format.md "Resume token".
+inline constexpr char kReceiveProgressKey[] = "R";
 struct RootItem {
   uint64_t bytenr = 0;
   uint64_t generation = 0;

@@ -43,7 +43,11 @@ absl::StatusOr<Receiver::Event> Receiver::Step() {
   if (!preamble_seen_) {
     if (in.size() < kPreambleSize) return Event::kNeedMore;
     COWKV_RETURN_IF_ERROR(CheckPreamble(in));
-    hash_.Update(in.substr(0, kPreambleSize));
+    version_ = PreambleVersion(in);
+    if (version_ < kContinuationVersion) {  // a continuation's preamble is not part of the stream
+      hash_.Update(in.substr(0, kPreambleSize));
+      consumed_ += kPreambleSize;
+    }
     pos_ += kPreambleSize;
     preamble_seen_ = true;
     in.remove_prefix(kPreambleSize);
@@ -53,6 +57,18 @@ absl::StatusOr<Receiver::Event> Receiver::Step() {
   if (in.size() < kFrameHeaderSize + len) return Event::kNeedMore;
   const absl::string_view frame = in.substr(0, kFrameHeaderSize + len);
   COWKV_ASSIGN_OR_RETURN(Record r, DecodeRecord(frame, stats_.records));
+  const bool continuation = version_ >= kContinuationVersion;
+  if ((r.type == RecordType::kResume) != (continuation && !header_seen_)) {
+    return StreamCorrupt(continuation && !header_seen_
+                             ? "a continuation stream must start with a RESUME record"
+                             : "a RESUME record past a continuation's start");
+  }
+  if (r.type == RecordType::kResume) {
+    if (!resume_token_.empty()) return StreamCorrupt("a second RESUME record");
+    resume_token_ = std::string(r.token);
+    pos_ += frame.size();
+    return Event::kResume;
+  }
   COWKV_RETURN_IF_ERROR(CheckOrder(r));
   if (r.type == RecordType::kEnd) {
     COWKV_RETURN_IF_ERROR(CheckEnd(r));
@@ -67,12 +83,39 @@ absl::StatusOr<Receiver::Event> Receiver::Step() {
   }
   ++stats_.records;
   pos_ += frame.size();
+  consumed_ += frame.size();
   if (r.type == RecordType::kEnd) {
     end_seen_ = true;
     if (pos_ != buf_.size()) return StreamCorrupt("bytes after the end record");
     return Event::kEnd;
   }
   return r.type == RecordType::kHeader ? Event::kHeader : Event::kRecord;
+}
+
+absl::Status Receiver::ContinueFrom(const StreamHeader& header, const ResumePoint& p) {
+  if (header_seen_ || resume_token_.empty()) {
+    return absl::InternalError("receive: ContinueFrom outside a continuation's start");
+  }
+  if (!Sha256::FromState(p.sha_state, &hash_)) return BadResumeToken("bad hash state");
+  header_ = header;
+  header_seen_ = true;
+  last_key_ = p.last_key;
+  stats_.records = p.records;
+  consumed_ = p.offset;
+  return absl::OkStatus();
+}
+
+ResumePoint Receiver::Position() const {
+  ResumePoint p;
+  p.uuid = header_.uuid;
+  p.stransid = header_.stransid;
+  p.parent_uuid = header_.parent_uuid;
+  p.parent_stransid = header_.parent_stransid;
+  p.records = stats_.records;
+  p.offset = consumed_;
+  p.last_key = last_key_;
+  p.sha_state = hash_.State();
+  return p;
 }
 
 // Where a record may stand in the stream.

@@ -12,6 +12,12 @@
 // FAILED_PRECONDITION / kStreamVersion for a newer format, kParentMismatch
 // when a clone's source differs from what the stream says.
 //
+// Resume (docs/format.md "Resume token"): a continuation stream (version
+// 2) starts with kResume instead of kHeader; Step then returns kResume,
+// and the owner, having found the partial receive the token names, calls
+// ContinueFrom with the header and position it had stored. Position() is
+// where a resume would start (valid when at_boundary()).
+//
 // Memory: the input buffer holds at most one record plus what one Feed
 // brings (the caller bounds that); extents are written chunk by chunk.
 //
@@ -27,6 +33,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "engine/format/items.h"
+#include "engine/send/resume_token.h"
 #include "engine/send/sha256.h"
 #include "engine/send/stream_format.h"
 
@@ -64,7 +71,7 @@ struct ReceiveStats {
 
 class Receiver {
  public:
-  enum class Event { kNeedMore, kHeader, kRecord, kEnd };
+  enum class Event { kNeedMore, kHeader, kResume, kRecord, kEnd };
 
   Receiver() = default;
   Receiver(const Receiver&) = delete;
@@ -83,6 +90,15 @@ class Receiver {
   absl::Status Finish() const;
   // Gives back an extent allocated for a record not finished.
   void Abort();
+
+  // After kResume: the token it carried (binary form, unchecked).
+  const std::string& resume_token() const { return resume_token_; }
+  // After kResume: continue the stream `header` from `p`.
+  absl::Status ContinueFrom(const StreamHeader& header, const ResumePoint& p);
+  // Between records, outside any extent: where a resume would start.
+  bool at_boundary() const { return header_seen_ && !pending_.has_value() && !end_seen_; }
+  // The position now (name left empty); meaningful when at_boundary().
+  ResumePoint Position() const;
 
   bool header_seen() const { return header_seen_; }
   const StreamHeader& header() const { return header_; }
@@ -108,6 +124,9 @@ class Receiver {
   std::string buf_;
   size_t pos_ = 0;
   bool preamble_seen_ = false;
+  uint32_t version_ = 0;
+  uint64_t consumed_ = 0;  // stream bytes before pos_ (a continuation: of the whole stream)
+  std::string resume_token_;
   bool header_seen_ = false;
   bool end_seen_ = false;
   StreamHeader header_;

@@ -29,6 +29,20 @@ Sender::Sender(Tree* snapshot, Tree* parent, const StreamHeader& header, DataRea
       header_(header),
       data_(data) {}
 
+namespace {
+// The first key a continuation reports: just after the last one applied.
+std::string ResumeFrom(const ResumePoint& from) {
+  return from.last_key.empty() ? std::string(1, format::kFsKeyPrefix) : from.last_key + '\0';
+}
+}  // namespace
+
+Sender::Sender(Tree* snapshot, Tree* parent, const StreamHeader& header, DataReader* data,
+               const ResumePoint& from)
+    : diff_(snapshot, parent, ResumeFrom(from), std::string(1, format::kKvKeyPrefix + 1)),
+      header_(header),
+      data_(data),
+      resume_(from) {}
+
 SendStats Sender::stats() const {
   SendStats s = stats_;
   s.nodes_read = diff_.nodes_read();
@@ -100,6 +114,14 @@ absl::StatusOr<bool> Sender::Fill(std::string* out, size_t budget) {
   if (done_) return true;
   const size_t start = out->size();
   size_t hashed = start;
+  if (!started_ && resume_.has_value()) {
+    started_ = true;
+    out->append(EncodePreamble(kContinuationVersion));
+    AppendResume(EncodeResumePoint(*resume_), out);
+    hashed = out->size();  // not part of the stream the end record covers
+    if (!Sha256::FromState(resume_->sha_state, &hash_)) return BadResumeToken("bad hash state");
+    stats_.records = resume_->records;
+  }
   if (!started_) {
     started_ = true;
     out->append(EncodePreamble());
@@ -119,6 +141,10 @@ absl::StatusOr<bool> Sender::Fill(std::string* out, size_t budget) {
       ++stats_.records;
       done_ = true;
       break;
+    }
+    if (Sendable(c->key) && bug_skip_items_ > 0) {
+      --bug_skip_items_;
+      continue;
     }
     if (Sendable(c->key)) COWKV_RETURN_IF_ERROR(EmitChange(*c, out));
   }

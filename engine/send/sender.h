@@ -22,11 +22,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
 #include "absl/status/statusor.h"
 #include "engine/format/items.h"
+#include "engine/send/resume_token.h"
 #include "engine/send/sha256.h"
 #include "engine/send/stream_format.h"
 #include "engine/send/tree_diff.h"
@@ -64,6 +66,13 @@ class Sender {
   // `parent` null: a full stream. `header` says who the snapshot and parent
   // are; `data` reads extents. All borrowed for the sender's life.
   Sender(Tree* snapshot, Tree* parent, const StreamHeader& header, DataReader* data);
+  // A continuation (docs/format.md "Resume token"): a version-2 preamble,
+  // a kResume record carrying `from`, then the items after from.last_key,
+  // counted and hashed on from `from` (so kEnd covers the whole stream).
+  // Extents sent or seen before the position are not clone sources: items
+  // sharing them go as data.
+  Sender(Tree* snapshot, Tree* parent, const StreamHeader& header, DataReader* data,
+         const ResumePoint& from);
 
   // Appends the next records to `out` until it holds `budget` bytes or the
   // stream is complete; returns true once the kEnd record is appended.
@@ -71,6 +80,9 @@ class Sender {
 
   SendStats stats() const;
   TreeDiff& TEST_diff() { return diff_; }
+  // Test hook: drop the next `n` items (a planted bug: a resumed send
+  // that starts late; resume_test must catch it).
+  void TEST_skip_items(int n) { bug_skip_items_ = n; }
 
  private:
   struct Source {
@@ -90,12 +102,14 @@ class Sender {
   TreeDiff diff_;
   const StreamHeader header_;
   DataReader* const data_;
+  std::optional<ResumePoint> resume_;
   bool started_ = false;
   bool done_ = false;
   std::unique_ptr<Pending> pending_;
   std::unordered_map<uint64_t, Source> sources_;
   Sha256 hash_;
   SendStats stats_;
+  int bug_skip_items_ = 0;
 };
 
 }  // namespace send

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "engine/base/coding.h"
+
 namespace cowkv {
 namespace send {
 namespace {
@@ -96,6 +98,32 @@ Sha256::Digest Sha256::Final() {
     for (int j = 0; j < 4; ++j) out[4 * i + j] = static_cast<uint8_t>(state_[i] >> (24 - 8 * j));
   }
   return out;
+}
+
+std::string Sha256::State() const {
+  std::string out;
+  for (uint32_t w : state_) {
+    char b[4];
+    EncodeLE32(b, w);
+    out.append(b, 4);
+  }
+  char t[8];
+  EncodeLE64(t, total_bytes_);
+  out.append(t, 8);
+  out.append(reinterpret_cast<const char*>(buf_.data()), buf_len_);
+  return out;
+}
+
+bool Sha256::FromState(absl::string_view state, Sha256* out) {
+  if (state.size() < 40 || state.size() >= 40 + 64) return false;
+  Sha256 h;
+  for (int i = 0; i < 8; ++i) h.state_[i] = DecodeLE32(state.data() + 4 * i);
+  h.total_bytes_ = DecodeLE64(state.data() + 32);
+  h.buf_len_ = state.size() - 40;
+  if (h.total_bytes_ % 64 != h.buf_len_) return false;
+  std::memcpy(h.buf_.data(), state.data() + 40, h.buf_len_);
+  *out = h;
+  return true;
 }
 
 std::string DigestHex(const Sha256::Digest& d) {

@@ -27,6 +27,13 @@ class Sha256 {
   // updated afterwards.
   Digest Final();
 
+  // The running state after any number of Updates (before Final), as
+  // bytes: 8 LE u32 words, u64 LE total length, then the total % 64
+  // bytes not yet hashed (a resume token carries it: docs/format.md
+  // "Resume token"). FromState refuses what State cannot have made.
+  std::string State() const;
+  static bool FromState(absl::string_view state, Sha256* out);
+
   static Digest Of(absl::string_view bytes) {
     Sha256 h;
     h.Update(bytes);

@@ -129,6 +129,9 @@ absl::Status DecodePayload(Reader& r, Record* rec) {
       rec->records = r.LE64();
       r.Array(&rec->digest);
       break;
+    case RecordType::kResume:
+      rec->token = r.Take(r.in.size());
+      break;
     default:
       return StreamCorrupt(absl::StrCat("unknown record type ", static_cast<int>(rec->type)));
   }
@@ -153,6 +156,8 @@ const char* RecordTypeName(RecordType t) {
       return "CLONE";
     case RecordType::kEnd:
       return "END";
+    case RecordType::kResume:
+      return "RESUME";
   }
   return "UNKNOWN";
 }
@@ -168,12 +173,14 @@ absl::Status ParentMismatch(absl::string_view what, bool missing) {
   return WithReason(s, ErrorReason::kParentMismatch);
 }
 
-std::string EncodePreamble() {
+std::string EncodePreamble(uint32_t version) {
   std::string out(kStreamMagic, sizeof(kStreamMagic));
-  PutLE32(&out, kStreamVersion);
+  PutLE32(&out, version);
   PutLE32(&out, 0);
   return out;
 }
+
+uint32_t PreambleVersion(absl::string_view p) { return DecodeLE32(p.data() + 8); }
 
 absl::Status CheckPreamble(absl::string_view p) {
   if (p.size() < kPreambleSize || std::memcmp(p.data(), kStreamMagic, sizeof(kStreamMagic)) != 0) {
@@ -238,6 +245,10 @@ void AppendClone(absl::string_view key, absl::string_view value, CloneSource sou
   p += static_cast<char>(source);
   PutBytes16(&p, source_key);
   Frame(RecordType::kClone, p, out);
+}
+
+void AppendResume(absl::string_view token, std::string* out) {
+  Frame(RecordType::kResume, token, out);
 }
 
 void AppendEnd(uint64_t records, const std::array<uint8_t, 32>& digest, std::string* out) {

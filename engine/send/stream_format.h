@@ -26,7 +26,11 @@ namespace send {
 // record framing so that a future framing is still refused by version.
 inline constexpr char kStreamMagic[8] = {'C', 'O', 'W', 'K', 'V', 'S', 'N', 'D'};
 inline constexpr size_t kPreambleSize = 16;
-inline constexpr uint32_t kStreamVersion = 1;
+// Version 1: a whole stream (kHeader first). Version 2: a continuation of
+// an interrupted one (kResume first; docs/format.md "Resume token"). A
+// sender writes 1 unless it resumes; this receiver reads both.
+inline constexpr uint32_t kStreamVersion = 2;
+inline constexpr uint32_t kContinuationVersion = 2;
 inline constexpr size_t kFrameHeaderSize = 12;
 // Largest payload a record may carry: a DATA chunk is at most
 // kMaxDataChunk; an item record at most a key (1032 bytes) and a leaf
@@ -45,6 +49,7 @@ enum class RecordType : uint16_t {
   kData = 5,    // up to kMaxDataChunk bytes of the extent being sent
   kClone = 6,   // an item sharing a data extent with the parent or the stream
   kEnd = 7,     // last record: record count and the stream's SHA-256
+  kResume = 8,  // a continuation's first record: the resume token (binary form)
 };
 const char* RecordTypeName(RecordType t);
 
@@ -76,9 +81,12 @@ struct Record {
   absl::string_view source_key;               // kClone
   uint64_t records = 0;                       // kEnd: records before it, kHeader included
   std::array<uint8_t, 32> digest{};           // kEnd: SHA-256 of every byte before the kEnd frame
+  absl::string_view token;                    // kResume: the binary resume token
 };
 
-std::string EncodePreamble();
+std::string EncodePreamble(uint32_t version = 1);
+// The version of a preamble CheckPreamble accepted.
+uint32_t PreambleVersion(absl::string_view p);
 // INVALID_ARGUMENT (kStreamCorrupt) for something that is no send stream,
 // FAILED_PRECONDITION (kStreamVersion) for a newer version.
 absl::Status CheckPreamble(absl::string_view p);
@@ -92,6 +100,7 @@ void AppendExtent(absl::string_view key, absl::string_view value, uint64_t data_
 void AppendData(absl::string_view chunk, std::string* out);
 void AppendClone(absl::string_view key, absl::string_view value, CloneSource source,
                  absl::string_view source_key, std::string* out);
+void AppendResume(absl::string_view token, std::string* out);
 void AppendEnd(uint64_t records, const std::array<uint8_t, 32>& digest, std::string* out);
 
 // The payload length a frame header announces, after checking the frame's

@@ -264,6 +264,22 @@ absl::StatusOr<SubvolumeDigest> Store::DigestSubvolume(absl::string_view name) {
   return impl_->DigestSubvolume(name);
 }
 
+absl::Status Store::ReplaceSubvolume(absl::string_view name, absl::string_view target) {
+  return impl_->ReplaceSubvolume(name, target);
+}
+
+absl::StatusOr<SendOptions> Store::ResumeSendOptions(absl::string_view token) {
+  return impl_->ResumeSendOptions(token);
+}
+
+absl::StatusOr<std::vector<PartialReceive>> Store::PartialReceives() {
+  return impl_->PartialReceives();
+}
+
+absl::Status Store::AbortPartialReceive(absl::string_view name) {
+  return impl_->AbortPartialReceive(name);
+}
+
 uint32_t Store::nodesize() const { return impl_->nodesize(); }
 
 size_t Store::max_value_size() const { return impl_->max_value_size(); }

@@ -25,7 +25,9 @@ absl::Status StoreImpl::LoadLeases(uint64_t subvol) {
 absl::Status StoreImpl::LoadAllLeases() {
   absl::ReaderMutexLock l(&mu_);
   for (uint64_t id : txn_->TreeIds(/*dropping=*/false)) {
-    if (txn_->fs_tree(id) == nullptr || lessor_->IsLoaded(id)) continue;
+    if (txn_->fs_tree(id) == nullptr || lessor_->IsLoaded(id) || subvols_->IsPartialReceive(id)) {
+      continue;
+    }
     COWKV_RETURN_IF_ERROR(LoadLeases(id));
   }
   return absl::OkStatus();

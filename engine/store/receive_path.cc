@@ -5,11 +5,19 @@
 //
 //   reading header --Step: kHeader, OnHeader--> receiving (hidden tree made:
 //        |                                     Subvolumes::BeginReceive, committed)
+//        +--Step: kResume, OnResume--> receiving (the partial receive the token names)
 //        |                 receiving --Write: Step under the locks, per batch--> receiving
 //        |                 receiving --Finish: kEnd verified, AdoptReceived--> done (visible)
 //        +--any error, or dropped unfinished--> failed (AbortReceive: tree dropped)
+//        +--the same, resumable, before kEnd--> kept (a partial receive; tree and
+//                                               progress item stay, claim released)
 //
 //   - reading header: nothing written.
+//   - receiving, resumable: each batch ends by writing the progress item
+//     (format::kReceiveProgressKey) with the last record boundary outside
+//     an extent, under the same locks as the records, so every engine
+//     commit holds a tree and a progress item that agree; the batch that
+//     meets kEnd deletes it (and a failure after that drops the tree).
 //   - receiving: the tree has kRootFlagReceiving and no name; commits may
 //     write it (it is ordinary metadata), but mount drops such a tree, so a
 //     crash leaves nothing visible (receive_crash_test).
@@ -30,6 +38,7 @@
 #include "engine/base/status.h"
 #include "engine/lease/lease_item.h"
 #include "engine/send/receiver.h"
+#include "engine/send/resume_token.h"
 #include "engine/send/stream_format.h"
 #include "engine/store/fs_backend_impl.h"
 #include "engine/store/store_impl.h"
@@ -88,7 +97,8 @@ class StoreImpl::ReceiveTargetImpl : public send::ReceiveTarget {
 
 class StoreImpl::ReceiveSession : public ReceiveStream {
  public:
-  ReceiveSession(StoreImpl* s, ReceiveOptions o) : s_(s), o_(std::move(o)) {}
+  ReceiveSession(StoreImpl* s, ReceiveOptions o)
+      : s_(s), o_(std::move(o)), resumable_(o_.resumable) {}
   ~ReceiveSession() override {
     if (!finished_ && !failed_) Fail(absl::CancelledError("receive abandoned")).IgnoreError();
   }
@@ -106,6 +116,7 @@ class StoreImpl::ReceiveSession : public ReceiveStream {
     if (s.ok() && !o_.dry_run) s = Adopt();
     if (!s.ok()) return Fail(s);
     finished_ = true;
+    Release();
     const send::ReceiveStats st = rx_.stats();
     report_.incremental = rx_.header().incremental();
     report_.records = st.records;
@@ -130,18 +141,33 @@ class StoreImpl::ReceiveSession : public ReceiveStream {
   // none, as it would in any other store. True once none is left.
   absl::StatusOr<bool> PurgeUnsentLocked(Tree* tree);
   absl::StatusOr<send::Receiver::Event> StepBatch();
+  // Resumable: writes the progress item if the boundary moved (or, at
+  // kEnd, deletes it). Under the batch's locks.
+  absl::Status SaveProgressLocked(bool end);
   absl::Status OnHeader();
+  absl::Status OnResume();
   absl::Status FindParent(const send::StreamHeader& h);
   absl::Status Adopt();
   absl::Status Fail(absl::Status why);
+  // Gives back this receive's claim on its tree and name.
+  void Release() {
+    if (claimed_) s_->ReleasePartial(report_.name);
+    claimed_ = false;
+  }
 
   StoreImpl* const s_;
   const ReceiveOptions o_;
   send::Receiver rx_;
   std::unique_ptr<ReceiveTargetImpl> target_;
-  uint64_t hidden_ = 0;  // the tree being filled; 0 until OnHeader (and in a dry run)
-  uint64_t parent_ = 0;  // the local parent (incremental streams)
-  bool purged_ = false;  // PurgeUnsentLocked found nothing left
+  uint64_t hidden_ = 0;   // the tree being filled; 0 until OnHeader (and in a dry run)
+  uint64_t parent_ = 0;   // the local parent (incremental streams)
+  bool claimed_ = false;  // report_.name (and hidden_) are this session's in receiving_
+  bool purged_ = false;   // PurgeUnsentLocked found nothing left
+  bool resumable_;
+  // Resumable: the last boundary met, and the one the progress item holds.
+  std::optional<send::ResumePoint> clean_, saved_;
+  bool progress_ok_ = true;        // no failure left item and tree disagreeing
+  bool progress_removed_ = false;  // kEnd met: the item is gone
   ReceiveReport report_;
   bool finished_ = false;
   bool failed_ = false;
@@ -153,6 +179,7 @@ absl::Status StoreImpl::ReceiveSession::Pump() {
     if (target_ == nullptr) {  // the header, or a dry run: nothing to lock
       COWKV_ASSIGN_OR_RETURN(e, rx_.Step());
       if (e == send::Receiver::Event::kHeader) COWKV_RETURN_IF_ERROR(OnHeader());
+      if (e == send::Receiver::Event::kResume) COWKV_RETURN_IF_ERROR(OnResume());
     } else {
       COWKV_ASSIGN_OR_RETURN(e, StepBatch());
     }
@@ -188,15 +215,35 @@ absl::StatusOr<send::Receiver::Event> StoreImpl::ReceiveSession::StepBatch() {
       absl::StatusOr<send::Receiver::Event> step = rx_.Step();
       if (!step.ok()) s = step.status();
       if (s.ok()) e = *step;
+      if (s.ok() && resumable_ && rx_.at_boundary()) clean_ = rx_.Position();
       if (e != send::Receiver::Event::kRecord) break;
     }
     if (!s.ok()) rx_.Abort();  // an extent allocated for a record not finished
+    if (resumable_) {
+      absl::Status ps = SaveProgressLocked(s.ok() && e == send::Receiver::Event::kEnd);
+      if (!ps.ok()) progress_ok_ = false;
+      if (s.ok()) s = ps;
+    }
     const TxnManager::RefCounts after = s_->txn_->EndWrite(hidden_);
     if (s.ok()) sample = s_->PayDelayedRefsLocked(heads_before, after);
   }
   if (!s.ok()) return s;
   s_->Throttle(sample);
   return e;
+}
+
+absl::Status StoreImpl::ReceiveSession::SaveProgressLocked(bool end) {
+  if (end) {
+    progress_removed_ = true;
+    return target_->Apply(format::kReceiveProgressKey, std::nullopt, false);
+  }
+  if (!clean_.has_value()) return absl::OkStatus();
+  clean_->name = report_.name;
+  if (saved_.has_value() && *saved_ == *clean_) return absl::OkStatus();
+  const std::string v = send::EncodeReceiveProgress(*clean_, parent_, rx_.header());
+  COWKV_RETURN_IF_ERROR(target_->Apply(format::kReceiveProgressKey, v, false));
+  saved_ = clean_;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<bool> StoreImpl::ReceiveSession::PurgeUnsentLocked(Tree* tree) {
@@ -258,14 +305,61 @@ absl::Status StoreImpl::ReceiveSession::OnHeader() {
           absl::StrCat("receive: subvolume '", report_.name, "' already exists"));
     }
   }
+  COWKV_RETURN_IF_ERROR(s_->CheckPartialNameFree(report_.name));
   if (o_.dry_run) return absl::OkStatus();
   if (s_->options_.read_only) return ReadOnlyStoreError("store is opened read-only");
-  COWKV_ASSIGN_OR_RETURN(
-      hidden_, s_->ManageSubvolumes([&](Subvolumes* t) { return t->BeginReceive(parent_); },
-                                    /*commit_first=*/true));
+  if (!s_->ClaimPartial(0, report_.name)) return s_->PartialBusy(report_.name);
+  claimed_ = true;
+  absl::StatusOr<uint64_t> id = s_->ManageSubvolumes(
+      [&](Subvolumes* t) { return t->BeginReceive(parent_); }, /*commit_first=*/true);
+  if (!id.ok()) return id.status();
+  hidden_ = *id;
+  s_->SetClaimedTree(report_.name, hidden_);
   target_ = std::make_unique<ReceiveTargetImpl>(s_, hidden_);
   rx_.SetTarget(target_.get());
+  if (resumable_) clean_ = rx_.Position();
   return absl::OkStatus();
+}
+
+// A continuation stream: the partial receive its token names, at the
+// position the token says, becomes this session's.
+absl::Status StoreImpl::ReceiveSession::OnResume() {
+  if (o_.dry_run) {
+    return absl::InvalidArgumentError(
+        "receive: a dry run cannot check a continuation stream (it continues a partial receive)");
+  }
+  if (s_->options_.read_only) return ReadOnlyStoreError("store is opened read-only");
+  COWKV_ASSIGN_OR_RETURN(send::ResumePoint tok, send::DecodeResumePoint(rx_.resume_token()));
+  report_.name = o_.name.empty() ? tok.name : o_.name;
+  if (tok.name != report_.name) {
+    return send::ResumeMismatch(absl::StrCat("the token is for the partial receive '", tok.name,
+                                             "', not '", report_.name, "'"),
+                                false);
+  }
+  COWKV_ASSIGN_OR_RETURN(PartialState p, s_->FindPartial(report_.name));
+  if (p.progress.point != tok) {
+    return send::ResumeMismatch(
+        absl::StrCat("the partial receive '", report_.name, "' is at record ",
+                     p.progress.point.records, " (byte ", p.progress.point.offset,
+                     "), the token at record ", tok.records, " (byte ", tok.offset,
+                     "), or of another stream: ask for its token again"),
+        false);
+  }
+  if (!s_->ClaimPartial(p.id, report_.name)) return s_->PartialBusy(report_.name);
+  claimed_ = true;
+  hidden_ = p.id;
+  parent_ = p.progress.parent_id;
+  resumable_ = true;
+  saved_ = clean_ = p.progress.point;
+  if (parent_ != 0) {
+    absl::ReaderMutexLock l(&s_->mu_);
+    absl::StatusOr<SubvolInfo> info = s_->subvols_->Get(parent_);
+    if (!info.ok()) return send::ParentMismatch("the partial receive's parent is gone", true);
+    report_.parent = info->name;
+  }
+  target_ = std::make_unique<ReceiveTargetImpl>(s_, hidden_);
+  rx_.SetTarget(target_.get());
+  return rx_.ContinueFrom(p.progress.header, p.progress.point);
 }
 
 absl::Status StoreImpl::ReceiveSession::Adopt() {
@@ -290,6 +384,13 @@ absl::Status StoreImpl::ReceiveSession::Fail(absl::Status why) {
     rx_.Abort();  // an extent allocated for a record not finished goes back
   }
   rx_.SetTarget(nullptr);
+  const bool keep = resumable_ && progress_ok_ && !progress_removed_ && saved_.has_value();
+  if (hidden_ != 0 && keep) {
+    Release();
+    return WithContext(
+        why, absl::StrCat("receive: partial receive '", report_.name, "' kept at record ",
+                          saved_->records, " (cowkv receive --resume-token ", report_.name, ")"));
+  }
   if (hidden_ != 0) {
     absl::Status s = s_->ManageSubvolumes(
                            [&](Subvolumes* t) -> absl::StatusOr<uint64_t> {
@@ -303,12 +404,16 @@ absl::Status StoreImpl::ReceiveSession::Fail(absl::Status why) {
     s_->cleaner_work_ = true;
     hidden_ = 0;
   }
+  Release();
   return why;
 }
 
 absl::StatusOr<std::unique_ptr<ReceiveStream>> StoreImpl::Receive(const ReceiveOptions& o) {
   COWKV_RETURN_IF_ERROR(CheckOpen());
   if (!o.name.empty()) COWKV_RETURN_IF_ERROR(ValidateSubvolName(o.name));
+  if (o.resumable && o.dry_run) {
+    return absl::InvalidArgumentError("receive: a dry run writes nothing to resume");
+  }
   return std::unique_ptr<ReceiveStream>(new ReceiveSession(this, o));
 }
 

@@ -213,7 +213,9 @@ absl::Status StoreImpl::FixupFsReplay(std::map<uint64_t, fs::ReplayNotes>& notes
 absl::Status StoreImpl::CleanupOrphansLocked() {
   for (uint64_t subvol : txn_->TreeIds(/*dropping=*/false)) {
     Tree* tree = txn_->fs_tree(subvol);
-    if (tree == nullptr || txn_->IsReadOnly(subvol)) continue;
+    if (tree == nullptr || txn_->IsReadOnly(subvol) || subvols_->IsPartialReceive(subvol)) {
+      continue;
+    }
     FsBackendImpl be(this, subvol, tree);
     std::shared_ptr<fs::FsState> st = FsStateFor(subvol);
     fs::FsOps ops(&be, st.get(), fs_options_);

@@ -5,12 +5,14 @@
 // no writer, and the one thing that can change it — deletion and the
 // cleaner — needs the exclusive barrier; each piece first checks that the
 // trees are still the ones the send started with.
+#include <optional>
 #include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "engine/base/status.h"
 #include "engine/send/digest.h"
+#include "engine/send/resume_token.h"
 #include "engine/send/sender.h"
 #include "engine/store/store_impl.h"
 
@@ -68,7 +70,49 @@ struct StoreImpl::SendPlan {
   Tree* snapshot_tree = nullptr;
   Tree* parent_tree = nullptr;
   send::StreamHeader header;
+  std::optional<send::ResumePoint> resume;
 };
+
+namespace {
+// The read-only subvolume whose stream identity is (uuid, gen), if any.
+std::optional<SubvolInfo> ByIdentity(const Subvolumes& subvols, const send::Uuid& uuid,
+                                     uint64_t gen) {
+  const std::string want(reinterpret_cast<const char*>(uuid.data()), uuid.size());
+  for (const SubvolInfo& s : subvols.List()) {
+    if ((s.flags & format::kRootFlagReadOnly) && StreamIdentity(s) == std::make_pair(want, gen)) {
+      return s;
+    }
+  }
+  return std::nullopt;
+}
+}  // namespace
+
+absl::Status StoreImpl::PlanResumedSend(const SendOptions& o, SendPlan* p) {
+  COWKV_ASSIGN_OR_RETURN(send::ResumePoint t, send::ParseResumeToken(o.resume_token));
+  std::optional<SubvolInfo> snap = ByIdentity(*subvols_, t.uuid, t.stransid);
+  if (!snap.has_value() || (!o.snapshot.empty() && snap->name != o.snapshot)) {
+    return send::ResumeMismatch(
+        absl::StrCat("the token's snapshot (generation ", t.stransid, ") is not ",
+                     o.snapshot.empty() ? "a read-only subvolume here" : o.snapshot),
+        true);
+  }
+  std::optional<SubvolInfo> parent;
+  if (t.parent_stransid != 0) {
+    parent = ByIdentity(*subvols_, t.parent_uuid, t.parent_stransid);
+    if (!parent.has_value() || (!o.parent.empty() && parent->name != o.parent)) {
+      return send::ResumeMismatch("the token's parent snapshot is not here", true);
+    }
+  } else if (!o.parent.empty()) {
+    return send::ResumeMismatch("the token is of a full stream, not one against a parent", false);
+  }
+  SendOptions named = o;
+  named.snapshot = snap->name;
+  named.parent = parent.has_value() ? parent->name : "";
+  named.resume_token.clear();
+  COWKV_ASSIGN_OR_RETURN(*p, PlanSend(named));
+  p->resume = std::move(t);
+  return absl::OkStatus();
+}
 
 absl::StatusOr<StoreImpl::SendPlan> StoreImpl::PlanSend(const SendOptions& o) {
   SendPlan p;
@@ -110,17 +154,45 @@ absl::StatusOr<StoreImpl::SendPlan> StoreImpl::PlanSend(const SendOptions& o) {
   return p;
 }
 
+absl::StatusOr<SendOptions> StoreImpl::ResumeSendOptions(absl::string_view token) {
+  COWKV_RETURN_IF_ERROR(CheckOpen());
+  SendOptions o;
+  o.resume_token = std::string(token);
+  absl::ReaderMutexLock l(&mu_);
+  SendPlan p;
+  COWKV_RETURN_IF_ERROR(PlanResumedSend(o, &p));
+  COWKV_ASSIGN_OR_RETURN(SubvolInfo snap, subvols_->Get(p.snapshot));
+  o.snapshot = snap.name;
+  if (p.parent != 0) {
+    COWKV_ASSIGN_OR_RETURN(SubvolInfo parent, subvols_->Get(p.parent));
+    o.parent = parent.name;
+  }
+  return o;
+}
+
 absl::StatusOr<SendReport> StoreImpl::Send(const SendOptions& o, const SendSink& sink) {
   COWKV_RETURN_IF_ERROR(CheckOpen());
   SendPlan plan;
   {
     absl::ReaderMutexLock l(&mu_);
-    COWKV_ASSIGN_OR_RETURN(plan, PlanSend(o));
+    if (o.resume_token.empty()) {
+      COWKV_ASSIGN_OR_RETURN(plan, PlanSend(o));
+    } else {
+      COWKV_RETURN_IF_ERROR(PlanResumedSend(o, &plan));
+    }
   }
   DeviceReader reader(device_);
-  send::Sender sender(plan.snapshot_tree, plan.parent_tree, plan.header, &reader);
+  std::optional<send::Sender> sender;
+  if (plan.resume.has_value()) {
+    sender.emplace(plan.snapshot_tree, plan.parent_tree, plan.header, &reader, *plan.resume);
+    if (options_.test_hooks.planted_bug == Options::TestHooks::PlantedBug::kResumeSkipsOneItem) {
+      sender->TEST_skip_items(1);
+    }
+  } else {
+    sender.emplace(plan.snapshot_tree, plan.parent_tree, plan.header, &reader);
+  }
   if (options_.test_hooks.planted_bug == Options::TestHooks::PlantedBug::kSendSkipsChangedSubtree) {
-    sender.TEST_diff().TEST_set_skip_any_pointer_at_level(1);
+    sender->TEST_diff().TEST_set_skip_any_pointer_at_level(1);
   }
   const size_t piece = std::max<size_t>(o.piece_bytes, 4096);
   for (bool done = false; !done;) {
@@ -132,11 +204,11 @@ absl::StatusOr<SendReport> StoreImpl::Send(const SendOptions& o, const SendSink&
           (plan.parent != 0 && txn_->fs_tree(plan.parent) != plan.parent_tree)) {
         return absl::NotFoundError("send: a subvolume being sent was deleted");
       }
-      COWKV_ASSIGN_OR_RETURN(done, sender.Fill(&out, piece));
+      COWKV_ASSIGN_OR_RETURN(done, sender->Fill(&out, piece));
     }
     if (!out.empty()) COWKV_RETURN_IF_ERROR(sink(out));
   }
-  const send::SendStats st = sender.stats();
+  const send::SendStats st = sender->stats();
   SendReport r;
   r.records = st.records;
   r.bytes = st.bytes;

@@ -37,6 +37,7 @@ absl::Status StoreImpl::Init() {
     const format::Superblock& sb = txn_->superblock();
     subvols_ = std::make_unique<Subvolumes>(txn_.get());
     COWKV_RETURN_IF_ERROR(subvols_->Load());
+    COWKV_RETURN_IF_ERROR(DropUnresumableReceivesLocked());
     AddTreeLocksLocked();
     log_ = std::make_unique<log::LogManager>(txn_.get(), options_.log_max_pending_keys);
     kv_ = std::make_unique<kv::KvSpace>(txn_.get(), log_.get(), device_,

@@ -65,6 +65,7 @@
 #include "engine/kv/kv_space.h"
 #include "engine/lease/lessor.h"
 #include "engine/log/log_manager.h"
+#include "engine/send/resume_token.h"
 #include "engine/store/durability_notifier.h"
 #include "engine/store/durable_revision.h"
 #include "engine/store/log_syncer.h"
@@ -166,6 +167,7 @@ class StoreImpl {
   absl::StatusOr<SubvolumeInfo> CreateSnapshot(absl::string_view source, absl::string_view name,
                                                bool read_only);
   absl::Status RenameSubvolume(absl::string_view name, absl::string_view new_name);
+  absl::Status ReplaceSubvolume(absl::string_view name, absl::string_view target);
   absl::Status DeleteSubvolume(absl::string_view name);
   absl::Status DropDeletedSubvolumes(uint64_t max_steps);
   absl::StatusOr<SubvolumeInfo> ShowSubvolume(absl::string_view name);
@@ -180,6 +182,9 @@ class StoreImpl {
   absl::StatusOr<SendReport> Send(const SendOptions& options, const SendSink& sink);
   absl::StatusOr<std::unique_ptr<ReceiveStream>> Receive(const ReceiveOptions& options);
   absl::StatusOr<SubvolumeDigest> DigestSubvolume(absl::string_view name);
+  absl::StatusOr<SendOptions> ResumeSendOptions(absl::string_view token);
+  absl::StatusOr<std::vector<PartialReceive>> PartialReceives();
+  absl::Status AbortPartialReceive(absl::string_view name);
   StoreStats Stats();
   uint32_t nodesize() const { return nodesize_; }
 
@@ -240,6 +245,29 @@ class StoreImpl {
   // Send's subvolumes resolved under the barrier: ids, trees and the header.
   struct SendPlan;
   absl::StatusOr<SendPlan> PlanSend(const SendOptions& options) ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // The snapshot (and parent) a resume token names, into `p`.
+  absl::Status PlanResumedSend(const SendOptions& options, SendPlan* p)
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Partial receives (receive_resume.cc): the progress item of each, read
+  // under the tree lock; one by name (NOT_FOUND, RESUME_MISMATCH).
+  struct PartialState {
+    uint64_t id = 0;
+    send::ReceiveProgress progress;
+  };
+  absl::StatusOr<std::vector<PartialState>> ReadPartialsLocked() ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<PartialState> FindPartial(absl::string_view name);
+  // ALREADY_EXISTS (PARTIAL_RECEIVE) if a partial receive will take `name`.
+  absl::Status CheckPartialNameFree(absl::string_view name);
+  // One receive at a time per name and per tree: false if `name`, or the
+  // tree `id` (0: none yet), is claimed. SetClaimedTree names the tree a
+  // claim made without one got; ReleasePartial ends the claim.
+  bool ClaimPartial(uint64_t id, const std::string& name);
+  void SetClaimedTree(const std::string& name, uint64_t id);
+  void ReleasePartial(const std::string& name);
+  // FAILED_PRECONDITION (PARTIAL_RECEIVE): another receive writes to `name`.
+  static absl::Status PartialBusy(absl::string_view name);
+  // Mount: drops the partial receives that hold no progress item.
+  absl::Status DropUnresumableReceivesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::shared_ptr<fs::FsState> FsStateFor(uint64_t subvol);
   void ForgetFsState(uint64_t subvol);
   fs::FsOptions FsOptionsFromStore() const;
@@ -472,6 +500,10 @@ class StoreImpl {
   std::unique_ptr<lease::Lessor> lessor_;
   std::thread lease_expiry_;
   bool cleaner_work_ ABSL_GUARDED_BY(handles_mu_) = false;  // wake the cleaner
+  // Receives writing now (ReceiveSession), by the name each will take, with
+  // its tree (0 until made): one receive per name and per tree. A leaf.
+  absl::Mutex partial_mu_;
+  std::map<std::string, uint64_t, std::less<>> receiving_ ABSL_GUARDED_BY(partial_mu_);
 };
 
 }  // namespace cowkv

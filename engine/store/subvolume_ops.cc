@@ -135,6 +135,32 @@ absl::Status StoreImpl::RenameSubvolume(absl::string_view name, absl::string_vie
       .status();
 }
 
+absl::Status StoreImpl::ReplaceSubvolume(absl::string_view name, absl::string_view target) {
+  COWKV_RETURN_IF_ERROR(ValidateSubvolName(target));
+  if (name == target || name == "default" || target == "default") {
+    return absl::InvalidArgumentError("replace: two names, neither of them 'default'");
+  }
+  COWKV_RETURN_IF_ERROR(ManageSubvolumes(
+                            [&](Subvolumes* t) -> absl::StatusOr<uint64_t> {
+                              COWKV_ASSIGN_OR_RETURN(uint64_t id, t->Lookup(name));
+                              absl::StatusOr<uint64_t> old = t->Lookup(target);
+                              if (old.ok()) {
+                                COWKV_RETURN_IF_ERROR(t->Delete(*old));
+                                ForgetFsState(*old);
+                              }
+                              // The name is free now: Rename fails only as any root-tree
+                              // write can (space, which ManageSubvolumes reserved first).
+                              COWKV_RETURN_IF_ERROR(t->Rename(id, target));
+                              return id;
+                            },
+                            false, TxnManager::WriteKind::kDelete)
+                            .status());
+  durable_rev_->Kick();  // the old one's watchers end
+  absl::MutexLock hl(&handles_mu_);
+  cleaner_work_ = true;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<Subvolume>> StoreImpl::OpenSubvolume(absl::string_view name) {
   COWKV_RETURN_IF_ERROR(CheckOpen());
   absl::ReaderMutexLock l(&mu_);

@@ -45,13 +45,14 @@ absl::Status Subvolumes::NameDefault(TxnManager* txn) {
 absl::Status Subvolumes::Load() {
   live_.clear();
   by_name_.clear();
+  partial_.clear();
   std::vector<uint64_t> live_ids = txn_->TreeIds(/*dropping=*/false);
   for (uint64_t id : live_ids) {
     COWKV_ASSIGN_OR_RETURN(format::RootItem ri, txn_->TreeRootItem(id));
     if (ri.flags & format::kRootFlagReceiving) {
-      // A receive that never finished (a crash): nothing of it was visible;
-      // the cleaner drops its tree (committed with the next commit).
-      COWKV_RETURN_IF_ERROR(txn_->MarkTreeDropping(id));
+      // A receive that never finished (a crash): nothing of it is visible.
+      // The store resumes it or drops it (StoreImpl::Init).
+      partial_.insert(id);
       continue;
     }
     live_[id];
@@ -144,6 +145,7 @@ absl::StatusOr<uint64_t> Subvolumes::BeginReceive(uint64_t parent_id) {
   COWKV_ASSIGN_OR_RETURN(uint64_t id,
                          parent_id != 0 ? txn_->CloneTree(parent_id, false) : txn_->CreateTree());
   COWKV_RETURN_IF_ERROR(txn_->SetTreeFlags(id, format::kRootFlagReceiving, 0));
+  partial_.insert(id);
   return id;
 }
 
@@ -151,10 +153,11 @@ absl::Status Subvolumes::AdoptReceived(uint64_t id, absl::string_view name, uint
                                        absl::string_view received_uuid,
                                        uint64_t received_generation) {
   COWKV_RETURN_IF_ERROR(CheckNewName(name));
-  COWKV_CHECK(live_.count(id) == 0);
+  COWKV_CHECK(live_.count(id) == 0 && partial_.count(id) == 1);
   COWKV_RETURN_IF_ERROR(txn_->ReserveRootTreeWrites(2));
   COWKV_RETURN_IF_ERROR(
       txn_->SetTreeFlags(id, format::kRootFlagReadOnly, format::kRootFlagReceiving));
+  partial_.erase(id);
   Entry e{std::string(name),          parent_id,          NowMs(), txn_->generation(),
           std::string(received_uuid), received_generation};
   COWKV_RETURN_IF_ERROR(PutInfo(id, e));
@@ -164,7 +167,9 @@ absl::Status Subvolumes::AdoptReceived(uint64_t id, absl::string_view name, uint
 
 absl::Status Subvolumes::AbortReceive(uint64_t id) {
   COWKV_CHECK(live_.count(id) == 0);
-  return txn_->MarkTreeDropping(id);
+  COWKV_RETURN_IF_ERROR(txn_->MarkTreeDropping(id));
+  partial_.erase(id);
+  return absl::OkStatus();
 }
 
 absl::Status Subvolumes::Rename(uint64_t id, absl::string_view new_name) {

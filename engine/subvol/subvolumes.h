@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -76,13 +77,18 @@ class Subvolumes {
   absl::Status Rename(uint64_t id, absl::string_view new_name);
   // Receive (issue 19). BeginReceive makes the hidden tree a receive fills:
   // empty, or a writable snapshot of `parent_id` (0: none), flagged
-  // kRootFlagReceiving, with no name (a crash leaves it to Load, which
-  // drops it). AdoptReceived names it, makes it read-only and records the
-  // sender's identity, in one engine transaction; AbortReceive drops it.
+  // kRootFlagReceiving, with no name: a partial receive. Load keeps the
+  // ones a crash left (the store then drops those that hold no receive
+  // progress item: not resumable). AdoptReceived names it, makes it
+  // read-only and records the sender's identity, in one engine
+  // transaction; AbortReceive drops it.
   absl::StatusOr<uint64_t> BeginReceive(uint64_t parent_id);
   absl::Status AdoptReceived(uint64_t id, absl::string_view name, uint64_t parent_id,
                              absl::string_view received_uuid, uint64_t received_generation);
   absl::Status AbortReceive(uint64_t id);
+  // The partial receives' trees (no names: the store reads their progress).
+  std::vector<uint64_t> PartialReceives() const { return {partial_.begin(), partial_.end()}; }
+  bool IsPartialReceive(uint64_t id) const { return partial_.count(id) != 0; }
   // The name goes at once; the tree is dropped by CleanDeadRoots.
   absl::Status Delete(uint64_t id);
 
@@ -121,6 +127,7 @@ class Subvolumes {
   TxnManager* const txn_;
   std::map<uint64_t, Entry> live_;
   std::map<std::string, uint64_t, std::less<>> by_name_;
+  std::set<uint64_t> partial_;  // never in live_
 };
 
 }  // namespace cowkv

@@ -57,8 +57,15 @@ enum class ErrorReason : uint8_t {
   kStreamVersion,   // a stream of a newer format version (FAILED_PRECONDITION)
   kParentMismatch,  // an incremental stream's parent is missing or differs (NOT_FOUND /
                     // FAILED_PRECONDITION)
+  // Resumable receive (docs/format.md "Resume token").
+  kResumeToken,     // a resume token that is malformed, tampered or of a newer version
+                    // (INVALID_ARGUMENT)
+  kResumeMismatch,  // a token that names no partial receive here, another position in it, or a
+                    // snapshot the sender has not (NOT_FOUND / FAILED_PRECONDITION)
+  kPartialReceive,  // a partial receive holds that name (ALREADY_EXISTS) or another receive is
+                    // resuming it now (FAILED_PRECONDITION)
 };
-inline constexpr int kErrorReasonCount = static_cast<int>(ErrorReason::kParentMismatch) + 1;
+inline constexpr int kErrorReasonCount = static_cast<int>(ErrorReason::kPartialReceive) + 1;
 
 inline constexpr char kReasonPayloadUrl[] = "type.cowkv.dev/cowkv.reason";
 // With kCompacted: the compact revision (the oldest revision still

@@ -153,10 +153,11 @@ struct Options {
                               // base
       kWatchValueFromLatest,  // a watch PUT event carries the key's latest value
       kWatchSeesUndurable,    // watch reads past the durable revision (to the current one)
-      kSendSkipsChangedSubtree,  // send's tree comparison skips level-1 pointers that differ
+      kSendSkipsChangedSubtree,    // send's tree comparison skips level-1 pointers that differ
       kFileWatchSeesUncommitted,   // file events read past the committed revision
       kFileFsyncLogsWhileWatched,  // fsync of a watched file tree syncs the log, not a commit
       kFileEventMatchesOldPath,    // a rename matches a watcher's prefix by its old path only
+      kResumeSkipsOneItem,         // a resumed send starts one item past the token's position
     };
     PlantedBug planted_bug = PlantedBug::kNone;
     // At most this many names in one INODE_REF item (0: as many as fit);

@@ -34,6 +34,13 @@ struct SendOptions {
   // Empty: a full stream. Else a read-only subvolume of the same lineage
   // (the two share a snapshot ancestor): only the difference is sent.
   std::string parent;
+  // A resume token (`cowkv receive --resume-token`): send the rest of the
+  // stream a resumable receive stopped in, as a continuation stream. The
+  // snapshot and parent are found by the identities in the token (if
+  // `snapshot` / `parent` are set they must be those). INVALID_ARGUMENT
+  // (RESUME_TOKEN) for a damaged token, NOT_FOUND (RESUME_MISMATCH) when
+  // this store has not those snapshots.
+  std::string resume_token;
   // Bytes handed to the sink at a time (at most this plus one record,
   // 128 KiB); the store's locks are released between pieces.
   size_t piece_bytes = 256 * 1024;
@@ -56,6 +63,27 @@ struct SendReport {
 struct ReceiveOptions {
   std::string name;      // empty: the sender's snapshot name
   bool dry_run = false;  // check the stream and its parent; write nothing
+  // Keep what arrived when the receive fails or is cut (client gone,
+  // truncated or damaged stream, crash) as a partial receive that a
+  // continuation stream (SendOptions::resume_token) completes; see
+  // PartialReceive. A continuation stream is always received so.
+  bool resumable = false;
+};
+
+// A resumable receive that stopped before its end (Store::PartialReceives):
+// hidden, named by the subvolume it will become. Receive a continuation
+// stream made from `token` into `name` to finish it, or drop it with
+// Store::AbortPartialReceive. A new receive into `name` is refused
+// (ALREADY_EXISTS, PARTIAL_RECEIVE) while it exists.
+struct PartialReceive {
+  std::string name;
+  std::string token;     // the resume token (docs/format.md "Resume token")
+  uint64_t records = 0;  // records applied so far, the header included
+  uint64_t bytes = 0;    // stream bytes applied so far
+  std::string uuid;      // the snapshot being received (32 hex digits)
+  uint64_t generation = 0;
+  std::string parent_uuid;  // its parent (incremental streams), else empty
+  bool in_use = false;      // a receive is writing to it now
 };
 
 struct ReceiveReport {

@@ -262,6 +262,10 @@ class Store {
   absl::StatusOr<SubvolumeInfo> CreateSnapshot(absl::string_view source, absl::string_view name,
                                                bool read_only);
   absl::Status RenameSubvolume(absl::string_view name, absl::string_view new_name);
+  // Renames `name` to `target`, deleting the subvolume `target` names (if
+  // any) in the same commit: readers of `target` find the old one or the
+  // new one, never nothing (read replicas). Neither may be "default".
+  absl::Status ReplaceSubvolume(absl::string_view name, absl::string_view target);
   // Deletes a subvolume: its name is gone when this returns (committed); the
   // cleaner frees its nodes in the background, resuming after a crash.
   absl::Status DeleteSubvolume(absl::string_view name);
@@ -288,6 +292,15 @@ class Store {
   absl::StatusOr<SendReport> Send(const SendOptions& options, const SendSink& sink);
   absl::StatusOr<std::unique_ptr<ReceiveStream>> Receive(const ReceiveOptions& options);
   absl::StatusOr<SubvolumeDigest> DigestSubvolume(absl::string_view name);
+  // The snapshot and parent a resume token names here (SendOptions with
+  // them and the token set); the errors of SendOptions::resume_token.
+  absl::StatusOr<SendOptions> ResumeSendOptions(absl::string_view token);
+  // Resumable receives that stopped before their end, by name.
+  absl::StatusOr<std::vector<PartialReceive>> PartialReceives();
+  // Drops the partial receive `name` (committed; the cleaner frees its
+  // tree). NOT_FOUND (RESUME_MISMATCH) if there is none, FAILED_PRECONDITION
+  // (PARTIAL_RECEIVE) while a receive is writing to it.
+  absl::Status AbortPartialReceive(absl::string_view name);
   // Revokes up to `max` expired leases here (each in one commit), as the
   // background expiry does; returns how many (tests with a fake clock).
   absl::StatusOr<int> ExpireLeases(int max = 1 << 20);
