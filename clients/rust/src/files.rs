@@ -306,7 +306,12 @@ impl Files {
     pub async fn link(&self, existing: &str, new_path: &str) -> Result<FileStat> {
         validate::path("link", "existing", existing)?;
         validate::path("link", "new_path", new_path)?;
-        let req = pb::LinkRequest { subvolume: self.sv(), existing: existing.into(), new_path: new_path.into(), ..Default::default() };
+        let req = pb::LinkRequest {
+            subvolume: self.sv(),
+            existing: existing.into(),
+            new_path: new_path.into(),
+            ..Default::default()
+        };
         Ok(Rpc::unary("link", self.rpc.files().link(self.rpc.request(req, None))).await?.into())
     }
 
@@ -357,7 +362,8 @@ impl Files {
     /// chunks of at most 1 MiB.
     pub async fn read_range(&self, path: &str, offset: u64, length: u64) -> Result<Vec<u8>> {
         validate::path("read", "path", path)?;
-        let req = pb::ReadRequest { subvolume: self.sv(), path: path.into(), ino: 0, offset, length, ..Default::default() };
+        let req =
+            pb::ReadRequest { subvolume: self.sv(), path: path.into(), ino: 0, offset, length, ..Default::default() };
         let mut stream = Rpc::unary("read", self.rpc.files().read(self.rpc.stream_request(req))).await?;
         let mut out = Vec::new();
         loop {

@@ -12,7 +12,7 @@ use crate::pb;
 use crate::rpc::Rpc;
 use crate::txn::{Transaction, TransactionOptions, Txn};
 use crate::validate;
-use crate::watch::{WatchOptions, Watcher};
+use crate::watch::{FileEvent, WatchOptions, Watcher};
 
 /// When a write is acknowledged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -444,7 +444,22 @@ impl Subvolume {
     /// [`Error::InvalidArgument`], ...). The [`Watcher`] is a `Stream` of
     /// events (crate::watch has the whole contract). Needs a Tokio runtime.
     pub async fn watch(&self, key: impl AsRef<[u8]>, opts: WatchOptions) -> Result<Watcher> {
-        crate::watch::start(self.rpc.clone(), self.name.clone(), key.as_ref(), opts).await
+        let create = crate::watch::create_request(&self.name, key.as_ref(), &opts)?;
+        crate::watch::start(self.rpc.clone(), create).await
+    }
+
+    /// Watches the file tree at `prefix` and below ("" or "/": every path;
+    /// a rename or exchange whose either path is under it), like inotify:
+    /// returns once the server created the watcher, a [`Stream`] of
+    /// [`FileEvent`]s ending as a key watcher does. Of the options only
+    /// `start_revision` (replays what was recorded; `Error::Compacted`
+    /// before it) and `progress_notify` apply. A read-only snapshot is
+    /// `Error::ReadOnly` (FAILED_PRECONDITION; docs/api.md "File watchers").
+    ///
+    /// [`Stream`]: futures_core::Stream
+    pub async fn watch_files(&self, prefix: &str, opts: WatchOptions) -> Result<Watcher<FileEvent>> {
+        let create = crate::watch::file_create_request(&self.name, prefix, &opts)?;
+        crate::watch::start(self.rpc.clone(), create).await
     }
 
     /// Drops the history of revisions below `revision` (etcd's Compact):
