@@ -29,6 +29,13 @@ pub struct SetAttr {
 }
 
 impl SetAttr {
+    /// This request's deadline, instead of the client's default (the call
+    /// ends with [`crate::Error::DeadlineExceeded`] when it passes).
+    pub fn timeout(mut self, d: std::time::Duration) -> Self {
+        self.rpc = self.rpc.with_timeout(d);
+        self
+    }
+
     fn field(mut self, f: pb::SetAttrField) -> SetAttr {
         self.req.fields |= f as u32;
         self

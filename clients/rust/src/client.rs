@@ -99,6 +99,18 @@ impl Client {
         Ok(Client { rpc: Rpc::new(&options)?, options })
     }
 
+    /// A copy of this handle whose calls have the deadline `d` (the
+    /// grpc-timeout the server enforces and the client's timer, which
+    /// ends the call with [`crate::Error::DeadlineExceeded`]), unary and
+    /// streaming alike, instead of the client's defaults
+    /// ([`crate::Options::deadline`], [`crate::Options::stream_deadline`]):
+    /// `sv.timeout(Duration::from_millis(200)).get("k").await`. No call is made.
+    pub fn timeout(&self, d: std::time::Duration) -> Self {
+        let mut c = self.clone();
+        c.rpc = c.rpc.with_timeout(d);
+        c
+    }
+
     /// The options it was made with.
     pub fn options(&self) -> &Options {
         &self.options
@@ -269,6 +281,13 @@ pub struct ListSubvolumes {
 }
 
 impl ListSubvolumes {
+    /// This request's deadline, instead of the client's default (the call
+    /// ends with [`crate::Error::DeadlineExceeded`] when it passes).
+    pub fn timeout(mut self, d: std::time::Duration) -> Self {
+        self.rpc = self.rpc.with_timeout(d);
+        self
+    }
+
     /// Only read-only subvolumes (`-r`).
     pub fn read_only(mut self) -> Self {
         self.req.read_only = true;

@@ -184,6 +184,18 @@ impl Files {
         self.subvolume.clone()
     }
 
+    /// A copy of this handle whose calls have the deadline `d` (the
+    /// grpc-timeout the server enforces and the client's timer, which
+    /// ends the call with [`crate::Error::DeadlineExceeded`]), unary and
+    /// streaming alike, instead of the client's defaults
+    /// ([`crate::Options::deadline`], [`crate::Options::stream_deadline`]):
+    /// `sv.timeout(Duration::from_millis(200)).get("k").await`. No call is made.
+    pub fn timeout(&self, d: std::time::Duration) -> Self {
+        let mut c = self.clone();
+        c.rpc = c.rpc.with_timeout(d);
+        c
+    }
+
     pub(crate) fn rpc(&self) -> &Rpc {
         &self.rpc
     }

@@ -107,6 +107,13 @@ impl Rpc {
             .max_encoding_message_size(MAX_MESSAGE_BYTES)
     }
 
+    /// A copy whose calls, unary and streaming, have the deadline `d`
+    /// (the per-call `timeout` of Client, Subvolume, Files, Leases and the
+    /// request builders).
+    pub fn with_timeout(&self, d: Duration) -> Rpc {
+        Rpc { deadline: Some(d), stream_deadline: Some(d), ..self.clone() }
+    }
+
     /// A request with the unary deadline (or `timeout`) in its grpc-timeout.
     pub fn request<T>(&self, msg: T, timeout: Option<Duration>) -> tonic::Request<T> {
         let mut req = tonic::Request::new(msg);
