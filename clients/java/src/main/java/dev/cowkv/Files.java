@@ -46,6 +46,11 @@ public final class Files {
   private final Rpc rpc;
   private final String subvolume;
 
+  /** A copy whose calls, unary and streaming, have the deadline {@code d} instead of the client's defaults. */
+  public Files withDeadline(java.time.Duration d) {
+    return new Files(rpc.withDeadline(d), subvolume);
+  }
+
   Files(Rpc rpc, String subvolume) {
     this.rpc = rpc;
     this.subvolume = subvolume;
