@@ -98,6 +98,9 @@ final class Rpc {
     if (options.authority() != null) {
       b.overrideAuthority(options.authority());
     }
+    if (options.retryUnavailable() != null) {
+      b.defaultServiceConfig(options.retryUnavailable().serviceConfig()).enableRetry();
+    }
     if (options.token() != null && !options.token().isEmpty()) {
       b.intercept(bearer(options.token()));
     }
