@@ -268,7 +268,14 @@ pub(crate) enum PageSource {
 impl PageSource {
     async fn fetch(&self, req: pb::RangeRequest) -> Result<pb::RangeResponse> {
         match self {
-            PageSource::Subvolume(rpc) => Rpc::unary("range", rpc.kv().range(rpc.request(req, None))).await,
+            PageSource::Subvolume(rpc) => {
+                rpc.idempotent("range", rpc.deadline, |t| {
+                    let mut c = rpc.kv();
+                    let r = rpc.request_exact(req.clone(), t);
+                    async move { c.range(r).await }
+                })
+                .await
+            }
             PageSource::Transaction(rpc, handle) => {
                 let m = pb::TxnRangeRequest { handle: *handle, range: Some(req) };
                 Rpc::unary("range", rpc.kv().txn_range(rpc.request(m, None))).await
@@ -496,7 +503,14 @@ impl Subvolume {
         let key = key.as_ref();
         validate::key("get", key)?;
         let req = pb::GetRequest { subvolume: self.name.clone(), key: b(key), revision };
-        let r = Rpc::unary("get", self.rpc.kv().get(self.rpc.request(req, None))).await?;
+        let r = self
+            .rpc
+            .idempotent("get", self.rpc.deadline, |t| {
+                let mut c = self.rpc.kv();
+                let r = self.rpc.request_exact(req.clone(), t);
+                async move { c.get(r).await }
+            })
+            .await?;
         Ok(r.into())
     }
 
@@ -592,7 +606,15 @@ impl Subvolume {
         let mut req = range.to_proto(&self.name);
         req.limit = range.limit;
         req.page_token = b(page_token);
-        Ok(Rpc::unary("range", self.rpc.kv().range(self.rpc.request(req, None))).await?.into())
+        Ok(self
+            .rpc
+            .idempotent("range", self.rpc.deadline, |t| {
+                let mut c = self.rpc.kv();
+                let r = self.rpc.request_exact(req.clone(), t);
+                async move { c.range(r).await }
+            })
+            .await?
+            .into())
     }
 
     /// The exact number of keys in a range.

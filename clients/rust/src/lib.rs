@@ -35,6 +35,7 @@ mod handle;
 mod kv;
 mod lease;
 mod options;
+mod retry;
 mod rpc;
 mod txn;
 pub mod validate;
@@ -59,6 +60,7 @@ pub use handle::FileHandle;
 pub use kv::{DeleteRangeResult, Durability, GetResult, KeyValue, Range, RangeIter, RangePage, Subvolume};
 pub use lease::{KeepAlive, LeaseGrant, LeaseId, LeaseInfo, Leases};
 pub use options::{Options, Tls, DEFAULT_ADDRESS, DEFAULT_DEADLINE, DEFAULT_STREAM_DEADLINE, MAX_MESSAGE_BYTES};
+pub use retry::{UnavailableRetry, RETRIED_METHODS};
 pub use txn::{
     Compare, NumberTarget, Op, OpResult, RetryPolicy, Transaction, TransactionOptions, Txn, TxnResult, ValueTarget,
 };
