@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"cowkv.dev/cowkv"
@@ -514,7 +515,7 @@ func (r *runner) exec(op string, a args) (any, error) {
 
 	case "lease_grant", "lease_revoke", "lease_keep_alive_once", "lease_time_to_live", "lease_list":
 		return r.execLease(op, sv.Leases(), a)
-	case "compact", "watch", "watch_next", "watch_cancel":
+	case "compact", "watch", "file_watch", "watch_next", "watch_cancel":
 		return r.execWatch(op, sv, a)
 
 	case "sync":
@@ -646,7 +647,18 @@ func (r *runner) execWatch(op string, sv *cowkv.Subvolume, a args) (any, error) 
 			return nil, err
 		}
 		if name := a.str("as"); name != "" {
-			r.watches[name] = w
+			r.watches[name] = kvWatch{w}
+		} else {
+			w.Close()
+		}
+		return empty, nil
+	case "file_watch":
+		w, err := sv.WatchFiles(r.ctx, a.str("prefix"), cowkv.WatchFromRevision(a.num("start_revision")))
+		if err != nil {
+			return nil, err
+		}
+		if name := a.str("as"); name != "" {
+			r.watches[name] = fileWatch{w}
 		} else {
 			w.Close()
 		}
@@ -657,11 +669,11 @@ func (r *runner) execWatch(op string, sv *cowkv.Subvolume, a args) (any, error) 
 		defer cancel()
 		events := []any{}
 		for range a.num("count") {
-			ev, err := w.Next(ctx)
+			ev, err := w.nextMap(ctx)
 			if err != nil {
 				return nil, err
 			}
-			events = append(events, eventMap(ev))
+			events = append(events, ev)
 		}
 		return map[string]any{"events": events}, nil
 	}
@@ -672,15 +684,43 @@ func (r *runner) execWatch(op string, sv *cowkv.Subvolume, a args) (any, error) 
 	defer cancel()
 	events := []any{}
 	for {
-		ev, err := w.Next(ctx)
+		ev, err := w.nextMap(ctx)
 		if errors.Is(err, io.EOF) {
 			return map[string]any{"events": events}, nil
 		}
 		if err != nil {
 			return nil, err
 		}
-		events = append(events, eventMap(ev))
+		events = append(events, ev)
 	}
+}
+
+// watchHandle is a KV or a file watcher, as watch_next and watch_cancel read them.
+type watchHandle interface {
+	nextMap(ctx context.Context) (any, error)
+	Close()
+}
+
+type kvWatch struct{ *cowkv.Watcher }
+
+func (w kvWatch) nextMap(ctx context.Context) (any, error) {
+	ev, err := w.Next(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return eventMap(ev), nil
+}
+
+type fileWatch struct{ *cowkv.FileWatcher }
+
+// nextMap: a file event's canonical shape (conformance/README.md "file_watch").
+func (w fileWatch) nextMap(ctx context.Context) (any, error) {
+	ev, err := w.Next(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"type": strings.ToLower(ev.Type.String()), "path": ev.Path, "new_path": ev.NewPath,
+		"revision": ev.Revision, "ino": ev.Ino, "paths_lost": ev.PathsLost}, nil
 }
 
 func eventMap(ev cowkv.Event) map[string]any {

@@ -191,7 +191,7 @@ type runner struct {
 	vars    map[string]any
 	txs     map[string]*cowkv.Tx
 	handles map[string]*cowkv.FileHandle
-	watches map[string]*cowkv.Watcher
+	watches map[string]watchHandle
 	ctx     context.Context
 	prefix  string
 	own     bool // srv is the scenario's dedicated server
@@ -444,7 +444,7 @@ func (r *runner) runStep(i int, s step) {
 
 func runScenario(t *testing.T, sc scenario, shared *server, bin, run string, addr string) {
 	r := &runner{t: t, ctx: context.Background(), vars: map[string]any{"run": run,
-		"sv": "c-" + run + "-" + sc.Name}, txs: map[string]*cowkv.Tx{}, watches: map[string]*cowkv.Watcher{},
+		"sv": "c-" + run + "-" + sc.Name}, txs: map[string]*cowkv.Tx{}, watches: map[string]watchHandle{},
 		handles: map[string]*cowkv.FileHandle{}}
 	defer func() {
 		for _, w := range r.watches {

@@ -40,6 +40,7 @@ type options struct {
 	waitReady   bool
 	dialOptions []grpc.DialOption
 	watchQueue  int64
+	retry       *UnavailableRetry
 }
 
 // Option configures Dial.
@@ -162,6 +163,13 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*DB, error) {
 			context.AfterFunc(s.Context(), cancel)
 			return s, nil
 		}))
+	if o.retry != nil {
+		cfg, err := o.retry.serviceConfig()
+		if err != nil {
+			return nil, err
+		}
+		dial = append(dial, grpc.WithDefaultServiceConfig(cfg))
+	}
 	dial = append(dial, o.dialOptions...)
 	conn, err := grpc.NewClient(addr, dial...)
 	if err != nil {

@@ -59,6 +59,8 @@ type Event struct {
 	Type   EventType
 	KV     KeyValue
 	PrevKV *KeyValue
+
+	file *FileEvent // a file watcher's event instead (FileWatcher)
 }
 
 // Revision is the revision of the change.
@@ -191,6 +193,11 @@ func (s *Subvolume) Watch(ctx context.Context, key []byte, opts ...WatchOption) 
 	if err != nil {
 		return nil, err
 	}
+	return s.startWatch(ctx, create)
+}
+
+// startWatch sends create on a shared stream and waits for its answer.
+func (s *Subvolume) startWatch(ctx context.Context, create *pb.WatchCreateRequest) (*Watcher, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, wrap("Watch", err)
 	}
@@ -266,6 +273,11 @@ func (w *Watcher) deliver(r *pb.WatchResponse) bool {
 			close(w.created)
 		}
 	}
+	for _, f := range r.GetFileEvents() {
+		ev := fileEventFrom(f)
+		w.fragments = append(w.fragments, ev)
+		w.fragmentBytes += eventBytes(ev)
+	}
 	for _, e := range r.GetEvents() {
 		ev := eventFrom(e)
 		w.fragments = append(w.fragments, ev)
@@ -299,6 +311,9 @@ func (w *Watcher) tooSlow(bytes int64) bool {
 }
 
 func eventBytes(e Event) int64 {
+	if e.file != nil {
+		return int64(len(e.file.Path) + len(e.file.NewPath) + 64)
+	}
 	n := int64(len(e.KV.Key) + len(e.KV.Value) + 64)
 	if e.PrevKV != nil {
 		n += int64(len(e.PrevKV.Key) + len(e.PrevKV.Value))

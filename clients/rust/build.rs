@@ -8,8 +8,7 @@ use std::path::{Path, PathBuf};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?);
-    let proto_dir =
-        std::env::var_os("COWKV_PROTO_DIR").map(PathBuf::from).unwrap_or_else(|| manifest.join("proto"));
+    let proto_dir = std::env::var_os("COWKV_PROTO_DIR").map(PathBuf::from).unwrap_or_else(|| manifest.join("proto"));
     let files: Vec<PathBuf> = ["admin", "files", "kv", "subvolumes", "lease"]
         .iter()
         .map(|n| proto_dir.join(format!("cowkv/v1/{n}.proto")))

@@ -43,14 +43,17 @@ class Server:
         self.log: List[str] = []
         self.proc: Optional[subprocess.Popen[str]] = None
         self.port = 0
+        self.fixed_port = 0
 
     @property
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 60.0) -> "Server":
+        """Starts cowkvd on a free port, or on ``fixed_port`` when set."""
+        port = self.fixed_port
         cmd = [cowkvd_path(), "--device", str(self.device), "--create-size", self.create_size,
-               "--listen", "127.0.0.1:0", "--metrics-listen", "", *self.extra]
+               "--listen", f"127.0.0.1:{port}", "--metrics-listen", "", *self.extra]
         self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
                                      text=True)
         ready = threading.Event()

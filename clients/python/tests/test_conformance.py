@@ -24,7 +24,7 @@ import secrets
 import signal
 import socket
 import time
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
 
 import pytest
 
@@ -672,6 +672,15 @@ class Runner:
             w.cancel()
         return {}
 
+    def op_file_watch(self, a: Dict[str, Any]) -> Any:
+        w = self.sv(a).files.watch(as_str(a.get("prefix")),
+                                   start_revision=int(a.get("start_revision", 0)))
+        if a.get("as"):
+            self.watches[as_str(a["as"])] = w
+        else:
+            w.cancel()
+        return {}
+
     def op_watch_next(self, a: Dict[str, Any]) -> Any:
         w = self.watches[as_str(a.get("w"))]
         count = int(a.get("count", 0))
@@ -758,7 +767,10 @@ def within(seconds: float, fn: Callable[[], Any]) -> Any:
         pool.shutdown(wait=False)  # a read still blocked ends with the watcher's cancel
 
 
-def watch_event(e: cowkv.WatchEvent) -> Dict[str, Any]:
+def watch_event(e: Union[cowkv.WatchEvent, cowkv.FileEvent]) -> Dict[str, Any]:
+    if isinstance(e, cowkv.FileEvent):
+        return {"type": e.type.lower(), "path": e.path, "new_path": e.new_path,
+                "revision": e.revision, "ino": e.ino, "paths_lost": e.paths_lost}
     prev = e.prev_kv
     return {"type": "put" if e.type == cowkv.EventType.PUT else "delete", "key": e.kv.key,
             "value": e.kv.value, "create_revision": e.kv.create_revision,

@@ -29,6 +29,13 @@ pub struct SetAttr {
 }
 
 impl SetAttr {
+    /// This request's deadline, instead of the client's default (the call
+    /// ends with [`crate::Error::DeadlineExceeded`] when it passes).
+    pub fn timeout(mut self, d: std::time::Duration) -> Self {
+        self.rpc = self.rpc.with_timeout(d);
+        self
+    }
+
     fn field(mut self, f: pb::SetAttrField) -> SetAttr {
         self.req.fields |= f as u32;
         self
@@ -107,14 +114,30 @@ impl Files {
         validate::path("getxattr", "path", path)?;
         let req =
             pb::GetXattrRequest { subvolume: self.sv(), path: path.into(), name: name.into(), ..Default::default() };
-        Ok(Rpc::unary("getxattr", self.rpc().files().get_xattr(self.rpc().request(req, None))).await?.value)
+        Ok(self
+            .rpc()
+            .idempotent("getxattr", self.rpc().deadline, |t| {
+                let mut c = self.rpc().files();
+                let r = self.rpc().request_exact(req.clone(), t);
+                async move { c.get_xattr(r).await }
+            })
+            .await?
+            .value)
     }
 
     /// The names of a file's extended attributes, sorted.
     pub async fn list_xattrs(&self, path: &str) -> Result<Vec<String>> {
         validate::path("listxattr", "path", path)?;
         let req = pb::ListXattrsRequest { subvolume: self.sv(), path: path.into(), ..Default::default() };
-        Ok(Rpc::unary("listxattr", self.rpc().files().list_xattrs(self.rpc().request(req, None))).await?.names)
+        Ok(self
+            .rpc()
+            .idempotent("listxattr", self.rpc().deadline, |t| {
+                let mut c = self.rpc().files();
+                let r = self.rpc().request_exact(req.clone(), t);
+                async move { c.list_xattrs(r).await }
+            })
+            .await?
+            .names)
     }
 
     /// Removes an extended attribute; `NotFound` (errno ENODATA) if it is not set.

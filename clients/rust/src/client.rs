@@ -96,7 +96,22 @@ impl Client {
     /// ([`crate::Error::Transport`]); an unreachable server shows as
     /// [`crate::Error::Unavailable`] on the first call. Needs a Tokio runtime.
     pub fn connect(options: Options) -> Result<Client> {
+        if let Some(r) = &options.retry_unavailable {
+            r.check()?;
+        }
         Ok(Client { rpc: Rpc::new(&options)?, options })
+    }
+
+    /// A copy of this handle whose calls have the deadline `d` (the
+    /// grpc-timeout the server enforces and the client's timer, which
+    /// ends the call with [`crate::Error::DeadlineExceeded`]), unary and
+    /// streaming alike, instead of the client's defaults
+    /// ([`crate::Options::deadline`], [`crate::Options::stream_deadline`]):
+    /// `sv.timeout(Duration::from_millis(200)).get("k").await`. No call is made.
+    pub fn timeout(&self, d: std::time::Duration) -> Self {
+        let mut c = self.clone();
+        c.rpc = c.rpc.with_timeout(d);
+        c
     }
 
     /// The options it was made with.
@@ -120,7 +135,14 @@ impl Client {
     /// Every live subvolume and snapshot, "default" included, in id order.
     pub async fn list_subvolumes(&self) -> Result<Vec<SubvolumeInfo>> {
         let req = pb::ListSubvolumesRequest::default();
-        let r = Rpc::unary("list", self.rpc.subvolumes().list(self.rpc.request(req, None))).await?;
+        let r = self
+            .rpc
+            .idempotent("list", self.rpc.deadline, |t| {
+                let mut c = self.rpc.subvolumes();
+                let r = self.rpc.request_exact(req.clone(), t);
+                async move { c.list(r).await }
+            })
+            .await?;
         Ok(r.subvolumes.into_iter().map(SubvolumeInfo::from).collect())
     }
 
@@ -151,7 +173,15 @@ impl Client {
     pub async fn show_subvolume(&self, name: &str) -> Result<SubvolumeInfo> {
         validate::subvolume_name("show", "name", name)?;
         let req = pb::ShowSubvolumeRequest { name: name.into() };
-        Ok(Rpc::unary("show", self.rpc.subvolumes().show(self.rpc.request(req, None))).await?.into())
+        Ok(self
+            .rpc
+            .idempotent("show", self.rpc.deadline, |t| {
+                let mut c = self.rpc.subvolumes();
+                let r = self.rpc.request_exact(req.clone(), t);
+                async move { c.show(r).await }
+            })
+            .await?
+            .into())
     }
 
     /// Renames a subvolume; its id, contents and snapshots stay.
@@ -189,7 +219,14 @@ impl Client {
 
     /// Every engine and server counter, by the field names of StatsResponse.
     pub async fn stats(&self) -> Result<BTreeMap<String, u64>> {
-        let r = Rpc::unary("stats", self.rpc.admin().stats(self.rpc.request(pb::StatsRequest {}, None))).await?;
+        let r = self
+            .rpc
+            .idempotent("stats", self.rpc.deadline, |t| {
+                let mut c = self.rpc.admin();
+                let r = self.rpc.request_exact(pb::StatsRequest {}.clone(), t);
+                async move { c.stats(r).await }
+            })
+            .await?;
         Ok(stats_map(&r))
     }
 
@@ -214,7 +251,14 @@ impl Client {
 
     /// Versions of the server, the API and its libraries.
     pub async fn version(&self) -> Result<VersionInfo> {
-        let r = Rpc::unary("version", self.rpc.admin().version(self.rpc.request(pb::VersionRequest {}, None))).await?;
+        let r = self
+            .rpc
+            .idempotent("version", self.rpc.deadline, |t| {
+                let mut c = self.rpc.admin();
+                let r = self.rpc.request_exact(pb::VersionRequest {}.clone(), t);
+                async move { c.version(r).await }
+            })
+            .await?;
         Ok(VersionInfo {
             version: r.version,
             api: r.api,
@@ -269,6 +313,13 @@ pub struct ListSubvolumes {
 }
 
 impl ListSubvolumes {
+    /// This request's deadline, instead of the client's default (the call
+    /// ends with [`crate::Error::DeadlineExceeded`] when it passes).
+    pub fn timeout(mut self, d: std::time::Duration) -> Self {
+        self.rpc = self.rpc.with_timeout(d);
+        self
+    }
+
     /// Only read-only subvolumes (`-r`).
     pub fn read_only(mut self) -> Self {
         self.req.read_only = true;
@@ -288,7 +339,14 @@ impl ListSubvolumes {
     }
     /// Sends it.
     pub async fn send(self) -> Result<Vec<SubvolumeInfo>> {
-        let r = Rpc::unary("list", self.rpc.subvolumes().list(self.rpc.request(self.req, None))).await?;
+        let r = self
+            .rpc
+            .idempotent("list", self.rpc.deadline, |t| {
+                let mut c = self.rpc.subvolumes();
+                let r = self.rpc.request_exact(self.req.clone(), t);
+                async move { c.list(r).await }
+            })
+            .await?;
         Ok(r.subvolumes.into_iter().map(SubvolumeInfo::from).collect())
     }
 }

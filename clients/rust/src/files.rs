@@ -184,6 +184,18 @@ impl Files {
         self.subvolume.clone()
     }
 
+    /// A copy of this handle whose calls have the deadline `d` (the
+    /// grpc-timeout the server enforces and the client's timer, which
+    /// ends the call with [`crate::Error::DeadlineExceeded`]), unary and
+    /// streaming alike, instead of the client's defaults
+    /// ([`crate::Options::deadline`], [`crate::Options::stream_deadline`]):
+    /// `sv.timeout(Duration::from_millis(200)).get("k").await`. No call is made.
+    pub fn timeout(&self, d: std::time::Duration) -> Self {
+        let mut c = self.clone();
+        c.rpc = c.rpc.with_timeout(d);
+        c
+    }
+
     pub(crate) fn rpc(&self) -> &Rpc {
         &self.rpc
     }
@@ -200,7 +212,15 @@ impl Files {
     }
 
     async fn stat_req(&self, req: pb::StatRequest) -> Result<FileStat> {
-        Ok(Rpc::unary("stat", self.rpc.files().stat(self.rpc.request(req, None))).await?.into())
+        Ok(self
+            .rpc
+            .idempotent("stat", self.rpc.deadline, |t| {
+                let mut c = self.rpc.files();
+                let r = self.rpc.request_exact(req.clone(), t);
+                async move { c.stat(r).await }
+            })
+            .await?
+            .into())
     }
 
     /// Whether the path names anything.
@@ -274,7 +294,14 @@ impl Files {
         let mut cookie = 0;
         loop {
             let req = pb::ReadDirRequest { subvolume: self.sv(), path: path.into(), ino: 0, cookie, limit: page_size };
-            let r = Rpc::unary("readdir", self.rpc.files().read_dir(self.rpc.request(req, None))).await?;
+            let r = self
+                .rpc
+                .idempotent("readdir", self.rpc.deadline, |t| {
+                    let mut c = self.rpc.files();
+                    let r = self.rpc.request_exact(req.clone(), t);
+                    async move { c.read_dir(r).await }
+                })
+                .await?;
             out.extend(r.entries.into_iter().map(|e| DirEntry {
                 name: e.name,
                 ino: e.ino,
@@ -306,7 +333,12 @@ impl Files {
     pub async fn link(&self, existing: &str, new_path: &str) -> Result<FileStat> {
         validate::path("link", "existing", existing)?;
         validate::path("link", "new_path", new_path)?;
-        let req = pb::LinkRequest { subvolume: self.sv(), existing: existing.into(), new_path: new_path.into(), ..Default::default() };
+        let req = pb::LinkRequest {
+            subvolume: self.sv(),
+            existing: existing.into(),
+            new_path: new_path.into(),
+            ..Default::default()
+        };
         Ok(Rpc::unary("link", self.rpc.files().link(self.rpc.request(req, None))).await?.into())
     }
 
@@ -322,7 +354,15 @@ impl Files {
     pub async fn read_link(&self, path: &str) -> Result<String> {
         validate::path("readlink", "path", path)?;
         let req = pb::ReadLinkRequest { subvolume: self.sv(), path: path.into() };
-        Ok(Rpc::unary("readlink", self.rpc.files().read_link(self.rpc.request(req, None))).await?.target)
+        Ok(self
+            .rpc
+            .idempotent("readlink", self.rpc.deadline, |t| {
+                let mut c = self.rpc.files();
+                let r = self.rpc.request_exact(req.clone(), t);
+                async move { c.read_link(r).await }
+            })
+            .await?
+            .target)
     }
 
     /// Removes a name of a file or symlink (a directory: EISDIR).
@@ -357,8 +397,16 @@ impl Files {
     /// chunks of at most 1 MiB.
     pub async fn read_range(&self, path: &str, offset: u64, length: u64) -> Result<Vec<u8>> {
         validate::path("read", "path", path)?;
-        let req = pb::ReadRequest { subvolume: self.sv(), path: path.into(), ino: 0, offset, length, ..Default::default() };
-        let mut stream = Rpc::unary("read", self.rpc.files().read(self.rpc.stream_request(req))).await?;
+        let req =
+            pb::ReadRequest { subvolume: self.sv(), path: path.into(), ino: 0, offset, length, ..Default::default() };
+        let mut stream = self
+            .rpc
+            .idempotent("read", self.rpc.stream_deadline, |t| {
+                let mut c = self.rpc.files();
+                let r = self.rpc.request_exact(req.clone(), t);
+                async move { c.read(r).await }
+            })
+            .await?;
         let mut out = Vec::new();
         loop {
             match stream.message().await {
@@ -470,7 +518,14 @@ impl Files {
                 length: if stop > 0 { stop - off } else { 0 },
                 ..Default::default()
             };
-            let r = Rpc::unary("fiemap", self.rpc.files().fiemap(self.rpc.request(req, None))).await?;
+            let r = self
+                .rpc
+                .idempotent("fiemap", self.rpc.deadline, |t| {
+                    let mut c = self.rpc.files();
+                    let r = self.rpc.request_exact(req.clone(), t);
+                    async move { c.fiemap(r).await }
+                })
+                .await?;
             let last = r.extents.last().map(|e| e.logical + e.length);
             out.extend(r.extents.into_iter().map(|e| Extent {
                 logical: e.logical,

@@ -71,14 +71,29 @@ impl FileHandle {
     /// The file's attributes now (nlink 0 once its last name went).
     pub async fn stat(&self) -> Result<FileStat> {
         let req = pb::StatRequest { subvolume: self.files.sv(), handle: self.handle, ..Default::default() };
-        Ok(Rpc::unary("stat", self.rpc().files().stat(self.rpc().request(req, None))).await?.into())
+        Ok(self
+            .rpc()
+            .idempotent("stat", self.rpc().deadline, |t| {
+                let mut c = self.rpc().files();
+                let r = self.rpc().request_exact(req.clone(), t);
+                async move { c.stat(r).await }
+            })
+            .await?
+            .into())
     }
 
     /// `length` bytes from `offset` (0 = to EOF).
     pub async fn read(&self, offset: u64, length: u64) -> Result<Vec<u8>> {
         let req =
             pb::ReadRequest { subvolume: self.files.sv(), handle: self.handle, offset, length, ..Default::default() };
-        let mut stream = Rpc::unary("read", self.rpc().files().read(self.rpc().stream_request(req))).await?;
+        let mut stream = self
+            .rpc()
+            .idempotent("read", self.rpc().stream_deadline, |t| {
+                let mut c = self.rpc().files();
+                let r = self.rpc().request_exact(req.clone(), t);
+                async move { c.read(r).await }
+            })
+            .await?;
         let mut out = Vec::new();
         loop {
             match stream.message().await {

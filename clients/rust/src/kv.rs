@@ -12,7 +12,7 @@ use crate::pb;
 use crate::rpc::Rpc;
 use crate::txn::{Transaction, TransactionOptions, Txn};
 use crate::validate;
-use crate::watch::{WatchOptions, Watcher};
+use crate::watch::{FileEvent, WatchOptions, Watcher};
 
 /// When a write is acknowledged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -268,7 +268,14 @@ pub(crate) enum PageSource {
 impl PageSource {
     async fn fetch(&self, req: pb::RangeRequest) -> Result<pb::RangeResponse> {
         match self {
-            PageSource::Subvolume(rpc) => Rpc::unary("range", rpc.kv().range(rpc.request(req, None))).await,
+            PageSource::Subvolume(rpc) => {
+                rpc.idempotent("range", rpc.deadline, |t| {
+                    let mut c = rpc.kv();
+                    let r = rpc.request_exact(req.clone(), t);
+                    async move { c.range(r).await }
+                })
+                .await
+            }
             PageSource::Transaction(rpc, handle) => {
                 let m = pb::TxnRangeRequest { handle: *handle, range: Some(req) };
                 Rpc::unary("range", rpc.kv().txn_range(rpc.request(m, None))).await
@@ -427,6 +434,18 @@ impl Subvolume {
         &self.name
     }
 
+    /// A copy of this handle whose calls have the deadline `d` (the
+    /// grpc-timeout the server enforces and the client's timer, which
+    /// ends the call with [`crate::Error::DeadlineExceeded`]), unary and
+    /// streaming alike, instead of the client's defaults
+    /// ([`crate::Options::deadline`], [`crate::Options::stream_deadline`]):
+    /// `sv.timeout(Duration::from_millis(200)).get("k").await`. No call is made.
+    pub fn timeout(&self, d: std::time::Duration) -> Self {
+        let mut c = self.clone();
+        c.rpc = c.rpc.with_timeout(d);
+        c
+    }
+
     /// The subvolume's file tree.
     pub fn files(&self) -> Files {
         Files::new(self.rpc.clone(), self.name.clone())
@@ -444,7 +463,22 @@ impl Subvolume {
     /// [`Error::InvalidArgument`], ...). The [`Watcher`] is a `Stream` of
     /// events (crate::watch has the whole contract). Needs a Tokio runtime.
     pub async fn watch(&self, key: impl AsRef<[u8]>, opts: WatchOptions) -> Result<Watcher> {
-        crate::watch::start(self.rpc.clone(), self.name.clone(), key.as_ref(), opts).await
+        let create = crate::watch::create_request(&self.name, key.as_ref(), &opts)?;
+        crate::watch::start(self.rpc.clone(), create).await
+    }
+
+    /// Watches the file tree at `prefix` and below ("" or "/": every path;
+    /// a rename or exchange whose either path is under it), like inotify:
+    /// returns once the server created the watcher, a [`Stream`] of
+    /// [`FileEvent`]s ending as a key watcher does. Of the options only
+    /// `start_revision` (replays what was recorded; `Error::Compacted`
+    /// before it) and `progress_notify` apply. A read-only snapshot is
+    /// `Error::ReadOnly` (FAILED_PRECONDITION; docs/api.md "File watchers").
+    ///
+    /// [`Stream`]: futures_core::Stream
+    pub async fn watch_files(&self, prefix: &str, opts: WatchOptions) -> Result<Watcher<FileEvent>> {
+        let create = crate::watch::file_create_request(&self.name, prefix, &opts)?;
+        crate::watch::start(self.rpc.clone(), create).await
     }
 
     /// Drops the history of revisions below `revision` (etcd's Compact):
@@ -469,7 +503,14 @@ impl Subvolume {
         let key = key.as_ref();
         validate::key("get", key)?;
         let req = pb::GetRequest { subvolume: self.name.clone(), key: b(key), revision };
-        let r = Rpc::unary("get", self.rpc.kv().get(self.rpc.request(req, None))).await?;
+        let r = self
+            .rpc
+            .idempotent("get", self.rpc.deadline, |t| {
+                let mut c = self.rpc.kv();
+                let r = self.rpc.request_exact(req.clone(), t);
+                async move { c.get(r).await }
+            })
+            .await?;
         Ok(r.into())
     }
 
@@ -565,7 +606,15 @@ impl Subvolume {
         let mut req = range.to_proto(&self.name);
         req.limit = range.limit;
         req.page_token = b(page_token);
-        Ok(Rpc::unary("range", self.rpc.kv().range(self.rpc.request(req, None))).await?.into())
+        Ok(self
+            .rpc
+            .idempotent("range", self.rpc.deadline, |t| {
+                let mut c = self.rpc.kv();
+                let r = self.rpc.request_exact(req.clone(), t);
+                async move { c.range(r).await }
+            })
+            .await?
+            .into())
     }
 
     /// The exact number of keys in a range.

@@ -81,6 +81,18 @@ impl std::fmt::Debug for Leases {
 }
 
 impl Leases {
+    /// A copy of this handle whose calls have the deadline `d` (the
+    /// grpc-timeout the server enforces and the client's timer, which
+    /// ends the call with [`crate::Error::DeadlineExceeded`]), unary and
+    /// streaming alike, instead of the client's defaults
+    /// ([`crate::Options::deadline`], [`crate::Options::stream_deadline`]):
+    /// `sv.timeout(Duration::from_millis(200)).get("k").await`. No call is made.
+    pub fn timeout(&self, d: std::time::Duration) -> Self {
+        let mut c = self.clone();
+        c.rpc = c.rpc.with_timeout(d);
+        c
+    }
+
     pub(crate) fn new(rpc: Rpc, subvolume: String) -> Leases {
         Leases { rpc, subvolume }
     }
@@ -149,14 +161,29 @@ impl Leases {
     /// keys. [`Error::NotFound`] if there is no such lease.
     pub async fn time_to_live(&self, id: LeaseId, keys: bool) -> Result<LeaseInfo> {
         let req = pb::LeaseTimeToLiveRequest { subvolume: self.subvolume.clone(), id, keys };
-        let m = Rpc::unary("lease-time-to-live", self.rpc.lease().time_to_live(self.rpc.request(req, None))).await?;
+        let m = self
+            .rpc
+            .idempotent("lease-time-to-live", self.rpc.deadline, |t| {
+                let mut c = self.rpc.lease();
+                let r = self.rpc.request_exact(req.clone(), t);
+                async move { c.time_to_live(r).await }
+            })
+            .await?;
         Ok(LeaseInfo { id: m.id, ttl: m.ttl, granted_ttl: m.granted_ttl, keys: m.keys })
     }
 
     /// The ids of the subvolume's leases, in increasing order.
     pub async fn list(&self) -> Result<Vec<LeaseId>> {
         let req = pb::LeaseLeasesRequest { subvolume: self.subvolume.clone() };
-        Ok(Rpc::unary("lease-list", self.rpc.lease().leases(self.rpc.request(req, None))).await?.ids)
+        Ok(self
+            .rpc
+            .idempotent("lease-list", self.rpc.deadline, |t| {
+                let mut c = self.rpc.lease();
+                let r = self.rpc.request_exact(req.clone(), t);
+                async move { c.leases(r).await }
+            })
+            .await?
+            .ids)
     }
 }
 

@@ -35,6 +35,7 @@ mod handle;
 mod kv;
 mod lease;
 mod options;
+mod retry;
 mod rpc;
 mod txn;
 pub mod validate;
@@ -50,16 +51,17 @@ pub use attrs::{
     SetAttr, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, FALLOC_FL_ZERO_RANGE, XATTR_CREATE, XATTR_REPLACE,
 };
 pub use client::{CheckResult, Client, ListSubvolumes, SubvolumeInfo, VersionInfo};
-pub use handle::FileHandle;
 pub use error::{Error, ErrorInfo, Result};
 pub use files::{
     DirEntry, Extent, FileKind, FileStat, Files, WriteOptions, WriteResult, RENAME_EXCHANGE, RENAME_NOREPLACE,
     WRITE_CHUNK,
 };
+pub use handle::FileHandle;
 pub use kv::{DeleteRangeResult, Durability, GetResult, KeyValue, Range, RangeIter, RangePage, Subvolume};
 pub use lease::{KeepAlive, LeaseGrant, LeaseId, LeaseInfo, Leases};
 pub use options::{Options, Tls, DEFAULT_ADDRESS, DEFAULT_DEADLINE, DEFAULT_STREAM_DEADLINE, MAX_MESSAGE_BYTES};
+pub use retry::{UnavailableRetry, RETRIED_METHODS};
 pub use txn::{
     Compare, NumberTarget, Op, OpResult, RetryPolicy, Transaction, TransactionOptions, Txn, TxnResult, ValueTarget,
 };
-pub use watch::{prefix_end, EventKind, WatchEvent, WatchOptions, Watcher};
+pub use watch::{prefix_end, EventKind, FileEvent, WatchEvent, WatchItem, WatchOptions, Watcher};

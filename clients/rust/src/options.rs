@@ -41,6 +41,9 @@ pub struct Options {
     pub deadline: Option<Duration>,
     /// Deadline of each streaming file read or write; None = none.
     pub stream_deadline: Option<Duration>,
+    /// Retry the idempotent reads that fail UNAVAILABLE with this policy
+    /// (None = off, the default; docs/api.md "Retrying UNAVAILABLE").
+    pub retry_unavailable: Option<crate::UnavailableRetry>,
 }
 
 impl Default for Options {
@@ -58,6 +61,7 @@ impl Options {
             token: None,
             deadline: Some(DEFAULT_DEADLINE),
             stream_deadline: Some(DEFAULT_STREAM_DEADLINE),
+            retry_unavailable: None,
         }
     }
 
@@ -76,6 +80,14 @@ impl Options {
     /// Deadline of each unary call (default 30 s; None = none).
     pub fn deadline(mut self, d: Option<Duration>) -> Self {
         self.deadline = d;
+        self
+    }
+
+    /// Retry the idempotent reads ([`crate::RETRIED_METHODS`]) that fail
+    /// UNAVAILABLE with this policy (off by default): the client's own loop,
+    /// tonic having no service-config retries.
+    pub fn retry_unavailable(mut self, policy: crate::UnavailableRetry) -> Self {
+        self.retry_unavailable = Some(policy);
         self
     }
 

@@ -14,6 +14,7 @@ use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 use crate::error::{Error, Result};
 use crate::options::{Options, MAX_MESSAGE_BYTES};
 use crate::pb;
+use crate::retry::UnavailableRetry;
 
 /// Adds `authorization: Bearer <token>` when a token is set.
 #[derive(Clone)]
@@ -36,6 +37,7 @@ pub(crate) struct Rpc {
     auth: Auth,
     pub deadline: Option<Duration>,
     pub stream_deadline: Option<Duration>,
+    pub retry: Option<UnavailableRetry>,
 }
 
 impl Rpc {
@@ -70,6 +72,7 @@ impl Rpc {
             auth: Auth(auth),
             deadline: opts.deadline,
             stream_deadline: opts.stream_deadline,
+            retry: opts.retry_unavailable,
         })
     }
 
@@ -107,10 +110,26 @@ impl Rpc {
             .max_encoding_message_size(MAX_MESSAGE_BYTES)
     }
 
+    /// A copy whose calls, unary and streaming, have the deadline `d`
+    /// (the per-call `timeout` of Client, Subvolume, Files, Leases and the
+    /// request builders).
+    pub fn with_timeout(&self, d: Duration) -> Rpc {
+        Rpc { deadline: Some(d), stream_deadline: Some(d), ..self.clone() }
+    }
+
     /// A request with the unary deadline (or `timeout`) in its grpc-timeout.
     pub fn request<T>(&self, msg: T, timeout: Option<Duration>) -> tonic::Request<T> {
         let mut req = tonic::Request::new(msg);
         if let Some(d) = timeout.or(self.deadline) {
+            req.set_timeout(d);
+        }
+        req
+    }
+
+    /// A request with exactly this timeout (None = no deadline).
+    pub fn request_exact<T>(&self, msg: T, timeout: Option<Duration>) -> tonic::Request<T> {
+        let mut req = tonic::Request::new(msg);
+        if let Some(d) = timeout {
             req.set_timeout(d);
         }
         req
@@ -123,6 +142,37 @@ impl Rpc {
             req.set_timeout(d);
         }
         req
+    }
+
+    /// One call of an idempotent read (crate::retry::RETRIED_METHODS): with
+    /// the client's retry policy, an UNAVAILABLE answer is retried after a
+    /// random wait, each attempt getting what is left of the deadline
+    /// (`total`: the call's whole deadline, None = none) as its own. `call`
+    /// makes the attempt's call with the timeout it is given.
+    pub async fn idempotent<R, F, Fut>(&self, op: &'static str, total: Option<Duration>, mut call: F) -> Result<R>
+    where
+        F: FnMut(Option<Duration>) -> Fut,
+        Fut: Future<Output = std::result::Result<tonic::Response<R>, tonic::Status>>,
+    {
+        let Some(policy) = self.retry else {
+            return Rpc::unary(op, call(total)).await;
+        };
+        let end = total.map(|d| std::time::Instant::now() + d);
+        let left = || end.map(|e| e.saturating_duration_since(std::time::Instant::now()));
+        let mut attempt = 1;
+        loop {
+            match call(left()).await {
+                Err(s) if s.code() == tonic::Code::Unavailable && attempt < policy.max_attempts => {
+                    let wait = policy.bound(attempt).mul_f64(crate::txn::jitter());
+                    if left().is_some_and(|l| l <= wait) {
+                        return Err(Error::from_status(&s, op));
+                    }
+                    tokio::time::sleep(wait).await;
+                    attempt += 1;
+                }
+                r => return r.map(|r| r.into_inner()).map_err(|s| Error::from_status(&s, op)),
+            }
+        }
     }
 
     /// Awaits one call; a status becomes the matching Error named after `op`.

@@ -209,6 +209,13 @@ pub struct Txn {
 }
 
 impl Txn {
+    /// This request's deadline, instead of the client's default (the call
+    /// ends with [`crate::Error::DeadlineExceeded`] when it passes).
+    pub fn timeout(mut self, d: std::time::Duration) -> Self {
+        self.rpc = self.rpc.with_timeout(d);
+        self
+    }
+
     pub(crate) fn new(rpc: Rpc, subvolume: String) -> Txn {
         Txn { rpc, req: pb::TxnRequest { subvolume, ..Default::default() }, error: None }
     }

@@ -66,6 +66,70 @@ impl WatchEvent {
     }
 }
 
+/// One change of the file tree (a file watcher's event,
+/// [`crate::Subvolume::watch_files`]; docs/api.md "File watchers").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileEvent {
+    pub kind: pb::file_watch_event::Type,
+    pub revision: u64,
+    pub ino: u64,
+    /// Relative to the subvolume root, no leading "/"; a data or attribute
+    /// change names one of the inode's names.
+    pub path: String,
+    /// The other path of a rename or exchange ("" otherwise).
+    pub new_path: String,
+    /// The paths were too long to record (both empty): rescan.
+    pub paths_lost: bool,
+}
+
+/// An item a [`Watcher`] yields: [`WatchEvent`] (key watchers) or
+/// [`FileEvent`] (file watchers). Implemented by these two only.
+pub trait WatchItem: Sized + Send + Unpin + 'static {
+    #[doc(hidden)]
+    fn take_from(r: &mut pb::WatchResponse) -> Vec<Self>;
+}
+
+impl WatchItem for WatchEvent {
+    fn take_from(r: &mut pb::WatchResponse) -> Vec<Self> {
+        std::mem::take(&mut r.events).into_iter().map(event_from).collect()
+    }
+}
+
+impl WatchItem for FileEvent {
+    fn take_from(r: &mut pb::WatchResponse) -> Vec<Self> {
+        std::mem::take(&mut r.file_events)
+            .into_iter()
+            .map(|f| FileEvent {
+                kind: pb::file_watch_event::Type::try_from(f.r#type).unwrap_or(pb::file_watch_event::Type::Unspecified),
+                revision: f.revision,
+                ino: f.ino,
+                path: f.path,
+                new_path: f.new_path,
+                paths_lost: f.paths_lost,
+            })
+            .collect()
+    }
+}
+
+/// A file watcher's create: `prefix` ("" or "/": every path); of the
+/// options only `start_revision` and `progress_notify` apply.
+pub(crate) fn file_create_request(subvolume: &str, prefix: &str, o: &WatchOptions) -> Result<pb::WatchCreateRequest> {
+    let op = "watch_files";
+    if o.prefix || o.end.is_some() || o.prev_kv || o.no_put || o.no_delete {
+        return Err(Error::invalid(op, "only start_revision and progress_notify apply to a file watcher"));
+    }
+    if prefix.len() > validate::MAX_PATH_BYTES {
+        return Err(Error::invalid(op, format!("prefix: {} bytes > {}", prefix.len(), validate::MAX_PATH_BYTES)));
+    }
+    Ok(pb::WatchCreateRequest {
+        subvolume: subvolume.to_string(),
+        start_revision: o.start_revision,
+        progress_notify: o.progress_notify,
+        files: Some(pb::FileWatchCreate { prefix: prefix.to_string() }),
+        ..Default::default()
+    })
+}
+
 /// What to watch and how ([`crate::Subvolume::watch`]); a builder.
 #[derive(Debug, Clone, Default)]
 pub struct WatchOptions {
@@ -136,7 +200,7 @@ pub fn prefix_end(prefix: &[u8]) -> Bytes {
     Bytes::from(end)
 }
 
-fn create_request(subvolume: &str, key: &[u8], o: &WatchOptions) -> Result<pb::WatchCreateRequest> {
+pub(crate) fn create_request(subvolume: &str, key: &[u8], o: &WatchOptions) -> Result<pb::WatchCreateRequest> {
     let op = "watch";
     if o.prefix && o.end.as_ref().is_some_and(|e| !e.is_empty()) {
         return Err(Error::invalid(op, "give prefix or range_end, not both"));
@@ -163,29 +227,30 @@ fn create_request(subvolume: &str, key: &[u8], o: &WatchOptions) -> Result<pb::W
         filters,
         prev_kv: o.prev_kv,
         watch_id: 0,
-        files: None, // a key watcher (file watchers are not in this client yet)
+        files: None, // a key watcher
     })
 }
 
 /// Whole revisions of events, or the error that ended the watcher.
-type Batch = Result<Vec<WatchEvent>>;
+type Batch<E> = Result<Vec<E>>;
 
 /// Batches the task may hold for a reader that is behind.
 const QUEUED_BATCHES: usize = 16;
 
-/// One watcher: a [`Stream`] of [`WatchEvent`]s ([`crate::Subvolume::watch`]).
+/// One watcher: a [`Stream`] of [`WatchEvent`]s ([`crate::Subvolume::watch`]),
+/// or of [`FileEvent`]s for a file watcher ([`crate::Subvolume::watch_files`]).
 #[derive(Debug)]
-pub struct Watcher {
+pub struct Watcher<E = WatchEvent> {
     id: i64,
-    rx: mpsc::Receiver<Batch>,
-    pending: VecDeque<WatchEvent>,
+    rx: mpsc::Receiver<Batch<E>>,
+    pending: VecDeque<E>,
     stop: Option<oneshot::Sender<()>>,
     /// The latest store revision the server reported (Relaxed: a lone value).
     revision: Arc<AtomicU64>,
     done: bool,
 }
 
-impl Watcher {
+impl<E> Watcher<E> {
     /// The watcher's id on its stream.
     pub fn id(&self) -> i64 {
         self.id
@@ -206,8 +271,8 @@ impl Watcher {
     }
 }
 
-impl Stream for Watcher {
-    type Item = Result<WatchEvent>;
+impl<E: WatchItem> Stream for Watcher<E> {
+    type Item = Result<E>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         if let Some(ev) = self.pending.pop_front() {
@@ -236,9 +301,8 @@ impl Stream for Watcher {
 
 /// Opens the stream, sends the create and waits (under the client's unary
 /// deadline) for the server's answer; then hands the stream to a task.
-pub(crate) async fn start(rpc: Rpc, subvolume: String, key: &[u8], o: WatchOptions) -> Result<Watcher> {
+pub(crate) async fn start<E: WatchItem>(rpc: Rpc, create: pb::WatchCreateRequest) -> Result<Watcher<E>> {
     let op = "watch";
-    let create = create_request(&subvolume, key, &o)?;
     let (req_tx, req_rx) = mpsc::channel::<pb::WatchRequest>(1);
     let reqs = futures_util::stream::unfold(req_rx, |mut rx| async move { rx.recv().await.map(|m| (m, rx)) });
     let first = pb::WatchRequest { request_union: Some(pb::watch_request::RequestUnion::CreateRequest(create)) };
@@ -283,10 +347,10 @@ pub(crate) async fn start(rpc: Rpc, subvolume: String, key: &[u8], o: WatchOptio
 /// The task: reads responses, joins fragments, hands whole revisions over;
 /// ends on a stop (or a dropped watcher), which drops the stream (the call
 /// is cancelled), or when the server ends the watcher.
-async fn run(
+async fn run<E: WatchItem>(
     mut stream: tonic::Streaming<pb::WatchResponse>,
     _requests: mpsc::Sender<pb::WatchRequest>, // held: dropping it half-closes, which ends the stream
-    tx: mpsc::Sender<Batch>,
+    tx: mpsc::Sender<Batch<E>>,
     mut stop: oneshot::Receiver<()>,
     revision: Arc<AtomicU64>,
 ) {
@@ -296,7 +360,7 @@ async fn run(
             m = stream.message() => m,
             _ = &mut stop => return,
         };
-        let r = match m {
+        let mut r = match m {
             Ok(Some(r)) => r,
             Ok(None) => {
                 let end = Error::Unavailable(ErrorInfo {
@@ -320,7 +384,7 @@ async fn run(
             }
             return;
         }
-        events.extend(r.events.into_iter().map(event_from));
+        events.extend(E::take_from(&mut r));
         if events.is_empty() || r.fragment {
             continue;
         }

@@ -259,6 +259,7 @@ struct Ctx {
     txs: HashMap<String, Transaction>,
     handles: HashMap<String, cowkv::FileHandle>,
     watches: HashMap<String, cowkv::Watcher>,
+    file_watches: HashMap<String, cowkv::Watcher<cowkv::FileEvent>>,
     unnamed: Vec<Transaction>,
     own: Option<Server>,
     shared_address: String,
@@ -729,6 +730,39 @@ impl Ctx {
                 }
                 V::empty()
             }
+            "file_watch" => {
+                let o = cowkv::WatchOptions::new().start_revision(nm(a, "start_revision") as u64);
+                let w = self.sv(a)?.watch_files(&s(a, "prefix"), o).await?;
+                if a.get("as").is_some() {
+                    self.file_watches.insert(s(a, "as"), w);
+                }
+                V::empty()
+            }
+            "watch_next" if self.file_watches.contains_key(&s(a, "w")) => {
+                let w = self.file_watches.get_mut(&s(a, "w")).expect("no such watcher");
+                let mut events = Vec::new();
+                while events.len() < nm(a, "count") as usize {
+                    match tokio::time::timeout(Duration::from_secs(10), w.next()).await {
+                        Err(_) => panic!("no event within 10 s after {}", events.len()),
+                        Ok(None) => panic!("the watcher ended without a reason"),
+                        Ok(Some(ev)) => events.push(file_event(&ev?)),
+                    }
+                }
+                V::map([("events", V::List(events))])
+            }
+            "watch_cancel" if self.file_watches.contains_key(&s(a, "w")) => {
+                let mut w = self.file_watches.remove(&s(a, "w")).expect("no such watcher");
+                w.cancel();
+                let mut events = Vec::new();
+                loop {
+                    match tokio::time::timeout(Duration::from_secs(10), w.next()).await {
+                        Err(_) => panic!("the watcher did not end within 10 s"),
+                        Ok(None) => break,
+                        Ok(Some(ev)) => events.push(file_event(&ev?)),
+                    }
+                }
+                V::map([("events", V::List(events))])
+            }
             "watch_next" => {
                 let w = self.watches.get_mut(&s(a, "w")).expect("no such watcher");
                 let mut events = Vec::new();
@@ -982,6 +1016,18 @@ fn info(i: cowkv::SubvolumeInfo) -> V {
     ])
 }
 
+/// A file event's canonical shape (conformance/README.md "file_watch").
+fn file_event(e: &cowkv::FileEvent) -> V {
+    V::map([
+        ("type", V::Str(e.kind.as_str_name().to_lowercase())),
+        ("path", V::Str(e.path.clone())),
+        ("new_path", V::Str(e.new_path.clone())),
+        ("revision", V::n(e.revision)),
+        ("ino", V::n(e.ino)),
+        ("paths_lost", V::Bool(e.paths_lost)),
+    ])
+}
+
 fn watch_event(e: &cowkv::WatchEvent) -> V {
     let kind = if e.kind == cowkv::EventKind::Put { "put" } else { "delete" };
     let (prev_value, prev_mod) = e.prev_kv.as_ref().map_or((Vec::new(), 0), |p| (p.value.to_vec(), p.mod_revision));
@@ -1117,6 +1163,7 @@ async fn run_scenario(spec: &V, client_side: bool, shared: &str, run: &str) -> R
         txs: HashMap::new(),
         handles: HashMap::new(),
         watches: HashMap::new(),
+        file_watches: HashMap::new(),
         unnamed: Vec::new(),
         own: None,
         shared_address: shared.to_string(),

@@ -229,3 +229,55 @@ fn change(model: &mut BTreeMap<String, String>, want: &mut Vec<(u64, String)>, k
         }
     }
 }
+
+/// watch_files: create, write, rename, unlink under a prefix in order with
+/// rising revisions, nothing from outside it; a start revision replays the
+/// same; a read-only snapshot and an unknown subvolume are refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_files_live() {
+    let server = common::Server::start("128M", None);
+    let client = Client::connect(Options::new(server.address())).unwrap();
+    let sv = fresh(&client, "fw").await;
+    sv.put("k0", "v").await.unwrap(); // a KV write first: see clients/go/filewatch_test.go
+    let fs = sv.files();
+    fs.mkdir("d").await.unwrap();
+    let mut w = sv.watch_files("d/", WatchOptions::new()).await.unwrap();
+    let st = fs.create("d/a").await.unwrap();
+    fs.create("outside").await.unwrap();
+    fs.write_with("d/a", "hello", cowkv::WriteOptions::default()).await.unwrap();
+    fs.rename("d/a", "d/b").await.unwrap();
+    fs.unlink("d/b").await.unwrap();
+    let want = "CREATE d/a>; MODIFY d/a>; RENAME d/a>d/b; UNLINK d/b>";
+    let evs = take_files(&mut w, 4).await;
+    assert_eq!(show_files(&evs), want);
+    assert!(evs.windows(2).all(|p| p[0].revision < p[1].revision), "{evs:?}");
+    assert!(evs.iter().all(|e| e.ino == st.ino), "{evs:?}");
+    w.cancel();
+    assert!(w.next().await.is_none());
+    let mut again = sv.watch_files("d", WatchOptions::new().start_revision(evs[0].revision)).await.unwrap();
+    let evs2 = take_files(&mut again, 4).await;
+    assert_eq!(evs2, evs);
+    client.snapshot("fw", "fw-ro", true).await.unwrap();
+    let ro = client.subvolume("fw-ro").unwrap().watch_files("", WatchOptions::new()).await;
+    assert!(matches!(ro, Err(Error::ReadOnly(_))), "{ro:?}");
+    let unknown = client.subvolume("no-such").unwrap().watch_files("", WatchOptions::new()).await;
+    assert!(matches!(unknown, Err(Error::NotFound(_))), "{unknown:?}");
+    let bad = sv.watch_files("", WatchOptions::new().prev_kv()).await;
+    assert!(matches!(bad, Err(Error::InvalidArgument(_))), "{bad:?}");
+}
+
+async fn take_files(w: &mut Watcher<cowkv::FileEvent>, n: usize) -> Vec<cowkv::FileEvent> {
+    let mut out = Vec::new();
+    while out.len() < n {
+        match tokio::time::timeout(Duration::from_secs(10), w.next()).await {
+            Err(_) => panic!("only {} events within 10 s: {out:?}", out.len()),
+            Ok(None) => panic!("the watcher ended after {} events", out.len()),
+            Ok(Some(ev)) => out.push(ev.unwrap()),
+        }
+    }
+    out
+}
+
+fn show_files(evs: &[cowkv::FileEvent]) -> String {
+    evs.iter().map(|e| format!("{} {}>{}", e.kind.as_str_name(), e.path, e.new_path)).collect::<Vec<_>>().join("; ")
+}

@@ -12,6 +12,7 @@ import { Subvolume } from "./subvolume";
 import { Transaction, TransactionOptions } from "./txn";
 import { infoFrom, num, SubvolumeInfo } from "./types";
 import { checkName } from "./validate";
+import { retryServiceConfig, UnavailableRetry } from "./retry";
 
 /** cowkvd's default listen address. */
 export const DEFAULT_ADDRESS = "127.0.0.1:7420";
@@ -39,6 +40,11 @@ export interface ConnectOptions {
   waitReady?: boolean;
   /** Extra grpc-js channel options. */
   channelOptions?: grpc.ChannelOptions;
+  /**
+   * Retry the idempotent reads (RETRIED_METHODS) that fail UNAVAILABLE with this
+   * policy (`{}` = the defaults); off when omitted (docs/api.md "Retrying UNAVAILABLE").
+   */
+  retryUnavailable?: UnavailableRetry;
 }
 
 /**
@@ -52,6 +58,10 @@ export async function connect(address: string = DEFAULT_ADDRESS, opts: ConnectOp
   const channelOptions: grpc.ChannelOptions = {
     "grpc.max_receive_message_length": 20 << 20, "grpc.max_send_message_length": 20 << 20, ...opts.channelOptions,
   };
+  if (opts.retryUnavailable) {
+    channelOptions["grpc.service_config"] = retryServiceConfig(opts.retryUnavailable);
+    channelOptions["grpc.enable_retries"] = 1;
+  }
   if (opts.watchQueueBytes !== undefined && (!Number.isSafeInteger(opts.watchQueueBytes) || opts.watchQueueBytes < 1)) {
     throw invalid("connect", `watchQueueBytes: ${opts.watchQueueBytes} is not a positive integer`);
   }

@@ -31,4 +31,5 @@ export {
 } from "./validate";
 export { Leases, LeaseId, LeaseGrant, LeaseInfo, KeepAlive, KeepAliveOptions } from "./lease";
 export { MAX_LEASE_TTL_SECONDS } from "./validate";
-export { Watch, WatchEvent, WatchEventType, WatchOptions, prefixEnd } from "./watch";
+export { RETRIED_METHODS, UnavailableRetry } from "./retry";
+export { FileEvent, FileWatchOptions, Watch, WatchEvent, WatchEventType, WatchOptions, prefixEnd } from "./watch";

@@ -3,7 +3,7 @@ import { RangeRequest, RangeResponse, TxnResponse } from "./gen/cowkv/v1/kv";
 import { FiemapResponse, ReadDirResponse, ReadResponse, WriteRequest, WriteResponse, FileStat as PbFileStat, OpenResponse as PbOpenResponse } from "./gen/cowkv/v1/files";
 import { toCowkvError } from "./errors";
 import { LeaseId, Leases } from "./lease";
-import { Watch, WatchOptions } from "./watch";
+import { createRequest, FileEvent, fileCreateRequest, FileWatchOptions, Watch, WatchOptions } from "./watch";
 import { CallOptions, Rpc } from "./rpc";
 import { Cmp, pages, rangeFields, runInTransaction, Transaction, TransactionOptions, TxnOp } from "./txn";
 import {
@@ -83,7 +83,19 @@ export class Subvolume {
    * `break`; throws the reason when the server ends it (src/watch.ts).
    */
   watch(key: Bytes, opts: WatchOptions = {}): Watch {
-    return new Watch(this.rpc.watches, this.name, key, opts, this.rpc.defaultTimeout());
+    return new Watch(this.rpc.watches, createRequest(this.name, key, opts), opts, this.rpc.defaultTimeout());
+  }
+
+  /**
+   * Watches the file tree at `prefix` and below ("" or "/": every path; a
+   * rename or exchange whose either path is under it), like inotify: an
+   * AsyncIterable of FileEvent on the client's shared watch streams; await
+   * its ready() before changing what it must see. Ends as a KV watcher does;
+   * a read-only snapshot is FailedPreconditionError (docs/api.md "File watchers").
+   */
+  watchFiles(prefix: string, opts: FileWatchOptions = {}): Watch<FileEvent> {
+    return new Watch<FileEvent>(this.rpc.watches, fileCreateRequest(this.name, prefix, opts), opts,
+      this.rpc.defaultTimeout());
   }
 
   /**

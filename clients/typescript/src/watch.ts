@@ -24,15 +24,15 @@
  */
 import * as grpc from "@grpc/grpc-js";
 import {
-  WatchCancelCode, WatchCreateRequest, WatchCreateRequest_FilterType, WatchEvent as PbWatchEvent, WatchEvent_EventType,
-  WatchRequest, WatchResponse,
+  FileWatchEvent as PbFileWatchEvent, fileWatchEvent_TypeToJSON, WatchCancelCode, WatchCreateRequest,
+  WatchCreateRequest_FilterType, WatchEvent as PbWatchEvent, WatchEvent_EventType, WatchRequest, WatchResponse,
 } from "./gen/cowkv/v1/kv";
 import {
   classFor, CompactedError, CowkvError, DeadlineExceededError, SlowReaderError, SubvolumeDeletedError, toCowkvError,
 } from "./errors";
 import { Rpc } from "./rpc";
 import { KeyValue, kvFrom, num } from "./types";
-import { Bytes, checkSubvolume, invalid, MAX_KEY_BYTES, toBuffer } from "./validate";
+import { Bytes, checkSubvolume, invalid, MAX_KEY_BYTES, MAX_PATH_BYTES, toBuffer } from "./validate";
 
 export type WatchEventType = "PUT" | "DELETE";
 
@@ -45,6 +45,33 @@ export interface WatchEvent {
   prevKv?: KeyValue;
   /** The revision of the change (kv.modRevision). */
   revision: number;
+}
+
+/**
+ * One change of the file tree (a file watcher's event, Subvolume.watchFiles;
+ * docs/api.md "File watchers").
+ */
+export interface FileEvent {
+  /** "CREATE", "MKDIR", "SYMLINK", "LINK", "UNLINK", "RMDIR", "RENAME", "EXCHANGE", "MODIFY", "ATTRIB" or "XATTR". */
+  type: string;
+  revision: number;
+  ino: number;
+  /** Relative to the subvolume root, no leading "/". A data or attribute change names one of the inode's names. */
+  path: string;
+  /** The other path of a RENAME or EXCHANGE ("" otherwise). */
+  newPath: string;
+  /** The paths were too long to record (both empty): rescan. */
+  pathsLost: boolean;
+}
+
+/** Subvolume.watchFiles's options. */
+export interface FileWatchOptions {
+  /** The first revision to show, replayed from what was recorded (CompactedError if before it); 0 or omitted = the next change. */
+  startRevision?: number;
+  /** Ask for empty responses now and then while nothing changes. */
+  progressNotify?: boolean;
+  /** Ends the watcher when aborted (as cancel()). */
+  signal?: AbortSignal;
 }
 
 export interface WatchOptions {
@@ -79,7 +106,8 @@ export const WATCH_QUEUE_BYTES = 16 << 20;
 /** The server's bound of watchers per stream (docs/api.md "Watch"). */
 const MAX_WATCHERS_PER_STREAM = 1000;
 
-type Waiter = { resolve: (batch: WatchEvent[] | undefined) => void; reject: (e: unknown) => void };
+type AnyEvent = WatchEvent | FileEvent;
+type Waiter = { resolve: (batch: AnyEvent[] | undefined) => void; reject: (e: unknown) => void };
 
 /**
  * One KV.Watch stream shared by up to MAX_WATCHERS_PER_STREAM watchers of a
@@ -88,7 +116,7 @@ type Waiter = { resolve: (batch: WatchEvent[] | undefined) => void; reject: (e: 
  * watcher; if it fails, every watcher on it ends with the error.
  */
 class WatchStream {
-  readonly watchers = new Map<bigint, Watch>();
+  readonly watchers = new Map<bigint, Watch<AnyEvent>>();
   private nextId = 0n;
   dead = false;
   private readonly stream: grpc.ClientDuplexStream<WatchRequest, WatchResponse>;
@@ -105,7 +133,7 @@ class WatchStream {
     return this.dead || this.watchers.size >= MAX_WATCHERS_PER_STREAM;
   }
 
-  add(w: Watch, create: WatchCreateRequest): bigint {
+  add(w: Watch<AnyEvent>, create: WatchCreateRequest): bigint {
     const id = ++this.nextId;
     this.watchers.set(id, w);
     this.write({ $case: "createRequest", createRequest: { ...create, watchId: id } });
@@ -176,20 +204,21 @@ export class WatchMux {
 }
 
 /**
- * One watcher (Subvolume.watch): an AsyncIterable of WatchEvent. Iterate
- * it once; `break` or cancel() ends it.
+ * One watcher (Subvolume.watch): an AsyncIterable of WatchEvent, or of
+ * FileEvent for a file watcher (Subvolume.watchFiles). Iterate it once;
+ * `break` or cancel() ends it.
  */
-export class Watch implements AsyncIterable<WatchEvent> {
+export class Watch<E extends AnyEvent = WatchEvent> implements AsyncIterable<E> {
   /** The latest store revision the server reported to the watcher. */
   revision = 0;
   /** The watcher's id on its stream. */
   readonly id: bigint;
   private readonly stream: WatchStream;
   private readonly queueBound: number;
-  private readonly batches: WatchEvent[][] = [];
+  private readonly batches: AnyEvent[][] = [];
   private queuedBytes = 0;
   private readonly waiters: Waiter[] = [];
-  private fragments: WatchEvent[] = [];
+  private fragments: AnyEvent[] = [];
   private error?: CowkvError;
   private ended = false;
   private cancelled = false;
@@ -199,16 +228,15 @@ export class Watch implements AsyncIterable<WatchEvent> {
   private readonly unwatch: () => void;
   private createTimer?: NodeJS.Timeout;
 
-  /** @internal Use Subvolume.watch. */
-  constructor(mux: WatchMux, subvolume: string, key: Bytes, opts: WatchOptions, createTimeoutMs: number) {
-    const create = createRequest(subvolume, key, opts);
+  /** @internal Use Subvolume.watch or Subvolume.watchFiles (createRequest, fileCreateRequest). */
+  constructor(mux: WatchMux, create: WatchCreateRequest, opts: { signal?: AbortSignal }, createTimeoutMs: number) {
     this.created = new Promise<void>((resolve, reject) => {
       this.createdSettle = (err) => (err ? reject(err) : resolve());
     });
     this.created.catch(() => {}); // surfaced by ready() and the iteration
     this.queueBound = mux.queueBytes;
     this.stream = mux.stream();
-    this.id = this.stream.add(this, create);
+    this.id = this.stream.add(this as Watch<AnyEvent>, create);
     this.unwatch = Rpc.watch({ cancel: () => this.cancel() }, opts.signal);
     if (createTimeoutMs > 0 && !this.ended) {
       this.createTimer = setTimeout(() => {
@@ -234,18 +262,18 @@ export class Watch implements AsyncIterable<WatchEvent> {
     this.end(undefined);
   }
 
-  [Symbol.asyncIterator](): AsyncIterator<WatchEvent> {
-    let current: WatchEvent[] = [];
+  [Symbol.asyncIterator](): AsyncIterator<E> {
+    let current: E[] = [];
     return {
-      next: async (): Promise<IteratorResult<WatchEvent>> => {
+      next: async (): Promise<IteratorResult<E>> => {
         if (current.length === 0) {
           const batch = await this.nextBatch();
           if (batch === undefined) return { done: true, value: undefined };
-          current = batch;
+          current = batch as E[];
         }
         return { done: false, value: current.shift()! };
       },
-      return: async (): Promise<IteratorResult<WatchEvent>> => {
+      return: async (): Promise<IteratorResult<E>> => {
         this.cancel();
         return { done: true, value: undefined };
       },
@@ -253,7 +281,7 @@ export class Watch implements AsyncIterable<WatchEvent> {
   }
 
   /** The next whole revision(s) of events; undefined at a clean end; throws the error that ended the watcher. */
-  private nextBatch(): Promise<WatchEvent[] | undefined> {
+  private nextBatch(): Promise<AnyEvent[] | undefined> {
     if (this.cancelled) return Promise.resolve(undefined);
     const b = this.batches.shift();
     if (b !== undefined) {
@@ -276,6 +304,7 @@ export class Watch implements AsyncIterable<WatchEvent> {
       if (this.createTimer) clearTimeout(this.createTimer);
       this.createdSettle();
     }
+    for (const f of r.fileEvents) this.fragments.push(fileEventFrom(f));
     for (const e of r.events) this.fragments.push(eventFrom(e));
     if (this.fragments.length === 0 || r.fragment) return true;
     const batch = this.fragments;
@@ -312,9 +341,15 @@ export class Watch implements AsyncIterable<WatchEvent> {
   }
 }
 
-function batchBytes(b: WatchEvent[]): number {
+function batchBytes(b: AnyEvent[]): number {
   let n = 0;
-  for (const e of b) n += e.kv.key.length + e.kv.value.length + 64 + (e.prevKv ? e.prevKv.key.length + e.prevKv.value.length : 0);
+  for (const e of b) {
+    if ("path" in e) {
+      n += e.path.length + e.newPath.length + 64;
+      continue;
+    }
+    n += e.kv.key.length + e.kv.value.length + 64 + (e.prevKv ? e.prevKv.key.length + e.prevKv.value.length : 0);
+  }
   return n;
 }
 
@@ -322,7 +357,29 @@ function cancelledBeforeCreate(): CowkvError {
   return toCowkvError({ code: grpc.status.CANCELLED, details: "the watcher ended before the server created it" }, "watch");
 }
 
-function createRequest(subvolume: string, key: Bytes, opts: WatchOptions): WatchCreateRequest {
+/** @internal A file watcher's create (Subvolume.watchFiles). */
+export function fileCreateRequest(subvolume: string, prefix: string, opts: FileWatchOptions): WatchCreateRequest {
+  checkSubvolume("watchFiles", subvolume);
+  if (Buffer.byteLength(prefix) > MAX_PATH_BYTES) {
+    throw invalid("watchFiles", `prefix: ${Buffer.byteLength(prefix)} bytes > ${MAX_PATH_BYTES}`);
+  }
+  const start = opts.startRevision ?? 0;
+  if (!Number.isSafeInteger(start) || start < 0) throw invalid("watchFiles", `startRevision: ${start} is not a revision`);
+  return {
+    subvolume, key: Buffer.alloc(0), rangeEnd: Buffer.alloc(0), startRevision: BigInt(start), prevKv: false, filters: [],
+    progressNotify: !!opts.progressNotify, watchId: 0n, files: { prefix },
+  };
+}
+
+function fileEventFrom(f: PbFileWatchEvent): FileEvent {
+  return {
+    type: fileWatchEvent_TypeToJSON(f.type), revision: num(f.revision), ino: num(f.ino), path: f.path,
+    newPath: f.newPath, pathsLost: f.pathsLost,
+  };
+}
+
+/** @internal A KV watcher's create (Subvolume.watch). */
+export function createRequest(subvolume: string, key: Bytes, opts: WatchOptions): WatchCreateRequest {
   checkSubvolume("watch", subvolume);
   const k = toBuffer(key);
   if (opts.prefix && opts.end !== undefined && toBuffer(opts.end).length > 0) {

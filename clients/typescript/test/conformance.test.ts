@@ -134,7 +134,9 @@ const rangeOpts = (a: Json): cowkv.PageOptions => ({
   snapshot: a.snapshot, pageToken: bytes(a.page_token), revision: a.revision,
 });
 
-const watchEvent = (e: cowkv.WatchEvent) => ({
+const watchEvent = (e: cowkv.WatchEvent | cowkv.FileEvent) => ("path" in e ? {
+  type: e.type.toLowerCase(), path: e.path, new_path: e.newPath, revision: e.revision, ino: e.ino, paths_lost: e.pathsLost,
+} : {
   type: e.type === "PUT" ? "put" : "delete", key: e.kv.key, value: e.kv.value, create_revision: e.kv.createRevision,
   mod_revision: e.kv.modRevision, version: e.kv.version, has_prev: e.prevKv !== undefined,
   prev_value: e.prevKv?.value ?? Buffer.alloc(0), prev_mod_revision: e.prevKv?.modRevision ?? 0,
@@ -199,7 +201,7 @@ class Runner {
   vars: Record<string, Json>;
   txs = new Map<string, cowkv.Transaction>();
   handles = new Map<string, cowkv.FileHandle>();
-  watches = new Map<string, { w: cowkv.Watch; it: AsyncIterator<cowkv.WatchEvent> }>();
+  watches = new Map<string, { w: { cancel(): void }; it: AsyncIterator<cowkv.WatchEvent | cowkv.FileEvent> }>();
 
   constructor(readonly sc: Scenario, public addr: string, readonly server?: Server, readonly own = false) {
     this.vars = { run, sv: `c-${run}-${sc.name}` };
@@ -374,6 +376,13 @@ class Runner {
         const w = sv.watch(bytes(a.key) ?? "", {
           prefix: a.prefix, end: bytes(a.end), startRevision: a.start_revision, prevKv: a.prev_kv, filters,
         });
+        await w.ready();
+        if (a.as) this.watches.set(a.as, { w, it: w[Symbol.asyncIterator]() });
+        else w.cancel();
+        return {};
+      }
+      case "file_watch": {
+        const w = sv.watchFiles(a.prefix ?? "", { startRevision: a.start_revision });
         await w.ready();
         if (a.as) this.watches.set(a.as, { w, it: w[Symbol.asyncIterator]() });
         else w.cancel();

@@ -168,6 +168,37 @@ describe("watch", { skip: bin ? false : "cowkvd not found (set COWKVD)" }, () =>
     w.cancel();
   });
 
+  it("watchFiles: create, write, rename, unlink under a prefix in order; replay; refused", async () => {
+    const sv = await fresh();
+    await sv.put("k0", "v"); // a KV write first: see clients/go/filewatch_test.go
+    await sv.mkdir("d");
+    const w = sv.watchFiles("d/");
+    await w.ready();
+    const st = await sv.createFile("d/a");
+    await sv.createFile("outside");
+    await sv.writeFile("d/a", "hello", { create: false, truncate: false });
+    await sv.rename("d/a", "d/b");
+    await sv.unlink("d/b");
+    const it = w[Symbol.asyncIterator]() as AsyncIterator<unknown> as AsyncIterator<cowkv.WatchEvent>;
+    const evs = (await take(it, 4)) as unknown as cowkv.FileEvent[];
+    const show = (e: cowkv.FileEvent[]) => e.map((x) => `${x.type} ${x.path}>${x.newPath}`).join("; ");
+    const want = "CREATE d/a>; MODIFY d/a>; RENAME d/a>d/b; UNLINK d/b>";
+    assert.equal(show(evs), want);
+    assert.ok(evs.every((e, i) => i === 0 || e.revision > evs[i - 1].revision), JSON.stringify(evs));
+    assert.ok(evs.every((e) => e.ino === st.ino));
+    w.cancel();
+    const again = sv.watchFiles("d", { startRevision: evs[0].revision });
+    await again.ready();
+    const it2 = again[Symbol.asyncIterator]() as AsyncIterator<unknown> as AsyncIterator<cowkv.WatchEvent>;
+    const evs2 = (await take(it2, 4)) as unknown as cowkv.FileEvent[];
+    assert.equal(show(evs2), want);
+    assert.equal(evs2[3].revision, evs[3].revision);
+    again.cancel();
+    await client.snapshot(sv.name, `${sv.name}.ro`, { readOnly: true });
+    await assert.rejects(client.subvolume(`${sv.name}.ro`).watchFiles("").ready(), cowkv.FailedPreconditionError);
+    await assert.rejects(client.subvolume("no-such").watchFiles("").ready(), cowkv.NotFoundError);
+  });
+
   it("refused creates reject ready() with the call's error", async () => {
     await assert.rejects(client.subvolume("no-such").watch("k").ready(), cowkv.NotFoundError);
     await assert.rejects((await fresh()).watch("b", { end: "a" }).ready(), cowkv.InvalidArgumentError);

@@ -43,6 +43,7 @@ from cowkv.txn import (Compare, CreateRevision, Delete, DeleteRange, DeleteResul
                        Missing, ModRevision, Op, Put, PutResult, Range, RangeResult, Transaction,
                        TransactionState, TxnResult, Value, Version)
 from cowkv.values import Durability, KeyValue
+from cowkv.retry import UnavailableRetry
 from cowkv.watch import EventType, FileEvent, Watch, WatchCanceled, WatchEvent
 
 from cowkv import aio  # noqa: E402 - cowkv.aio.connect after `import cowkv`
@@ -65,5 +66,5 @@ __all__ = [
     "ReadOnly", "Conflict", "TooOld", "Compacted", "FutureRevision", "ResourceExhausted", "NoSpace", "DataLoss", "Unavailable",
     "Unauthenticated", "PermissionDenied", "DeadlineExceeded", "Cancelled", "Unimplemented",
     "Internal",
-    "Watch", "WatchEvent", "FileEvent", "EventType", "WatchCanceled",
+    "Watch", "WatchEvent", "FileEvent", "UnavailableRetry", "EventType", "WatchCanceled",
 ]

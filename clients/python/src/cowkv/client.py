@@ -19,6 +19,7 @@ import grpc
 from cowkv import errors
 from cowkv._rpc import Rpc, make_channel
 from cowkv.kv import Subvolume
+from cowkv.retry import UnavailableRetry
 from cowkv.v1 import admin_pb2, subvolumes_pb2
 
 __all__ = ["connect", "Client", "SubvolumeInfo", "CheckResult", "VersionInfo",
@@ -92,7 +93,8 @@ def connect(addr: str = DEFAULT_ADDRESS, token: Optional[str] = None,
             stream_timeout: Optional[float] = DEFAULT_STREAM_TIMEOUT,
             tls: bool = False, root_certificates: Optional[bytes] = None,
             options: Sequence[Tuple[str, Any]] = (),
-            wait_ready: Optional[float] = None) -> "Client":
+            wait_ready: Optional[float] = None,
+            retry: Optional[UnavailableRetry] = None) -> "Client":
     """Opens a channel to cowkvd at ``addr`` ("host:port").
 
     ``token`` is sent as ``authorization: Bearer <token>`` (cowkvd
@@ -101,7 +103,11 @@ def connect(addr: str = DEFAULT_ADDRESS, token: Optional[str] = None,
     write. ``tls``/``root_certificates`` select a TLS channel. The channel
     connects lazily; ``wait_ready`` (seconds) waits for it and raises
     :class:`cowkv.Unavailable` if the server is not reachable by then.
+    ``retry``: retry the idempotent reads that fail UNAVAILABLE with this
+    policy (off by default; docs/api.md "Retrying UNAVAILABLE").
     """
+    if retry is not None:
+        options = list(options) + list(retry.channel_options())
     channel = make_channel(addr, tls, root_certificates, options)
     client = Client(Rpc(channel, token, timeout, stream_timeout), addr)
     if wait_ready is not None:

@@ -21,6 +21,8 @@ pub struct Server {
     child: Option<Child>,
     pub port: u16,
     paused: bool,
+    /// The port the next launch listens on (0 = a free one).
+    fixed_port: u16,
 }
 
 pub fn binary() -> PathBuf {
@@ -47,7 +49,7 @@ impl Server {
             extra.push("--auth-token-file".to_string());
             extra.push(f.display().to_string());
         }
-        let mut s = Server { dir, size: size.to_string(), extra, child: None, port: 0, paused: false };
+        let mut s = Server { dir, size: size.to_string(), extra, child: None, port: 0, paused: false, fixed_port: 0 };
         s.launch();
         s
     }
@@ -88,7 +90,14 @@ impl Server {
         let mut child = Command::new(&bin)
             .arg("--device")
             .arg(self.device())
-            .args(["--create-size", &self.size, "--listen", "127.0.0.1:0", "--metrics-listen", ""])
+            .args([
+                "--create-size",
+                &self.size,
+                "--listen",
+                &format!("127.0.0.1:{}", self.fixed_port),
+                "--metrics-listen",
+                "",
+            ])
             .args(&self.extra)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -176,6 +185,13 @@ impl Server {
             let _ = child.kill();
             let _ = child.wait();
         }
+    }
+
+    /// Starts again on the same device and port (after stop()).
+    #[allow(dead_code)]
+    pub fn start_on_same_port(&mut self) {
+        self.fixed_port = self.port;
+        self.launch();
     }
 
     /// Starts again on the same device (a new port).

@@ -22,6 +22,8 @@ from cowkv.aio.kv import Subvolume
 from cowkv.client import DEFAULT_ADDRESS, DEFAULT_TIMEOUT, SubvolumeInfo, VersionInfo
 from cowkv.v1 import admin_pb2, subvolumes_pb2
 
+from cowkv.retry import UnavailableRetry
+
 __all__ = ["connect", "Client"]
 
 
@@ -29,12 +31,15 @@ def connect(addr: str = DEFAULT_ADDRESS, token: Optional[str] = None,
             timeout: Optional[float] = DEFAULT_TIMEOUT, *, tls: bool = False,
             root_certificates: Optional[bytes] = None,
             options: Sequence[Tuple[str, Any]] = (),
-            wait_ready: Optional[float] = None) -> "Client":
+            wait_ready: Optional[float] = None,
+            retry: Optional[UnavailableRetry] = None) -> "Client":
     """A client on a grpc.aio channel to cowkvd at ``addr``; arguments as
     cowkv.connect's. Use it with ``async with`` (which waits ``wait_ready``
     seconds for the channel when given, and closes it on exit), or await
     :meth:`Client.wait_ready` and :meth:`Client.close` yourself. Call it
     with an event loop running (inside a coroutine)."""
+    if retry is not None:
+        options = list(options) + list(retry.channel_options())
     channel = make_channel(addr, tls, root_certificates, options, module=grpc.aio)
     return Client(AioRpc(channel, token, timeout), addr, wait_ready)
 

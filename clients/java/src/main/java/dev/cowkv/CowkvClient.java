@@ -33,6 +33,26 @@ public final class CowkvClient implements AutoCloseable {
     this.rpc = new Rpc(options);
   }
 
+  private CowkvClient(CowkvOptions options, Rpc rpc) {
+    this.options = options;
+    this.rpc = rpc;
+  }
+
+  /**
+   * A view of this client whose calls, and those of the subvolumes it hands out, have the
+   * deadline {@code d} (a positive duration) instead of the default ones: {@code
+   * client.withDeadline(Duration.ofSeconds(2)).listSubvolumes()}. It shares the channel: closing
+   * either closes both.
+   */
+  public CowkvClient withDeadline(Duration d) {
+    return new CowkvClient(options, rpc.withDeadline(d));
+  }
+
+  /** Subvolume calls that return CompletableFutures ({@link SubvolumesAsync}), under this client's deadline. */
+  public SubvolumesAsync async() {
+    return new SubvolumesAsync(rpc);
+  }
+
   /** Opens a channel to cowkvd; it connects lazily, on the first call. */
   public static CowkvClient connect(CowkvOptions options) {
     return new CowkvClient(options);

@@ -33,6 +33,7 @@ public final class CowkvOptions {
   private final String token;
   private final Duration defaultDeadline;
   private final Duration streamDeadline;
+  private final UnavailableRetry retryUnavailable;
 
   private CowkvOptions(Builder b) {
     this.address = b.address;
@@ -42,6 +43,7 @@ public final class CowkvOptions {
     this.token = b.token;
     this.defaultDeadline = b.defaultDeadline;
     this.streamDeadline = b.streamDeadline;
+    this.retryUnavailable = b.retryUnavailable;
   }
 
   public static Builder builder() {
@@ -82,6 +84,11 @@ public final class CowkvOptions {
   }
 
   /** Deadline of each streaming file read or write; null = none. */
+  /** The UNAVAILABLE retry policy, or null (off). */
+  public UnavailableRetry retryUnavailable() {
+    return retryUnavailable;
+  }
+
   public Duration streamDeadline() {
     return streamDeadline;
   }
@@ -95,6 +102,7 @@ public final class CowkvOptions {
     private String token;
     private Duration defaultDeadline = DEFAULT_DEADLINE;
     private Duration streamDeadline = DEFAULT_STREAM_DEADLINE;
+    private UnavailableRetry retryUnavailable;
 
     private Builder() {}
 
@@ -138,6 +146,15 @@ public final class CowkvOptions {
     /** Deadline of each streaming file read or write (default 10 min); null = none. */
     public Builder streamDeadline(Duration deadline) {
       this.streamDeadline = deadline;
+      return this;
+    }
+
+    /**
+     * Retry the idempotent reads ({@link UnavailableRetry#METHODS}) that fail UNAVAILABLE with
+     * this policy ({@link UnavailableRetry#DEFAULT}); null (the default) = off.
+     */
+    public Builder retryUnavailable(UnavailableRetry policy) {
+      this.retryUnavailable = policy;
       return this;
     }
 

@@ -2,6 +2,7 @@ package dev.cowkv;
 
 import com.google.protobuf.ByteString;
 import cowkv.v1.FilesOuterClass;
+import cowkv.v1.Kv;
 import io.grpc.Context;
 import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.ClientResponseObserver;
@@ -45,10 +46,46 @@ public final class Files {
   private final Rpc rpc;
   private final String subvolume;
 
+  /** A copy whose calls, unary and streaming, have the deadline {@code d} instead of the client's defaults. */
+  public Files withDeadline(java.time.Duration d) {
+    return new Files(rpc.withDeadline(d), subvolume);
+  }
+
   Files(Rpc rpc, String subvolume) {
     this.rpc = rpc;
     this.subvolume = subvolume;
   }
+  /**
+   * Watches the file tree at {@code prefix} and below ("" or "/": every path; a rename or exchange
+   * whose either path is under it), like inotify, on a stream of its own, handing events to
+   * {@code listener}. Returns once the server created the watcher (within the client's default
+   * deadline), so every later change is seen. Of the options only {@link
+   * WatchOptions#startRevision} (replays what was recorded; {@link CompactedException} to the
+   * listener when the start is before it) and {@link WatchOptions#progressNotify} apply; the
+   * others are refused ({@link InvalidArgumentException}). A read-only snapshot is refused with
+   * {@link FailedPreconditionException}; an unknown subvolume with {@link NotFoundException}.
+   */
+  public Watcher watch(String prefix, WatchOptions options, FileWatchListener listener) {
+    WatchOptions o = options == null ? new WatchOptions() : options;
+    if (listener == null) {
+      throw Errors.invalid("watch", "listener: null");
+    }
+    if (o.prefix || o.rangeEnd.length > 0 || o.prevKv || o.noPut || o.noDelete) {
+      throw Errors.invalid("watch", "only startRevision and progressNotify apply to a file watcher");
+    }
+    if (o.startRevision < 0) {
+      throw Errors.invalid("watch", "startRevision: " + o.startRevision + " < 0");
+    }
+    String p = prefix == null ? "" : prefix;
+    if (p.getBytes(java.nio.charset.StandardCharsets.UTF_8).length > Validate.MAX_PATH_BYTES) {
+      throw Errors.invalid("watch", "prefix: longer than " + Validate.MAX_PATH_BYTES + " bytes");
+    }
+    Kv.WatchCreateRequest create = Kv.WatchCreateRequest.newBuilder().setSubvolume(subvolume)
+        .setStartRevision(o.startRevision).setProgressNotify(o.progressNotify)
+        .setFiles(Kv.FileWatchCreate.newBuilder().setPrefix(p)).build();
+    return new Watcher(rpc.kvStream(), create, listener, rpc.deadline);
+  }
+
 
   public String subvolume() {
     return subvolume;

@@ -38,6 +38,11 @@ public final class Leases {
   private final Rpc rpc;
   private final String subvolume;
 
+  /** A copy whose calls have the deadline {@code d} instead of the client's default. */
+  public Leases withDeadline(java.time.Duration d) {
+    return new Leases(rpc.withDeadline(d), subvolume);
+  }
+
   Leases(Rpc rpc, String subvolume) {
     this.rpc = rpc;
     this.subvolume = subvolume;

@@ -1,5 +1,9 @@
 package dev.cowkv;
 
+import com.google.common.util.concurrent.FutureCallback;
+import com.google.common.util.concurrent.Futures;
+import com.google.common.util.concurrent.ListenableFuture;
+import com.google.common.util.concurrent.MoreExecutors;
 import cowkv.v1.AdminGrpc;
 import cowkv.v1.FilesGrpc;
 import cowkv.v1.KVGrpc;
@@ -22,7 +26,9 @@ import io.grpc.stub.AbstractStub;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
 import java.util.function.Supplier;
 
 /**
@@ -45,6 +51,32 @@ final class Rpc {
   private final LeaseGrpc.LeaseBlockingStub lease;
   private final LeaseGrpc.LeaseStub leaseAsync;
   private final KVGrpc.KVStub kvAsync;
+  private final KVGrpc.KVFutureStub kvFuture;
+  private final SubvolumesGrpc.SubvolumesFutureStub subvolumesFuture;
+
+  /** A copy whose calls, unary and streaming, have the deadline {@code d} (withDeadline). */
+  private Rpc(Rpc base, Duration d) {
+    this.channel = base.channel;
+    this.deadline = d;
+    this.streamDeadline = d;
+    this.subvolumes = base.subvolumes;
+    this.kv = base.kv;
+    this.files = base.files;
+    this.filesAsync = base.filesAsync;
+    this.admin = base.admin;
+    this.lease = base.lease;
+    this.leaseAsync = base.leaseAsync;
+    this.kvAsync = base.kvAsync;
+    this.kvFuture = base.kvFuture;
+    this.subvolumesFuture = base.subvolumesFuture;
+  }
+
+  Rpc withDeadline(Duration d) {
+    if (d == null || d.isNegative() || d.isZero()) {
+      throw Errors.invalid("withDeadline", "deadline: " + d + " is not a positive duration");
+    }
+    return new Rpc(this, d);
+  }
 
   Rpc(CowkvOptions options) {
     ChannelCredentials creds;
@@ -66,6 +98,9 @@ final class Rpc {
     if (options.authority() != null) {
       b.overrideAuthority(options.authority());
     }
+    if (options.retryUnavailable() != null) {
+      b.defaultServiceConfig(options.retryUnavailable().serviceConfig()).enableRetry();
+    }
     if (options.token() != null && !options.token().isEmpty()) {
       b.intercept(bearer(options.token()));
     }
@@ -81,6 +116,57 @@ final class Rpc {
     this.lease = LeaseGrpc.newBlockingStub(ch);
     this.leaseAsync = LeaseGrpc.newStub(ch);
     this.kvAsync = KVGrpc.newStub(ch);
+    this.kvFuture = KVGrpc.newFutureStub(ch);
+    this.subvolumesFuture = SubvolumesGrpc.newFutureStub(ch);
+  }
+
+  /** KV calls that return futures, under the unary deadline. */
+  KVGrpc.KVFutureStub kvFuture() {
+    return withDeadline(kvFuture, deadline);
+  }
+
+  /** Subvolumes calls that return futures, under the unary deadline. */
+  SubvolumesGrpc.SubvolumesFutureStub subvolumesFuture() {
+    return withDeadline(subvolumesFuture, deadline);
+  }
+
+  /**
+   * Starts one call through a future stub and maps its answer: the future completes with
+   * {@code map}'s result, or exceptionally with the CowkvException of the status (named after
+   * {@code op}). Cancelling it cancels the call. A request the client refuses (an exception of
+   * {@code start}) is a future failed at once.
+   */
+  static <R, T> CompletableFuture<T> future(String op, Supplier<ListenableFuture<R>> start,
+      Function<R, T> map) {
+    ListenableFuture<R> call;
+    try {
+      call = start.get();
+    } catch (RuntimeException e) {
+      return CompletableFuture.failedFuture(Errors.from(e, op));
+    }
+    CompletableFuture<T> out = new CompletableFuture<>() {
+      @Override
+      public boolean cancel(boolean mayInterruptIfRunning) {
+        call.cancel(true); // cancels the RPC
+        return super.cancel(mayInterruptIfRunning);
+      }
+    };
+    Futures.addCallback(call, new FutureCallback<R>() {
+      @Override
+      public void onSuccess(R r) {
+        try {
+          out.complete(map.apply(r));
+        } catch (RuntimeException e) {
+          out.completeExceptionally(Errors.from(e, op));
+        }
+      }
+
+      @Override
+      public void onFailure(Throwable t) {
+        out.completeExceptionally(Errors.from(t, op));
+      }
+    }, MoreExecutors.directExecutor());
+    return out;
   }
 
   SubvolumesGrpc.SubvolumesBlockingStub subvolumes() {

@@ -34,6 +34,21 @@ public final class Subvolume {
     this.leases = new Leases(rpc, name);
   }
 
+  /**
+   * A copy of this handle whose calls (KV, files, leases; unary and streaming) have the deadline
+   * {@code d} instead of the client's defaults; a passed deadline is {@link
+   * DeadlineExceededException}: {@code sv.withDeadline(Duration.ofMillis(200)).get("k")}. Watchers
+   * keep no deadline (it bounds only the wait for the server's create).
+   */
+  public Subvolume withDeadline(java.time.Duration d) {
+    return new Subvolume(rpc.withDeadline(d), name);
+  }
+
+  /** The key space with calls that return CompletableFutures ({@link KvAsync}), under this handle's deadline. */
+  public KvAsync async() {
+    return new KvAsync(rpc, name);
+  }
+
   /** The subvolume's name ("" = "default"). */
   public String name() {
     return name;

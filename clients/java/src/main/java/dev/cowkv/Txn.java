@@ -4,6 +4,7 @@ import cowkv.v1.Kv;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 
 /**
  * A one-shot conditional transaction (etcd-style): if every compare holds run the
@@ -56,6 +57,20 @@ public final class Txn {
 
   /** Sends the transaction. */
   public TxnResult commit() {
+    Kv.TxnRequest req = request();
+    return result(Rpc.call("txn", () -> rpc.kv().txn(req)));
+  }
+
+  /**
+   * Sends the transaction on gRPC's future stub ({@link KvAsync}): the future completes with the
+   * result, or exceptionally with the CowkvException {@link #commit()} would throw; cancelling
+   * it cancels the call.
+   */
+  public CompletableFuture<TxnResult> commitAsync() {
+    return Rpc.future("txn", () -> rpc.kvFuture().txn(request()), Txn::result);
+  }
+
+  private Kv.TxnRequest request() {
     Kv.TxnRequest.Builder req = Kv.TxnRequest.newBuilder().setSubvolume(subvolume)
         .setDurability(durability.proto);
     for (Compare c : compares) {
@@ -70,7 +85,10 @@ public final class Txn {
       o.validate("txn");
       req.addFailure(o.proto);
     }
-    Kv.TxnResponse r = Rpc.call("txn", () -> rpc.kv().txn(req.build()));
+    return req.build();
+  }
+
+  private static TxnResult result(Kv.TxnResponse r) {
     List<OpResult> results = new ArrayList<>();
     for (Kv.ResponseOp op : r.getResponsesList()) {
       results.add(OpResult.fromProto(op));

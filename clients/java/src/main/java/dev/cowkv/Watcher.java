@@ -17,7 +17,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * One watcher ({@link Subvolume#watch}): the changes of a key or a range as they become durable,
- * in revision order, handed to a {@link WatchListener}. Each watcher has a KV.Watch stream of its
+ * in revision order, handed to a {@link WatchListener}; or a file watcher ({@link Files#watch})
+ * handing the file tree's changes to a {@link FileWatchListener}. Each watcher has a KV.Watch stream of its
  * own: simple, and a slow listener of one watcher never holds back another. Ends on {@link
  * #close()} (use it with try-with-resources) or when the server ends it with a reason ({@link
  * WatchListener#onError}). Thread-safe.
@@ -26,7 +27,8 @@ public final class Watcher implements AutoCloseable {
   private static final String OP = "watch";
 
   private final Context.CancellableContext context = Context.current().withCancellation();
-  private final WatchListener listener;
+  private final WatchListener listener; // a key watcher's, else null
+  private final FileWatchListener fileListener; // a file watcher's, else null
   private final CompletableFuture<Kv.WatchResponse> created = new CompletableFuture<>();
   private final CountDownLatch done = new CountDownLatch(1);
   private final AtomicBoolean ended = new AtomicBoolean();
@@ -37,7 +39,19 @@ public final class Watcher implements AutoCloseable {
 
   /** Opens the stream and waits (up to {@code createTimeout}, null = no limit) for the create's answer. */
   Watcher(KVGrpc.KVStub stub, Kv.WatchCreateRequest create, WatchListener listener, Duration createTimeout) {
+    this(stub, create, listener, null, createTimeout);
+  }
+
+  /** A file watcher ({@code create} has {@code files} set). */
+  Watcher(KVGrpc.KVStub stub, Kv.WatchCreateRequest create, FileWatchListener fileListener,
+      Duration createTimeout) {
+    this(stub, create, null, fileListener, createTimeout);
+  }
+
+  private Watcher(KVGrpc.KVStub stub, Kv.WatchCreateRequest create, WatchListener listener,
+      FileWatchListener fileListener, Duration createTimeout) {
     this.listener = listener;
+    this.fileListener = fileListener;
     Context previous = context.attach();
     try {
       this.requests = stub.watch(new Responses());
@@ -112,10 +126,14 @@ public final class Watcher implements AutoCloseable {
     }
     try {
       if (created.isDone()) {
-        if (error != null) {
+        if (error != null && listener != null) {
           listener.onError(error);
-        } else {
+        } else if (error != null) {
+          fileListener.onError(error);
+        } else if (listener != null) {
           listener.onCompleted();
+        } else {
+          fileListener.onCompleted();
         }
       }
     } finally {
@@ -149,8 +167,14 @@ public final class Watcher implements AutoCloseable {
         e.hasPrevKv() ? KeyValue.fromProto(e.getPrevKv()) : null);
   }
 
+  static FileEvent fileEventFrom(Kv.FileWatchEvent f) {
+    return new FileEvent(FileEvent.Type.of(f.getType().name()), f.getRevision(), f.getIno(),
+        f.getPath(), f.getNewPath(), f.getPathsLost());
+  }
+
   private final class Responses implements StreamObserver<Kv.WatchResponse> {
     private List<WatchEvent> events = new ArrayList<>();
+    private List<FileEvent> fileEvents = new ArrayList<>();
 
     @Override
     public void onNext(Kv.WatchResponse r) {
@@ -170,12 +194,22 @@ public final class Watcher implements AutoCloseable {
       for (Kv.WatchEvent e : r.getEventsList()) {
         events.add(eventFrom(e));
       }
-      if (events.isEmpty() || r.getFragment() || closed) {
+      for (Kv.FileWatchEvent f : r.getFileEventsList()) {
+        fileEvents.add(fileEventFrom(f));
+      }
+      if (r.getFragment() || closed) {
         return;
       }
-      List<WatchEvent> batch = List.copyOf(events);
-      events = new ArrayList<>();
-      listener.onEvents(batch);
+      if (!events.isEmpty()) {
+        List<WatchEvent> batch = List.copyOf(events);
+        events = new ArrayList<>();
+        listener.onEvents(batch);
+      }
+      if (!fileEvents.isEmpty()) {
+        List<FileEvent> batch = List.copyOf(fileEvents);
+        fileEvents = new ArrayList<>();
+        fileListener.onEvents(batch);
+      }
     }
 
     @Override

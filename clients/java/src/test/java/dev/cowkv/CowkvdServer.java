@@ -29,6 +29,8 @@ final class CowkvdServer implements AutoCloseable {
   private Process process;
   private int port;
   private boolean paused;
+  /** The port the next start listens on (0 = a free one). */
+  int fixedPort;
 
   /** One server for the whole test run (256 MiB), stopped when the JVM exits. */
   static synchronized CowkvdServer shared() {
@@ -141,7 +143,7 @@ final class CowkvdServer implements AutoCloseable {
   private void launch() throws IOException {
     List<String> cmd = new ArrayList<>(List.of(binary().toString(),
         "--device", device().toString(), "--create-size", size,
-        "--listen", "127.0.0.1:0", "--metrics-listen", ""));
+        "--listen", "127.0.0.1:" + fixedPort, "--metrics-listen", ""));
     cmd.addAll(extra);
     Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
     CompletableFuture<Integer> portFuture = new CompletableFuture<>();
@@ -258,6 +260,16 @@ final class CowkvdServer implements AutoCloseable {
       Thread.currentThread().interrupt();
     }
     process = null;
+  }
+
+  /** Starts again on the same device and port (after stop()). */
+  void startOnSamePort() {
+    fixedPort = port;
+    try {
+      launch();
+    } catch (IOException e) {
+      throw new IllegalStateException(e);
+    }
   }
 
   /** Starts again on the same device (a new port). */

@@ -29,9 +29,47 @@ final class WatchQueue implements WatchListener {
     items.add(END);
   }
 
-  /** The next n events within {@code timeout}; the error that ended the watcher is thrown. */
+  /** The same queue as a file watcher's listener ({@link Files#watch}). */
+  FileWatchListener files() {
+    return new FileWatchListener() {
+      @Override
+      public void onEvents(List<FileEvent> events) {
+        items.addAll(events);
+      }
+
+      @Override
+      public void onError(CowkvException error) {
+        items.add(error);
+      }
+
+      @Override
+      public void onCompleted() {
+        items.add(END);
+      }
+    };
+  }
+
+  /** The next n key events within {@code timeout}; the error that ended the watcher is thrown. */
+  @SuppressWarnings("unchecked")
   List<WatchEvent> take(int n, Duration timeout) throws InterruptedException {
-    List<WatchEvent> out = new ArrayList<>();
+    return (List<WatchEvent>) (List<?>) takeAny(n, timeout);
+  }
+
+  /** The next n file events ({@link #files()}) within {@code timeout}. */
+  @SuppressWarnings("unchecked")
+  List<FileEvent> takeFiles(int n, Duration timeout) throws InterruptedException {
+    return (List<FileEvent>) (List<?>) takeAny(n, timeout);
+  }
+
+  /** Every key event until the clean end (onCompleted), within {@code timeout}. */
+  @SuppressWarnings("unchecked")
+  List<WatchEvent> drain(Duration timeout) throws InterruptedException {
+    return (List<WatchEvent>) (List<?>) drainAny(timeout);
+  }
+
+  /** The next n events (WatchEvent or FileEvent) within {@code timeout}. */
+  List<Object> takeAny(int n, Duration timeout) throws InterruptedException {
+    List<Object> out = new ArrayList<>();
     long deadline = System.nanoTime() + timeout.toNanos();
     while (out.size() < n) {
       Object it = items.poll(deadline - System.nanoTime(), TimeUnit.NANOSECONDS);
@@ -44,14 +82,14 @@ final class WatchQueue implements WatchListener {
       if (it == END) {
         throw new AssertionError("the watcher ended after " + out.size() + " events");
       }
-      out.add((WatchEvent) it);
+      out.add(it);
     }
     return out;
   }
 
-  /** Every event until the clean end (onCompleted), within {@code timeout}. */
-  List<WatchEvent> drain(Duration timeout) throws InterruptedException {
-    List<WatchEvent> out = new ArrayList<>();
+  /** Every event (WatchEvent or FileEvent) until the clean end, within {@code timeout}. */
+  List<Object> drainAny(Duration timeout) throws InterruptedException {
+    List<Object> out = new ArrayList<>();
     long deadline = System.nanoTime() + timeout.toNanos();
     for (;;) {
       Object it = items.poll(deadline - System.nanoTime(), TimeUnit.NANOSECONDS);
@@ -64,7 +102,7 @@ final class WatchQueue implements WatchListener {
       if (it instanceof CowkvException e) {
         throw e;
       }
-      out.add((WatchEvent) it);
+      out.add(it);
     }
   }
 }
