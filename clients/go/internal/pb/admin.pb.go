@@ -228,23 +228,24 @@ type StatsResponse struct {
 	CommitP99Us           uint64 `protobuf:"varint,62,opt,name=commit_p99_us,json=commitP99Us,proto3" json:"commit_p99_us,omitempty"`                                   // 99th-percentile estimate, likewise.
 	// Latency of log syncs, in microseconds: writing a sync's log nodes and
 	// root block, and its flush. /metrics: cowkv_log_sync_duration_seconds.
-	LogSyncUs                      uint64 `protobuf:"varint,63,opt,name=log_sync_us,json=logSyncUs,proto3" json:"log_sync_us,omitempty"`                                                                       // Total time of the syncs counted in log_syncs.
-	LogSyncMeanUs                  uint64 `protobuf:"varint,64,opt,name=log_sync_mean_us,json=logSyncMeanUs,proto3" json:"log_sync_mean_us,omitempty"`                                                         // Mean; 0 before the first sync.
-	LogSyncP50Us                   uint64 `protobuf:"varint,65,opt,name=log_sync_p50_us,json=logSyncP50Us,proto3" json:"log_sync_p50_us,omitempty"`                                                            // Median estimate, from the histogram's buckets.
-	LogSyncP99Us                   uint64 `protobuf:"varint,66,opt,name=log_sync_p99_us,json=logSyncP99Us,proto3" json:"log_sync_p99_us,omitempty"`                                                            // 99th-percentile estimate, likewise.
-	CommitsByFsync                 uint64 `protobuf:"varint,67,opt,name=commits_by_fsync,json=commitsByFsync,proto3" json:"commits_by_fsync,omitempty"`                                                        // File fsyncs the log could not carry (a name they depend on was removed or moved in the transaction): an engine commit instead.
-	CommitUsByFsync                uint64 `protobuf:"varint,68,opt,name=commit_us_by_fsync,json=commitUsByFsync,proto3" json:"commit_us_by_fsync,omitempty"`                                                   // Total time of the commits counted in commits_by_fsync.
-	KvRangeValueBytes              uint64 `protobuf:"varint,69,opt,name=kv_range_value_bytes,json=kvRangeValueBytes,proto3" json:"kv_range_value_bytes,omitempty"`                                             // Value bytes loaded by range reads and Txn ranges: what reads cost, bounded per call by the page and Txn budgets.
-	ServerOpenHandles              uint64 `protobuf:"varint,100,opt,name=server_open_handles,json=serverOpenHandles,proto3" json:"server_open_handles,omitempty"`                                              // Server: interactive transaction handles open now.
-	ServerExpiredHandles           uint64 `protobuf:"varint,101,opt,name=server_expired_handles,json=serverExpiredHandles,proto3" json:"server_expired_handles,omitempty"`                                     // Server: handles aborted because their lease ran out.
-	ServerRpcs                     uint64 `protobuf:"varint,102,opt,name=server_rpcs,json=serverRpcs,proto3" json:"server_rpcs,omitempty"`                                                                     // Server: RPCs completed since start.
-	ServerRpcErrors                uint64 `protobuf:"varint,103,opt,name=server_rpc_errors,json=serverRpcErrors,proto3" json:"server_rpc_errors,omitempty"`                                                    // Server: of them, those that returned an error.
-	ServerInflightBytes            uint64 `protobuf:"varint,104,opt,name=server_inflight_bytes,json=serverInflightBytes,proto3" json:"server_inflight_bytes,omitempty"`                                        // Server: response bytes admitted and not yet released (cowkvd --max-inflight-bytes bounds them).
-	ServerInflightPeakBytes        uint64 `protobuf:"varint,105,opt,name=server_inflight_peak_bytes,json=serverInflightPeakBytes,proto3" json:"server_inflight_peak_bytes,omitempty"`                          // Server: the most ever admitted at once.
-	ServerAdmissionWaits           uint64 `protobuf:"varint,106,opt,name=server_admission_waits,json=serverAdmissionWaits,proto3" json:"server_admission_waits,omitempty"`                                     // Server: calls that waited for memory.
-	ServerAdmissionRefusals        uint64 `protobuf:"varint,107,opt,name=server_admission_refusals,json=serverAdmissionRefusals,proto3" json:"server_admission_refusals,omitempty"`                            // Server: calls refused after waiting (RESOURCE_EXHAUSTED "server busy").
-	ServerOpenHandlesPeak          uint64 `protobuf:"varint,108,opt,name=server_open_handles_peak,json=serverOpenHandlesPeak,proto3" json:"server_open_handles_peak,omitempty"`                                // Server: the most interactive transaction handles ever open at once.
-	ServerOpenHandlesPeakPerClient uint64 `protobuf:"varint,109,opt,name=server_open_handles_peak_per_client,json=serverOpenHandlesPeakPerClient,proto3" json:"server_open_handles_peak_per_client,omitempty"` // Server: the most ever open at once for one client (never above --max-txns-per-client).
+	LogSyncUs                      uint64           `protobuf:"varint,63,opt,name=log_sync_us,json=logSyncUs,proto3" json:"log_sync_us,omitempty"`                                                                       // Total time of the syncs counted in log_syncs.
+	LogSyncMeanUs                  uint64           `protobuf:"varint,64,opt,name=log_sync_mean_us,json=logSyncMeanUs,proto3" json:"log_sync_mean_us,omitempty"`                                                         // Mean; 0 before the first sync.
+	LogSyncP50Us                   uint64           `protobuf:"varint,65,opt,name=log_sync_p50_us,json=logSyncP50Us,proto3" json:"log_sync_p50_us,omitempty"`                                                            // Median estimate, from the histogram's buckets.
+	LogSyncP99Us                   uint64           `protobuf:"varint,66,opt,name=log_sync_p99_us,json=logSyncP99Us,proto3" json:"log_sync_p99_us,omitempty"`                                                            // 99th-percentile estimate, likewise.
+	CommitsByFsync                 uint64           `protobuf:"varint,67,opt,name=commits_by_fsync,json=commitsByFsync,proto3" json:"commits_by_fsync,omitempty"`                                                        // File fsyncs the log could not carry (a name they depend on was removed or moved in the transaction): an engine commit instead.
+	CommitUsByFsync                uint64           `protobuf:"varint,68,opt,name=commit_us_by_fsync,json=commitUsByFsync,proto3" json:"commit_us_by_fsync,omitempty"`                                                   // Total time of the commits counted in commits_by_fsync.
+	KvRangeValueBytes              uint64           `protobuf:"varint,69,opt,name=kv_range_value_bytes,json=kvRangeValueBytes,proto3" json:"kv_range_value_bytes,omitempty"`                                             // Value bytes loaded by range reads and Txn ranges: what reads cost, bounded per call by the page and Txn budgets.
+	ServerOpenHandles              uint64           `protobuf:"varint,100,opt,name=server_open_handles,json=serverOpenHandles,proto3" json:"server_open_handles,omitempty"`                                              // Server: interactive transaction handles open now.
+	ServerExpiredHandles           uint64           `protobuf:"varint,101,opt,name=server_expired_handles,json=serverExpiredHandles,proto3" json:"server_expired_handles,omitempty"`                                     // Server: handles aborted because their lease ran out.
+	ServerRpcs                     uint64           `protobuf:"varint,102,opt,name=server_rpcs,json=serverRpcs,proto3" json:"server_rpcs,omitempty"`                                                                     // Server: RPCs completed since start.
+	ServerRpcErrors                uint64           `protobuf:"varint,103,opt,name=server_rpc_errors,json=serverRpcErrors,proto3" json:"server_rpc_errors,omitempty"`                                                    // Server: of them, those that returned an error.
+	ServerInflightBytes            uint64           `protobuf:"varint,104,opt,name=server_inflight_bytes,json=serverInflightBytes,proto3" json:"server_inflight_bytes,omitempty"`                                        // Server: response bytes admitted and not yet released (cowkvd --max-inflight-bytes bounds them).
+	ServerInflightPeakBytes        uint64           `protobuf:"varint,105,opt,name=server_inflight_peak_bytes,json=serverInflightPeakBytes,proto3" json:"server_inflight_peak_bytes,omitempty"`                          // Server: the most ever admitted at once.
+	ServerAdmissionWaits           uint64           `protobuf:"varint,106,opt,name=server_admission_waits,json=serverAdmissionWaits,proto3" json:"server_admission_waits,omitempty"`                                     // Server: calls that waited for memory.
+	ServerAdmissionRefusals        uint64           `protobuf:"varint,107,opt,name=server_admission_refusals,json=serverAdmissionRefusals,proto3" json:"server_admission_refusals,omitempty"`                            // Server: calls refused after waiting (RESOURCE_EXHAUSTED "server busy").
+	ServerOpenHandlesPeak          uint64           `protobuf:"varint,108,opt,name=server_open_handles_peak,json=serverOpenHandlesPeak,proto3" json:"server_open_handles_peak,omitempty"`                                // Server: the most interactive transaction handles ever open at once.
+	ServerOpenHandlesPeakPerClient uint64           `protobuf:"varint,109,opt,name=server_open_handles_peak_per_client,json=serverOpenHandlesPeakPerClient,proto3" json:"server_open_handles_peak_per_client,omitempty"` // Server: the most ever open at once for one client (never above --max-txns-per-client).
+	ServerReplicas                 []*ReplicaStatus `protobuf:"bytes,110,rep,name=server_replicas,json=serverReplicas,proto3" json:"server_replicas,omitempty"`                                                          // Server: a read replica's followed subvolumes (cowkvd --follow); empty otherwise.
 	unknownFields                  protoimpl.UnknownFields
 	sizeCache                      protoimpl.SizeCache
 }
@@ -888,6 +889,130 @@ func (x *StatsResponse) GetServerOpenHandlesPeakPerClient() uint64 {
 	return 0
 }
 
+func (x *StatsResponse) GetServerReplicas() []*ReplicaStatus {
+	if x != nil {
+		return x.ServerReplicas
+	}
+	return nil
+}
+
+// One subvolume a read replica follows (docs/design.md "Read replicas").
+type ReplicaStatus struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Subvolume      string                 `protobuf:"bytes,1,opt,name=subvolume,proto3" json:"subvolume,omitempty"`                                      // the followed subvolume; readers find the replica under this name
+	Primary        string                 `protobuf:"bytes,2,opt,name=primary,proto3" json:"primary,omitempty"`                                          // the primary's address
+	Snapshot       string                 `protobuf:"bytes,3,opt,name=snapshot,proto3" json:"snapshot,omitempty"`                                        // the primary snapshot the replica is (NAME@follow-<unix ms>); empty: none yet
+	SnapshotUnixMs uint64                 `protobuf:"varint,4,opt,name=snapshot_unix_ms,json=snapshotUnixMs,proto3" json:"snapshot_unix_ms,omitempty"`   // when that snapshot was taken on the primary
+	LagSeconds     float64                `protobuf:"fixed64,5,opt,name=lag_seconds,json=lagSeconds,proto3" json:"lag_seconds,omitempty"`                // seconds since then (-1: no replica yet)
+	LastPullUnixMs uint64                 `protobuf:"varint,6,opt,name=last_pull_unix_ms,json=lastPullUnixMs,proto3" json:"last_pull_unix_ms,omitempty"` // when the last pull completed
+	Pulls          uint64                 `protobuf:"varint,7,opt,name=pulls,proto3" json:"pulls,omitempty"`                                             // pulls that completed
+	Failures       uint64                 `protobuf:"varint,8,opt,name=failures,proto3" json:"failures,omitempty"`                                       // pulls that failed
+	BytesReceived  uint64                 `protobuf:"varint,9,opt,name=bytes_received,json=bytesReceived,proto3" json:"bytes_received,omitempty"`        // send stream bytes received
+	LastError      string                 `protobuf:"bytes,10,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`                    // the last pull's error; empty if it succeeded
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ReplicaStatus) Reset() {
+	*x = ReplicaStatus{}
+	mi := &file_cowkv_v1_admin_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplicaStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplicaStatus) ProtoMessage() {}
+
+func (x *ReplicaStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_cowkv_v1_admin_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplicaStatus.ProtoReflect.Descriptor instead.
+func (*ReplicaStatus) Descriptor() ([]byte, []int) {
+	return file_cowkv_v1_admin_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ReplicaStatus) GetSubvolume() string {
+	if x != nil {
+		return x.Subvolume
+	}
+	return ""
+}
+
+func (x *ReplicaStatus) GetPrimary() string {
+	if x != nil {
+		return x.Primary
+	}
+	return ""
+}
+
+func (x *ReplicaStatus) GetSnapshot() string {
+	if x != nil {
+		return x.Snapshot
+	}
+	return ""
+}
+
+func (x *ReplicaStatus) GetSnapshotUnixMs() uint64 {
+	if x != nil {
+		return x.SnapshotUnixMs
+	}
+	return 0
+}
+
+func (x *ReplicaStatus) GetLagSeconds() float64 {
+	if x != nil {
+		return x.LagSeconds
+	}
+	return 0
+}
+
+func (x *ReplicaStatus) GetLastPullUnixMs() uint64 {
+	if x != nil {
+		return x.LastPullUnixMs
+	}
+	return 0
+}
+
+func (x *ReplicaStatus) GetPulls() uint64 {
+	if x != nil {
+		return x.Pulls
+	}
+	return 0
+}
+
+func (x *ReplicaStatus) GetFailures() uint64 {
+	if x != nil {
+		return x.Failures
+	}
+	return 0
+}
+
+func (x *ReplicaStatus) GetBytesReceived() uint64 {
+	if x != nil {
+		return x.BytesReceived
+	}
+	return 0
+}
+
+func (x *ReplicaStatus) GetLastError() string {
+	if x != nil {
+		return x.LastError
+	}
+	return ""
+}
+
 type CheckRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -896,7 +1021,7 @@ type CheckRequest struct {
 
 func (x *CheckRequest) Reset() {
 	*x = CheckRequest{}
-	mi := &file_cowkv_v1_admin_proto_msgTypes[4]
+	mi := &file_cowkv_v1_admin_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -908,7 +1033,7 @@ func (x *CheckRequest) String() string {
 func (*CheckRequest) ProtoMessage() {}
 
 func (x *CheckRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cowkv_v1_admin_proto_msgTypes[4]
+	mi := &file_cowkv_v1_admin_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -921,7 +1046,7 @@ func (x *CheckRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckRequest.ProtoReflect.Descriptor instead.
 func (*CheckRequest) Descriptor() ([]byte, []int) {
-	return file_cowkv_v1_admin_proto_rawDescGZIP(), []int{4}
+	return file_cowkv_v1_admin_proto_rawDescGZIP(), []int{5}
 }
 
 type CheckResponse struct {
@@ -951,7 +1076,7 @@ type CheckResponse struct {
 
 func (x *CheckResponse) Reset() {
 	*x = CheckResponse{}
-	mi := &file_cowkv_v1_admin_proto_msgTypes[5]
+	mi := &file_cowkv_v1_admin_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -963,7 +1088,7 @@ func (x *CheckResponse) String() string {
 func (*CheckResponse) ProtoMessage() {}
 
 func (x *CheckResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cowkv_v1_admin_proto_msgTypes[5]
+	mi := &file_cowkv_v1_admin_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -976,7 +1101,7 @@ func (x *CheckResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckResponse.ProtoReflect.Descriptor instead.
 func (*CheckResponse) Descriptor() ([]byte, []int) {
-	return file_cowkv_v1_admin_proto_rawDescGZIP(), []int{5}
+	return file_cowkv_v1_admin_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *CheckResponse) GetOk() bool {
@@ -1071,7 +1196,7 @@ type VersionRequest struct {
 
 func (x *VersionRequest) Reset() {
 	*x = VersionRequest{}
-	mi := &file_cowkv_v1_admin_proto_msgTypes[6]
+	mi := &file_cowkv_v1_admin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1083,7 +1208,7 @@ func (x *VersionRequest) String() string {
 func (*VersionRequest) ProtoMessage() {}
 
 func (x *VersionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cowkv_v1_admin_proto_msgTypes[6]
+	mi := &file_cowkv_v1_admin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1096,7 +1221,7 @@ func (x *VersionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VersionRequest.ProtoReflect.Descriptor instead.
 func (*VersionRequest) Descriptor() ([]byte, []int) {
-	return file_cowkv_v1_admin_proto_rawDescGZIP(), []int{6}
+	return file_cowkv_v1_admin_proto_rawDescGZIP(), []int{7}
 }
 
 type VersionResponse struct {
@@ -1119,7 +1244,7 @@ type VersionResponse struct {
 
 func (x *VersionResponse) Reset() {
 	*x = VersionResponse{}
-	mi := &file_cowkv_v1_admin_proto_msgTypes[7]
+	mi := &file_cowkv_v1_admin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1131,7 +1256,7 @@ func (x *VersionResponse) String() string {
 func (*VersionResponse) ProtoMessage() {}
 
 func (x *VersionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cowkv_v1_admin_proto_msgTypes[7]
+	mi := &file_cowkv_v1_admin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1144,7 +1269,7 @@ func (x *VersionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VersionResponse.ProtoReflect.Descriptor instead.
 func (*VersionResponse) Descriptor() ([]byte, []int) {
-	return file_cowkv_v1_admin_proto_rawDescGZIP(), []int{7}
+	return file_cowkv_v1_admin_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *VersionResponse) GetVersion() string {
@@ -1206,7 +1331,7 @@ const file_cowkv_v1_admin_proto_rawDesc = "" +
 	"\n" +
 	"generation\x18\x01 \x01(\x04R\n" +
 	"generation\"\x0e\n" +
-	"\fStatsRequest\"\xfe\x1c\n" +
+	"\fStatsRequest\"\xc0\x1d\n" +
 	"\rStatsResponse\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x01 \x01(\x04R\n" +
@@ -1310,7 +1435,22 @@ const file_cowkv_v1_admin_proto_rawDesc = "" +
 	"\x16server_admission_waits\x18j \x01(\x04R\x14serverAdmissionWaits\x12:\n" +
 	"\x19server_admission_refusals\x18k \x01(\x04R\x17serverAdmissionRefusals\x127\n" +
 	"\x18server_open_handles_peak\x18l \x01(\x04R\x15serverOpenHandlesPeak\x12K\n" +
-	"#server_open_handles_peak_per_client\x18m \x01(\x04R\x1eserverOpenHandlesPeakPerClient\"\x0e\n" +
+	"#server_open_handles_peak_per_client\x18m \x01(\x04R\x1eserverOpenHandlesPeakPerClient\x12@\n" +
+	"\x0fserver_replicas\x18n \x03(\v2\x17.cowkv.v1.ReplicaStatusR\x0eserverReplicas\"\xd1\x02\n" +
+	"\rReplicaStatus\x12\x1c\n" +
+	"\tsubvolume\x18\x01 \x01(\tR\tsubvolume\x12\x18\n" +
+	"\aprimary\x18\x02 \x01(\tR\aprimary\x12\x1a\n" +
+	"\bsnapshot\x18\x03 \x01(\tR\bsnapshot\x12(\n" +
+	"\x10snapshot_unix_ms\x18\x04 \x01(\x04R\x0esnapshotUnixMs\x12\x1f\n" +
+	"\vlag_seconds\x18\x05 \x01(\x01R\n" +
+	"lagSeconds\x12)\n" +
+	"\x11last_pull_unix_ms\x18\x06 \x01(\x04R\x0elastPullUnixMs\x12\x14\n" +
+	"\x05pulls\x18\a \x01(\x04R\x05pulls\x12\x1a\n" +
+	"\bfailures\x18\b \x01(\x04R\bfailures\x12%\n" +
+	"\x0ebytes_received\x18\t \x01(\x04R\rbytesReceived\x12\x1d\n" +
+	"\n" +
+	"last_error\x18\n" +
+	" \x01(\tR\tlastError\"\x0e\n" +
 	"\fCheckRequest\"\xc5\x02\n" +
 	"\rCheckResponse\x12\x0e\n" +
 	"\x02ok\x18\x01 \x01(\bR\x02ok\x12\x1a\n" +
@@ -1359,31 +1499,33 @@ func file_cowkv_v1_admin_proto_rawDescGZIP() []byte {
 	return file_cowkv_v1_admin_proto_rawDescData
 }
 
-var file_cowkv_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_cowkv_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_cowkv_v1_admin_proto_goTypes = []any{
 	(*SyncRequest)(nil),     // 0: cowkv.v1.SyncRequest
 	(*SyncResponse)(nil),    // 1: cowkv.v1.SyncResponse
 	(*StatsRequest)(nil),    // 2: cowkv.v1.StatsRequest
 	(*StatsResponse)(nil),   // 3: cowkv.v1.StatsResponse
-	(*CheckRequest)(nil),    // 4: cowkv.v1.CheckRequest
-	(*CheckResponse)(nil),   // 5: cowkv.v1.CheckResponse
-	(*VersionRequest)(nil),  // 6: cowkv.v1.VersionRequest
-	(*VersionResponse)(nil), // 7: cowkv.v1.VersionResponse
+	(*ReplicaStatus)(nil),   // 4: cowkv.v1.ReplicaStatus
+	(*CheckRequest)(nil),    // 5: cowkv.v1.CheckRequest
+	(*CheckResponse)(nil),   // 6: cowkv.v1.CheckResponse
+	(*VersionRequest)(nil),  // 7: cowkv.v1.VersionRequest
+	(*VersionResponse)(nil), // 8: cowkv.v1.VersionResponse
 }
 var file_cowkv_v1_admin_proto_depIdxs = []int32{
-	0, // 0: cowkv.v1.Admin.Sync:input_type -> cowkv.v1.SyncRequest
-	2, // 1: cowkv.v1.Admin.Stats:input_type -> cowkv.v1.StatsRequest
-	4, // 2: cowkv.v1.Admin.Check:input_type -> cowkv.v1.CheckRequest
-	6, // 3: cowkv.v1.Admin.Version:input_type -> cowkv.v1.VersionRequest
-	1, // 4: cowkv.v1.Admin.Sync:output_type -> cowkv.v1.SyncResponse
-	3, // 5: cowkv.v1.Admin.Stats:output_type -> cowkv.v1.StatsResponse
-	5, // 6: cowkv.v1.Admin.Check:output_type -> cowkv.v1.CheckResponse
-	7, // 7: cowkv.v1.Admin.Version:output_type -> cowkv.v1.VersionResponse
-	4, // [4:8] is the sub-list for method output_type
-	0, // [0:4] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	4, // 0: cowkv.v1.StatsResponse.server_replicas:type_name -> cowkv.v1.ReplicaStatus
+	0, // 1: cowkv.v1.Admin.Sync:input_type -> cowkv.v1.SyncRequest
+	2, // 2: cowkv.v1.Admin.Stats:input_type -> cowkv.v1.StatsRequest
+	5, // 3: cowkv.v1.Admin.Check:input_type -> cowkv.v1.CheckRequest
+	7, // 4: cowkv.v1.Admin.Version:input_type -> cowkv.v1.VersionRequest
+	1, // 5: cowkv.v1.Admin.Sync:output_type -> cowkv.v1.SyncResponse
+	3, // 6: cowkv.v1.Admin.Stats:output_type -> cowkv.v1.StatsResponse
+	6, // 7: cowkv.v1.Admin.Check:output_type -> cowkv.v1.CheckResponse
+	8, // 8: cowkv.v1.Admin.Version:output_type -> cowkv.v1.VersionResponse
+	5, // [5:9] is the sub-list for method output_type
+	1, // [1:5] is the sub-list for method input_type
+	1, // [1:1] is the sub-list for extension type_name
+	1, // [1:1] is the sub-list for extension extendee
+	0, // [0:1] is the sub-list for field type_name
 }
 
 func init() { file_cowkv_v1_admin_proto_init() }
@@ -1397,7 +1539,7 @@ func file_cowkv_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cowkv_v1_admin_proto_rawDesc), len(file_cowkv_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -70,8 +70,12 @@ type SubvolumeInfo struct {
 	// A received subvolume: that snapshot's generation at the sender
 	// (btrfs's stransid); 0 otherwise.
 	ReceivedGeneration uint64 `protobuf:"varint,12,opt,name=received_generation,json=receivedGeneration,proto3" json:"received_generation,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// A snapshot: the identity (`uuid`) of the subvolume it was taken of,
+	// 32 hex digits, even if that one is deleted since (btrfs's
+	// parent_uuid); empty for a plain subvolume.
+	ParentUuid    string `protobuf:"bytes,13,opt,name=parent_uuid,json=parentUuid,proto3" json:"parent_uuid,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SubvolumeInfo) Reset() {
@@ -186,6 +190,13 @@ func (x *SubvolumeInfo) GetReceivedGeneration() uint64 {
 		return x.ReceivedGeneration
 	}
 	return 0
+}
+
+func (x *SubvolumeInfo) GetParentUuid() string {
+	if x != nil {
+		return x.ParentUuid
+	}
+	return ""
 }
 
 type CreateSubvolumeRequest struct {
@@ -734,7 +745,11 @@ type SendRequest struct {
 	Snapshot string `protobuf:"bytes,1,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
 	// Empty for a full stream; else an older read-only snapshot of the same
 	// lineage that the receiver holds (as received or as the original).
-	Parent        string `protobuf:"bytes,2,opt,name=parent,proto3" json:"parent,omitempty"`
+	Parent string `protobuf:"bytes,2,opt,name=parent,proto3" json:"parent,omitempty"`
+	// A resume token (PartialReceives at the receiver): send the rest of the
+	// stream it names. `snapshot` and `parent` may then be empty (found by
+	// the identities in the token); if set, they must be those.
+	ResumeToken   string `protobuf:"bytes,3,opt,name=resume_token,json=resumeToken,proto3" json:"resume_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -779,6 +794,13 @@ func (x *SendRequest) GetSnapshot() string {
 func (x *SendRequest) GetParent() string {
 	if x != nil {
 		return x.Parent
+	}
+	return ""
+}
+
+func (x *SendRequest) GetResumeToken() string {
+	if x != nil {
+		return x.ResumeToken
 	}
 	return ""
 }
@@ -955,7 +977,11 @@ type ReceiveRequest struct {
 	// parent present) and write nothing.
 	DryRun bool `protobuf:"varint,2,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	// The next bytes of the stream, at most 4 MiB per message.
-	Chunk         []byte `protobuf:"bytes,3,opt,name=chunk,proto3" json:"chunk,omitempty"`
+	Chunk []byte `protobuf:"bytes,3,opt,name=chunk,proto3" json:"chunk,omitempty"`
+	// First message only: keep what arrived if the receive fails or is cut
+	// (a partial receive, resumed with a continuation stream). Continuation
+	// streams are always received so.
+	Resumable     bool `protobuf:"varint,4,opt,name=resumable,proto3" json:"resumable,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1009,6 +1035,13 @@ func (x *ReceiveRequest) GetChunk() []byte {
 		return x.Chunk
 	}
 	return nil
+}
+
+func (x *ReceiveRequest) GetResumable() bool {
+	if x != nil {
+		return x.Resumable
+	}
+	return false
 }
 
 type ReceiveResponse struct {
@@ -1137,6 +1170,277 @@ func (x *ReceiveResponse) GetDataBytes() uint64 {
 	return 0
 }
 
+type PartialReceivesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PartialReceivesRequest) Reset() {
+	*x = PartialReceivesRequest{}
+	mi := &file_cowkv_v1_subvolumes_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PartialReceivesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PartialReceivesRequest) ProtoMessage() {}
+
+func (x *PartialReceivesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cowkv_v1_subvolumes_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PartialReceivesRequest.ProtoReflect.Descriptor instead.
+func (*PartialReceivesRequest) Descriptor() ([]byte, []int) {
+	return file_cowkv_v1_subvolumes_proto_rawDescGZIP(), []int{17}
+}
+
+// A resumable receive that stopped before its end.
+type PartialReceive struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The subvolume it will become (its hidden tree has no name yet).
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The resume token: give it to Send (cowkv send -t) at the sender.
+	Token string `protobuf:"bytes,2,opt,name=token,proto3" json:"token,omitempty"`
+	// Records applied so far.
+	Records uint64 `protobuf:"varint,3,opt,name=records,proto3" json:"records,omitempty"`
+	// Stream bytes applied so far.
+	Bytes uint64 `protobuf:"varint,4,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	// The snapshot being received (32 hex digits).
+	Uuid string `protobuf:"bytes,5,opt,name=uuid,proto3" json:"uuid,omitempty"`
+	// The snapshot's generation at the sender.
+	Generation uint64 `protobuf:"varint,6,opt,name=generation,proto3" json:"generation,omitempty"`
+	// Its parent (incremental streams), else empty.
+	ParentUuid string `protobuf:"bytes,7,opt,name=parent_uuid,json=parentUuid,proto3" json:"parent_uuid,omitempty"`
+	// A receive is writing to it now.
+	InUse         bool `protobuf:"varint,8,opt,name=in_use,json=inUse,proto3" json:"in_use,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PartialReceive) Reset() {
+	*x = PartialReceive{}
+	mi := &file_cowkv_v1_subvolumes_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PartialReceive) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PartialReceive) ProtoMessage() {}
+
+func (x *PartialReceive) ProtoReflect() protoreflect.Message {
+	mi := &file_cowkv_v1_subvolumes_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PartialReceive.ProtoReflect.Descriptor instead.
+func (*PartialReceive) Descriptor() ([]byte, []int) {
+	return file_cowkv_v1_subvolumes_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *PartialReceive) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PartialReceive) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *PartialReceive) GetRecords() uint64 {
+	if x != nil {
+		return x.Records
+	}
+	return 0
+}
+
+func (x *PartialReceive) GetBytes() uint64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *PartialReceive) GetUuid() string {
+	if x != nil {
+		return x.Uuid
+	}
+	return ""
+}
+
+func (x *PartialReceive) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *PartialReceive) GetParentUuid() string {
+	if x != nil {
+		return x.ParentUuid
+	}
+	return ""
+}
+
+func (x *PartialReceive) GetInUse() bool {
+	if x != nil {
+		return x.InUse
+	}
+	return false
+}
+
+type PartialReceivesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Every partial receive of the store.
+	Partial       []*PartialReceive `protobuf:"bytes,1,rep,name=partial,proto3" json:"partial,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PartialReceivesResponse) Reset() {
+	*x = PartialReceivesResponse{}
+	mi := &file_cowkv_v1_subvolumes_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PartialReceivesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PartialReceivesResponse) ProtoMessage() {}
+
+func (x *PartialReceivesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cowkv_v1_subvolumes_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PartialReceivesResponse.ProtoReflect.Descriptor instead.
+func (*PartialReceivesResponse) Descriptor() ([]byte, []int) {
+	return file_cowkv_v1_subvolumes_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *PartialReceivesResponse) GetPartial() []*PartialReceive {
+	if x != nil {
+		return x.Partial
+	}
+	return nil
+}
+
+type AbortReceiveRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The partial receive's name.
+	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AbortReceiveRequest) Reset() {
+	*x = AbortReceiveRequest{}
+	mi := &file_cowkv_v1_subvolumes_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AbortReceiveRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AbortReceiveRequest) ProtoMessage() {}
+
+func (x *AbortReceiveRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cowkv_v1_subvolumes_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AbortReceiveRequest.ProtoReflect.Descriptor instead.
+func (*AbortReceiveRequest) Descriptor() ([]byte, []int) {
+	return file_cowkv_v1_subvolumes_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *AbortReceiveRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type AbortReceiveResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AbortReceiveResponse) Reset() {
+	*x = AbortReceiveResponse{}
+	mi := &file_cowkv_v1_subvolumes_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AbortReceiveResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AbortReceiveResponse) ProtoMessage() {}
+
+func (x *AbortReceiveResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cowkv_v1_subvolumes_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AbortReceiveResponse.ProtoReflect.Descriptor instead.
+func (*AbortReceiveResponse) Descriptor() ([]byte, []int) {
+	return file_cowkv_v1_subvolumes_proto_rawDescGZIP(), []int{21}
+}
+
 type DigestSubvolumeRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Name of the subvolume; NOT_FOUND if absent.
@@ -1147,7 +1451,7 @@ type DigestSubvolumeRequest struct {
 
 func (x *DigestSubvolumeRequest) Reset() {
 	*x = DigestSubvolumeRequest{}
-	mi := &file_cowkv_v1_subvolumes_proto_msgTypes[17]
+	mi := &file_cowkv_v1_subvolumes_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1159,7 +1463,7 @@ func (x *DigestSubvolumeRequest) String() string {
 func (*DigestSubvolumeRequest) ProtoMessage() {}
 
 func (x *DigestSubvolumeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cowkv_v1_subvolumes_proto_msgTypes[17]
+	mi := &file_cowkv_v1_subvolumes_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1172,7 +1476,7 @@ func (x *DigestSubvolumeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DigestSubvolumeRequest.ProtoReflect.Descriptor instead.
 func (*DigestSubvolumeRequest) Descriptor() ([]byte, []int) {
-	return file_cowkv_v1_subvolumes_proto_rawDescGZIP(), []int{17}
+	return file_cowkv_v1_subvolumes_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *DigestSubvolumeRequest) GetName() string {
@@ -1196,7 +1500,7 @@ type DigestSubvolumeResponse struct {
 
 func (x *DigestSubvolumeResponse) Reset() {
 	*x = DigestSubvolumeResponse{}
-	mi := &file_cowkv_v1_subvolumes_proto_msgTypes[18]
+	mi := &file_cowkv_v1_subvolumes_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1208,7 +1512,7 @@ func (x *DigestSubvolumeResponse) String() string {
 func (*DigestSubvolumeResponse) ProtoMessage() {}
 
 func (x *DigestSubvolumeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cowkv_v1_subvolumes_proto_msgTypes[18]
+	mi := &file_cowkv_v1_subvolumes_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1221,7 +1525,7 @@ func (x *DigestSubvolumeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DigestSubvolumeResponse.ProtoReflect.Descriptor instead.
 func (*DigestSubvolumeResponse) Descriptor() ([]byte, []int) {
-	return file_cowkv_v1_subvolumes_proto_rawDescGZIP(), []int{18}
+	return file_cowkv_v1_subvolumes_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *DigestSubvolumeResponse) GetSha256() string {
@@ -1249,7 +1553,7 @@ var File_cowkv_v1_subvolumes_proto protoreflect.FileDescriptor
 
 const file_cowkv_v1_subvolumes_proto_rawDesc = "" +
 	"\n" +
-	"\x19cowkv/v1/subvolumes.proto\x12\bcowkv.v1\"\x93\x03\n" +
+	"\x19cowkv/v1/subvolumes.proto\x12\bcowkv.v1\"\xb4\x03\n" +
 	"\rSubvolumeInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1b\n" +
@@ -1265,7 +1569,9 @@ const file_cowkv_v1_subvolumes_proto_rawDesc = "" +
 	"\x04uuid\x18\n" +
 	" \x01(\tR\x04uuid\x12#\n" +
 	"\rreceived_uuid\x18\v \x01(\tR\freceivedUuid\x12/\n" +
-	"\x13received_generation\x18\f \x01(\x04R\x12receivedGeneration\",\n" +
+	"\x13received_generation\x18\f \x01(\x04R\x12receivedGeneration\x12\x1f\n" +
+	"\vparent_uuid\x18\r \x01(\tR\n" +
+	"parentUuid\",\n" +
 	"\x16CreateSubvolumeRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"o\n" +
 	"\x15ListSubvolumesRequest\x12\x1b\n" +
@@ -1294,10 +1600,11 @@ const file_cowkv_v1_subvolumes_proto_rawDesc = "" +
 	"\n" +
 	"timeout_ms\x18\x02 \x01(\x04R\ttimeoutMs\"0\n" +
 	"\x16SyncSubvolumesResponse\x12\x16\n" +
-	"\x06synced\x18\x01 \x03(\x04R\x06synced\"A\n" +
+	"\x06synced\x18\x01 \x03(\x04R\x06synced\"d\n" +
 	"\vSendRequest\x12\x1a\n" +
 	"\bsnapshot\x18\x01 \x01(\tR\bsnapshot\x12\x16\n" +
-	"\x06parent\x18\x02 \x01(\tR\x06parent\"\xec\x01\n" +
+	"\x06parent\x18\x02 \x01(\tR\x06parent\x12!\n" +
+	"\fresume_token\x18\x03 \x01(\tR\vresumeToken\"\xec\x01\n" +
 	"\tSendStats\x12\x18\n" +
 	"\arecords\x18\x01 \x01(\x04R\arecords\x12\x14\n" +
 	"\x05bytes\x18\x02 \x01(\x04R\x05bytes\x12\x14\n" +
@@ -1311,11 +1618,12 @@ const file_cowkv_v1_subvolumes_proto_rawDesc = "" +
 	"\x10subtrees_skipped\x18\b \x01(\x04R\x0fsubtreesSkipped\"O\n" +
 	"\fSendResponse\x12\x14\n" +
 	"\x05chunk\x18\x01 \x01(\fR\x05chunk\x12)\n" +
-	"\x05stats\x18\x02 \x01(\v2\x13.cowkv.v1.SendStatsR\x05stats\"S\n" +
+	"\x05stats\x18\x02 \x01(\v2\x13.cowkv.v1.SendStatsR\x05stats\"q\n" +
 	"\x0eReceiveRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x17\n" +
 	"\adry_run\x18\x02 \x01(\bR\x06dryRun\x12\x14\n" +
-	"\x05chunk\x18\x03 \x01(\fR\x05chunk\"\x86\x02\n" +
+	"\x05chunk\x18\x03 \x01(\fR\x05chunk\x12\x1c\n" +
+	"\tresumable\x18\x04 \x01(\bR\tresumable\"\x86\x02\n" +
 	"\x0fReceiveResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\x04R\x02id\x12 \n" +
@@ -1328,14 +1636,32 @@ const file_cowkv_v1_subvolumes_proto_rawDesc = "" +
 	"\x06clones\x18\t \x01(\x04R\x06clones\x12\x1d\n" +
 	"\n" +
 	"data_bytes\x18\n" +
-	" \x01(\x04R\tdataBytes\",\n" +
+	" \x01(\x04R\tdataBytes\"\x18\n" +
+	"\x16PartialReceivesRequest\"\xd6\x01\n" +
+	"\x0ePartialReceive\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05token\x18\x02 \x01(\tR\x05token\x12\x18\n" +
+	"\arecords\x18\x03 \x01(\x04R\arecords\x12\x14\n" +
+	"\x05bytes\x18\x04 \x01(\x04R\x05bytes\x12\x12\n" +
+	"\x04uuid\x18\x05 \x01(\tR\x04uuid\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x06 \x01(\x04R\n" +
+	"generation\x12\x1f\n" +
+	"\vparent_uuid\x18\a \x01(\tR\n" +
+	"parentUuid\x12\x15\n" +
+	"\x06in_use\x18\b \x01(\bR\x05inUse\"M\n" +
+	"\x17PartialReceivesResponse\x122\n" +
+	"\apartial\x18\x01 \x03(\v2\x18.cowkv.v1.PartialReceiveR\apartial\")\n" +
+	"\x13AbortReceiveRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\x16\n" +
+	"\x14AbortReceiveResponse\",\n" +
 	"\x16DigestSubvolumeRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"f\n" +
 	"\x17DigestSubvolumeResponse\x12\x16\n" +
 	"\x06sha256\x18\x01 \x01(\tR\x06sha256\x12\x14\n" +
 	"\x05items\x18\x02 \x01(\x04R\x05items\x12\x1d\n" +
 	"\n" +
-	"data_bytes\x18\x03 \x01(\x04R\tdataBytes2\xd0\x05\n" +
+	"data_bytes\x18\x03 \x01(\x04R\tdataBytes2\xf7\x06\n" +
 	"\n" +
 	"Subvolumes\x12C\n" +
 	"\x06Create\x12 .cowkv.v1.CreateSubvolumeRequest\x1a\x17.cowkv.v1.SubvolumeInfo\x12I\n" +
@@ -1346,7 +1672,9 @@ const file_cowkv_v1_subvolumes_proto_rawDesc = "" +
 	"\bSnapshot\x12\x19.cowkv.v1.SnapshotRequest\x1a\x17.cowkv.v1.SubvolumeInfo\x12I\n" +
 	"\x04Sync\x12\x1f.cowkv.v1.SyncSubvolumesRequest\x1a .cowkv.v1.SyncSubvolumesResponse\x127\n" +
 	"\x04Send\x12\x15.cowkv.v1.SendRequest\x1a\x16.cowkv.v1.SendResponse0\x01\x12@\n" +
-	"\aReceive\x12\x18.cowkv.v1.ReceiveRequest\x1a\x19.cowkv.v1.ReceiveResponse(\x01\x12M\n" +
+	"\aReceive\x12\x18.cowkv.v1.ReceiveRequest\x1a\x19.cowkv.v1.ReceiveResponse(\x01\x12V\n" +
+	"\x0fPartialReceives\x12 .cowkv.v1.PartialReceivesRequest\x1a!.cowkv.v1.PartialReceivesResponse\x12M\n" +
+	"\fAbortReceive\x12\x1d.cowkv.v1.AbortReceiveRequest\x1a\x1e.cowkv.v1.AbortReceiveResponse\x12M\n" +
 	"\x06Digest\x12 .cowkv.v1.DigestSubvolumeRequest\x1a!.cowkv.v1.DigestSubvolumeResponseb\x06proto3"
 
 var (
@@ -1361,7 +1689,7 @@ func file_cowkv_v1_subvolumes_proto_rawDescGZIP() []byte {
 	return file_cowkv_v1_subvolumes_proto_rawDescData
 }
 
-var file_cowkv_v1_subvolumes_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_cowkv_v1_subvolumes_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_cowkv_v1_subvolumes_proto_goTypes = []any{
 	(*SubvolumeInfo)(nil),           // 0: cowkv.v1.SubvolumeInfo
 	(*CreateSubvolumeRequest)(nil),  // 1: cowkv.v1.CreateSubvolumeRequest
@@ -1380,37 +1708,47 @@ var file_cowkv_v1_subvolumes_proto_goTypes = []any{
 	(*SendResponse)(nil),            // 14: cowkv.v1.SendResponse
 	(*ReceiveRequest)(nil),          // 15: cowkv.v1.ReceiveRequest
 	(*ReceiveResponse)(nil),         // 16: cowkv.v1.ReceiveResponse
-	(*DigestSubvolumeRequest)(nil),  // 17: cowkv.v1.DigestSubvolumeRequest
-	(*DigestSubvolumeResponse)(nil), // 18: cowkv.v1.DigestSubvolumeResponse
+	(*PartialReceivesRequest)(nil),  // 17: cowkv.v1.PartialReceivesRequest
+	(*PartialReceive)(nil),          // 18: cowkv.v1.PartialReceive
+	(*PartialReceivesResponse)(nil), // 19: cowkv.v1.PartialReceivesResponse
+	(*AbortReceiveRequest)(nil),     // 20: cowkv.v1.AbortReceiveRequest
+	(*AbortReceiveResponse)(nil),    // 21: cowkv.v1.AbortReceiveResponse
+	(*DigestSubvolumeRequest)(nil),  // 22: cowkv.v1.DigestSubvolumeRequest
+	(*DigestSubvolumeResponse)(nil), // 23: cowkv.v1.DigestSubvolumeResponse
 }
 var file_cowkv_v1_subvolumes_proto_depIdxs = []int32{
 	0,  // 0: cowkv.v1.ListSubvolumesResponse.subvolumes:type_name -> cowkv.v1.SubvolumeInfo
 	13, // 1: cowkv.v1.SendResponse.stats:type_name -> cowkv.v1.SendStats
-	1,  // 2: cowkv.v1.Subvolumes.Create:input_type -> cowkv.v1.CreateSubvolumeRequest
-	2,  // 3: cowkv.v1.Subvolumes.List:input_type -> cowkv.v1.ListSubvolumesRequest
-	4,  // 4: cowkv.v1.Subvolumes.Show:input_type -> cowkv.v1.ShowSubvolumeRequest
-	5,  // 5: cowkv.v1.Subvolumes.Rename:input_type -> cowkv.v1.RenameSubvolumeRequest
-	7,  // 6: cowkv.v1.Subvolumes.Delete:input_type -> cowkv.v1.DeleteSubvolumeRequest
-	9,  // 7: cowkv.v1.Subvolumes.Snapshot:input_type -> cowkv.v1.SnapshotRequest
-	10, // 8: cowkv.v1.Subvolumes.Sync:input_type -> cowkv.v1.SyncSubvolumesRequest
-	12, // 9: cowkv.v1.Subvolumes.Send:input_type -> cowkv.v1.SendRequest
-	15, // 10: cowkv.v1.Subvolumes.Receive:input_type -> cowkv.v1.ReceiveRequest
-	17, // 11: cowkv.v1.Subvolumes.Digest:input_type -> cowkv.v1.DigestSubvolumeRequest
-	0,  // 12: cowkv.v1.Subvolumes.Create:output_type -> cowkv.v1.SubvolumeInfo
-	3,  // 13: cowkv.v1.Subvolumes.List:output_type -> cowkv.v1.ListSubvolumesResponse
-	0,  // 14: cowkv.v1.Subvolumes.Show:output_type -> cowkv.v1.SubvolumeInfo
-	6,  // 15: cowkv.v1.Subvolumes.Rename:output_type -> cowkv.v1.RenameSubvolumeResponse
-	8,  // 16: cowkv.v1.Subvolumes.Delete:output_type -> cowkv.v1.DeleteSubvolumeResponse
-	0,  // 17: cowkv.v1.Subvolumes.Snapshot:output_type -> cowkv.v1.SubvolumeInfo
-	11, // 18: cowkv.v1.Subvolumes.Sync:output_type -> cowkv.v1.SyncSubvolumesResponse
-	14, // 19: cowkv.v1.Subvolumes.Send:output_type -> cowkv.v1.SendResponse
-	16, // 20: cowkv.v1.Subvolumes.Receive:output_type -> cowkv.v1.ReceiveResponse
-	18, // 21: cowkv.v1.Subvolumes.Digest:output_type -> cowkv.v1.DigestSubvolumeResponse
-	12, // [12:22] is the sub-list for method output_type
-	2,  // [2:12] is the sub-list for method input_type
-	2,  // [2:2] is the sub-list for extension type_name
-	2,  // [2:2] is the sub-list for extension extendee
-	0,  // [0:2] is the sub-list for field type_name
+	18, // 2: cowkv.v1.PartialReceivesResponse.partial:type_name -> cowkv.v1.PartialReceive
+	1,  // 3: cowkv.v1.Subvolumes.Create:input_type -> cowkv.v1.CreateSubvolumeRequest
+	2,  // 4: cowkv.v1.Subvolumes.List:input_type -> cowkv.v1.ListSubvolumesRequest
+	4,  // 5: cowkv.v1.Subvolumes.Show:input_type -> cowkv.v1.ShowSubvolumeRequest
+	5,  // 6: cowkv.v1.Subvolumes.Rename:input_type -> cowkv.v1.RenameSubvolumeRequest
+	7,  // 7: cowkv.v1.Subvolumes.Delete:input_type -> cowkv.v1.DeleteSubvolumeRequest
+	9,  // 8: cowkv.v1.Subvolumes.Snapshot:input_type -> cowkv.v1.SnapshotRequest
+	10, // 9: cowkv.v1.Subvolumes.Sync:input_type -> cowkv.v1.SyncSubvolumesRequest
+	12, // 10: cowkv.v1.Subvolumes.Send:input_type -> cowkv.v1.SendRequest
+	15, // 11: cowkv.v1.Subvolumes.Receive:input_type -> cowkv.v1.ReceiveRequest
+	17, // 12: cowkv.v1.Subvolumes.PartialReceives:input_type -> cowkv.v1.PartialReceivesRequest
+	20, // 13: cowkv.v1.Subvolumes.AbortReceive:input_type -> cowkv.v1.AbortReceiveRequest
+	22, // 14: cowkv.v1.Subvolumes.Digest:input_type -> cowkv.v1.DigestSubvolumeRequest
+	0,  // 15: cowkv.v1.Subvolumes.Create:output_type -> cowkv.v1.SubvolumeInfo
+	3,  // 16: cowkv.v1.Subvolumes.List:output_type -> cowkv.v1.ListSubvolumesResponse
+	0,  // 17: cowkv.v1.Subvolumes.Show:output_type -> cowkv.v1.SubvolumeInfo
+	6,  // 18: cowkv.v1.Subvolumes.Rename:output_type -> cowkv.v1.RenameSubvolumeResponse
+	8,  // 19: cowkv.v1.Subvolumes.Delete:output_type -> cowkv.v1.DeleteSubvolumeResponse
+	0,  // 20: cowkv.v1.Subvolumes.Snapshot:output_type -> cowkv.v1.SubvolumeInfo
+	11, // 21: cowkv.v1.Subvolumes.Sync:output_type -> cowkv.v1.SyncSubvolumesResponse
+	14, // 22: cowkv.v1.Subvolumes.Send:output_type -> cowkv.v1.SendResponse
+	16, // 23: cowkv.v1.Subvolumes.Receive:output_type -> cowkv.v1.ReceiveResponse
+	19, // 24: cowkv.v1.Subvolumes.PartialReceives:output_type -> cowkv.v1.PartialReceivesResponse
+	21, // 25: cowkv.v1.Subvolumes.AbortReceive:output_type -> cowkv.v1.AbortReceiveResponse
+	23, // 26: cowkv.v1.Subvolumes.Digest:output_type -> cowkv.v1.DigestSubvolumeResponse
+	15, // [15:27] is the sub-list for method output_type
+	3,  // [3:15] is the sub-list for method input_type
+	3,  // [3:3] is the sub-list for extension type_name
+	3,  // [3:3] is the sub-list for extension extendee
+	0,  // [0:3] is the sub-list for field type_name
 }
 
 func init() { file_cowkv_v1_subvolumes_proto_init() }
@@ -1424,7 +1762,7 @@ func file_cowkv_v1_subvolumes_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cowkv_v1_subvolumes_proto_rawDesc), len(file_cowkv_v1_subvolumes_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   19,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

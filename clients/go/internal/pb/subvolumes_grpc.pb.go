@@ -37,16 +37,18 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Subvolumes_Create_FullMethodName   = "/cowkv.v1.Subvolumes/Create"
-	Subvolumes_List_FullMethodName     = "/cowkv.v1.Subvolumes/List"
-	Subvolumes_Show_FullMethodName     = "/cowkv.v1.Subvolumes/Show"
-	Subvolumes_Rename_FullMethodName   = "/cowkv.v1.Subvolumes/Rename"
-	Subvolumes_Delete_FullMethodName   = "/cowkv.v1.Subvolumes/Delete"
-	Subvolumes_Snapshot_FullMethodName = "/cowkv.v1.Subvolumes/Snapshot"
-	Subvolumes_Sync_FullMethodName     = "/cowkv.v1.Subvolumes/Sync"
-	Subvolumes_Send_FullMethodName     = "/cowkv.v1.Subvolumes/Send"
-	Subvolumes_Receive_FullMethodName  = "/cowkv.v1.Subvolumes/Receive"
-	Subvolumes_Digest_FullMethodName   = "/cowkv.v1.Subvolumes/Digest"
+	Subvolumes_Create_FullMethodName          = "/cowkv.v1.Subvolumes/Create"
+	Subvolumes_List_FullMethodName            = "/cowkv.v1.Subvolumes/List"
+	Subvolumes_Show_FullMethodName            = "/cowkv.v1.Subvolumes/Show"
+	Subvolumes_Rename_FullMethodName          = "/cowkv.v1.Subvolumes/Rename"
+	Subvolumes_Delete_FullMethodName          = "/cowkv.v1.Subvolumes/Delete"
+	Subvolumes_Snapshot_FullMethodName        = "/cowkv.v1.Subvolumes/Snapshot"
+	Subvolumes_Sync_FullMethodName            = "/cowkv.v1.Subvolumes/Sync"
+	Subvolumes_Send_FullMethodName            = "/cowkv.v1.Subvolumes/Send"
+	Subvolumes_Receive_FullMethodName         = "/cowkv.v1.Subvolumes/Receive"
+	Subvolumes_PartialReceives_FullMethodName = "/cowkv.v1.Subvolumes/PartialReceives"
+	Subvolumes_AbortReceive_FullMethodName    = "/cowkv.v1.Subvolumes/AbortReceive"
+	Subvolumes_Digest_FullMethodName          = "/cowkv.v1.Subvolumes/Digest"
 )
 
 // SubvolumesClient is the client API for Subvolumes service.
@@ -80,7 +82,11 @@ type SubvolumesClient interface {
 	// arrive in order in `chunk`s of at most 384 KiB; the last message holds
 	// no chunk and the send's `stats`. NOT_FOUND for an unknown snapshot or
 	// parent, FAILED_PRECONDITION for a writable one or two of different
-	// lineages. Needs read access to both subvolumes.
+	// lineages. Needs read access to both subvolumes. With `resume_token`:
+	// the rest of the stream a resumable receive stopped in (a continuation
+	// stream, docs/format.md "Resume token"); INVALID_ARGUMENT
+	// (RESUME_TOKEN) for a damaged token, NOT_FOUND (RESUME_MISMATCH) when
+	// the token's snapshots are not here.
 	Send(ctx context.Context, in *SendRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SendResponse], error)
 	// Receives a send stream into a new read-only subvolume, which appears
 	// only once the whole stream has arrived and verified (its end record's
@@ -92,8 +98,20 @@ type SubvolumesClient interface {
 	// NOT_FOUND or FAILED_PRECONDITION (PARENT_MISMATCH) when an
 	// incremental stream's parent is missing here or differs, ALREADY_EXISTS
 	// for a taken name, FAILED_PRECONDITION when the stores' node or sector
-	// sizes differ. Admin only.
+	// sizes differ. Admin only. A `resumable` receive that fails or is cut
+	// keeps what arrived as a partial receive (PartialReceives); a
+	// continuation stream (Send with its token) completes it. Continuation
+	// errors: FAILED_PRECONDITION or NOT_FOUND (RESUME_MISMATCH) when the
+	// token is not where the partial receive is; ALREADY_EXISTS
+	// (PARTIAL_RECEIVE) for a new receive into a partial receive's name,
+	// FAILED_PRECONDITION (PARTIAL_RECEIVE) while another receive writes it.
 	Receive(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[ReceiveRequest, ReceiveResponse], error)
+	// The partial receives kept here, each with its resume token.
+	PartialReceives(ctx context.Context, in *PartialReceivesRequest, opts ...grpc.CallOption) (*PartialReceivesResponse, error)
+	// Drops a partial receive. NOT_FOUND (RESUME_MISMATCH) if there is none
+	// of that name, FAILED_PRECONDITION (PARTIAL_RECEIVE) while a receive
+	// writes to it. Admin only.
+	AbortReceive(ctx context.Context, in *AbortReceiveRequest, opts ...grpc.CallOption) (*AbortReceiveResponse, error)
 	// SHA-256 over a subvolume's file items, KV items (with revisions) and
 	// file data: equal for a sent snapshot and its received copy
 	// (docs/format.md "Subvolume digest"). Needs read access.
@@ -210,6 +228,26 @@ func (c *subvolumesClient) Receive(ctx context.Context, opts ...grpc.CallOption)
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Subvolumes_ReceiveClient = grpc.ClientStreamingClient[ReceiveRequest, ReceiveResponse]
 
+func (c *subvolumesClient) PartialReceives(ctx context.Context, in *PartialReceivesRequest, opts ...grpc.CallOption) (*PartialReceivesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PartialReceivesResponse)
+	err := c.cc.Invoke(ctx, Subvolumes_PartialReceives_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *subvolumesClient) AbortReceive(ctx context.Context, in *AbortReceiveRequest, opts ...grpc.CallOption) (*AbortReceiveResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AbortReceiveResponse)
+	err := c.cc.Invoke(ctx, Subvolumes_AbortReceive_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *subvolumesClient) Digest(ctx context.Context, in *DigestSubvolumeRequest, opts ...grpc.CallOption) (*DigestSubvolumeResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(DigestSubvolumeResponse)
@@ -251,7 +289,11 @@ type SubvolumesServer interface {
 	// arrive in order in `chunk`s of at most 384 KiB; the last message holds
 	// no chunk and the send's `stats`. NOT_FOUND for an unknown snapshot or
 	// parent, FAILED_PRECONDITION for a writable one or two of different
-	// lineages. Needs read access to both subvolumes.
+	// lineages. Needs read access to both subvolumes. With `resume_token`:
+	// the rest of the stream a resumable receive stopped in (a continuation
+	// stream, docs/format.md "Resume token"); INVALID_ARGUMENT
+	// (RESUME_TOKEN) for a damaged token, NOT_FOUND (RESUME_MISMATCH) when
+	// the token's snapshots are not here.
 	Send(*SendRequest, grpc.ServerStreamingServer[SendResponse]) error
 	// Receives a send stream into a new read-only subvolume, which appears
 	// only once the whole stream has arrived and verified (its end record's
@@ -263,8 +305,20 @@ type SubvolumesServer interface {
 	// NOT_FOUND or FAILED_PRECONDITION (PARENT_MISMATCH) when an
 	// incremental stream's parent is missing here or differs, ALREADY_EXISTS
 	// for a taken name, FAILED_PRECONDITION when the stores' node or sector
-	// sizes differ. Admin only.
+	// sizes differ. Admin only. A `resumable` receive that fails or is cut
+	// keeps what arrived as a partial receive (PartialReceives); a
+	// continuation stream (Send with its token) completes it. Continuation
+	// errors: FAILED_PRECONDITION or NOT_FOUND (RESUME_MISMATCH) when the
+	// token is not where the partial receive is; ALREADY_EXISTS
+	// (PARTIAL_RECEIVE) for a new receive into a partial receive's name,
+	// FAILED_PRECONDITION (PARTIAL_RECEIVE) while another receive writes it.
 	Receive(grpc.ClientStreamingServer[ReceiveRequest, ReceiveResponse]) error
+	// The partial receives kept here, each with its resume token.
+	PartialReceives(context.Context, *PartialReceivesRequest) (*PartialReceivesResponse, error)
+	// Drops a partial receive. NOT_FOUND (RESUME_MISMATCH) if there is none
+	// of that name, FAILED_PRECONDITION (PARTIAL_RECEIVE) while a receive
+	// writes to it. Admin only.
+	AbortReceive(context.Context, *AbortReceiveRequest) (*AbortReceiveResponse, error)
 	// SHA-256 over a subvolume's file items, KV items (with revisions) and
 	// file data: equal for a sent snapshot and its received copy
 	// (docs/format.md "Subvolume digest"). Needs read access.
@@ -305,6 +359,12 @@ func (UnimplementedSubvolumesServer) Send(*SendRequest, grpc.ServerStreamingServ
 }
 func (UnimplementedSubvolumesServer) Receive(grpc.ClientStreamingServer[ReceiveRequest, ReceiveResponse]) error {
 	return status.Error(codes.Unimplemented, "method Receive not implemented")
+}
+func (UnimplementedSubvolumesServer) PartialReceives(context.Context, *PartialReceivesRequest) (*PartialReceivesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PartialReceives not implemented")
+}
+func (UnimplementedSubvolumesServer) AbortReceive(context.Context, *AbortReceiveRequest) (*AbortReceiveResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AbortReceive not implemented")
 }
 func (UnimplementedSubvolumesServer) Digest(context.Context, *DigestSubvolumeRequest) (*DigestSubvolumeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Digest not implemented")
@@ -474,6 +534,42 @@ func _Subvolumes_Receive_Handler(srv interface{}, stream grpc.ServerStream) erro
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Subvolumes_ReceiveServer = grpc.ClientStreamingServer[ReceiveRequest, ReceiveResponse]
 
+func _Subvolumes_PartialReceives_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PartialReceivesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SubvolumesServer).PartialReceives(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Subvolumes_PartialReceives_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SubvolumesServer).PartialReceives(ctx, req.(*PartialReceivesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Subvolumes_AbortReceive_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AbortReceiveRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SubvolumesServer).AbortReceive(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Subvolumes_AbortReceive_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SubvolumesServer).AbortReceive(ctx, req.(*AbortReceiveRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Subvolumes_Digest_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(DigestSubvolumeRequest)
 	if err := dec(in); err != nil {
@@ -526,6 +622,14 @@ var Subvolumes_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Sync",
 			Handler:    _Subvolumes_Sync_Handler,
+		},
+		{
+			MethodName: "PartialReceives",
+			Handler:    _Subvolumes_PartialReceives_Handler,
+		},
+		{
+			MethodName: "AbortReceive",
+			Handler:    _Subvolumes_AbortReceive_Handler,
 		},
 		{
 			MethodName: "Digest",
