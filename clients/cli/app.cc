@@ -7,7 +7,6 @@
 // CLI11 reports its own outcomes as exceptions with exit codes of its own
 // (105 validation, 106 required, 109 extras, ...): every one of those is a
 // usage error here (exit 2, one stderr line); --help and --version exit 0.
-#include "build_info/build_info.h"
 #include "clients/cli/app.h"
 
 #include <cstdio>
@@ -18,6 +17,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "build_info/build_info.h"
+#include "clients/cli/usage.h"
 
 namespace cowkv {
 namespace cli {
@@ -78,7 +79,7 @@ bool TakesValue(absl::string_view a) {
 
 bool IsGlobalOption(absl::string_view a) {
   const absl::string_view name = a.substr(0, a.find('='));
-  return TakesValue(name) || a == "--json";
+  return TakesValue(name) || a == "--json" || a == "--quiet" || a == "-q";
 }
 
 }  // namespace
@@ -112,6 +113,7 @@ void AddGlobals(CLI::App* app, Globals* g) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app->add_flag("--json", g->json, "Print JSON for scripts instead of text");
+  app->add_flag("-q,--quiet", g->quiet, "Draw no progress lines on a terminal");
   app->add_option("--tls-ca", g->tls_ca, "Talk TLS; trust the CA in this PEM file")
       ->envname("COWKV_TLS_CA")
       ->type_name("FILE");
@@ -142,15 +144,24 @@ Cli::Cli()
   AddGlobals(&app_, globals_.get());
   const GlobalsPtr g = globals_;
   const std::vector<std::pair<std::string, RunFn>> commands = {
-      {"mkfs", AddMkfs(&app_)},          {"check", AddCheck(&app_, g)},
-      {"dump-tree", AddDumpTree(&app_)}, {"subvolume", AddSubvolume(&app_, g)},
-      {"kv", AddKv(&app_, g)},           {"fs", AddFs(&app_, g)},
-      {"stats", AddStats(&app_, g)},     {"sync", AddSync(&app_, g)},
-      {"version", AddVersion(&app_, g)}, {"status", AddStatus(&app_, g)},
-      {"bench", AddBench(&app_, g)},     {"mount", AddMount(&app_)},
-      {"lease", AddLease(&app_, g)},     {"lock", AddLock(&app_, g)},
-      {"send", AddSend(&app_, g)},       {"receive", AddReceive(&app_, g)},
-      {"completion", AddCompletion(&app_)}};
+      {"mkfs", AddMkfs(&app_)},
+      {"check", AddCheck(&app_, g)},
+      {"dump-tree", AddDumpTree(&app_)},
+      {"subvolume", AddSubvolume(&app_, g)},
+      {"kv", AddKv(&app_, g)},
+      {"fs", AddFs(&app_, g)},
+      {"stats", AddStats(&app_, g)},
+      {"sync", AddSync(&app_, g)},
+      {"version", AddVersion(&app_, g)},
+      {"status", AddStatus(&app_, g)},
+      {"bench", AddBench(&app_, g)},
+      {"mount", AddMount(&app_)},
+      {"lease", AddLease(&app_, g)},
+      {"lock", AddLock(&app_, g)},
+      {"send", AddSend(&app_, g)},
+      {"receive", AddReceive(&app_, g)},
+      {"completion", AddCompletion(&app_)},
+      {"man", AddMan(&app_)}};
   for (const auto& [name, run] : commands) commands_[name] = run;
 }
 
@@ -188,7 +199,10 @@ int Cli::UsageError(const CLI::ParseError& e, const char* word, int argc,
                                 dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr;
   const std::string group = missing_or_extra ? GroupError(argc, argv) : "";
   if (!group.empty()) return Fail(op, group, kExitUsage);
-  return Fail(op.empty() ? "usage" : op, e.what(), kExitUsage);
+  CLI::App* cmd = &app_;
+  while (!cmd->get_subcommands().empty()) cmd = cmd->get_subcommands().front();
+  const std::string why = ParseErrorMessage(e, &app_, cmd, argc, argv);
+  return Fail(op.empty() ? "usage" : op, why.empty() ? e.what() : why, kExitUsage);
 }
 
 // A command group (`kv`, `subvolume`, `fs snapshot`...) given no command or
