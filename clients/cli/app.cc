@@ -7,6 +7,7 @@
 // CLI11 reports its own outcomes as exceptions with exit codes of its own
 // (105 validation, 106 required, 109 extras, ...): every one of those is a
 // usage error here (exit 2, one stderr line); --help and --version exit 0.
+#include "build_info/build_info.h"
 #include "clients/cli/app.h"
 
 #include <cstdio>
@@ -17,7 +18,6 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "build_info/build_info.h"
 #include "clients/cli/usage.h"
 
 namespace cowkv {
@@ -144,25 +144,17 @@ Cli::Cli()
   AddGlobals(&app_, globals_.get());
   const GlobalsPtr g = globals_;
   const std::vector<std::pair<std::string, RunFn>> commands = {
-      {"mkfs", AddMkfs(&app_)},
-      {"check", AddCheck(&app_, g)},
-      {"dump-tree", AddDumpTree(&app_)},
-      {"subvolume", AddSubvolume(&app_, g)},
-      {"kv", AddKv(&app_, g)},
-      {"fs", AddFs(&app_, g)},
-      {"stats", AddStats(&app_, g)},
-      {"sync", AddSync(&app_, g)},
-      {"version", AddVersion(&app_, g)},
-      {"status", AddStatus(&app_, g)},
-      {"bench", AddBench(&app_, g)},
-      {"mount", AddMount(&app_)},
-      {"lease", AddLease(&app_, g)},
-      {"lock", AddLock(&app_, g)},
-      {"send", AddSend(&app_, g)},
-      {"receive", AddReceive(&app_, g)},
-      {"completion", AddCompletion(&app_)},
-      {"man", AddMan(&app_)}};
+      {"mkfs", AddMkfs(&app_)},          {"check", AddCheck(&app_, g)},
+      {"dump-tree", AddDumpTree(&app_)}, {"subvolume", AddSubvolume(&app_, g)},
+      {"kv", AddKv(&app_, g)},           {"fs", AddFs(&app_, g)},
+      {"stats", AddStats(&app_, g)},     {"sync", AddSync(&app_, g)},
+      {"version", AddVersion(&app_, g)}, {"status", AddStatus(&app_, g)},
+      {"bench", AddBench(&app_, g)},     {"mount", AddMount(&app_)},
+      {"lease", AddLease(&app_, g)},     {"lock", AddLock(&app_, g)},
+      {"send", AddSend(&app_, g)},       {"receive", AddReceive(&app_, g)},
+      {"completion", AddCompletion(&app_)}};
   for (const auto& [name, run] : commands) commands_[name] = run;
+  commands_["man"] = AddMan(&app_);  // man.cc
 }
 
 std::string Cli::chosen() const {

@@ -166,7 +166,11 @@ expect_err "^cowkv: kv range: --limit takes a whole number of 0 or more, not 'te
 run --timeout soon stats
 expect_rc 2
 expect_one_err_line
-expect_err "^cowkv: stats: --timeout takes SECONDS, not 'soon'"
+expect_err "^cowkv: stats: --timeout takes a number of 0 or more, not 'soon' \(usage: cowkv stats\)$"
+run bench --clients 0
+expect_rc 2
+expect_one_err_line
+expect_err "^cowkv: bench: --clients takes a number in \[1 - [0-9]+\], not '0' \(usage: "
 run fs setfattr --create /x
 expect_rc 2
 expect_one_err_line

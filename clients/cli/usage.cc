@@ -236,6 +236,28 @@ std::string Unconvertible(const CLI::App* cmd, const CLI::ParseError& e) {
   return "";
 }
 
+// A value a validator refused (ValidationError). CLI11's numeric
+// validators word it poorly ("Value soon not in range 0.000000 to 1.79e308"):
+// those become what the option takes, read from the validator's
+// description in the option's type name. Others name their rule well
+// ("--nodesize: 3000 is not a power of two ...") and are kept.
+std::string Refused(const CLI::App* cmd, const CLI::ParseError& e) {
+  for (const CLI::Option* o : Reachable(cmd)) {
+    if (o->count() == 0 || IsFlag(o) || o->results().empty() || o->get_lnames().empty()) continue;
+    const std::string name = "--" + o->get_lnames().front();
+    if (!absl::StartsWith(e.what(), name + ":")) continue;
+    const std::string type = o->get_type_name();
+    std::string takes;
+    if (absl::StrContains(type, ":NONNEGATIVE")) takes = "a number of 0 or more";
+    if (absl::StrContains(type, ":POSITIVE")) takes = "a number above 0";
+    const size_t range = type.find(" in [");
+    if (range != std::string::npos) takes = absl::StrCat("a number in ", type.substr(range + 4));
+    if (takes.empty()) break;
+    return absl::StrCat(name, " takes ", takes, ", not '", o->results().back(), "'");
+  }
+  return e.what();  // names the option and the rule ("--nodesize: ...")
+}
+
 }  // namespace
 
 std::string ParseErrorMessage(const CLI::ParseError& e, CLI::App* root, CLI::App* cmd, int argc,
@@ -249,10 +271,11 @@ std::string ParseErrorMessage(const CLI::ParseError& e, CLI::App* root, CLI::App
     why = Missing(cmd);
   } else if (dynamic_cast<const CLI::ConversionError*>(&e) != nullptr) {
     why = Unconvertible(cmd, e);
-  } else if (dynamic_cast<const CLI::ValidationError*>(&e) != nullptr ||
-             dynamic_cast<const CLI::RequiresError*>(&e) != nullptr ||
+  } else if (dynamic_cast<const CLI::ValidationError*>(&e) != nullptr) {
+    why = Refused(cmd, e);
+  } else if (dynamic_cast<const CLI::RequiresError*>(&e) != nullptr ||
              dynamic_cast<const CLI::ExcludesError*>(&e) != nullptr) {
-    why = e.what();  // names the option and the rule ("--nodesize: ...")
+    why = e.what();  // "--create requires --name"
   }
   if (why.empty()) return "";
   return absl::StrCat(why, " (usage: ", UsageLine(cmd), ")");
