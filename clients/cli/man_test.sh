@@ -43,7 +43,8 @@ while IFS=$'\t' read -r path opts; do
   for o in $opts; do
     [[ "$o" == --* ]] || continue
     [[ "$o" == --help ]] && continue
-    plain "$page" | grep -q -- "$o" || fail "option $o of '$path' not in $(basename "$page")"
+    # Its entry (names in bold), not only the synopsis.
+    plain "$page" | grep -qF -- "\\fB$o\\fR" || fail "option $o of '$path' has no entry in $(basename "$page")"
   done
 done < <(sed -nE 's/^ +"([a-z -]*)"\) opts="([^"]*)" ;;$/\1\t\2/p' <<<"$script")
 
