@@ -86,9 +86,15 @@ absl::Status WriteFile(const std::string& path, const std::string& text) {
   return absl::OkStatus();
 }
 
+// mkdir -p.
 absl::Status MakeDir(const std::string& path) {
-  if (mkdir(path.c_str(), 0755) == 0 || errno == EEXIST) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat("cannot create ", path, ": ", std::strerror(errno)));
+  for (size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
+    const std::string dir = path.substr(0, slash);
+    if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+      return absl::InternalError(absl::StrCat("cannot create ", dir, ": ", std::strerror(errno)));
+    }
+    if (slash == std::string::npos) return absl::OkStatus();
+  }
 }
 
 // Every page as {file name under DIR, text}.

@@ -10,6 +10,9 @@ source "$(dirname "$0")/test_lib.sh" "$1"
 plain() { sed 's/\\-/-/g' "$1"; }
 
 case_ "man --dir writes cowkv(1), one page per command and cowkvd(8)"
+run man --dir "$WORK/new/man" --cowkvd "$COWKVD"  # creates missing parents
+expect_rc 0
+[[ -s "$WORK/new/man/man1/cowkv.1" ]] || fail "man --dir did not create DIR's parents"
 run man --dir "$WORK/man" --cowkvd "$COWKVD"
 expect_rc 0
 expect_no_err
