@@ -18,6 +18,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "clients/cli/usage.h"
 
 namespace cowkv {
 namespace cli {
@@ -78,7 +79,7 @@ bool TakesValue(absl::string_view a) {
 
 bool IsGlobalOption(absl::string_view a) {
   const absl::string_view name = a.substr(0, a.find('='));
-  return TakesValue(name) || a == "--json";
+  return TakesValue(name) || a == "--json" || a == "--quiet" || a == "-q";
 }
 
 }  // namespace
@@ -112,6 +113,7 @@ void AddGlobals(CLI::App* app, Globals* g) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app->add_flag("--json", g->json, "Print JSON for scripts instead of text");
+  app->add_flag("-q,--quiet", g->quiet, "Draw no progress lines on a terminal");
   app->add_option("--tls-ca", g->tls_ca, "Talk TLS; trust the CA in this PEM file")
       ->envname("COWKV_TLS_CA")
       ->type_name("FILE");
@@ -153,6 +155,7 @@ Cli::Cli()
       {"backup", AddBackup(&app_, g)},   {"export", AddExport(&app_, g)},
       {"import", AddImport(&app_, g)},   {"completion", AddCompletion(&app_)}};
   for (const auto& [name, run] : commands) commands_[name] = run;
+  commands_["man"] = AddMan(&app_);  // man.cc
 }
 
 std::string Cli::chosen() const {
@@ -189,7 +192,10 @@ int Cli::UsageError(const CLI::ParseError& e, const char* word, int argc,
                                 dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr;
   const std::string group = missing_or_extra ? GroupError(argc, argv) : "";
   if (!group.empty()) return Fail(op, group, kExitUsage);
-  return Fail(op.empty() ? "usage" : op, e.what(), kExitUsage);
+  CLI::App* cmd = &app_;
+  while (!cmd->get_subcommands().empty()) cmd = cmd->get_subcommands().front();
+  const std::string why = ParseErrorMessage(e, &app_, cmd, argc, argv);
+  return Fail(op.empty() ? "usage" : op, why.empty() ? e.what() : why, kExitUsage);
 }
 
 // A command group (`kv`, `subvolume`, `fs snapshot`...) given no command or

@@ -91,7 +91,7 @@ case_ "online command with a missing argument"
 run kv get --subvolume data
 expect_rc 2
 expect_one_err_line
-expect_err '^cowkv: kv get: KEY is required'
+expect_err '^cowkv: kv get: missing KEY \(usage: cowkv kv get \[-s SUBVOLUME\] \[--rev REV\] KEY\)$'
 
 case_ "invalid subvolume name is refused before any call (3)"
 run --server 127.0.0.1:1 subvolume create a/b
@@ -115,7 +115,7 @@ case_ "missing positional (CLI11's required error, 106)"
 run dump-tree
 expect_rc 2
 expect_one_err_line
-expect_err '^cowkv: dump-tree: PATH is required'
+expect_err '^cowkv: dump-tree: missing PATH \(usage: cowkv dump-tree \[-t ID\] PATH\)$'
 
 case_ "unconvertible option value (CLI11's conversion error)"
 run dump-tree --tree abc img
@@ -128,5 +128,78 @@ run mkfs --size 1G --nodesize 3000 img
 expect_rc 2
 expect_one_err_line
 expect_err '^cowkv: mkfs: --nodesize'
+
+case_ "flag errors say what was wrong and what the command takes (exit 2)"
+# Each class of mistake: the sentence, then the command's usage line.
+run kv put -s
+expect_rc 2
+expect_one_err_line
+expect_err "^cowkv: kv put: -s needs a value \(SUBVOLUME\) \(usage: cowkv kv put \[-s SUBVOLUME\] .*KEY \[VALUE\]\)$"
+run kv put
+expect_rc 2
+expect_one_err_line
+expect_err "^cowkv: kv put: missing KEY \(usage: cowkv kv put "
+run fs put local
+expect_rc 2
+expect_one_err_line
+expect_err "^cowkv: fs put: missing REMOTE \(usage: cowkv fs put \[-s SUBVOLUME\] \[--mode OCTAL\] LOCAL REMOTE\)$"
+run kv get k extra
+expect_rc 2
+expect_one_err_line
+expect_err "^cowkv: kv get: unexpected argument 'extra' \(usage: cowkv kv get "
+run stats now
+expect_rc 2
+expect_one_err_line
+expect_err "^cowkv: stats: unexpected argument 'now' \(it takes no arguments\) \(usage: cowkv stats\)$"
+run kv range --limt 5
+expect_rc 2
+expect_one_err_line
+expect_err "^cowkv: kv range: unknown option '--limt'; did you mean '--limit'\? \(usage: cowkv kv range "
+run kv get -x k
+expect_rc 2
+expect_one_err_line
+expect_err "^cowkv: kv get: unknown option '-x' \(an argument starting with '-' goes after '--'\)"
+run kv range --limit ten
+expect_rc 2
+expect_one_err_line
+expect_err "^cowkv: kv range: --limit takes a whole number of 0 or more, not 'ten' \(usage: "
+run --timeout soon stats
+expect_rc 2
+expect_one_err_line
+expect_err "^cowkv: stats: --timeout takes a number of 0 or more, not 'soon' \(usage: cowkv stats\)$"
+run bench --clients 0
+expect_rc 2
+expect_one_err_line
+expect_err "^cowkv: bench: --clients takes a number in \[1 - [0-9]+\], not '0' \(usage: "
+run fs setfattr --create /x
+expect_rc 2
+expect_one_err_line
+expect_err "^cowkv: fs setfattr: --create requires --name \(usage: cowkv fs setfattr "
+run mkfs --nodesize
+expect_rc 2
+expect_one_err_line
+expect_err "^cowkv: mkfs: --nodesize needs a value \(SIZE\) \(usage: cowkv mkfs \[--size SIZE\] \[-n SIZE\] \[-f\] PATH\)$"
+
+case_ "progress: never on a non-terminal (stderr of an offline check stays empty)"
+COWKV_PROGRESS_DELAY=0 run mkfs --size 32M img
+expect_rc 0
+COWKV_PROGRESS_DELAY=0 run check img
+expect_rc 0
+expect_no_err
+expect_out '^no problems found$'
+
+case_ "progress on a terminal: drawn on stderr, erased at the end; none with --quiet or --json"
+if command -v script >/dev/null; then
+  tty_run() { COWKV_PROGRESS_DELAY=0 script -qec "$COWKV $* >/dev/null" /dev/null | tr -d '\r'; }
+  got=$(tty_run check img)
+  [[ "$got" =~ check:\ [0-9.]+\ (B|KiB|MiB)\ /\ [0-9.]+\ (KiB|MiB)\ \([0-9]+%\) ]] || fail "no progress frame on the tty: $got"
+  [[ "$got" =~ \ +$ ]] || fail "the last frame is not erased: $got"
+  got=$(tty_run --quiet check img)
+  [[ -z "$got" ]] || fail "progress with --quiet: $got"
+  got=$(tty_run check --json img)
+  [[ -z "$got" ]] || fail "progress with --json: $got"
+else
+  echo "(script(1) not installed: terminal case skipped)"
+fi
 
 pass

@@ -10,6 +10,8 @@
 #include "clients/cli/kv_commands.h"
 #include "clients/cli/online.h"
 #include "clients/cli/output.h"
+#include "clients/cli/progress.h"
+#include "clients/cli/usage.h"
 #include "gtest/gtest.h"
 
 namespace cowkv {
@@ -335,6 +337,88 @@ TEST(TxnSpec, ResponseForms) {
   EXPECT_EQ(j.begin().key(), "__header");
   EXPECT_EQ(j["responses"][0]["delete"]["deleted"], 2);
   EXPECT_EQ(j["responses"][1]["range"]["kvs"][0]["value"], "v");
+}
+
+TEST(Progress, FormatsBytesRateAndTimeLeft) {
+  EXPECT_EQ(HumanBytes(0), "0 B");
+  EXPECT_EQ(HumanBytes(1023), "1023 B");
+  EXPECT_EQ(HumanBytes(1536), "1.5 KiB");
+  EXPECT_EQ(HumanBytes(48ull << 20), "48.0 MiB");
+  EXPECT_EQ(HumanBytes(3ull << 40), "3.0 TiB");
+  EXPECT_EQ(FormatProgress("fs put", 48ull << 20, 120ull << 20, absl::Milliseconds(500)),
+            "fs put: 48.0 MiB / 120.0 MiB (40%), 96.0 MiB/s, 0:01 left");
+  // No rate in the first 100 ms; an unknown total (stdin) has no percent.
+  EXPECT_EQ(FormatProgress("fs cat", 2048, 0, absl::Milliseconds(50)), "fs cat: 2.0 KiB");
+  EXPECT_EQ(FormatProgress("fs cat", 10ull << 20, 0, absl::Seconds(2)),
+            "fs cat: 10.0 MiB, 5.0 MiB/s");
+  // Past the estimate (check's total is one): capped at 100%, no time left.
+  EXPECT_EQ(FormatProgress("check", 2048, 1024, absl::Seconds(1)),
+            "check: 2.0 KiB / 1.0 KiB (100%), 2.0 KiB/s");
+  EXPECT_EQ(FormatProgress("x", 1, 3601, absl::Seconds(1)),
+            "x: 1 B / 3.5 KiB (0%), 1 B/s, 60:00 left");
+}
+
+// Progress driven by a fake clock: nothing before the delay, at most one
+// frame per 100 ms, each frame covering the last, erased at the end.
+TEST(Progress, DelayRateLimitAndErase) {
+  absl::Time now = absl::UnixEpoch();
+  std::vector<std::string> out;
+  Progress p(
+      "fs put", 1000, /*enabled=*/true, absl::Seconds(1), [&] { return now; },
+      [&](absl::string_view s) { out.emplace_back(s); });
+  p.Add(100);
+  now += absl::Milliseconds(999);
+  p.Add(100);
+  EXPECT_TRUE(out.empty()) << "drawn before the delay";
+  now += absl::Milliseconds(1);
+  p.Add(100);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0], "\rfs put: 300 B / 1000 B (30%), 300 B/s, 0:02 left");
+  for (int i = 0; i < 50; ++i) {  // 49 ms of updates: no frame
+    now += absl::Milliseconds(1);
+    p.Add(1);
+  }
+  EXPECT_EQ(out.size(), 1u);
+  now += absl::Milliseconds(51);
+  p.Add(650);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[1].size(), out[0].size()) << "a shorter frame is padded over the last";
+  p.Finish();
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[2], "\r" + std::string(out[0].size() - 1, ' ') + "\r");
+  p.Add(1);
+  now += absl::Seconds(5);
+  p.Add(1);
+  p.Finish();
+  EXPECT_EQ(out.size(), 3u) << "nothing after the end";
+}
+
+TEST(Progress, DisabledOrShortDrawsNothing) {
+  absl::Time now = absl::UnixEpoch();
+  std::vector<std::string> out;
+  {
+    Progress off(
+        "check", 10, /*enabled=*/false, absl::ZeroDuration(), [&] { return now; },
+        [&](absl::string_view s) { out.emplace_back(s); });
+    off.Add(5);
+    now += absl::Seconds(2);
+    off.Add(5);
+  }
+  {
+    Progress quick(
+        "check", 10, /*enabled=*/true, absl::Seconds(1), [&] { return now; },
+        [&](absl::string_view s) { out.emplace_back(s); });
+    quick.Add(10);
+  }
+  EXPECT_TRUE(out.empty());
+}
+
+TEST(Usage, ClosestName) {
+  const std::vector<std::string> names = {"--limit", "--prefix", "--reverse", "--rev"};
+  EXPECT_EQ(Closest("--limt", names), "--limit");
+  EXPECT_EQ(Closest("--prefx", names), "--prefix");
+  EXPECT_EQ(Closest("--revers", names), "--reverse");
+  EXPECT_EQ(Closest("--bogus", names), "");
 }
 
 }  // namespace

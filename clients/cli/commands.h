@@ -77,6 +77,7 @@ RunFn AddImport(CLI::App* app, const GlobalsPtr& g);    // export.cc
 // `cowkv subvolume digest NAME` (send.cc).
 int RunSubvolumeDigest(const std::string& name, const Globals& g);
 RunFn AddCompletion(CLI::App* app);                     // completion.cc
+RunFn AddMan(CLI::App* app);                            // man.cc
 
 // `cowkv check` without PATH: Admin.Check on the server. (admin.cc)
 int RunOnlineCheck(const Globals& g, bool json);

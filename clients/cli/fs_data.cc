@@ -10,6 +10,8 @@
 // Files.Write call; each chunk is atomic, the whole upload is not. `cat`
 // streams Files.Read to stdout. `clone` creates DST if absent and makes it
 // share SRC's extents (reflink; length 0 = to SRC's end).
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -19,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "clients/cli/fs_commands.h"
 #include "clients/cli/output.h"
+#include "clients/cli/progress.h"
 
 namespace cowkv {
 namespace cli {
@@ -52,8 +55,8 @@ grpc::Status Destination(Connection& conn, const DataArgs& a, std::string* out) 
 }
 
 // Streams `in` into the file; *local_error is set if reading `in` failed.
-grpc::Status Upload(Connection& conn, const DataArgs& a, const std::string& path,
-                    std::FILE* in, v1::WriteResponse* resp, bool* local_error) {
+grpc::Status Upload(Connection& conn, const DataArgs& a, const std::string& path, std::FILE* in,
+                    v1::WriteResponse* resp, bool* local_error, Progress* progress) {
   grpc::ClientContext context;
   conn.Prepare(&context, /*stream=*/true);
   std::unique_ptr<grpc::ClientWriter<v1::WriteRequest>> writer =
@@ -71,6 +74,7 @@ grpc::Status Upload(Connection& conn, const DataArgs& a, const std::string& path
     if (n == 0 && !first) break;
     msg.set_data(buf.data(), n);
     if (!writer->Write(msg)) break;  // the server ended the call: see Finish
+    progress->Add(n);
     msg.Clear();
     first = false;
     if (n < buf.size()) break;
@@ -78,7 +82,9 @@ grpc::Status Upload(Connection& conn, const DataArgs& a, const std::string& path
   *local_error = std::ferror(in) != 0;
   if (*local_error) context.TryCancel();
   writer->WritesDone();
-  return writer->Finish();
+  grpc::Status s = writer->Finish();
+  progress->Finish();
+  return s;
 }
 
 int RunPut(const DataArgs& a, const Globals& g) {
@@ -94,7 +100,10 @@ int RunPut(const DataArgs& a, const Globals& g) {
   grpc::Status s = conn ? Destination(*conn, a, &path) : grpc::Status::OK;
   v1::WriteResponse resp;
   bool local_error = false;
-  if (conn && s.ok()) s = Upload(*conn, a, path, in, &resp, &local_error);
+  struct stat st;
+  const uint64_t total = fstat(fileno(in), &st) == 0 && S_ISREG(st.st_mode) ? st.st_size : 0;
+  Progress progress(kOp, total, ProgressWanted(g, /*stdout_is_data=*/false), ProgressDelay());
+  if (conn && s.ok()) s = Upload(*conn, a, path, in, &resp, &local_error, &progress);
   if (in != stdin) std::fclose(in);
   if (!conn) return rc;
   if (local_error) return Fail(kOp, absl::StrCat("error reading ", a.local));
@@ -109,8 +118,19 @@ int RunPut(const DataArgs& a, const Globals& g) {
 
 // cat.
 
+// The bytes `cat` of `path` will print, for the progress line (0: unknown).
+uint64_t CatTotal(Connection& conn, const DataArgs& a, const std::string& path) {
+  v1::FileStat st;
+  if (!StatPath(conn, a.subvolume, path, &st).ok()) return 0;
+  const uint64_t offset = SizeValue(a.offset), length = SizeValue(a.length);
+  const uint64_t total = st.size() > offset ? st.size() - offset : 0;
+  return length > 0 && length < total ? length : total;
+}
+
 int CatOne(Connection& conn, const DataArgs& a, const std::string& path) {
   constexpr char kOp[] = "fs cat";
+  const bool wanted = ProgressWanted(conn.globals(), /*stdout_is_data=*/true);
+  Progress progress(kOp, wanted ? CatTotal(conn, a, path) : 0, wanted, ProgressDelay());
   grpc::ClientContext context;
   conn.Prepare(&context, /*stream=*/true);
   v1::ReadRequest req;
@@ -122,6 +142,7 @@ int CatOne(Connection& conn, const DataArgs& a, const std::string& path) {
       conn.files().Read(&context, req);
   v1::ReadResponse m;
   while (reader->Read(&m)) {
+    progress.Add(m.data().size());
     if (Emit(kOp, m.data()) != kExitOk) {
       context.TryCancel();
       reader->Finish();
@@ -129,6 +150,7 @@ int CatOne(Connection& conn, const DataArgs& a, const std::string& path) {
     }
   }
   grpc::Status s = reader->Finish();
+  progress.Finish();
   return s.ok() ? kExitOk : RpcFail(kOp, s, conn.globals());
 }
 

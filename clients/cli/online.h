@@ -57,6 +57,7 @@ struct Globals {
   double timeout_seconds = kDefaultTimeoutSeconds;  // 0 = no deadline
   bool timeout_given = false;  // --timeout was on the command line
   bool json = false;
+  bool quiet = false;  // --quiet: no progress lines (progress.h)
 };
 
 // The exit code for a gRPC status code (kExitOk for OK).
