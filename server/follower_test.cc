@@ -174,7 +174,14 @@ TEST(Follower, CatchesUpSurvivesKillAndPrimaryOutage) {
   // being made); the replica has no leftover of a cut pull.
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   EXPECT_LE(FollowSnapshots(p).size(), 2u);
-  EXPECT_TRUE(FollowSnapshots(f).empty());
+  // A pull in flight shows its snapshot on the replica for a moment (a
+  // loaded machine stretches it): a leftover is one that never goes.
+  bool clean = false;
+  for (int i = 0; i < 200 && !clean; ++i) {
+    clean = FollowSnapshots(f).empty();
+    if (!clean) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(clean) << "follow snapshots left on the replica";
   // The primary goes down: the replica keeps serving, Stats says why.
   const std::string last = Digest(f, "data");
   EXPECT_EQ(primary.Stop(), 0);
