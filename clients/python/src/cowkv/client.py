@@ -223,10 +223,13 @@ class Client:
                                    timeout=timeout).generation)
 
     def stats(self, *, timeout: Optional[float] = None) -> Dict[str, int]:
-        """Every engine and server counter, by the field names of StatsResponse."""
+        """Every engine and server counter, by the field names of StatsResponse
+        (its counters only: a read replica's status, `server_replicas`, is not
+        a counter and is left out)."""
         resp = self._rpc.unary(self._rpc.admin.Stats, admin_pb2.StatsRequest(), "stats",
                                timeout=timeout)
-        return {f.name: int(getattr(resp, f.name)) for f in resp.DESCRIPTOR.fields}
+        return {f.name: int(getattr(resp, f.name)) for f in resp.DESCRIPTOR.fields
+                if f.type != f.TYPE_MESSAGE}
 
     def check(self, timeout: Optional[float] = None) -> CheckResult:
         """Online read-only verification of the committed state. Findings are
