@@ -183,12 +183,18 @@ public final class CowkvClient implements AutoCloseable {
         AdminOuterClass.SyncRequest.getDefaultInstance())).getGeneration();
   }
 
-  /** Every engine and server counter, by the field names of StatsResponse. */
+  /**
+   * Every engine and server counter, by the field names of StatsResponse (its counters only: a
+   * read replica's status, {@code server_replicas}, is not a counter and is left out).
+   */
   public Map<String, Long> stats() {
     AdminOuterClass.StatsResponse r = Rpc.call("stats", () -> rpc.admin(null).stats(
         AdminOuterClass.StatsRequest.getDefaultInstance()));
     Map<String, Long> out = new LinkedHashMap<>();
     for (Descriptors.FieldDescriptor f : r.getDescriptorForType().getFields()) {
+      if (f.isRepeated() || f.getJavaType() == Descriptors.FieldDescriptor.JavaType.MESSAGE) {
+        continue;
+      }
       out.put(f.getName(), ((Number) r.getField(f)).longValue());
     }
     return Collections.unmodifiableMap(out);
