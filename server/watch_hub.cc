@@ -184,11 +184,6 @@ void WatchSink::Close() {
   reader_cv_.SignalAll();
 }
 
-uint64_t WatchSink::queued_bytes() const {
-  absl::MutexLock l(&mu_);
-  return out_bytes_;
-}
-
 // ---- WatchHub ----
 
 WatchHub::WatchHub(Store* store, WatchLimits limits) : store_(store), limits_(limits) {

@@ -162,7 +162,6 @@ class WatchSink {
   void Wake();
   // The stream ended: every later Send is dropped.
   void Close();
-  uint64_t queued_bytes() const;
 
  private:
   void Push(v1::WatchResponse r, uint64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
