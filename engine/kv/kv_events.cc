@@ -134,7 +134,7 @@ absl::StatusOr<EventsResult> ReadEvents(KvSpace* kv, Tree* tree, const EventsReq
   if (req.from_revision == 0) {
     return absl::InvalidArgumentError("events start at revision 1 or later");
   }
-  COWKV_ASSIGN_OR_RETURN(uint64_t floor, kv->CompactRevision(tree));
+  COWKV_ASSIGN_OR_RETURN(uint64_t floor, kv->EventsFloor(tree));
   if (req.from_revision <= floor) return CompactedError(req.from_revision, floor + 1);
   EventScan s{kv, tree, &req, bug_latest, {}, {}, {}};
   s.result.next_revision = req.to_revision + 1;

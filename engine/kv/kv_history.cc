@@ -124,6 +124,19 @@ absl::StatusOr<uint64_t> KvSpace::CompactRevision(Tree* tree) {
   return DecodeHistoryInfo(*raw);
 }
 
+absl::StatusOr<uint64_t> KvSpace::EventsFloor(Tree* tree) {
+  COWKV_ASSIGN_OR_RETURN(uint64_t floor, CompactRevision(tree));
+  if (floor <= legacy_floor_) return floor;
+  absl::StatusOr<std::string> raw = tree->Get(HistoryInfoKey());
+  if (!absl::IsNotFound(raw.status())) {
+    COWKV_RETURN_IF_ERROR(raw.status());
+    return floor;  // compacted: its floor is what it says
+  }
+  // Never compacted, first entry after the mount: every KV change since
+  // the mount has its entry, so none happened in between.
+  return legacy_floor_;
+}
+
 absl::Status KvSpace::CheckReadable(Tree* tree, uint64_t at) {
   if (at > revision_) return FutureRevisionError(at, revision_);
   COWKV_ASSIGN_OR_RETURN(uint64_t floor, CompactRevision(tree));

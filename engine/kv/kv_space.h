@@ -164,6 +164,13 @@ class KvSpace {
   // The history's compact revision: reads at a revision below it are
   // OUT_OF_RANGE.
   absl::StatusOr<uint64_t> CompactRevision(Tree* tree);
+  // Where a watch's events start to be complete (kv_events.cc): the
+  // compact revision, except that a never-compacted tree's events are
+  // complete from the mount on even when its first entry came later
+  // (revisions are store-wide: other subvolumes took those between). Reads
+  // at a revision keep CompactRevision: a tree filled by a receive since
+  // the mount holds items no entry explains.
+  absl::StatusOr<uint64_t> EventsFloor(Tree* tree);
   // Drops the history of revisions <= `revision` (etcd's Compact) from
   // `subvol`'s tree (writable, exclusive lock). OUT_OF_RANGE (COMPACTED)
   // when `revision` is below the compact revision already, FUTURE_REVISION

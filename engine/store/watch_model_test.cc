@@ -59,7 +59,7 @@ class WatchRun {
       if (problems_.empty()) SyncFloor();
       if (problems_.empty()) CheckFrom(RandomStart());
     }
-    for (uint64_t r = model_.floor() + 1; r <= model_.last() + 1 && problems_.empty(); ++r) {
+    for (uint64_t r = EventsFloor() + 1; r <= model_.last() + 1 && problems_.empty(); ++r) {
       CheckFrom(r);
     }
     sv_.reset();
@@ -81,6 +81,7 @@ class WatchRun {
     sv_ = std::move(*store_->DefaultSubvolume());
     absl::StatusOr<std::unique_ptr<Subvolume>> o = store_->OpenSubvolume("other");
     if (o.ok()) other_ = std::move(*o);
+    mount_revision_ = store_->Stats().revision;
     return true;
   }
   bool Fail(const std::string& what) {
@@ -136,6 +137,8 @@ class WatchRun {
       const uint64_t to = lo + (cur > lo ? rng_() % ((cur - lo) / 4 + 1) : 0);
       if (to == 0) return;
       if (absl::Status s = sv_->Compact(to); !s.ok()) return (void)Fail("compact: " + s.ToString());
+      // Only a rising floor is written (a compaction to it drops leftovers).
+      if (to > model_.floor()) compacted_ = true;
       model_.Compact(to);
     } else if (dice < 76) {
       Open();
@@ -248,10 +251,21 @@ class WatchRun {
     if (!floor.ok()) return (void)Fail(floor.status().ToString());
     if (*floor < model_.floor()) return (void)Fail("the compact revision went back");
     model_.Compact(*floor);
+    // A never-compacted tree's compact revision is its first change's
+    // revision - 1 (the revision at mount before any): anything else is
+    // an automatic compaction.
+    const uint64_t first = model_.first_change();
+    if (*floor != (first != 0 ? first - 1 : mount_revision_)) compacted_ = true;
+  }
+
+  // Where events start to be complete: the compact revision once compacted,
+  // else the mount (or the first change's revision - 1 if earlier).
+  uint64_t EventsFloor() const {
+    return compacted_ ? model_.floor() : std::min(model_.floor(), mount_revision_);
   }
 
   uint64_t RandomStart() {
-    const uint64_t lo = model_.floor() > 2 ? model_.floor() - 2 : 1;
+    const uint64_t lo = EventsFloor() > 2 ? EventsFloor() - 2 : 1;
     return lo + rng_() % (model_.last() + 2 - lo);
   }
 
@@ -263,12 +277,12 @@ class WatchRun {
     q.to_revision = store_->Stats().revision;
     q.prev_kv = rng_() % 4 != 0;
     if (rng_() % 3 == 0) q.prefix = absl::StrCat("k", rng_() % 3);
-    if (from <= model_.floor()) {
+    if (from <= EventsFloor()) {
       absl::StatusOr<EventsResult> r = sv_->ReadEvents(q);
       const absl::optional<absl::Cord> p = r.status().GetPayload(kCompactRevisionPayloadUrl);
       if (ReasonOf(r.status()) != ErrorReason::kCompacted || !p.has_value() ||
-          std::string(*p) != absl::StrCat(model_.floor() + 1)) {
-        Fail(at + "at or below the compact revision " + absl::StrCat(model_.floor()) +
+          std::string(*p) != absl::StrCat(EventsFloor() + 1)) {
+        Fail(at + "at or below the events floor " + absl::StrCat(EventsFloor()) +
              ", ReadEvents answered " + r.status().ToString());
       }
       return;
@@ -313,6 +327,8 @@ class WatchRun {
   std::unique_ptr<Store> store_;
   std::unique_ptr<Subvolume> sv_, other_;
   HistoryModel model_;
+  uint64_t mount_revision_ = 0;  // the store's revision at the last Open
+  bool compacted_ = false;       // the tree has a compact revision of its own
   std::map<std::string, int64_t> attached_;  // key -> lease
   std::set<int64_t> leases_;
   std::vector<std::string> problems_;

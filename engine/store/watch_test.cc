@@ -109,5 +109,24 @@ TEST_F(WatchStoreTest, DeletedSubvolumeIsNotFoundAndMovesTheEpoch) {
   EXPECT_TRUE(absl::IsNotFound(sv->ReadEvents(q).status()));
 }
 
+// Revisions are store-wide: a subvolume whose first KV change comes after
+// other subvolumes' changes still has complete events from the mount on (a
+// watcher created before its first put must not be told COMPACTED).
+TEST_F(WatchStoreTest, EventsBeforeASubvolumesFirstChangeAreNotCompacted) {
+  ASSERT_OK(store_->CreateSubvolume("quiet").status());
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Subvolume> quiet, store_->OpenSubvolume("quiet"));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Subvolume> busy, store_->DefaultSubvolume());
+  const uint64_t start = store_->Durable().revision + 1;  // a watcher from "now"
+  for (int i = 0; i < 3; ++i) ASSERT_OK(busy->PutItem("b", "x", Durability::kDurable).status());
+  EventsRequest q;
+  q.from_revision = start;
+  ASSERT_OK_AND_ASSIGN(EventsResult r, quiet->ReadEvents(q));
+  EXPECT_TRUE(r.events.empty());
+  ASSERT_OK_AND_ASSIGN(uint64_t rev, quiet->PutItem("q", "1", Durability::kDurable));
+  ASSERT_OK_AND_ASSIGN(r, quiet->ReadEvents(q));
+  ASSERT_EQ(r.events.size(), 1u);
+  EXPECT_EQ(r.events[0].revision(), rev);
+}
+
 }  // namespace
 }  // namespace cowkv

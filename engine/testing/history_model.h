@@ -10,6 +10,7 @@
 #define COWKV_ENGINE_TESTING_HISTORY_MODEL_H_
 
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <set>
 #include <string>
@@ -45,6 +46,10 @@ class HistoryModel {
     return (--it)->second;
   }
   uint64_t last() const { return states_.rbegin()->first; }
+  // The revision of the first change, 0 before any.
+  uint64_t first_change() const {
+    return states_.size() < 2 ? 0 : std::next(states_.begin())->first;
+  }
   // One change at `rev` (> last()): puts (value) and deletes (nullopt-like:
   // `deleted`), applied to the last state.
   void Apply(uint64_t rev, const std::map<std::string, std::string>& puts,
