@@ -307,6 +307,35 @@ TEST_F(Watch, DeletedSubvolumeCancelsItsWatchers) {
   EXPECT_EQ(c.cancel_code(), v1::WATCH_CANCEL_SUBVOLUME_DELETED);
 }
 
+// Revisions are store-wide: a watcher created on a subvolume before its
+// first KV change still gets that change when other subvolumes took the
+// revisions in between (it was told COMPACTED before the events floor).
+TEST_F(Watch, WatcherBeforeASubvolumesFirstPutIsNotCompacted) {
+  v1::CreateSubvolumeRequest cs;
+  cs.set_name("late");
+  v1::SubvolumeInfo info;
+  ASSERT_GRPC_OK(client_->subvolumes->Create(Ctx(kAdmin).get(), cs, &info));
+  // A watcher from "now" (a revision seen before the subvolume's first
+  // put), created live, and one created afterwards from the same start
+  // (it catches up from the history).
+  const uint64_t now = Put("elsewhere", "x");
+  Open o = OpenStream();
+  v1::WatchRequest req = CreateReq("k", "", now + 1);
+  req.mutable_create_request()->set_subvolume("late");
+  Create(o.stream.get(), req);
+  for (int i = 0; i < 5; ++i) Put("elsewhere", "x");
+  const uint64_t rev = Put("k", "first", "late");
+  std::vector<v1::WatchEvent> ev = Events(o.stream.get(), 1, nullptr);
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].kv().value(), "first");
+  EXPECT_EQ(ev[0].kv().mod_revision(), rev);
+  Open later = OpenStream();
+  Create(later.stream.get(), req);
+  ev = Events(later.stream.get(), 1, nullptr);
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].kv().mod_revision(), rev);
+}
+
 TEST_F(Watch, SlowReaderIsCancelledAfterContiguousEvents) {
   Open o = OpenStream();
   Create(o.stream.get(), CreateReq("slow/", Prefix("slow/")));
