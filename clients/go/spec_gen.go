@@ -32,75 +32,80 @@ const (
 
 // specClass: an error class (clients/spec/errors.json "classes").
 type specClass struct {
+	kind      error
 	name      string
 	code      codes.Code
 	parent    error
 	retryable bool
 }
 
-var specClasses = map[error]specClass{
-	ErrInvalidArgument: {"invalid_argument", codes.InvalidArgument, nil, false},
-	ErrNotFound: {"not_found", codes.NotFound, nil, false},
-	ErrAlreadyExists: {"already_exists", codes.AlreadyExists, nil, false},
-	ErrFailedPrecondition: {"failed_precondition", codes.FailedPrecondition, nil, false},
-	ErrReadOnly: {"read_only", codes.FailedPrecondition, ErrFailedPrecondition, false},
-	ErrConflict: {"conflict", codes.Aborted, nil, true},
-	ErrTooOld: {"too_old", codes.OutOfRange, nil, true},
-	ErrCompacted: {"compacted", codes.OutOfRange, ErrTooOld, true},
-	ErrFutureRevision: {"future_revision", codes.OutOfRange, nil, false},
-	ErrResourceExhausted: {"resource_exhausted", codes.ResourceExhausted, nil, false},
-	ErrNoSpace: {"no_space", codes.ResourceExhausted, ErrResourceExhausted, false},
-	ErrDataLoss: {"data_loss", codes.DataLoss, nil, false},
-	ErrUnavailable: {"unavailable", codes.Unavailable, nil, false},
-	ErrUnauthenticated: {"unauthenticated", codes.Unauthenticated, nil, false},
-	ErrPermissionDenied: {"permission_denied", codes.PermissionDenied, nil, false},
-	ErrDeadlineExceeded: {"deadline_exceeded", codes.DeadlineExceeded, nil, false},
-	ErrCanceled: {"cancelled", codes.Canceled, nil, false},
-	ErrUnimplemented: {"unimplemented", codes.Unimplemented, nil, false},
-	ErrInternal: {"internal", codes.Internal, nil, false},
-	ErrSubvolumeDeleted: {"subvolume_deleted", codes.NotFound, nil, false},
-	ErrSlowReader: {"slow_reader", codes.ResourceExhausted, nil, false},
+var specClassRows = []specClass{
+	{ErrInvalidArgument, "invalid_argument", codes.InvalidArgument, nil, false},
+	{ErrNotFound, "not_found", codes.NotFound, nil, false},
+	{ErrAlreadyExists, "already_exists", codes.AlreadyExists, nil, false},
+	{ErrFailedPrecondition, "failed_precondition", codes.FailedPrecondition, nil, false},
+	{ErrReadOnly, "read_only", codes.FailedPrecondition, ErrFailedPrecondition, false},
+	{ErrConflict, "conflict", codes.Aborted, nil, true},
+	{ErrTooOld, "too_old", codes.OutOfRange, nil, true},
+	{ErrCompacted, "compacted", codes.OutOfRange, ErrTooOld, true},
+	{ErrFutureRevision, "future_revision", codes.OutOfRange, nil, false},
+	{ErrResourceExhausted, "resource_exhausted", codes.ResourceExhausted, nil, false},
+	{ErrNoSpace, "no_space", codes.ResourceExhausted, ErrResourceExhausted, false},
+	{ErrDataLoss, "data_loss", codes.DataLoss, nil, false},
+	{ErrUnavailable, "unavailable", codes.Unavailable, nil, false},
+	{ErrUnauthenticated, "unauthenticated", codes.Unauthenticated, nil, false},
+	{ErrPermissionDenied, "permission_denied", codes.PermissionDenied, nil, false},
+	{ErrDeadlineExceeded, "deadline_exceeded", codes.DeadlineExceeded, nil, false},
+	{ErrCanceled, "cancelled", codes.Canceled, nil, false},
+	{ErrUnimplemented, "unimplemented", codes.Unimplemented, nil, false},
+	{ErrInternal, "internal", codes.Internal, nil, false},
+	{ErrSubvolumeDeleted, "subvolume_deleted", codes.NotFound, nil, false},
+	{ErrSlowReader, "slow_reader", codes.ResourceExhausted, nil, false},
 }
 
-// specByCode: the class of a status code.
-var specByCode = map[codes.Code]error{
-	codes.Canceled: ErrCanceled,
-	codes.Unknown: ErrInternal,
-	codes.InvalidArgument: ErrInvalidArgument,
-	codes.DeadlineExceeded: ErrDeadlineExceeded,
-	codes.NotFound: ErrNotFound,
-	codes.AlreadyExists: ErrAlreadyExists,
-	codes.PermissionDenied: ErrPermissionDenied,
-	codes.ResourceExhausted: ErrResourceExhausted,
-	codes.FailedPrecondition: ErrFailedPrecondition,
-	codes.Aborted: ErrConflict,
-	codes.OutOfRange: ErrTooOld,
-	codes.Unimplemented: ErrUnimplemented,
-	codes.Internal: ErrInternal,
-	codes.Unavailable: ErrUnavailable,
-	codes.DataLoss: ErrDataLoss,
-	codes.Unauthenticated: ErrUnauthenticated,
-}
-
-// specByReason: the ErrorInfo reasons that pick a class finer than the code's.
-var specByReason = map[string]error{
-	"EROFS": ErrReadOnly,
-	"ENOSPC": ErrNoSpace,
-	"READ_ONLY_SNAPSHOT": ErrReadOnly,
-	"CONFLICT": ErrConflict,
-	"TOO_OLD": ErrTooOld,
-	"COMPACTED": ErrCompacted,
-	"FUTURE_REVISION": ErrFutureRevision,
-}
-
-// specWatchCancel: a watcher's end by its WatchCancelCode: class and code.
-var specWatchCancel = map[int32]struct {
+// specKindOf: a status code's, a reason's or a watch cancel code's class.
+type specKindOf[K comparable] struct {
+	key  K
 	kind error
 	code codes.Code
-}{
-	2: {ErrCompacted, codes.OutOfRange}, // WATCH_CANCEL_COMPACTED
-	3: {ErrSubvolumeDeleted, codes.NotFound}, // WATCH_CANCEL_SUBVOLUME_DELETED
-	4: {ErrSlowReader, codes.ResourceExhausted}, // WATCH_CANCEL_SLOW_READER
+}
+
+// The class of a status code.
+var specCodeRows = []specKindOf[codes.Code]{
+	{codes.Canceled, ErrCanceled, codes.Canceled},
+	{codes.Unknown, ErrInternal, codes.Unknown},
+	{codes.InvalidArgument, ErrInvalidArgument, codes.InvalidArgument},
+	{codes.DeadlineExceeded, ErrDeadlineExceeded, codes.DeadlineExceeded},
+	{codes.NotFound, ErrNotFound, codes.NotFound},
+	{codes.AlreadyExists, ErrAlreadyExists, codes.AlreadyExists},
+	{codes.PermissionDenied, ErrPermissionDenied, codes.PermissionDenied},
+	{codes.ResourceExhausted, ErrResourceExhausted, codes.ResourceExhausted},
+	{codes.FailedPrecondition, ErrFailedPrecondition, codes.FailedPrecondition},
+	{codes.Aborted, ErrConflict, codes.Aborted},
+	{codes.OutOfRange, ErrTooOld, codes.OutOfRange},
+	{codes.Unimplemented, ErrUnimplemented, codes.Unimplemented},
+	{codes.Internal, ErrInternal, codes.Internal},
+	{codes.Unavailable, ErrUnavailable, codes.Unavailable},
+	{codes.DataLoss, ErrDataLoss, codes.DataLoss},
+	{codes.Unauthenticated, ErrUnauthenticated, codes.Unauthenticated},
+}
+
+// The ErrorInfo reasons that pick a class finer than the code's.
+var specReasonRows = []specKindOf[string]{
+	{"EROFS", ErrReadOnly, codes.FailedPrecondition},
+	{"ENOSPC", ErrNoSpace, codes.ResourceExhausted},
+	{"READ_ONLY_SNAPSHOT", ErrReadOnly, codes.FailedPrecondition},
+	{"CONFLICT", ErrConflict, codes.Aborted},
+	{"TOO_OLD", ErrTooOld, codes.OutOfRange},
+	{"COMPACTED", ErrCompacted, codes.OutOfRange},
+	{"FUTURE_REVISION", ErrFutureRevision, codes.OutOfRange},
+}
+
+// A watcher's end by its WatchCancelCode (2 = WATCH_CANCEL_COMPACTED, 3 = WATCH_CANCEL_SUBVOLUME_DELETED, 4 = WATCH_CANCEL_SLOW_READER).
+var specWatchCancelRows = []specKindOf[int32]{
+	{2, ErrCompacted, codes.OutOfRange},
+	{3, ErrSubvolumeDeleted, codes.NotFound},
+	{4, ErrSlowReader, codes.ResourceExhausted},
 }
 
 // specFallback: a class read from the message text of a server that sends
@@ -116,5 +121,5 @@ type specFallback struct {
 
 var specFallbacks = []specFallback{
 	{codes.FailedPrecondition, ErrReadOnly, []string{"EROFS:"}, []string{"read-only"}, []string{"not a read-only"}, false},
-	{codes.ResourceExhausted, ErrNoSpace, []string{"ENOSPC"}, []string{"no space"}, []string{}, true},
+	{codes.ResourceExhausted, ErrNoSpace, []string{"ENOSPC"}, []string{"no space"}, nil, true},
 }
