@@ -172,9 +172,6 @@ def emit_python(spec: Spec) -> str:
     out += ["}", "", "#: ErrorInfo reasons that pick a class finer than the code's.",
             "BY_REASON: Dict[str, str] = {"]
     out += [f"    {q(r['reason'])}: {q(r['class'])}," for r in refining(spec)]
-    out += ["}", "", "#: Every ErrorInfo reason the server sends -> the errno it stands for (\"\" if none).",
-            "REASON_ERRNO: Dict[str, str] = {"]
-    out += [f"    {q(r['reason'])}: {q(r['errno'] or '')}," for r in e["reasons"]]
     out += ["}", "", "#: WatchCancelCode name -> (class name, gRPC code name).",
             "WATCH_CANCEL: Dict[str, Tuple[str, str]] = {"]
     out += [f"    {q(w['cancel_code'])}: ({q(w['class'])}, {q(w['code'])})," for w in e["watch_cancel"]]
@@ -183,7 +180,7 @@ def emit_python(spec: Spec) -> str:
             f"{py_tuple(f['contains'])}, {py_tuple(f['unless'])}, {f['ignore_case']}),"
             for f in e["fallbacks"]]
     out.append(")")
-    return "\n".join(out).replace("((),)", "()") .replace("(,)", "()") + "\n"
+    return "\n".join(out) + "\n"
 
 
 # ---- TypeScript ---------------------------------------------------------------
