@@ -6,14 +6,14 @@ import "strings"
 // through spec_gen.go); the client checks the same ones before sending,
 // with the same error class and POSIX name.
 const (
-	MaxKeyBytes     = specMaxKeyBytes
-	MaxValueBytes   = specMaxValueBytes
-	MaxNameBytes    = specMaxNameBytes
-	MaxPathBytes    = specMaxPathBytes
-	MaxPathDepth    = specMaxPathDepth
-	MaxWriteChunk   = specMaxWriteChunkBytes
-	MaxTxnOps       = specMaxTxnOps
-	MaxLease        = specMaxLeaseMs // milliseconds
+	MaxKeyBytes     = specMaxKeyBytes        // 1024
+	MaxValueBytes   = specMaxValueBytes      // 16 MiB
+	MaxNameBytes    = specMaxNameBytes       // 255
+	MaxPathBytes    = specMaxPathBytes       // 4096
+	MaxPathDepth    = specMaxPathDepth       // 256 components
+	MaxWriteChunk   = specMaxWriteChunkBytes // 4 MiB
+	MaxTxnOps       = specMaxTxnOps          // 10,000
+	MaxLease        = specMaxLeaseMs         // milliseconds: 600,000
 	maxBoundBytes   = specMaxBoundBytes
 	maxSymlinkBytes = specMaxSymlinkBytes
 )
