@@ -71,18 +71,15 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("%v: %s: %s", e.kind, e.Op, e.Message)
 }
 
-// Is reports whether target is the error's kind or the kind's parent.
+// Is reports whether target is the error's kind or one of the classes it
+// refines (clients/spec/errors.json "parent").
 func (e *Error) Is(target error) bool {
-	if target == e.kind {
-		return true
+	for k := e.kind; k != nil; k = classes[k].parent {
+		if target == k {
+			return true
+		}
 	}
 	switch target {
-	case ErrFailedPrecondition:
-		return e.kind == ErrReadOnly
-	case ErrResourceExhausted:
-		return e.kind == ErrNoSpace
-	case ErrTooOld:
-		return e.kind == ErrCompacted
 	case context.DeadlineExceeded:
 		return e.kind == ErrDeadlineExceeded
 	case context.Canceled:
@@ -95,8 +92,8 @@ func (e *Error) Is(target error) bool {
 func (e *Error) Kind() error { return e.kind }
 
 // Retryable reports whether running the whole transaction again may succeed
-// (ErrConflict, ErrTooOld).
-func (e *Error) Retryable() bool { return e.Is(ErrConflict) || e.Is(ErrTooOld) }
+// (ErrConflict, ErrTooOld and its ErrCompacted: the spec's "retryable").
+func (e *Error) Retryable() bool { return classes[e.kind].retryable }
 
 // GRPCStatus lets status.FromError see the original code, message and
 // details.
@@ -107,47 +104,76 @@ func (e *Error) GRPCStatus() *status.Status {
 	return status.New(e.Code, e.Message)
 }
 
-var byCode = map[codes.Code]error{
-	codes.InvalidArgument:    ErrInvalidArgument,
-	codes.NotFound:           ErrNotFound,
-	codes.AlreadyExists:      ErrAlreadyExists,
-	codes.FailedPrecondition: ErrFailedPrecondition,
-	codes.Aborted:            ErrConflict,
-	codes.OutOfRange:         ErrTooOld,
-	codes.ResourceExhausted:  ErrResourceExhausted,
-	codes.DataLoss:           ErrDataLoss,
-	codes.Unavailable:        ErrUnavailable,
-	codes.Unauthenticated:    ErrUnauthenticated,
-	codes.PermissionDenied:   ErrPermissionDenied,
-	codes.DeadlineExceeded:   ErrDeadlineExceeded,
-	codes.Canceled:           ErrCanceled,
-	codes.Unimplemented:      ErrUnimplemented,
-	codes.Internal:           ErrInternal,
-	codes.Unknown:            ErrInternal,
+// The spec's tables (spec_gen.go, from clients/spec/errors.json), indexed.
+var (
+	classes   = indexClasses(specClassRows)
+	byCode    = indexRows(specCodeRows)
+	byReason  = indexRows(specReasonRows)
+	watchEnds = indexRows(specWatchCancelRows)
+)
+
+func indexClasses(rows []specClass) map[error]specClass {
+	m := make(map[error]specClass, len(rows))
+	for _, r := range rows {
+		m[r.kind] = r
+	}
+	return m
+}
+
+func indexRows[K comparable](rows []specKindOf[K]) map[K]specKindOf[K] {
+	m := make(map[K]specKindOf[K], len(rows))
+	for _, r := range rows {
+		m[r.key] = r
+	}
+	return m
 }
 
 var errnoPrefix = regexp.MustCompile(`^(E[A-Z0-9]+): `)
 
-// kindOf picks the sentinel for a code and message: read-only and no-space
-// refine FAILED_PRECONDITION and RESOURCE_EXHAUSTED. The message text is
-// read only when the server sent no ErrorInfo (fromStatus).
+// codeKind is the class of a status code alone (ErrInternal for a code
+// the spec does not list).
+func codeKind(code codes.Code) error {
+	if r, ok := byCode[code]; ok {
+		return r.kind
+	}
+	return ErrInternal
+}
+
+// kindOf picks the sentinel for a code and message: the spec's fallbacks
+// refine a code's class by the message text (read-only, no space). The
+// text is read only when the server sent no ErrorInfo (fromStatus).
 func kindOf(code codes.Code, msg string) error {
-	kind, ok := byCode[code]
-	if !ok {
-		return ErrInternal
-	}
-	switch kind {
-	case ErrFailedPrecondition:
-		if strings.HasPrefix(msg, "EROFS:") ||
-			(strings.Contains(msg, "read-only") && !strings.Contains(msg, "not a read-only")) {
-			return ErrReadOnly
-		}
-	case ErrResourceExhausted:
-		if strings.HasPrefix(msg, "ENOSPC:") || strings.Contains(strings.ToLower(msg), "no space") {
-			return ErrNoSpace
+	for _, f := range specFallbacks {
+		if f.code == code && f.matches(msg) {
+			return f.kind
 		}
 	}
-	return kind
+	return codeKind(code)
+}
+
+// matches: msg starts with one of the prefixes, or contains one of the
+// substrings and none of the exceptions.
+func (f specFallback) matches(msg string) bool {
+	for _, p := range f.prefixes {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	text := msg
+	if f.ignoreCase {
+		text = strings.ToLower(msg)
+	}
+	for _, u := range f.unless {
+		if strings.Contains(text, u) {
+			return false
+		}
+	}
+	for _, c := range f.contains {
+		if strings.Contains(text, c) {
+			return true
+		}
+	}
+	return false
 }
 
 func newError(op string, code codes.Code, msg string) *Error {
@@ -156,18 +182,6 @@ func newError(op string, code codes.Code, msg string) *Error {
 		e.Errno = m[1]
 	}
 	return e
-}
-
-// byReason: the ErrorInfo reasons that pick a kind finer than the code's.
-// Any other reason keeps the code's kind.
-var byReason = map[string]error{
-	"READ_ONLY_SNAPSHOT": ErrReadOnly,
-	"EROFS":              ErrReadOnly,
-	"ENOSPC":             ErrNoSpace,
-	"CONFLICT":           ErrConflict,
-	"TOO_OLD":            ErrTooOld,
-	"COMPACTED":          ErrCompacted,
-	"FUTURE_REVISION":    ErrFutureRevision,
 }
 
 // errorInfo is the google.rpc.ErrorInfo in a status's details, or nil.
@@ -191,12 +205,9 @@ func fromStatus(op string, s *status.Status) *Error {
 		return e
 	}
 	e.Reason, e.Metadata = info.GetReason(), info.GetMetadata()
-	e.kind = byCode[s.Code()]
-	if e.kind == nil {
-		e.kind = ErrInternal
-	}
-	if k, ok := byReason[e.Reason]; ok {
-		e.kind = k
+	e.kind = codeKind(s.Code())
+	if r, ok := byReason[e.Reason]; ok {
+		e.kind = r.kind
 	}
 	if errno, ok := e.Metadata["errno"]; ok {
 		e.Errno = errno
@@ -245,17 +256,5 @@ func ErrorClass(err error) string {
 	if !errors.As(err, &ce) {
 		return "unknown"
 	}
-	return classNames[ce.kind]
-}
-
-var classNames = map[error]string{
-	ErrInvalidArgument: "invalid_argument", ErrNotFound: "not_found",
-	ErrAlreadyExists: "already_exists", ErrFailedPrecondition: "failed_precondition",
-	ErrReadOnly: "read_only", ErrConflict: "conflict", ErrTooOld: "too_old",
-	ErrResourceExhausted: "resource_exhausted", ErrNoSpace: "no_space",
-	ErrDataLoss: "data_loss", ErrUnavailable: "unavailable",
-	ErrUnauthenticated: "unauthenticated", ErrPermissionDenied: "permission_denied",
-	ErrDeadlineExceeded: "deadline_exceeded", ErrCanceled: "cancelled",
-	ErrUnimplemented: "unimplemented", ErrInternal: "internal",
-	ErrCompacted: "compacted", ErrFutureRevision: "future_revision", ErrSubvolumeDeleted: "subvolume_deleted", ErrSlowReader: "slow_reader",
+	return classes[ce.kind].name
 }

@@ -32,7 +32,7 @@ type LeaseID int64
 const NoLease LeaseID = 0
 
 // MaxLeaseTTL is the largest lease TTL, in seconds (the smallest is 1).
-const MaxLeaseTTL = 9_000_000_000
+const MaxLeaseTTL = specMaxLeaseTtlSeconds // 9,000,000,000 (clients/spec/limits.json)
 
 // minKeepAliveInterval bounds how often KeepAlive renews a short lease.
 const minKeepAliveInterval = 100 * time.Millisecond

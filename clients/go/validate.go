@@ -2,19 +2,20 @@ package cowkv
 
 import "strings"
 
-// Limits the server enforces (docs/api.md, "Limits"); the client checks the
-// same ones before sending, with the same error class and POSIX name.
+// Limits the server enforces (docs/api.md, "Limits"; clients/spec/limits.json,
+// through spec_gen.go); the client checks the same ones before sending,
+// with the same error class and POSIX name.
 const (
-	MaxKeyBytes     = 1024
-	MaxValueBytes   = 16 << 20
-	MaxNameBytes    = 255
-	MaxPathBytes    = 4096
-	MaxPathDepth    = 256
-	MaxWriteChunk   = 4 << 20
-	MaxTxnOps       = 10000
-	MaxLease        = 600000 // milliseconds
-	maxBoundBytes   = MaxKeyBytes + 1
-	maxSymlinkBytes = 4095
+	MaxKeyBytes     = specMaxKeyBytes        // 1024
+	MaxValueBytes   = specMaxValueBytes      // 16 MiB
+	MaxNameBytes    = specMaxNameBytes       // 255
+	MaxPathBytes    = specMaxPathBytes       // 4096
+	MaxPathDepth    = specMaxPathDepth       // 256 components
+	MaxWriteChunk   = specMaxWriteChunkBytes // 4 MiB
+	MaxTxnOps       = specMaxTxnOps          // 10,000
+	MaxLease        = specMaxLeaseMs         // milliseconds: 600,000
+	maxBoundBytes   = specMaxBoundBytes
+	maxSymlinkBytes = specMaxSymlinkBytes
 )
 
 func checkKey(op, field string, key []byte) error {

@@ -339,17 +339,13 @@ func cancelError(r *pb.WatchResponse) error {
 	code := codes.Code(r.GetErrorCode())
 	msg := r.GetCancelReason()
 	var e *Error
-	switch r.GetCancelCode() {
-	case pb.WatchCancelCode_WATCH_CANCEL_COMPACTED:
-		e = newError("Watch", codes.OutOfRange, msg)
-		e.kind, e.CompactRevision = ErrCompacted, r.GetCompactRevision()
-	case pb.WatchCancelCode_WATCH_CANCEL_SUBVOLUME_DELETED:
-		e = newError("Watch", codes.NotFound, msg)
-		e.kind = ErrSubvolumeDeleted
-	case pb.WatchCancelCode_WATCH_CANCEL_SLOW_READER:
-		e = newError("Watch", codes.ResourceExhausted, msg)
-		e.kind = ErrSlowReader
-	default: // REFUSED, SERVER: the error a unary call would have given
+	if end, ok := watchEnds[int32(r.GetCancelCode())]; ok { // COMPACTED, SUBVOLUME_DELETED, SLOW_READER
+		e = newError("Watch", end.code, msg)
+		e.kind = end.kind
+		if end.kind == ErrCompacted {
+			e.CompactRevision = r.GetCompactRevision()
+		}
+	} else { // REFUSED, SERVER: the error a unary call would have given
 		if code == codes.OK {
 			code = codes.Unknown
 		}

@@ -5,6 +5,7 @@
 # Extra arguments go to pytest (e.g. -k fiemap).
 set -euo pipefail
 cd "$(dirname "$0")"
+python3 ../../tools/gen_client_spec.py --check  # cowkv/_spec.py is clients/spec's
 bash venv.sh
 VENV=${COWKV_PY_VENV:-.venv}
 "$VENV/bin/mypy" --no-error-summary

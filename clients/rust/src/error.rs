@@ -38,11 +38,16 @@
 //! `FUTURE_REVISION` `FutureRevision`; any other reason keeps the code's
 //! variant. Only for a server that sends no ErrorInfo (older than the
 //! reasons) is the message text read (EROFS/"read-only", ENOSPC/"no space").
+//! These tables (classes, code -> class, reason -> class, retry rule, text
+//! fallbacks) come from clients/spec/errors.json through the generated
+//! [`crate::spec`].
 
 use std::collections::HashMap;
 use std::fmt;
 
 use tonic::Code;
+
+use crate::spec::{self, Class};
 
 /// What every error variant carries.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -190,88 +195,103 @@ impl Error {
             return Error::from_reason(status, info);
         }
         match code {
-            Code::InvalidArgument => Error::InvalidArgument(info),
-            Code::NotFound => Error::NotFound(info),
-            Code::AlreadyExists => Error::AlreadyExists(info),
-            Code::FailedPrecondition if is_read_only(&msg) => Error::ReadOnly(info),
-            Code::FailedPrecondition => Error::FailedPrecondition(info),
-            Code::Aborted => Error::Conflict(info),
-            Code::OutOfRange => Error::TooOld(info),
-            Code::ResourceExhausted if is_no_space(&msg) => Error::NoSpace(info),
-            Code::ResourceExhausted => Error::ResourceExhausted(info),
-            Code::DataLoss => Error::DataLoss(info),
-            Code::Unavailable => Error::Unavailable(info),
-            Code::Unauthenticated => Error::Unauthenticated(info),
-            Code::PermissionDenied => Error::PermissionDenied(info),
-            Code::DeadlineExceeded => Error::DeadlineExceeded(info),
             // tonic reports its own client-side deadline as CANCELLED "Timeout expired".
             Code::Cancelled if msg == "Timeout expired" => Error::DeadlineExceeded(info),
             // hyper's "operation was canceled": the connection closed before the request
             // was sent (a server stopping, a TLS server spoken to in plaintext).
             Code::Cancelled if is_connection_lost(status) => Error::Unavailable(info),
-            Code::Cancelled => Error::Cancelled(info),
-            Code::Unimplemented => Error::Unimplemented(info),
             // A call that raced with the server closing its connection never got an
             // answer: a transport failure like a refused connection.
             Code::Unknown if is_connection_lost(status) => Error::Unavailable(info),
-            Code::Internal | Code::Unknown => Error::Internal(info),
             Code::Ok => Error::Internal(ErrorInfo::new(Some(code), "OK status as an error", operation)),
+            _ => {
+                // The code's class, refined by the spec's text fallbacks (read-only, no space).
+                let fallback = spec::FALLBACKS.iter().find(|f| f.code == code && fallback_matches(f, &msg));
+                let class = fallback.map(|f| f.class).or_else(|| Class::of_code(code));
+                Error::from_class(class.unwrap_or(Class::Internal), info)
+            }
         }
     }
 
-    /// The variant of a status that carries an ErrorInfo reason.
+    /// The variant of a status that carries an ErrorInfo reason: the
+    /// reason's class when it refines the code's, else the code's (the text
+    /// is not read).
     pub(crate) fn from_reason(status: &tonic::Status, info: ErrorInfo) -> Error {
-        match info.reason.as_str() {
-            "READ_ONLY_SNAPSHOT" | "EROFS" => Error::ReadOnly(info),
-            "ENOSPC" => Error::NoSpace(info),
-            "CONFLICT" => Error::Conflict(info),
-            "TOO_OLD" => Error::TooOld(info),
-            "FUTURE_REVISION" => Error::FutureRevision(info),
-            "COMPACTED" => {
+        let class = Class::of_reason(&info.reason).or_else(|| Class::of_code(status.code()));
+        Error::from_class(class.unwrap_or(Class::Internal), info)
+    }
+
+    /// The variant of a spec class (a Compacted's revision from the
+    /// ErrorInfo metadata).
+    pub(crate) fn from_class(class: Class, info: ErrorInfo) -> Error {
+        match class {
+            Class::InvalidArgument => Error::InvalidArgument(info),
+            Class::NotFound => Error::NotFound(info),
+            Class::AlreadyExists => Error::AlreadyExists(info),
+            Class::FailedPrecondition => Error::FailedPrecondition(info),
+            Class::ReadOnly => Error::ReadOnly(info),
+            Class::Conflict => Error::Conflict(info),
+            Class::TooOld => Error::TooOld(info),
+            Class::Compacted => {
                 let rev = info.metadata.get("compact_revision").and_then(|r| r.parse().ok()).unwrap_or(0);
                 Error::Compacted { info, compact_revision: rev }
             }
-            // Any other reason keeps the code's variant; the text is not read.
-            _ => match status.code() {
-                Code::FailedPrecondition => Error::FailedPrecondition(info),
-                Code::ResourceExhausted => Error::ResourceExhausted(info),
-                _ => {
-                    let mut e = Error::from_status(&tonic::Status::new(status.code(), "-"), info.operation);
-                    if let Some(slot) = e.info_mut() {
-                        *slot = info;
-                    }
-                    e
-                }
-            },
+            Class::FutureRevision => Error::FutureRevision(info),
+            Class::ResourceExhausted => Error::ResourceExhausted(info),
+            Class::NoSpace => Error::NoSpace(info),
+            Class::DataLoss => Error::DataLoss(info),
+            Class::Unavailable => Error::Unavailable(info),
+            Class::Unauthenticated => Error::Unauthenticated(info),
+            Class::PermissionDenied => Error::PermissionDenied(info),
+            Class::DeadlineExceeded => Error::DeadlineExceeded(info),
+            Class::Cancelled => Error::Cancelled(info),
+            Class::Unimplemented => Error::Unimplemented(info),
+            Class::Internal => Error::Internal(info),
+            Class::SubvolumeDeleted => Error::SubvolumeDeleted(info),
+            Class::SlowReader => Error::SlowReader(info),
         }
     }
 
-    fn info_mut(&mut self) -> Option<&mut ErrorInfo> {
+    /// The spec class of the variant; None for `Transport` and `User`.
+    pub fn spec_class(&self) -> Option<Class> {
         use Error::*;
-        match self {
-            InvalidArgument(i)
-            | NotFound(i)
-            | AlreadyExists(i)
-            | FailedPrecondition(i)
-            | ReadOnly(i)
-            | Conflict(i)
-            | TooOld(i)
-            | FutureRevision(i)
-            | ResourceExhausted(i)
-            | NoSpace(i)
-            | DataLoss(i)
-            | Unavailable(i)
-            | Unauthenticated(i)
-            | PermissionDenied(i)
-            | DeadlineExceeded(i)
-            | Cancelled(i)
-            | Unimplemented(i)
-            | Internal(i)
-            | SubvolumeDeleted(i)
-            | SlowReader(i) => Some(i),
-            Compacted { info, .. } => Some(info),
-            Transport(_) | User(_) => None,
+        Some(match self {
+            InvalidArgument(_) => Class::InvalidArgument,
+            NotFound(_) => Class::NotFound,
+            AlreadyExists(_) => Class::AlreadyExists,
+            FailedPrecondition(_) => Class::FailedPrecondition,
+            ReadOnly(_) => Class::ReadOnly,
+            Conflict(_) => Class::Conflict,
+            TooOld(_) => Class::TooOld,
+            Compacted { .. } => Class::Compacted,
+            FutureRevision(_) => Class::FutureRevision,
+            SubvolumeDeleted(_) => Class::SubvolumeDeleted,
+            SlowReader(_) => Class::SlowReader,
+            ResourceExhausted(_) => Class::ResourceExhausted,
+            NoSpace(_) => Class::NoSpace,
+            DataLoss(_) => Class::DataLoss,
+            Unavailable(_) => Class::Unavailable,
+            Unauthenticated(_) => Class::Unauthenticated,
+            PermissionDenied(_) => Class::PermissionDenied,
+            DeadlineExceeded(_) => Class::DeadlineExceeded,
+            Cancelled(_) => Class::Cancelled,
+            Unimplemented(_) => Class::Unimplemented,
+            Internal(_) => Class::Internal,
+            Transport(_) | User(_) => return None,
+        })
+    }
+
+    /// True when the error's class is `class` or refines it (the spec's
+    /// "parent": ReadOnly is a FailedPrecondition, ...).
+    pub fn is_a(&self, class: Class) -> bool {
+        let mut c = self.spec_class();
+        while let Some(k) = c {
+            if k == class {
+                return true;
+            }
+            c = k.parent();
         }
+        false
     }
 
     /// An invalid argument refused by the client before sending (no code).
@@ -343,18 +363,17 @@ impl Error {
 
     /// True when the whole transaction should run again: Conflict, TooOld,
     /// and a read's Compacted (a transaction's read revision left the
-    /// history; docs/api.md), not a watcher's.
+    /// history; docs/api.md), not a watcher's (the spec's "retryable").
     pub fn is_retryable_transaction(&self) -> bool {
         match self {
-            Error::Conflict(_) | Error::TooOld(_) => true,
-            Error::Compacted { info, .. } => info.operation != "watch",
-            _ => false,
+            Error::Compacted { info, .. } if info.operation == "watch" => false,
+            _ => self.spec_class().is_some_and(Class::retryable),
         }
     }
 
     /// TooOld or its refinement Compacted (OUT_OF_RANGE).
     pub fn is_too_old(&self) -> bool {
-        matches!(self, Error::TooOld(_) | Error::Compacted { .. })
+        self.is_a(Class::TooOld)
     }
 
     /// For [`Error::Compacted`]: the oldest revision still served.
@@ -367,54 +386,31 @@ impl Error {
 
     /// FailedPrecondition or its refinement ReadOnly.
     pub fn is_failed_precondition(&self) -> bool {
-        matches!(self, Error::FailedPrecondition(_) | Error::ReadOnly(_))
+        self.is_a(Class::FailedPrecondition)
     }
 
     /// ResourceExhausted or its refinement NoSpace.
     pub fn is_resource_exhausted(&self) -> bool {
-        matches!(self, Error::ResourceExhausted(_) | Error::NoSpace(_))
+        self.is_a(Class::ResourceExhausted)
     }
 
     /// The class name shared by every cowkv client ("not_found", "read_only", ...).
     pub fn class(&self) -> &'static str {
-        use Error::*;
         match self {
-            InvalidArgument(_) => "invalid_argument",
-            NotFound(_) => "not_found",
-            AlreadyExists(_) => "already_exists",
-            FailedPrecondition(_) => "failed_precondition",
-            ReadOnly(_) => "read_only",
-            Conflict(_) => "conflict",
-            TooOld(_) => "too_old",
-            Compacted { .. } => "compacted",
-            FutureRevision(_) => "future_revision",
-            SubvolumeDeleted(_) => "subvolume_deleted",
-            SlowReader(_) => "slow_reader",
-            ResourceExhausted(_) => "resource_exhausted",
-            NoSpace(_) => "no_space",
-            DataLoss(_) => "data_loss",
-            Unavailable(_) => "unavailable",
-            Unauthenticated(_) => "unauthenticated",
-            PermissionDenied(_) => "permission_denied",
-            DeadlineExceeded(_) => "deadline_exceeded",
-            Cancelled(_) => "cancelled",
-            Unimplemented(_) => "unimplemented",
-            Internal(_) => "internal",
-            Transport(_) => "transport",
-            User(_) => "user",
+            Error::Transport(_) => "transport",
+            Error::User(_) => "user",
+            _ => self.spec_class().map_or("internal", Class::name),
         }
     }
 }
 
-/// A FAILED_PRECONDITION is a read-only refusal when its message starts with
-/// EROFS or says "read-only" (but not "is not a read-only snapshot").
-pub(crate) fn is_read_only(msg: &str) -> bool {
-    msg.starts_with("EROFS:") || (msg.contains("read-only") && !msg.contains("not a read-only"))
-}
-
-/// A RESOURCE_EXHAUSTED is "no space" when it starts with ENOSPC or says so.
-pub(crate) fn is_no_space(msg: &str) -> bool {
-    msg.starts_with("ENOSPC") || msg.to_ascii_lowercase().contains("no space")
+/// A text fallback matches: a prefix, or a substring and none of the exceptions.
+fn fallback_matches(f: &spec::Fallback, msg: &str) -> bool {
+    if f.prefixes.iter().any(|p| msg.starts_with(p)) {
+        return true;
+    }
+    let text = if f.ignore_case { msg.to_ascii_lowercase() } else { msg.to_string() };
+    !f.unless.iter().any(|u| text.contains(u)) && f.contains.iter().any(|c| text.contains(c))
 }
 
 fn is_connection_lost(status: &tonic::Status) -> bool {
@@ -610,5 +606,86 @@ mod tests {
         let e = Error::invalid("put", "key: a key is 1..1024 bytes, not 0");
         assert_eq!(e.code(), None);
         assert_eq!(e.class(), "invalid_argument");
+    }
+
+    /// clients/spec/*.json, read as JSON (not through the generated
+    /// crate::spec): None in a packaged crate, which has no spec beside it.
+    fn spec_json(name: &str) -> Option<serde_json::Value> {
+        let path = format!("{}/../spec/{name}.json", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).ok()?;
+        Some(serde_json::from_str(&text).expect("spec JSON"))
+    }
+
+    fn code_named(name: &str) -> Code {
+        (0..=16).map(Code::from_i32).find(|c| format!("{c:?}").to_ascii_uppercase() == name.replace('_', "")).unwrap()
+    }
+
+    /// Every class, code, reason and text fallback of the spec maps as it says.
+    #[test]
+    fn spec_errors_map_as_the_spec_says() {
+        let Some(spec) = spec_json("errors") else { return };
+        let str_of = |v: &serde_json::Value, k: &str| v[k].as_str().map(str::to_string);
+        for c in spec["classes"].as_array().unwrap() {
+            let class = Class::ALL.into_iter().find(|k| Some(k.name().to_string()) == str_of(c, "name")).unwrap();
+            let e = Error::from_class(class, ErrorInfo::new(Some(code_named(c["code"].as_str().unwrap())), "m", "op"));
+            assert_eq!(Some(e.class().to_string()), str_of(c, "name"));
+            assert_eq!(e.is_retryable_transaction(), c["retryable"].as_bool().unwrap(), "{}", e.class());
+            if let Some(parent) = str_of(c, "parent") {
+                assert!(e.is_a(Class::ALL.into_iter().find(|k| k.name() == parent).unwrap()), "{parent}");
+            }
+        }
+        let by_code: HashMap<String, String> = spec["codes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| (str_of(c, "name").unwrap(), str_of(c, "class").unwrap()))
+            .collect();
+        for (code, class) in &by_code {
+            assert_eq!(map(code_named(code), "m").class(), class, "{code}");
+        }
+        for r in spec["reasons"].as_array().unwrap() {
+            let reason = str_of(r, "reason").unwrap();
+            for code in r["codes"].as_array().unwrap().iter().map(|c| c.as_str().unwrap()) {
+                let want = str_of(r, "class").unwrap_or_else(|| by_code[code].clone());
+                let e = with_info(code_named(code), "read-only: no space", &reason, &[]);
+                assert_eq!(e.class(), want, "{reason} {code}");
+            }
+        }
+        for f in spec["fallbacks"].as_array().unwrap() {
+            let code = code_named(f["code"].as_str().unwrap());
+            for key in ["prefixes", "contains"] {
+                for text in f[key].as_array().unwrap() {
+                    let msg = format!("{} and more", text.as_str().unwrap());
+                    assert_eq!(Some(map(code, &msg).class().to_string()), str_of(f, "class"), "{msg}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn spec_limits_are_the_clients() {
+        use crate::validate::*;
+        let Some(spec) = spec_json("limits") else { return };
+        let have: HashMap<&str, i64> = [
+            ("max_key_bytes", MAX_KEY_BYTES as i64),
+            ("max_value_bytes", MAX_VALUE_BYTES as i64),
+            ("max_bound_bytes", MAX_BOUND_BYTES as i64),
+            ("max_name_bytes", MAX_NAME_BYTES as i64),
+            ("max_path_bytes", MAX_PATH_BYTES as i64),
+            ("max_path_depth", MAX_PATH_DEPTH as i64),
+            ("max_symlink_bytes", MAX_SYMLINK_BYTES as i64),
+            ("max_write_chunk_bytes", spec::MAX_WRITE_CHUNK_BYTES as i64),
+            ("max_txn_ops", spec::MAX_TXN_OPS as i64),
+            ("max_lease_ms", MAX_LEASE_MS as i64),
+            ("max_lease_ttl_seconds", MAX_LEASE_TTL),
+        ]
+        .into_iter()
+        .collect();
+        let limits = spec["limits"].as_array().unwrap();
+        assert_eq!(limits.len(), have.len());
+        for l in limits {
+            let name = l["name"].as_str().unwrap();
+            assert_eq!(Some(have[name]), l["value"].as_i64(), "{name}");
+        }
     }
 }

@@ -37,6 +37,8 @@ mod lease;
 mod options;
 mod retry;
 mod rpc;
+#[rustfmt::skip]
+pub mod spec;
 mod txn;
 pub mod validate;
 mod watch;

@@ -3,17 +3,19 @@
 //! is sent, with the same variant the server's answer maps to.
 
 use crate::error::{Error, Result};
+use crate::spec;
 
-pub const MAX_KEY_BYTES: usize = 1024;
-pub const MAX_VALUE_BYTES: usize = 16 << 20;
-pub const MAX_BOUND_BYTES: usize = MAX_KEY_BYTES + 1;
-pub const MAX_NAME_BYTES: usize = 255;
-pub const MAX_PATH_BYTES: usize = 4096;
-pub const MAX_PATH_DEPTH: usize = 256;
-pub const MAX_SYMLINK_BYTES: usize = 4095;
-pub const MAX_LEASE_MS: u64 = 600_000;
+// The server's limits (clients/spec/limits.json, through the generated crate::spec).
+pub const MAX_KEY_BYTES: usize = spec::MAX_KEY_BYTES;
+pub const MAX_VALUE_BYTES: usize = spec::MAX_VALUE_BYTES;
+pub const MAX_BOUND_BYTES: usize = spec::MAX_BOUND_BYTES;
+pub const MAX_NAME_BYTES: usize = spec::MAX_NAME_BYTES;
+pub const MAX_PATH_BYTES: usize = spec::MAX_PATH_BYTES;
+pub const MAX_PATH_DEPTH: usize = spec::MAX_PATH_DEPTH;
+pub const MAX_SYMLINK_BYTES: usize = spec::MAX_SYMLINK_BYTES;
+pub const MAX_LEASE_MS: u64 = spec::MAX_LEASE_MS;
 /// A lease's TTL is 1..MAX_LEASE_TTL seconds (docs/api.md "Leases").
-pub const MAX_LEASE_TTL: i64 = 9_000_000_000;
+pub const MAX_LEASE_TTL: i64 = spec::MAX_LEASE_TTL_SECONDS;
 
 pub(crate) fn key(op: &'static str, key: &[u8]) -> Result<()> {
     if key.is_empty() || key.len() > MAX_KEY_BYTES {

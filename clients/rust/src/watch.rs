@@ -408,7 +408,6 @@ fn empty_kv() -> KeyValue {
 /// The error of a watcher the server ended: its cancel code decides the
 /// variant, never its text.
 pub(crate) fn cancel_error(r: &pb::WatchResponse) -> Error {
-    use pb::WatchCancelCode as C;
     let code = (r.error_code != 0).then(|| Code::from_i32(r.error_code));
     let info = ErrorInfo {
         code,
@@ -417,18 +416,18 @@ pub(crate) fn cancel_error(r: &pb::WatchResponse) -> Error {
         reason: r.error_reason.clone(),
         ..Default::default()
     };
-    match C::try_from(r.cancel_code) {
-        Ok(C::WatchCancelCompacted) => Error::Compacted { info, compact_revision: r.compact_revision },
-        Ok(C::WatchCancelSubvolumeDeleted) => Error::SubvolumeDeleted(info),
-        Ok(C::WatchCancelSlowReader) => Error::SlowReader(info),
-        _ => {
-            // REFUSED, SERVER: the error a call would have given.
-            let status = tonic::Status::new(code.unwrap_or(Code::Unknown), r.cancel_reason.clone());
-            if info.reason.is_empty() {
-                Error::from_status(&status, "watch")
-            } else {
-                Error::from_reason(&status, info)
-            }
-        }
+    // COMPACTED, SUBVOLUME_DELETED, SLOW_READER: the spec's class.
+    if let Some((class, _)) = crate::spec::Class::of_watch_cancel(r.cancel_code) {
+        return match Error::from_class(class, info) {
+            Error::Compacted { info, .. } => Error::Compacted { info, compact_revision: r.compact_revision },
+            e => e,
+        };
+    }
+    // REFUSED, SERVER: the error a call would have given.
+    let status = tonic::Status::new(code.unwrap_or(Code::Unknown), r.cancel_reason.clone());
+    if info.reason.is_empty() {
+        Error::from_status(&status, "watch")
+    } else {
+        Error::from_reason(&status, info)
     }
 }

@@ -29,10 +29,13 @@
  * The class comes from the google.rpc.ErrorInfo reason in the answer's
  * grpc-status-details-bin trailer (BY_REASON; any other reason keeps the
  * code's class); the message text is read only for a server that sends no
- * ErrorInfo (classFor without a reason).
+ * ErrorInfo (classFor without a reason). The tables (classes, code -> class,
+ * reason -> class, retry rule, text fallbacks) come from clients/spec/errors.json
+ * through the generated spec.gen.ts.
  */
 import { status as Status } from "@grpc/grpc-js";
 import { BinaryReader, WireType } from "@bufbuild/protobuf/wire";
+import { SPEC_BY_CODE, SPEC_BY_REASON, SPEC_CLASSES, SPEC_FALLBACKS, type SpecFallback } from "./spec.gen";
 
 /** google.rpc.ErrorInfo of a server error (domain "cowkv.dev"). */
 export interface ErrorInfo {
@@ -85,11 +88,11 @@ export class FailedPreconditionError extends CowkvError { static readonly errorC
 export class ReadOnlyError extends FailedPreconditionError { static readonly errorClass: string = "read_only"; }
 export class ConflictError extends CowkvError {
   static readonly errorClass: string = "conflict";
-  readonly retryTransaction = true;
+  readonly retryTransaction: boolean = SPEC_CLASSES.conflict.retryable;
 }
 export class TooOldError extends CowkvError {
   static readonly errorClass: string = "too_old";
-  readonly retryTransaction: boolean = true;
+  readonly retryTransaction: boolean = SPEC_CLASSES.too_old.retryable;
 }
 /**
  * A read, or a watcher's start, at a compacted revision: go on from
@@ -102,7 +105,7 @@ export class CompactedError extends TooOldError {
   readonly retryTransaction: boolean;
   constructor(details: string, readonly compactRevision: number, operation = "watch", info?: ErrorInfo) {
     super(details, Status.OUT_OF_RANGE, operation, info);
-    this.retryTransaction = operation !== "watch";
+    this.retryTransaction = SPEC_CLASSES.compacted.retryable && operation !== "watch";
   }
 }
 /** A read at a revision the store has not reached yet (not retried). */
@@ -124,34 +127,33 @@ export class SlowReaderError extends CowkvError { static readonly errorClass: st
 
 type ErrorClass = new (details: string, code?: Status, operation?: string, info?: ErrorInfo) => CowkvError;
 
-const BY_CODE: Partial<Record<Status, ErrorClass>> = {
-  [Status.INVALID_ARGUMENT]: InvalidArgumentError,
-  [Status.NOT_FOUND]: NotFoundError,
-  [Status.ALREADY_EXISTS]: AlreadyExistsError,
-  [Status.FAILED_PRECONDITION]: FailedPreconditionError,
-  [Status.ABORTED]: ConflictError,
-  [Status.OUT_OF_RANGE]: TooOldError,
-  [Status.RESOURCE_EXHAUSTED]: ResourceExhaustedError,
-  [Status.DATA_LOSS]: DataLossError,
-  [Status.UNAVAILABLE]: UnavailableError,
-  [Status.UNAUTHENTICATED]: UnauthenticatedError,
-  [Status.PERMISSION_DENIED]: PermissionDeniedError,
-  [Status.DEADLINE_EXCEEDED]: DeadlineExceededError,
-  [Status.CANCELLED]: CancelledError,
-  [Status.UNIMPLEMENTED]: UnimplementedError,
-  [Status.INTERNAL]: InternalError,
-  [Status.UNKNOWN]: InternalError,
-};
+/** Every class, by its spec name (clients/spec/errors.json "classes"). */
+export const ERROR_CLASSES: ReadonlyMap<string, ErrorClass & { errorClass: string }> = new Map(
+  [
+    InvalidArgumentError, NotFoundError, AlreadyExistsError, FailedPreconditionError, ReadOnlyError,
+    ConflictError, TooOldError, CompactedError, FutureRevisionError, ResourceExhaustedError, NoSpaceError,
+    DataLossError, UnavailableError, UnauthenticatedError, PermissionDeniedError, DeadlineExceededError,
+    CancelledError, UnimplementedError, InternalError, SubvolumeDeletedError, SlowReaderError,
+  ].map((c) => [c.errorClass, c as ErrorClass & { errorClass: string }]),
+);
+
+function specClass(name: string): ErrorClass {
+  const cls = ERROR_CLASSES.get(name);
+  if (!cls) throw new Error(`spec.gen.ts names class ${name}, errors.ts has none`);
+  return cls;
+}
+
+const BY_CODE = new Map<number, ErrorClass>(Object.entries(SPEC_BY_CODE).map(([c, n]) => [Number(c), specClass(n)]));
 
 /** ErrorInfo reasons that pick a class finer than the code's (COMPACTED: CompactedError, in toCowkvError). */
-const BY_REASON: Record<string, ErrorClass> = {
-  READ_ONLY_SNAPSHOT: ReadOnlyError,
-  EROFS: ReadOnlyError,
-  ENOSPC: NoSpaceError,
-  CONFLICT: ConflictError,
-  TOO_OLD: TooOldError,
-  FUTURE_REVISION: FutureRevisionError,
-};
+const BY_REASON = new Map<string, ErrorClass>(Object.entries(SPEC_BY_REASON).map(([r, n]) => [r, specClass(n)]));
+
+/** A fallback's prefix, or one of its substrings and none of its exceptions. */
+function matches(f: SpecFallback, details: string): boolean {
+  if (f.prefixes.some((p) => details.startsWith(p))) return true;
+  const text = f.ignoreCase ? details.toLowerCase() : details;
+  return !f.unless.some((u) => text.includes(u)) && f.contains.some((c) => text.includes(c));
+}
 
 /**
  * The error class for a status: by the ErrorInfo `reason` when the server
@@ -159,16 +161,10 @@ const BY_REASON: Record<string, ErrorClass> = {
  * for read-only and no-space, the message text (a server older than ErrorInfo).
  */
 export function classFor(code: Status, details: string, reason = ""): ErrorClass {
-  const cls = BY_CODE[code] ?? InternalError;
-  if (reason) return BY_REASON[reason] ?? cls;
-  if (cls === FailedPreconditionError &&
-      (details.startsWith("EROFS:") || (details.includes("read-only") && !details.includes("not a read-only")))) {
-    return ReadOnlyError;
-  }
-  if (cls === ResourceExhaustedError && (details.startsWith("ENOSPC:") || details.toLowerCase().includes("no space"))) {
-    return NoSpaceError;
-  }
-  return cls;
+  const cls = BY_CODE.get(code) ?? InternalError;
+  if (reason) return BY_REASON.get(reason) ?? cls;
+  const f = SPEC_FALLBACKS.find((fb) => fb.code === code && matches(fb, details));
+  return f ? specClass(f.cls) : cls;
 }
 
 /** The length-delimited fields of a protobuf message as [number, bytes]; others are skipped. Throws when malformed. */

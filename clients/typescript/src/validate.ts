@@ -5,19 +5,21 @@
  */
 import { status as Status } from "@grpc/grpc-js";
 import { InvalidArgumentError } from "./errors";
+import * as spec from "./spec.gen";
 
-export const MAX_KEY_BYTES = 1024;
-export const MAX_VALUE_BYTES = 16 << 20;
-export const MAX_NAME_BYTES = 255;
-export const MAX_PATH_BYTES = 4096;
-export const MAX_PATH_DEPTH = 256;
-export const MAX_WRITE_CHUNK = 4 << 20;
-export const MAX_TXN_OPS = 10000;
-export const MAX_LEASE_MS = 600000;
+// The server's limits (clients/spec/limits.json, through spec.gen.ts).
+export const MAX_KEY_BYTES = spec.SPEC_MAX_KEY_BYTES;
+export const MAX_VALUE_BYTES = spec.SPEC_MAX_VALUE_BYTES;
+export const MAX_NAME_BYTES = spec.SPEC_MAX_NAME_BYTES;
+export const MAX_PATH_BYTES = spec.SPEC_MAX_PATH_BYTES;
+export const MAX_PATH_DEPTH = spec.SPEC_MAX_PATH_DEPTH;
+export const MAX_WRITE_CHUNK = spec.SPEC_MAX_WRITE_CHUNK_BYTES;
+export const MAX_TXN_OPS = spec.SPEC_MAX_TXN_OPS;
+export const MAX_LEASE_MS = spec.SPEC_MAX_LEASE_MS;
 /** A lease's TTL in seconds is 1..MAX_LEASE_TTL_SECONDS (docs/api.md "Leases"). */
-export const MAX_LEASE_TTL_SECONDS = 9_000_000_000;
-const MAX_BOUND_BYTES = MAX_KEY_BYTES + 1;
-const MAX_SYMLINK_BYTES = 4095;
+export const MAX_LEASE_TTL_SECONDS = spec.SPEC_MAX_LEASE_TTL_SECONDS;
+const MAX_BOUND_BYTES = spec.SPEC_MAX_BOUND_BYTES;
+const MAX_SYMLINK_BYTES = spec.SPEC_MAX_SYMLINK_BYTES;
 
 export type Bytes = string | Uint8Array;
 

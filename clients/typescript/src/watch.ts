@@ -28,8 +28,9 @@ import {
   WatchCreateRequest_FilterType, WatchEvent as PbWatchEvent, WatchEvent_EventType, WatchRequest, WatchResponse,
 } from "./gen/cowkv/v1/kv";
 import {
-  classFor, CompactedError, CowkvError, DeadlineExceededError, SlowReaderError, SubvolumeDeletedError, toCowkvError,
+  classFor, CompactedError, CowkvError, DeadlineExceededError, ERROR_CLASSES, SlowReaderError, toCowkvError,
 } from "./errors";
+import { SPEC_WATCH_CANCEL } from "./spec.gen";
 import { Rpc } from "./rpc";
 import { KeyValue, kvFrom, num } from "./types";
 import { Bytes, checkSubvolume, invalid, MAX_KEY_BYTES, MAX_PATH_BYTES, toBuffer } from "./validate";
@@ -410,19 +411,14 @@ function eventFrom(e: PbWatchEvent): WatchEvent {
   };
 }
 
-/** The error of a watcher the server ended: its cancel code decides the class, never its text. */
+/** The error of a watcher the server ended: its cancel code decides the class (spec.gen.ts), never its text. */
 function cancelError(r: WatchResponse): CowkvError {
-  switch (r.cancelCode) {
-    case WatchCancelCode.WATCH_CANCEL_COMPACTED:
-      return new CompactedError(r.cancelReason, num(r.compactRevision), "watch");
-    case WatchCancelCode.WATCH_CANCEL_SUBVOLUME_DELETED:
-      return new SubvolumeDeletedError(r.cancelReason, grpc.status.NOT_FOUND, "watch");
-    case WatchCancelCode.WATCH_CANCEL_SLOW_READER:
-      return new SlowReaderError(r.cancelReason, grpc.status.RESOURCE_EXHAUSTED, "watch");
-    default: { // REFUSED, SERVER: the error a call would have given
-      const code = (r.errorCode || grpc.status.UNKNOWN) as grpc.status;
-      const info = r.errorReason ? { reason: r.errorReason, metadata: {} } : undefined;
-      return new (classFor(code, r.cancelReason, r.errorReason))(r.cancelReason, code, "watch", info);
-    }
-  }
+  const end = SPEC_WATCH_CANCEL[r.cancelCode]; // COMPACTED, SUBVOLUME_DELETED, SLOW_READER
+  if (end?.cls === "compacted") return new CompactedError(r.cancelReason, num(r.compactRevision), "watch");
+  const cls = end && ERROR_CLASSES.get(end.cls);
+  if (end && cls) return new cls(r.cancelReason, end.code as grpc.status, "watch");
+  // REFUSED, SERVER: the error a call would have given
+  const code = (r.errorCode || grpc.status.UNKNOWN) as grpc.status;
+  const info = r.errorReason ? { reason: r.errorReason, metadata: {} } : undefined;
+  return new (classFor(code, r.cancelReason, r.errorReason))(r.cancelReason, code, "watch", info);
 }

@@ -14,16 +14,17 @@ from typing import Any
 
 import grpc
 
-from cowkv import errors
+from cowkv import _spec, errors
 
 __all__ = ["check_request", "MAX_KEY_BYTES", "MAX_VALUE_BYTES", "MAX_NAME_BYTES",
            "MAX_PATH_BYTES", "MAX_PATH_DEPTH"]
 
-MAX_KEY_BYTES = 1024
-MAX_VALUE_BYTES = 16 << 20
-MAX_NAME_BYTES = 255
-MAX_PATH_BYTES = 4096
-MAX_PATH_DEPTH = 256
+# The server's limits (clients/spec/limits.json, through cowkv._spec).
+MAX_KEY_BYTES = _spec.MAX_KEY_BYTES
+MAX_VALUE_BYTES = _spec.MAX_VALUE_BYTES
+MAX_NAME_BYTES = _spec.MAX_NAME_BYTES
+MAX_PATH_BYTES = _spec.MAX_PATH_BYTES
+MAX_PATH_DEPTH = _spec.MAX_PATH_DEPTH
 
 # Request messages whose `key` is one key (1..1024 bytes) and whose `value`
 # (if any) is a value.

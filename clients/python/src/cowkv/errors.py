@@ -31,7 +31,9 @@ empty: /d"``), or None.
 The class is chosen by the google.rpc.ErrorInfo reason in the answer's
 grpc-status-details-bin trailer (``_BY_REASON``; any other reason keeps the
 code's class); the message text is read only for a server that sends no
-ErrorInfo (``_refine``).
+ErrorInfo (``_refine``). The tables (classes, code -> class, reason ->
+class, retry rule, text fallbacks) come from clients/spec/errors.json
+through the generated ``cowkv._spec``.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ import re
 from typing import Dict, List, Optional, Tuple, Type
 
 import grpc
+
+from cowkv import _spec
 
 __all__ = [
     "CowkvError", "InvalidArgument", "NotFound", "AlreadyExists", "FailedPrecondition",
@@ -102,13 +106,9 @@ class Conflict(CowkvError):
     handle expired. Run the whole transaction again
     (:meth:`cowkv.Subvolume.run_in_transaction` does)."""
 
-    retry_transaction = True
-
 
 class TooOld(CowkvError):
     """A transaction outlived the engine's conflict window. Run it again."""
-
-    retry_transaction = True
 
 
 class Compacted(TooOld):
@@ -165,48 +165,46 @@ class Internal(CowkvError):
     """A device I/O error on the server, or a message that failed to parse."""
 
 
-_BY_CODE: Dict[grpc.StatusCode, Type[CowkvError]] = {
-    grpc.StatusCode.INVALID_ARGUMENT: InvalidArgument,
-    grpc.StatusCode.NOT_FOUND: NotFound,
-    grpc.StatusCode.ALREADY_EXISTS: AlreadyExists,
-    grpc.StatusCode.FAILED_PRECONDITION: FailedPrecondition,
-    grpc.StatusCode.ABORTED: Conflict,
-    grpc.StatusCode.OUT_OF_RANGE: TooOld,
-    grpc.StatusCode.RESOURCE_EXHAUSTED: ResourceExhausted,
-    grpc.StatusCode.DATA_LOSS: DataLoss,
-    grpc.StatusCode.UNAVAILABLE: Unavailable,
-    grpc.StatusCode.UNAUTHENTICATED: Unauthenticated,
-    grpc.StatusCode.PERMISSION_DENIED: PermissionDenied,
-    grpc.StatusCode.DEADLINE_EXCEEDED: DeadlineExceeded,
-    grpc.StatusCode.CANCELLED: Cancelled,
-    grpc.StatusCode.UNIMPLEMENTED: Unimplemented,
-    grpc.StatusCode.INTERNAL: Internal,
-    grpc.StatusCode.UNKNOWN: Internal,
-}
+def _spec_classes() -> Dict[str, Type[CowkvError]]:
+    """The spec's class names -> this module's classes (named alike:
+    "read_only" -> ReadOnly). The watch-only classes (subvolume_deleted,
+    slow_reader) are cowkv.watch.WatchCanceled with its cancel_code."""
+    out: Dict[str, Type[CowkvError]] = {}
+    for name in _spec.CLASSES:
+        cls = globals().get("".join(p.capitalize() for p in name.split("_")))
+        if isinstance(cls, type) and issubclass(cls, CowkvError):
+            out[name] = cls
+            cls.retry_transaction = _spec.CLASSES[name].retryable
+    return out
 
+
+#: class name (clients/spec/errors.json) -> exception class.
+CLASSES: Dict[str, Type[CowkvError]] = _spec_classes()
+
+_BY_CODE: Dict[grpc.StatusCode, Type[CowkvError]] = {
+    grpc.StatusCode[code]: CLASSES[name] for code, name in _spec.BY_CODE.items()}
 
 #: google.rpc.ErrorInfo reasons (docs/api.md, "Errors") that pick a class
 #: finer than the status code's. Any other reason keeps the code's class.
 _BY_REASON: Dict[str, Type[CowkvError]] = {
-    "READ_ONLY_SNAPSHOT": ReadOnly,
-    "EROFS": ReadOnly,
-    "ENOSPC": NoSpace,
-    "CONFLICT": Conflict,
-    "TOO_OLD": TooOld,
-    "COMPACTED": Compacted,
-    "FUTURE_REVISION": FutureRevision,
-}
+    reason: CLASSES[name] for reason, name in _spec.BY_REASON.items()}
 
 
-def _refine(cls: Type[CowkvError], message: str) -> Type[CowkvError]:
+def _matches(f: _spec.Fallback, message: str) -> bool:
+    """A prefix of ``f``, or one of its substrings and none of its exceptions."""
+    if message.startswith(f.prefixes):
+        return True
+    text = message.lower() if f.ignore_case else message
+    return not any(u in text for u in f.unless) and any(c in text for c in f.contains)
+
+
+def _refine(cls: Type[CowkvError], code: grpc.StatusCode, message: str) -> Type[CowkvError]:
     """For a server that sends no ErrorInfo (older than the reasons): picks
-    the subclass the message text names (read-only, no space)."""
-    read_only = message.startswith("EROFS") or (
-        "read-only" in message and "not a read-only" not in message)
-    if cls is FailedPrecondition and read_only:
-        return ReadOnly  # not "snapshot: 'x' is not a read-only snapshot"
-    if cls is ResourceExhausted and (message.startswith("ENOSPC") or "no space" in message.lower()):
-        return NoSpace
+    the subclass the message text names (read-only, no space: the spec's
+    fallbacks)."""
+    for f in _spec.FALLBACKS:
+        if f.code == code.name and _matches(f, message):
+            return CLASSES[f.cls]
     return cls
 
 
@@ -218,7 +216,7 @@ def error_class(code: Optional[grpc.StatusCode], message: str,
         return CowkvError
     by_code = _BY_CODE.get(code, CowkvError)
     if not reason:
-        return _refine(by_code, message)
+        return _refine(by_code, code, message)
     return _BY_REASON.get(reason, by_code)
 
 

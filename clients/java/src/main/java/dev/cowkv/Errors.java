@@ -15,7 +15,7 @@ public final class Errors {
    * The exception for a status with the server's {@code google.rpc.ErrorInfo} (docs/api.md,
    * "Errors"): the class comes from its reason (any other reason keeps the code's class, the text
    * is not read); without one (null or no reason: an older server), as {@link #fromStatus(Status,
-   * String)}.
+   * String)}. The tables are clients/spec/errors.json's, through the generated {@link Spec}.
    */
   public static CowkvException fromStatus(Status status, ErrorInfo info, String operation) {
     if (info == null || info.getReason().isEmpty()) {
@@ -24,17 +24,43 @@ public final class Errors {
     Status.Code code = status.getCode();
     String msg = status.getDescription() != null ? status.getDescription() : code.name();
     Throwable cause = status.getCause();
+    String cls = Spec.BY_REASON.getOrDefault(info.getReason(), Spec.BY_CODE.get(code));
     CowkvException e;
-    switch (info.getReason()) {
-      case "READ_ONLY_SNAPSHOT", "EROFS" -> e = new ReadOnlyException(code, msg, operation, cause);
-      case "ENOSPC" -> e = new NoSpaceException(code, msg, operation, cause);
-      case "CONFLICT" -> e = new ConflictException(code, msg, operation, cause);
-      case "TOO_OLD" -> e = new TooOldException(code, msg, operation, cause);
-      case "FUTURE_REVISION" -> e = new FutureRevisionException(code, msg, operation, cause);
-      case "COMPACTED" -> e = new CompactedException(msg, compactRevision(info), operation);
-      default -> e = byCode(code, msg, operation, cause);
+    if ("compacted".equals(cls)) {
+      e = new CompactedException(msg, compactRevision(info), operation);
+    } else if (cls == null || ("internal".equals(cls) && closedConnection(cause))) {
+      e = fromStatus(Status.fromCode(code).withDescription(msg).withCause(cause), operation);
+    } else {
+      e = create(cls, code, msg, operation, cause);
     }
     return e.withErrorInfo(info.getReason(), info.getMetadataMap());
+  }
+
+  /** The exception of a spec class name ("not_found", ...; not "compacted", which has a revision). */
+  static CowkvException create(String cls, Status.Code code, String msg, String op, Throwable cause) {
+    return switch (cls) {
+      case "invalid_argument" -> new InvalidArgumentException(code, msg, op, cause);
+      case "not_found" -> new NotFoundException(code, msg, op, cause);
+      case "already_exists" -> new AlreadyExistsException(code, msg, op, cause);
+      case "failed_precondition" -> new FailedPreconditionException(code, msg, op, cause);
+      case "read_only" -> new ReadOnlyException(code, msg, op, cause);
+      case "conflict" -> new ConflictException(code, msg, op, cause);
+      case "too_old" -> new TooOldException(code, msg, op, cause);
+      case "future_revision" -> new FutureRevisionException(code, msg, op, cause);
+      case "resource_exhausted" -> new ResourceExhaustedException(code, msg, op, cause);
+      case "no_space" -> new NoSpaceException(code, msg, op, cause);
+      case "data_loss" -> new DataLossException(code, msg, op, cause);
+      case "unavailable" -> new UnavailableException(code, msg, op, cause);
+      case "unauthenticated" -> new UnauthenticatedException(code, msg, op, cause);
+      case "permission_denied" -> new PermissionDeniedException(code, msg, op, cause);
+      case "deadline_exceeded" -> new DeadlineExceededException(code, msg, op, cause);
+      case "cancelled" -> new CancelledException(code, msg, op, cause);
+      case "unimplemented" -> new UnimplementedException(code, msg, op, cause);
+      case "internal" -> new InternalException(code, msg, op, cause);
+      case "subvolume_deleted" -> new SubvolumeDeletedException(code, msg, op, cause);
+      case "slow_reader" -> new SlowReaderException(code, msg, op, cause);
+      default -> throw new IllegalArgumentException("no exception class for spec class " + cls);
+    };
   }
 
   private static long compactRevision(ErrorInfo info) {
@@ -68,73 +94,38 @@ public final class Errors {
     return null;
   }
 
-  /** The class of a code alone: no text is read (for statuses that carry a reason). */
-  private static CowkvException byCode(Status.Code code, String msg, String op, Throwable cause) {
-    switch (code) {
-      case FAILED_PRECONDITION:
-        return new FailedPreconditionException(code, msg, op, cause);
-      case RESOURCE_EXHAUSTED:
-        return new ResourceExhaustedException(code, msg, op, cause);
-      default:
-        return fromStatus(Status.fromCode(code).withDescription(msg).withCause(cause), op);
-    }
-  }
-
   /**
    * The exception for a status code and message, for a server that sends no ErrorInfo: read-only
-   * and no-space are told from the message text.
+   * and no-space are told from the message text (the spec's fallbacks).
    */
   public static CowkvException fromStatus(Status status, String operation) {
     Status.Code code = status.getCode();
     String msg = status.getDescription() != null ? status.getDescription() : code.name();
     Throwable cause = status.getCause();
-    switch (code) {
-      case INVALID_ARGUMENT:
-        return new InvalidArgumentException(code, msg, operation, cause);
-      case NOT_FOUND:
-        return new NotFoundException(code, msg, operation, cause);
-      case ALREADY_EXISTS:
-        return new AlreadyExistsException(code, msg, operation, cause);
-      case FAILED_PRECONDITION:
-        if (isReadOnly(msg)) {
-          return new ReadOnlyException(code, msg, operation, cause);
-        }
-        return new FailedPreconditionException(code, msg, operation, cause);
-      case ABORTED:
-        return new ConflictException(code, msg, operation, cause);
-      case OUT_OF_RANGE:
-        return new TooOldException(code, msg, operation, cause);
-      case RESOURCE_EXHAUSTED:
-        if (msg.startsWith("ENOSPC") || msg.toLowerCase(java.util.Locale.ROOT).contains("no space")) {
-          return new NoSpaceException(code, msg, operation, cause);
-        }
-        return new ResourceExhaustedException(code, msg, operation, cause);
-      case DATA_LOSS:
-        return new DataLossException(code, msg, operation, cause);
-      case UNAVAILABLE:
-        return new UnavailableException(code, msg, operation, cause);
-      case UNAUTHENTICATED:
-        return new UnauthenticatedException(code, msg, operation, cause);
-      case PERMISSION_DENIED:
-        return new PermissionDeniedException(code, msg, operation, cause);
-      case DEADLINE_EXCEEDED:
-        return new DeadlineExceededException(code, msg, operation, cause);
-      case CANCELLED:
-        return new CancelledException(code, msg, operation, cause);
-      case UNIMPLEMENTED:
-        return new UnimplementedException(code, msg, operation, cause);
-      case INTERNAL:
-      case UNKNOWN:
-        if (closedConnection(cause)) {
-          // grpc-java reports a call that raced with the server closing the connection as
-          // INTERNAL/UNKNOWN "channel closed" (grpc-java #7376); it is a transport failure
-          // like a refused connection, so the same class: retry the call.
-          return new UnavailableException(code, msg, operation, cause);
-        }
-        return new InternalException(code, msg, operation, cause);
-      default:
-        return new CowkvException(code, msg, operation, cause);
+    if ((code == Status.Code.INTERNAL || code == Status.Code.UNKNOWN) && closedConnection(cause)) {
+      // grpc-java reports a call that raced with the server closing the connection as
+      // INTERNAL/UNKNOWN "channel closed" (grpc-java #7376); it is a transport failure
+      // like a refused connection, so the same class: retry the call.
+      return new UnavailableException(code, msg, operation, cause);
     }
+    for (Spec.Fallback f : Spec.FALLBACKS) {
+      if (f.code() == code && matches(f, msg)) {
+        return create(f.cls(), code, msg, operation, cause);
+      }
+    }
+    String cls = Spec.BY_CODE.get(code);
+    return cls == null ? new CowkvException(code, msg, operation, cause)
+        : create(cls, code, msg, operation, cause);
+  }
+
+  /** A fallback's prefix, or one of its substrings and none of its exceptions. */
+  static boolean matches(Spec.Fallback f, String msg) {
+    if (f.prefixes().stream().anyMatch(msg::startsWith)) {
+      return true;
+    }
+    String text = f.ignoreCase() ? msg.toLowerCase(java.util.Locale.ROOT) : msg;
+    return f.unless().stream().noneMatch(text::contains)
+        && f.contains().stream().anyMatch(text::contains);
   }
 
   /**
@@ -142,7 +133,8 @@ public final class Errors {
    * "read-only" (but not "is not a read-only snapshot", a plain precondition).
    */
   static boolean isReadOnly(String msg) {
-    return msg.startsWith("EROFS:") || (msg.contains("read-only") && !msg.contains("not a read-only"));
+    return Spec.FALLBACKS.stream()
+        .anyMatch(f -> f.cls().equals("read_only") && matches(f, msg));
   }
 
   private static boolean closedConnection(Throwable t) {

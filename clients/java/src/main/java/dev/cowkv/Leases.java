@@ -33,7 +33,7 @@ import java.util.concurrent.ExecutionException;
  */
 public final class Leases {
   /** The largest lease TTL, in seconds (the smallest is 1). */
-  public static final long MAX_TTL_SECONDS = 9_000_000_000L;
+  public static final long MAX_TTL_SECONDS = Spec.MAX_LEASE_TTL_SECONDS;
 
   private final Rpc rpc;
   private final String subvolume;

@@ -8,14 +8,15 @@ import java.nio.charset.StandardCharsets;
  * with the same exception class the server would give.
  */
 final class Validate {
-  static final int MAX_KEY_BYTES = 1024;
-  static final int MAX_VALUE_BYTES = 16 << 20;
-  static final int MAX_BOUND_BYTES = MAX_KEY_BYTES + 1;
-  static final int MAX_NAME_BYTES = 255;
-  static final int MAX_PATH_BYTES = 4096;
-  static final int MAX_PATH_DEPTH = 256;
-  static final int MAX_SYMLINK_BYTES = 4095;
-  static final long MAX_LEASE_MS = 600_000;
+  // The server's limits: clients/spec/limits.json, through the generated Spec.
+  static final int MAX_KEY_BYTES = Spec.MAX_KEY_BYTES;
+  static final int MAX_VALUE_BYTES = Spec.MAX_VALUE_BYTES;
+  static final int MAX_BOUND_BYTES = Spec.MAX_BOUND_BYTES;
+  static final int MAX_NAME_BYTES = Spec.MAX_NAME_BYTES;
+  static final int MAX_PATH_BYTES = Spec.MAX_PATH_BYTES;
+  static final int MAX_PATH_DEPTH = Spec.MAX_PATH_DEPTH;
+  static final int MAX_SYMLINK_BYTES = Spec.MAX_SYMLINK_BYTES;
+  static final long MAX_LEASE_MS = Spec.MAX_LEASE_MS;
 
   private Validate() {}
 

@@ -145,19 +145,18 @@ public final class Watcher implements AutoCloseable {
   static CowkvException cancelError(Kv.WatchResponse r) {
     Status.Code code = r.getErrorCode() == 0 ? null : Status.fromCodeValue(r.getErrorCode()).getCode();
     String reason = r.getCancelReason();
-    switch (r.getCancelCode()) {
-      case WATCH_CANCEL_COMPACTED:
-        return new CompactedException(reason, r.getCompactRevision(), OP);
-      case WATCH_CANCEL_SUBVOLUME_DELETED:
-        return new SubvolumeDeletedException(code, reason, OP, null);
-      case WATCH_CANCEL_SLOW_READER:
-        return new SlowReaderException(code, reason, OP, null);
-      default: // REFUSED, SERVER: the error a call would have given
-        Status st = Status.fromCode(code == null ? Status.Code.UNKNOWN : code).withDescription(reason);
-        com.google.rpc.ErrorInfo info = r.getErrorReason().isEmpty() ? null
-            : com.google.rpc.ErrorInfo.newBuilder().setReason(r.getErrorReason()).build();
-        return Errors.fromStatus(st, info, OP);
+    Spec.WatchEnd end = Spec.WATCH_CANCEL.get(r.getCancelCodeValue());
+    if (end != null && end.cls().equals("compacted")) {
+      return new CompactedException(reason, r.getCompactRevision(), OP);
     }
+    if (end != null) { // SUBVOLUME_DELETED, SLOW_READER
+      return Errors.create(end.cls(), code, reason, OP, null);
+    }
+    // REFUSED, SERVER: the error a call would have given
+    Status st = Status.fromCode(code == null ? Status.Code.UNKNOWN : code).withDescription(reason);
+    com.google.rpc.ErrorInfo info = r.getErrorReason().isEmpty() ? null
+        : com.google.rpc.ErrorInfo.newBuilder().setReason(r.getErrorReason()).build();
+    return Errors.fromStatus(st, info, OP);
   }
 
   static WatchEvent eventFrom(Kv.WatchEvent e) {
