@@ -14,7 +14,8 @@
 # private copy of that binary, made here (a Bazel build meanwhile replaces
 # bazel-bin's file). Works on a clean clone.
 #
-# Toolchains it does not install: Go >= 1.26, Node >= 20 with npm, Rust >=
+# Toolchains it does not install: python3 (the conformance driver), Go >=
+# 1.26, Node >= 20 with npm, Rust >=
 # 1.85 with cargo (the JDK and Maven come from Debian, clients/java/
 # run_tests.sh installs them). A missing or too old one fails that client
 # (and --check) with what is missing and how to install it.
@@ -87,6 +88,16 @@ check_rust() {
   return 1
 }
 
+# The conformance scenarios run through clients/conformance/driver.py.
+check_python3() {
+  if command -v python3 >/dev/null && python3 -c 'import sys; sys.exit(sys.version_info < (3, 8))'; then
+    return 0
+  fi
+  echo "conformance: missing python3 >= 3.8 (clients/conformance/driver.py runs the scenarios);" \
+    "install Debian's python3" >&2
+  return 1
+}
+
 check_java() {
   local need=()
   command -v javac >/dev/null || need+=(openjdk-17-jdk-headless)
@@ -123,6 +134,7 @@ export COWKV_REQUIRE_SERVER=1
 
 run_go() {
   check_go || return 1
+  check_python3 || return 1
   cd "$root/clients/go" || return 1
   go mod download || return 1
   # internal/pb/*.pb.go are committed; internal/pb's test checks them
@@ -133,6 +145,7 @@ run_go() {
 
 run_ts() {
   check_ts || return 1
+  check_python3 || return 1
   cd "$root/clients/typescript" || return 1
   # The lockfile pins everything; the one install script (protobufjs's
   # postinstall) only prints a version-scheme warning: skipped.
@@ -145,6 +158,7 @@ run_ts() {
 run_java() { bash "$root/clients/java/run_tests.sh"; }
 run_rust() {
   check_rust || return 1
+  check_python3 || return 1
   bash "$root/clients/rust/run_tests.sh"
 }
 

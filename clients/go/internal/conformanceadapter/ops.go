@@ -1,14 +1,15 @@
-package cowkv_test
+package main
 
-// The op table of the conformance runner: one client call per op, results
-// in the canonical shapes of ../conformance/README.md.
+// The op table: one client call per op, results in the canonical shapes of
+// ../../../conformance/README.md (bytes as base64).
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -16,14 +17,23 @@ import (
 	"cowkv.dev/cowkv"
 )
 
+func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
 type args map[string]any
 
 func (a args) str(k string) string { s, _ := a[k].(string); return s }
+
+// bytes: a bytes argument, base64 on the wire (an absent one is nil).
 func (a args) bytes(k string) []byte {
-	if s, ok := a[k].(string); ok {
-		return []byte(s)
+	s, _ := a[k].(string)
+	if s == "" {
+		return nil
 	}
-	return nil
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		fail("argument %s is not base64: %v", k, err)
+	}
+	return b
 }
 func (a args) num(k string) uint64 { n, _ := toInt(a[k]); return uint64(n) }
 func (a args) flag(k string) bool  { b, _ := a[k].(bool); return b }
@@ -113,21 +123,21 @@ func info(i cowkv.SubvolumeInfo) map[string]any {
 }
 
 func kvMap(kv cowkv.KeyValue, rev uint64) map[string]any {
-	return map[string]any{"key": string(kv.Key), "value": string(kv.Value), "create_revision": kv.CreateRevision,
+	return map[string]any{"key": b64(kv.Key), "value": b64(kv.Value), "create_revision": kv.CreateRevision,
 		"mod_revision": kv.ModRevision, "version": kv.Version, "revision": rev}
 }
 
 func kvLists(kvs []cowkv.KeyValue) map[string]any {
 	keys, values := []any{}, []any{}
 	for _, kv := range kvs {
-		keys, values = append(keys, string(kv.Key)), append(values, string(kv.Value))
+		keys, values = append(keys, b64(kv.Key)), append(values, b64(kv.Value))
 	}
 	return map[string]any{"keys": keys, "values": values}
 }
 
 func pageMap(p cowkv.Page) map[string]any {
 	m := kvLists(p.KVs)
-	m["count"], m["more"], m["next_page_token"] = p.Count, p.More, string(p.NextPageToken)
+	m["count"], m["more"], m["next_page_token"] = p.Count, p.More, b64(p.NextPageToken)
 	return m
 }
 
@@ -179,10 +189,10 @@ func txnOps(list any) []cowkv.Op {
 	return ops
 }
 
-func (r *runner) tx(a args) *cowkv.Tx {
+func (r *adapter) tx(a args) *cowkv.Tx {
 	tx, ok := r.txs[a.str("tx")]
 	if !ok {
-		r.t.Fatalf("no transaction named %q", a.str("tx"))
+		fail("no transaction named %q", a.str("tx"))
 	}
 	return tx
 }
@@ -191,15 +201,7 @@ func (r *runner) tx(a args) *cowkv.Tx {
 // directory share one inode-ref item, which must fit in a node.
 const linksPerDir = 400
 
-// dedicated is the scenario's own server (runner-control ops need one).
-func (r *runner) dedicated(op string) *server {
-	if !r.own {
-		r.t.Fatalf("%s needs a scenario with its own \"server\"", op)
-	}
-	return r.srv
-}
-
-func (r *runner) exec(op string, a args) (any, error) {
+func (r *adapter) exec(op string, a args) (any, error) {
 	ctx, db := r.ctx, r.db
 	sv := db.Subvolume(a.str("sv"))
 	switch op {
@@ -382,7 +384,7 @@ func (r *runner) exec(op string, a args) (any, error) {
 		return map[string]any{"bytes_written": n, "size": s.Size}, err
 	case "read_file":
 		d, err := sv.ReadAt(ctx, a.str("path"), a.num("offset"), a.num("length"))
-		return map[string]any{"data": string(d), "size": len(d)}, err
+		return map[string]any{"data": b64(d), "size": len(d)}, err
 	case "readdir":
 		l, err := sv.ReadDir(ctx, a.str("path"), cowkv.PageSize(a.num("page_size")))
 		names := []any{}
@@ -436,7 +438,7 @@ func (r *runner) exec(op string, a args) (any, error) {
 		return stat(s), err
 	case "handle_read":
 		d, err := r.handles[a.str("h")].ReadAt(ctx, a.num("offset"), a.num("length"))
-		return map[string]any{"data": string(d), "size": len(d)}, err
+		return map[string]any{"data": b64(d), "size": len(d)}, err
 	case "handle_write":
 		n, err := r.handles[a.str("h")].WriteAt(ctx, a.bytes("data"), a.num("offset"))
 		return map[string]any{"bytes_written": n}, err
@@ -470,7 +472,7 @@ func (r *runner) exec(op string, a args) (any, error) {
 		return empty, sv.SetXattr(ctx, a.str("path"), a.str("name"), a.bytes("value"), flags)
 	case "get_xattr":
 		v, err := sv.GetXattr(ctx, a.str("path"), a.str("name"))
-		return map[string]any{"value": string(v)}, err
+		return map[string]any{"value": b64(v)}, err
 	case "list_xattrs":
 		names, err := sv.ListXattrs(ctx, a.str("path"))
 		l := []any{}
@@ -525,69 +527,13 @@ func (r *runner) exec(op string, a args) (any, error) {
 		c, err := db.Check(ctx)
 		return map[string]any{"ok": c.OK}, err
 
-	case "connect":
-		var o []cowkv.Option
-		if t := a.str("token"); t != "" {
-			o = append(o, cowkv.WithToken(t))
-		}
-		if ms := a.num("deadline_ms"); ms > 0 {
-			o = append(o, cowkv.WithDefaultTimeout(time.Duration(ms)*time.Millisecond))
-		}
-		r.connect(o...)
-		return empty, nil
-	case "stop_server":
-		r.srv.stop()
-		return empty, nil
-	case "restart_server":
-		r.srv.stop()
-		if n := a.num("corrupt_length"); n > 0 {
-			f, err := os.OpenFile(r.srv.device, os.O_RDWR, 0)
-			if err != nil {
-				return nil, err
-			}
-			buf := make([]byte, n)
-			off := int64(a.num("corrupt_offset"))
-			if _, err := f.ReadAt(buf, off); err != nil {
-				return nil, err
-			}
-			for i := range buf {
-				buf[i] ^= 0xff
-			}
-			if _, err := f.WriteAt(buf, off); err != nil {
-				return nil, err
-			}
-			f.Close()
-		}
-		r.srv.start()
-		r.addr = r.srv.addr
-		r.connect(r.opts...)
-		return empty, nil
-	case "pause_server":
-		r.dedicated(op).pause()
-		return empty, nil
-	case "resume_server":
-		r.dedicated(op).resume()
-		return empty, nil
-	case "sleep":
-		time.Sleep(time.Duration(a.num("ms")) * time.Millisecond)
-		return empty, nil
-	case "repeat":
-		var s step
-		m := a["step"].(map[string]any)
-		s.Op, _ = m["op"].(string)
-		s.Args, _ = m["args"].(map[string]any)
-		s.Expect, _ = m["expect"].(map[string]any)
-		for i := uint64(0); i < a.num("times"); i++ {
-			r.runStep(int(i), s)
-		}
-		return empty, nil
 	}
-	r.t.Fatalf("unknown op %q", op)
+	fail("unknown op %q", op)
 	return nil, nil
 }
 
 // execLease runs the lease ops; lease ids are int64 in results.
-func (r *runner) execLease(op string, l *cowkv.Leases, a args) (any, error) {
+func (r *adapter) execLease(op string, l *cowkv.Leases, a args) (any, error) {
 	ctx, id := r.ctx, cowkv.LeaseID(a.int("id"))
 	switch op {
 	case "lease_grant":
@@ -603,7 +549,7 @@ func (r *runner) execLease(op string, l *cowkv.Leases, a args) (any, error) {
 		i, err := l.TimeToLive(ctx, id, a.flag("keys"))
 		keys := []any{}
 		for _, k := range i.Keys {
-			keys = append(keys, string(k))
+			keys = append(keys, b64(k))
 		}
 		return map[string]any{"id": int64(i.ID), "ttl": i.TTL, "granted_ttl": i.GrantedTTL, "keys": keys}, err
 	}
@@ -616,7 +562,7 @@ func (r *runner) execLease(op string, l *cowkv.Leases, a args) (any, error) {
 }
 
 // execWatch runs the watch ops; watchers are kept by their "as" name.
-func (r *runner) execWatch(op string, sv *cowkv.Subvolume, a args) (any, error) {
+func (r *adapter) execWatch(op string, sv *cowkv.Subvolume, a args) (any, error) {
 	switch op {
 	case "compact":
 		c, err := sv.Compact(r.ctx, a.num("revision"))
@@ -724,14 +670,23 @@ func (w fileWatch) nextMap(ctx context.Context) (any, error) {
 }
 
 func eventMap(ev cowkv.Event) map[string]any {
-	m := map[string]any{"type": "put", "key": string(ev.KV.Key), "value": string(ev.KV.Value),
+	m := map[string]any{"type": "put", "key": b64(ev.KV.Key), "value": b64(ev.KV.Value),
 		"create_revision": ev.KV.CreateRevision, "mod_revision": ev.KV.ModRevision,
 		"version": ev.KV.Version, "has_prev": ev.PrevKV != nil, "prev_value": "", "prev_mod_revision": uint64(0)}
 	if ev.Type == cowkv.EventDelete {
 		m["type"] = "delete"
 	}
 	if ev.PrevKV != nil {
-		m["prev_value"], m["prev_mod_revision"] = string(ev.PrevKV.Value), ev.PrevKV.ModRevision
+		m["prev_value"], m["prev_mod_revision"] = b64(ev.PrevKV.Value), ev.PrevKV.ModRevision
 	}
 	return m
+}
+
+// toInt: a JSON number (decoded with UseNumber) as int64.
+func toInt(v any) (int64, bool) {
+	if x, ok := v.(json.Number); ok {
+		n, err := x.Int64()
+		return n, err == nil
+	}
+	return 0, false
 }
