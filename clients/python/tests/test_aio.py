@@ -15,6 +15,7 @@ import contextlib
 import gc
 import io
 import inspect
+import pathlib
 import random
 import signal
 import time
@@ -168,10 +169,30 @@ def stalled_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]
     assert srv.stop() == 0, "".join(srv.log)
 
 
+def _wait_all_threads_stopped(pid: int, timeout: float = 10.0) -> None:
+    """SIGSTOP takes effect when each thread is next scheduled: on a busy
+    machine a call made at once can still be answered. Waits until every
+    thread of `pid` is in state T."""
+    deadline = time.monotonic() + timeout
+    while True:
+        states = []
+        for task in pathlib.Path(f"/proc/{pid}/task").iterdir():
+            try:
+                stat = (task / "stat").read_text()
+            except FileNotFoundError:
+                continue  # a thread that just ended
+            states.append(stat[stat.rindex(")") + 2])
+        if states and all(st in "Tt" for st in states):
+            return
+        assert time.monotonic() < deadline, f"cowkvd {pid} did not stop: {states}"
+        time.sleep(0.005)
+
+
 @contextlib.contextmanager
 def stopped(srv: Server) -> Iterator[None]:
     assert srv.proc is not None
     srv.proc.send_signal(signal.SIGSTOP)
+    _wait_all_threads_stopped(srv.proc.pid)
     try:
         yield
     finally:
