@@ -37,6 +37,7 @@ mod lease;
 mod options;
 mod retry;
 mod rpc;
+pub mod send;
 mod txn;
 pub mod validate;
 mod watch;
@@ -61,6 +62,9 @@ pub use kv::{DeleteRangeResult, Durability, GetResult, KeyValue, Range, RangeIte
 pub use lease::{KeepAlive, LeaseGrant, LeaseId, LeaseInfo, Leases};
 pub use options::{Options, Tls, DEFAULT_ADDRESS, DEFAULT_DEADLINE, DEFAULT_STREAM_DEADLINE, MAX_MESSAGE_BYTES};
 pub use retry::{UnavailableRetry, RETRIED_METHODS};
+pub use send::{
+    PartialReceive, ReceiveOptions, ReceiveResult, SendOptions, SendStats, SendStream, RECEIVE_CHUNK_BYTES,
+};
 pub use txn::{
     Compare, NumberTarget, Op, OpResult, RetryPolicy, Transaction, TransactionOptions, Txn, TxnResult, ValueTarget,
 };
