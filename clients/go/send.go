@@ -1,10 +1,10 @@
 package cowkv
 
-// Send and receive of read-only snapshots (docs/api.md "Subvolumes": Send,
-// Receive, PartialReceives, AbortReceive, Digest; docs/operations.md
-// "Send and receive"). A send stream is bytes in order: SendStream is an
-// io.Reader over them, Receive reads any io.Reader in bounded pieces, so a
-// stream piped from one server to another never sits whole in memory.
+// Send and receive of read-only snapshots (docs/api.md "Subvolumes" and
+// "Send and receive"; docs/operations.md "Backup and restore"). A send
+// stream is bytes in order: SendStream is an io.Reader over them, Receive
+// reads any io.Reader in bounded pieces, so a stream piped from one
+// server to another never sits whole in memory.
 
 import (
 	"context"

@@ -41,6 +41,7 @@ pub mod send;
 mod txn;
 pub mod validate;
 mod watch;
+mod watch_stream;
 
 /// The generated protobuf messages and gRPC stubs (package cowkv.v1).
 #[allow(clippy::all, missing_docs)]

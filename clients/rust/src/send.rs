@@ -1,5 +1,5 @@
 //! Send and receive of read-only snapshots (docs/api.md "Subvolumes";
-//! docs/operations.md "Send and receive"): [`crate::Client::send`],
+//! docs/operations.md "Backup and restore"): [`crate::Client::send`],
 //! [`crate::Client::send_to`], [`crate::Client::receive`],
 //! [`crate::Client::receive_from`], partial receives and their abort.
 //!

@@ -1,6 +1,6 @@
 /**
  * Send and receive of read-only snapshots (docs/api.md "Subvolumes";
- * docs/operations.md "Send and receive"), used by Client.send / sendTo /
+ * docs/operations.md "Backup and restore"), used by Client.send / sendTo /
  * receive. A send stream is bytes in order: SendStream yields its chunks as
  * they arrive, and receive reads any (async) iterable of bytes, such as a
  * file's ReadStream or another server's SendStream, sending it on in pieces

@@ -1,5 +1,5 @@
 """Send and receive of read-only snapshots (docs/api.md "Subvolumes";
-docs/operations.md "Send and receive"), for :class:`cowkv.Client` and
+docs/operations.md "Backup and restore"), for :class:`cowkv.Client` and
 :class:`cowkv.aio.Client`.
 
     with open("snap.stream", "wb") as f:

@@ -181,7 +181,7 @@ public final class CowkvClient implements AutoCloseable {
             .setReadOnly(readOnly).build())));
   }
 
-  // Send and receive (docs/api.md "Subvolumes"; docs/operations.md "Send and receive").
+  // Send and receive (docs/api.md "Subvolumes"; docs/operations.md "Backup and restore").
 
   /**
    * The send stream of the read-only {@code snapshot}: the whole of it ({@link SendOptions#full}),
