@@ -100,24 +100,24 @@ def test_resume_and_abort(pair: tuple[cowkv.Client, cowkv.Client]) -> None:
     data = full.getvalue()
     rng = random.Random(len(data))
     half = data[:len(data) // 4 + rng.randrange(len(data) // 2)]
-    with pytest.raises(cowkv.DataLoss) as ei:  # truncated: kept as a partial receive
+    with pytest.raises(cowkv.DataLoss) as ei1:  # truncated: kept as a partial receive
         b.receive(io.BytesIO(half), "cut", resumable=True)
-    assert ei.value.reason == "STREAM_CORRUPT"
+    assert ei1.value.reason == "STREAM_CORRUPT"
     p = _wait_partial(b, "cut")
     assert p.token and p.uuid
     bad = bytearray(p.token.encode())
     bad[len(bad) // 2] ^= 1
-    with pytest.raises(cowkv.InvalidArgument) as ei:
+    with pytest.raises(cowkv.InvalidArgument) as ei2:
         list(a.send("", resume_token=bad.decode()))
-    assert ei.value.reason == "RESUME_TOKEN"
-    with pytest.raises(cowkv.AlreadyExists) as ei:
+    assert ei2.value.reason == "RESUME_TOKEN"
+    with pytest.raises(cowkv.AlreadyExists) as ei3:
         b.receive(io.BytesIO(data), "cut")
-    assert ei.value.reason == "PARTIAL_RECEIVE"
+    assert ei3.value.reason == "PARTIAL_RECEIVE"
     got = b.receive(a.send("", resume_token=p.token))
     assert got.name == "cut" and b.digest("cut") == a.digest("s2")
-    with pytest.raises(cowkv.NotFound) as ei:  # the token is stale now
+    with pytest.raises(cowkv.NotFound) as ei4:  # the token is stale now
         b.receive(a.send("", resume_token=p.token))
-    assert ei.value.reason == "RESUME_MISMATCH"
+    assert ei4.value.reason == "RESUME_MISMATCH"
 
     def dropped() -> Iterator[bytes]:  # a client that dies mid-upload
         yield data[:len(data) // 2]
@@ -127,9 +127,9 @@ def test_resume_and_abort(pair: tuple[cowkv.Client, cowkv.Client]) -> None:
         b.receive(dropped(), "drop", resumable=True)
     _wait_partial(b, "drop")
     b.abort_receive("drop")
-    with pytest.raises(cowkv.NotFound) as ei:
+    with pytest.raises(cowkv.NotFound) as ei5:
         b.abort_receive("drop")
-    assert ei.value.reason == "RESUME_MISMATCH"
+    assert ei5.value.reason == "RESUME_MISMATCH"
     assert b.partial_receives() == []
 
 
