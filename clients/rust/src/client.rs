@@ -10,6 +10,7 @@ use crate::kv::Subvolume;
 use crate::options::Options;
 use crate::pb;
 use crate::rpc::Rpc;
+use crate::send::{PartialReceive, ReceiveOptions, ReceiveResult, SendOptions, SendStats, SendStream};
 use crate::validate;
 
 /// What the store knows about one subvolume.
@@ -208,6 +209,85 @@ impl Client {
         validate::subvolume_name("snapshot", "name", name)?;
         let req = pb::SnapshotRequest { source: source.into(), name: name.into(), read_only };
         Ok(Rpc::unary("snapshot", self.rpc.subvolumes().snapshot(self.rpc.request(req, None))).await?.into())
+    }
+
+    /// The send stream of the read-only `snapshot` (module [`crate::send`]
+    /// docs): the whole of it, or with [`SendOptions::parent`] its
+    /// difference from that older read-only snapshot; with
+    /// [`SendOptions::resume_token`] (a [`PartialReceive`]'s at the
+    /// receiver) the rest of the stream that receive stopped in, `snapshot`
+    /// then "". NotFound for an unknown snapshot, FailedPrecondition for a
+    /// writable one, InvalidArgument (reason RESUME_TOKEN) for a damaged
+    /// token, NotFound (RESUME_MISMATCH) for one whose snapshots are not
+    /// here; later errors come from [`SendStream::next_chunk`]. The stream
+    /// deadline ([`crate::Options::stream_deadline`], or [`Client::timeout`])
+    /// bounds the whole stream.
+    pub async fn send(&self, snapshot: &str, opts: SendOptions) -> Result<SendStream> {
+        crate::send::send(&self.rpc, snapshot, opts).await
+    }
+
+    /// Writes the whole send stream (as [`Client::send`]) to `w` (a file);
+    /// returns the send's stats. On error `w` holds a prefix.
+    pub async fn send_to(
+        &self,
+        w: &mut (impl tokio::io::AsyncWrite + Unpin),
+        snapshot: &str,
+        opts: SendOptions,
+    ) -> Result<SendStats> {
+        self.send(snapshot, opts).await?.write_to(w).await
+    }
+
+    /// Receives a send stream of chunks (another server's
+    /// [`SendStream::into_stream`], or any stream of `Result<Bytes, E>`) into a
+    /// new read-only subvolume, which appears only once the whole stream
+    /// arrived and verified. Errors: DataLoss (reason STREAM_CORRUPT) for a
+    /// damaged or truncated stream, NotFound / FailedPrecondition
+    /// (PARENT_MISMATCH) for an incremental stream whose parent is missing
+    /// or differs, AlreadyExists for a taken name (PARTIAL_RECEIVE: a
+    /// partial receive's), RESUME_MISMATCH for a continuation that does not
+    /// fit. An error from `source` cancels the call (a resumable receive
+    /// keeps what arrived) and is returned as it is.
+    pub async fn receive<S, E>(&self, source: S, opts: ReceiveOptions) -> Result<ReceiveResult>
+    where
+        S: futures_core::Stream<Item = std::result::Result<bytes::Bytes, E>> + Send,
+        E: Into<crate::Error>,
+    {
+        crate::send::receive(&self.rpc, source, opts).await
+    }
+
+    /// [`Client::receive`] reading a stream from `r` (a file), 1 MiB at a
+    /// time; a read error is [`crate::Error::User`].
+    pub async fn receive_from(
+        &self,
+        r: impl tokio::io::AsyncRead + Send + Unpin,
+        opts: ReceiveOptions,
+    ) -> Result<ReceiveResult> {
+        self.receive(crate::send::reader_chunks(r), opts).await
+    }
+
+    /// The partial receives this server keeps, each with its resume token.
+    pub async fn partial_receives(&self) -> Result<Vec<PartialReceive>> {
+        let req = pb::PartialReceivesRequest {};
+        let m =
+            Rpc::unary("partial_receives", self.rpc.subvolumes().partial_receives(self.rpc.request(req, None))).await?;
+        Ok(m.partial.into_iter().map(Into::into).collect())
+    }
+
+    /// Drops a partial receive: NotFound (RESUME_MISMATCH) if there is none,
+    /// FailedPrecondition (PARTIAL_RECEIVE) while a receive writes to it.
+    pub async fn abort_receive(&self, name: &str) -> Result<()> {
+        validate::subvolume_name("abort_receive", "name", name)?;
+        let req = pb::AbortReceiveRequest { name: name.into() };
+        Rpc::unary("abort_receive", self.rpc.subvolumes().abort_receive(self.rpc.request(req, None))).await?;
+        Ok(())
+    }
+
+    /// SHA-256 (64 hex digits) over a subvolume's items and file data:
+    /// equal for a sent snapshot and its received copy.
+    pub async fn digest(&self, name: &str) -> Result<String> {
+        validate::subvolume_name("digest", "name", name)?;
+        let req = pb::DigestSubvolumeRequest { name: name.into() };
+        Ok(Rpc::unary("digest", self.rpc.subvolumes().digest(self.rpc.request(req, None))).await?.sha256)
     }
 
     /// Commits the engine transaction: everything written before survives a

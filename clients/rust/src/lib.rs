@@ -37,11 +37,13 @@ mod lease;
 mod options;
 mod retry;
 mod rpc;
+pub mod send;
 #[rustfmt::skip]
 pub mod spec;
 mod txn;
 pub mod validate;
 mod watch;
+mod watch_stream;
 
 /// The generated protobuf messages and gRPC stubs (package cowkv.v1).
 #[allow(clippy::all, missing_docs)]
@@ -63,6 +65,9 @@ pub use kv::{DeleteRangeResult, Durability, GetResult, KeyValue, Range, RangeIte
 pub use lease::{KeepAlive, LeaseGrant, LeaseId, LeaseInfo, Leases};
 pub use options::{Options, Tls, DEFAULT_ADDRESS, DEFAULT_DEADLINE, DEFAULT_STREAM_DEADLINE, MAX_MESSAGE_BYTES};
 pub use retry::{UnavailableRetry, RETRIED_METHODS};
+pub use send::{
+    PartialReceive, ReceiveOptions, ReceiveResult, SendOptions, SendStats, SendStream, RECEIVE_CHUNK_BYTES,
+};
 pub use txn::{
     Compare, NumberTarget, Op, OpResult, RetryPolicy, Transaction, TransactionOptions, Txn, TxnResult, ValueTarget,
 };

@@ -38,6 +38,8 @@ pub(crate) struct Rpc {
     pub deadline: Option<Duration>,
     pub stream_deadline: Option<Duration>,
     pub retry: Option<UnavailableRetry>,
+    /// The KV.Watch streams the client's watchers share (one set per connection).
+    pub watches: std::sync::Arc<crate::watch_stream::WatchMux>,
 }
 
 impl Rpc {
@@ -73,6 +75,7 @@ impl Rpc {
             deadline: opts.deadline,
             stream_deadline: opts.stream_deadline,
             retry: opts.retry_unavailable,
+            watches: Default::default(),
         })
     }
 

@@ -13,24 +13,26 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Each watcher has a stream of its own (one bidirectional KV.Watch call),
-//! driven by a Tokio task: simple, and a slow reader of one watcher never
-//! holds back another. All events of one revision are handed over together
-//! (a fragmented revision is joined first); the task stops reading while
-//! the reader is behind, so the server sees a slow reader as one. The
-//! stream ends (None) after [`Watcher::cancel`]; dropping the watcher ends
-//! it too. The server ends a watcher by itself only with a reason: a last
+//! The watchers of one client share KV.Watch streams (up to 1,000 each,
+//! any subvolume), as etcd's clientv3 does: one Tokio task per stream hands
+//! each watcher its responses without waiting, so a slow reader of one
+//! watcher never holds back another; it ends alone with
+//! [`Error::SlowReader`] once 4,096 revisions or about 16 MiB of its events
+//! are unread (crate::watch_stream). All events of one revision are handed
+//! over together (a fragmented revision is joined first). The watcher ends
+//! (None) after [`Watcher::cancel`]; dropping it ends it too; either
+//! cancels only its id on the shared stream. A failed stream ends every
+//! watcher on it with the same error. The server ends a watcher by itself only with a reason: a last
 //! `Err` item whose variant says why, never text to parse.
 
 use std::collections::VecDeque;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use futures_core::Stream;
-use tokio::sync::{mpsc, oneshot};
 use tonic::Code;
 
 use crate::error::{Error, ErrorInfo, Result};
@@ -38,6 +40,7 @@ use crate::kv::KeyValue;
 use crate::pb;
 use crate::rpc::Rpc;
 use crate::validate;
+use crate::watch_stream::{size_of_response, Queue, Shared, WatchMux};
 
 /// What happened to a key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -231,23 +234,22 @@ pub(crate) fn create_request(subvolume: &str, key: &[u8], o: &WatchOptions) -> R
     })
 }
 
-/// Whole revisions of events, or the error that ended the watcher.
-type Batch<E> = Result<Vec<E>>;
-
-/// Batches the task may hold for a reader that is behind.
-const QUEUED_BATCHES: usize = 16;
-
 /// One watcher: a [`Stream`] of [`WatchEvent`]s ([`crate::Subvolume::watch`]),
 /// or of [`FileEvent`]s for a file watcher ([`crate::Subvolume::watch_files`]).
-#[derive(Debug)]
+/// Watchers of one client share KV.Watch streams (module `watch_stream`).
 pub struct Watcher<E = WatchEvent> {
     id: i64,
-    rx: mpsc::Receiver<Batch<E>>,
+    mux: Arc<WatchMux>,
+    shared: Arc<Shared>,
+    queue: Queue,
     pending: VecDeque<E>,
-    stop: Option<oneshot::Sender<()>>,
-    /// The latest store revision the server reported (Relaxed: a lone value).
-    revision: Arc<AtomicU64>,
     done: bool,
+}
+
+impl<E> std::fmt::Debug for Watcher<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Watcher").field("id", &self.id).field("done", &self.done).finish()
+    }
 }
 
 impl<E> Watcher<E> {
@@ -256,18 +258,25 @@ impl<E> Watcher<E> {
         self.id
     }
 
-    /// The latest store revision the server reported on the stream.
+    /// The latest store revision the server reported to this watcher.
     pub fn revision(&self) -> u64 {
-        self.revision.load(Ordering::Relaxed)
+        self.queue.counts.revision.load(Ordering::Relaxed)
     }
 
-    /// Ends the watcher and its stream: the stream then yields None (events
-    /// not yet read are dropped). Idempotent.
+    /// Ends the watcher (the server is told; the stream it shares goes on
+    /// for the others): it then yields None (events not yet read are
+    /// dropped). Idempotent; dropping the watcher does the same.
     pub fn cancel(&mut self) {
-        self.stop.take();
+        self.mux.remove(&self.shared, self.id, true);
         self.pending.clear();
         self.done = true;
-        self.rx.close();
+        self.queue.rx.close();
+    }
+}
+
+impl<E> Drop for Watcher<E> {
+    fn drop(&mut self) {
+        self.mux.remove(&self.shared, self.id, true);
     }
 }
 
@@ -275,125 +284,43 @@ impl<E: WatchItem> Stream for Watcher<E> {
     type Item = Result<E>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        if let Some(ev) = self.pending.pop_front() {
-            return Poll::Ready(Some(Ok(ev)));
-        }
-        if self.done {
-            return Poll::Ready(None);
-        }
-        match self.rx.poll_recv(cx) {
-            Poll::Pending => Poll::Pending,
-            Poll::Ready(None) => {
-                self.done = true;
-                Poll::Ready(None)
+        loop {
+            if let Some(ev) = self.pending.pop_front() {
+                return Poll::Ready(Some(Ok(ev)));
             }
-            Poll::Ready(Some(Err(e))) => {
-                self.done = true;
-                Poll::Ready(Some(Err(e)))
+            if self.done {
+                return Poll::Ready(None);
             }
-            Poll::Ready(Some(Ok(batch))) => {
-                self.pending.extend(batch);
-                Poll::Ready(self.pending.pop_front().map(Ok))
+            match self.queue.rx.poll_recv(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(None) => {
+                    self.done = true;
+                    return Poll::Ready(None);
+                }
+                Poll::Ready(Some(Err(e))) => {
+                    self.done = true;
+                    return Poll::Ready(Some(Err(e)));
+                }
+                Poll::Ready(Some(Ok(batch))) => {
+                    let bytes: usize = batch.iter().map(size_of_response).sum();
+                    self.queue.counts.batches.fetch_sub(1, Ordering::Relaxed);
+                    self.queue.counts.bytes.fetch_sub(bytes, Ordering::Relaxed);
+                    for mut r in batch {
+                        let evs = E::take_from(&mut r);
+                        self.pending.extend(evs);
+                    }
+                }
             }
         }
     }
 }
 
-/// Opens the stream, sends the create and waits (under the client's unary
-/// deadline) for the server's answer; then hands the stream to a task.
+/// Creates a watcher on one of the client's shared streams and waits
+/// (under the client's unary deadline) for the server's answer.
 pub(crate) async fn start<E: WatchItem>(rpc: Rpc, create: pb::WatchCreateRequest) -> Result<Watcher<E>> {
-    let op = "watch";
-    let (req_tx, req_rx) = mpsc::channel::<pb::WatchRequest>(1);
-    let reqs = futures_util::stream::unfold(req_rx, |mut rx| async move { rx.recv().await.map(|m| (m, rx)) });
-    let first = pb::WatchRequest { request_union: Some(pb::watch_request::RequestUnion::CreateRequest(create)) };
-    req_tx.send(first).await.expect("the receiver is alive");
-    let mut client = rpc.kv();
-    // No deadline on the call: the stream lives as long as the watcher.
-    let handshake = async {
-        let mut stream =
-            client.watch(tonic::Request::new(reqs)).await.map_err(|s| Error::from_status(&s, op))?.into_inner();
-        let created = stream.message().await.map_err(|s| Error::from_status(&s, op))?;
-        Ok::<_, Error>((stream, created))
-    };
-    let (stream, created) = match rpc.deadline {
-        Some(d) => tokio::time::timeout(d, handshake).await.map_err(|_| {
-            Error::DeadlineExceeded(ErrorInfo {
-                code: Some(Code::DeadlineExceeded),
-                message: "the server did not create the watcher in time".into(),
-                operation: op,
-                ..Default::default()
-            })
-        })??,
-        None => handshake.await?,
-    };
-    let Some(created) = created else {
-        return Err(Error::Unavailable(ErrorInfo {
-            code: None,
-            message: "the stream ended before the watcher was created".into(),
-            operation: op,
-            ..Default::default()
-        }));
-    };
-    if created.canceled {
-        return Err(cancel_error(&created));
-    }
-    let revision = Arc::new(AtomicU64::new(created.revision));
-    let (tx, rx) = mpsc::channel(QUEUED_BATCHES);
-    let (stop_tx, stop_rx) = oneshot::channel();
-    tokio::spawn(run(stream, req_tx, tx, stop_rx, revision.clone()));
-    Ok(Watcher { id: created.watch_id, rx, pending: VecDeque::new(), stop: Some(stop_tx), revision, done: false })
-}
-
-/// The task: reads responses, joins fragments, hands whole revisions over;
-/// ends on a stop (or a dropped watcher), which drops the stream (the call
-/// is cancelled), or when the server ends the watcher.
-async fn run<E: WatchItem>(
-    mut stream: tonic::Streaming<pb::WatchResponse>,
-    _requests: mpsc::Sender<pb::WatchRequest>, // held: dropping it half-closes, which ends the stream
-    tx: mpsc::Sender<Batch<E>>,
-    mut stop: oneshot::Receiver<()>,
-    revision: Arc<AtomicU64>,
-) {
-    let mut events = Vec::new();
-    loop {
-        let m = tokio::select! {
-            m = stream.message() => m,
-            _ = &mut stop => return,
-        };
-        let mut r = match m {
-            Ok(Some(r)) => r,
-            Ok(None) => {
-                let end = Error::Unavailable(ErrorInfo {
-                    code: None,
-                    message: "the watch stream ended".into(),
-                    operation: "watch",
-                    ..Default::default()
-                });
-                let _ = tx.send(Err(end)).await;
-                return;
-            }
-            Err(s) => {
-                let _ = tx.send(Err(Error::from_status(&s, "watch"))).await;
-                return;
-            }
-        };
-        revision.fetch_max(r.revision, Ordering::Relaxed);
-        if r.canceled {
-            if r.cancel_code != pb::WatchCancelCode::WatchCancelClient as i32 {
-                let _ = tx.send(Err(cancel_error(&r))).await;
-            }
-            return;
-        }
-        events.extend(E::take_from(&mut r));
-        if events.is_empty() || r.fragment {
-            continue;
-        }
-        let batch = std::mem::take(&mut events);
-        tokio::select! {
-            sent = tx.send(Ok(batch)) => if sent.is_err() { return },
-            _ = &mut stop => return,
-        }
-    }
+    let mux = rpc.watches.clone();
+    let (shared, id, _created, queue) = mux.create(&rpc, create, rpc.deadline).await?;
+    Ok(Watcher { id, mux, shared, queue, pending: VecDeque::new(), done: false })
 }
 
 fn event_from(e: pb::WatchEvent) -> WatchEvent {

@@ -281,3 +281,83 @@ async fn take_files(w: &mut Watcher<cowkv::FileEvent>, n: usize) -> Vec<cowkv::F
 fn show_files(evs: &[cowkv::FileEvent]) -> String {
     evs.iter().map(|e| format!("{} {}>{}", e.kind.as_str_name(), e.path, e.new_path)).collect::<Vec<_>>().join("; ")
 }
+
+/// The watchers of one client share KV.Watch streams: 60 watchers work on a
+/// server that lets a client have only 3 calls in flight (a stream per
+/// watcher would be refused past the third); each gets its own key's
+/// events; cancelling or dropping a third each leaves the others' events
+/// intact; a reader that falls behind its client-side bound ends alone
+/// (SlowReader) while another watcher of the same stream gets every event;
+/// after the last watcher closed, a new watch opens a new stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_shared_streams() {
+    let server = common::Server::start_with("256M", &["--max-calls-per-client", "3"]);
+    let client = Client::connect(Options::new(server.address())).unwrap();
+    let sv = fresh(&client, "shared").await;
+    const N: usize = 60;
+    let mut ws: Vec<Option<Watcher>> = Vec::new();
+    for i in 0..N {
+        ws.push(Some(sv.watch(format!("s/{i}"), WatchOptions::new()).await.unwrap()));
+    }
+    for i in 0..N {
+        sv.put(format!("s/{i}"), "a").await.unwrap();
+    }
+    for (i, w) in ws.iter_mut().enumerate() {
+        let ev = take(w.as_mut().unwrap(), 1).await;
+        assert_eq!(ev[0].kv.key.as_ref(), format!("s/{i}").as_bytes(), "watcher {i}");
+    }
+    for i in (0..N).step_by(3) {
+        ws[i].as_mut().unwrap().cancel(); // a third cancelled, a third dropped
+        ws[i + 1] = None;
+    }
+    for i in 0..N {
+        sv.put(format!("s/{i}"), "b").await.unwrap();
+    }
+    for (i, w) in ws.iter_mut().enumerate() {
+        match (i % 3, w) {
+            (0, Some(w)) => assert!(w.next().await.is_none(), "cancelled watcher {i} yielded"),
+            (1, None) => {}
+            (2, Some(w)) => assert_eq!(take(w, 1).await[0].kv.value.as_ref(), b"b", "watcher {i}"),
+            _ => unreachable!(),
+        }
+    }
+
+    // A slow reader and a fast one on the same stream: over 16 MiB of
+    // unread events end the slow one alone.
+    let mut slow = sv.watch("big", WatchOptions::new()).await.unwrap();
+    let mut fast = sv.watch("big", WatchOptions::new()).await.unwrap();
+    let puts = 20;
+    let reader = tokio::spawn(async move {
+        for _ in 0..puts {
+            fast.next().await.unwrap().unwrap();
+        }
+        fast
+    });
+    for i in 0..puts {
+        sv.put("big", vec![i as u8; 1 << 20]).await.unwrap();
+    }
+    let _fast = tokio::time::timeout(Duration::from_secs(60), reader).await.unwrap().unwrap();
+    let mut seen = 0;
+    loop {
+        match slow.next().await {
+            Some(Ok(_)) => seen += 1,
+            Some(Err(Error::SlowReader(_))) => break,
+            other => panic!("slow watcher after {seen} events: {other:?}"),
+        }
+    }
+    assert!(seen < puts, "the slow watcher got every event");
+    for (i, w) in ws.iter_mut().enumerate() {
+        if let (2, Some(w)) = (i % 3, w) {
+            sv.put(format!("s/{i}"), "c").await.unwrap();
+            assert_eq!(take(w, 1).await[0].kv.value.as_ref(), b"c", "watcher {i} after the slow reader");
+        }
+    }
+    drop(ws);
+    drop(slow);
+    drop(_fast);
+    // Every watcher gone: the stream closed; a new watch opens another
+    // (within the 3 calls).
+    let mut again = sv.watch("again", WatchOptions::new()).await.unwrap();
+    sv.put("again", "x").await.unwrap();
+    assert_eq!(take(&mut again, 1).await[0].kv.value.as_ref(), b"x");
+}

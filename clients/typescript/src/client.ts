@@ -13,6 +13,8 @@ import { Transaction, TransactionOptions } from "./txn";
 import { infoFrom, num, SubvolumeInfo } from "./types";
 import { checkName } from "./validate";
 import { retryServiceConfig, UnavailableRetry } from "./retry";
+import { DigestSubvolumeResponse, PartialReceivesResponse } from "./gen/cowkv/v1/subvolumes";
+import { PartialReceive, partialFrom, ReceiveOptions, ReceiveResult, ReceiveSource, receiveStream, SendOptions, SendStats, SendStream } from "./send";
 
 /** cowkvd's default listen address. */
 export const DEFAULT_ADDRESS = "127.0.0.1:7420";
@@ -176,6 +178,67 @@ export class Client {
     checkName("snapshot", "name", name);
     return infoFrom(await this.rpc.unary<unknown, PbSubvolumeInfo>("snapshot", this.rpc.subvolumes, "snapshot",
       { source, name, readOnly: !!opts.readOnly }, call));
+  }
+
+  /**
+   * The send stream of the read-only snapshot (`for await (const chunk of
+   * client.send(...))`): the whole of it, or with `parent` its difference
+   * from that older read-only snapshot; with `resumeToken` (a
+   * PartialReceive's at the receiver) the rest of the stream that receive
+   * stopped in, `snapshot` then "". Errors come from the iteration:
+   * NotFoundError for an unknown snapshot, FailedPreconditionError for a
+   * writable one, InvalidArgumentError (reason RESUME_TOKEN) for a damaged
+   * token, NotFoundError (RESUME_MISMATCH) for one whose snapshots are not
+   * here. The call's deadline (default: the client's) bounds the whole stream.
+   */
+  send(snapshot: string, opts: SendOptions = {}, call?: CallOptions): SendStream {
+    if (snapshot !== "" || !opts.resumeToken) checkName("send", "snapshot", snapshot);
+    if (opts.parent) checkName("send", "parent", opts.parent);
+    return new SendStream(this.rpc, { snapshot, parent: opts.parent ?? "", resumeToken: opts.resumeToken ?? "" }, call);
+  }
+
+  /** Writes the whole send stream (as send) to a writable (a file), honouring its backpressure; resolves to the send's stats. */
+  async sendTo(out: NodeJS.WritableStream, snapshot: string, opts: SendOptions = {}, call?: CallOptions): Promise<SendStats> {
+    const stream = this.send(snapshot, opts, call);
+    for await (const chunk of stream) {
+      if (!out.write(chunk)) await new Promise((r) => out.once("drain", r));
+    }
+    return stream.stats!;
+  }
+
+  /**
+   * Receives a send stream, read from source (an async iterable of bytes such
+   * as fs.createReadStream or another server's send(), or an iterable), into
+   * a new read-only subvolume that appears only once the whole stream arrived
+   * and verified. `resumable` keeps what arrived if the receive fails or is
+   * cut (partialReceives). Errors: DataLossError (STREAM_CORRUPT) for a
+   * damaged or truncated stream, NotFoundError / FailedPreconditionError
+   * (PARENT_MISMATCH) for an incremental stream whose parent is missing or
+   * differs, AlreadyExistsError for a taken name (PARTIAL_RECEIVE: a partial
+   * receive's), RESUME_MISMATCH for a continuation that does not fit. An
+   * error thrown reading source cancels the call and is rethrown as it is.
+   */
+  async receive(source: ReceiveSource, opts: ReceiveOptions = {}, call?: CallOptions): Promise<ReceiveResult> {
+    if (opts.name) checkName("receive", "name", opts.name);
+    return receiveStream(this.rpc, source, opts, call);
+  }
+
+  /** The partial receives this server keeps, each with its resume token. */
+  async partialReceives(call?: CallOptions): Promise<PartialReceive[]> {
+    const m = await this.rpc.unary<unknown, PartialReceivesResponse>("partialReceives", this.rpc.subvolumes, "partialReceives", {}, call);
+    return m.partial.map(partialFrom);
+  }
+
+  /** Drops a partial receive: NotFoundError (RESUME_MISMATCH) if none, FailedPreconditionError (PARTIAL_RECEIVE) while a receive writes it. */
+  async abortReceive(name: string, call?: CallOptions): Promise<void> {
+    checkName("abortReceive", "name", name);
+    await this.rpc.unary("abortReceive", this.rpc.subvolumes, "abortReceive", { name }, call);
+  }
+
+  /** SHA-256 (64 hex digits) over a subvolume's items and file data: equal for a sent snapshot and its received copy. */
+  async digest(name: string, call?: CallOptions): Promise<string> {
+    checkName("digest", "name", name);
+    return (await this.rpc.unary<unknown, DigestSubvolumeResponse>("digest", this.rpc.subvolumes, "digest", { name }, call)).sha256;
   }
 
   /** Commits everything written so far; resolves to the commit's generation. */

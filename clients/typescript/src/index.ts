@@ -24,6 +24,7 @@ export {
   DEFAULT_MAX_ATTEMPTS, DEFAULT_BACKOFF_MS, DEFAULT_MAX_BACKOFF_MS,
 } from "./txn";
 export { CallOptions } from "./rpc";
+export { PartialReceive, ReceiveOptions, ReceiveResult, ReceiveSource, RECEIVE_CHUNK_BYTES, SendOptions, SendStats, SendStream } from "./send";
 export * from "./types";
 export * from "./errors";
 export {

@@ -44,6 +44,7 @@ from cowkv.txn import (Compare, CreateRevision, Delete, DeleteRange, DeleteResul
                        TransactionState, TxnResult, Value, Version)
 from cowkv.values import Durability, KeyValue
 from cowkv.retry import UnavailableRetry
+from cowkv.send import PartialReceive, ReceiveResult, SendStats, SendStream
 from cowkv.watch import EventType, FileEvent, Watch, WatchCanceled, WatchEvent
 
 from cowkv import aio  # noqa: E402 - cowkv.aio.connect after `import cowkv`
@@ -51,6 +52,7 @@ from cowkv import aio  # noqa: E402 - cowkv.aio.connect after `import cowkv`
 __version__ = "0.1.0"
 
 __all__ = [
+    "PartialReceive", "ReceiveResult", "SendStats", "SendStream",
     "connect", "Client", "SubvolumeInfo", "CheckResult", "VersionInfo", "DEFAULT_ADDRESS",
     "DEFAULT_TIMEOUT",
     "Subvolume", "KeyValue", "Durability", "RangeIterator", "RangePage",

@@ -12,14 +12,17 @@ from __future__ import annotations
 
 import dataclasses
 from types import TracebackType
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Type, Union
+from typing import IO, Any, Dict, List, Optional, Sequence, Tuple, Type, Union
 
 import grpc
 
 from cowkv import errors
 from cowkv._rpc import Rpc, make_channel
+from cowkv._validate import check_name
 from cowkv.kv import Subvolume
 from cowkv.retry import UnavailableRetry
+from cowkv.send import (PartialReceive, ReceiveResult, ReceiveSource, SendStats, SendStream,
+                        receive_requests, send_request, source_chunks)
 from cowkv.v1 import admin_pb2, subvolumes_pb2
 
 __all__ = ["connect", "Client", "SubvolumeInfo", "CheckResult", "VersionInfo",
@@ -213,6 +216,85 @@ class Client:
         resp = self._rpc.unary(self._rpc.subvolumes.Sync, req, "sync_subvolumes",
                                timeout=wait)
         return list(resp.synced)
+
+    # Send and receive (cowkv.send).
+
+    def send(self, snapshot: str, parent: Optional[str] = None,
+             resume_token: Optional[str] = None, *, timeout: Optional[float] = None) -> SendStream:
+        """The send stream of the read-only ``snapshot``: the whole of it, or
+        with ``parent`` (an older read-only snapshot of its lineage that the
+        receiver holds) only the difference. With ``resume_token`` (a
+        :class:`PartialReceive`'s at the receiver) the rest of the stream
+        that receive stopped in; ``snapshot`` may then be "". Iterating
+        yields the chunks; errors (NotFound for an unknown snapshot,
+        FailedPrecondition for a writable one, InvalidArgument with reason
+        RESUME_TOKEN for a damaged token, NotFound / RESUME_MISMATCH for one
+        whose snapshots are not here) come from the iteration. ``timeout``
+        bounds the whole stream (default: the client's stream timeout)."""
+        req = send_request(snapshot, parent, resume_token)
+        return SendStream(self._rpc.server_stream(self._rpc.subvolumes.Send, req, "send",
+                                                  timeout=timeout))
+
+    def send_to(self, file: IO[bytes], snapshot: str, parent: Optional[str] = None,
+                resume_token: Optional[str] = None, *,
+                timeout: Optional[float] = None) -> SendStats:
+        """Writes the whole send stream (as :meth:`send`) to a binary file and
+        returns the send's stats. On error the file holds a prefix."""
+        with self.send(snapshot, parent, resume_token, timeout=timeout) as stream:
+            for chunk in stream:
+                file.write(chunk)
+        assert stream.stats is not None
+        return stream.stats
+
+    def receive(self, source: ReceiveSource, name: str = "", *, resumable: bool = False,
+                dry_run: bool = False, timeout: Optional[float] = None) -> ReceiveResult:
+        """Receives a send stream, read from ``source`` (an iterable of bytes
+        such as another server's :meth:`send`, or a binary file) 1 MiB at a
+        time, into a new read-only subvolume ``name`` (default: the name the
+        snapshot had at the sender). It appears only once the whole stream
+        arrived and verified. ``dry_run`` checks and writes nothing;
+        ``resumable`` keeps what arrived if the receive fails or is cut (a
+        :class:`PartialReceive`; continuation streams always are). Errors:
+        DataLoss (reason STREAM_CORRUPT) for a damaged or truncated stream,
+        NotFound / FailedPrecondition (PARENT_MISMATCH) for an incremental
+        stream whose parent is missing or differs, AlreadyExists for a taken
+        name (PARTIAL_RECEIVE: a partial receive's), RESUME_MISMATCH for a
+        continuation that does not fit. An exception reading ``source``
+        cancels the call and is raised as it is."""
+        if name:
+            check_name("name", name)
+        failure: List[BaseException] = []
+        reqs = receive_requests(source_chunks(source), name, dry_run, resumable, failure)
+        try:
+            resp = self._rpc.client_stream(self._rpc.subvolumes.Receive, reqs, "receive",
+                                           timeout=timeout)
+        except errors.CowkvError:
+            if failure:
+                raise failure[0] from None
+            raise
+        return ReceiveResult.from_proto(resp)
+
+    def partial_receives(self, *, timeout: Optional[float] = None) -> List[PartialReceive]:
+        """The partial receives this server keeps, each with its resume token."""
+        resp = self._rpc.unary(self._rpc.subvolumes.PartialReceives,
+                               subvolumes_pb2.PartialReceivesRequest(), "partial_receives",
+                               timeout=timeout)
+        return [PartialReceive.from_proto(p) for p in resp.partial]
+
+    def abort_receive(self, name: str, *, timeout: Optional[float] = None) -> None:
+        """Drops the partial receive ``name``: NotFound (RESUME_MISMATCH) if
+        there is none, FailedPrecondition (PARTIAL_RECEIVE) while a receive
+        writes to it."""
+        self._rpc.unary(self._rpc.subvolumes.AbortReceive,
+                        subvolumes_pb2.AbortReceiveRequest(name=name), "abort_receive",
+                        timeout=timeout)
+
+    def digest(self, name: str, *, timeout: Optional[float] = None) -> str:
+        """SHA-256 (64 hex digits) over a subvolume's items and file data:
+        equal for a sent snapshot and its received copy."""
+        return str(self._rpc.unary(self._rpc.subvolumes.Digest,
+                                   subvolumes_pb2.DigestSubvolumeRequest(name=name), "digest",
+                                   timeout=timeout).sha256)
 
     # Admin.
 

@@ -54,6 +54,25 @@ impl Server {
         s
     }
 
+    /// A server on a new device of `size` started with these extra flags.
+    pub fn start_with(size: &str, flags: &[&str]) -> Server {
+        let mut s = Server::start_unlaunched(size);
+        s.extra.extend(flags.iter().map(|f| f.to_string()));
+        s.launch();
+        s
+    }
+
+    fn start_unlaunched(size: &str) -> Server {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "cowkv-rust-test-{}-x{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        Server { dir, size: size.to_string(), extra: Vec::new(), child: None, port: 0, paused: false, fixed_port: 0 }
+    }
+
     /// A server that serves TLS with a certificate for localhost/127.0.0.1
     /// signed by a test CA, made by openssl; returns it and the CA
     /// certificate to trust. Panics, saying so, when openssl is missing (a

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from types import TracebackType
-from typing import Any, List, Optional, Sequence, Tuple, Type, Union
+from typing import IO, Any, List, Optional, Sequence, Tuple, Type, Union
 
 import grpc
 import grpc.aio
@@ -20,6 +20,10 @@ from cowkv._rpc import make_channel
 from cowkv.aio._rpc import AioRpc
 from cowkv.aio.kv import Subvolume
 from cowkv.client import DEFAULT_ADDRESS, DEFAULT_TIMEOUT, SubvolumeInfo, VersionInfo
+from cowkv.aio.send import AioReceiveSource, AioSendStream, receive_stream
+from cowkv.client import DEFAULT_STREAM_TIMEOUT
+from cowkv.send import (PartialReceive, ReceiveResult, SendStats, send_request)
+from cowkv._validate import check_name
 from cowkv.v1 import admin_pb2, subvolumes_pb2
 
 from cowkv.retry import UnavailableRetry
@@ -121,6 +125,58 @@ class Client:
         req = subvolumes_pb2.SnapshotRequest(source=source, name=name, read_only=read_only)
         return SubvolumeInfo.from_proto(
             await self._rpc.unary(self._rpc.subvolumes.Snapshot, req, "snapshot", timeout))
+
+    # Send and receive (as cowkv.Client's; cowkv.send).
+
+    def send(self, snapshot: str, parent: Optional[str] = None,
+             resume_token: Optional[str] = None, *,
+             timeout: Optional[float] = None) -> AioSendStream:
+        """As cowkv.Client.send: ``async for chunk in db.send(...)``.
+        ``timeout`` bounds the whole stream (default 600 s)."""
+        req = send_request(snapshot, parent, resume_token)
+        wait = timeout if timeout is not None else DEFAULT_STREAM_TIMEOUT
+        return AioSendStream(self._rpc, req, wait)
+
+    async def send_to(self, file: IO[bytes], snapshot: str, parent: Optional[str] = None,
+                      resume_token: Optional[str] = None, *,
+                      timeout: Optional[float] = None) -> SendStats:
+        """As cowkv.Client.send_to (the file is written synchronously)."""
+        async with self.send(snapshot, parent, resume_token, timeout=timeout) as stream:
+            async for chunk in stream:
+                file.write(chunk)
+        assert stream.stats is not None
+        return stream.stats
+
+    async def receive(self, source: AioReceiveSource, name: str = "", *,
+                      resumable: bool = False, dry_run: bool = False,
+                      timeout: Optional[float] = None) -> ReceiveResult:
+        """As cowkv.Client.receive; ``source`` may also be an async iterable
+        of bytes (another server's :meth:`send`)."""
+        if name:
+            check_name("name", name)
+        wait = timeout if timeout is not None else DEFAULT_STREAM_TIMEOUT
+        return await receive_stream(self._rpc, source, name, resumable, dry_run, wait)
+
+    async def partial_receives(self, *,
+                               timeout: Optional[float] = None) -> List[PartialReceive]:
+        """As cowkv.Client.partial_receives."""
+        resp = await self._rpc.unary(self._rpc.subvolumes.PartialReceives,
+                                     subvolumes_pb2.PartialReceivesRequest(),
+                                     "partial_receives", timeout)
+        return [PartialReceive.from_proto(p) for p in resp.partial]
+
+    async def abort_receive(self, name: str, *, timeout: Optional[float] = None) -> None:
+        """As cowkv.Client.abort_receive."""
+        await self._rpc.unary(self._rpc.subvolumes.AbortReceive,
+                              subvolumes_pb2.AbortReceiveRequest(name=name), "abort_receive",
+                              timeout)
+
+    async def digest(self, name: str, *, timeout: Optional[float] = None) -> str:
+        """As cowkv.Client.digest."""
+        resp = await self._rpc.unary(self._rpc.subvolumes.Digest,
+                                     subvolumes_pb2.DigestSubvolumeRequest(name=name), "digest",
+                                     timeout)
+        return str(resp.sha256)
 
     async def sync(self, *, timeout: Optional[float] = None) -> int:
         """Commits the engine transaction; returns the commit's generation."""

@@ -3,7 +3,13 @@ package dev.cowkv;
 import com.google.protobuf.Descriptors;
 import cowkv.v1.AdminOuterClass;
 import cowkv.v1.SubvolumesOuterClass;
+import io.grpc.Context;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.io.UncheckedIOException;
 import java.time.Duration;
+import java.util.Iterator;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -173,6 +179,98 @@ public final class CowkvClient implements AutoCloseable {
     return SubvolumeInfo.fromProto(Rpc.call("snapshot", () -> rpc.subvolumes().snapshot(
         SubvolumesOuterClass.SnapshotRequest.newBuilder().setSource(source).setName(name)
             .setReadOnly(readOnly).build())));
+  }
+
+  // Send and receive (docs/api.md "Subvolumes"; docs/operations.md "Backup and restore").
+
+  /**
+   * The send stream of the read-only {@code snapshot}: the whole of it ({@link SendOptions#full}),
+   * its difference from an older read-only snapshot ({@link SendOptions#incremental}), or the rest
+   * of the stream a resumable receive stopped in ({@link SendOptions#resume}, {@code snapshot}
+   * then ""). The chunks come as they arrive; errors come from the iteration: {@link
+   * NotFoundException} for an unknown snapshot, {@link FailedPreconditionException} for a writable
+   * one, {@link InvalidArgumentException} (reason RESUME_TOKEN) for a damaged token, {@link
+   * NotFoundException} (RESUME_MISMATCH) for one whose snapshots are not here. The stream deadline
+   * ({@link CowkvOptions#streamDeadline}, or {@link #withDeadline}) bounds the whole stream.
+   */
+  public SendStream send(String snapshot, SendOptions opts) {
+    if (!snapshot.isEmpty() || opts.resumeToken().isEmpty()) {
+      Validate.subvolumeName("send", "snapshot", snapshot);
+    }
+    if (!opts.parent().isEmpty()) {
+      Validate.subvolumeName("send", "parent", opts.parent());
+    }
+    SubvolumesOuterClass.SendRequest req = SubvolumesOuterClass.SendRequest.newBuilder()
+        .setSnapshot(snapshot).setParent(opts.parent()).setResumeToken(opts.resumeToken()).build();
+    Context.CancellableContext ctx = Context.current().withCancellation();
+    try {
+      return new SendStream(ctx, ctx.call(() -> rpc.subvolumesStream().send(req)));
+    } catch (Exception e) {
+      ctx.cancel(null);
+      throw Errors.from(e, "send");
+    }
+  }
+
+  /** Writes the whole send stream (as {@link #send}) to {@code out}; returns the send's stats. */
+  public SendStats sendTo(OutputStream out, String snapshot, SendOptions opts) {
+    try (SendStream s = send(snapshot, opts)) {
+      while (s.hasNext()) {
+        out.write(s.next());
+      }
+      out.flush();
+      return s.stats();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  /**
+   * Receives a send stream, its chunks from {@code source} (another server's {@link SendStream},
+   * or any iterator of bytes), into a new read-only subvolume that appears only once the whole
+   * stream arrived and verified. Errors: {@link DataLossException} (reason STREAM_CORRUPT) for a
+   * damaged or truncated stream, {@link NotFoundException} / {@link FailedPreconditionException}
+   * (PARENT_MISMATCH) for an incremental stream whose parent is missing or differs, {@link
+   * AlreadyExistsException} for a taken name (PARTIAL_RECEIVE: a partial receive's),
+   * RESUME_MISMATCH for a continuation that does not fit. An exception thrown by {@code source}
+   * cancels the call (a resumable receive keeps what arrived) and is rethrown as it is.
+   */
+  public ReceiveResult receive(Iterator<byte[]> source, ReceiveOptions opts) {
+    if (!opts.name().isEmpty()) {
+      Validate.subvolumeName("receive", "name", opts.name());
+    }
+    return Receiver.run(rpc, source, opts);
+  }
+
+  /** {@link #receive(Iterator, ReceiveOptions)} reading {@code in} 1 MiB at a time. */
+  public ReceiveResult receive(InputStream in, ReceiveOptions opts) {
+    return receive(Receiver.chunks(in), opts);
+  }
+
+  /** The partial receives this server keeps, each with its resume token. */
+  public List<PartialReceive> partialReceives() {
+    SubvolumesOuterClass.PartialReceivesResponse m = Rpc.call("partial_receives",
+        () -> rpc.subvolumes().partialReceives(
+            SubvolumesOuterClass.PartialReceivesRequest.getDefaultInstance()));
+    List<PartialReceive> out = new ArrayList<>();
+    m.getPartialList().forEach(p -> out.add(PartialReceive.fromProto(p)));
+    return out;
+  }
+
+  /**
+   * Drops a partial receive: {@link NotFoundException} (RESUME_MISMATCH) if there is none, {@link
+   * FailedPreconditionException} (PARTIAL_RECEIVE) while a receive writes to it.
+   */
+  public void abortReceive(String name) {
+    Validate.subvolumeName("abort_receive", "name", name);
+    Rpc.call("abort_receive", () -> rpc.subvolumes().abortReceive(
+        SubvolumesOuterClass.AbortReceiveRequest.newBuilder().setName(name).build()));
+  }
+
+  /** SHA-256 (64 hex digits) over a subvolume's items and file data; equal for a sent snapshot and its copy. */
+  public String digest(String name) {
+    Validate.subvolumeName("digest", "name", name);
+    return Rpc.call("digest", () -> rpc.subvolumes().digest(
+        SubvolumesOuterClass.DigestSubvolumeRequest.newBuilder().setName(name).build())).getSha256();
   }
 
   // Admin.

@@ -53,6 +53,7 @@ final class Rpc {
   private final KVGrpc.KVStub kvAsync;
   private final KVGrpc.KVFutureStub kvFuture;
   private final SubvolumesGrpc.SubvolumesFutureStub subvolumesFuture;
+  private final SubvolumesGrpc.SubvolumesStub subvolumesAsync;
 
   /** A copy whose calls, unary and streaming, have the deadline {@code d} (withDeadline). */
   private Rpc(Rpc base, Duration d) {
@@ -69,6 +70,7 @@ final class Rpc {
     this.kvAsync = base.kvAsync;
     this.kvFuture = base.kvFuture;
     this.subvolumesFuture = base.subvolumesFuture;
+    this.subvolumesAsync = base.subvolumesAsync;
   }
 
   Rpc withDeadline(Duration d) {
@@ -118,6 +120,7 @@ final class Rpc {
     this.kvAsync = KVGrpc.newStub(ch);
     this.kvFuture = KVGrpc.newFutureStub(ch);
     this.subvolumesFuture = SubvolumesGrpc.newFutureStub(ch);
+    this.subvolumesAsync = SubvolumesGrpc.newStub(ch);
   }
 
   /** KV calls that return futures, under the unary deadline. */
@@ -179,6 +182,16 @@ final class Rpc {
 
   FilesGrpc.FilesBlockingStub files() {
     return withDeadline(files, deadline);
+  }
+
+  /** Send streams, under the stream deadline. */
+  SubvolumesGrpc.SubvolumesBlockingStub subvolumesStream() {
+    return withDeadline(subvolumes, streamDeadline);
+  }
+
+  /** Receive streams, under the stream deadline. */
+  SubvolumesGrpc.SubvolumesStub subvolumesAsyncStream() {
+    return withDeadline(subvolumesAsync, streamDeadline);
   }
 
   FilesGrpc.FilesBlockingStub filesStream() {
