@@ -4,8 +4,6 @@ import com.google.protobuf.ByteString;
 import cowkv.v1.FilesOuterClass;
 import cowkv.v1.Kv;
 import io.grpc.Context;
-import io.grpc.stub.ClientCallStreamObserver;
-import io.grpc.stub.ClientResponseObserver;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -15,8 +13,6 @@ import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
 import java.util.NoSuchElementException;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
 
 /**
  * The file tree of one subvolume (service Files), after {@link java.nio.file.Files}.
@@ -424,72 +420,21 @@ public final class Files {
   /** One Write RPC: {@code head} names the file, then one message per chunk, with flow control. */
   private FilesOuterClass.WriteResponse writeStream(FilesOuterClass.WriteRequest head,
       Iterator<ByteString> chunks) {
-    CompletableFuture<FilesOuterClass.WriteResponse> result = new CompletableFuture<>();
-    Object ready = new Object();
-    ClientResponseObserver<FilesOuterClass.WriteRequest, FilesOuterClass.WriteResponse> observer =
-        new ClientResponseObserver<>() {
-          @Override
-          public void beforeStart(ClientCallStreamObserver<FilesOuterClass.WriteRequest> call) {
-            call.setOnReadyHandler(() -> {
-              synchronized (ready) {
-                ready.notifyAll();
-              }
-            });
-          }
-
-          @Override
-          public void onNext(FilesOuterClass.WriteResponse value) {
-            result.complete(value);
-          }
-
-          @Override
-          public void onError(Throwable t) {
-            result.completeExceptionally(t);
-            synchronized (ready) {
-              ready.notifyAll();
-            }
-          }
-
-          @Override
-          public void onCompleted() {
-            result.completeExceptionally(new IllegalStateException("Write ended without a response"));
-          }
-        };
-    ClientCallStreamObserver<FilesOuterClass.WriteRequest> call =
-        (ClientCallStreamObserver<FilesOuterClass.WriteRequest>) rpc.filesAsyncStream().write(observer);
+    Upload<FilesOuterClass.WriteRequest, FilesOuterClass.WriteResponse> call =
+        new Upload<>("write", rpc.filesAsyncStream()::write);
     try {
-      call.onNext(head);
-      while (chunks.hasNext() && !result.isDone()) {
-        synchronized (ready) {
-          while (!call.isReady() && !result.isDone()) {
-            ready.wait(100);
-          }
-        }
-        if (result.isDone()) {
-          break; // the server failed the stream early; its error is in result
-        }
-        call.onNext(FilesOuterClass.WriteRequest.newBuilder().setData(chunks.next()).build());
+      call.send(head);
+      while (chunks.hasNext() && call.awaitReady()) {
+        call.send(FilesOuterClass.WriteRequest.newBuilder().setData(chunks.next()).build());
       }
-      if (!result.isDone()) {
-        call.onCompleted();
-      }
+      call.finish();
     } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      call.cancel("interrupted", e);
-      throw new CancelledException(null, "interrupted", "write", e);
+      throw call.interrupted(e);
     } catch (RuntimeException e) {
       call.cancel("client failed", e);
       throw e;
     }
-    try {
-      return result.get();
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      call.cancel("interrupted", e);
-      throw new CancelledException(null, "interrupted", "write", e);
-    } catch (ExecutionException e) {
-      throw Errors.from(e.getCause(), "write");
-    }
+    return call.answer();
   }
 
   // Data sharing and durability.

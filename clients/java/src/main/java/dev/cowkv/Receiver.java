@@ -3,15 +3,11 @@ package dev.cowkv;
 import com.google.protobuf.ByteString;
 import cowkv.v1.SubvolumesOuterClass.ReceiveRequest;
 import cowkv.v1.SubvolumesOuterClass.ReceiveResponse;
-import io.grpc.stub.ClientCallStreamObserver;
-import io.grpc.stub.ClientResponseObserver;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.util.Iterator;
 import java.util.NoSuchElementException;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
 
 /**
  * One Receive call (CowkvClient.receive): the source's chunks, cut to at most {@link
@@ -26,82 +22,39 @@ final class Receiver {
   private Receiver() {}
 
   static ReceiveResult run(Rpc rpc, Iterator<byte[]> source, ReceiveOptions o) {
-    CompletableFuture<ReceiveResponse> result = new CompletableFuture<>();
-    Object ready = new Object();
-    ClientResponseObserver<ReceiveRequest, ReceiveResponse> observer =
-        new ClientResponseObserver<>() {
-          @Override
-          public void beforeStart(ClientCallStreamObserver<ReceiveRequest> call) {
-            call.setOnReadyHandler(() -> {
-              synchronized (ready) {
-                ready.notifyAll();
-              }
-            });
-          }
-
-          @Override
-          public void onNext(ReceiveResponse value) {
-            result.complete(value);
-          }
-
-          @Override
-          public void onError(Throwable t) {
-            result.completeExceptionally(t);
-            synchronized (ready) {
-              ready.notifyAll();
-            }
-          }
-
-          @Override
-          public void onCompleted() {
-            result.completeExceptionally(new IllegalStateException("Receive ended without a response"));
-          }
-        };
-    ClientCallStreamObserver<ReceiveRequest> call =
-        (ClientCallStreamObserver<ReceiveRequest>) rpc.subvolumesAsyncStream().receive(observer);
+    Upload<ReceiveRequest, ReceiveResponse> call =
+        new Upload<>("receive", rpc.subvolumesAsyncStream()::receive);
     try {
-      upload(call, source, o, result, ready);
-      return ReceiveResult.fromProto(result.get());
+      upload(call, source, o);
     } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      call.cancel("interrupted", e);
-      throw new CancelledException(null, "interrupted", "receive", e);
-    } catch (ExecutionException e) {
-      throw Errors.from(e.getCause(), "receive");
+      throw call.interrupted(e);
     } catch (RuntimeException | Error e) {
       call.cancel("the receive's source failed", e);
       throw e;
     }
+    return ReceiveResult.fromProto(call.answer());
   }
 
-  private static void upload(ClientCallStreamObserver<ReceiveRequest> call, Iterator<byte[]> source,
-      ReceiveOptions o, CompletableFuture<ReceiveResponse> result, Object ready)
-      throws InterruptedException {
+  private static void upload(Upload<ReceiveRequest, ReceiveResponse> call,
+      Iterator<byte[]> source, ReceiveOptions o) throws InterruptedException {
     ReceiveRequest.Builder first = ReceiveRequest.newBuilder().setName(o.name())
         .setResumable(o.resumable()).setDryRun(o.dryRun());
     boolean sent = false;
-    while (source.hasNext() && !result.isDone()) {
+    while (source.hasNext() && !call.done()) {
       byte[] b = source.next();
-      for (int off = 0; off < b.length && !result.isDone(); off += CHUNK_BYTES) {
-        synchronized (ready) {
-          while (!call.isReady() && !result.isDone()) {
-            ready.wait(100);
-          }
-        }
-        if (result.isDone()) {
-          break; // the server failed the stream early; its error is in result
+      for (int off = 0; off < b.length; off += CHUNK_BYTES) {
+        if (!call.awaitReady()) {
+          return; // the server failed the stream early; its error is the call's answer
         }
         ByteString piece = ByteString.copyFrom(b, off, Math.min(CHUNK_BYTES, b.length - off));
-        call.onNext((sent ? ReceiveRequest.newBuilder() : first).setChunk(piece).build());
+        call.send((sent ? ReceiveRequest.newBuilder() : first).setChunk(piece).build());
         sent = true;
       }
     }
-    if (!result.isDone()) {
-      if (!sent) {
-        call.onNext(first.build());
-      }
-      call.onCompleted();
+    if (!sent && !call.done()) {
+      call.send(first.build());
     }
+    call.finish();
   }
 
   /** The bytes of {@code in}, CHUNK_BYTES at a time; a read error is an UncheckedIOException. */
