@@ -155,7 +155,10 @@ run_ts() {
   npm test
 }
 
-run_java() { bash "$root/clients/java/run_tests.sh"; }
+run_java() {
+  check_python3 || return 1
+  bash "$root/clients/java/run_tests.sh"
+}
 run_rust() {
   check_rust || return 1
   check_python3 || return 1

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the Java client and runs its tests: unit tests (error mapping, retry
 # helper), the bad-input pass, live client tests and the conformance scenarios
-# (clients/conformance/scenarios.json) against cowkvd processes the tests
-# start themselves. Works on a clean clone:
+# (clients/conformance/scenarios.json, run by the shared driver with this
+# client's adapter: needs python3) against cowkvd processes the tests start
+# themselves. Works on a clean clone:
 #   - installs a JDK (17+) and Maven from Debian if they are missing;
 #   - Maven fetches the pinned dependencies, protoc and protoc-gen-grpc-java
 #     from Maven Central into the local repository (~/.m2/repository, or

@@ -16,6 +16,8 @@ use cowkv::{
     Client, Compare, Durability, Error, Extent, Op, OpResult, Options, Range, Subvolume, Transaction,
     TransactionOptions, WriteOptions, RENAME_EXCHANGE, RENAME_NOREPLACE,
 };
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine as _;
 use futures_util::StreamExt;
 use serde_json::Value as Json;
 
@@ -84,27 +86,7 @@ fn show(v: &V) -> String {
 
 
 fn base64_decode(s: &str) -> Vec<u8> {
-    let val = |c: u8| -> u32 {
-        match c {
-            b'A'..=b'Z' => (c - b'A') as u32,
-            b'a'..=b'z' => (c - b'a' + 26) as u32,
-            b'0'..=b'9' => (c - b'0' + 52) as u32,
-            b'+' => 62,
-            b'/' => 63,
-            _ => panic!("bad base64 {s:?}"),
-        }
-    };
-    let clean: Vec<u8> = s.bytes().filter(|&c| c != b'=').collect();
-    let mut out = Vec::new();
-    for chunk in clean.chunks(4) {
-        let mut acc = 0u32;
-        for (i, &c) in chunk.iter().enumerate() {
-            acc |= val(c) << (18 - 6 * i);
-        }
-        let n = chunk.len() * 6 / 8;
-        out.extend_from_slice(&acc.to_be_bytes()[1..1 + n]);
-    }
-    out
+    STANDARD.decode(s).unwrap_or_else(|e| panic!("bad base64 ({e}): {s:.80?}"))
 }
 
 
@@ -852,19 +834,7 @@ fn extent(e: &Extent) -> V {
 // ---- The wire ----
 
 fn base64_encode(b: &[u8]) -> String {
-    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(b.len().div_ceil(3) * 4);
-    for chunk in b.chunks(3) {
-        let n = chunk.iter().enumerate().fold(0u32, |acc, (i, &x)| acc | (x as u32) << (16 - 8 * i));
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(A[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+    STANDARD.encode(b)
 }
 
 /// A canonical result as JSON: bytes as base64.

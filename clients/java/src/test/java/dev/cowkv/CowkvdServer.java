@@ -17,7 +17,7 @@ import java.util.regex.Pattern;
 /**
  * A cowkvd started by the tests on a fresh image in a temporary directory, on a free loopback
  * port. The binary is $COWKVD, else bazel-bin/server/cowkvd of the repository (system property
- * cowkv.repo, set by the pom). It can be stopped and started again on the same device.
+ * cowkv.repo, set by the pom). It can be stopped and started again on the same device and port.
  */
 final class CowkvdServer implements AutoCloseable {
   private static final Pattern PORT = Pattern.compile("\\(port (\\d+)\\)");
@@ -265,16 +265,6 @@ final class CowkvdServer implements AutoCloseable {
   /** Starts again on the same device and port (after stop()). */
   void startOnSamePort() {
     fixedPort = port;
-    try {
-      launch();
-    } catch (IOException e) {
-      throw new IllegalStateException(e);
-    }
-  }
-
-  /** Starts again on the same device (a new port). */
-  void restart() {
-    stop();
     try {
       launch();
     } catch (IOException e) {
