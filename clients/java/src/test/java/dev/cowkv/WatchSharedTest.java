@@ -23,7 +23,8 @@ import org.junit.jupiter.api.Test;
  * inside their own listener end alone (onCompleted, nothing more) and the rest still get events;
  * a slow listener ends alone with a {@link SlowReaderException} while a fast watcher on the same
  * stream gets every event; once every watcher is gone the stream is closed and a new watch works;
- * a stream that fails ends every watcher on it with the same error class.
+ * a stream that fails ends every watcher on it with the same error class; the per-stream bound
+ * (1,000) opens a second stream; watchers opened and closed from several threads at once.
  */
 class WatchSharedTest {
   private static final Duration WAIT = Duration.ofSeconds(30);
@@ -98,6 +99,96 @@ class WatchSharedTest {
         assertEquals("x", again.take(1, WAIT).get(0).kv().valueString());
       }
       streamFailure(server, sv);
+    }
+  }
+
+  /**
+   * The per-stream bound: 1,000 watchers share one stream, the 1,001st opens a second; watchers
+   * created and closed from several threads at once each get exactly their own key's events, and
+   * every stream closes with its last watcher. Replay: {@code COWKV_WATCH_SEED=N}.
+   */
+  @Test
+  void boundAndConcurrentWatchers() throws Exception {
+    String env = System.getenv("COWKV_WATCH_SEED");
+    long seed = env != null ? Long.parseLong(env) : System.nanoTime();
+    try (CowkvClient client = CowkvClient.connect(CowkvOptions.builder()
+        .address(CowkvdServer.shared().address()).defaultDeadline(Duration.ofSeconds(20)).build())) {
+      String name = "java-watch-shared-" + seed;
+      client.createSubvolume(name);
+      Subvolume sv = client.subvolume(name);
+      List<Watcher> ws = new ArrayList<>();
+      for (int i = 0; i < WatchStreams.MAX_WATCHERS_PER_STREAM; i++) {
+        ws.add(sv.watch("n/" + i, new WatchOptions(), new WatchQueue()));
+      }
+      assertEquals(1, client.watchStreamCount(), "1,000 watchers on one stream");
+      WatchQueue last = new WatchQueue();
+      ws.add(sv.watch("n/last", new WatchOptions(), last));
+      assertEquals(2, client.watchStreamCount(), "the 1,001st watcher on a second stream");
+      sv.put("n/last", "x");
+      assertEquals("n/last", last.take(1, WAIT).get(0).kv().keyString());
+      Thread[] ts = new Thread[4];
+      Throwable[] failed = new Throwable[1];
+      for (int t = 0; t < ts.length; t++) {
+        long s = seed + t;
+        int id = t;
+        List<Watcher> mine = new ArrayList<>(ws.subList(id * 250, id * 250 + 250));
+        ts[t] = new Thread(() -> {
+          try {
+            churn(sv, id, new java.util.Random(s), mine);
+          } catch (Throwable e) {
+            synchronized (failed) {
+              failed[0] = e;
+            }
+          }
+        });
+        ts[t].start();
+      }
+      for (Thread t : ts) {
+        t.join();
+      }
+      if (failed[0] != null) {
+        throw new AssertionError("seed " + seed + ": " + failed[0], failed[0]);
+      }
+      ws.get(ws.size() - 1).close();
+      assertEquals(0, client.watchStreamCount(), "seed " + seed + ": the streams close with their last watchers");
+    }
+  }
+
+  /** One thread's random walk: closes its old watchers, opens and checks new ones, closes them. */
+  private static void churn(Subvolume sv, int thread, java.util.Random rnd, List<Watcher> old)
+      throws Exception {
+    List<Watcher> live = new ArrayList<>();
+    List<WatchQueue> qs = new ArrayList<>();
+    List<String> keys = new ArrayList<>();
+    for (int step = 0; step < 60; step++) {
+      if (!old.isEmpty() && rnd.nextBoolean()) {
+        for (int k = 0; k < 25 && !old.isEmpty(); k++) {
+          old.remove(old.size() - 1).close();
+        }
+      } else if (live.isEmpty() || rnd.nextInt(3) > 0) {
+        String key = "c/" + thread + "/" + step;
+        WatchQueue q = new WatchQueue();
+        live.add(sv.watch(key, new WatchOptions(), q));
+        qs.add(q);
+        keys.add(key);
+      } else {
+        int i = rnd.nextInt(live.size());
+        sv.put(keys.get(i), "v" + step);
+        WatchEvent e = qs.get(i).take(1, WAIT).get(0);
+        assertEquals(keys.get(i) + "=v" + step, e.kv().keyString() + "=" + e.kv().valueString());
+        if (rnd.nextBoolean()) {
+          live.remove(i).close();
+          assertEquals(List.of(), qs.remove(i).drainAny(WAIT), "after close");
+          keys.remove(i);
+        }
+      }
+    }
+    for (int i = 0; i < live.size(); i++) {
+      live.get(i).close();
+      assertEquals(List.of(), qs.get(i).drainAny(WAIT), "watcher of " + keys.get(i) + " got others' events");
+    }
+    for (Watcher w : old) {
+      w.close();
     }
   }
 
