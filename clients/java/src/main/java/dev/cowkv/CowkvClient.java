@@ -319,4 +319,9 @@ public final class CowkvClient implements AutoCloseable {
     return new VersionInfo(r.getVersion(), r.getApi(), r.getGrpcVersion(),
         r.getProtobufVersion(), r.getNodesize());
   }
+
+  /** The KV.Watch streams open now (tests). */
+  int watchStreamCount() {
+    return rpc.watchStreams.count();
+  }
 }

@@ -2,7 +2,10 @@ package dev.cowkv;
 
 import java.util.List;
 
-/** Receives a file watcher's events ({@link Files#watch}) on the stream's thread. */
+/**
+ * Receives a file watcher's events ({@link Files#watch}), one call at a time on a thread of the
+ * client's listener pool, as {@link WatchListener} does.
+ */
 @FunctionalInterface
 public interface FileWatchListener {
   /** Events of one or more whole revisions, in revision order. */

@@ -53,8 +53,8 @@ public final class Files {
   }
   /**
    * Watches the file tree at {@code prefix} and below ("" or "/": every path; a rename or exchange
-   * whose either path is under it), like inotify, on a stream of its own, handing events to
-   * {@code listener}. Returns once the server created the watcher (within the client's default
+   * whose either path is under it), like inotify, on a KV.Watch stream the client's watchers
+   * share, handing events to {@code listener} (on a thread of its own: see {@link Watcher}). Returns once the server created the watcher (within the client's default
    * deadline), so every later change is seen. Of the options only {@link
    * WatchOptions#startRevision} (replays what was recorded; {@link CompactedException} to the
    * listener when the start is before it) and {@link WatchOptions#progressNotify} apply; the
@@ -79,7 +79,7 @@ public final class Files {
     Kv.WatchCreateRequest create = Kv.WatchCreateRequest.newBuilder().setSubvolume(subvolume)
         .setStartRevision(o.startRevision).setProgressNotify(o.progressNotify)
         .setFiles(Kv.FileWatchCreate.newBuilder().setPrefix(p)).build();
-    return new Watcher(rpc.kvStream(), create, listener, rpc.deadline);
+    return new Watcher(rpc.watchStreams, rpc.kvStream(), create, listener, rpc.deadline);
   }
 
 

@@ -43,6 +43,8 @@ final class Rpc {
   final ManagedChannel channel;
   final Duration deadline;
   final Duration streamDeadline;
+  /** The KV.Watch streams the client's watchers share (one set per connection). */
+  final WatchStreams watchStreams;
   private final SubvolumesGrpc.SubvolumesBlockingStub subvolumes;
   private final KVGrpc.KVBlockingStub kv;
   private final FilesGrpc.FilesBlockingStub files;
@@ -60,6 +62,7 @@ final class Rpc {
     this.channel = base.channel;
     this.deadline = d;
     this.streamDeadline = d;
+    this.watchStreams = base.watchStreams;
     this.subvolumes = base.subvolumes;
     this.kv = base.kv;
     this.files = base.files;
@@ -109,6 +112,7 @@ final class Rpc {
     this.channel = b.build();
     this.deadline = options.defaultDeadline();
     this.streamDeadline = options.streamDeadline();
+    this.watchStreams = new WatchStreams();
     Channel ch = channel;
     this.subvolumes = SubvolumesGrpc.newBlockingStub(ch);
     this.kv = KVGrpc.newBlockingStub(ch);

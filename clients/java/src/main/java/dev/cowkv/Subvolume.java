@@ -68,8 +68,8 @@ public final class Subvolume {
 
   /**
    * Watches {@code key} (with {@link WatchOptions#prefix()} every key starting with it, with
-   * {@link WatchOptions#rangeEnd} a range) on a stream of its own, handing events to {@code
-   * listener}. Returns once the server created the watcher (within the client's default
+   * {@link WatchOptions#rangeEnd} a range) on a KV.Watch stream the client's watchers share,
+   * handing events to {@code listener} (on a thread of its own: see {@link Watcher}). Returns once the server created the watcher (within the client's default
    * deadline), so every later change is seen; a refused create throws its error ({@link
    * NotFoundException} for an unknown subvolume, {@link InvalidArgumentException}, ...). A start
    * revision the history no longer keeps ends the watcher at once with a {@link
@@ -86,7 +86,7 @@ public final class Subvolume {
     if (listener == null) {
       throw Errors.invalid("watch", "listener: null");
     }
-    return new Watcher(rpc.kvStream(), watchCreate(key, o), listener, rpc.deadline);
+    return new Watcher(rpc.watchStreams, rpc.kvStream(), watchCreate(key, o), listener, rpc.deadline);
   }
 
   /** {@link #watch(byte[], WatchOptions, WatchListener)} of a UTF-8 key. */

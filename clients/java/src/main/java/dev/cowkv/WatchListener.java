@@ -4,9 +4,12 @@ import java.util.List;
 
 /**
  * Receives a {@link Watcher}'s events (as jetcd's Watch.Listener). Calls come one at a time, in
- * order, on a gRPC thread; while {@link #onEvents} runs, no more of the watcher's responses are
- * read (a listener that is too slow for long makes the server end the watcher with a {@link
- * SlowReaderException}). Exactly one of {@link #onError} and {@link #onCompleted} ends it.
+ * order, on a thread of the client's listener pool (never a gRPC thread), so a slow listener holds
+ * back neither the KV.Watch stream its watcher shares nor the other watchers; the revisions it has
+ * not taken yet wait in its watcher's bounded queue, and one that falls too far behind ({@link
+ * Watcher#QUEUED_BATCHES}, {@link Watcher#QUEUED_BYTES}) ends its watcher alone with a {@link
+ * SlowReaderException}. Exactly one of {@link #onError} and {@link #onCompleted} ends it. An
+ * exception a call throws is logged and dropped.
  */
 public interface WatchListener {
   /** Events of one or more whole revisions, in revision order (a fragmented revision is joined first). */

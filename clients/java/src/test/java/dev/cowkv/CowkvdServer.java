@@ -65,10 +65,23 @@ final class CowkvdServer implements AutoCloseable {
     this(size, token, false);
   }
 
+  /** A server on a new device of {@code size} started with {@code args} (flags of cowkvd). */
+  static CowkvdServer startWith(String size, List<String> args) {
+    try {
+      return new CowkvdServer(size, null, false, args);
+    } catch (IOException e) {
+      throw new IllegalStateException("cannot start cowkvd " + args + ": " + e.getMessage(), e);
+    }
+  }
+
   private CowkvdServer(String size, String token, boolean tls) throws IOException {
+    this(size, token, tls, List.of());
+  }
+
+  private CowkvdServer(String size, String token, boolean tls, List<String> args) throws IOException {
     dir = java.nio.file.Files.createTempDirectory("cowkv-java-test");
     this.size = size;
-    this.extra = new ArrayList<>();
+    this.extra = new ArrayList<>(args);
     if (token != null) {
       Path tokenFile = dir.resolve("token");
       java.nio.file.Files.writeString(tokenFile, token);

@@ -49,6 +49,11 @@ final class WatchQueue implements WatchListener {
     };
   }
 
+  /** How many items (events, ends) are queued and not yet taken. */
+  int pending() {
+    return items.size();
+  }
+
   /** The next n key events within {@code timeout}; the error that ended the watcher is thrown. */
   @SuppressWarnings("unchecked")
   List<WatchEvent> take(int n, Duration timeout) throws InterruptedException {
