@@ -120,7 +120,7 @@ class AsyncTest {
         server.resume();
       }
     } finally {
-      server.stop();
+      server.close();  // stops it and removes its device
     }
   }
 
