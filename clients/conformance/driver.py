@@ -46,10 +46,12 @@ DRIVER_OPS = {"connect", "stop_server", "pause_server", "resume_server", "sleep"
 # Argument names that are bytes wherever they appear in an op's args (also
 # inside txn compares and ops); `prefix` too, except in these ops (a string
 # there, or watch's bool).
-BYTES_ARGS = {"key", "value", "start", "end", "page_token", "data", "interfere", "prefix"}
+BYTES_ARGS = {"key", "value", "start", "end", "page_token", "data", "interfere", "prefix",
+              "stream"}
 STRING_PREFIX_OPS = {"put_many", "link_many", "file_watch"}
 # Result field names that are bytes wherever they appear in a result.
-BYTES_RESULTS = {"key", "value", "keys", "values", "data", "next_page_token", "prev_value"}
+BYTES_RESULTS = {"key", "value", "keys", "values", "data", "next_page_token", "prev_value",
+                 "stream"}
 # What an error class must also be (the README's "is-a" parents).
 PARENTS = {"read_only": "failed_precondition", "no_space": "resource_exhausted",
            "compacted": "too_old"}

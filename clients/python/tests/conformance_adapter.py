@@ -194,6 +194,33 @@ class Adapter:
         self.cl().delete_subvolume(as_str(a.get("name")))
         return {}
 
+    # Send and receive: the whole stream in memory (scenarios keep it small).
+
+    def op_send(self, a: Dict[str, Any]) -> Any:
+        with self.cl().send(as_str(a.get("snapshot")), as_str(a.get("parent")) or None,
+                            as_str(a.get("resume_token")) or None) as stream:
+            data = b"".join(stream)
+        assert stream.stats is not None
+        return {"stream": data, "records": stream.stats.records, "bytes": stream.stats.bytes}
+
+    def op_receive(self, a: Dict[str, Any]) -> Any:
+        data, cut = as_bytes(a.get("stream")), int(a.get("cut_after_bytes", 0))
+        r = self.cl().receive([data[:cut] if cut else data], as_str(a.get("name")),
+                              resumable=bool(a.get("resumable")), dry_run=bool(a.get("dry_run")))
+        return {"name": r.name, "incremental": r.incremental, "parent": r.parent,
+                "records": r.records}
+
+    def op_partial_receives(self, a: Dict[str, Any]) -> Any:
+        return {"partials": [{"name": p.name, "token": p.token, "records": p.records}
+                             for p in self.cl().partial_receives()]}
+
+    def op_abort_receive(self, a: Dict[str, Any]) -> Any:
+        self.cl().abort_receive(as_str(a.get("name")))
+        return {}
+
+    def op_digest(self, a: Dict[str, Any]) -> Any:
+        return {"digest": self.cl().digest(as_str(a.get("subvolume")))}
+
     # KV.
 
     def op_get(self, a: Dict[str, Any]) -> Any:

@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cowkv::{
-    Client, Compare, Durability, Error, Extent, Op, OpResult, Options, Range, Subvolume, Transaction,
-    TransactionOptions, WriteOptions, RENAME_EXCHANGE, RENAME_NOREPLACE,
+    Client, Compare, Durability, Error, Extent, Op, OpResult, Options, Range, ReceiveOptions, SendOptions,
+    Subvolume, Transaction, TransactionOptions, WriteOptions, RENAME_EXCHANGE, RENAME_NOREPLACE,
 };
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
@@ -536,6 +536,7 @@ impl Ctx {
                 V::map([("events", V::List(events))])
             }
 
+            "send" | "receive" | "partial_receives" | "abort_receive" | "digest" => send_op(&c, op, a).await?,
             "sync" => V::map([("generation", V::n(c.sync().await?))]),
             "check" => V::map([("ok", V::Bool(c.check(Some(Duration::from_secs(300))).await?.ok))]),
 
@@ -878,6 +879,48 @@ fn error_answer(e: &Error) -> Json {
         m.insert("compact_revision".into(), Json::from(rev));
     }
     Json::Object(m)
+}
+
+/// Send and receive; a send stream is held whole (scenarios keep it small).
+async fn send_op(c: &Client, op: &str, a: &V) -> R {
+    Ok(match op {
+        "send" => {
+            let opts = SendOptions::new().parent(s(a, "parent")).resume_token(s(a, "resume_token"));
+            let mut out = Vec::new();
+            let st = c.send_to(&mut out, &s(a, "snapshot"), opts).await?;
+            V::map([("stream", V::Bytes(out)), ("records", V::n(st.records)), ("bytes", V::n(st.bytes))])
+        }
+        "receive" => {
+            let data = by(a, "stream");
+            let cut = (nm(a, "cut_after_bytes") as usize).min(data.len());
+            let mut opts = ReceiveOptions::new().name(s(a, "name"));
+            if bl(a, "resumable") {
+                opts = opts.resumable();
+            }
+            if bl(a, "dry_run") {
+                opts = opts.dry_run();
+            }
+            let r = c.receive_from(if cut > 0 { &data[..cut] } else { &data[..] }, opts).await?;
+            let (name, parent) = (V::Str(r.name), V::Str(r.parent));
+            V::map([
+                ("name", name),
+                ("incremental", V::Bool(r.incremental)),
+                ("parent", parent),
+                ("records", V::n(r.records)),
+            ])
+        }
+        "partial_receives" => {
+            let l = c.partial_receives().await?.into_iter();
+            let l =
+                l.map(|p| V::map([("name", V::Str(p.name)), ("token", V::Str(p.token)), ("records", V::n(p.records))]));
+            V::map([("partials", V::List(l.collect()))])
+        }
+        "abort_receive" => {
+            c.abort_receive(&s(a, "name")).await?;
+            V::empty()
+        }
+        _ => V::map([("digest", V::Str(c.digest(&s(a, "subvolume")).await?))]),
+    })
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]

@@ -136,6 +136,27 @@ class Adapter {
     return tx;
   }
 
+  /** Send and receive; a send stream is held whole (scenarios keep it small). */
+  async sendOp(c: cowkv.Client, op: string, a: Json): Promise<Json> {
+    switch (op) {
+      case "send": {
+        const stream = c.send(a.snapshot ?? "", { parent: a.parent, resumeToken: a.resume_token });
+        const chunks: Buffer[] = [];
+        for await (const chunk of stream) chunks.push(Buffer.from(chunk));
+        return { stream: Buffer.concat(chunks), records: stream.stats!.records, bytes: stream.stats!.bytes };
+      }
+      case "receive": {
+        const data = bytes(a.stream) ?? Buffer.alloc(0), cut = a.cut_after_bytes ?? 0;
+        const r = await c.receive([cut > 0 ? data.subarray(0, cut) : data], { name: a.name, resumable: a.resumable, dryRun: a.dry_run });
+        return { name: r.name, incremental: r.incremental, parent: r.parent, records: r.records };
+      }
+      case "partial_receives":
+        return { partials: (await c.partialReceives()).map((p) => ({ name: p.name, token: p.token, records: p.records })) };
+      case "abort_receive": return done(c.abortReceive(a.name));
+    }
+    return { digest: await c.digest(a.subvolume) };
+  }
+
   async exec(op: string, a: Json): Promise<Json> {
     const c = this.cl(), sv = c.subvolume(a.sv ?? "");
     switch (op) {
@@ -320,6 +341,9 @@ class Adapter {
           events.push(watchEvent(r.value));
         }
       }
+
+      case "send": case "receive": case "partial_receives": case "abort_receive": case "digest":
+        return this.sendOp(c, op, a);
 
       case "sync": return { generation: await c.sync() };
       case "check": return { ok: (await c.check()).ok };

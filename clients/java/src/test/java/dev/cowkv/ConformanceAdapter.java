@@ -7,6 +7,8 @@ import com.google.gson.JsonParser;
 import com.google.gson.JsonPrimitive;
 import java.io.BufferedReader;
 import java.io.BufferedWriter;
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
 import java.io.InputStreamReader;
 import java.io.OutputStreamWriter;
 import java.io.PrintWriter;
@@ -121,10 +123,46 @@ public final class ConformanceAdapter {
     r = r != null ? r : attrOp(op, a);
     r = r != null ? r : leaseOp(op, a);
     r = r != null ? r : watchOp(op, a);
+    r = r != null ? r : sendOp(op, a);
     if (r == null) {
       throw new IllegalArgumentException("unknown op " + op);
     }
     return r;
+  }
+
+  /** Send and receive; a send stream is held whole (scenarios keep it small). */
+  private Map<String, Object> sendOp(String op, Map<String, Object> a) {
+    switch (op) {
+      case "send": {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        SendStats st = client.sendTo(out, str(a, "snapshot"),
+            new SendOptions(str(a, "parent"), str(a, "resume_token")));
+        return Map.of("stream", out.toByteArray(), "records", st.records(), "bytes", st.bytes());
+      }
+      case "receive": {
+        byte[] data = bytes(a, "stream");
+        int cut = (int) Math.min(num(a, "cut_after_bytes"), data.length);
+        ReceiveResult r = client.receive(
+            new ByteArrayInputStream(data, 0, cut > 0 ? cut : data.length),
+            new ReceiveOptions(str(a, "name"), bool(a, "resumable"), bool(a, "dry_run")));
+        return Map.of("name", r.name(), "incremental", r.incremental(), "parent", r.parent(),
+            "records", r.records());
+      }
+      case "partial_receives": {
+        List<Object> l = new ArrayList<>();
+        for (PartialReceive p : client.partialReceives()) {
+          l.add(Map.of("name", p.name(), "token", p.token(), "records", p.records()));
+        }
+        return Map.of("partials", l);
+      }
+      case "abort_receive":
+        client.abortReceive(str(a, "name"));
+        return Map.of();
+      case "digest":
+        return Map.of("digest", client.digest(str(a, "subvolume")));
+      default:
+        return null;
+    }
   }
 
   /** Closes the client (if any) and connects a new one, lazily. */
