@@ -12,12 +12,12 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use cowkv::{
-    Client, Compare, Durability, Error, Extent, Op, OpResult, Options, Range, ReceiveOptions, SendOptions,
-    Subvolume, Transaction, TransactionOptions, WriteOptions, RENAME_EXCHANGE, RENAME_NOREPLACE,
-};
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
+use cowkv::{
+    Client, Compare, Durability, Error, Extent, Op, OpResult, Options, Range, ReceiveOptions, SendOptions, Subvolume,
+    Transaction, TransactionOptions, WriteOptions, RENAME_EXCHANGE, RENAME_NOREPLACE,
+};
 use futures_util::StreamExt;
 use serde_json::Value as Json;
 
@@ -84,11 +84,9 @@ fn show(v: &V) -> String {
     }
 }
 
-
 fn base64_decode(s: &str) -> Vec<u8> {
     STANDARD.decode(s).unwrap_or_else(|e| panic!("bad base64 ({e}): {s:.80?}"))
 }
-
 
 /// One client and the named handles of the current scenario.
 #[derive(Default)]
@@ -830,7 +828,6 @@ fn extent(e: &Extent) -> V {
         ("flags", V::List(flags)),
     ])
 }
-
 
 // ---- The wire ----
 

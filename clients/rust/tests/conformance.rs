@@ -30,11 +30,7 @@ fn conformance_scenarios() {
         _ => root.join("bazel-bin/server/cowkvd"),
     };
     let mut cmd = Command::new("python3");
-    cmd.arg(root.join("clients/conformance/driver.py"))
-        .arg("--adapter")
-        .arg(adapter())
-        .arg("--cowkvd")
-        .arg(&cowkvd);
+    cmd.arg(root.join("clients/conformance/driver.py")).arg("--adapter").arg(adapter()).arg("--cowkvd").arg(&cowkvd);
     if let Ok(only) = std::env::var("COWKV_SCENARIO") {
         if !only.is_empty() {
             cmd.arg("--only").arg(only);
