@@ -327,8 +327,8 @@ class WatchRun {
   std::unique_ptr<Store> store_;
   std::unique_ptr<Subvolume> sv_, other_;
   HistoryModel model_;
-  uint64_t mount_revision_ = 0;  // the store's revision at the last Open
-  bool compacted_ = false;       // the tree has a compact revision of its own
+  uint64_t mount_revision_ = 0;              // the store's revision at the last Open
+  bool compacted_ = false;                   // the tree has a compact revision of its own
   std::map<std::string, int64_t> attached_;  // key -> lease
   std::set<int64_t> leases_;
   std::vector<std::string> problems_;
