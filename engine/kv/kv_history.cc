@@ -110,9 +110,10 @@ absl::StatusOr<std::optional<uint64_t>> FirstHistoryRevision(Tree* tree) {
 }
 }  // namespace
 
-absl::StatusOr<uint64_t> KvSpace::CompactRevision(Tree* tree) {
+absl::StatusOr<uint64_t> KvSpace::HistoryFloor(Tree* tree, bool* compacted) {
   absl::StatusOr<std::string> raw = tree->Get(HistoryInfoKey());
-  if (absl::IsNotFound(raw.status())) {
+  *compacted = !absl::IsNotFound(raw.status());
+  if (!*compacted) {
     // Never compacted. Every change since the tree's first entry has one
     // (the history starts there: a new subvolume's first change, or the
     // first change of one written by a version without history); a tree
@@ -124,17 +125,17 @@ absl::StatusOr<uint64_t> KvSpace::CompactRevision(Tree* tree) {
   return DecodeHistoryInfo(*raw);
 }
 
+absl::StatusOr<uint64_t> KvSpace::CompactRevision(Tree* tree) {
+  bool compacted = false;
+  return HistoryFloor(tree, &compacted);
+}
+
 absl::StatusOr<uint64_t> KvSpace::EventsFloor(Tree* tree) {
-  COWKV_ASSIGN_OR_RETURN(uint64_t floor, CompactRevision(tree));
-  if (floor <= legacy_floor_) return floor;
-  absl::StatusOr<std::string> raw = tree->Get(HistoryInfoKey());
-  if (!absl::IsNotFound(raw.status())) {
-    COWKV_RETURN_IF_ERROR(raw.status());
-    return floor;  // compacted: its floor is what it says
-  }
-  // Never compacted, first entry after the mount: every KV change since
-  // the mount has its entry, so none happened in between.
-  return legacy_floor_;
+  bool compacted = false;
+  COWKV_ASSIGN_OR_RETURN(uint64_t floor, HistoryFloor(tree, &compacted));
+  // A never-compacted tree whose first entry came after the mount: every
+  // KV change since the mount has its entry, so none happened in between.
+  return compacted ? floor : std::min(floor, legacy_floor_);
 }
 
 absl::Status KvSpace::CheckReadable(Tree* tree, uint64_t at) {

@@ -309,6 +309,9 @@ class KvSpace {
     size_t max_runs = SIZE_MAX;
   };
   absl::Status DropOldest(uint64_t subvol, Tree* tree, const DropGoal& goal, uint64_t floor);
+  // CompactRevision, and whether the tree has an info item of its own
+  // (`*compacted`) rather than a floor derived from its oldest entry.
+  absl::StatusOr<uint64_t> HistoryFloor(Tree* tree, bool* compacted);
   // One leaf run of entries from `from` (below `to`): their data references
   // dropped, their bytes added to `*bytes`, the last one's revision.
   absl::StatusOr<size_t> DropRun(uint64_t subvol, Tree* tree, const std::string& from,
