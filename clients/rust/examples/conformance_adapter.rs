@@ -485,53 +485,21 @@ impl Ctx {
             }
             "watch_next" if self.file_watches.contains_key(&s(a, "w")) => {
                 let w = self.file_watches.get_mut(&s(a, "w")).expect("no such watcher");
-                let mut events = Vec::new();
-                while events.len() < nm(a, "count") as usize {
-                    match tokio::time::timeout(Duration::from_secs(10), w.next()).await {
-                        Err(_) => panic!("no event within 10 s after {}", events.len()),
-                        Ok(None) => panic!("the watcher ended without a reason"),
-                        Ok(Some(ev)) => events.push(file_event(&ev?)),
-                    }
-                }
-                V::map([("events", V::List(events))])
+                watch_events(w, Some(nm(a, "count") as usize), file_event).await?
             }
             "watch_cancel" if self.file_watches.contains_key(&s(a, "w")) => {
                 let mut w = self.file_watches.remove(&s(a, "w")).expect("no such watcher");
                 w.cancel();
-                let mut events = Vec::new();
-                loop {
-                    match tokio::time::timeout(Duration::from_secs(10), w.next()).await {
-                        Err(_) => panic!("the watcher did not end within 10 s"),
-                        Ok(None) => break,
-                        Ok(Some(ev)) => events.push(file_event(&ev?)),
-                    }
-                }
-                V::map([("events", V::List(events))])
+                watch_events(&mut w, None, file_event).await?
             }
             "watch_next" => {
                 let w = self.watches.get_mut(&s(a, "w")).expect("no such watcher");
-                let mut events = Vec::new();
-                while events.len() < nm(a, "count") as usize {
-                    match tokio::time::timeout(Duration::from_secs(10), w.next()).await {
-                        Err(_) => panic!("no event within 10 s after {}", events.len()),
-                        Ok(None) => panic!("the watcher ended without a reason"),
-                        Ok(Some(ev)) => events.push(watch_event(&ev?)),
-                    }
-                }
-                V::map([("events", V::List(events))])
+                watch_events(w, Some(nm(a, "count") as usize), watch_event).await?
             }
             "watch_cancel" => {
                 let mut w = self.watches.remove(&s(a, "w")).expect("no such watcher");
                 w.cancel();
-                let mut events = Vec::new();
-                loop {
-                    match tokio::time::timeout(Duration::from_secs(10), w.next()).await {
-                        Err(_) => panic!("the watcher did not end within 10 s"),
-                        Ok(None) => break,
-                        Ok(Some(ev)) => events.push(watch_event(&ev?)),
-                    }
-                }
-                V::map([("events", V::List(events))])
+                watch_events(&mut w, None, watch_event).await?
             }
 
             "send" | "receive" | "partial_receives" | "abort_receive" | "digest" => send_op(&c, op, a).await?,
@@ -721,6 +689,25 @@ fn info(i: cowkv::SubvolumeInfo) -> V {
 }
 
 /// A file event's canonical shape (conformance/README.md "file_watch").
+/// `count` events of a watcher, each within 10 s; with `count` None, every
+/// event until the watcher ends (after a cancel).
+async fn watch_events<S, T>(w: &mut S, count: Option<usize>, conv: fn(&T) -> V) -> R
+where
+    S: futures_util::Stream<Item = Result<T, Error>> + Unpin,
+{
+    let mut events = Vec::new();
+    while count.map_or(true, |n| events.len() < n) {
+        match tokio::time::timeout(Duration::from_secs(10), w.next()).await {
+            Err(_) if count.is_some() => panic!("no event within 10 s after {}", events.len()),
+            Err(_) => panic!("the watcher did not end within 10 s"),
+            Ok(None) if count.is_some() => panic!("the watcher ended without a reason"),
+            Ok(None) => break,
+            Ok(Some(ev)) => events.push(conv(&ev?)),
+        }
+    }
+    Ok(V::map([("events", V::List(events))]))
+}
+
 fn file_event(e: &cowkv::FileEvent) -> V {
     V::map([
         ("type", V::Str(e.kind.as_str_name().to_lowercase())),
